@@ -1,0 +1,238 @@
+//! The raw types that cross the library boundary.
+//!
+//! Plugin authors never touch these: [`export_tool!`](crate::export_tool) and
+//! [`export_extension!`](crate::export_extension) generate the glue, and the host wraps them in
+//! safe types. They are public so that the host (and tools that inspect libraries) can share one
+//! definition.
+//!
+//! # Evolution
+//!
+//! Every struct here is `#[repr(C)]` and derives [`StableAbi`], so its layout is part of the
+//! checked contract. The root module and both vtables are *prefix types*: a later minor version may
+//! append fields after the last one, and a host reading an older library sees them as missing
+//! instead of reading garbage. Anything else (removing or reordering fields, changing a type)
+//! needs a new minor version while the crate is `0.x`, which the host refuses to load with a clear
+//! message ("built against plugin-api 0.1, this host speaks 0.2").
+//!
+//! JSON values (arguments, metadata, extension data) cross as UTF-8 strings. That keeps the
+//! layout small and lets both sides evolve their Rust types freely.
+
+use std::ffi::c_void;
+
+use abi_stable::{
+    declare_root_module_statics,
+    library::RootModule,
+    package_version_strings,
+    sabi_types::VersionStrings,
+    std_types::{ROption, RResult, RStr, RString},
+    StableAbi,
+};
+use async_ffi::FfiFuture;
+
+/// A result that crosses the boundary.
+pub type FfiResult<T> = RResult<T, FfiError>;
+
+/// An error that crosses the boundary: an [`ErrorKind`](crate::ErrorKind) code and a message.
+///
+/// The kind travels as a plain `u8` so that a kind added later decodes as
+/// [`ErrorKind::Internal`](crate::ErrorKind::Internal) instead of breaking the layout.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiError {
+    /// [`ErrorKind::code`](crate::ErrorKind::code).
+    pub kind: u8,
+    /// Human-readable message.
+    pub message: RString,
+}
+
+/// A [`Response`](crate::Response) on the wire.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiResponse {
+    /// The text returned to the model.
+    pub message: RString,
+    /// Ends the agent's message loop when true.
+    pub break_loop: bool,
+    /// A JSON object attached to the history entry, if any.
+    pub additional: ROption<RString>,
+}
+
+/// The fields of a call context that a plugin reads as text.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextField {
+    /// The agent's display name.
+    AgentName,
+    /// The active profile.
+    Profile,
+    /// The tool being called (as requested, without the method).
+    ToolName,
+    /// The `method` of a `name:method` call, or empty.
+    Method,
+    /// The extension point being run, or empty in a tool call.
+    ExtensionPoint,
+    /// The file name (without extension) of the running extension, or empty.
+    ExtensionName,
+    /// The id of the call's log item, as decimal text.
+    LogId,
+}
+
+/// What a plugin can ask of the host during a call.
+///
+/// `data` is an opaque, reference-counted pointer owned by the host; `clone` and `drop` adjust
+/// the count. Every function is safe to call from any thread while the context is alive.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = HostVtableRef)))]
+#[sabi(missing_field(panic))]
+pub struct HostVtable {
+    /// Adds one reference to `data`.
+    pub clone: unsafe extern "C" fn(data: *const c_void),
+    /// Removes one reference from `data`.
+    pub drop: unsafe extern "C" fn(data: *const c_void),
+    /// Reads a text field of the context.
+    pub field: unsafe extern "C" fn(data: *const c_void, field: ContextField) -> RString,
+    /// Replaces the text content of the call's log item.
+    pub log_content: unsafe extern "C" fn(data: *const c_void, content: RStr<'_>),
+    /// Sets the progress text and fires the `tool_output_update` extension point.
+    pub set_progress: unsafe extern "C" fn(data: *const c_void, text: RString) -> FfiFuture<()>,
+    /// Appends to the progress text without firing any extension point.
+    pub add_progress: unsafe extern "C" fn(data: *const c_void, text: RStr<'_>),
+    /// Waits while the agent is paused; fails with an intervention error if it was stopped.
+    pub check_intervention: unsafe extern "C" fn(data: *const c_void) -> FfiFuture<FfiResult<()>>,
+    /// Reads a loop-data value (JSON text), if set.
+    pub loop_data_get: unsafe extern "C" fn(data: *const c_void, key: RStr<'_>) -> ROption<RString>,
+    /// Sets a loop-data value from JSON text.
+    pub loop_data_set:
+        unsafe extern "C" fn(data: *const c_void, key: RStr<'_>, json: RString) -> FfiResult<()>,
+    /// Adds a message to the agent's history.
+    pub history_add: unsafe extern "C" fn(data: *const c_void, role: RStr<'_>, content: RString),
+    /// The host's default `before_execution` (log item, printing).
+    pub default_before_execution:
+        unsafe extern "C" fn(data: *const c_void, args: RString) -> FfiFuture<FfiResult<()>>,
+    /// The host's default `after_execution` (sanitize, history, printing).
+    #[sabi(last_prefix_field)]
+    pub default_after_execution: unsafe extern "C" fn(
+        data: *const c_void,
+        response: FfiResponse,
+    ) -> FfiFuture<FfiResult<()>>,
+}
+
+/// A call context handed to a plugin: host data plus the host's vtable.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FfiContext {
+    /// Opaque host data; see [`HostVtable`].
+    pub data: *const c_void,
+    /// The host's functions.
+    pub vtable: HostVtableRef,
+}
+
+/// The functions of one tool instance.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = ToolVtableRef)))]
+#[sabi(missing_field(panic))]
+pub struct ToolVtable {
+    /// Runs the tool with JSON arguments.
+    pub execute: unsafe extern "C" fn(
+        this: *const c_void,
+        ctx: FfiContext,
+        args: RString,
+    ) -> FfiFuture<FfiResult<FfiResponse>>,
+    /// The plugin's own `before_execution`, if it overrides the host's default.
+    pub before_execution: ROption<
+        unsafe extern "C" fn(
+            this: *const c_void,
+            ctx: FfiContext,
+            args: RString,
+        ) -> FfiFuture<FfiResult<()>>,
+    >,
+    /// The plugin's own `after_execution`, if it overrides the host's default.
+    pub after_execution: ROption<
+        unsafe extern "C" fn(
+            this: *const c_void,
+            ctx: FfiContext,
+            response: FfiResponse,
+        ) -> FfiFuture<FfiResult<()>>,
+    >,
+    /// Frees the instance.
+    #[sabi(last_prefix_field)]
+    pub drop: unsafe extern "C" fn(this: *const c_void),
+}
+
+/// A tool instance created by a library.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FfiTool {
+    /// Opaque plugin data.
+    pub this: *const c_void,
+    /// The tool's functions.
+    pub vtable: ToolVtableRef,
+    /// [`ToolInfo`](crate::ToolInfo) as JSON.
+    pub info: RString,
+}
+
+/// The functions of one extension instance.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = ExtensionVtableRef)))]
+#[sabi(missing_field(panic))]
+pub struct ExtensionVtable {
+    /// Runs the extension with the point's data as JSON; returns the new data if it changed.
+    pub execute: unsafe extern "C" fn(
+        this: *const c_void,
+        ctx: FfiContext,
+        data: RString,
+    ) -> FfiFuture<FfiResult<ROption<RString>>>,
+    /// Frees the instance.
+    #[sabi(last_prefix_field)]
+    pub drop: unsafe extern "C" fn(this: *const c_void),
+}
+
+/// An extension instance created by a library.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FfiExtension {
+    /// Opaque plugin data.
+    pub this: *const c_void,
+    /// The extension's functions.
+    pub vtable: ExtensionVtableRef,
+    /// [`ExtensionInfo`](crate::ExtensionInfo) as JSON.
+    pub info: RString,
+}
+
+/// The root module every plugin library exports.
+///
+/// Exactly one of `new_tool` and `new_extension` is set.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = PluginModuleRef)))]
+#[sabi(missing_field(panic))]
+pub struct PluginModule {
+    /// The crate that built the library (`CARGO_PKG_NAME`).
+    pub package: RStr<'static>,
+    /// Its version (`CARGO_PKG_VERSION`).
+    pub package_version: RStr<'static>,
+    /// Creates the tool, if this library is a tool.
+    pub new_tool: ROption<extern "C" fn() -> FfiResult<FfiTool>>,
+    /// Creates the extension, if this library is an extension.
+    pub new_extension: ROption<extern "C" fn() -> FfiResult<FfiExtension>>,
+    /// Stops the plugin's own runtime and threads; called before the host lets go of the
+    /// library for good.
+    #[sabi(last_prefix_field)]
+    pub shutdown: extern "C" fn(),
+}
+
+impl RootModule for PluginModuleRef {
+    declare_root_module_statics! {PluginModuleRef}
+    const BASE_NAME: &'static str = "toolhost_plugin";
+    const NAME: &'static str = "toolhost_plugin";
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}
+
+/// The exported symbol name of a root module (what `#[export_root_module]` would produce).
+///
+/// The export macros write the symbol themselves so that plugins need no direct dependency on
+/// `abi_stable`; a unit test pins this to abi_stable's own mangling.
+pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";

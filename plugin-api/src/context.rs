@@ -1,0 +1,185 @@
+//! The host services a plugin reaches during a call.
+
+use std::ffi::c_void;
+use std::fmt;
+
+use abi_stable::std_types::{RStr, RString};
+use serde_json::Value;
+
+use crate::abi::{ContextField, FfiContext, HostVtableRef};
+use crate::{Args, Response, ToolError};
+
+/// The call's view of the agent: who is calling, the log item, progress, intervention,
+/// loop data and history.
+///
+/// Every tool call and every extension run gets one. It is cheap to clone (a reference count on
+/// the host side) and may be moved into spawned tasks; it stays valid as long as you hold it.
+///
+/// ```no_run
+/// # use plugin_api::{Args, Context, Response, ToolError};
+/// async fn long_job(ctx: &Context, args: Args) -> Result<Response, ToolError> {
+///     for step in 1..=3 {
+///         ctx.check_intervention().await?; // waits while paused, stops when asked
+///         ctx.set_progress(format!("step {step} of 3")).await;
+///     }
+///     ctx.set_loop_data("last_job", serde_json::json!(args.str("name")))?;
+///     Ok(Response::text(format!("{} finished", ctx.agent_name())))
+/// }
+/// ```
+pub struct Context {
+    data: *const c_void,
+    vtable: HostVtableRef,
+}
+
+// SAFETY: the host promises (see `HostVtable`) that its data is reference-counted and that every
+// vtable function may be called from any thread.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Takes ownership of a context received from the host.
+    ///
+    /// # Safety
+    /// `ffi` must come from the host and carry one reference that this value now owns.
+    pub unsafe fn from_ffi(ffi: FfiContext) -> Self {
+        Self {
+            data: ffi.data,
+            vtable: ffi.vtable,
+        }
+    }
+
+    fn field(&self, field: ContextField) -> String {
+        // SAFETY: data is alive while self holds its reference.
+        unsafe { (self.vtable.field())(self.data, field) }.into_string()
+    }
+
+    /// The agent's display name.
+    pub fn agent_name(&self) -> String {
+        self.field(ContextField::AgentName)
+    }
+    /// The active profile.
+    pub fn profile(&self) -> String {
+        self.field(ContextField::Profile)
+    }
+    /// The tool being called, as the model named it (without `:method`).
+    pub fn tool_name(&self) -> String {
+        self.field(ContextField::ToolName)
+    }
+    /// The method of a `name:method` call.
+    pub fn method(&self) -> Option<String> {
+        Some(self.field(ContextField::Method)).filter(|m| !m.is_empty())
+    }
+    /// The extension point being run, when this is an extension's context.
+    pub fn extension_point(&self) -> Option<String> {
+        Some(self.field(ContextField::ExtensionPoint)).filter(|m| !m.is_empty())
+    }
+    /// The running extension's file name without extension (`_50_audit_log`).
+    pub fn extension_name(&self) -> Option<String> {
+        Some(self.field(ContextField::ExtensionName)).filter(|m| !m.is_empty())
+    }
+    /// The id of the call's log item.
+    pub fn log_id(&self) -> u64 {
+        self.field(ContextField::LogId).parse().unwrap_or(0)
+    }
+
+    /// Replaces the text content of the call's log item.
+    pub fn log_content(&self, content: &str) {
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.log_content())(self.data, RStr::from(content)) }
+    }
+
+    /// Sets the progress text, firing the `tool_output_update` extension point.
+    pub async fn set_progress(&self, text: impl Into<String>) {
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.set_progress())(self.data, RString::from(text.into())) }.await
+    }
+
+    /// Appends to the progress text without firing any extension point.
+    pub fn add_progress(&self, text: &str) {
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.add_progress())(self.data, RStr::from(text)) }
+    }
+
+    /// Waits while the agent is paused; returns an [`Intervention`](crate::ErrorKind::Intervention)
+    /// error when the user stopped or interrupted it. Long-running tools call this between steps.
+    pub async fn check_intervention(&self) -> Result<(), ToolError> {
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.check_intervention())(self.data) }
+            .await
+            .into_result()
+            .map_err(ToolError::from_ffi)
+    }
+
+    /// A value of the current loop's data, if set.
+    pub fn loop_data(&self, key: &str) -> Option<Value> {
+        // SAFETY: as in `field`.
+        let text = unsafe { (self.vtable.loop_data_get())(self.data, RStr::from(key)) };
+        text.into_option()
+            .and_then(|t| serde_json::from_str(&t).ok())
+    }
+
+    /// Sets a value of the current loop's data.
+    pub fn set_loop_data(&self, key: &str, value: Value) -> Result<(), ToolError> {
+        let text = RString::from(value.to_string());
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.loop_data_set())(self.data, RStr::from(key), text) }
+            .into_result()
+            .map_err(ToolError::from_ffi)
+    }
+
+    /// Adds a message to the agent's history (`role` is `user`, `ai`, `tool` or `warning`).
+    pub fn add_history(&self, role: &str, content: impl Into<String>) {
+        // SAFETY: as in `field`.
+        unsafe {
+            (self.vtable.history_add())(self.data, RStr::from(role), RString::from(content.into()))
+        }
+    }
+
+    /// The host's default `before_execution`: creates the log item and prints the call.
+    /// Call it from your own [`ToolHooks::before_execution`](crate::ToolHooks::before_execution)
+    /// to keep that behaviour.
+    pub async fn default_before_execution(&self, args: &Args) -> Result<(), ToolError> {
+        let json = RString::from(serde_json::to_string(&**args).unwrap_or_default());
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.default_before_execution())(self.data, json) }
+            .await
+            .into_result()
+            .map_err(ToolError::from_ffi)
+    }
+
+    /// The host's default `after_execution`: records the result in history and the log.
+    pub async fn default_after_execution(&self, response: &Response) -> Result<(), ToolError> {
+        let ffi = response.clone().into_ffi();
+        // SAFETY: as in `field`.
+        unsafe { (self.vtable.default_after_execution())(self.data, ffi) }
+            .await
+            .into_result()
+            .map_err(ToolError::from_ffi)
+    }
+}
+
+impl Clone for Context {
+    fn clone(&self) -> Self {
+        // SAFETY: adds the reference the new value owns.
+        unsafe { (self.vtable.clone())(self.data) };
+        Self {
+            data: self.data,
+            vtable: self.vtable,
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: gives back the reference this value owned.
+        unsafe { (self.vtable.drop())(self.data) }
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("tool", &self.tool_name())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,341 @@
+//! The glue behind [`export_tool!`](crate::export_tool) and
+//! [`export_extension!`](crate::export_extension). Not a public API: only the macros use it.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use abi_stable::prefix_type::PrefixTypeTrait;
+use abi_stable::std_types::{RNone, ROption, RResult, RSome, RStr, RString};
+use async_ffi::{FfiFuture, FutureExt};
+
+pub use abi_stable::library::{
+    __call_root_module_loader as call_root_module_loader, CheckTypeLayout, LibHeader,
+    RootModuleResult,
+};
+
+use crate::abi::{
+    ExtensionVtable, FfiContext, FfiExtension, FfiResponse, FfiResult, FfiTool, PluginModule,
+    PluginModuleRef, ToolVtable,
+};
+use crate::runtime::{panic_message, Guarded};
+use crate::{Args, Context, Extension, PointData, Response, Tool, ToolError, ToolHooks};
+
+/// What the macros learn from the plugin crate's `Cargo.toml`.
+pub struct Package {
+    /// `CARGO_PKG_NAME`.
+    pub name: &'static str,
+    /// `CARGO_PKG_VERSION`.
+    pub version: &'static str,
+    /// `CARGO_PKG_DESCRIPTION`.
+    pub description: &'static str,
+}
+
+impl Package {
+    fn fill(&self, name: &mut String, description: &mut String, version: &mut String) {
+        for (field, value) in [
+            (name, self.name),
+            (description, self.description),
+            (version, self.version),
+        ] {
+            if field.is_empty() {
+                *field = value.to_owned();
+            }
+        }
+    }
+}
+
+extern "C" fn shutdown_glue() {
+    crate::runtime::shutdown();
+}
+
+/// The root module of a tool library.
+pub fn tool_module(
+    package: &'static Package,
+    new_tool: extern "C" fn() -> FfiResult<FfiTool>,
+) -> PluginModuleRef {
+    PluginModule {
+        package: RStr::from_str(package.name),
+        package_version: RStr::from_str(package.version),
+        new_tool: RSome(new_tool),
+        new_extension: RNone,
+        shutdown: shutdown_glue,
+    }
+    .leak_into_prefix()
+}
+
+/// The root module of an extension library.
+pub fn extension_module(
+    package: &'static Package,
+    new_extension: extern "C" fn() -> FfiResult<FfiExtension>,
+) -> PluginModuleRef {
+    PluginModule {
+        package: RStr::from_str(package.name),
+        package_version: RStr::from_str(package.version),
+        new_tool: RNone,
+        new_extension: RSome(new_extension),
+        shutdown: shutdown_glue,
+    }
+    .leak_into_prefix()
+}
+
+fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, ToolError>) -> FfiResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => RResult::ROk(v),
+        Ok(Err(e)) => RResult::RErr(e.into_ffi()),
+        Err(p) => RResult::RErr(
+            ToolError::internal(format!("{what} panicked: {}", panic_message(&*p))).into_ffi(),
+        ),
+    }
+}
+
+fn to_ffi_future<T: Send + 'static>(
+    fut: impl std::future::Future<Output = Result<T, ToolError>> + Send + 'static,
+) -> FfiFuture<FfiResult<T>> {
+    let guarded = Guarded::new(fut);
+    async move {
+        match guarded.await {
+            Ok(v) => RResult::ROk(v),
+            Err(e) => RResult::RErr(e.into_ffi()),
+        }
+    }
+    .into_ffi()
+}
+
+type BeforeFn =
+    unsafe extern "C" fn(*const c_void, FfiContext, RString) -> FfiFuture<FfiResult<()>>;
+type AfterFn =
+    unsafe extern "C" fn(*const c_void, FfiContext, FfiResponse) -> FfiFuture<FfiResult<()>>;
+
+/// Finds out whether a tool type implements [`ToolHooks`] (autoref specialisation: the macro
+/// calls `(&&HookProbe::<T>::new()).hooks()`).
+pub struct HookProbe<T>(PhantomData<T>);
+
+impl<T> HookProbe<T> {
+    /// A probe for `T`.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+/// Chosen when the tool implements [`ToolHooks`].
+pub trait ProbeWithHooks {
+    /// The hook entry points.
+    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>);
+}
+
+impl<T: ToolHooks> ProbeWithHooks for &HookProbe<T> {
+    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>) {
+        (
+            RSome(before_glue::<T> as BeforeFn),
+            RSome(after_glue::<T> as AfterFn),
+        )
+    }
+}
+
+/// Chosen otherwise: the host runs its defaults without crossing the boundary.
+pub trait ProbeWithoutHooks {
+    /// No hook entry points.
+    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>);
+}
+
+impl<T> ProbeWithoutHooks for HookProbe<T> {
+    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>) {
+        (RNone, RNone)
+    }
+}
+
+/// Borrows the `Arc<T>` behind `this` and returns a new strong reference.
+///
+/// # Safety
+/// `this` must come from `Arc::<T>::into_raw` and still be owned by the host.
+unsafe fn arc_from<T>(this: *const c_void) -> Arc<T> {
+    let this = this.cast::<T>();
+    // SAFETY: per the contract above.
+    unsafe {
+        Arc::increment_strong_count(this);
+        Arc::from_raw(this)
+    }
+}
+
+/// Creates a tool instance (the body of the macro's `new_tool`).
+pub fn new_tool<T: Tool>(
+    package: &'static Package,
+    make: impl FnOnce() -> T,
+    hooks: (ROption<BeforeFn>, ROption<AfterFn>),
+) -> FfiResult<FfiTool> {
+    catch("creating the tool", || {
+        let tool = make();
+        let mut info = tool.info();
+        package.fill(&mut info.name, &mut info.description, &mut info.version);
+        let info = serde_json::to_string(&info)?;
+        let vtable = ToolVtable {
+            execute: execute_glue::<T>,
+            before_execution: hooks.0,
+            after_execution: hooks.1,
+            drop: drop_glue::<T>,
+        }
+        .leak_into_prefix();
+        Ok(FfiTool {
+            this: Arc::into_raw(Arc::new(tool)).cast(),
+            vtable,
+            info: info.into(),
+        })
+    })
+}
+
+unsafe extern "C" fn execute_glue<T: Tool>(
+    this: *const c_void,
+    ctx: FfiContext,
+    args: RString,
+) -> FfiFuture<FfiResult<FfiResponse>> {
+    // SAFETY: the host passes the pointer it got from `new_tool`, and its context reference.
+    let (tool, ctx) = unsafe { (arc_from::<T>(this), Context::from_ffi(ctx)) };
+    to_ffi_future(async move {
+        let args = Args::from_json(&args)?;
+        tool.execute(&ctx, args).await.map(Response::into_ffi)
+    })
+}
+
+unsafe extern "C" fn before_glue<T: ToolHooks>(
+    this: *const c_void,
+    ctx: FfiContext,
+    args: RString,
+) -> FfiFuture<FfiResult<()>> {
+    // SAFETY: as in `execute_glue`.
+    let (tool, ctx) = unsafe { (arc_from::<T>(this), Context::from_ffi(ctx)) };
+    to_ffi_future(async move {
+        let args = Args::from_json(&args)?;
+        tool.before_execution(&ctx, &args).await
+    })
+}
+
+unsafe extern "C" fn after_glue<T: ToolHooks>(
+    this: *const c_void,
+    ctx: FfiContext,
+    response: FfiResponse,
+) -> FfiFuture<FfiResult<()>> {
+    // SAFETY: as in `execute_glue`.
+    let (tool, ctx) = unsafe { (arc_from::<T>(this), Context::from_ffi(ctx)) };
+    to_ffi_future(async move {
+        let response = Response::from_ffi(response);
+        tool.after_execution(&ctx, &response).await
+    })
+}
+
+unsafe extern "C" fn drop_glue<T>(this: *const c_void) {
+    // SAFETY: the host gives back the reference it got from `new_tool`/`new_extension`, once.
+    // A panicking Drop must not unwind into the host.
+    let _ = catch_unwind(|| unsafe { drop(Arc::from_raw(this.cast::<T>())) });
+}
+
+/// Creates an extension instance (the body of the macro's `new_extension`).
+pub fn new_extension<E: Extension>(
+    package: &'static Package,
+    make: impl FnOnce() -> E,
+) -> FfiResult<FfiExtension> {
+    catch("creating the extension", || {
+        let ext = make();
+        let mut info = ext.info();
+        package.fill(&mut info.name, &mut info.description, &mut info.version);
+        let info = serde_json::to_string(&info)?;
+        let vtable = ExtensionVtable {
+            execute: extension_glue::<E>,
+            drop: drop_glue::<E>,
+        }
+        .leak_into_prefix();
+        Ok(FfiExtension {
+            this: Arc::into_raw(Arc::new(ext)).cast(),
+            vtable,
+            info: info.into(),
+        })
+    })
+}
+
+unsafe extern "C" fn extension_glue<E: Extension>(
+    this: *const c_void,
+    ctx: FfiContext,
+    data: RString,
+) -> FfiFuture<FfiResult<ROption<RString>>> {
+    // SAFETY: as in `execute_glue`.
+    let (ext, ctx) = unsafe { (arc_from::<E>(this), Context::from_ffi(ctx)) };
+    to_ffi_future(async move {
+        let mut data = PointData::from_json(data.into_string());
+        ext.execute(&ctx, &mut data).await?;
+        Ok(ROption::from(data.into_changed_json().map(RString::from)))
+    })
+}
+
+/// Exports a [`Tool`] from a `cdylib` crate. This is the only FFI glue a tool needs.
+///
+/// `export_tool!(MyTool)` creates the tool with `Default::default()`;
+/// `export_tool!(MyTool = MyTool::new(...))` with an expression of your own, evaluated when the
+/// host loads the library (a panic there is reported as a load error). If `MyTool` also
+/// implements [`ToolHooks`], its hooks replace the host's defaults.
+///
+/// The crate's `Cargo.toml` needs `crate-type = ["cdylib"]`; its `name`, `description` and
+/// `version` fill the [`ToolInfo`](crate::ToolInfo) fields the tool leaves empty.
+#[macro_export]
+macro_rules! export_tool {
+    ($ty:ty) => {
+        $crate::export_tool!($ty = <$ty as ::core::default::Default>::default());
+    };
+    ($ty:ty = $make:expr) => {
+        $crate::__export_plugin!(tool_module, FfiTool, |package| {
+            #[allow(unused_imports)]
+            use $crate::__private::{ProbeWithHooks as _, ProbeWithoutHooks as _};
+            let hooks = (&&$crate::__private::HookProbe::<$ty>::new()).hooks();
+            $crate::__private::new_tool::<$ty>(package, || $make, hooks)
+        });
+    };
+}
+
+/// Exports an [`Extension`] from a `cdylib` crate; the counterpart of
+/// [`export_tool!`](crate::export_tool) with the same two forms.
+#[macro_export]
+macro_rules! export_extension {
+    ($ty:ty) => {
+        $crate::export_extension!($ty = <$ty as ::core::default::Default>::default());
+    };
+    ($ty:ty = $make:expr) => {
+        $crate::__export_plugin!(extension_module, FfiExtension, |package| {
+            $crate::__private::new_extension::<$ty>(package, || $make)
+        });
+    };
+}
+
+/// Writes the exported root module; shared by the two export macros.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_plugin {
+    ($module:ident, $instance:ident, |$package:ident| $create:block) => {
+        #[doc(hidden)]
+        #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
+        pub static __TOOLHOST_PLUGIN_ROOT: $crate::__private::LibHeader = {
+            static PACKAGE: $crate::__private::Package = $crate::__private::Package {
+                name: ::core::env!("CARGO_PKG_NAME"),
+                version: ::core::env!("CARGO_PKG_VERSION"),
+                description: ::core::env!("CARGO_PKG_DESCRIPTION"),
+            };
+            extern "C" fn create() -> $crate::abi::FfiResult<$crate::abi::$instance> {
+                let $package = &PACKAGE;
+                $create
+            }
+            fn root() -> $crate::abi::PluginModuleRef {
+                $crate::__private::$module(&PACKAGE, create)
+            }
+            extern "C" fn erased() -> $crate::__private::RootModuleResult {
+                $crate::__private::call_root_module_loader(root)
+            }
+            // SAFETY: the same construction `#[abi_stable::export_root_module]` emits.
+            unsafe {
+                $crate::__private::LibHeader::from_constructor::<$crate::abi::PluginModuleRef>(
+                    erased,
+                    $crate::__private::CheckTypeLayout::Yes,
+                )
+            }
+        };
+    };
+}

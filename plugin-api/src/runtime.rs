@@ -1,0 +1,101 @@
+//! The plugin's own tokio runtime, and the guard that runs plugin futures inside it.
+//!
+//! A plugin library links its own copy of tokio, whose thread-locals the host's runtime never
+//! sets. Every future the export glue hands to the host is polled through [`Guarded`], which
+//! enters this plugin's runtime first, so timers and I/O register with a driver that a worker
+//! thread of this plugin keeps turning. The runtime starts on first use (one worker thread) and
+//! stops when the host calls the module's `shutdown`.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Mutex, OnceLock};
+use std::task::{Context as TaskContext, Poll};
+
+use tokio::runtime::{Builder, Handle, Runtime};
+
+use crate::ToolError;
+
+static HANDLE: OnceLock<Handle> = OnceLock::new();
+static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// A handle to this plugin's tokio runtime, started on first use.
+///
+/// Use it to `spawn` background tasks that outlive a call; code inside `execute` already runs in
+/// the runtime's context and needs nothing special.
+pub fn handle() -> &'static Handle {
+    HANDLE.get_or_init(|| {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("plugin-runtime")
+            .enable_all()
+            .build()
+            .expect("could not start the plugin's tokio runtime");
+        let handle = runtime.handle().clone();
+        *RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) = Some(runtime);
+        handle
+    })
+}
+
+/// Stops the runtime's threads without waiting for its tasks. Called by the host through the
+/// module's `shutdown` before it lets go of the library.
+pub fn shutdown() {
+    if let Some(runtime) = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        runtime.shutdown_background();
+    }
+}
+
+/// Turns a panic payload into its message.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_owned()
+    }
+}
+
+/// Polls a plugin future inside the plugin's runtime and turns a panic into an error.
+pub struct Guarded<F> {
+    inner: F,
+    done: bool,
+}
+
+impl<F> Guarded<F> {
+    /// Wraps a future.
+    pub fn new(inner: F) -> Self {
+        Self { inner, done: false }
+    }
+}
+
+impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<F> {
+    type Output = Result<T, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        // SAFETY: `inner` is structurally pinned: it is never moved out of `self`.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.done {
+            return Poll::Ready(Err(ToolError::internal(
+                "plugin future polled after completion",
+            )));
+        }
+        let _runtime = handle().enter();
+        // SAFETY: see above.
+        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(ready) => {
+                this.done = true;
+                ready
+            }
+            Err(payload) => {
+                this.done = true;
+                Poll::Ready(Err(ToolError::internal(format!(
+                    "panicked: {}",
+                    panic_message(&*payload)
+                ))))
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The tool trait and its optional hooks.
+
+use std::future::Future;
+
+use crate::{Args, Context, Response, ToolError, ToolInfo};
+
+/// A tool the model can call: one required method, [`execute`](Tool::execute).
+///
+/// # Lifecycle
+///
+/// The host creates one instance when it loads the library and keeps it while the library is
+/// in use; calls may run concurrently, so state shared between calls needs synchronisation.
+/// For each call, in order:
+///
+/// 1. the host resolves the tool by file name along the profile's layers; intervention check;
+/// 2. `before_execution` ([`ToolHooks`], or the host default: log item, "Using tool" line);
+///    intervention check;
+/// 3. the `tool_execute_before` extensions, which may rewrite the arguments;
+/// 4. **`execute`**; intervention check;
+/// 5. the `tool_execute_after` extensions, which may rewrite the message (not `break_loop`);
+/// 6. `after_execution` ([`ToolHooks`], or the host default: history entry, log update);
+///    intervention check. If `break_loop` is set the agent's loop ends with the message.
+///
+/// An `Err` or a panic at any step ends the call with that error; a panic keeps its message and
+/// becomes an [`Internal`](crate::ErrorKind::Internal) error. The host lives on either way.
+///
+/// # Async and tokio
+///
+/// `execute` runs on the host's executor, inside this plugin's own tokio runtime context, so
+/// `tokio::time::sleep`, timers and tokio I/O work as usual (a plugin has its own copy of tokio;
+/// without this it would panic with "there is no reactor running").
+///
+/// ```
+/// use plugin_api::{Args, Context, Response, Tool, ToolError, ToolInfo};
+///
+/// #[derive(Default)]
+/// struct Wait;
+///
+/// impl Tool for Wait {
+///     fn info(&self) -> ToolInfo {
+///         ToolInfo::new("wait", "Waits a number of milliseconds.").timeout_seconds(5)
+///     }
+///     async fn execute(&self, _ctx: &Context, args: Args) -> Result<Response, ToolError> {
+///         let ms = args.get("ms").and_then(|v| v.as_u64()).unwrap_or(10);
+///         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+///         Ok(Response::text(format!("waited {ms} ms")))
+///     }
+/// }
+/// plugin_api::export_tool!(Wait);
+/// ```
+pub trait Tool: Send + Sync + 'static {
+    /// Runs the tool. `ctx.method()` holds the `method` of a `name:method` call.
+    fn execute(
+        &self,
+        ctx: &Context,
+        args: Args,
+    ) -> impl Future<Output = Result<Response, ToolError>> + Send;
+
+    /// Describes the tool. Empty fields are filled from the plugin's `Cargo.toml`.
+    fn info(&self) -> ToolInfo {
+        ToolInfo::default()
+    }
+}
+
+/// Replaces the host's default `before_execution` / `after_execution` for one tool.
+///
+/// Implement it only when you need to; [`export_tool!`](crate::export_tool) notices the
+/// implementation. Each method defaults to the host's own behaviour, so override one and keep
+/// the other, or call [`Context::default_before_execution`] to add to the default rather than
+/// replace it.
+///
+/// ```
+/// use plugin_api::{Args, Context, Response, Tool, ToolError, ToolHooks};
+///
+/// #[derive(Default)]
+/// struct Quiet;
+/// impl Tool for Quiet {
+///     async fn execute(&self, _ctx: &Context, _args: Args) -> Result<Response, ToolError> {
+///         Ok(Response::text("shh"))
+///     }
+/// }
+/// impl ToolHooks for Quiet {
+///     async fn before_execution(&self, ctx: &Context, _args: &Args) -> Result<(), ToolError> {
+///         ctx.log_content("running quietly"); // no "Using tool" line
+///         Ok(())
+///     }
+/// }
+/// plugin_api::export_tool!(Quiet);
+/// ```
+pub trait ToolHooks: Tool {
+    /// Runs before the `tool_execute_before` extensions.
+    fn before_execution(
+        &self,
+        ctx: &Context,
+        args: &Args,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send {
+        ctx.default_before_execution(args)
+    }
+
+    /// Runs after the `tool_execute_after` extensions.
+    fn after_execution(
+        &self,
+        ctx: &Context,
+        response: &Response,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send {
+        ctx.default_after_execution(response)
+    }
+}

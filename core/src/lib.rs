@@ -1,1 +1,55 @@
+//! # toolhost: the host for native agent tools
+//!
+//! `toolhost` finds tool and extension libraries (built with [`plugin_api`]) in layered folders,
+//! loads each one once from a private copy after checking its contract, and runs every tool
+//! call through Agent Zero's lifecycle.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::{Agent, Host};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = Arc::new(Host::new("/path/to/root")?); // holds core/, plugins/, usr/
+//! for tool in host.list("default").tools {
+//!     println!("{} from {}", tool.name, tool.found.layer.label);
+//! }
+//! let agent = Agent::new(host, "A0", "default")?;
+//! let answer = agent.call_tool("response", serde_json::json!({"text": "done"})).await?;
+//! assert!(answer.break_loop);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layers
+//!
+//! See [`layers_for`]: a profile's folders come first, then the user's `usr/`, then each plugin
+//! under `plugins/`, then `core/`. The first layer that has `tools/<name>.so` wins; extensions
+//! (`extensions/<point>/<file>.so`) and prompt fragments (`prompts/agent.system.tool.<name>.md`)
+//! are merged by file name, first occurrence winning, and sorted by file name.
+//!
+//! ## Failures
+//!
+//! A library that cannot be used (empty, truncated, not a plugin, built against another
+//! contract, failing at start-up) is skipped with one [`LoadError`] line; the rest keeps working.
+//! A plugin's panic becomes an error of that call.
+#![deny(missing_docs)]
 
+mod agent;
+mod context;
+mod error;
+mod host;
+mod layers;
+mod lifecycle;
+mod loader;
+mod name;
+pub mod output;
+mod plugin;
+
+pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
+pub use error::{HostError, LoadError, LoadErrorKind};
+pub use host::{FoundTool, Host, Listing, Resolution, ToolListing, LIBRARY_EXTENSION};
+pub use layers::{layers_for, Layer, LayerKind};
+pub use loader::version_compatible;
+pub use name::{is_safe_name, ToolName};
+pub use plugin::{ExtensionHandle, ToolHandle};
+pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};

@@ -1,1 +1,227 @@
-fn main() {}
+//! `toolhost`: list, call and describe the tools a profile sees.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+use toolhost::{Agent, Host, Listing};
+
+/// Native plugin host for AI-agent tools.
+#[derive(Parser)]
+#[command(name = "toolhost", version, about)]
+struct Cli {
+    /// The root folder holding core/, plugins/ and usr/.
+    #[arg(long, global = true, env = "TOOLHOST_ROOT", default_value = ".")]
+    root: PathBuf,
+    /// Show debug logging (including abi_stable's full load-error reports).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every tool a profile sees, with the layer and file that wins and what it shadows.
+    List {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool through the full lifecycle and print its response.
+    Call {
+        /// `name` or `name:method`.
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(long, short, default_value = "{}")]
+        args: String,
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// Print the response as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The tools section of the system prompt for a profile.
+    Prompt {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // `list` reports skipped files in its own table; elsewhere each one is a warning line.
+    let quiet = matches!(cli.command, Command::List { .. });
+    tracing_subscriber::fmt()
+        .with_env_filter(match (cli.verbose, quiet) {
+            (true, _) => "debug",
+            (false, true) => "error",
+            (false, false) => "warn",
+        })
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let host = Arc::new(Host::new(&cli.root)?);
+    match cli.command {
+        Command::List { profile, json } => {
+            check_profile(&profile)?;
+            let listing = host.list(&profile);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&listing_json(&host, &listing))?
+                );
+            } else {
+                print_listing(&host, &profile, &listing);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Prompt { profile } => {
+            check_profile(&profile)?;
+            print!("{}", host.tools_prompt(&profile));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call {
+            name,
+            args,
+            profile,
+            agent,
+            json,
+        } => {
+            let args: Value = serde_json::from_str(&args)
+                .with_context(|| format!("--args is not valid JSON ({args})"))?;
+            let agent = Agent::new(host, &agent, &profile)?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            match runtime.block_on(agent.call_tool(&name, args)) {
+                Ok(response) if json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&json!({
+                            "message": response.message,
+                            "break_loop": response.break_loop,
+                            "additional": response.additional,
+                        }))?
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(response) => {
+                    println!("{}", response.message);
+                    if response.break_loop {
+                        eprintln!("(final answer: this ends the agent's loop)");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    if json {
+                        let err =
+                            json!({"error": {"kind": e.kind().as_str(), "message": e.message()}});
+                        println!("{}", serde_json::to_string_pretty(&err)?);
+                    }
+                    eprintln!(
+                        "error: tool '{name}' failed ({} error): {}",
+                        e.kind(),
+                        e.message()
+                    );
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+    }
+}
+
+fn check_profile(profile: &str) -> Result<()> {
+    if toolhost::is_safe_name(profile) {
+        Ok(())
+    } else {
+        Err(toolhost::HostError::InvalidProfile(profile.to_owned()).into())
+    }
+}
+
+fn relative(host: &Host, path: &std::path::Path) -> String {
+    path.strip_prefix(host.root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn print_listing(host: &Host, profile: &str, listing: &Listing) {
+    println!(
+        "Tools for profile '{profile}' (root {}):",
+        host.root().display()
+    );
+    if listing.tools.is_empty() {
+        println!("  (none: run `cargo xtask install` to build the built-in plugins)");
+    }
+    for tool in &listing.tools {
+        let info = tool.found.handle.info();
+        println!(
+            "  {:<12} {:<5} [{} layer] {}",
+            tool.name,
+            info.risk_level.as_str(),
+            tool.found.layer.kind.as_str(),
+            relative(host, &tool.found.path)
+        );
+        if !info.description.is_empty() {
+            println!("               {}", info.description);
+        }
+        for shadow in &tool.shadows {
+            println!("               shadows {}", relative(host, shadow));
+        }
+    }
+    if !listing.skipped.is_empty() {
+        println!("Skipped:");
+        for e in &listing.skipped {
+            println!("  {}: {}", relative(host, &e.path), e.reason);
+        }
+    }
+}
+
+fn listing_json(host: &Host, listing: &Listing) -> Value {
+    json!({
+        "tools": listing.tools.iter().map(|t| {
+            let info = t.found.handle.info();
+            json!({
+                "name": t.name,
+                "layer": t.found.layer.kind.as_str(),
+                "layer_dir": t.found.layer.label,
+                "file": relative(host, &t.found.path),
+                "shadows": t.shadows.iter().map(|p| relative(host, p)).collect::<Vec<_>>(),
+                "description": info.description,
+                "risk_level": info.risk_level.as_str(),
+                "version": info.version,
+                "package": t.found.handle.package(),
+                "parameters": info.parameters,
+            })
+        }).collect::<Vec<_>>(),
+        "skipped": listing.skipped.iter().map(|e| json!({
+            "file": relative(host, &e.path),
+            "kind": e.kind.as_str(),
+            "reason": e.reason,
+        })).collect::<Vec<_>>(),
+    })
+}

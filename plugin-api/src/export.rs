@@ -3,7 +3,6 @@
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use abi_stable::prefix_type::PrefixTypeTrait;
@@ -19,7 +18,7 @@ use crate::abi::{
     ExtensionVtable, FfiContext, FfiExtension, FfiResponse, FfiResult, FfiTool, PluginModule,
     PluginModuleRef, ToolVtable,
 };
-use crate::runtime::{panic_message, Guarded};
+use crate::runtime::{catch_panic, Guarded};
 use crate::{Args, Context, Extension, PointData, Response, Tool, ToolError, ToolHooks};
 
 /// What the macros learn from the plugin crate's `Cargo.toml`.
@@ -81,12 +80,10 @@ pub fn extension_module(
 }
 
 fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, ToolError>) -> FfiResult<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match catch_panic(f) {
         Ok(Ok(v)) => RResult::ROk(v),
         Ok(Err(e)) => RResult::RErr(e.into_ffi()),
-        Err(p) => RResult::RErr(
-            ToolError::internal(format!("{what} panicked: {}", panic_message(&*p))).into_ffi(),
-        ),
+        Err(message) => RResult::RErr(ToolError::internal(format!("{what}: {message}")).into_ffi()),
     }
 }
 
@@ -228,7 +225,7 @@ unsafe extern "C" fn after_glue<T: ToolHooks>(
 unsafe extern "C" fn drop_glue<T>(this: *const c_void) {
     // SAFETY: the host gives back the reference it got from `new_tool`/`new_extension`, once.
     // A panicking Drop must not unwind into the host.
-    let _ = catch_unwind(|| unsafe { drop(Arc::from_raw(this.cast::<T>())) });
+    let _ = catch_panic(|| unsafe { drop(Arc::from_raw(this.cast::<T>())) });
 }
 
 /// Creates an extension instance (the body of the macro's `new_extension`).

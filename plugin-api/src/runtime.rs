@@ -6,10 +6,11 @@
 //! thread of this plugin keeps turning. The runtime starts on first use (one worker thread) and
 //! stops when the host calls the module's `shutdown`.
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, Once, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -43,6 +44,41 @@ pub fn shutdown() {
     if let Some(runtime) = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take() {
         runtime.shutdown_background();
     }
+}
+
+thread_local! {
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+    static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, turning a panic into its message and location (`panicked at src/lib.rs:9:5: boom`).
+///
+/// While `f` runs, this plugin's panic hook records the location instead of printing, so a
+/// panic the host reports as a call error is not also printed as a backtrace. Panics elsewhere
+/// (a thread the plugin spawned) still go to the default hook.
+pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CATCHING.with(Cell::get) {
+                let at = info.location().map(|l| l.to_string());
+                LOCATION.with(|l| *l.borrow_mut() = at);
+            } else {
+                default(info);
+            }
+        }));
+    });
+    let was_catching = CATCHING.with(|c| c.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(was_catching));
+    result.map_err(|payload| {
+        let message = panic_message(&*payload);
+        match LOCATION.with(|l| l.borrow_mut().take()) {
+            Some(at) => format!("panicked at {at}: {message}"),
+            None => format!("panicked: {message}"),
+        }
+    })
 }
 
 /// Turns a panic payload into its message.
@@ -83,18 +119,15 @@ impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<F> {
         let _runtime = handle().enter();
         // SAFETY: see above.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+        match catch_panic(|| inner.poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(ready) => {
                 this.done = true;
                 ready
             }
-            Err(payload) => {
+            Err(message) => {
                 this.done = true;
-                Poll::Ready(Err(ToolError::internal(format!(
-                    "panicked: {}",
-                    panic_message(&*payload)
-                ))))
+                Poll::Ready(Err(ToolError::internal(message)))
             }
         }
     }

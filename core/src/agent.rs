@@ -1,0 +1,276 @@
+//! An agent: its profile, history, log, loop data and intervention state.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::error::HostError;
+use crate::name::is_safe_name;
+use crate::output::{Output, OutputKind, Terminal};
+use crate::{Host, ToolError};
+
+/// Who wrote a history message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The model.
+    Ai,
+    /// A tool result.
+    Tool,
+    /// A warning shown to the model (for example a repairable error).
+    Warning,
+}
+
+impl Role {
+    /// Parses `user`, `ai`, `tool` or `warning`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "user" => Self::User,
+            "ai" | "assistant" => Self::Ai,
+            "tool" => Self::Tool,
+            "warning" => Self::Warning,
+            _ => return None,
+        })
+    }
+}
+
+/// One message of the agent's history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryMessage {
+    /// Who wrote it.
+    pub role: Role,
+    /// Its text.
+    pub content: String,
+    /// For tool results: the tool's name.
+    pub tool_name: Option<String>,
+    /// For tool results: the response's `additional` data.
+    pub additional: Option<Map<String, Value>>,
+}
+
+/// One item of the agent's log (what a UI shows).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogItem {
+    /// Unique within the agent.
+    pub id: u64,
+    /// `tool`, `warning`, ...
+    pub kind: String,
+    /// `Using tool 'name:method'`.
+    pub heading: String,
+    /// The result text, once known.
+    pub content: String,
+    /// Key-values: the call's arguments.
+    pub kvps: Map<String, Value>,
+    /// The latest progress text.
+    pub progress: String,
+    /// Whether the call has finished.
+    pub finished: bool,
+}
+
+/// The user's intervention state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Intervention {
+    paused: bool,
+    stopped: bool,
+}
+
+#[derive(Default)]
+struct State {
+    history: Vec<HistoryMessage>,
+    log: Vec<LogItem>,
+    loop_data: Map<String, Value>,
+    current_tool: Option<String>,
+}
+
+/// An agent using a [`Host`]'s tools under one profile.
+pub struct Agent {
+    pub(crate) host: Arc<Host>,
+    name: String,
+    profile: String,
+    state: Mutex<State>,
+    intervention: watch::Sender<Intervention>,
+    pub(crate) output: Arc<dyn Output>,
+}
+
+impl Agent {
+    /// An agent named `name` (Agent Zero's first agent is `A0`) with `profile`; it prints to the
+    /// terminal (standard error).
+    pub fn new(host: Arc<Host>, name: &str, profile: &str) -> Result<Arc<Self>, HostError> {
+        Self::with_output(host, name, profile, Arc::new(Terminal::default()))
+    }
+
+    /// Like [`new`](Self::new), printing to `output`.
+    pub fn with_output(
+        host: Arc<Host>,
+        name: &str,
+        profile: &str,
+        output: Arc<dyn Output>,
+    ) -> Result<Arc<Self>, HostError> {
+        if !is_safe_name(profile) {
+            return Err(HostError::InvalidProfile(profile.to_owned()));
+        }
+        Ok(Arc::new(Self {
+            host,
+            name: name.to_owned(),
+            profile: profile.to_owned(),
+            state: Mutex::default(),
+            intervention: watch::Sender::new(Intervention::default()),
+            output,
+        }))
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The agent's profile.
+    pub fn profile(&self) -> &str {
+        &self.profile
+    }
+
+    /// The host.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A copy of the history.
+    pub fn history(&self) -> Vec<HistoryMessage> {
+        self.state().history.clone()
+    }
+
+    /// A copy of the log.
+    pub fn log(&self) -> Vec<LogItem> {
+        self.state().log.clone()
+    }
+
+    /// A loop-data value.
+    pub fn loop_data(&self, key: &str) -> Option<Value> {
+        self.state().loop_data.get(key).cloned()
+    }
+
+    /// Sets a loop-data value.
+    pub fn set_loop_data(&self, key: &str, value: Value) {
+        self.state().loop_data.insert(key.to_owned(), value);
+    }
+
+    /// The tool being called right now, as requested (`name[:method]`).
+    pub fn current_tool(&self) -> Option<String> {
+        self.state().current_tool.clone()
+    }
+
+    pub(crate) fn set_current_tool(&self, tool: Option<&str>) {
+        self.state().current_tool = tool.map(str::to_owned);
+    }
+
+    /// Adds a message to the history.
+    pub fn add_history(&self, message: HistoryMessage) {
+        self.state().history.push(message);
+    }
+
+    /// Pauses the agent: the next intervention check waits until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        self.intervention.send_modify(|i| i.paused = true);
+    }
+
+    /// Resumes a paused agent.
+    pub fn resume(&self) {
+        self.intervention.send_modify(|i| i.paused = false);
+    }
+
+    /// Stops the agent: the next intervention check fails with an intervention error, until
+    /// [`clear_stop`](Self::clear_stop).
+    pub fn stop(&self) {
+        self.intervention.send_modify(|i| i.stopped = true);
+    }
+
+    /// Lets a stopped agent run again.
+    pub fn clear_stop(&self) {
+        self.intervention.send_modify(|i| i.stopped = false);
+    }
+
+    /// Waits while paused; fails if stopped. The lifecycle calls this between steps, and tools
+    /// through [`Context::check_intervention`](plugin_api::Context::check_intervention).
+    pub async fn check_intervention(&self) -> Result<(), ToolError> {
+        let state = *self.intervention.borrow();
+        if state == Intervention::default() {
+            return Ok(());
+        }
+        let mut rx = self.intervention.subscribe();
+        loop {
+            let state = *rx.borrow_and_update();
+            if state.stopped {
+                return Err(ToolError::intervention(format!(
+                    "agent {} was stopped",
+                    self.name
+                )));
+            }
+            if !state.paused {
+                return Ok(());
+            }
+            if rx.changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    pub(crate) fn new_log_item(&self, heading: String, kvps: Map<String, Value>) -> u64 {
+        let mut state = self.state();
+        let id = state.log.len() as u64 + 1;
+        state.log.push(LogItem {
+            id,
+            kind: "tool".to_owned(),
+            heading,
+            content: String::new(),
+            kvps,
+            progress: String::new(),
+            finished: false,
+        });
+        id
+    }
+
+    pub(crate) fn update_log(&self, id: u64, f: impl FnOnce(&mut LogItem)) {
+        let mut state = self.state();
+        if let Some(item) = id
+            .checked_sub(1)
+            .and_then(|i| state.log.get_mut(i as usize))
+        {
+            f(item);
+        }
+    }
+
+    pub(crate) fn loop_data_mut<R>(&self, f: impl FnOnce(&mut Map<String, Value>) -> R) -> R {
+        f(&mut self.state().loop_data)
+    }
+
+    pub(crate) fn print(&self, kind: OutputKind, text: impl FnOnce() -> String) {
+        if self.output.enabled() {
+            self.output.print(kind, &text());
+        }
+    }
+}
+
+/// Agent Zero's `nice_key`: `search_query` -> `Search query`.
+pub fn nice_key(key: &str) -> String {
+    let spaced = key.replace('_', " ");
+    let mut chars = spaced.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Agent Zero's `sanitize_string`: control characters other than newline and tab are dropped
+/// (Rust strings are already valid UTF-8).
+pub fn sanitize(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect()
+}

@@ -1,0 +1,267 @@
+//! The host side of a call's context: what the [`HostVtable`] functions reach.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, LazyLock};
+
+use abi_stable::prefix_type::PrefixTypeTrait;
+use abi_stable::std_types::{ROption, RResult, RStr, RString};
+use async_ffi::{FfiFuture, FutureExt};
+use plugin_api::abi::{
+    ContextField, FfiContext, FfiResponse, FfiResult, HostVtable, HostVtableRef,
+};
+use plugin_api::{Response, ToolError};
+use serde_json::Value;
+
+use crate::agent::{HistoryMessage, Role};
+use crate::Agent;
+
+/// One tool call (or one extension run within it), as plugins see it.
+pub(crate) struct CallContext {
+    pub(crate) agent: Arc<Agent>,
+    pub(crate) tool_name: Arc<str>,
+    pub(crate) method: Option<Arc<str>>,
+    pub(crate) log_id: u64,
+    pub(crate) extension: Option<(Arc<str>, Arc<str>)>,
+}
+
+impl CallContext {
+    /// A new reference for a plugin.
+    pub(crate) fn to_ffi(self: &Arc<Self>) -> FfiContext {
+        FfiContext {
+            data: Arc::into_raw(self.clone()).cast(),
+            vtable: *HOST_VTABLE,
+        }
+    }
+
+    /// The same call, seen from the extension `name` at `point`.
+    pub(crate) fn for_extension(self: &Arc<Self>, point: &Arc<str>, name: &Arc<str>) -> Arc<Self> {
+        Arc::new(Self {
+            agent: self.agent.clone(),
+            tool_name: self.tool_name.clone(),
+            method: self.method.clone(),
+            log_id: self.log_id,
+            extension: Some((point.clone(), name.clone())),
+        })
+    }
+}
+
+static HOST_VTABLE: LazyLock<HostVtableRef> = LazyLock::new(|| {
+    HostVtable {
+        clone: ctx_clone,
+        drop: ctx_drop,
+        field: ctx_field,
+        log_content: ctx_log_content,
+        set_progress: ctx_set_progress,
+        add_progress: ctx_add_progress,
+        check_intervention: ctx_check_intervention,
+        loop_data_get: ctx_loop_data_get,
+        loop_data_set: ctx_loop_data_set,
+        history_add: ctx_history_add,
+        default_before_execution: ctx_default_before,
+        default_after_execution: ctx_default_after,
+    }
+    .leak_into_prefix()
+});
+
+/// Borrows the context behind a pointer from [`CallContext::to_ffi`].
+///
+/// # Safety
+/// `data` must come from `to_ffi` and its reference must still be held by the caller.
+unsafe fn call<'a>(data: *const c_void) -> &'a CallContext {
+    // SAFETY: per the contract above.
+    unsafe { &*data.cast::<CallContext>() }
+}
+
+/// A new strong reference to the context behind `data`.
+///
+/// # Safety
+/// As for [`call`].
+unsafe fn call_arc(data: *const c_void) -> Arc<CallContext> {
+    let ptr = data.cast::<CallContext>();
+    // SAFETY: per the contract above.
+    unsafe {
+        Arc::increment_strong_count(ptr);
+        Arc::from_raw(ptr)
+    }
+}
+
+/// Runs host code behind an `extern "C"` function: a panic must never unwind into the plugin.
+fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        tracing::error!(
+            "host context function panicked: {}",
+            plugin_api::runtime::panic_message(&*p)
+        );
+        fallback
+    })
+}
+
+fn internal_error(message: &str) -> plugin_api::abi::FfiError {
+    ToolError::internal(message).into_ffi()
+}
+
+unsafe extern "C" fn ctx_clone(data: *const c_void) {
+    // SAFETY: the plugin holds a reference (vtable contract).
+    unsafe { Arc::increment_strong_count(data.cast::<CallContext>()) }
+}
+
+unsafe extern "C" fn ctx_drop(data: *const c_void) {
+    // SAFETY: the plugin gives back one reference it held.
+    guard((), || unsafe {
+        drop(Arc::from_raw(data.cast::<CallContext>()))
+    })
+}
+
+unsafe extern "C" fn ctx_field(data: *const c_void, field: ContextField) -> RString {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    guard(RString::new(), || {
+        let text: String = match field {
+            ContextField::AgentName => call.agent.name().to_owned(),
+            ContextField::Profile => call.agent.profile().to_owned(),
+            ContextField::ToolName => call.tool_name.to_string(),
+            ContextField::Method => call.method.as_deref().unwrap_or_default().to_owned(),
+            ContextField::ExtensionPoint => call
+                .extension
+                .as_ref()
+                .map(|(p, _)| p.to_string())
+                .unwrap_or_default(),
+            ContextField::ExtensionName => call
+                .extension
+                .as_ref()
+                .map(|(_, n)| n.to_string())
+                .unwrap_or_default(),
+            ContextField::LogId => call.log_id.to_string(),
+        };
+        RString::from(text)
+    })
+}
+
+unsafe extern "C" fn ctx_log_content(data: *const c_void, content: RStr<'_>) {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    guard((), || {
+        call.agent
+            .update_log(call.log_id, |item| item.content = content.to_string())
+    })
+}
+
+unsafe extern "C" fn ctx_set_progress(data: *const c_void, text: RString) -> FfiFuture<()> {
+    // SAFETY: vtable contract.
+    let call = unsafe { call_arc(data) };
+    async move {
+        if let Err(e) = call
+            .agent
+            .clone()
+            .set_progress(&call, text.into_string())
+            .await
+        {
+            tracing::warn!("a tool_output_update extension failed: {e}");
+        }
+    }
+    .into_ffi()
+}
+
+unsafe extern "C" fn ctx_add_progress(data: *const c_void, text: RStr<'_>) {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    guard((), || {
+        call.agent
+            .update_log(call.log_id, |item| item.progress.push_str(text.as_str()))
+    })
+}
+
+unsafe extern "C" fn ctx_check_intervention(data: *const c_void) -> FfiFuture<FfiResult<()>> {
+    // SAFETY: vtable contract.
+    let call = unsafe { call_arc(data) };
+    async move {
+        call.agent
+            .check_intervention()
+            .await
+            .map_err(ToolError::into_ffi)
+            .into()
+    }
+    .into_ffi()
+}
+
+unsafe extern "C" fn ctx_loop_data_get(data: *const c_void, key: RStr<'_>) -> ROption<RString> {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    guard(ROption::RNone, || {
+        call.agent
+            .loop_data_mut(|d| d.get(key.as_str()).map(|v| RString::from(v.to_string())))
+            .into()
+    })
+}
+
+unsafe extern "C" fn ctx_loop_data_set(
+    data: *const c_void,
+    key: RStr<'_>,
+    json: RString,
+) -> FfiResult<()> {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    guard(
+        RResult::RErr(internal_error("setting loop data failed")),
+        || match serde_json::from_str::<Value>(&json) {
+            Ok(value) => {
+                call.agent
+                    .loop_data_mut(|d| d.insert(key.to_string(), value));
+                RResult::ROk(())
+            }
+            Err(e) => RResult::RErr(
+                ToolError::validation(format!("loop data '{key}' is not valid JSON: {e}"))
+                    .into_ffi(),
+            ),
+        },
+    )
+}
+
+unsafe extern "C" fn ctx_history_add(data: *const c_void, role: RStr<'_>, content: RString) {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    guard((), || {
+        let role = Role::parse(role.as_str()).unwrap_or_else(|| {
+            tracing::warn!(
+                "tool '{}' added history with unknown role '{role}'; using 'tool'",
+                call.tool_name
+            );
+            Role::Tool
+        });
+        call.agent.add_history(HistoryMessage {
+            role,
+            content: content.into_string(),
+            tool_name: Some(call.tool_name.to_string()),
+            additional: None,
+        });
+    })
+}
+
+unsafe extern "C" fn ctx_default_before(
+    data: *const c_void,
+    args: RString,
+) -> FfiFuture<FfiResult<()>> {
+    // SAFETY: vtable contract.
+    let call = unsafe { call_arc(data) };
+    async move {
+        let args = serde_json::from_str::<Value>(&args).unwrap_or(Value::Null);
+        call.agent.default_before_execution(&call, &args);
+        RResult::ROk(())
+    }
+    .into_ffi()
+}
+
+unsafe extern "C" fn ctx_default_after(
+    data: *const c_void,
+    response: FfiResponse,
+) -> FfiFuture<FfiResult<()>> {
+    // SAFETY: vtable contract.
+    let call = unsafe { call_arc(data) };
+    async move {
+        call.agent
+            .default_after_execution(&call, &Response::from_ffi(response));
+        RResult::ROk(())
+    }
+    .into_ffi()
+}

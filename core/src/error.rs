@@ -1,0 +1,92 @@
+//! The host's error types. Every error names the file, tool or field it is about and says what
+//! to do.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a library file was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LoadErrorKind {
+    /// The file is empty.
+    Empty,
+    /// The file could not be read or copied.
+    Io,
+    /// The dynamic loader refused the file: truncated, corrupt, or not a shared library.
+    NotALibrary,
+    /// A valid shared library without a plugin root module.
+    NotAPlugin,
+    /// Built against a `plugin-api` version this host does not speak.
+    IncompatibleVersion,
+    /// Built against a `plugin-api` whose types have a different layout.
+    IncompatibleLayout,
+    /// The library's initialisation failed or panicked.
+    InitFailed,
+    /// The library is a tool where an extension was expected, or the reverse.
+    WrongKind,
+}
+
+impl LoadErrorKind {
+    /// A short lower-case name (`not-a-plugin`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Empty => "empty",
+            Self::Io => "io",
+            Self::NotALibrary => "not-a-library",
+            Self::NotAPlugin => "not-a-plugin",
+            Self::IncompatibleVersion => "incompatible-version",
+            Self::IncompatibleLayout => "incompatible-layout",
+            Self::InitFailed => "init-failed",
+            Self::WrongKind => "wrong-kind",
+        }
+    }
+}
+
+/// A library file that could not be used. The host skips it and keeps serving the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// The file as found in its layer.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: LoadErrorKind,
+    /// One line: the reason and what to do.
+    pub reason: String,
+}
+
+impl LoadError {
+    pub(crate) fn new(path: &Path, kind: LoadErrorKind, reason: impl Into<String>) -> Self {
+        Self {
+            path: path.to_owned(),
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "skipping {}: {}", self.path.display(), self.reason)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Errors setting up a host.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The root folder does not exist.
+    #[error("root folder {0} does not exist: pass --root with the folder that holds core/, plugins/ and usr/")]
+    MissingRoot(PathBuf),
+    /// A profile name with characters outside `[A-Za-z0-9_.-]`.
+    #[error("invalid profile name '{0}': use letters, digits, '_', '-' and '.' only")]
+    InvalidProfile(String),
+    /// The private folder for loaded copies could not be made.
+    #[error("cannot create the folder for loaded library copies {path}: {source}")]
+    PrivateDir {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,395 @@
+//! The host: finds libraries along a profile's layers, loads each once, and caches what wins.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
+
+use crate::error::{HostError, LoadError};
+use crate::layers::{layers_for, Layer};
+use crate::loader::Loader;
+use crate::name::is_safe_name;
+use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::ToolInfo;
+
+/// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
+pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
+
+/// Where a tool came from.
+#[derive(Clone)]
+pub struct FoundTool {
+    /// The loaded tool.
+    pub handle: Arc<ToolHandle>,
+    /// The layer whose file won.
+    pub layer: Layer,
+    /// The winning file.
+    pub path: PathBuf,
+}
+
+/// The outcome of looking a tool up for a profile.
+#[derive(Clone)]
+pub struct Resolution {
+    /// The winning library, or `None` when no layer has a loadable one (the Unknown tool answers).
+    pub found: Option<FoundTool>,
+    /// Files of this name that were skipped because they failed to load.
+    pub skipped: Vec<LoadError>,
+}
+
+/// One row of [`Host::list`].
+#[derive(Clone)]
+pub struct ToolListing {
+    /// The tool's name (its file name).
+    pub name: String,
+    /// The winner.
+    pub found: FoundTool,
+    /// Files of the same name in later layers that the winner hides.
+    pub shadows: Vec<PathBuf>,
+}
+
+/// Everything a profile sees: the tools that win, and the files that were skipped.
+#[derive(Clone, Default)]
+pub struct Listing {
+    /// Tools sorted by name.
+    pub tools: Vec<ToolListing>,
+    /// Files that failed to load, with the reason.
+    pub skipped: Vec<LoadError>,
+}
+
+/// Identity of a file's content on disk, to notice a replaced library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(Self {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        })
+    }
+}
+
+enum Loaded {
+    Tool(Arc<ToolHandle>),
+    Extension(Arc<ExtensionHandle>),
+    Failed(LoadError),
+}
+
+type PerProfile<T> = RwLock<HashMap<String, HashMap<String, T>>>;
+
+/// The plugin host for one root folder.
+///
+/// A root holds `core/`, `plugins/` and `usr/` (see [`layers_for`]). The host loads each
+/// library file once (from a private copy) and caches, per profile, which file wins for each
+/// tool name and which extensions run at each point.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use toolhost::{Agent, Host};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let host = Arc::new(Host::new(".")?);
+/// let agent = Agent::new(host.clone(), "A0", "example")?;
+/// let response = agent.call_tool("greet", serde_json::json!({"name": "Ada"})).await?;
+/// println!("{}", response.message);
+/// # Ok(()) }
+/// ```
+pub struct Host {
+    root: PathBuf,
+    loader: Loader,
+    libraries: Mutex<HashMap<PathBuf, (Stamp, Arc<Loaded>)>>,
+    layers: RwLock<HashMap<String, Arc<[Layer]>>>,
+    tools: PerProfile<Resolution>,
+    extensions: PerProfile<Arc<[Arc<ExtensionHandle>]>>,
+}
+
+impl Host {
+    /// A host for the root folder `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self, HostError> {
+        let root = root.into();
+        if !root.is_dir() {
+            return Err(HostError::MissingRoot(root));
+        }
+        Ok(Self {
+            root,
+            loader: Loader::new()?,
+            libraries: Mutex::default(),
+            layers: RwLock::default(),
+            tools: RwLock::default(),
+            extensions: RwLock::default(),
+        })
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Forgets every cached lookup, so the next call reads the folders again. Libraries whose
+    /// files did not change are not loaded again.
+    pub fn invalidate(&self) {
+        write(&self.layers).clear();
+        write(&self.tools).clear();
+        write(&self.extensions).clear();
+    }
+
+    /// The profile's layers, most specific first.
+    pub fn layers(&self, profile: &str) -> Arc<[Layer]> {
+        if let Some(layers) = read(&self.layers).get(profile) {
+            return layers.clone();
+        }
+        let layers: Arc<[Layer]> = layers_for(&self.root, profile).into();
+        write(&self.layers).insert(profile.to_owned(), layers.clone());
+        layers
+    }
+
+    /// Finds the tool `name` for `profile`: the first layer with a loadable `tools/<name>` library.
+    /// `name` must already be checked ([`ToolName`](crate::ToolName)).
+    pub fn resolve(&self, profile: &str, name: &str) -> Resolution {
+        if let Some(r) = read(&self.tools).get(profile).and_then(|m| m.get(name)) {
+            return r.clone();
+        }
+        let mut skipped = Vec::new();
+        let mut found = None;
+        for layer in self.layers(profile).iter() {
+            let path = layer
+                .dir
+                .join("tools")
+                .join(format!("{name}.{LIBRARY_EXTENSION}"));
+            if !path.is_file() {
+                continue;
+            }
+            match &*self.load(&path, None) {
+                Loaded::Tool(handle) => {
+                    found = Some(FoundTool {
+                        handle: handle.clone(),
+                        layer: layer.clone(),
+                        path,
+                    });
+                    break;
+                }
+                Loaded::Failed(e) => skipped.push(e.clone()),
+                Loaded::Extension(_) => unreachable!("loaded as a tool"),
+            }
+        }
+        let resolution = Resolution { found, skipped };
+        write(&self.tools)
+            .entry(profile.to_owned())
+            .or_default()
+            .insert(name.to_owned(), resolution.clone());
+        resolution
+    }
+
+    /// The extensions that run at `point` for `profile`, in order: every layer's
+    /// `extensions/<point>/` merged by file name (first occurrence wins), sorted by file name.
+    pub fn extensions(&self, profile: &str, point: &str) -> Arc<[Arc<ExtensionHandle>]> {
+        if let Some(list) = read(&self.extensions)
+            .get(profile)
+            .and_then(|m| m.get(point))
+        {
+            return list.clone();
+        }
+        let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for layer in self.layers(profile).iter() {
+            for (stem, path) in library_files(&layer.dir.join("extensions").join(point)) {
+                winners.entry(stem).or_insert(path);
+            }
+        }
+        let list: Arc<[Arc<ExtensionHandle>]> = winners
+            .iter()
+            .filter_map(
+                |(stem, path)| match &*self.load(path, Some((point, stem))) {
+                    Loaded::Extension(handle) => Some(handle.clone()),
+                    _ => None,
+                },
+            )
+            .collect();
+        write(&self.extensions)
+            .entry(profile.to_owned())
+            .or_default()
+            .insert(point.to_owned(), list.clone());
+        list
+    }
+
+    /// Every tool the profile sees, with the winning layer and what it shadows.
+    pub fn list(&self, profile: &str) -> Listing {
+        let layers = self.layers(profile);
+        let mut candidates: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for layer in layers.iter() {
+            for (stem, path) in library_files(&layer.dir.join("tools")) {
+                candidates.entry(stem).or_default().push(path);
+            }
+        }
+        let mut listing = Listing::default();
+        for (name, paths) in candidates {
+            let resolution = self.resolve(profile, &name);
+            listing.skipped.extend(resolution.skipped);
+            if let Some(found) = resolution.found {
+                let shadows = paths
+                    .into_iter()
+                    .skip_while(|p| *p != found.path)
+                    .skip(1)
+                    .collect();
+                listing.tools.push(ToolListing {
+                    name,
+                    found,
+                    shadows,
+                });
+            }
+        }
+        listing
+    }
+
+    /// The prompt fragments `prompts/agent.system.tool.<name>.md` of every layer, merged by file
+    /// name (first occurrence wins) and sorted by file name: `(file name, text)`.
+    pub fn prompt_fragments(&self, profile: &str) -> Vec<(String, String)> {
+        let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for layer in self.layers(profile).iter() {
+            let Ok(entries) = fs::read_dir(layer.dir.join("prompts")) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let Ok(file) = entry.file_name().into_string() else {
+                    continue;
+                };
+                if file.starts_with("agent.system.tool.") && file.ends_with(".md") {
+                    winners.entry(file).or_insert_with(|| entry.path());
+                }
+            }
+        }
+        winners
+            .into_iter()
+            .filter_map(|(file, path)| match fs::read_to_string(&path) {
+                Ok(text) => Some((file, text)),
+                Err(e) => {
+                    tracing::warn!("skipping prompt {}: {e}", path.display());
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// The tools section of the system prompt: every fragment, plus a generated one (from the
+    /// tool's description and parameters) for each tool that has no fragment of its own.
+    pub fn tools_prompt(&self, profile: &str) -> String {
+        let fragments = self.prompt_fragments(profile);
+        let covered: HashSet<String> = fragments
+            .iter()
+            .filter_map(|(file, _)| {
+                file.strip_prefix("agent.system.tool.")?
+                    .strip_suffix(".md")
+                    .map(str::to_owned)
+            })
+            .collect();
+        let mut parts: BTreeMap<String, String> = fragments
+            .into_iter()
+            .map(|(f, t)| (f, t.trim().to_owned()))
+            .collect();
+        for tool in self.list(profile).tools {
+            if !covered.contains(&tool.name) {
+                parts.insert(
+                    format!("agent.system.tool.{}.md", tool.name),
+                    generated_fragment(&tool.name, tool.found.handle.info()),
+                );
+            }
+        }
+        let mut prompt = String::from("## Tools available:\n");
+        for text in parts.values() {
+            prompt.push('\n');
+            prompt.push_str(text);
+            prompt.push('\n');
+        }
+        prompt
+    }
+
+    /// Loads a library once per file content; `extension` is `(point, name)` for extensions.
+    fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
+        let stamp = Stamp::of(path);
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(stamp), Some((old, loaded))) = (stamp, libraries.get(path)) {
+            if *old == stamp {
+                return loaded.clone();
+            }
+        }
+        let loaded = match self.loader.load(path) {
+            Ok(module) => {
+                let handle = match extension {
+                    None => ToolHandle::create(module, path).map(|h| Loaded::Tool(Arc::new(h))),
+                    Some((point, name)) => ExtensionHandle::create(module, path, point, name)
+                        .map(|h| Loaded::Extension(Arc::new(h))),
+                };
+                handle.unwrap_or_else(Loaded::Failed)
+            }
+            Err(e) => Loaded::Failed(e),
+        };
+        if let Loaded::Failed(e) = &loaded {
+            tracing::warn!("{e}");
+        } else {
+            tracing::debug!("loaded {}", path.display());
+        }
+        let loaded = Arc::new(loaded);
+        if let Some(stamp) = stamp {
+            libraries.insert(path.to_owned(), (stamp, loaded.clone()));
+        }
+        loaded
+    }
+}
+
+/// `(file stem, path)` of the library files directly in `dir`, with safe names only.
+fn library_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_type()
+                .map(|t| t.is_file() || t.is_symlink())
+                .unwrap_or(false)
+        })
+        .filter_map(|e| {
+            let path = e.path();
+            if path.extension()? != LIBRARY_EXTENSION {
+                return None;
+            }
+            let stem = path.file_stem()?.to_str()?.to_owned();
+            if !is_safe_name(&stem) {
+                tracing::debug!(
+                    "ignoring {}: not a valid tool or extension name",
+                    path.display()
+                );
+                return None;
+            }
+            Some((stem, path))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn generated_fragment(name: &str, info: &ToolInfo) -> String {
+    let mut text = format!("### {name}\n{}", info.description.trim());
+    if info.parameters.get("properties").is_some() {
+        text.push_str("\nArguments (JSON Schema): ");
+        text.push_str(&info.parameters.to_string());
+    }
+    text
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,214 @@
+//! Safe host-side handles to the tool and extension instances a library created.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use abi_stable::std_types::RString;
+use plugin_api::abi::{FfiExtension, FfiTool};
+use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
+
+use crate::context::CallContext;
+use crate::error::{LoadError, LoadErrorKind};
+use crate::loader::LoadedModule;
+
+/// A tool instance from a loaded library.
+pub struct ToolHandle {
+    ffi: FfiTool,
+    info: ToolInfo,
+    source: PathBuf,
+    package: String,
+}
+
+// SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
+// vtable function may be called from any thread.
+unsafe impl Send for ToolHandle {}
+unsafe impl Sync for ToolHandle {}
+
+impl ToolHandle {
+    pub(crate) fn create(module: LoadedModule, source: &Path) -> Result<Self, LoadError> {
+        let new_tool = module.module.new_tool().into_option().ok_or_else(|| {
+            LoadError::new(
+                source,
+                LoadErrorKind::WrongKind,
+                "this library is an extension, not a tool: move it to an extensions/<point>/ folder",
+            )
+        })?;
+        let ffi = new_tool()
+            .into_result()
+            .map_err(|e| init_failed(source, e))?;
+        let info = serde_json::from_str(&ffi.info).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{}: unreadable tool metadata ({e}); using defaults",
+                source.display()
+            );
+            ToolInfo::default()
+        });
+        Ok(Self {
+            ffi,
+            info,
+            source: source.to_owned(),
+            package: module.module.package().as_str().to_owned(),
+        })
+    }
+
+    /// The tool's metadata.
+    pub fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    /// The file it was loaded from.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// The crate that built it.
+    pub fn package(&self) -> &str {
+        &self.package
+    }
+
+    pub(crate) fn has_before_hook(&self) -> bool {
+        self.ffi.vtable.before_execution().is_some()
+    }
+
+    pub(crate) fn has_after_hook(&self) -> bool {
+        self.ffi.vtable.after_execution().is_some()
+    }
+
+    pub(crate) async fn execute(
+        &self,
+        ctx: &Arc<CallContext>,
+        args: String,
+    ) -> Result<Response, ToolError> {
+        // SAFETY: `this` is ours until drop; the context reference is handed over.
+        let fut = unsafe {
+            (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), RString::from(args))
+        };
+        fut.await
+            .into_result()
+            .map(Response::from_ffi)
+            .map_err(ToolError::from_ffi)
+    }
+
+    pub(crate) async fn before_execution(
+        &self,
+        ctx: &Arc<CallContext>,
+        args: String,
+    ) -> Result<(), ToolError> {
+        let Some(hook) = self.ffi.vtable.before_execution().into_option() else {
+            return Ok(());
+        };
+        // SAFETY: as in `execute`.
+        let fut = unsafe { hook(self.ffi.this, ctx.to_ffi(), RString::from(args)) };
+        fut.await.into_result().map_err(ToolError::from_ffi)
+    }
+
+    pub(crate) async fn after_execution(
+        &self,
+        ctx: &Arc<CallContext>,
+        response: &Response,
+    ) -> Result<(), ToolError> {
+        let Some(hook) = self.ffi.vtable.after_execution().into_option() else {
+            return Ok(());
+        };
+        // SAFETY: as in `execute`.
+        let fut = unsafe { hook(self.ffi.this, ctx.to_ffi(), response.clone().into_ffi()) };
+        fut.await.into_result().map_err(ToolError::from_ffi)
+    }
+}
+
+impl Drop for ToolHandle {
+    fn drop(&mut self) {
+        // SAFETY: gives back the instance reference `new_tool` returned, once.
+        unsafe { (self.ffi.vtable.drop())(self.ffi.this) }
+    }
+}
+
+/// An extension instance from a loaded library.
+pub struct ExtensionHandle {
+    ffi: FfiExtension,
+    info: ExtensionInfo,
+    source: PathBuf,
+    /// The point it runs at.
+    pub(crate) point: Arc<str>,
+    /// Its file name without extension; the sort key.
+    pub(crate) name: Arc<str>,
+}
+
+// SAFETY: as for `ToolHandle`.
+unsafe impl Send for ExtensionHandle {}
+unsafe impl Sync for ExtensionHandle {}
+
+impl ExtensionHandle {
+    pub(crate) fn create(
+        module: LoadedModule,
+        source: &Path,
+        point: &str,
+        name: &str,
+    ) -> Result<Self, LoadError> {
+        let new_extension = module.module.new_extension().into_option().ok_or_else(|| {
+            LoadError::new(
+                source,
+                LoadErrorKind::WrongKind,
+                "this library is a tool, not an extension: move it to a tools/ folder",
+            )
+        })?;
+        let ffi = new_extension()
+            .into_result()
+            .map_err(|e| init_failed(source, e))?;
+        let info = serde_json::from_str(&ffi.info).unwrap_or_default();
+        Ok(Self {
+            ffi,
+            info,
+            source: source.to_owned(),
+            point: point.into(),
+            name: name.into(),
+        })
+    }
+
+    /// The extension's metadata.
+    pub fn info(&self) -> &ExtensionInfo {
+        &self.info
+    }
+
+    /// The file it was loaded from.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// Its file name without extension (`_50_truncate_output`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs it on JSON data; returns the new data if the extension changed it.
+    pub(crate) async fn execute(
+        &self,
+        ctx: &Arc<CallContext>,
+        data: RString,
+    ) -> Result<Option<RString>, ToolError> {
+        // SAFETY: as in `ToolHandle::execute`.
+        let fut = unsafe { (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), data) };
+        fut.await
+            .into_result()
+            .map(|o| o.into_option())
+            .map_err(ToolError::from_ffi)
+    }
+}
+
+impl Drop for ExtensionHandle {
+    fn drop(&mut self) {
+        // SAFETY: as for `ToolHandle`.
+        unsafe { (self.ffi.vtable.drop())(self.ffi.this) }
+    }
+}
+
+fn init_failed(source: &Path, e: plugin_api::abi::FfiError) -> LoadError {
+    LoadError::new(
+        source,
+        LoadErrorKind::InitFailed,
+        format!(
+            "creating the plugin failed: {}",
+            ToolError::from_ffi(e).message()
+        ),
+    )
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
+use toolhost::output::{OutputKind, Terminal};
 use toolhost::{Agent, Host, Listing};
 
 /// Native plugin host for AI-agent tools.
@@ -113,7 +114,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let args: Value = serde_json::from_str(&args)
                 .with_context(|| format!("--args is not valid JSON ({args})"))?;
-            let agent = Agent::new(host, &agent, &profile)?;
+            // The response goes to stdout below, so the live log (stderr) leaves it out.
+            let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
+            let agent = Agent::with_output(host, &agent, &profile, output)?;
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;

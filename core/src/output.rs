@@ -45,18 +45,31 @@ impl Output for Silent {
 #[derive(Debug)]
 pub struct Terminal {
     color: bool,
+    hidden: Vec<OutputKind>,
 }
 
 impl Default for Terminal {
     fn default() -> Self {
         Self {
             color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            hidden: Vec::new(),
         }
+    }
+}
+
+impl Terminal {
+    /// Leaves out lines of `kind` (the CLI prints the response itself).
+    pub fn without(mut self, kind: OutputKind) -> Self {
+        self.hidden.push(kind);
+        self
     }
 }
 
 impl Output for Terminal {
     fn print(&self, kind: OutputKind, text: &str) {
+        if self.hidden.contains(&kind) {
+            return;
+        }
         let code = match kind {
             OutputKind::ToolUse => "1;36",
             OutputKind::Argument => "34",

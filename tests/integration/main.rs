@@ -1,1 +1,11 @@
+//! The integration tests: one binary, real plugin libraries built from this workspace, each test
+//! in its own temporary root.
 
+mod cli;
+mod extensions;
+mod layers;
+mod lifecycle;
+mod load_errors;
+mod names;
+mod panics;
+mod unknown;

@@ -1,1 +1,242 @@
+//! Support for the integration tests and benchmarks: real plugin libraries built from this
+//! workspace, and temporary roots to lay them out in.
+//!
+//! ```no_run
+//! use toolhost_tests::{Fixture, TestRoot};
+//!
+//! let root = TestRoot::new();
+//! root.tool("usr", "echo", Fixture::Echo);
+//! let listing = root.host().list("default");
+//! assert_eq!(listing.tools[0].name, "echo");
+//! ```
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use toolhost::output::Captured;
+use toolhost::{Agent, Host, LIBRARY_EXTENSION};
+
+/// A plugin library built from this workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fixture {
+    /// `tests/fixtures/echo`: echoes its arguments; methods `sleep`, `progress`, `fail`, `context`.
+    Echo,
+    /// `tests/fixtures/noop`: returns an empty response.
+    Noop,
+    /// `tests/fixtures/noop_ext`: an extension that does nothing.
+    NoopExt,
+    /// `tests/fixtures/panicky`: panics (`now`, `later`, `hook`).
+    Panicky,
+    /// `tests/fixtures/panicky_ext`: an extension that panics.
+    PanickyExt,
+    /// `tests/fixtures/recorder_ext`: records `<point>/<file>` in loop data `trace`.
+    RecorderExt,
+    /// `tests/fixtures/hooked`: a tool with its own hooks, recording the lifecycle.
+    Hooked,
+    /// `tests/fixtures/not_a_plugin`: a shared library without a root module.
+    NotAPlugin,
+    /// `tests/fixtures/incompatible_layout`: a root module with another layout.
+    IncompatibleLayout,
+    /// `tests/fixtures/future_version`: claims plugin-api 1.0.0.
+    FutureVersion,
+    /// `core/tools/response`: the core `response` tool.
+    Response,
+    /// `plugins/example/agents/example/tools/response`: the example profile's `response`.
+    ProfileResponse,
+}
+
+impl Fixture {
+    /// Every fixture.
+    pub const ALL: [Fixture; 12] = [
+        Self::Echo,
+        Self::Noop,
+        Self::NoopExt,
+        Self::Panicky,
+        Self::PanickyExt,
+        Self::RecorderExt,
+        Self::Hooked,
+        Self::NotAPlugin,
+        Self::IncompatibleLayout,
+        Self::FutureVersion,
+        Self::Response,
+        Self::ProfileResponse,
+    ];
+
+    /// The cargo package that builds it.
+    pub fn package(self) -> &'static str {
+        match self {
+            Self::Echo => "fx-echo",
+            Self::Noop => "fx-noop",
+            Self::NoopExt => "fx-noop-ext",
+            Self::Panicky => "fx-panicky",
+            Self::PanickyExt => "fx-panicky-ext",
+            Self::RecorderExt => "fx-recorder-ext",
+            Self::Hooked => "fx-hooked",
+            Self::NotAPlugin => "fx-not-a-plugin",
+            Self::IncompatibleLayout => "fx-incompatible-layout",
+            Self::FutureVersion => "fx-future-version",
+            Self::Response => "core-response",
+            Self::ProfileResponse => "example-profile-response",
+        }
+    }
+
+    /// The built library (builds every fixture, and the `toolhost` binary, on first use).
+    pub fn path(self) -> PathBuf {
+        build_dir().join(format!(
+            "{}{}{}",
+            std::env::consts::DLL_PREFIX,
+            self.package().replace('-', "_"),
+            std::env::consts::DLL_SUFFIX
+        ))
+    }
+}
+
+/// `target/<profile>` of the running test or bench binary.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<binary>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("binary in target/<profile>/deps")
+        .to_owned()
+}
+
+/// Builds all fixtures and the `toolhost` binary once per process, with the same profile as
+/// the running binary, and returns `target/<profile>`.
+pub fn build_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = profile_dir();
+        let target = dir.parent().expect("target dir");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace");
+        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo
+            .current_dir(workspace)
+            .arg("build")
+            .arg("--quiet")
+            .arg("--target-dir")
+            .arg(target);
+        match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cargo.arg("--release");
+            }
+            Some(other) => {
+                cargo.args(["--profile", other]);
+            }
+            None => {}
+        }
+        cargo.args(["-p", "toolhost"]);
+        for f in Fixture::ALL {
+            cargo.args(["-p", f.package()]);
+        }
+        let status = cargo
+            .status()
+            .expect("running cargo build for the fixtures");
+        assert!(status.success(), "building the fixture plugins failed");
+        dir
+    })
+}
+
+/// The `toolhost` binary.
+pub fn toolhost_bin() -> PathBuf {
+    build_dir().join(format!("toolhost{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// A temporary root folder (core/, plugins/, usr/), removed when dropped.
+pub struct TestRoot {
+    dir: tempfile::TempDir,
+}
+
+impl Default for TestRoot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestRoot {
+    /// An empty root.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("toolhost-test-")
+                .tempdir()
+                .expect("temp dir"),
+        }
+    }
+
+    /// The root folder.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Copies `fixture` to `<layer>/tools/<name>.<ext>`; `layer` is relative to the root, e.g.
+    /// `usr`, `core`, `plugins/web`, `usr/agents/dev`. Returns the file's path.
+    pub fn tool(&self, layer: &str, name: &str, fixture: Fixture) -> PathBuf {
+        self.copy(
+            fixture,
+            &format!("{layer}/tools/{name}.{LIBRARY_EXTENSION}"),
+        )
+    }
+
+    /// Copies `fixture` to `<layer>/extensions/<point>/<file>.<ext>`.
+    pub fn extension(&self, layer: &str, point: &str, file: &str, fixture: Fixture) -> PathBuf {
+        self.copy(
+            fixture,
+            &format!("{layer}/extensions/{point}/{file}.{LIBRARY_EXTENSION}"),
+        )
+    }
+
+    /// Copies `fixture` to `rel` under the root.
+    pub fn copy(&self, fixture: Fixture, rel: &str) -> PathBuf {
+        let dest = self.path().join(rel);
+        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(fixture.path(), &dest)
+            .unwrap_or_else(|e| panic!("copying {:?} to {}: {e}", fixture, dest.display()));
+        dest
+    }
+
+    /// Writes `bytes` to `rel` under the root.
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let dest = self.path().join(rel);
+        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&dest, bytes).expect("write");
+        dest
+    }
+
+    /// A host for this root.
+    pub fn host(&self) -> Arc<Host> {
+        Arc::new(Host::new(self.path()).expect("host"))
+    }
+
+    /// A host and an agent named `A0` with `profile`, printing into a buffer.
+    pub fn agent(&self, profile: &str) -> (Arc<Agent>, Arc<Captured>) {
+        let output = Arc::new(Captured::default());
+        let agent = Agent::with_output(self.host(), "A0", profile, output.clone()).expect("agent");
+        (agent, output)
+    }
+
+    /// Runs the `toolhost` binary with `--root <this root>` and `args`.
+    pub fn run_cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(toolhost_bin())
+            .arg("--root")
+            .arg(self.path())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("running toolhost")
+    }
+}
+
+/// Runs a future to completion on a fresh multi-threaded runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}

@@ -1,1 +1,220 @@
-fn main() {}
+//! Developer tasks: `cargo xtask install` builds every built-in plugin and puts each library
+//! where discovery looks; `cargo xtask demo` does that and runs the demo.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build the built-in plugins and install each library beside its crate folder.
+    Install {
+        /// Build in debug mode (faster to build, slower to run).
+        #[arg(long)]
+        debug: bool,
+    },
+    /// Install, then show discovery, a call, an unknown tool and a profile override.
+    Demo,
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::Install { debug } => install(!debug).map(|_| ()),
+        Task::Demo => demo(),
+    }
+}
+
+/// A workspace crate whose folder has the shape of a discovery path: `<layer>/tools/<name>/` or
+/// `<layer>/extensions/<point>/<name>/`. Its library is installed as `<folder>.<ext>`.
+struct Installable {
+    package: String,
+    lib_name: String,
+    dir: PathBuf,
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is one level down")
+        .to_owned()
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn installables(root: &Path) -> Result<(Vec<Installable>, PathBuf)> {
+    let out = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let meta: Value = serde_json::from_slice(&out.stdout)?;
+    let target_dir = PathBuf::from(meta["target_directory"].as_str().unwrap_or("target"));
+    let mut found = Vec::new();
+    for package in meta["packages"].as_array().into_iter().flatten() {
+        let manifest = PathBuf::from(package["manifest_path"].as_str().unwrap_or_default());
+        let dir = manifest.parent().unwrap_or(root).to_owned();
+        let rel = dir.strip_prefix(root).unwrap_or(&dir);
+        let parts: Vec<_> = rel
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let shaped = matches!(
+            parts.len().checked_sub(2).map(|i| parts[i].as_str()),
+            Some("tools")
+        ) || matches!(
+            parts.len().checked_sub(3).map(|i| parts[i].as_str()),
+            Some("extensions")
+        );
+        if !shaped || rel.starts_with("tests") {
+            continue;
+        }
+        let lib = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| {
+                t["crate_types"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|k| k == "cdylib"))
+            });
+        if let Some(lib) = lib {
+            found.push(Installable {
+                package: package["name"].as_str().unwrap_or_default().to_owned(),
+                lib_name: lib["name"].as_str().unwrap_or_default().replace('-', "_"),
+                dir,
+            });
+        }
+    }
+    Ok((found, target_dir))
+}
+
+fn install(release: bool) -> Result<PathBuf> {
+    let root = workspace_root();
+    let (plugins, target_dir) = installables(&root)?;
+    let mut build = cargo();
+    build
+        .arg("build")
+        .current_dir(&root)
+        .args(["-p", "toolhost"]);
+    if release {
+        build.arg("--release");
+    }
+    for p in &plugins {
+        build.args(["-p", &p.package]);
+    }
+    eprintln!(
+        "building toolhost and {} plugins ({})",
+        plugins.len(),
+        if release { "release" } else { "debug" }
+    );
+    if !build.status().context("running cargo build")?.success() {
+        bail!("cargo build failed");
+    }
+    let profile_dir = target_dir.join(if release { "release" } else { "debug" });
+    for p in &plugins {
+        let built = profile_dir.join(format!(
+            "{}{}{}",
+            std::env::consts::DLL_PREFIX,
+            p.lib_name,
+            std::env::consts::DLL_SUFFIX
+        ));
+        let dest = p.dir.with_extension(std::env::consts::DLL_EXTENSION);
+        // Copy then rename, so a running host never sees a half-written library.
+        let tmp = p.dir.with_extension("installing");
+        std::fs::copy(&built, &tmp).with_context(|| format!("copying {}", built.display()))?;
+        std::fs::rename(&tmp, &dest).with_context(|| format!("installing {}", dest.display()))?;
+        eprintln!(
+            "  installed {}",
+            dest.strip_prefix(&root).unwrap_or(&dest).display()
+        );
+    }
+    Ok(profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX)))
+}
+
+fn demo() -> Result<()> {
+    let root = workspace_root();
+    let host = install(true)?;
+    let step = |title: &str, args: &[&str]| -> Result<()> {
+        println!(
+            "\n\x1b[1m== {title}\x1b[0m\n$ toolhost {}",
+            shell_words(args)
+        );
+        let status = Command::new(&host).args(args).current_dir(&root).status()?;
+        if !status.success() {
+            println!("(exit status {})", status.code().unwrap_or(-1));
+        }
+        Ok(())
+    };
+    step(
+        "Discovery: the tools profile 'example' sees, by layer",
+        &["list", "--profile", "example"],
+    )?;
+    step(
+        "A plugin tool through the full lifecycle",
+        &["call", "greet", "--args", r#"{"name": "Ada"}"#],
+    )?;
+    step(
+        "A method call; the example extension shortens the long answer",
+        &[
+            "call",
+            "greet:shout",
+            "--args",
+            r#"{"name": "Ada", "times": 100}"#,
+        ],
+    )?;
+    step(
+        "An unknown tool: the model is told what exists",
+        &["call", "weather", "--args", "{}"],
+    )?;
+    step(
+        "The core 'response' tool ends the loop",
+        &["call", "response", "--args", r#"{"text": "All done."}"#],
+    )?;
+    step(
+        "Profile 'example' overrides 'response' with its own library",
+        &[
+            "call",
+            "response",
+            "--profile",
+            "example",
+            "--args",
+            r#"{"text": "All done."}"#,
+        ],
+    )?;
+    step(
+        "A repairable error goes back to the model",
+        &["call", "response", "--args", "{}"],
+    )?;
+    Ok(())
+}
+
+fn shell_words(args: &[&str]) -> String {
+    args.iter()
+        .map(|a| {
+            if a.contains([' ', '"', '{']) {
+                format!("'{a}'")
+            } else {
+                (*a).to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,9 +1,9 @@
 //! An example extension at `tool_execute_after`: shortens tool results longer than
-//! `max_output_chars` (loop data, default 400) so they cannot flood the model's context.
+//! `max_output_chars` (loop data, default 1000) so they cannot flood the model's context.
 
 use plugin_api::{Context, Extension, PointData, ToolError};
 
-const DEFAULT_LIMIT: usize = 400;
+const DEFAULT_LIMIT: usize = 1000;
 
 #[derive(Default)]
 struct TruncateOutput;

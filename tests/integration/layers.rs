@@ -1,0 +1,160 @@
+//! First occurrence wins: profile over user over plugin over core.
+
+use serde_json::json;
+use toolhost::LayerKind;
+use toolhost_tests::{block_on, Fixture, TestRoot};
+
+fn winner(root: &TestRoot, profile: &str, name: &str) -> (LayerKind, String, String) {
+    let host = root.host();
+    let found = host.resolve(profile, name).found.expect("tool found");
+    let rel = found
+        .path
+        .strip_prefix(root.path())
+        .unwrap()
+        .display()
+        .to_string();
+    (found.layer.kind, rel, found.handle.package().to_owned())
+}
+
+#[test]
+fn each_layer_overrides_the_next() {
+    let root = TestRoot::new();
+    let core = root.tool("core", "t", Fixture::Response);
+    let plugin = root.tool("plugins/web", "t", Fixture::Hooked);
+    let user = root.tool("usr", "t", Fixture::Echo);
+    let profile = root.tool("usr/agents/dev", "t", Fixture::Noop);
+
+    assert_eq!(
+        winner(&root, "dev", "t"),
+        (
+            LayerKind::Profile,
+            "usr/agents/dev/tools/t.so".into(),
+            "fx-noop".into()
+        )
+    );
+    // Another profile does not see dev's folder.
+    assert_eq!(winner(&root, "other", "t").0, LayerKind::User);
+
+    std::fs::remove_file(&profile).unwrap();
+    assert_eq!(
+        winner(&root, "dev", "t"),
+        (LayerKind::User, "usr/tools/t.so".into(), "fx-echo".into())
+    );
+
+    std::fs::remove_file(&user).unwrap();
+    assert_eq!(
+        winner(&root, "dev", "t"),
+        (
+            LayerKind::Plugin,
+            "plugins/web/tools/t.so".into(),
+            "fx-hooked".into()
+        )
+    );
+
+    std::fs::remove_file(&plugin).unwrap();
+    assert_eq!(
+        winner(&root, "dev", "t"),
+        (
+            LayerKind::Core,
+            "core/tools/t.so".into(),
+            "core-response".into()
+        )
+    );
+
+    std::fs::remove_file(&core).unwrap();
+    assert!(root.host().resolve("dev", "t").found.is_none());
+}
+
+#[test]
+fn the_winning_library_answers_the_call() {
+    let root = TestRoot::new();
+    root.tool("core", "answer", Fixture::Response);
+    root.tool("usr", "answer", Fixture::Echo);
+    let (agent, _) = root.agent("default");
+    let r = block_on(agent.call_tool("answer", json!({"text": "hi"}))).unwrap();
+    // fx-echo echoes its arguments and does not end the loop; core's response would.
+    assert_eq!(r.message, r#"{"text":"hi"}"#);
+    assert!(!r.break_loop);
+}
+
+#[test]
+fn profile_folders_are_ordered_user_then_plugin_then_builtin() {
+    let root = TestRoot::new();
+    root.tool("core/agents/dev", "t", Fixture::Response);
+    root.tool("plugins/web/agents/dev", "t", Fixture::Hooked);
+    assert_eq!(
+        winner(&root, "dev", "t").1,
+        "plugins/web/agents/dev/tools/t.so"
+    );
+    root.tool("usr/agents/dev", "t", Fixture::Echo);
+    assert_eq!(winner(&root, "dev", "t").1, "usr/agents/dev/tools/t.so");
+    // Every profile folder beats the user's own folder.
+    root.tool("usr", "u", Fixture::Echo);
+    root.tool("core/agents/dev", "u", Fixture::Noop);
+    assert_eq!(winner(&root, "dev", "u").0, LayerKind::Profile);
+}
+
+#[test]
+fn plugins_are_ordered_by_folder_name_and_user_plugins_hide_builtins() {
+    let root = TestRoot::new();
+    root.tool("plugins/b_second", "t", Fixture::Echo);
+    root.tool("plugins/a_first", "t", Fixture::Noop);
+    assert_eq!(
+        winner(&root, "default", "t").1,
+        "plugins/a_first/tools/t.so"
+    );
+
+    // usr/plugins/a_first hides plugins/a_first entirely, even for tools it lacks.
+    root.tool("plugins/a_first", "only_builtin", Fixture::Echo);
+    root.tool("usr/plugins/a_first", "t", Fixture::Hooked);
+    assert_eq!(
+        winner(&root, "default", "t").1,
+        "usr/plugins/a_first/tools/t.so"
+    );
+    assert!(root
+        .host()
+        .resolve("default", "only_builtin")
+        .found
+        .is_none());
+}
+
+#[test]
+fn a_toggled_off_plugin_is_ignored() {
+    let root = TestRoot::new();
+    root.tool("plugins/web", "t", Fixture::Echo);
+    root.write("plugins/web/.toggle-0", "");
+    assert!(root.host().resolve("default", "t").found.is_none());
+}
+
+#[test]
+fn list_shows_winner_layer_and_shadows() {
+    let root = TestRoot::new();
+    root.tool("core", "response", Fixture::Response);
+    root.tool("usr/agents/dev", "response", Fixture::ProfileResponse);
+    root.tool("plugins/web", "echo", Fixture::Echo);
+    let listing = root.host().list("dev");
+    let names: Vec<_> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "response"]);
+    let response = &listing.tools[1];
+    assert_eq!(response.found.layer.label, "usr/agents/dev");
+    assert_eq!(
+        response.shadows,
+        vec![root.path().join("core/tools/response.so")]
+    );
+    assert_eq!(
+        response.found.handle.info().description,
+        "Ends the task with a final answer, signed by the agent."
+    );
+    assert!(listing.tools[0].shadows.is_empty());
+    assert!(listing.skipped.is_empty());
+}
+
+#[test]
+fn one_library_file_is_loaded_once_for_all_profiles() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    let host = root.host();
+    let a = host.resolve("one", "echo").found.unwrap().handle;
+    let b = host.resolve("two", "echo").found.unwrap().handle;
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+}

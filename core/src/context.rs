@@ -190,7 +190,7 @@ unsafe extern "C" fn ctx_loop_data_get(data: *const c_void, key: RStr<'_>) -> RO
     let call = unsafe { call(data) };
     guard(ROption::RNone, || {
         call.agent
-            .loop_data_mut(|d| d.get(key.as_str()).map(|v| RString::from(v.to_string())))
+            .loop_data_mut(|d| d.get(key.as_str()).map(|v| RString::from(serde_json::to_string(v).unwrap_or_default())))
             .into()
     })
 }

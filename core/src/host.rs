@@ -85,7 +85,7 @@ enum Loaded {
     Failed(LoadError),
 }
 
-type PerProfile<T> = RwLock<HashMap<String, HashMap<String, T>>>;
+type PerProfile<T> = RwLock<HashMap<String, HashMap<String, Arc<T>>>>;
 
 /// The plugin host for one root folder.
 ///
@@ -110,7 +110,7 @@ pub struct Host {
     libraries: Mutex<HashMap<PathBuf, (Stamp, Arc<Loaded>)>>,
     layers: RwLock<HashMap<String, Arc<[Layer]>>>,
     tools: PerProfile<Resolution>,
-    extensions: PerProfile<Arc<[Arc<ExtensionHandle>]>>,
+    extensions: PerProfile<[Arc<ExtensionHandle>]>,
 }
 
 impl Host {
@@ -155,7 +155,7 @@ impl Host {
 
     /// Finds the tool `name` for `profile`: the first layer with a loadable `tools/<name>` library.
     /// `name` must already be checked ([`ToolName`](crate::ToolName)).
-    pub fn resolve(&self, profile: &str, name: &str) -> Resolution {
+    pub fn resolve(&self, profile: &str, name: &str) -> Arc<Resolution> {
         if let Some(r) = read(&self.tools).get(profile).and_then(|m| m.get(name)) {
             return r.clone();
         }
@@ -182,7 +182,7 @@ impl Host {
                 Loaded::Extension(_) => unreachable!("loaded as a tool"),
             }
         }
-        let resolution = Resolution { found, skipped };
+        let resolution = Arc::new(Resolution { found, skipped });
         write(&self.tools)
             .entry(profile.to_owned())
             .or_default()
@@ -233,8 +233,8 @@ impl Host {
         let mut listing = Listing::default();
         for (name, paths) in candidates {
             let resolution = self.resolve(profile, &name);
-            listing.skipped.extend(resolution.skipped);
-            if let Some(found) = resolution.found {
+            listing.skipped.extend(resolution.skipped.iter().cloned());
+            if let Some(found) = resolution.found.clone() {
                 let shadows = paths
                     .into_iter()
                     .skip_while(|p| *p != found.path)

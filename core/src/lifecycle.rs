@@ -4,13 +4,50 @@ use std::sync::Arc;
 
 use abi_stable::std_types::RString;
 use plugin_api::points::{TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE, TOOL_OUTPUT_UPDATE};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::agent::{nice_key, sanitize, HistoryMessage, Role};
 use crate::context::CallContext;
 use crate::output::OutputKind;
 use crate::plugin::ToolHandle;
 use crate::{Agent, Response, ToolError, ToolName};
+
+/// `tool_execute_before` data: `{"tool_name", "args"}`.
+#[derive(Serialize)]
+struct BeforeData<'a> {
+    tool_name: &'a str,
+    args: &'a Value,
+}
+
+/// `tool_execute_after` data: `{"tool_name", "response": {"message", "break_loop", "additional"}}`.
+#[derive(Serialize)]
+struct AfterData<'a> {
+    tool_name: &'a str,
+    #[serde(serialize_with = "serialize_response")]
+    response: &'a Response,
+}
+
+fn serialize_response<S: serde::Serializer>(r: &&Response, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("Response", 3)?;
+    st.serialize_field("message", &r.message)?;
+    st.serialize_field("break_loop", &r.break_loop)?;
+    st.serialize_field("additional", &r.additional)?;
+    st.end()
+}
+
+/// `tool_output_update` data: `{"tool_name", "progress"}`.
+#[derive(Serialize)]
+struct ProgressData<'a> {
+    tool_name: &'a str,
+    progress: &'a str,
+}
+
+/// JSON text of a value (`to_string` goes through `fmt` and is slower).
+fn json_text(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
 
 /// The tool a request resolved to.
 enum Target {
@@ -47,10 +84,11 @@ impl Agent {
             }
         };
         let name = request_name.name();
-        let target = match self.host.resolve(self.profile(), name).found {
-            Some(found) => Target::Library(found.handle),
-            None => match self.host.resolve(self.profile(), "unknown").found {
-                Some(found) => Target::Library(found.handle),
+        let resolution = self.host.resolve(self.profile(), name);
+        let target = match &resolution.found {
+            Some(found) => Target::Library(found.handle.clone()),
+            None => match &self.host.resolve(self.profile(), "unknown").found {
+                Some(found) => Target::Library(found.handle.clone()),
                 None => Target::Unknown,
             },
         };
@@ -58,6 +96,24 @@ impl Agent {
         let result = self.run_lifecycle(&request_name, target, args).await;
         self.set_current_tool(None);
         result
+    }
+
+    /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
+    /// intervention checks, log or history. This is the raw cost of crossing the plugin
+    /// boundary, for benchmarks and debugging; agents use [`call_tool`](Self::call_tool).
+    pub async fn execute_bare(
+        self: &Arc<Self>,
+        tool: &ToolHandle,
+        args: &Value,
+    ) -> Result<Response, ToolError> {
+        let call = Arc::new(CallContext {
+            agent: self.clone(),
+            tool_name: tool.shared_name().clone(),
+            method: None,
+            log_id: 0,
+            extension: None,
+        });
+        tool.execute(&call, json_text(args)).await
     }
 
     async fn run_lifecycle(
@@ -72,9 +128,13 @@ impl Agent {
             None => format!("Using tool '{}'", request.name()),
         };
         let log_id = self.new_log_item(heading, args.clone());
+        let tool_name = match &target {
+            Target::Library(tool) if tool.name() == request.name() => tool.shared_name().clone(),
+            _ => request.name().into(),
+        };
         let call = Arc::new(CallContext {
             agent: self.clone(),
-            tool_name: request.name().into(),
+            tool_name,
             method: request.method().map(Into::into),
             log_id,
             extension: None,
@@ -83,43 +143,40 @@ impl Agent {
 
         match &target {
             Target::Library(tool) if tool.has_before_hook() => {
-                tool.before_execution(&call, args.to_string()).await?
+                tool.before_execution(&call, json_text(&args)).await?
             }
             _ => self.default_before_execution(&call, &args),
         }
         self.check_intervention().await?;
 
-        let data = json!({"tool_name": request.name(), "args": args});
-        let mut data = self
-            .run_extensions(TOOL_EXECUTE_BEFORE, data, &call)
-            .await?;
-        args = match data.get_mut("args").map(Value::take) {
-            Some(Value::Object(map)) => Value::Object(map),
-            _ => Value::Object(Map::new()),
-        };
+        let before = BeforeData { tool_name: request.name(), args: &args };
+        if let Some(mut data) = self.run_extensions(TOOL_EXECUTE_BEFORE, &before, &call).await? {
+            args = match data.get_mut("args").map(Value::take) {
+                Some(Value::Object(map)) => Value::Object(map),
+                _ => Value::Object(Map::new()),
+            };
+        }
 
         let mut response = match &target {
-            Target::Library(tool) => tool.execute(&call, args.to_string()).await?,
+            Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
             Target::Unknown => self.unknown_tool(request.name()),
         };
         self.check_intervention().await?;
 
-        let break_loop = response.break_loop;
-        let data = json!({"tool_name": request.name(), "response": {
-            "message": response.message,
-            "break_loop": response.break_loop,
-            "additional": response.additional,
-        }});
-        let data = self.run_extensions(TOOL_EXECUTE_AFTER, data, &call).await?;
-        if let Some(message) = data.pointer("/response/message").and_then(Value::as_str) {
-            if message != response.message {
-                response.message = message.to_owned();
+        let after = AfterData { tool_name: request.name(), response: &response };
+        if let Some(mut data) = self.run_extensions(TOOL_EXECUTE_AFTER, &after, &call).await? {
+            // Extensions may change the message and `additional`; `break_loop` stays.
+            if let Some(response_data) = data.get_mut("response") {
+                if let Some(Value::String(message)) = response_data.get_mut("message").map(Value::take) {
+                    response.message = message;
+                }
+                match response_data.get_mut("additional").map(Value::take) {
+                    Some(Value::Object(additional)) => response.additional = Some(additional),
+                    Some(Value::Null) => response.additional = None,
+                    _ => {}
+                }
             }
         }
-        if let Some(Value::Object(additional)) = data.pointer("/response/additional") {
-            response.additional = Some(additional.clone());
-        }
-        response.break_loop = break_loop; // extensions must not change it
 
         match &target {
             Target::Library(tool) if tool.has_after_hook() => {
@@ -132,18 +189,19 @@ impl Agent {
     }
 
     /// Runs every extension of `point` in order, each on the data the previous one left.
-    /// The data is serialised once and parsed again only if an extension changed it.
+    /// The data is serialised once, and parsed again only if an extension changed it: the
+    /// result is `None` when nothing changed.
     async fn run_extensions(
         self: &Arc<Self>,
         point: &str,
-        data: Value,
+        data: &impl Serialize,
         call: &Arc<CallContext>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Option<Value>, ToolError> {
         let extensions = self.host.extensions(self.profile(), point);
         if extensions.is_empty() {
-            return Ok(data);
+            return Ok(None);
         }
-        let mut text = RString::from(data.to_string());
+        let mut text = RString::from(json_text(data));
         let mut changed = false;
         for ext in extensions.iter() {
             let ctx = call.for_extension(&ext.point, &ext.name);
@@ -162,9 +220,9 @@ impl Agent {
             }
         }
         if !changed {
-            return Ok(data);
+            return Ok(None);
         }
-        serde_json::from_str(&text).map_err(|e| {
+        serde_json::from_str(&text).map(Some).map_err(|e| {
             ToolError::internal(format!("an extension at {point} left invalid JSON: {e}"))
         })
     }
@@ -175,13 +233,11 @@ impl Agent {
         call: &Arc<CallContext>,
         text: String,
     ) -> Result<(), ToolError> {
-        let data = json!({"tool_name": &*call.tool_name, "progress": text});
-        let data = self.run_extensions(TOOL_OUTPUT_UPDATE, data, call).await?;
-        let text = data
-            .get("progress")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let data = ProgressData { tool_name: &call.tool_name, progress: &text };
+        let text = match self.run_extensions(TOOL_OUTPUT_UPDATE, &data, call).await? {
+            Some(data) => data.get("progress").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            None => text,
+        };
         self.print(OutputKind::Progress, || format!("  ... {text}"));
         self.update_log(call.log_id, |item| item.progress = text);
         Ok(())

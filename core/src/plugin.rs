@@ -14,6 +14,8 @@ use crate::loader::LoadedModule;
 /// A tool instance from a loaded library.
 pub struct ToolHandle {
     ffi: FfiTool,
+    /// The file stem: the name the tool is found by.
+    name: Arc<str>,
     info: ToolInfo,
     source: PathBuf,
     package: String,
@@ -43,12 +45,24 @@ impl ToolHandle {
             );
             ToolInfo::default()
         });
+        let name = source.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
         Ok(Self {
             ffi,
+            name: name.as_ref().into(),
             info,
             source: source.to_owned(),
             package: module.module.package().as_str().to_owned(),
         })
+    }
+
+    /// The name it is found by (its file name without extension).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name as a shared string, to avoid copying it per call.
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
     }
 
     /// The tool's metadata.
@@ -156,8 +170,10 @@ impl ExtensionHandle {
             .into_result()
             .map_err(|e| init_failed(source, e))?;
         let info = serde_json::from_str(&ffi.info).unwrap_or_default();
+        let name = source.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
         Ok(Self {
             ffi,
+            name: name.as_ref().into(),
             info,
             source: source.to_owned(),
             point: point.into(),

@@ -120,7 +120,7 @@ impl Context {
 
     /// Sets a value of the current loop's data.
     pub fn set_loop_data(&self, key: &str, value: Value) -> Result<(), ToolError> {
-        let text = RString::from(value.to_string());
+        let text = RString::from(serde_json::to_string(&value).unwrap_or_default());
         // SAFETY: as in `field`.
         unsafe { (self.vtable.loop_data_set())(self.data, RStr::from(key), text) }
             .into_result()

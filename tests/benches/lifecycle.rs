@@ -1,1 +1,67 @@
-fn main() {}
+//! The cost of one tool call: a direct in-process call, the bare ABI call, and the full
+//! lifecycle (hooks, two extensions before and two after, intervention checks, log, history).
+//!
+//! Run with `cargo bench -p toolhost-tests --bench lifecycle`.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll, Waker};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use plugin_api::{Args, Response, ToolError};
+use serde_json::json;
+use toolhost::output::Silent;
+use toolhost::Agent;
+use toolhost_tests::{Fixture, TestRoot};
+
+/// Polls a future that completes without waiting (every future here does).
+fn ready<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = TaskContext::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+/// The fixture tool's body, compiled into the benchmark: what `execute` does in-process.
+struct Noop;
+impl Noop {
+    async fn execute(&self, args_json: &str) -> Result<Response, ToolError> {
+        let _args = Args::from_json(args_json)?;
+        Ok(Response::default())
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let root = TestRoot::new();
+    root.tool("usr", "noop", Fixture::Noop);
+    for point in ["tool_execute_before", "tool_execute_after"] {
+        root.extension("usr", point, "_10_a", Fixture::NoopExt);
+        root.extension("core", point, "_20_b", Fixture::NoopExt);
+    }
+    let agent = Agent::with_output(root.host(), "A0", "default", Arc::new(Silent)).unwrap();
+    let args = json!({});
+    // Warm the caches: the first call loads the libraries.
+    ready(agent.call_tool("noop", args.clone())).unwrap();
+    assert_eq!(agent.host().extensions("default", "tool_execute_before").len(), 2);
+
+    let mut group = c.benchmark_group("call");
+    group.bench_function("direct in-process", |b| {
+        b.iter(|| ready(Noop.execute(black_box("{}"))).unwrap())
+    });
+    let noop = agent.host().resolve("default", "noop").found.clone().unwrap().handle;
+    group.bench_function("bare ABI execute", |b| {
+        b.iter(|| ready(agent.execute_bare(black_box(&noop), &args)).unwrap())
+    });
+    group.bench_function("full lifecycle, 2+2 extensions", |b| {
+        b.iter(|| ready(agent.call_tool(black_box("noop"), args.clone())).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

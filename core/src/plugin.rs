@@ -170,10 +170,8 @@ impl ExtensionHandle {
             .into_result()
             .map_err(|e| init_failed(source, e))?;
         let info = serde_json::from_str(&ffi.info).unwrap_or_default();
-        let name = source.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
         Ok(Self {
             ffi,
-            name: name.as_ref().into(),
             info,
             source: source.to_owned(),
             point: point.into(),

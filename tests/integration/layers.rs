@@ -6,7 +6,7 @@ use toolhost_tests::{block_on, Fixture, TestRoot};
 
 fn winner(root: &TestRoot, profile: &str, name: &str) -> (LayerKind, String, String) {
     let host = root.host();
-    let found = host.resolve(profile, name).found.expect("tool found");
+    let found = host.resolve(profile, name).found.clone().expect("tool found");
     let rel = found
         .path
         .strip_prefix(root.path())
@@ -154,7 +154,7 @@ fn one_library_file_is_loaded_once_for_all_profiles() {
     let root = TestRoot::new();
     root.tool("usr", "echo", Fixture::Echo);
     let host = root.host();
-    let a = host.resolve("one", "echo").found.unwrap().handle;
-    let b = host.resolve("two", "echo").found.unwrap().handle;
+    let a = host.resolve("one", "echo").found.clone().unwrap().handle;
+    let b = host.resolve("two", "echo").found.clone().unwrap().handle;
     assert!(std::sync::Arc::ptr_eq(&a, &b));
 }

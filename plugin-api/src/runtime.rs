@@ -3,8 +3,8 @@
 //! A plugin library links its own copy of tokio, whose thread-locals the host's runtime never
 //! sets. Every future the export glue hands to the host is polled through [`Guarded`], which
 //! enters this plugin's runtime first, so timers and I/O register with a driver that a worker
-//! thread of this plugin keeps turning. The runtime starts on first use (one worker thread) and
-//! stops when the host calls the module's `shutdown`.
+//! thread of this plugin keeps turning. The runtime (current-thread, driven by one thread of the
+//! plugin) starts on first use and stops when the host calls the module's `shutdown`.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -13,12 +13,13 @@ use std::pin::Pin;
 use std::sync::{Mutex, Once, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Builder, Handle};
 
 use crate::ToolError;
 
 static HANDLE: OnceLock<Handle> = OnceLock::new();
-static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+type Driver = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>);
+static RUNTIME: Mutex<Option<Driver>> = Mutex::new(None);
 
 /// A handle to this plugin's tokio runtime, started on first use.
 ///
@@ -26,23 +27,32 @@ static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 /// the runtime's context and needs nothing special.
 pub fn handle() -> &'static Handle {
     HANDLE.get_or_init(|| {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("plugin-runtime")
+        let runtime = Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("could not start the plugin's tokio runtime");
         let handle = runtime.handle().clone();
-        *RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) = Some(runtime);
+        // One thread of this plugin drives the runtime's timers and I/O until shutdown.
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let driver = std::thread::Builder::new()
+            .name("plugin-runtime".to_owned())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .expect("could not start the plugin's runtime thread");
+        *RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, driver));
         handle
     })
 }
 
-/// Stops the runtime's threads without waiting for its tasks. Called by the host through the
-/// module's `shutdown` before it lets go of the library.
+/// Stops the runtime's thread; tasks still spawned on it are dropped. Called by the host through
+/// the module's `shutdown` before it lets go of the library.
 pub fn shutdown() {
-    if let Some(runtime) = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        runtime.shutdown_background();
+    if let Some((stop, driver)) = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = stop.send(());
+        let _ = driver.join();
     }
 }
 

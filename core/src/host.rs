@@ -100,7 +100,10 @@ type PerProfile<T> = RwLock<HashMap<String, HashMap<String, Arc<T>>>>;
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let host = Arc::new(Host::new(".")?);
 /// let agent = Agent::new(host.clone(), "A0", "example")?;
-/// let response = agent.call_tool("greet", serde_json::json!({"name": "Ada"})).await?;
+/// let response = agent
+///     .call_tool("greet", serde_json::json!({"name": "Ada"}))
+///     .await
+///     .map_err(|e| e.to_string())?;
 /// println!("{}", response.message);
 /// # Ok(()) }
 /// ```

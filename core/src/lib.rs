@@ -15,7 +15,10 @@
 //!     println!("{} from {}", tool.name, tool.found.layer.label);
 //! }
 //! let agent = Agent::new(host, "A0", "default")?;
-//! let answer = agent.call_tool("response", serde_json::json!({"text": "done"})).await?;
+//! let answer = agent
+//!     .call_tool("response", serde_json::json!({"text": "done"}))
+//!     .await
+//!     .map_err(|e| e.to_string())?; // a ToolError: kind() and message()
 //! assert!(answer.break_loop);
 //! # Ok(()) }
 //! ```

@@ -48,8 +48,8 @@ impl CallContext {
 
 static HOST_VTABLE: LazyLock<HostVtableRef> = LazyLock::new(|| {
     HostVtable {
-        clone: ctx_clone,
-        drop: ctx_drop,
+        retain: ctx_retain,
+        release: ctx_release,
         field: ctx_field,
         log_content: ctx_log_content,
         set_progress: ctx_set_progress,
@@ -101,12 +101,12 @@ fn internal_error(message: &str) -> plugin_api::abi::FfiError {
     ToolError::internal(message).into_ffi()
 }
 
-unsafe extern "C" fn ctx_clone(data: *const c_void) {
+unsafe extern "C" fn ctx_retain(data: *const c_void) {
     // SAFETY: the plugin holds a reference (vtable contract).
     unsafe { Arc::increment_strong_count(data.cast::<CallContext>()) }
 }
 
-unsafe extern "C" fn ctx_drop(data: *const c_void) {
+unsafe extern "C" fn ctx_release(data: *const c_void) {
     // SAFETY: the plugin gives back one reference it held.
     guard((), || unsafe {
         drop(Arc::from_raw(data.cast::<CallContext>()))
@@ -190,7 +190,10 @@ unsafe extern "C" fn ctx_loop_data_get(data: *const c_void, key: RStr<'_>) -> RO
     let call = unsafe { call(data) };
     guard(ROption::RNone, || {
         call.agent
-            .loop_data_mut(|d| d.get(key.as_str()).map(|v| RString::from(serde_json::to_string(v).unwrap_or_default())))
+            .loop_data_mut(|d| {
+                d.get(key.as_str())
+                    .map(|v| RString::from(serde_json::to_string(v).unwrap_or_default()))
+            })
             .into()
     })
 }

@@ -149,8 +149,14 @@ impl Agent {
         }
         self.check_intervention().await?;
 
-        let before = BeforeData { tool_name: request.name(), args: &args };
-        if let Some(mut data) = self.run_extensions(TOOL_EXECUTE_BEFORE, &before, &call).await? {
+        let before = BeforeData {
+            tool_name: request.name(),
+            args: &args,
+        };
+        if let Some(mut data) = self
+            .run_extensions(TOOL_EXECUTE_BEFORE, &before, &call)
+            .await?
+        {
             args = match data.get_mut("args").map(Value::take) {
                 Some(Value::Object(map)) => Value::Object(map),
                 _ => Value::Object(Map::new()),
@@ -163,11 +169,19 @@ impl Agent {
         };
         self.check_intervention().await?;
 
-        let after = AfterData { tool_name: request.name(), response: &response };
-        if let Some(mut data) = self.run_extensions(TOOL_EXECUTE_AFTER, &after, &call).await? {
+        let after = AfterData {
+            tool_name: request.name(),
+            response: &response,
+        };
+        if let Some(mut data) = self
+            .run_extensions(TOOL_EXECUTE_AFTER, &after, &call)
+            .await?
+        {
             // Extensions may change the message and `additional`; `break_loop` stays.
             if let Some(response_data) = data.get_mut("response") {
-                if let Some(Value::String(message)) = response_data.get_mut("message").map(Value::take) {
+                if let Some(Value::String(message)) =
+                    response_data.get_mut("message").map(Value::take)
+                {
                     response.message = message;
                 }
                 match response_data.get_mut("additional").map(Value::take) {
@@ -233,9 +247,16 @@ impl Agent {
         call: &Arc<CallContext>,
         text: String,
     ) -> Result<(), ToolError> {
-        let data = ProgressData { tool_name: &call.tool_name, progress: &text };
+        let data = ProgressData {
+            tool_name: &call.tool_name,
+            progress: &text,
+        };
         let text = match self.run_extensions(TOOL_OUTPUT_UPDATE, &data, call).await? {
-            Some(data) => data.get("progress").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            Some(data) => data
+                .get("progress")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             None => text,
         };
         self.print(OutputKind::Progress, || format!("  ... {text}"));

@@ -49,10 +49,15 @@ impl Loader {
             private_dirs.push(shm.join(&name));
         }
         let tmp = std::env::temp_dir().join(&name);
-        fs::create_dir_all(&tmp)
-            .map_err(|source| HostError::PrivateDir { path: tmp.clone(), source })?;
+        fs::create_dir_all(&tmp).map_err(|source| HostError::PrivateDir {
+            path: tmp.clone(),
+            source,
+        })?;
         private_dirs.push(tmp);
-        Ok(Self { private_dirs, counter: AtomicU64::new(0) })
+        Ok(Self {
+            private_dirs,
+            counter: AtomicU64::new(0),
+        })
     }
 
     /// Loads `path` and checks it against this host's contract.
@@ -79,7 +84,10 @@ impl Loader {
 
     fn private_copy(&self, path: &Path) -> Result<PathBuf, LoadError> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let file_name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
         let mut last_error = None;
         for dir in &self.private_dirs {
             let copy = dir.join(format!("{n}-{file_name}"));
@@ -92,7 +100,11 @@ impl Loader {
             }
         }
         let e = last_error.map_or_else(|| "no private folder".to_owned(), |e| e.to_string());
-        Err(LoadError::new(path, LoadErrorKind::Io, format!("cannot copy it for loading: {e}")))
+        Err(LoadError::new(
+            path,
+            LoadErrorKind::Io,
+            format!("cannot copy it for loading: {e}"),
+        ))
     }
 }
 

@@ -45,7 +45,10 @@ impl ToolHandle {
             );
             ToolInfo::default()
         });
-        let name = source.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+        let name = source
+            .file_stem()
+            .map(|s| s.to_string_lossy())
+            .unwrap_or_default();
         Ok(Self {
             ffi,
             name: name.as_ref().into(),

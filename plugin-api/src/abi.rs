@@ -79,17 +79,17 @@ pub enum ContextField {
 
 /// What a plugin can ask of the host during a call.
 ///
-/// `data` is an opaque, reference-counted pointer owned by the host; `clone` and `drop` adjust
-/// the count. Every function is safe to call from any thread while the context is alive.
+/// `data` is an opaque, reference-counted pointer owned by the host; `retain` and `release`
+/// adjust the count. Every function is safe to call from any thread while the context is alive.
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = HostVtableRef)))]
 #[sabi(missing_field(panic))]
 pub struct HostVtable {
     /// Adds one reference to `data`.
-    pub clone: unsafe extern "C" fn(data: *const c_void),
+    pub retain: unsafe extern "C" fn(data: *const c_void),
     /// Removes one reference from `data`.
-    pub drop: unsafe extern "C" fn(data: *const c_void),
+    pub release: unsafe extern "C" fn(data: *const c_void),
     /// Reads a text field of the context.
     pub field: unsafe extern "C" fn(data: *const c_void, field: ContextField) -> RString,
     /// Replaces the text content of the call's log item.

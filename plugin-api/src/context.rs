@@ -161,7 +161,7 @@ impl Context {
 impl Clone for Context {
     fn clone(&self) -> Self {
         // SAFETY: adds the reference the new value owns.
-        unsafe { (self.vtable.clone())(self.data) };
+        unsafe { (self.vtable.retain())(self.data) };
         Self {
             data: self.data,
             vtable: self.vtable,
@@ -172,7 +172,7 @@ impl Clone for Context {
 impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: gives back the reference this value owned.
-        unsafe { (self.vtable.drop())(self.data) }
+        unsafe { (self.vtable.release())(self.data) }
     }
 }
 

@@ -137,7 +137,9 @@ impl PointData {
     /// The data as JSON text if it was changed.
     pub fn into_changed_json(self) -> Option<String> {
         if self.changed {
-            self.parsed.into_inner().and_then(|v| serde_json::to_string(&v).ok())
+            self.parsed
+                .into_inner()
+                .and_then(|v| serde_json::to_string(&v).ok())
         } else {
             None
         }

@@ -59,7 +59,9 @@ impl Response {
             message: RString::from(self.message),
             break_loop: self.break_loop,
             additional: match self.additional {
-                Some(map) => ROption::RSome(RString::from(serde_json::to_string(&map).unwrap_or_default())),
+                Some(map) => ROption::RSome(RString::from(
+                    serde_json::to_string(&map).unwrap_or_default(),
+                )),
                 None => ROption::RNone,
             },
         }

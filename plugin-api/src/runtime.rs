@@ -18,7 +18,10 @@ use tokio::runtime::{Builder, Handle};
 use crate::ToolError;
 
 static HANDLE: OnceLock<Handle> = OnceLock::new();
-type Driver = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>);
+type Driver = (
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+);
 static RUNTIME: Mutex<Option<Driver>> = Mutex::new(None);
 
 /// A handle to this plugin's tokio runtime, started on first use.

@@ -47,13 +47,25 @@ fn bench(c: &mut Criterion) {
     let args = json!({});
     // Warm the caches: the first call loads the libraries.
     ready(agent.call_tool("noop", args.clone())).unwrap();
-    assert_eq!(agent.host().extensions("default", "tool_execute_before").len(), 2);
+    assert_eq!(
+        agent
+            .host()
+            .extensions("default", "tool_execute_before")
+            .len(),
+        2
+    );
 
     let mut group = c.benchmark_group("call");
     group.bench_function("direct in-process", |b| {
         b.iter(|| ready(Noop.execute(black_box("{}"))).unwrap())
     });
-    let noop = agent.host().resolve("default", "noop").found.clone().unwrap().handle;
+    let noop = agent
+        .host()
+        .resolve("default", "noop")
+        .found
+        .clone()
+        .unwrap()
+        .handle;
     group.bench_function("bare ABI execute", |b| {
         b.iter(|| ready(agent.execute_bare(black_box(&noop), &args)).unwrap())
     });

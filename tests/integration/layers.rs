@@ -6,7 +6,11 @@ use toolhost_tests::{block_on, Fixture, TestRoot};
 
 fn winner(root: &TestRoot, profile: &str, name: &str) -> (LayerKind, String, String) {
     let host = root.host();
-    let found = host.resolve(profile, name).found.clone().expect("tool found");
+    let found = host
+        .resolve(profile, name)
+        .found
+        .clone()
+        .expect("tool found");
     let rel = found
         .path
         .strip_prefix(root.path())

@@ -186,10 +186,14 @@ impl Host {
             }
         }
         let resolution = Arc::new(Resolution { found, skipped });
-        write(&self.tools)
-            .entry(profile.to_owned())
-            .or_default()
-            .insert(name.to_owned(), resolution.clone());
+        // Misses are not cached: a name the model invents must not grow the cache, and a tool
+        // dropped in later is found at the next call.
+        if resolution.found.is_some() || !resolution.skipped.is_empty() {
+            write(&self.tools)
+                .entry(profile.to_owned())
+                .or_default()
+                .insert(name.to_owned(), resolution.clone());
+        }
         resolution
     }
 

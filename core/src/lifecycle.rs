@@ -49,6 +49,15 @@ fn json_text(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
+/// Clears the agent's current tool when dropped (step 11, "finally").
+struct ClearCurrentTool<'a>(&'a Agent);
+
+impl Drop for ClearCurrentTool<'_> {
+    fn drop(&mut self) {
+        self.0.set_current_tool(None);
+    }
+}
+
 /// The tool a request resolved to.
 enum Target {
     Library(Arc<ToolHandle>),
@@ -87,15 +96,23 @@ impl Agent {
         let resolution = self.host.resolve(self.profile(), name);
         let target = match &resolution.found {
             Some(found) => Target::Library(found.handle.clone()),
-            None => match &self.host.resolve(self.profile(), "unknown").found {
-                Some(found) => Target::Library(found.handle.clone()),
-                None => Target::Unknown,
-            },
+            None => {
+                if let Some(error) = resolution.skipped.first() {
+                    // Installed but unusable: say so, rather than "not found".
+                    return Err(ToolError::dependency(format!(
+                        "tool '{name}' cannot be loaded: {error}"
+                    )));
+                }
+                match &self.host.resolve(self.profile(), "unknown").found {
+                    Some(found) => Target::Library(found.handle.clone()),
+                    None => Target::Unknown,
+                }
+            }
         };
         self.set_current_tool(Some(request));
-        let result = self.run_lifecycle(&request_name, target, args).await;
-        self.set_current_tool(None);
-        result
+        // Cleared however the call ends: returned, failed, or cancelled mid-way.
+        let _current = ClearCurrentTool(self);
+        self.run_lifecycle(&request_name, target, args).await
     }
 
     /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
@@ -159,7 +176,13 @@ impl Agent {
         {
             args = match data.get_mut("args").map(Value::take) {
                 Some(Value::Object(map)) => Value::Object(map),
-                _ => Value::Object(Map::new()),
+                _ => {
+                    return Err(ToolError::internal(format!(
+                        "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
+                         an extension must keep 'args' a JSON object",
+                        request.name()
+                    )))
+                }
             };
         }
 
@@ -216,13 +239,13 @@ impl Agent {
             return Ok(None);
         }
         let mut text = RString::from(json_text(data));
-        let mut changed = false;
+        let mut changed_by = None;
         for ext in extensions.iter() {
             let ctx = call.for_extension(&ext.point, &ext.name);
             match ext.execute(&ctx, text.clone()).await {
                 Ok(Some(new)) => {
                     text = new;
-                    changed = true;
+                    changed_by = Some(&ext.name);
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -233,11 +256,13 @@ impl Agent {
                 }
             }
         }
-        if !changed {
+        let Some(changed_by) = changed_by else {
             return Ok(None);
-        }
+        };
         serde_json::from_str(&text).map(Some).map_err(|e| {
-            ToolError::internal(format!("an extension at {point} left invalid JSON: {e}"))
+            ToolError::internal(format!(
+                "extension '{changed_by}' at {point} left invalid JSON: {e}"
+            ))
         })
     }
 

@@ -203,10 +203,12 @@ fn classify(path: &Path, error: RawLoadError) -> LoadError {
     };
     tracing::debug!(path = %path.display(), "abi_stable's report: {error}");
     let (kind, reason) = match &error {
+        // The headers were already checked, so this is the dynamic loader's own refusal.
         LibraryError::OpenError { err, .. } => (
             LoadErrorKind::NotALibrary,
             format!(
-                "not a loadable shared library (truncated or corrupt?): {}; rebuild it or remove it",
+                "the dynamic loader refused it: {}; check that it was built for this platform \
+                 and that its dependencies are installed (ldd), or rebuild it",
                 first_line(&err.to_string())
             ),
         ),
@@ -238,9 +240,15 @@ fn classify(path: &Path, error: RawLoadError) -> LoadError {
         ),
         LibraryError::RootModule { err, .. } => (
             LoadErrorKind::InitFailed,
-            format!("its initialisation failed: {}", first_line(&err.to_string())),
+            format!(
+                "its initialisation failed: {}",
+                first_line(&err.to_string())
+            ),
         ),
-        other => (LoadErrorKind::NotAPlugin, first_line(&other.to_string()).to_owned()),
+        other => (
+            LoadErrorKind::NotAPlugin,
+            first_line(&other.to_string()).to_owned(),
+        ),
     };
     LoadError::new(path, kind, reason)
 }

@@ -3,7 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi_stable::std_types::RString;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use abi_stable::std_types::{ROption, RString};
+use async_ffi::FfiFuture;
+use plugin_api::abi::FfiResult;
 use plugin_api::abi::{FfiExtension, FfiTool};
 use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
@@ -100,10 +107,7 @@ impl ToolHandle {
         let fut = unsafe {
             (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), RString::from(args))
         };
-        fut.await
-            .into_result()
-            .map(Response::from_ffi)
-            .map_err(ToolError::from_ffi)
+        settle(fut).await.map(Response::from_ffi)
     }
 
     pub(crate) async fn before_execution(
@@ -116,7 +120,7 @@ impl ToolHandle {
         };
         // SAFETY: as in `execute`.
         let fut = unsafe { hook(self.ffi.this, ctx.to_ffi(), RString::from(args)) };
-        fut.await.into_result().map_err(ToolError::from_ffi)
+        settle(fut).await
     }
 
     pub(crate) async fn after_execution(
@@ -129,7 +133,7 @@ impl ToolHandle {
         };
         // SAFETY: as in `execute`.
         let fut = unsafe { hook(self.ffi.this, ctx.to_ffi(), response.clone().into_ffi()) };
-        fut.await.into_result().map_err(ToolError::from_ffi)
+        settle(fut).await
     }
 }
 
@@ -205,10 +209,7 @@ impl ExtensionHandle {
     ) -> Result<Option<RString>, ToolError> {
         // SAFETY: as in `ToolHandle::execute`.
         let fut = unsafe { (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), data) };
-        fut.await
-            .into_result()
-            .map(|o| o.into_option())
-            .map_err(ToolError::from_ffi)
+        settle(fut).await.map(ROption::into_option)
     }
 }
 
@@ -216,6 +217,29 @@ impl Drop for ExtensionHandle {
     fn drop(&mut self) {
         // SAFETY: as for `ToolHandle`.
         unsafe { (self.ffi.vtable.drop())(self.ffi.this) }
+    }
+}
+
+/// Awaits a plugin's future. The export glue already turns panics into errors; this also catches
+/// the one async-ffi raises when a poll crossing the boundary panicked anyway (a library built
+/// with other glue), so the host never unwinds from plugin code.
+async fn settle<T>(fut: FfiFuture<FfiResult<T>>) -> Result<T, ToolError> {
+    struct CatchUnwind<F>(F);
+    impl<F: Future + Unpin> Future for CatchUnwind<F> {
+        type Output = Option<F::Output>;
+        fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+            match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut self.0).poll(cx))) {
+                Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
+                Ok(Poll::Pending) => Poll::Pending,
+                Err(_) => Poll::Ready(None),
+            }
+        }
+    }
+    match CatchUnwind(fut).await {
+        Some(result) => result.into_result().map_err(ToolError::from_ffi),
+        None => Err(ToolError::internal(
+            "the plugin's future panicked across the library boundary",
+        )),
     }
 }
 

@@ -259,7 +259,7 @@ unsafe extern "C" fn extension_glue<E: Extension>(
     // SAFETY: as in `execute_glue`.
     let (ext, ctx) = unsafe { (arc_from::<E>(this), Context::from_ffi(ctx)) };
     to_ffi_future(async move {
-        let mut data = PointData::from_json(data.into_string());
+        let mut data = PointData::from_json(data);
         ext.execute(&ctx, &mut data).await?;
         Ok(ROption::from(data.into_changed_json().map(RString::from)))
     })

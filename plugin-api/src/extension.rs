@@ -3,6 +3,7 @@
 use std::cell::OnceCell;
 use std::future::Future;
 
+use abi_stable::std_types::RString;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -63,16 +64,16 @@ pub trait Extension: Send + Sync + 'static {
 /// The data of an extension point. Parsed only when read, sent back only when changed.
 #[derive(Debug)]
 pub struct PointData {
-    raw: String,
+    raw: RString,
     parsed: OnceCell<Value>,
     changed: bool,
 }
 
 impl PointData {
     /// Data from JSON text (invalid JSON reads as `null`).
-    pub fn from_json(raw: String) -> Self {
+    pub fn from_json(raw: impl Into<RString>) -> Self {
         Self {
-            raw,
+            raw: raw.into(),
             parsed: OnceCell::new(),
             changed: false,
         }
@@ -81,7 +82,7 @@ impl PointData {
     /// Data from a value.
     pub fn from_value(value: Value) -> Self {
         Self {
-            raw: String::new(),
+            raw: RString::new(),
             parsed: OnceCell::from(value),
             changed: false,
         }

@@ -8,6 +8,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::{Mutex, Once, OnceLock};
@@ -106,15 +107,31 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Polls a plugin future inside the plugin's runtime and turns a panic into an error.
+///
+/// Dropping it (the host cancelled the call) also runs inside the runtime and the panic guard,
+/// so a panicking `Drop` in plugin state cannot abort the process.
 pub struct Guarded<F> {
-    inner: F,
+    inner: ManuallyDrop<F>,
     done: bool,
 }
 
 impl<F> Guarded<F> {
     /// Wraps a future.
     pub fn new(inner: F) -> Self {
-        Self { inner, done: false }
+        Self {
+            inner: ManuallyDrop::new(inner),
+            done: false,
+        }
+    }
+}
+
+impl<F> Drop for Guarded<F> {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is dropped exactly once, here, and never used again.
+        let _ = catch_panic(|| {
+            let _runtime = handle().enter();
+            unsafe { ManuallyDrop::drop(&mut self.inner) }
+        });
     }
 }
 
@@ -129,10 +146,13 @@ impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<F> {
                 "plugin future polled after completion",
             )));
         }
-        let _runtime = handle().enter();
         // SAFETY: see above.
-        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        match catch_panic(|| inner.poll(cx)) {
+        let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
+        let polled = catch_panic(|| {
+            let _runtime = handle().enter();
+            inner.poll(cx)
+        });
+        match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(ready) => {
                 this.done = true;

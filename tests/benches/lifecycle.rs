@@ -8,6 +8,7 @@ use std::hint::black_box;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use plugin_api::{Args, Response, ToolError};
@@ -69,8 +70,26 @@ fn bench(c: &mut Criterion) {
     group.bench_function("bare ABI execute", |b| {
         b.iter(|| ready(agent.execute_bare(black_box(&noop), &args)).unwrap())
     });
+    // Each call adds a log item and a history entry; a fresh agent every 1,000 calls keeps the
+    // measurement at a realistic session size instead of timing the growth of huge vectors.
+    let host = agent.host().clone();
     group.bench_function("full lifecycle, 2+2 extensions", |b| {
-        b.iter(|| ready(agent.call_tool(black_box("noop"), args.clone())).unwrap())
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(1000);
+                left -= n;
+                let agent =
+                    Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
+                let start = Instant::now();
+                for _ in 0..n {
+                    ready(agent.call_tool(black_box("noop"), args.clone())).unwrap();
+                }
+                total += start.elapsed();
+            }
+            total
+        })
     });
     group.finish();
 }

@@ -50,6 +50,7 @@ fn list_json_shows_layers_shadows_and_skipped_files() {
 #[test]
 fn list_is_readable() {
     let out = demo_root().run_cli(&["list", "--profile", "example"]);
+    assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
         text.contains(

@@ -72,7 +72,7 @@ fn after_extensions_change_the_message_but_not_break_loop() {
     root.extension("usr", AFTER, "_10_r", Fixture::RecorderExt);
     let (agent, _) = root.agent("default");
 
-    // The recorder appends to the message and tries to set break_loop: only the message sticks.
+    // The recorder appends to the message and flips break_loop: only the message sticks.
     let r = block_on(agent.call_tool("echo", json!({}))).unwrap();
     assert_eq!(r.message, "{}|tool_execute_after/_10_r");
     assert!(!r.break_loop);

@@ -185,21 +185,75 @@ fn a_paused_agent_waits_and_a_stopped_one_refuses() {
 fn a_tool_checking_intervention_stops_mid_call() {
     let root = TestRoot::new();
     root.tool("usr", "echo", Fixture::Echo);
-    root.extension("usr", "tool_output_update", "_10_r", Fixture::RecorderExt);
     let (agent, _) = root.agent("default");
-    // Stop between the tool's start and its end: the after-execute checkpoint refuses.
     block_on(async {
         let call = tokio::spawn({
             let agent = agent.clone();
-            async move { agent.call_tool("echo:sleep", json!({"ms": 200})).await }
+            async move { agent.call_tool("echo:wait", json!({})).await }
         });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Let the tool take a few of its 200 steps, then stop the agent.
+        while agent.loop_data("wait_steps").is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         agent.stop();
         let e = call.await.unwrap().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Intervention);
     });
-    // The result never reached history.
-    assert!(agent.history().is_empty());
+    // The tool's own check returned the error: it stopped long before its last step.
+    let steps = agent.loop_data("wait_steps").unwrap().as_u64().unwrap();
+    assert!(steps < 200, "the tool ran all {steps} steps");
+    assert!(
+        agent.history().is_empty(),
+        "an interrupted result never reaches history"
+    );
+}
+
+#[test]
+fn a_cancelled_call_clears_the_current_tool() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    let (agent, _) = root.agent("default");
+    block_on(async {
+        let call = tokio::spawn({
+            let agent = agent.clone();
+            async move { agent.call_tool("echo:sleep", json!({"ms": 5000})).await }
+        });
+        while agent.current_tool().is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(agent.current_tool().as_deref(), Some("echo:sleep"));
+        call.abort();
+        assert!(call.await.unwrap_err().is_cancelled());
+    });
+    assert_eq!(agent.current_tool(), None);
+}
+
+#[test]
+fn contexts_are_released_after_every_call() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.tool("usr", "hooked", Fixture::Hooked);
+    for point in [
+        "tool_execute_before",
+        "tool_execute_after",
+        "tool_output_update",
+    ] {
+        root.extension("usr", point, "_10_r", Fixture::RecorderExt);
+    }
+    let (agent, _) = root.agent("default");
+    let baseline = std::sync::Arc::strong_count(&agent);
+    for request in [
+        "echo",
+        "echo:progress",
+        "echo:context",
+        "hooked",
+        "echo:fail",
+        "nope",
+    ] {
+        let _ = block_on(agent.call_tool(request, json!({})));
+    }
+    // Every context handed to a plugin (tool, hooks, extensions, progress) was given back.
+    assert_eq!(std::sync::Arc::strong_count(&agent), baseline);
 }
 
 #[test]

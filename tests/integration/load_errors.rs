@@ -113,7 +113,7 @@ fn a_text_file_with_a_library_name() {
     check_skipped(
         |root| root.write("usr/tools/bad.so", b"#!/bin/sh\necho not a library\n"),
         LoadErrorKind::NotALibrary,
-        "not a loadable shared library",
+        "not a loadable shared library (truncated or corrupt?)",
     );
 }
 
@@ -123,6 +123,26 @@ fn an_extension_in_a_tools_folder() {
         |root| root.tool("usr", "bad", Fixture::NoopExt),
         LoadErrorKind::WrongKind,
         "is an extension, not a tool",
+    );
+}
+
+#[test]
+fn a_tool_whose_only_library_is_broken_is_an_error_not_unknown() {
+    let root = TestRoot::new();
+    let path = root.tool("usr", "broken", Fixture::FutureVersion);
+    let (agent, _) = root.agent("default");
+    let e = block_on(agent.call_tool("broken", json!({}))).unwrap_err();
+    assert_eq!(e.kind(), plugin_api::ErrorKind::Dependency);
+    assert!(
+        e.message()
+            .starts_with("tool 'broken' cannot be loaded: skipping "),
+        "{}",
+        e.message()
+    );
+    assert!(
+        e.message().contains(&path.display().to_string()),
+        "{}",
+        e.message()
     );
 }
 

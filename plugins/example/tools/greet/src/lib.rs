@@ -18,7 +18,7 @@ impl Tool for Greet {
             "type": "object",
             "properties": {
                 "name": {"type": "string", "description": "Who to greet."},
-                "times": {"type": "integer", "minimum": 1, "description": "How often."}
+                "times": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "How often."}
             },
             "required": ["name"]
         }))

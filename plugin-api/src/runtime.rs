@@ -51,6 +51,21 @@ pub fn handle() -> &'static Handle {
     })
 }
 
+/// Makes this plugin's runtime the current one on this thread, once per thread.
+///
+/// The guard is kept (forgotten) rather than dropped after each poll: the context lives in this
+/// plugin's own copy of tokio, which the host's tokio never reads, so leaving it set costs the
+/// host nothing and saves entering and leaving on every poll of every call.
+fn enter_runtime() {
+    thread_local! {
+        static ENTERED: Cell<bool> = const { Cell::new(false) };
+    }
+    if !ENTERED.with(Cell::get) {
+        std::mem::forget(handle().enter());
+        ENTERED.with(|e| e.set(true));
+    }
+}
+
 /// Stops the runtime's thread; tasks still spawned on it are dropped. Called by the host through
 /// the module's `shutdown` before it lets go of the library.
 pub fn shutdown() {
@@ -129,7 +144,7 @@ impl<F> Drop for Guarded<F> {
     fn drop(&mut self) {
         // SAFETY: `inner` is dropped exactly once, here, and never used again.
         let _ = catch_panic(|| {
-            let _runtime = handle().enter();
+            enter_runtime();
             unsafe { ManuallyDrop::drop(&mut self.inner) }
         });
     }
@@ -149,7 +164,7 @@ impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<F> {
         // SAFETY: see above.
         let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
         let polled = catch_panic(|| {
-            let _runtime = handle().enter();
+            enter_runtime();
             inner.poll(cx)
         });
         match polled {

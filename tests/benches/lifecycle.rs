@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use plugin_api::{Args, Response, ToolError};
 use serde_json::json;
 use toolhost::output::Silent;
-use toolhost::Agent;
+use toolhost::{Agent, Host};
 use toolhost_tests::{Fixture, TestRoot};
 
 /// Polls a future that completes without waiting (every future here does).
@@ -35,6 +35,23 @@ impl Noop {
         let _args = Args::from_json(args_json)?;
         Ok(Response::default())
     }
+}
+
+/// Times `iters` lifecycle calls of `noop`, with a fresh agent every 1,000 calls (not timed).
+fn fresh_agents(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(1000);
+        left -= n;
+        let agent = Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
+        let start = Instant::now();
+        for _ in 0..n {
+            ready(agent.call_tool(black_box("noop"), args.clone())).unwrap();
+        }
+        total += start.elapsed();
+    }
+    total
 }
 
 fn bench(c: &mut Criterion) {
@@ -70,6 +87,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("bare ABI execute", |b| {
         b.iter(|| ready(agent.execute_bare(black_box(&noop), &args)).unwrap())
     });
+    let bare_root = TestRoot::new();
+    bare_root.tool("usr", "noop", Fixture::Noop);
+    let plain = Agent::with_output(bare_root.host(), "A0", "default", Arc::new(Silent)).unwrap();
+    ready(plain.call_tool("noop", args.clone())).unwrap();
+    group.bench_function("full lifecycle, no extensions", |b| {
+        b.iter_custom(|iters| fresh_agents(plain.host(), iters, &args))
+    });
+
     // Each call adds a log item and a history entry; a fresh agent every 1,000 calls keeps the
     // measurement at a realistic session size instead of timing the growth of huge vectors.
     let host = agent.host().clone();

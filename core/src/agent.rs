@@ -1,5 +1,6 @@
 //! An agent: its profile, history, log, loop data and intervention state.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -92,6 +93,8 @@ pub struct Agent {
     profile: String,
     state: Mutex<State>,
     intervention: watch::Sender<Intervention>,
+    /// Whether `intervention` is anything but the default: the checkpoints' lock-free fast path.
+    intervening: AtomicBool,
     pub(crate) output: Arc<dyn Output>,
 }
 
@@ -118,6 +121,7 @@ impl Agent {
             profile: profile.to_owned(),
             state: Mutex::default(),
             intervention: watch::Sender::new(Intervention::default()),
+            intervening: AtomicBool::new(false),
             output,
         }))
     }
@@ -175,32 +179,39 @@ impl Agent {
         self.state().history.push(message);
     }
 
+    fn set_intervention(&self, change: impl FnOnce(&mut Intervention)) {
+        self.intervention.send_modify(|i| {
+            change(i);
+            self.intervening
+                .store(*i != Intervention::default(), Ordering::SeqCst);
+        });
+    }
+
     /// Pauses the agent: the next intervention check waits until [`resume`](Self::resume).
     pub fn pause(&self) {
-        self.intervention.send_modify(|i| i.paused = true);
+        self.set_intervention(|i| i.paused = true);
     }
 
     /// Resumes a paused agent.
     pub fn resume(&self) {
-        self.intervention.send_modify(|i| i.paused = false);
+        self.set_intervention(|i| i.paused = false);
     }
 
     /// Stops the agent: the next intervention check fails with an intervention error, until
     /// [`clear_stop`](Self::clear_stop).
     pub fn stop(&self) {
-        self.intervention.send_modify(|i| i.stopped = true);
+        self.set_intervention(|i| i.stopped = true);
     }
 
     /// Lets a stopped agent run again.
     pub fn clear_stop(&self) {
-        self.intervention.send_modify(|i| i.stopped = false);
+        self.set_intervention(|i| i.stopped = false);
     }
 
     /// Waits while paused; fails if stopped. The lifecycle calls this between steps, and tools
     /// through [`Context::check_intervention`](plugin_api::Context::check_intervention).
     pub async fn check_intervention(&self) -> Result<(), ToolError> {
-        let state = *self.intervention.borrow();
-        if state == Intervention::default() {
+        if !self.intervening.load(Ordering::SeqCst) {
             return Ok(());
         }
         let mut rx = self.intervention.subscribe();

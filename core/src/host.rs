@@ -1,6 +1,8 @@
 //! The host: finds libraries along a profile's layers, loads each once, and caches what wins.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rustc_hash::FxHashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -85,7 +87,7 @@ enum Loaded {
     Failed(LoadError),
 }
 
-type PerProfile<T> = RwLock<HashMap<String, HashMap<String, Arc<T>>>>;
+type PerProfile<T> = RwLock<FxHashMap<String, FxHashMap<String, Arc<T>>>>;
 
 /// The plugin host for one root folder.
 ///
@@ -111,7 +113,7 @@ pub struct Host {
     root: PathBuf,
     loader: Loader,
     libraries: Mutex<HashMap<PathBuf, (Stamp, Arc<Loaded>)>>,
-    layers: RwLock<HashMap<String, Arc<[Layer]>>>,
+    layers: RwLock<FxHashMap<String, Arc<[Layer]>>>,
     tools: PerProfile<Resolution>,
     extensions: PerProfile<[Arc<ExtensionHandle>]>,
 }

@@ -239,9 +239,10 @@ impl Host {
                 candidates.entry(stem).or_default().push(path);
             }
         }
+        let candidates: Vec<(String, Vec<PathBuf>)> = candidates.into_iter().collect();
+        let resolutions = self.resolve_all(profile, candidates.iter().map(|(n, _)| n.as_str()));
         let mut listing = Listing::default();
-        for (name, paths) in candidates {
-            let resolution = self.resolve(profile, &name);
+        for ((name, paths), resolution) in candidates.into_iter().zip(resolutions) {
             listing.skipped.extend(resolution.skipped.iter().cloned());
             if let Some(found) = resolution.found.clone() {
                 let shadows = paths
@@ -257,6 +258,43 @@ impl Host {
             }
         }
         listing
+    }
+
+    /// Resolves many names, loading libraries on as many threads as there are cores (copying
+    /// and checking a library dominate a cold `list`). Results are in the order of `names`.
+    fn resolve_all<'a>(
+        &self,
+        profile: &str,
+        names: impl Iterator<Item = &'a str>,
+    ) -> Vec<Arc<Resolution>> {
+        let names: Vec<&str> = names.collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(names.len());
+        if threads <= 1 {
+            return names.iter().map(|n| self.resolve(profile, n)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut results: Vec<(usize, Arc<Resolution>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(name) = names.get(i) else { break done };
+                            done.push((i, self.resolve(profile, name)));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, r)| r).collect()
     }
 
     /// The prompt fragments `prompts/agent.system.tool.<name>.md` of every layer, merged by file
@@ -324,12 +362,14 @@ impl Host {
     /// Loads a library once per file content; `extension` is `(point, name)` for extensions.
     fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
         let stamp = Stamp::of(path);
-        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some(stamp), Some((old, loaded))) = (stamp, libraries.get(path)) {
-            if *old == stamp {
-                return loaded.clone();
-            }
+        let cached = |libraries: &HashMap<PathBuf, (Stamp, Arc<Loaded>)>| {
+            let (old, loaded) = libraries.get(path)?;
+            (Some(*old) == stamp).then(|| loaded.clone())
+        };
+        if let Some(loaded) = cached(&self.libraries.lock().unwrap_or_else(|e| e.into_inner())) {
+            return loaded;
         }
+        // Loaded without holding the lock, so `list` can load several libraries at once.
         let loaded = match self.loader.load(path) {
             Ok(module) => {
                 let handle = match extension {
@@ -345,6 +385,10 @@ impl Host {
             tracing::warn!("{e}");
         } else {
             tracing::debug!("loaded {}", path.display());
+        }
+        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(first) = cached(&libraries) {
+            return first; // another thread loaded the same file meanwhile: keep one instance
         }
         let loaded = Arc::new(loaded);
         if let Some(stamp) = stamp {

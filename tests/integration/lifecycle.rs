@@ -6,7 +6,7 @@ use plugin_api::ErrorKind;
 use serde_json::{json, Value};
 use toolhost::output::OutputKind;
 use toolhost::Role;
-use toolhost_tests::{block_on, Fixture, TestRoot};
+use toolhost_tests::{block_on, spawn_call, Fixture, TestRoot};
 
 #[test]
 fn hooks_and_extensions_run_in_lifecycle_order() {
@@ -163,10 +163,7 @@ fn a_paused_agent_waits_and_a_stopped_one_refuses() {
     let (agent, _) = root.agent("default");
     block_on(async {
         agent.pause();
-        let call = tokio::spawn({
-            let agent = agent.clone();
-            async move { agent.call_tool("echo", json!({})).await }
-        });
+        let call = spawn_call(&agent, "echo", json!({}));
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!call.is_finished(), "a paused agent must not run the tool");
         assert!(agent.log().is_empty());
@@ -187,10 +184,7 @@ fn a_tool_checking_intervention_stops_mid_call() {
     root.tool("usr", "echo", Fixture::Echo);
     let (agent, _) = root.agent("default");
     block_on(async {
-        let call = tokio::spawn({
-            let agent = agent.clone();
-            async move { agent.call_tool("echo:wait", json!({})).await }
-        });
+        let call = spawn_call(&agent, "echo:wait", json!({}));
         // Let the tool take a few of its 200 steps, then stop the agent.
         while agent.loop_data("wait_steps").is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -214,10 +208,7 @@ fn a_cancelled_call_clears_the_current_tool() {
     root.tool("usr", "echo", Fixture::Echo);
     let (agent, _) = root.agent("default");
     block_on(async {
-        let call = tokio::spawn({
-            let agent = agent.clone();
-            async move { agent.call_tool("echo:sleep", json!({"ms": 5000})).await }
-        });
+        let call = spawn_call(&agent, "echo:sleep", json!({"ms": 5000}));
         while agent.current_tool().is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -264,10 +255,7 @@ fn many_concurrent_calls() {
     let (agent, _) = root.agent("default");
     let answers = block_on(async {
         let handles: Vec<_> = (0..32)
-            .map(|i| {
-                let agent = agent.clone();
-                tokio::spawn(async move { agent.call_tool("echo", json!({"i": i})).await })
-            })
+            .map(|i| spawn_call(&agent, "echo", json!({"i": i})))
             .collect();
         let mut out = Vec::new();
         for h in handles {

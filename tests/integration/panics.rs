@@ -2,7 +2,7 @@
 
 use plugin_api::ErrorKind;
 use serde_json::json;
-use toolhost_tests::{block_on, Fixture, TestRoot};
+use toolhost_tests::{block_on, spawn_call, Fixture, TestRoot};
 
 fn root_with_panicky() -> TestRoot {
     let root = TestRoot::new();
@@ -84,28 +84,23 @@ fn panics_in_many_concurrent_calls() {
     let root = root_with_panicky();
     let (agent, _) = root.agent("default");
     let results = block_on(async {
-        let calls = (0..16).map(|i| {
-            let agent = agent.clone();
-            tokio::spawn(async move {
+        let calls: Vec<_> = (0..16)
+            .map(|i| {
                 let name = if i % 2 == 0 {
                     "panicky:later"
                 } else {
                     "echo:sleep"
                 };
-                agent.call_tool(name, json!({"ms": 5})).await
+                spawn_call(&agent, name, json!({"ms": 5}))
             })
-        });
-        futures_join(calls.collect()).await
+            .collect();
+        let mut results = Vec::new();
+        for call in calls {
+            results.push(call.await.expect("task"));
+        }
+        results
     });
     for (i, r) in results.into_iter().enumerate() {
         assert_eq!(r.is_ok(), i % 2 == 1, "call {i}: {r:?}");
     }
-}
-
-async fn futures_join<T>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
-    let mut out = Vec::new();
-    for h in handles {
-        out.push(h.await.expect("task"));
-    }
-    out
 }

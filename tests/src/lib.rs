@@ -231,6 +231,17 @@ impl TestRoot {
     }
 }
 
+/// Starts `agent.call_tool(request, args)` as a task of the current tokio runtime.
+pub fn spawn_call(
+    agent: &Arc<Agent>,
+    request: &str,
+    args: serde_json::Value,
+) -> tokio::task::JoinHandle<Result<plugin_api::Response, plugin_api::ToolError>> {
+    let agent = agent.clone();
+    let request = request.to_owned();
+    tokio::spawn(async move { agent.call_tool(&request, args).await })
+}
+
 /// Runs a future to completion on a fresh multi-threaded runtime.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()

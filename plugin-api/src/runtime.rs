@@ -2,8 +2,8 @@
 //!
 //! A plugin library links its own copy of tokio, whose thread-locals the host's runtime never
 //! sets. Every future the export glue hands to the host is polled through [`Guarded`], which
-//! enters this plugin's runtime first, so timers and I/O register with a driver that a worker
-//! thread of this plugin keeps turning. The runtime (current-thread, driven by one thread of the
+//! makes this plugin's runtime current on the polling thread (once per thread), so timers and
+//! I/O register with a driver that a thread of this plugin keeps turning. The runtime (current-thread, driven by one thread of the
 //! plugin) starts on first use and stops when the host calls the module's `shutdown`.
 
 use std::cell::{Cell, RefCell};

@@ -248,7 +248,7 @@ fn init_failed(source: &Path, e: plugin_api::abi::FfiError) -> LoadError {
         source,
         LoadErrorKind::InitFailed,
         format!(
-            "creating the plugin failed: {}",
+            "its initialisation failed: {}",
             ToolError::from_ffi(e).message()
         ),
     )

@@ -163,7 +163,7 @@ pub fn new_tool<T: Tool>(
     make: impl FnOnce() -> T,
     hooks: (ROption<BeforeFn>, ROption<AfterFn>),
 ) -> FfiResult<FfiTool> {
-    catch("creating the tool", || {
+    catch("the tool's constructor", || {
         let tool = make();
         let mut info = tool.info();
         package.fill(&mut info.name, &mut info.description, &mut info.version);
@@ -233,7 +233,7 @@ pub fn new_extension<E: Extension>(
     package: &'static Package,
     make: impl FnOnce() -> E,
 ) -> FfiResult<FfiExtension> {
-    catch("creating the extension", || {
+    catch("the extension's constructor", || {
         let ext = make();
         let mut info = ext.info();
         package.fill(&mut info.name, &mut info.description, &mut info.version);

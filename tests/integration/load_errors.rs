@@ -118,6 +118,15 @@ fn a_text_file_with_a_library_name() {
 }
 
 #[test]
+fn a_constructor_that_panics_at_load() {
+    check_skipped(
+        |root| root.tool("usr", "bad", Fixture::InitPanic),
+        LoadErrorKind::InitFailed,
+        "its initialisation failed: the tool's constructor: panicked at tests/fixtures/init_panic/src/lib.rs:",
+    );
+}
+
+#[test]
 fn an_extension_in_a_tools_folder() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::NoopExt),

@@ -40,6 +40,8 @@ pub enum Fixture {
     IncompatibleLayout,
     /// `tests/fixtures/future_version`: claims plugin-api 1.0.0.
     FutureVersion,
+    /// `tests/fixtures/init_panic`: a tool whose constructor panics at load.
+    InitPanic,
     /// `core/tools/response`: the core `response` tool.
     Response,
     /// `plugins/example/agents/example/tools/response`: the example profile's `response`.
@@ -48,7 +50,7 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 12] = [
+    pub const ALL: [Fixture; 13] = [
         Self::Echo,
         Self::Noop,
         Self::NoopExt,
@@ -59,6 +61,7 @@ impl Fixture {
         Self::NotAPlugin,
         Self::IncompatibleLayout,
         Self::FutureVersion,
+        Self::InitPanic,
         Self::Response,
         Self::ProfileResponse,
     ];
@@ -76,6 +79,7 @@ impl Fixture {
             Self::NotAPlugin => "fx-not-a-plugin",
             Self::IncompatibleLayout => "fx-incompatible-layout",
             Self::FutureVersion => "fx-future-version",
+            Self::InitPanic => "fx-init-panic",
             Self::Response => "core-response",
             Self::ProfileResponse => "example-profile-response",
         }

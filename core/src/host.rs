@@ -230,6 +230,26 @@ impl Host {
         list
     }
 
+    /// The extension points that have a folder in any of the profile's layers, sorted.
+    pub fn extension_points(&self, profile: &str) -> Vec<String> {
+        let mut points = std::collections::BTreeSet::new();
+        for layer in self.layers(profile).iter() {
+            let Ok(entries) = fs::read_dir(layer.dir.join("extensions")) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                match entry.file_name().into_string() {
+                    Ok(point) if is_dir && is_safe_name(&point) => {
+                        points.insert(point);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        points.into_iter().collect()
+    }
+
     /// Every tool the profile sees, with the winning layer and what it shadows.
     pub fn list(&self, profile: &str) -> Listing {
         let layers = self.layers(profile);

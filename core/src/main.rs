@@ -93,7 +93,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&listing_json(&host, &listing))?
+                    serde_json::to_string_pretty(&listing_json(&host, &profile, &listing))?
                 );
             } else {
                 print_listing(&host, &profile, &listing);
@@ -196,6 +196,16 @@ fn print_listing(host: &Host, profile: &str, listing: &Listing) {
             println!("               shadows {}", relative(host, shadow));
         }
     }
+    let points = host.extension_points(profile);
+    if !points.is_empty() {
+        println!("Extensions, in the order they run:");
+    }
+    for point in points {
+        println!("  {point}:");
+        for ext in host.extensions(profile, &point).iter() {
+            println!("    {:<24} {}", ext.name(), relative(host, ext.source()));
+        }
+    }
     if !listing.skipped.is_empty() {
         println!("Skipped:");
         for e in &listing.skipped {
@@ -204,8 +214,27 @@ fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     }
 }
 
-fn listing_json(host: &Host, listing: &Listing) -> Value {
+fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
+    let extensions: serde_json::Map<String, Value> = host
+        .extension_points(profile)
+        .into_iter()
+        .map(|point| {
+            let list = host
+                .extensions(profile, &point)
+                .iter()
+                .map(|e| {
+                    json!({
+                        "name": e.name(),
+                        "file": relative(host, e.source()),
+                        "description": e.info().description,
+                    })
+                })
+                .collect::<Vec<_>>();
+            (point, Value::Array(list))
+        })
+        .collect();
     json!({
+        "extensions": extensions,
         "tools": listing.tools.iter().map(|t| {
             let info = t.found.handle.info();
             json!({

@@ -13,6 +13,8 @@ fn demo_root() -> TestRoot {
     );
     root.tool("usr", "echo", Fixture::Echo);
     root.write("usr/tools/broken.so", b"");
+    root.extension("core", "tool_execute_after", "_20_core", Fixture::NoopExt);
+    root.extension("usr", "tool_execute_after", "_10_user", Fixture::NoopExt);
     root
 }
 
@@ -44,6 +46,12 @@ fn list_json_shows_layers_shadows_and_skipped_files() {
     );
     assert_eq!(tools[1]["risk_level"], "read");
     assert_eq!(v["skipped"][0]["file"], "usr/tools/broken.so");
+    let after = &v["extensions"]["tool_execute_after"];
+    assert_eq!(
+        after[0]["file"],
+        "usr/extensions/tool_execute_after/_10_user.so"
+    );
+    assert_eq!(after[1]["name"], "_20_core");
     assert_eq!(v["skipped"][0]["kind"], "empty");
 }
 
@@ -59,6 +67,10 @@ fn list_is_readable() {
         "{text}"
     );
     assert!(text.contains("shadows core/tools/response.so"), "{text}");
+    assert!(
+        text.contains("  tool_execute_after:\n    _10_user "),
+        "{text}"
+    );
     assert!(
         text.contains("usr/tools/broken.so: the file is empty"),
         "{text}"

@@ -152,9 +152,14 @@ fn install(release: bool) -> Result<PathBuf> {
 fn demo() -> Result<()> {
     let root = workspace_root();
     let host = install(true)?;
+    let (bold, plain) = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
     let step = |title: &str, args: &[&str]| -> Result<()> {
         println!(
-            "\n\x1b[1m== {title}\x1b[0m\n$ toolhost {}",
+            "\n{bold}== {title}{plain}\n$ toolhost {}",
             shell_words(args)
         );
         let status = Command::new(&host).args(args).current_dir(&root).status()?;

@@ -54,7 +54,7 @@ pub struct ToolListing {
 pub struct Listing {
     /// Tools sorted by name.
     pub tools: Vec<ToolListing>,
-    /// Files that failed to load, with the reason.
+    /// Tool and extension files that failed to load, with the reason.
     pub skipped: Vec<LoadError>,
 }
 
@@ -208,13 +208,8 @@ impl Host {
         {
             return list.clone();
         }
-        let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
-        for layer in self.layers(profile).iter() {
-            for (stem, path) in library_files(&layer.dir.join("extensions").join(point)) {
-                winners.entry(stem).or_insert(path);
-            }
-        }
-        let list: Arc<[Arc<ExtensionHandle>]> = winners
+        let list: Arc<[Arc<ExtensionHandle>]> = self
+            .extension_files(profile, point)
             .iter()
             .filter_map(
                 |(stem, path)| match &*self.load(path, Some((point, stem))) {
@@ -228,6 +223,30 @@ impl Host {
             .or_default()
             .insert(point.to_owned(), list.clone());
         list
+    }
+
+    /// The extension files of `point` that win, by file name (first occurrence across layers).
+    fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, PathBuf> {
+        let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for layer in self.layers(profile).iter() {
+            for (stem, path) in library_files(&layer.dir.join("extensions").join(point)) {
+                winners.entry(stem).or_insert(path);
+            }
+        }
+        winners
+    }
+
+    /// The extension files of `point` that were skipped because they failed to load.
+    pub fn skipped_extensions(&self, profile: &str, point: &str) -> Vec<LoadError> {
+        self.extension_files(profile, point)
+            .iter()
+            .filter_map(
+                |(stem, path)| match &*self.load(path, Some((point, stem))) {
+                    Loaded::Failed(e) => Some(e.clone()),
+                    _ => None,
+                },
+            )
+            .collect()
     }
 
     /// The extension points that have a folder in any of the profile's layers, sorted.
@@ -250,7 +269,8 @@ impl Host {
         points.into_iter().collect()
     }
 
-    /// Every tool the profile sees, with the winning layer and what it shadows.
+    /// Every tool the profile sees, with the winning layer and what it shadows; `skipped` also
+    /// holds the extension files that failed to load.
     pub fn list(&self, profile: &str) -> Listing {
         let layers = self.layers(profile);
         let mut candidates: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
@@ -276,6 +296,11 @@ impl Host {
                     shadows,
                 });
             }
+        }
+        for point in self.extension_points(profile) {
+            listing
+                .skipped
+                .extend(self.skipped_extensions(profile, &point));
         }
         listing
     }

@@ -15,6 +15,12 @@ fn demo_root() -> TestRoot {
     root.write("usr/tools/broken.so", b"");
     root.extension("core", "tool_execute_after", "_20_core", Fixture::NoopExt);
     root.extension("usr", "tool_execute_after", "_10_user", Fixture::NoopExt);
+    root.extension(
+        "usr",
+        "tool_execute_after",
+        "_30_old",
+        Fixture::FutureVersion,
+    );
     root
 }
 
@@ -53,6 +59,16 @@ fn list_json_shows_layers_shadows_and_skipped_files() {
     );
     assert_eq!(after[1]["name"], "_20_core");
     assert_eq!(v["skipped"][0]["kind"], "empty");
+    assert_eq!(
+        v["skipped"][1]["file"],
+        "usr/extensions/tool_execute_after/_30_old.so"
+    );
+    assert_eq!(v["skipped"][1]["kind"], "incompatible-version");
+    assert_eq!(
+        after.as_array().unwrap().len(),
+        2,
+        "the broken extension is not listed as running"
+    );
 }
 
 #[test]

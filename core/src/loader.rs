@@ -45,6 +45,7 @@ impl Loader {
         );
         let mut private_dirs = Vec::new();
         let shm = Path::new("/dev/shm");
+        remove_stale_dirs(&[shm, &std::env::temp_dir()]);
         if cfg!(target_os = "linux") && shm.is_dir() && fs::create_dir(shm.join(&name)).is_ok() {
             private_dirs.push(shm.join(&name));
         }
@@ -91,7 +92,14 @@ impl Loader {
         let mut last_error = None;
         for dir in &self.private_dirs {
             let copy = dir.join(format!("{n}-{file_name}"));
-            match fs::copy(path, &copy) {
+            // The folder may have been removed under us (a temp cleaner): make it again.
+            let copied = fs::copy(path, &copy).or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound if path.exists() => {
+                    fs::create_dir_all(dir).and_then(|()| fs::copy(path, &copy))
+                }
+                _ => Err(e),
+            });
+            match copied {
                 Ok(_) => return Ok(copy),
                 Err(e) => {
                     let _ = fs::remove_file(&copy);
@@ -105,6 +113,34 @@ impl Loader {
             LoadErrorKind::Io,
             format!("cannot copy it for loading: {e}"),
         ))
+    }
+}
+
+/// Removes the private folders of hosts that are gone (a host that crashed mid-load leaves its
+/// copy behind, and in `/dev/shm` that is memory). Linux only: a process is alive while
+/// `/proc/<pid>` exists.
+fn remove_stale_dirs(parents: &[&Path]) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    for parent in parents {
+        let Ok(entries) = fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("toolhost-"))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
     }
 }
 

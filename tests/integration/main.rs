@@ -8,4 +8,5 @@ mod lifecycle;
 mod load_errors;
 mod names;
 mod panics;
+mod private_copies;
 mod unknown;

@@ -97,10 +97,6 @@ fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     })
 }
 
-fn internal_error(message: &str) -> plugin_api::abi::FfiError {
-    ToolError::internal(message).into_ffi()
-}
-
 unsafe extern "C" fn ctx_retain(data: *const c_void) {
     // SAFETY: the plugin holds a reference (vtable contract).
     unsafe { Arc::increment_strong_count(data.cast::<CallContext>()) }
@@ -206,7 +202,7 @@ unsafe extern "C" fn ctx_loop_data_set(
     // SAFETY: vtable contract.
     let call = unsafe { call(data) };
     guard(
-        RResult::RErr(internal_error("setting loop data failed")),
+        RResult::RErr(ToolError::internal("setting loop data failed").into_ffi()),
         || match serde_json::from_str::<Value>(&json) {
             Ok(value) => {
                 call.agent

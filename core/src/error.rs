@@ -82,7 +82,7 @@ pub enum HostError {
     #[error("invalid profile name '{0}': use letters, digits, '_', '-' and '.' only")]
     InvalidProfile(String),
     /// The private folder for loaded copies could not be made.
-    #[error("cannot create the folder for loaded library copies {path}: {source}")]
+    #[error("cannot create the folder for loaded library copies {path}: {source}; point TMPDIR at a writable folder")]
     PrivateDir {
         /// The folder.
         path: PathBuf,

@@ -238,7 +238,7 @@ async fn settle<T>(fut: FfiFuture<FfiResult<T>>) -> Result<T, ToolError> {
     match CatchUnwind(fut).await {
         Some(result) => result.into_result().map_err(ToolError::from_ffi),
         None => Err(ToolError::internal(
-            "the plugin's future panicked across the library boundary",
+            "the plugin's future panicked across the library boundary: rebuild the plugin with plugin_api::export_tool! or export_extension!, which catch its panics",
         )),
     }
 }

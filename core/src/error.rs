@@ -12,6 +12,8 @@ pub enum LoadErrorKind {
     Empty,
     /// The file could not be read or copied.
     Io,
+    /// The file changed while it was read: its writer has not finished.
+    Changing,
     /// The dynamic loader refused the file: truncated, corrupt, or not a shared library.
     NotALibrary,
     /// A valid shared library without a plugin root module.
@@ -32,6 +34,7 @@ impl LoadErrorKind {
         match self {
             Self::Empty => "empty",
             Self::Io => "io",
+            Self::Changing => "changing",
             Self::NotALibrary => "not-a-library",
             Self::NotAPlugin => "not-a-plugin",
             Self::IncompatibleVersion => "incompatible-version",

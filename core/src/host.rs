@@ -1,18 +1,19 @@
 //! The host: finds libraries along a profile's layers, loads each once, and caches what wins.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use rustc_hash::FxHashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::SystemTime;
+use std::sync::{mpsc, Arc, RwLock};
+use std::time::Duration;
 
 use crate::error::{HostError, LoadError};
 use crate::layers::{layers_for, Layer};
-use crate::loader::Loader;
+use crate::libraries::{Libraries, Loaded};
 use crate::name::is_safe_name;
 use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::reload::ReloadEvent;
 use crate::ToolInfo;
 
 /// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
@@ -58,33 +59,55 @@ pub struct Listing {
     pub skipped: Vec<LoadError>,
 }
 
-/// Identity of a file's content on disk, to notice a replaced library.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
+/// Settings of a [`Host`].
+///
+/// ```
+/// use std::time::Duration;
+/// let options = toolhost::HostOptions::default()
+///     .with_debounce(Duration::from_millis(20))
+///     .with_warn_generations(100);
+/// assert_eq!(options.debounce, Duration::from_millis(20));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HostOptions {
+    /// How long a changed file must stay quiet before the watcher reads it. Default 40 ms.
+    pub debounce: Duration,
+    /// A warning is logged each time this many more library generations have been loaded
+    /// (libraries are never unmapped, so each keeps memory). Default 32.
+    pub warn_generations: usize,
 }
 
-impl Stamp {
-    fn of(path: &Path) -> Option<Self> {
-        let meta = fs::metadata(path).ok()?;
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-        #[cfg(not(unix))]
-        let inode = 0;
-        Some(Self {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            inode,
-        })
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            debounce: Duration::from_millis(40),
+            warn_generations: 32,
+        }
     }
 }
 
-enum Loaded {
-    Tool(Arc<ToolHandle>),
-    Extension(Arc<ExtensionHandle>),
-    Failed(LoadError),
+impl HostOptions {
+    /// Sets [`debounce`](Self::debounce).
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// Sets [`warn_generations`](Self::warn_generations).
+    pub fn with_warn_generations(mut self, every: usize) -> Self {
+        self.warn_generations = every;
+        self
+    }
+}
+
+/// Library generations of a host (see [`Host::generations`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generations {
+    /// Loaded so far. Libraries are never unmapped, so each keeps memory until the process ends.
+    pub loaded: u64,
+    /// Still held by the caches or by a running call; the others have been shut down.
+    pub live: usize,
 }
 
 type PerProfile<T> = RwLock<FxHashMap<String, FxHashMap<String, Arc<T>>>>;
@@ -111,8 +134,8 @@ type PerProfile<T> = RwLock<FxHashMap<String, FxHashMap<String, Arc<T>>>>;
 /// ```
 pub struct Host {
     root: PathBuf,
-    loader: Loader,
-    libraries: Mutex<HashMap<PathBuf, (Stamp, Arc<Loaded>)>>,
+    libraries: Libraries,
+    options: HostOptions,
     layers: RwLock<FxHashMap<String, Arc<[Layer]>>>,
     tools: PerProfile<Resolution>,
     extensions: PerProfile<[Arc<ExtensionHandle>]>,
@@ -121,14 +144,19 @@ pub struct Host {
 impl Host {
     /// A host for the root folder `root`.
     pub fn new(root: impl Into<PathBuf>) -> Result<Self, HostError> {
+        Self::with_options(root, HostOptions::default())
+    }
+
+    /// A host for the root folder `root`, with `options`.
+    pub fn with_options(root: impl Into<PathBuf>, options: HostOptions) -> Result<Self, HostError> {
         let root = root.into();
         if !root.is_dir() {
             return Err(HostError::MissingRoot(root));
         }
         Ok(Self {
             root,
-            loader: Loader::new()?,
-            libraries: Mutex::default(),
+            libraries: Libraries::new(options.warn_generations)?,
+            options,
             layers: RwLock::default(),
             tools: RwLock::default(),
             extensions: RwLock::default(),
@@ -138,6 +166,74 @@ impl Host {
     /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The host's settings.
+    pub fn options(&self) -> &HostOptions {
+        &self.options
+    }
+
+    /// Every [`ReloadEvent`] from now on: libraries loaded (new or rebuilt) or failing, files
+    /// removed, prompts and folders changed. Dropping the receiver unsubscribes.
+    pub fn subscribe(&self) -> mpsc::Receiver<ReloadEvent> {
+        self.libraries.subscribe()
+    }
+
+    /// How many library generations were loaded, and how many are still in use.
+    pub fn generations(&self) -> Generations {
+        let (loaded, live) = self.libraries.generations();
+        Generations { loaded, live }
+    }
+
+    /// Tells the host that these files under its root changed: created, rewritten, renamed
+    /// into place or removed. [`Host::watch`](crate::Host::watch) calls it; call it yourself
+    /// if you replace files without a watcher.
+    ///
+    /// A library file that exists is read again at once: if its bytes changed it is loaded as
+    /// a new generation, and if that fails the previous generation keeps serving. Then exactly
+    /// the cached lookups the file takes part in are forgotten: the tool of that name, or the
+    /// extensions of that point, in the profiles whose layers hold the file. Calls already
+    /// running finish on the generation they started with.
+    pub fn files_changed(&self, paths: &[PathBuf]) {
+        for path in paths {
+            match classify(path) {
+                FileRole::Tool { layer, name } => {
+                    self.reread(path, None);
+                    self.forget_lookups(&self.tools, layer, name);
+                }
+                FileRole::Extension { layer, point, name } => {
+                    self.reread(path, Some((point, name)));
+                    self.forget_lookups(&self.extensions, layer, point);
+                }
+                FileRole::Prompt => self
+                    .libraries
+                    .emit(ReloadEvent::Changed { path: path.clone() }),
+                FileRole::Other => {}
+            }
+        }
+    }
+
+    /// Loads a changed library file again, or forgets it if it is gone.
+    fn reread(&self, path: &Path, extension: Option<(&str, &str)>) {
+        if path.is_file() {
+            self.load(path, extension);
+        } else if self.libraries.forget(path) {
+            self.libraries.emit(ReloadEvent::Removed {
+                path: path.to_owned(),
+            });
+        }
+    }
+
+    /// Forgets the cached lookups of `key` in the profiles whose layers include `layer`.
+    fn forget_lookups<T: ?Sized>(&self, cache: &PerProfile<T>, layer: &Path, key: &str) {
+        let profiles: Vec<String> = read(cache).keys().cloned().collect();
+        for profile in profiles {
+            if self.layers(&profile).iter().any(|l| l.dir == layer) {
+                if let Some(entries) = write(cache).get_mut(&profile) {
+                    entries.remove(key);
+                }
+            }
+        }
     }
 
     /// Forgets every cached lookup, so the next call reads the folders again. Libraries whose
@@ -404,43 +500,60 @@ impl Host {
         prompt
     }
 
-    /// Loads a library once per file content; `extension` is `(point, name)` for extensions.
+    /// What the library at `path` serves; `extension` is `(point, name)` for extensions.
     fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
-        let stamp = Stamp::of(path);
-        let cached = |libraries: &HashMap<PathBuf, (Stamp, Arc<Loaded>)>| {
-            let (old, loaded) = libraries.get(path)?;
-            (Some(*old) == stamp).then(|| loaded.clone())
-        };
-        if let Some(loaded) = cached(&self.libraries.lock().unwrap_or_else(|e| e.into_inner())) {
-            return loaded;
-        }
-        // Loaded without holding the lock, so `list` can load several libraries at once.
-        let loaded = match self.loader.load(path) {
-            Ok(module) => {
-                let handle = match extension {
-                    None => ToolHandle::create(module, path).map(|h| Loaded::Tool(Arc::new(h))),
-                    Some((point, name)) => ExtensionHandle::create(module, path, point, name)
-                        .map(|h| Loaded::Extension(Arc::new(h))),
-                };
-                handle.unwrap_or_else(Loaded::Failed)
-            }
-            Err(e) => Loaded::Failed(e),
-        };
-        if let Loaded::Failed(e) = &loaded {
-            tracing::warn!("{e}");
-        } else {
-            tracing::debug!("loaded {}", path.display());
-        }
-        let mut libraries = self.libraries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(first) = cached(&libraries) {
-            return first; // another thread loaded the same file meanwhile: keep one instance
-        }
-        let loaded = Arc::new(loaded);
-        if let Some(stamp) = stamp {
-            libraries.insert(path.to_owned(), (stamp, loaded.clone()));
-        }
-        loaded
+        self.libraries.load(path, extension)
     }
+}
+
+/// What a file under the root is to the host.
+enum FileRole<'a> {
+    /// `<layer>/tools/<name>.so`
+    Tool {
+        layer: &'a Path,
+        name: &'a str,
+    },
+    /// `<layer>/extensions/<point>/<name>.so`
+    Extension {
+        layer: &'a Path,
+        point: &'a str,
+        name: &'a str,
+    },
+    /// `<layer>/prompts/<file>.md`
+    Prompt,
+    Other,
+}
+
+fn classify(path: &Path) -> FileRole<'_> {
+    let Some(parent) = path.parent() else {
+        return FileRole::Other;
+    };
+    let extension = path.extension().and_then(|e| e.to_str());
+    if extension == Some("md") && name_of(parent) == Some("prompts") {
+        return FileRole::Prompt;
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    let (Some(LIBRARY_EXTENSION), Some(name)) = (extension, stem) else {
+        return FileRole::Other;
+    };
+    if !is_safe_name(name) {
+        return FileRole::Other;
+    }
+    let grandparent = parent.parent();
+    match (name_of(parent), grandparent) {
+        (Some("tools"), Some(layer)) => FileRole::Tool { layer, name },
+        (Some(point), Some(extensions)) if name_of(extensions) == Some("extensions") => {
+            match extensions.parent() {
+                Some(layer) => FileRole::Extension { layer, point, name },
+                None => FileRole::Other,
+            }
+        }
+        _ => FileRole::Other,
+    }
+}
+
+fn name_of(path: &Path) -> Option<&str> {
+    path.file_name()?.to_str()
 }
 
 /// `(file stem, path)` of the library files directly in `dir`, with safe names only.

@@ -40,19 +40,26 @@
 mod agent;
 mod context;
 mod error;
+mod generation;
 mod host;
+mod image;
 mod layers;
+mod libraries;
 mod lifecycle;
 mod loader;
 mod name;
 pub mod output;
 mod plugin;
+mod reload;
 
 pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
 pub use error::{HostError, LoadError, LoadErrorKind};
-pub use host::{FoundTool, Host, Listing, Resolution, ToolListing, LIBRARY_EXTENSION};
+pub use host::{
+    FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing, LIBRARY_EXTENSION,
+};
 pub use layers::{layers_for, Layer, LayerKind};
 pub use loader::version_compatible;
 pub use name::{is_safe_name, ToolName};
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
+pub use reload::{ReloadEvent, Served};

@@ -9,14 +9,7 @@ use abi_stable::library::{lib_header_from_path, LibraryError};
 use plugin_api::abi::PluginModuleRef;
 
 use crate::error::{HostError, LoadError, LoadErrorKind};
-
-/// A loaded, checked plugin library. abi_stable never unloads a library, so the module stays
-/// valid for the life of the process.
-#[derive(Clone, Copy)]
-pub struct LoadedModule {
-    /// The library's root module.
-    pub module: PluginModuleRef,
-}
+use crate::image::Image;
 
 /// Loads libraries from private copies.
 ///
@@ -61,29 +54,20 @@ impl Loader {
         })
     }
 
-    /// Loads `path` and checks it against this host's contract.
-    pub fn load(&self, path: &Path) -> Result<LoadedModule, LoadError> {
-        let len = fs::metadata(path)
-            .map_err(|e| LoadError::new(path, LoadErrorKind::Io, format!("cannot read it: {e}")))?
-            .len();
-        if len == 0 {
-            return Err(LoadError::new(
-                path,
-                LoadErrorKind::Empty,
-                "the file is empty (0 bytes): rebuild the plugin or remove the file",
-            ));
-        }
-        let copy = self.private_copy(path)?;
-        let loaded = check_image(&copy)
-            .map_err(|reason| LoadError::new(path, LoadErrorKind::NotALibrary, reason))
-            .and_then(|()| load_checked(&copy).map_err(|e| classify(path, e)));
+    /// Loads the library `image` (read from `path`) and checks it against this host's contract.
+    /// abi_stable never unloads a library, so the module stays valid for the life of the
+    /// process.
+    pub(crate) fn load(&self, path: &Path, image: &Image) -> Result<PluginModuleRef, LoadError> {
+        let copy = self.private_copy(path, &image.bytes)?;
+        let loaded = load_checked(&copy).map_err(|e| classify(path, e));
         // The mapping stays valid on Unix; on Windows the loaded copy cannot be deleted and is
         // removed with the folder when the loader is dropped (best effort).
         let _ = fs::remove_file(&copy);
         loaded
     }
 
-    fn private_copy(&self, path: &Path) -> Result<PathBuf, LoadError> {
+    /// Writes `bytes` to a new file in the first private folder that takes it.
+    fn private_copy(&self, path: &Path, bytes: &[u8]) -> Result<PathBuf, LoadError> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let file_name = path
             .file_name()
@@ -93,14 +77,14 @@ impl Loader {
         for dir in &self.private_dirs {
             let copy = dir.join(format!("{n}-{file_name}"));
             // The folder may have been removed under us (a temp cleaner): make it again.
-            let copied = fs::copy(path, &copy).or_else(|e| match e.kind() {
-                std::io::ErrorKind::NotFound if path.exists() => {
-                    fs::create_dir_all(dir).and_then(|()| fs::copy(path, &copy))
+            let written = fs::write(&copy, bytes).or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    fs::create_dir_all(dir).and_then(|()| fs::write(&copy, bytes))
                 }
                 _ => Err(e),
             });
-            match copied {
-                Ok(_) => return Ok(copy),
+            match written {
+                Ok(()) => return Ok(copy),
                 Err(e) => {
                     let _ = fs::remove_file(&copy);
                     last_error = Some(e);
@@ -152,51 +136,21 @@ impl Drop for Loader {
     }
 }
 
-/// Checks that the file is a complete shared library before the dynamic loader maps it: a
-/// truncated library would be mapped past its end and crash the process with SIGBUS on first
-/// touch, so every segment must lie inside the file.
-fn check_image(path: &Path) -> Result<(), String> {
-    use object::{Object, ObjectSegment};
-    let file = fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("cannot read it: {e}"))?
-        .len();
-    let cache = object::ReadCache::new(file);
-    let image = object::File::parse(&cache).map_err(|e| {
-        format!(
-            "not a loadable shared library (truncated or corrupt?): {e}; rebuild it or remove it"
-        )
-    })?;
-    for segment in image.segments() {
-        let (offset, size) = segment.file_range();
-        if offset.saturating_add(size) > len {
-            return Err(format!(
-                "truncated: the library needs {} bytes but the file has {len}; rebuild it or \
-                 copy it again",
-                offset.saturating_add(size)
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// What went wrong inside [`load_checked`], before it is worded for the user.
 enum RawLoadError {
     Library(LibraryError),
     Version { found: String },
 }
 
-fn load_checked(copy: &Path) -> Result<LoadedModule, RawLoadError> {
+fn load_checked(copy: &Path) -> Result<PluginModuleRef, RawLoadError> {
     let header = lib_header_from_path(copy).map_err(RawLoadError::Library)?;
     let found = header.version_strings().version.as_str().to_owned();
     if !version_compatible(plugin_api::API_VERSION, &found) {
         return Err(RawLoadError::Version { found });
     }
-    let module = header
+    header
         .init_root_module::<PluginModuleRef>()
-        .map_err(RawLoadError::Library)?;
-    Ok(LoadedModule { module })
+        .map_err(RawLoadError::Library)
 }
 
 /// The host speaks `host`; a library built against `library` is compatible when the major

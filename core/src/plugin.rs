@@ -16,7 +16,7 @@ use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
 use crate::context::CallContext;
 use crate::error::{LoadError, LoadErrorKind};
-use crate::loader::LoadedModule;
+use crate::generation::Generation;
 
 /// A tool instance from a loaded library.
 pub struct ToolHandle {
@@ -26,6 +26,8 @@ pub struct ToolHandle {
     info: ToolInfo,
     source: PathBuf,
     package: String,
+    /// Dropped after the instance (fields drop after `Drop::drop`): shuts the library down.
+    generation: Arc<Generation>,
 }
 
 // SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
@@ -34,8 +36,9 @@ unsafe impl Send for ToolHandle {}
 unsafe impl Sync for ToolHandle {}
 
 impl ToolHandle {
-    pub(crate) fn create(module: LoadedModule, source: &Path) -> Result<Self, LoadError> {
-        let new_tool = module.module.new_tool().into_option().ok_or_else(|| {
+    pub(crate) fn create(generation: Arc<Generation>, source: &Path) -> Result<Self, LoadError> {
+        let module = generation.module;
+        let new_tool = module.new_tool().into_option().ok_or_else(|| {
             LoadError::new(
                 source,
                 LoadErrorKind::WrongKind,
@@ -61,7 +64,8 @@ impl ToolHandle {
             name: name.as_ref().into(),
             info,
             source: source.to_owned(),
-            package: module.module.package().as_str().to_owned(),
+            package: module.package().as_str().to_owned(),
+            generation,
         })
     }
 
@@ -88,6 +92,16 @@ impl ToolHandle {
     /// The crate that built it.
     pub fn package(&self) -> &str {
         &self.package
+    }
+
+    /// The version of the crate that built it (`CARGO_PKG_VERSION`).
+    pub fn version(&self) -> &str {
+        &self.generation.version
+    }
+
+    /// Which load of its file this is: 1 for the first, one more per reload.
+    pub fn generation(&self) -> u64 {
+        self.generation.number
     }
 
     pub(crate) fn has_before_hook(&self) -> bool {
@@ -153,6 +167,8 @@ pub struct ExtensionHandle {
     pub(crate) point: Arc<str>,
     /// Its file name without extension; the sort key.
     pub(crate) name: Arc<str>,
+    /// Dropped after the instance: shuts the library down.
+    generation: Arc<Generation>,
 }
 
 // SAFETY: as for `ToolHandle`.
@@ -161,18 +177,22 @@ unsafe impl Sync for ExtensionHandle {}
 
 impl ExtensionHandle {
     pub(crate) fn create(
-        module: LoadedModule,
+        generation: Arc<Generation>,
         source: &Path,
         point: &str,
         name: &str,
     ) -> Result<Self, LoadError> {
-        let new_extension = module.module.new_extension().into_option().ok_or_else(|| {
-            LoadError::new(
-                source,
-                LoadErrorKind::WrongKind,
-                "this library is a tool, not an extension: move it to a tools/ folder",
-            )
-        })?;
+        let new_extension = generation
+            .module
+            .new_extension()
+            .into_option()
+            .ok_or_else(|| {
+                LoadError::new(
+                    source,
+                    LoadErrorKind::WrongKind,
+                    "this library is a tool, not an extension: move it to a tools/ folder",
+                )
+            })?;
         let ffi = new_extension()
             .into_result()
             .map_err(|e| init_failed(source, e))?;
@@ -183,6 +203,7 @@ impl ExtensionHandle {
             source: source.to_owned(),
             point: point.into(),
             name: name.into(),
+            generation,
         })
     }
 
@@ -199,6 +220,16 @@ impl ExtensionHandle {
     /// Its file name without extension (`_50_truncate_output`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The version of the crate that built it (`CARGO_PKG_VERSION`).
+    pub fn version(&self) -> &str {
+        &self.generation.version
+    }
+
+    /// Which load of its file this is: 1 for the first, one more per reload.
+    pub fn generation(&self) -> u64 {
+        self.generation.number
     }
 
     /// Runs it on JSON data; returns the new data if the extension changed it.

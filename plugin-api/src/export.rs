@@ -46,7 +46,8 @@ impl Package {
 }
 
 extern "C" fn shutdown_glue() {
-    crate::runtime::shutdown();
+    // A panic must not cross the boundary; there is nobody to report it to at shutdown.
+    let _ = catch_panic(crate::runtime::shutdown);
 }
 
 /// The root module of a tool library.

@@ -1,0 +1,61 @@
+//! One loaded copy of a library file, and what happens when its last user lets go.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use plugin_api::abi::PluginModuleRef;
+
+/// One load of a library file.
+///
+/// Each rebuild of a plugin that the host picks up is a new generation: a new private copy,
+/// mapped at a new address, with its own statics and its own tokio runtime. The tool or
+/// extension handles created from it hold it, and so does every call running on them, so a
+/// call always finishes on the generation it started with.
+///
+/// abi_stable never unmaps a library, so a generation's code stays mapped for the life of the
+/// process. What it can give back is given back when its last handle drops: the instance is
+/// dropped first, then the host calls the module's `shutdown`, which stops the plugin's runtime
+/// thread and drops the tasks still spawned on it.
+pub(crate) struct Generation {
+    pub(crate) module: PluginModuleRef,
+    /// The file as found in its layer.
+    pub(crate) path: PathBuf,
+    /// 1 for the first load of this path in this host, then one more per reload.
+    pub(crate) number: u64,
+    /// `CARGO_PKG_VERSION` of the crate that built it.
+    pub(crate) version: String,
+    /// Generations of this host still held by a handle or a running call.
+    live: Arc<AtomicUsize>,
+}
+
+impl Generation {
+    pub(crate) fn new(
+        module: PluginModuleRef,
+        path: &Path,
+        number: u64,
+        live: Arc<AtomicUsize>,
+    ) -> Self {
+        live.fetch_add(1, Ordering::Relaxed);
+        Self {
+            module,
+            path: path.to_owned(),
+            number,
+            version: module.package_version().as_str().to_owned(),
+            live,
+        }
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        tracing::debug!(
+            "{}: generation {} is no longer used; shutting it down",
+            self.path.display(),
+            self.number
+        );
+        // The export glue catches panics inside `shutdown`, so this cannot unwind.
+        (self.module.shutdown())();
+        self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+}

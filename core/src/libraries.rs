@@ -1,0 +1,233 @@
+//! The host's library cache: one entry per file, which keeps the last good generation serving.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::error::{HostError, LoadError, LoadErrorKind};
+use crate::generation::Generation;
+use crate::image::{Image, Stamp};
+use crate::loader::Loader;
+use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::reload::{ReloadEvent, Served};
+
+/// What a library file serves.
+pub(crate) enum Loaded {
+    Tool(Arc<ToolHandle>),
+    Extension(Arc<ExtensionHandle>),
+    Failed(LoadError),
+}
+
+impl Loaded {
+    fn served(&self) -> Option<Served> {
+        let (version, generation) = match self {
+            Self::Tool(h) => (h.version(), h.generation()),
+            Self::Extension(h) => (h.version(), h.generation()),
+            Self::Failed(_) => return None,
+        };
+        Some(Served {
+            version: version.to_owned(),
+            generation,
+        })
+    }
+}
+
+struct Entry {
+    /// The file's stamp when it was last read.
+    stamp: Stamp,
+    /// The hash of the bytes last read, loaded or not.
+    hash: Option<u128>,
+    /// The last generation that loaded, or the failure if none ever did.
+    current: Arc<Loaded>,
+    /// Generations loaded from this path so far.
+    generations: u64,
+}
+
+/// Library files by path. A file is read again only when its stamp changes, and loaded again only
+/// when its bytes change. A new build that fails to load leaves the previous generation serving.
+pub(crate) struct Libraries {
+    loader: Loader,
+    entries: Mutex<HashMap<PathBuf, Entry>>,
+    /// Generations still held by a handle or a running call.
+    live: Arc<AtomicUsize>,
+    /// Generations loaded so far: libraries are never unmapped, so each one keeps memory.
+    loaded: AtomicU64,
+    /// Warn each time `loaded` passes another multiple of this.
+    warn_every: u64,
+    subscribers: Mutex<Vec<mpsc::Sender<ReloadEvent>>>,
+}
+
+impl Libraries {
+    pub(crate) fn new(warn_every: usize) -> Result<Self, HostError> {
+        Ok(Self {
+            loader: Loader::new()?,
+            entries: Mutex::default(),
+            live: Arc::default(),
+            loaded: AtomicU64::new(0),
+            warn_every: warn_every.max(1) as u64,
+            subscribers: Mutex::default(),
+        })
+    }
+
+    /// `(loaded, live)`: generations loaded so far, and those still in use.
+    pub(crate) fn generations(&self) -> (u64, usize) {
+        (
+            self.loaded.load(Ordering::Relaxed),
+            self.live.load(Ordering::Relaxed),
+        )
+    }
+
+    pub(crate) fn subscribe(&self) -> mpsc::Receiver<ReloadEvent> {
+        let (tx, rx) = mpsc::channel();
+        lock(&self.subscribers).push(tx);
+        rx
+    }
+
+    pub(crate) fn emit(&self, event: ReloadEvent) {
+        lock(&self.subscribers).retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Drops the entry of a removed file. Running calls keep their generation.
+    pub(crate) fn forget(&self, path: &Path) -> bool {
+        lock(&self.entries).remove(path).is_some()
+    }
+
+    /// What `path` serves; `extension` is `(point, name)` for an extension.
+    pub(crate) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
+        let stamp = Stamp::of(path);
+        let (previous, hash, generations) = {
+            let entries = lock(&self.entries);
+            match entries.get(path) {
+                Some(e) if Some(e.stamp) == stamp => return e.current.clone(),
+                Some(e) => (Some(e.current.clone()), e.hash, e.generations),
+                None => (None, None, 0),
+            }
+        };
+        let kept = previous.as_deref().and_then(Loaded::served);
+        let started = Instant::now();
+        // Read and loaded without holding the lock, so `list` can load several at once.
+        let image = match Image::read(path) {
+            Ok(image) => image,
+            Err(error) => {
+                // A file caught mid-write is read again at the next lookup; any other failure
+                // is recorded, and the file is tried again at its next change.
+                let record = match error.kind {
+                    LoadErrorKind::Changing | LoadErrorKind::Io => None,
+                    _ => stamp.map(|s| (s, None)),
+                };
+                return self.failed(path, error, previous, kept, record);
+            }
+        };
+        if hash == Some(image.hash) {
+            // Same bytes under a new stamp (cargo's hard link, a touch): nothing to load.
+            if let Some(e) = lock(&self.entries).get_mut(path) {
+                e.stamp = image.stamp;
+            }
+            return previous.unwrap_or_else(|| unreachable!("a hash is only kept with an entry"));
+        }
+        let number = generations + 1;
+        let loaded = self.loader.load(path, &image).and_then(|module| {
+            let generation = Arc::new(Generation::new(module, path, number, self.live.clone()));
+            match extension {
+                None => ToolHandle::create(generation, path).map(|h| Loaded::Tool(Arc::new(h))),
+                Some((point, name)) => ExtensionHandle::create(generation, path, point, name)
+                    .map(|h| Loaded::Extension(Arc::new(h))),
+            }
+        });
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                let record = Some((image.stamp, Some(image.hash)));
+                return self.failed(path, error, previous, kept, record);
+            }
+        };
+        let loaded = Arc::new(loaded);
+        {
+            let mut entries = lock(&self.entries);
+            if let Some(e) = entries.get(path) {
+                if e.stamp == image.stamp && e.hash == Some(image.hash) {
+                    // Another thread loaded the same bytes meanwhile: keep one instance.
+                    return e.current.clone();
+                }
+            }
+            entries.insert(
+                path.to_owned(),
+                Entry {
+                    stamp: image.stamp,
+                    hash: Some(image.hash),
+                    current: loaded.clone(),
+                    generations: number,
+                },
+            );
+        }
+        self.count_generation();
+        let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
+        tracing::debug!("loaded {} ({new})", path.display());
+        self.emit(ReloadEvent::Loaded {
+            path: path.to_owned(),
+            old: kept,
+            new,
+            took: started.elapsed(),
+        });
+        loaded
+    }
+
+    /// Records a failed load: the previous generation keeps serving if there is one.
+    fn failed(
+        &self,
+        path: &Path,
+        error: LoadError,
+        previous: Option<Arc<Loaded>>,
+        kept: Option<Served>,
+        record: Option<(Stamp, Option<u128>)>,
+    ) -> Arc<Loaded> {
+        match &kept {
+            Some(kept) => tracing::warn!(
+                "{}: the new build failed to load, still serving {kept}: {}; it is tried again \
+                 at its next change",
+                path.display(),
+                error.reason
+            ),
+            None => tracing::warn!("{error}"),
+        }
+        self.emit(ReloadEvent::Failed {
+            error: error.clone(),
+            kept,
+        });
+        let current = match previous {
+            Some(previous) if !matches!(*previous, Loaded::Failed(_)) => previous,
+            _ => Arc::new(Loaded::Failed(error)),
+        };
+        if let Some((stamp, hash)) = record {
+            let mut entries = lock(&self.entries);
+            let generations = entries.get(path).map_or(0, |e| e.generations);
+            entries.insert(
+                path.to_owned(),
+                Entry {
+                    stamp,
+                    hash,
+                    current: current.clone(),
+                    generations,
+                },
+            );
+        }
+        current
+    }
+
+    fn count_generation(&self) {
+        let loaded = self.loaded.fetch_add(1, Ordering::Relaxed) + 1;
+        if loaded % self.warn_every == 0 {
+            tracing::warn!(
+                "{loaded} library generations have been loaded in this process; libraries are \
+                 never unmapped, so each keeps about its file size of memory: restart the host \
+                 to give it back (the threshold is HostOptions::warn_generations)"
+            );
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -92,4 +92,7 @@ pub enum HostError {
         /// The cause.
         source: std::io::Error,
     },
+    /// File watching could not start.
+    #[error("cannot watch the plugin folders: {0}; on Linux, raise fs.inotify.max_user_instances or run without watching")]
+    Watch(String),
 }

@@ -179,6 +179,10 @@ impl Host {
         self.libraries.subscribe()
     }
 
+    pub(crate) fn emit(&self, event: ReloadEvent) {
+        self.libraries.emit(event);
+    }
+
     /// How many library generations were loaded, and how many are still in use.
     pub fn generations(&self) -> Generations {
         let (loaded, live) = self.libraries.generations();
@@ -199,11 +203,15 @@ impl Host {
             match classify(path) {
                 FileRole::Tool { layer, name } => {
                     self.reread(path, None);
-                    self.forget_lookups(&self.tools, layer, name);
+                    for profile in self.profiles_using(&self.tools, layer, name) {
+                        self.resolve_again(&profile, name);
+                    }
                 }
                 FileRole::Extension { layer, point, name } => {
                     self.reread(path, Some((point, name)));
-                    self.forget_lookups(&self.extensions, layer, point);
+                    for profile in self.profiles_using(&self.extensions, layer, point) {
+                        self.extensions_again(&profile, point);
+                    }
                 }
                 FileRole::Prompt => self
                     .libraries
@@ -224,21 +232,60 @@ impl Host {
         }
     }
 
-    /// Forgets the cached lookups of `key` in the profiles whose layers include `layer`.
-    fn forget_lookups<T: ?Sized>(&self, cache: &PerProfile<T>, layer: &Path, key: &str) {
-        let profiles: Vec<String> = read(cache).keys().cloned().collect();
-        for profile in profiles {
-            if self.layers(&profile).iter().any(|l| l.dir == layer) {
-                if let Some(entries) = write(cache).get_mut(&profile) {
-                    entries.remove(key);
-                }
+    /// The profiles that have `key` cached and `layer` among their layers.
+    fn profiles_using<T: ?Sized>(
+        &self,
+        cache: &PerProfile<T>,
+        layer: &Path,
+        key: &str,
+    ) -> Vec<String> {
+        let cached: Vec<String> = read(cache)
+            .iter()
+            .filter(|(_, entries)| entries.contains_key(key))
+            .map(|(profile, _)| profile.clone())
+            .collect();
+        cached
+            .into_iter()
+            .filter(|profile| self.layers(profile).iter().any(|l| l.dir == layer))
+            .collect()
+    }
+
+    /// Reads the folders again and replaces every cached lookup, so that calls never see the
+    /// cache empty while files are being replaced. [`Host::watch`](crate::Host::watch) calls it
+    /// when folders appear or go, or a plugin is switched on or off.
+    pub fn refresh(&self) {
+        // A file whose folder is gone was removed (cargo's window never removes the folder).
+        let gone = self
+            .libraries
+            .forget_missing(|path| path.parent().is_some_and(|dir| !dir.is_dir()));
+        for path in gone {
+            self.emit(ReloadEvent::Removed { path });
+        }
+        write(&self.layers).clear();
+        let tools: Vec<(String, Vec<String>)> = read(&self.tools)
+            .iter()
+            .map(|(p, names)| (p.clone(), names.keys().cloned().collect()))
+            .collect();
+        for (profile, names) in tools {
+            for name in names {
+                self.resolve_again(&profile, &name);
+            }
+        }
+        let points: Vec<(String, Vec<String>)> = read(&self.extensions)
+            .iter()
+            .map(|(p, points)| (p.clone(), points.keys().cloned().collect()))
+            .collect();
+        for (profile, points) in points {
+            for point in points {
+                self.extensions_again(&profile, &point);
             }
         }
     }
 
-    /// Forgets every cached lookup, so the next call reads the folders again. Libraries whose
-    /// files did not change are not loaded again.
+    /// Forgets every cached lookup and every library whose file is gone, so the next call reads
+    /// the folders again. Libraries whose files did not change are not loaded again.
     pub fn invalidate(&self) {
+        self.libraries.forget_missing(|_| true);
         write(&self.layers).clear();
         write(&self.tools).clear();
         write(&self.extensions).clear();
@@ -260,6 +307,11 @@ impl Host {
         if let Some(r) = read(&self.tools).get(profile).and_then(|m| m.get(name)) {
             return r.clone();
         }
+        self.resolve_again(profile, name)
+    }
+
+    /// Looks `name` up along the layers and caches the outcome, replacing what was cached.
+    fn resolve_again(&self, profile: &str, name: &str) -> Arc<Resolution> {
         let mut skipped = Vec::new();
         let mut found = None;
         for layer in self.layers(profile).iter() {
@@ -267,7 +319,9 @@ impl Host {
                 .dir
                 .join("tools")
                 .join(format!("{name}.{LIBRARY_EXTENSION}"));
-            if !path.is_file() {
+            // A file being replaced may be missing for a moment: it serves until the watcher
+            // confirms that it was removed.
+            if !path.is_file() && !self.libraries.contains(&path) {
                 continue;
             }
             match &*self.load(&path, None) {
@@ -284,13 +338,20 @@ impl Host {
             }
         }
         let resolution = Arc::new(Resolution { found, skipped });
+        let mut tools = write(&self.tools);
         // Misses are not cached: a name the model invents must not grow the cache, and a tool
-        // dropped in later is found at the next call.
-        if resolution.found.is_some() || !resolution.skipped.is_empty() {
-            write(&self.tools)
+        // dropped in later is found at the next call. Nor is a file caught mid-write.
+        let settled = !resolution
+            .skipped
+            .iter()
+            .any(|e| e.kind == crate::LoadErrorKind::Changing);
+        if settled && (resolution.found.is_some() || !resolution.skipped.is_empty()) {
+            tools
                 .entry(profile.to_owned())
                 .or_default()
                 .insert(name.to_owned(), resolution.clone());
+        } else if let Some(names) = tools.get_mut(profile) {
+            names.remove(name);
         }
         resolution
     }
@@ -304,6 +365,11 @@ impl Host {
         {
             return list.clone();
         }
+        self.extensions_again(profile, point)
+    }
+
+    /// Reads the extensions of `point` from the layers and caches them, replacing the old list.
+    fn extensions_again(&self, profile: &str, point: &str) -> Arc<[Arc<ExtensionHandle>]> {
         let list: Arc<[Arc<ExtensionHandle>]> = self
             .extension_files(profile, point)
             .iter()
@@ -325,7 +391,16 @@ impl Host {
     fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, PathBuf> {
         let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
         for layer in self.layers(profile).iter() {
-            for (stem, path) in library_files(&layer.dir.join("extensions").join(point)) {
+            let dir = layer.dir.join("extensions").join(point);
+            let mut files = library_files(&dir);
+            // As for tools: a file being replaced serves until its removal is confirmed.
+            for path in self.libraries.paths_in(&dir) {
+                if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                    files.push((stem.to_owned(), path.clone()));
+                }
+            }
+            files.sort();
+            for (stem, path) in files {
                 winners.entry(stem).or_insert(path);
             }
         }

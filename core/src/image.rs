@@ -6,6 +6,7 @@
 //! can never be half checked and half loaded.
 
 use std::fs;
+use std::io::Read;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -53,9 +54,14 @@ impl Image {
         let io = |e: std::io::Error| {
             LoadError::new(path, LoadErrorKind::Io, format!("cannot read it: {e}"))
         };
-        let before = Stamp::of(path).ok_or_else(|| io(std::io::ErrorKind::NotFound.into()))?;
-        let bytes = fs::read(path).map_err(io)?;
-        if Stamp::of(path) != Some(before) || bytes.len() as u64 != before.len {
+        // Stamps are taken of the open file, not the path: a rename over the path while it
+        // is read does not affect these bytes, and the next lookup sees the new file's stamp.
+        let mut file = fs::File::open(path).map_err(io)?;
+        let stamp = |file: &fs::File| file.metadata().ok().and_then(|m| Stamp::from_metadata(&m));
+        let before = stamp(&file).ok_or_else(|| io(std::io::ErrorKind::NotFound.into()))?;
+        let mut bytes = Vec::with_capacity(before.len as usize);
+        file.read_to_end(&mut bytes).map_err(io)?;
+        if stamp(&file) != Some(before) || bytes.len() as u64 != before.len {
             return Err(LoadError::new(
                 path,
                 LoadErrorKind::Changing,

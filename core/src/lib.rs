@@ -51,6 +51,7 @@ mod name;
 pub mod output;
 mod plugin;
 mod reload;
+mod watcher;
 
 pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
 pub use error::{HostError, LoadError, LoadErrorKind};
@@ -63,3 +64,4 @@ pub use name::{is_safe_name, ToolName};
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use reload::{ReloadEvent, Served};
+pub use watcher::Watcher;

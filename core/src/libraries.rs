@@ -89,6 +89,34 @@ impl Libraries {
         lock(&self.subscribers).retain(|tx| tx.send(event.clone()).is_ok());
     }
 
+    /// Whether `path` has an entry (it serves until [`forget`](Self::forget)).
+    pub(crate) fn contains(&self, path: &Path) -> bool {
+        lock(&self.entries).contains_key(path)
+    }
+
+    /// The paths with an entry that are directly in `dir`.
+    pub(crate) fn paths_in(&self, dir: &Path) -> Vec<PathBuf> {
+        lock(&self.entries)
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect()
+    }
+
+    /// Drops the entries of files that are gone and for which `removed` says so; returns them.
+    pub(crate) fn forget_missing(&self, removed: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let mut entries = lock(&self.entries);
+        let gone: Vec<PathBuf> = entries
+            .keys()
+            .filter(|p| !p.exists() && removed(p))
+            .cloned()
+            .collect();
+        for path in &gone {
+            entries.remove(path);
+        }
+        gone
+    }
+
     /// Drops the entry of a removed file. Running calls keep their generation.
     pub(crate) fn forget(&self, path: &Path) -> bool {
         lock(&self.entries).remove(path).is_some()
@@ -100,7 +128,9 @@ impl Libraries {
         let (previous, hash, generations) = {
             let entries = lock(&self.entries);
             match entries.get(path) {
-                Some(e) if Some(e.stamp) == stamp => return e.current.clone(),
+                // A file that is gone keeps serving until its removal is confirmed with
+                // `forget`: cargo deletes a library before it links the new one in place.
+                Some(e) if stamp.is_none() || Some(e.stamp) == stamp => return e.current.clone(),
                 Some(e) => (Some(e.current.clone()), e.hash, e.generations),
                 None => (None, None, 0),
             }

@@ -9,4 +9,5 @@ mod load_errors;
 mod names;
 mod panics;
 mod private_copies;
+mod reload;
 mod unknown;

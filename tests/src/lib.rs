@@ -42,6 +42,10 @@ pub enum Fixture {
     FutureVersion,
     /// `tests/fixtures/init_panic`: a tool whose constructor panics at load.
     InitPanic,
+    /// `tests/fixtures/versioned`: answers `v1` (version 0.1.0); methods `sleep`, `runtime_thread`.
+    Versioned,
+    /// `tests/fixtures/versioned_v2`: the same source built to answer `v2` (version 0.2.0).
+    VersionedV2,
     /// `core/tools/response`: the core `response` tool.
     Response,
     /// `plugins/example/agents/example/tools/response`: the example profile's `response`.
@@ -50,7 +54,7 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 13] = [
+    pub const ALL: [Fixture; 15] = [
         Self::Echo,
         Self::Noop,
         Self::NoopExt,
@@ -62,6 +66,8 @@ impl Fixture {
         Self::IncompatibleLayout,
         Self::FutureVersion,
         Self::InitPanic,
+        Self::Versioned,
+        Self::VersionedV2,
         Self::Response,
         Self::ProfileResponse,
     ];
@@ -80,6 +86,8 @@ impl Fixture {
             Self::IncompatibleLayout => "fx-incompatible-layout",
             Self::FutureVersion => "fx-future-version",
             Self::InitPanic => "fx-init-panic",
+            Self::Versioned => "fx-versioned",
+            Self::VersionedV2 => "fx-versioned-v2",
             Self::Response => "core-response",
             Self::ProfileResponse => "example-profile-response",
         }
@@ -203,6 +211,46 @@ impl TestRoot {
         dest
     }
 
+    /// Puts `fixture` at `rel` the way installers and editors do: written to a temporary file
+    /// in the same folder, then renamed over `rel` in one step.
+    pub fn replace(&self, rel: &str, fixture: Fixture) -> PathBuf {
+        let bytes = std::fs::read(fixture.path()).expect("read fixture");
+        self.replace_bytes(rel, &bytes)
+    }
+
+    /// Writes `bytes` to a temporary file beside `rel`, then renames it over `rel`.
+    pub fn replace_bytes(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let dest = self.path().join(rel);
+        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+        let tmp = dest.with_extension(format!("{LIBRARY_EXTENSION}.tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes).expect("write");
+        std::fs::rename(&tmp, &dest).expect("rename");
+        dest
+    }
+
+    /// Puts `fixture` at `rel` the way `cargo build` rewrites `target/<profile>/libX.so`: the
+    /// linker writes `deps/X.tmpNNN` and renames it to `deps/X`, then cargo deletes `rel` and
+    /// recreates it as a hard link to `deps/X` (a new inode, and no write event on `rel`).
+    /// `deps` is `.deps/` under the root, outside every layer.
+    pub fn replace_like_cargo(&self, rel: &str, fixture: Fixture) -> PathBuf {
+        let dest = self.path().join(rel);
+        let deps = self.path().join(".deps");
+        std::fs::create_dir_all(&deps).expect("mkdir deps");
+        let file = dest.file_name().expect("file name");
+        let linked = deps.join(file);
+        let tmp = deps.join(format!("{}.tmp123", file.to_string_lossy()));
+        std::fs::copy(fixture.path(), &tmp).expect("link step");
+        std::fs::rename(&tmp, &linked).expect("rename step");
+        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+        match std::fs::remove_file(&dest) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("removing {}: {e}", dest.display()),
+        }
+        std::fs::hard_link(&linked, &dest).expect("hard link step");
+        dest
+    }
+
     /// Writes `bytes` to `rel` under the root.
     pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
         let dest = self.path().join(rel);
@@ -232,6 +280,25 @@ impl TestRoot {
             .env("NO_COLOR", "1")
             .output()
             .expect("running toolhost")
+    }
+}
+
+/// Polls `check` every 5 ms until it returns `Some`, for at most 10 seconds (a bounded wait:
+/// generous, because this machine is shared; the reload benchmark measures real latency).
+///
+/// # Panics
+///
+/// After 10 seconds, naming `what` and the last value seen.
+pub fn wait_for<T, L: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Result<T, L>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match check() {
+            Ok(v) => return v,
+            Err(last) if std::time::Instant::now() > deadline => {
+                panic!("waited 10 s for {what}; last seen: {last:?}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
     }
 }
 

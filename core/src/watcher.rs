@@ -1,0 +1,380 @@
+//! Live reload: watches every folder of every layer and tells the host what changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify_debouncer_mini::notify::{
+    self, Event, EventHandler, RecommendedWatcher, RecursiveMode, WatcherKind,
+};
+use notify_debouncer_mini::{
+    new_debouncer_opt, Config, DebounceEventResult, DebouncedEventKind, Debouncer,
+};
+
+use crate::error::HostError;
+use crate::host::{Host, LIBRARY_EXTENSION};
+use crate::reload::ReloadEvent;
+
+/// Keeps a [`Host`] up to date with its folders while it lives; stops watching when dropped.
+///
+/// Made by [`Host::watch`]. It watches, without recursing into anything else (such as a
+/// `target/` folder), the root, `usr/`, `plugins/`, `core/`, every plugin folder, every
+/// `agents/` folder and every layer's `tools/`, `extensions/<point>/` and `prompts/` folder,
+/// plus the parent of each one that does not exist yet, so folders created later are picked
+/// up. A library that is a symbolic link (for example to `target/debug/libmy_tool.so`) is
+/// followed: the folder of its target is watched too, so `cargo build` alone reloads it.
+///
+/// Events are debounced per file ([`HostOptions::debounce`](crate::HostOptions::debounce)),
+/// so a file is read once its writer has gone quiet: cargo's delete, link and rename, or an
+/// editor's atomic save, is one change. Each change goes to [`Host::files_changed`].
+pub struct Watcher {
+    stop: mpsc::Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+}
+
+enum Message {
+    Events(DebounceEventResult),
+    Stop,
+}
+
+impl Host {
+    /// Starts watching this host's folders; see [`Watcher`]. When this returns, every folder
+    /// is watched: a change made afterwards is picked up.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let host = Arc::new(toolhost::Host::new(".")?);
+    /// let reloads = host.subscribe();
+    /// let _watcher = host.watch()?;
+    /// for event in reloads {
+    ///     println!("{event}"); // "reloaded usr/tools/hello.so: 0.1.0 (generation 1) -> ..."
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn watch(self: &Arc<Self>) -> Result<Watcher, HostError> {
+        let (tx, rx) = mpsc::channel();
+        let events = tx.clone();
+        let config = Config::default()
+            .with_timeout(self.options().debounce)
+            .with_batch_mode(false);
+        let debouncer =
+            new_debouncer_opt::<_, WriteWatcher>(config, move |result: DebounceEventResult| {
+                let _ = events.send(Message::Events(result));
+            })
+            .map_err(|e| HostError::Watch(e.to_string()))?;
+        let mut state = WatchState {
+            host: Arc::downgrade(self),
+            root: self.root().to_owned(),
+            debouncer,
+            watched: BTreeMap::new(),
+            links: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            debounce: self.options().debounce,
+        };
+        state.rescan(true);
+        let thread = std::thread::Builder::new()
+            .name("toolhost-watcher".to_owned())
+            .spawn(move || state.run(&rx))
+            .map_err(|e| HostError::Watch(e.to_string()))?;
+        Ok(Watcher {
+            stop: tx,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.stop.send(Message::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The platform's watcher, without access events. Reading a folder or a library opens it, and
+/// inotify reports every open: without this filter the watcher's own reads would come back to
+/// it as changes, for ever.
+struct WriteWatcher(RecommendedWatcher);
+
+impl notify::Watcher for WriteWatcher {
+    fn new<F: EventHandler>(mut handler: F, config: notify::Config) -> notify::Result<Self> {
+        let writes_only = move |event: notify::Result<Event>| {
+            if !matches!(&event, Ok(e) if e.kind.is_access()) {
+                handler.handle_event(event);
+            }
+        };
+        RecommendedWatcher::new(writes_only, config).map(Self)
+    }
+
+    fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
+        self.0.watch(path, mode)
+    }
+
+    fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
+        self.0.unwatch(path)
+    }
+
+    fn kind() -> WatcherKind {
+        RecommendedWatcher::kind()
+    }
+}
+
+struct WatchState {
+    host: Weak<Host>,
+    root: PathBuf,
+    debouncer: Debouncer<WriteWatcher>,
+    /// Watched folder (as the OS names it) -> the same folder as the host names it.
+    watched: BTreeMap<PathBuf, PathBuf>,
+    /// Target of a library that is a symbolic link -> the links, as the host names them.
+    links: BTreeMap<PathBuf, Vec<PathBuf>>,
+    /// Library files found missing -> when to confirm that they were removed.
+    pending: BTreeMap<PathBuf, Instant>,
+    debounce: Duration,
+}
+
+impl WatchState {
+    fn run(mut self, rx: &mpsc::Receiver<Message>) {
+        let mut warned = false;
+        loop {
+            let message = match self.pending.values().min() {
+                Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(message) => Some(message),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                },
+                None => match rx.recv() {
+                    Ok(message) => Some(message),
+                    Err(_) => break,
+                },
+            };
+            match message {
+                Some(Message::Stop) => break,
+                Some(Message::Events(Ok(events))) => {
+                    let paths: Vec<PathBuf> = events
+                        .into_iter()
+                        // A file still being written comes again as `Any` once it is quiet.
+                        .filter(|e| e.kind == DebouncedEventKind::Any)
+                        .map(|e| e.path)
+                        .collect();
+                    self.handle(&paths);
+                }
+                Some(Message::Events(Err(e))) if !warned => {
+                    warned = true;
+                    tracing::warn!(
+                        "file watching reported an error: {e}; changes may be missed (on \
+                         Linux, raise fs.inotify.max_user_watches)"
+                    );
+                }
+                Some(Message::Events(Err(e))) => tracing::debug!("file watching: {e}"),
+                None => self.confirm_removals(),
+            }
+        }
+    }
+
+    /// Library files that were still missing one more debounce period after they went are
+    /// removed for good (or are back): tell the host.
+    fn confirm_removals(&mut self) {
+        let now = Instant::now();
+        let due: Vec<PathBuf> = self
+            .pending
+            .iter()
+            .filter(|(_, due)| **due <= now)
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in &due {
+            self.pending.remove(path);
+        }
+        if let Some(host) = self.host.upgrade() {
+            host.files_changed(&due);
+        }
+    }
+
+    fn handle(&mut self, events: &[PathBuf]) {
+        let Some(host) = self.host.upgrade() else {
+            return;
+        };
+        let mut files = BTreeSet::new();
+        let mut structure = Vec::new();
+        for event in events {
+            let mut named = Vec::new();
+            if let Some(links) = self.links.get(event) {
+                named.extend(links.iter().cloned());
+            }
+            // A link target's folder is named `""`: its events count through `links` only.
+            let named_dir = |p: &Path| self.watched.get(p).filter(|d| !d.as_os_str().is_empty());
+            if let Some(dir) = named_dir(event) {
+                structure.push(dir.clone()); // a watched folder itself went away
+            } else if let (Some(dir), Some(file)) =
+                (event.parent().and_then(named_dir), event.file_name())
+            {
+                named.push(dir.join(file));
+            }
+            for path in named {
+                if path.is_dir() || path.file_name().is_some_and(|n| n == ".toggle-0") {
+                    structure.push(path);
+                } else {
+                    files.insert(path);
+                }
+            }
+        }
+        // Folders may have appeared or gone, and links may point elsewhere: look again, and
+        // treat what is in newly watched folders as changed (it may predate the watch).
+        files.extend(self.rescan(false));
+        // A library that is gone may be between cargo's delete and link: it keeps serving, and
+        // its removal is confirmed one debounce period later.
+        let (missing, files): (Vec<PathBuf>, Vec<PathBuf>) = files
+            .into_iter()
+            .partition(|p| p.extension().is_some_and(|e| e == LIBRARY_EXTENSION) && !p.exists());
+        for path in &files {
+            self.pending.remove(path);
+        }
+        for path in missing {
+            self.pending.insert(path, Instant::now() + self.debounce);
+        }
+        host.files_changed(&files);
+        if !structure.is_empty() {
+            host.refresh();
+            for path in structure {
+                host.emit(ReloadEvent::Changed { path });
+            }
+        }
+    }
+
+    /// Brings the watches in line with the folders; returns the files of newly watched folders.
+    fn rescan(&mut self, first: bool) -> Vec<PathBuf> {
+        let (dirs, links) = watch_targets(&self.root);
+        let mut wanted: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+        for dir in dirs {
+            if let Ok(os) = fs::canonicalize(&dir) {
+                wanted.insert(os, dir);
+            }
+        }
+        let mut link_dirs = BTreeSet::new();
+        let mut new_links = BTreeMap::<PathBuf, Vec<PathBuf>>::new();
+        for (link, target) in links {
+            if let Some(dir) = target.parent() {
+                link_dirs.insert(dir.to_owned());
+            }
+            new_links.entry(target).or_default().push(link);
+        }
+        let mut fresh = Vec::new();
+        let watcher = self.debouncer.watcher();
+        let old: Vec<PathBuf> = self.watched.keys().cloned().collect();
+        for os in old {
+            if !wanted.contains_key(&os) && !link_dirs.contains(&os) {
+                let _ = watcher.unwatch(&os);
+                self.watched.remove(&os);
+            }
+        }
+        for (os, dir) in &wanted {
+            if self.watched.contains_key(os) {
+                continue;
+            }
+            match watcher.watch(os, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.watched.insert(os.clone(), dir.clone());
+                    if !first {
+                        fresh.extend(files_in(dir));
+                    }
+                }
+                Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
+            }
+        }
+        for os in &link_dirs {
+            if !self.watched.contains_key(os)
+                && watcher.watch(os, RecursiveMode::NonRecursive).is_ok()
+            {
+                // A link target's folder: events there are mapped through `links` only.
+                self.watched.insert(os.clone(), PathBuf::new());
+            }
+        }
+        if !first {
+            for (target, links) in &new_links {
+                if self.links.get(target) != Some(links) {
+                    fresh.extend(links.iter().cloned());
+                }
+            }
+        }
+        self.links = new_links;
+        fresh
+    }
+}
+
+/// The folders to watch under `root`, and the library links to follow: `(link, its target)`.
+fn watch_targets(root: &Path) -> (BTreeSet<PathBuf>, Vec<(PathBuf, PathBuf)>) {
+    let mut dirs = BTreeSet::new();
+    let mut layers = Vec::new();
+    dirs.insert(root.to_owned());
+    let mut plugins = Vec::new();
+    for base in ["usr", "plugins", "core"] {
+        dirs.insert(root.join(base));
+        layers.push(root.join(base));
+    }
+    dirs.insert(root.join("usr/plugins"));
+    for parent in [root.join("usr/plugins"), root.join("plugins")] {
+        plugins.extend(subdirs(&parent));
+    }
+    let mut agents = vec![root.join("usr/agents"), root.join("core/agents")];
+    for plugin in &plugins {
+        // Watched even when switched off, to see its `.toggle-0` go.
+        dirs.insert(plugin.clone());
+        layers.push(plugin.clone());
+        agents.push(plugin.join("agents"));
+    }
+    for dir in agents {
+        layers.extend(subdirs(&dir));
+        dirs.insert(dir);
+    }
+    let mut links = Vec::new();
+    for layer in layers {
+        let tools = layer.join("tools");
+        let extensions = layer.join("extensions");
+        let points = subdirs(&extensions);
+        for folder in std::iter::once(&tools).chain(&points) {
+            for file in files_in(folder) {
+                let is_link = fs::symlink_metadata(&file).is_ok_and(|m| m.is_symlink());
+                if is_link {
+                    if let Ok(target) = fs::canonicalize(&file) {
+                        links.push((file, target));
+                    }
+                }
+            }
+        }
+        dirs.extend(points);
+        dirs.extend([tools, extensions, layer.join("prompts"), layer]);
+    }
+    dirs.retain(|d| d.is_dir());
+    (dirs, links)
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The library files and prompt fragments directly in `dir`.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == LIBRARY_EXTENSION || e == "md")
+        })
+        .collect()
+}

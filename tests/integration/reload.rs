@@ -1,0 +1,399 @@
+//! Live reload: real rebuilds swapped in under a watching host, with bounded waits.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use toolhost::output::Silent;
+use toolhost::{Agent, Generations, Host, ReloadEvent, Served, Watcher};
+use toolhost_tests::{wait_for, Fixture, TestRoot};
+
+const TOOL: &str = "usr/tools/ver.so";
+
+/// A watching host over a test root, with a runtime to call it from.
+struct Live {
+    root: TestRoot,
+    host: Arc<Host>,
+    events: mpsc::Receiver<ReloadEvent>,
+    runtime: tokio::runtime::Runtime,
+    _watcher: Watcher,
+}
+
+impl Live {
+    fn new(root: TestRoot) -> Self {
+        let host = root.host();
+        let events = host.subscribe();
+        let watcher = host.watch().expect("watch");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Self {
+            root,
+            host,
+            events,
+            runtime,
+            _watcher: watcher,
+        }
+    }
+
+    fn agent(&self, profile: &str) -> Arc<Agent> {
+        Agent::with_output(self.host.clone(), "A0", profile, Arc::new(Silent)).expect("agent")
+    }
+
+    /// The message of calling `request` with `args`, or the error's text.
+    fn call(&self, profile: &str, request: &str, args: Value) -> String {
+        let agent = self.agent(profile);
+        match self.runtime.block_on(agent.call_tool(request, args)) {
+            Ok(r) => r.message,
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    /// Waits until calling `request` answers `expected`.
+    fn wait_answer(&self, profile: &str, request: &str, expected: &str) {
+        wait_for(&format!("{request} to answer {expected}"), || {
+            let answer = self.call(profile, request, json!({}));
+            if answer == expected {
+                Ok(())
+            } else {
+                Err(answer)
+            }
+        });
+    }
+
+    /// The next event that `pick` accepts; others are skipped.
+    fn wait_event<T>(&self, what: &str, mut pick: impl FnMut(&ReloadEvent) -> Option<T>) -> T {
+        let mut seen = Vec::new();
+        wait_for(what, || {
+            while let Ok(event) = self.events.try_recv() {
+                if let Some(v) = pick(&event) {
+                    return Ok(v);
+                }
+                seen.push(event.to_string());
+            }
+            Err(seen.clone())
+        })
+    }
+
+    fn extensions_seen(&self) -> Value {
+        let answer = self.call("default", "echo", json!({}));
+        let args: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
+        args.get("seen_by").cloned().unwrap_or(json!([]))
+    }
+}
+
+fn served(version: &str, generation: u64) -> Served {
+    Served {
+        version: version.to_owned(),
+        generation,
+    }
+}
+
+#[test]
+fn a_build_renamed_into_place_is_live_at_once() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+
+    live.root.replace(TOOL, Fixture::VersionedV2);
+
+    live.wait_answer("default", "ver", "v2");
+    let (old, new) = live.wait_event("the reload event", |e| match e {
+        ReloadEvent::Loaded { old, new, .. } if old.is_some() => Some((old.clone(), new.clone())),
+        _ => None,
+    });
+    assert_eq!(old, Some(served("0.1.0", 1)));
+    assert_eq!(new, served("0.2.0", 2));
+}
+
+#[test]
+fn cargos_delete_and_hard_link_is_picked_up() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+
+    live.root.replace_like_cargo(TOOL, Fixture::VersionedV2);
+    live.wait_answer("default", "ver", "v2");
+
+    live.root.replace_like_cargo(TOOL, Fixture::Versioned);
+    live.wait_answer("default", "ver", "v1");
+}
+
+#[test]
+fn a_library_linked_to_a_build_output_reloads_when_cargo_rewrites_the_output() {
+    // The development loop: `usr/tools/ver.so` is a symbolic link to the crate's build output.
+    let root = TestRoot::new();
+    let output = root.copy(Fixture::Versioned, "target/debug/libver.so");
+    std::fs::create_dir_all(root.path().join("usr/tools")).unwrap();
+    std::os::unix::fs::symlink(&output, root.path().join(TOOL)).unwrap();
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+
+    live.root
+        .replace_like_cargo("target/debug/libver.so", Fixture::VersionedV2);
+
+    live.wait_answer("default", "ver", "v2");
+}
+
+#[test]
+fn an_override_added_then_removed() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "core/tools/ver.so");
+    let live = Live::new(root);
+    assert_eq!(live.call("dev", "ver", json!({})), "v1");
+
+    // The profile's folder does not exist yet: the watcher sees it created.
+    let profile_tool = "usr/agents/dev/tools/ver.so";
+    live.root.replace(profile_tool, Fixture::VersionedV2);
+    live.wait_answer("dev", "ver", "v2");
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+
+    std::fs::remove_file(live.root.path().join(profile_tool)).unwrap();
+    live.wait_answer("dev", "ver", "v1");
+    live.wait_event("the removal event", |e| match e {
+        ReloadEvent::Removed { path } if path.ends_with(profile_tool) => Some(()),
+        _ => None,
+    });
+}
+
+#[test]
+fn a_plugin_dropped_into_a_new_user_folder_is_callable() {
+    let root = TestRoot::new();
+    let live = Live::new(root);
+    assert!(live.host.resolve("default", "echo").found.is_none());
+
+    live.root.replace("usr/tools/echo.so", Fixture::Echo);
+
+    live.wait_event("echo to be loaded", |e| match e {
+        ReloadEvent::Loaded {
+            path, old: None, ..
+        } if path.ends_with("usr/tools/echo.so") => Some(()),
+        _ => None,
+    });
+    assert_eq!(live.call("default", "echo", json!({"a": 1})), r#"{"a":1}"#);
+}
+
+#[test]
+fn extensions_added_renamed_and_removed() {
+    const POINT: &str = "tool_execute_before";
+    let root = TestRoot::new();
+    root.tool("core", "echo", Fixture::Echo);
+    root.extension("usr", POINT, "_20_b", Fixture::RecorderExt);
+    let live = Live::new(root);
+    assert_eq!(live.extensions_seen(), json!([format!("{POINT}/_20_b")]));
+    let ext = |name: &str| format!("usr/extensions/{POINT}/{name}.so");
+
+    live.root.replace(&ext("_10_a"), Fixture::RecorderExt);
+    let expected = json!([format!("{POINT}/_10_a"), format!("{POINT}/_20_b")]);
+    wait_for("_10_a to run first", || {
+        let seen = live.extensions_seen();
+        if seen == expected {
+            Ok(())
+        } else {
+            Err(seen)
+        }
+    });
+
+    let dir = live.root.path().join(format!("usr/extensions/{POINT}"));
+    std::fs::rename(dir.join("_20_b.so"), dir.join("_05_c.so")).unwrap();
+    let expected = json!([format!("{POINT}/_05_c"), format!("{POINT}/_10_a")]);
+    wait_for("the renamed extension to run at its new place", || {
+        let seen = live.extensions_seen();
+        if seen == expected {
+            Ok(())
+        } else {
+            Err(seen)
+        }
+    });
+
+    std::fs::remove_file(dir.join("_10_a.so")).unwrap();
+    let expected = json!([format!("{POINT}/_05_c")]);
+    wait_for("the removed extension to stop", || {
+        let seen = live.extensions_seen();
+        if seen == expected {
+            Ok(())
+        } else {
+            Err(seen)
+        }
+    });
+}
+
+#[test]
+fn a_broken_rebuild_keeps_the_last_good_version_until_it_is_fixed() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+    let v2 = std::fs::read(Fixture::VersionedV2.path()).unwrap();
+
+    for (broken, why) in [
+        (v2[..v2.len() / 2].to_vec(), "truncated"),
+        (
+            std::fs::read(Fixture::InitPanic.path()).unwrap(),
+            "panics at init",
+        ),
+        (
+            std::fs::read(Fixture::FutureVersion.path()).unwrap(),
+            "incompatible",
+        ),
+    ] {
+        live.root.replace_bytes(TOOL, &broken);
+        let kept = live.wait_event(&format!("the {why} build to fail"), |e| match e {
+            ReloadEvent::Failed { kept, .. } => Some(kept.clone()),
+            _ => None,
+        });
+        assert_eq!(kept, Some(served("0.1.0", 1)), "{why}");
+        assert_eq!(live.call("default", "ver", json!({})), "v1", "{why}");
+    }
+
+    live.root.replace(TOOL, Fixture::VersionedV2);
+    live.wait_answer("default", "ver", "v2");
+}
+
+#[test]
+fn a_file_written_in_place_is_never_loaded_half_written() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+    let v2 = std::fs::read(Fixture::VersionedV2.path()).unwrap();
+    let path = live.root.path().join(TOOL);
+
+    // Half the new build, then a pause longer than the debounce, then the rest.
+    std::fs::write(&path, &v2[..v2.len() / 2]).unwrap();
+    live.wait_event("the half-written file to be refused", |e| match e {
+        ReloadEvent::Failed { kept: Some(_), .. } => Some(()),
+        _ => None,
+    });
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+    std::fs::write(&path, &v2).unwrap();
+
+    live.wait_answer("default", "ver", "v2");
+}
+
+#[test]
+fn identical_bytes_are_not_loaded_again() {
+    let root = TestRoot::new();
+    let path = root.copy(Fixture::Versioned, TOOL);
+    let host = root.host();
+    let agent = Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
+    toolhost_tests::block_on(agent.call_tool("ver", json!({}))).unwrap();
+    assert_eq!(host.generations().loaded, 1);
+
+    // Same bytes, new inode and time (cargo's hard link after a no-op relink).
+    root.replace_like_cargo(TOOL, Fixture::Versioned);
+    host.files_changed(std::slice::from_ref(&path));
+    assert_eq!(host.generations().loaded, 1);
+
+    root.replace_like_cargo(TOOL, Fixture::VersionedV2);
+    host.files_changed(std::slice::from_ref(&path));
+    assert_eq!(host.generations().loaded, 2);
+}
+
+#[test]
+fn a_running_call_finishes_on_its_generation_which_then_shuts_down() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let live = Live::new(root);
+    let agent = live.agent("default");
+    let tid = live.call("default", "ver:runtime_thread", json!({}));
+    let thread = Path::new("/proc/self/task").join(&tid);
+    assert!(thread.exists(), "v1's runtime thread {tid}");
+
+    let running = {
+        let agent = agent.clone();
+        live.runtime
+            .spawn(async move { agent.call_tool("ver:sleep", json!({"ms": 400})).await })
+    };
+    std::thread::sleep(Duration::from_millis(50)); // the call has started on v1
+    live.root.replace(TOOL, Fixture::VersionedV2);
+    live.wait_answer("default", "ver", "v2");
+
+    // v2 serves new calls while the running call still holds v1 and its runtime.
+    assert!(thread.exists(), "v1's runtime stopped under a running call");
+    let answer = live.runtime.block_on(running).unwrap().unwrap();
+    assert_eq!(answer.message, "v1");
+
+    // The last call of v1 has ended: its shutdown hook stops its runtime thread.
+    wait_for("v1's runtime thread to stop", || {
+        if thread.exists() {
+            Err(live.host.generations())
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(live.host.generations(), Generations { loaded: 2, live: 1 });
+}
+
+#[test]
+fn a_reload_storm_fails_no_call() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let callers: Vec<_> = (0..4)
+        .map(|_| {
+            let agent = live.agent("default");
+            let (stop, calls) = (stop.clone(), calls.clone());
+            live.runtime.spawn(async move {
+                let mut failures = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    match agent.call_tool("ver", json!({})).await {
+                        Ok(r) if r.message == "v1" || r.message == "v2" => {}
+                        Ok(r) => failures.push(format!("answer {}", r.message)),
+                        Err(e) => failures.push(e.to_string()),
+                    }
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+                failures
+            })
+        })
+        .collect();
+
+    for i in 0..50 {
+        let fixture = if i % 2 == 0 {
+            Fixture::VersionedV2
+        } else {
+            Fixture::Versioned
+        };
+        if i % 3 == 0 {
+            live.root.replace_like_cargo(TOOL, fixture);
+        } else {
+            live.root.replace(TOOL, fixture);
+        }
+        std::thread::sleep(Duration::from_millis(if i % 5 == 0 { 80 } else { 15 }));
+    }
+    // The last swap put v1 in place.
+    live.wait_answer("default", "ver", "v1");
+    stop.store(true, Ordering::Relaxed);
+    for caller in callers {
+        let failures = live.runtime.block_on(caller).unwrap();
+        assert!(
+            failures.is_empty(),
+            "{} failed calls, the first: {:?}",
+            failures.len(),
+            &failures[..failures.len().min(2)]
+        );
+    }
+    assert!(calls.load(Ordering::Relaxed) > 100);
+    let generations = live.host.generations();
+    assert!(generations.loaded >= 10, "{generations:?}");
+    // Old generations are shut down once no call holds them.
+    wait_for("old generations to shut down", || {
+        let g = live.host.generations();
+        if g.live == 1 {
+            Ok(())
+        } else {
+            Err(g)
+        }
+    });
+}

@@ -11,3 +11,4 @@ mod panics;
 mod private_copies;
 mod reload;
 mod unknown;
+mod watch_mode;

@@ -1,0 +1,117 @@
+//! `toolhost watch`: the development loop, driven through the real binary's stdin and stdout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+
+const TOOL: &str = "usr/tools/ver.so";
+
+struct WatchProcess {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl WatchProcess {
+    fn start(root: &TestRoot) -> Self {
+        let mut child = Command::new(toolhost_bin())
+            .args(["--root"])
+            .arg(root.path())
+            .arg("watch")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolhost watch");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("write to watch");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Reads lines until one satisfies `pred` (10 s at most); returns it.
+    fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if pred(&line) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no line {what} within 10 s; saw {seen:?}"),
+            }
+        }
+    }
+}
+
+impl Drop for WatchProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_reports_a_rebuild_and_the_next_call_runs_the_new_code() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let mut watch = WatchProcess::start(&root);
+    watch.expect_line("announcing the tools", |l| {
+        l.starts_with("watching ") && l.contains("1 tool (ver)")
+    });
+    watch.send("ver");
+    watch.expect_line("answering v1", |l| l == "v1");
+
+    root.replace_like_cargo(TOOL, Fixture::VersionedV2);
+    let report = watch.expect_line("reporting the reload", |l| l.starts_with("reloaded "));
+    assert!(
+        report.starts_with(
+            "reloaded usr/tools/ver.so [layer usr]: 0.1.0 (generation 1) -> 0.2.0 (generation 2) in "
+        ),
+        "{report}"
+    );
+    watch.send("ver");
+    watch.expect_line("answering v2", |l| l == "v2");
+
+    watch.send("ver:sleep {\"ms\": 1}");
+    watch.expect_line("answering a method call with arguments", |l| l == "v2");
+    watch.send("ver {not json");
+    watch.expect_line("refusing bad JSON", |l| {
+        l.starts_with("error: the arguments are not valid JSON")
+    });
+
+    root.replace_bytes(TOOL, b"not a library");
+    let report = watch.expect_line("reporting the failed reload", |l| {
+        l.starts_with("reload of")
+    });
+    assert!(
+        report.contains("failed, still serving 0.2.0 (generation 2)"),
+        "{report}"
+    );
+    watch.send("ver");
+    watch.expect_line("still answering v2", |l| l == "v2");
+
+    watch.send("/quit");
+    let status = watch.child.wait().expect("wait");
+    assert!(status.success());
+}

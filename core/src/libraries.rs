@@ -52,7 +52,8 @@ pub(crate) struct Libraries {
     entries: Mutex<HashMap<PathBuf, Entry>>,
     /// Generations still held by a handle or a running call.
     live: Arc<AtomicUsize>,
-    /// Generations loaded so far: libraries are never unmapped, so each one keeps memory.
+    /// Libraries mapped so far (every generation, and every build that mapped but failed to
+    /// start): they are never unmapped, so each one keeps memory.
     loaded: AtomicU64,
     /// Warn each time `loaded` passes another multiple of this.
     warn_every: u64,
@@ -159,6 +160,8 @@ impl Libraries {
         }
         let number = generations + 1;
         let loaded = self.loader.load(path, &image).and_then(|module| {
+            // Mapped for good from here on, even if creating the instance fails.
+            self.count_generation();
             let generation = Arc::new(Generation::new(module, path, number, self.live.clone()));
             match extension {
                 None => ToolHandle::create(generation, path).map(|h| Loaded::Tool(Arc::new(h))),
@@ -192,7 +195,6 @@ impl Libraries {
                 },
             );
         }
-        self.count_generation();
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
         tracing::debug!("loaded {} ({new})", path.display());
         self.emit(ReloadEvent::Loaded {

@@ -397,3 +397,37 @@ fn a_reload_storm_fails_no_call() {
         }
     });
 }
+
+#[test]
+fn switching_a_plugin_off_and_on_moves_the_tool_between_layers() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "core/tools/ver.so");
+    root.copy(Fixture::VersionedV2, "plugins/web/tools/ver.so");
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v2");
+
+    let toggle = live.root.write("plugins/web/.toggle-0", "");
+    live.wait_answer("default", "ver", "v1");
+
+    std::fs::remove_file(toggle).unwrap();
+    live.wait_answer("default", "ver", "v2");
+}
+
+#[test]
+fn removing_or_renaming_a_profile_folder_falls_back() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "core/tools/ver.so");
+    root.copy(Fixture::VersionedV2, "usr/agents/dev/tools/ver.so");
+    root.copy(Fixture::VersionedV2, "usr/agents/ops/tools/ver.so");
+    let live = Live::new(root);
+    assert_eq!(live.call("dev", "ver", json!({})), "v2");
+    assert_eq!(live.call("ops", "ver", json!({})), "v2");
+
+    std::fs::remove_dir_all(live.root.path().join("usr/agents/dev")).unwrap();
+    live.wait_answer("dev", "ver", "v1");
+
+    // A rename reports no event for the files inside, only for the folder.
+    let agents = live.root.path().join("usr/agents");
+    std::fs::rename(agents.join("ops"), agents.join("ops-old")).unwrap();
+    live.wait_answer("ops", "ver", "v1");
+}

@@ -30,6 +30,37 @@
 //! (`extensions/<point>/<file>.so`) and prompt fragments (`prompts/agent.system.tool.<name>.md`)
 //! are merged by file name, first occurrence winning, and sorted by file name.
 //!
+//! ## Live reload
+//!
+//! [`Host::watch`] keeps a long-lived host up to date with its folders: a rebuilt library is
+//! loaded as a new generation and serves the next call, a new file is found, a removed one
+//! falls back to the next layer, and [`Host::subscribe`] reports each change.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::{Host, ReloadEvent};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = Arc::new(Host::new("/path/to/root")?);
+//! let reloads = host.subscribe();
+//! let _watcher = host.watch()?; // stops when dropped
+//! for event in reloads {
+//!     match event {
+//!         ReloadEvent::Failed { kept: Some(kept), error } => {
+//!             eprintln!("{}: {} (still serving {kept})", error.path.display(), error.reason)
+//!         }
+//!         other => println!("{other}"),
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! A call runs on the generation it started with, to the end. A new build that fails to load
+//! leaves the previous one serving. When the last call on an old generation ends, the host
+//! calls the library's shutdown hook, which stops its runtime thread. Libraries are never
+//! unmapped; [`Host::generations`] counts them. Without a watcher, [`Host::files_changed`] does
+//! the same for files you name.
+//!
 //! ## Failures
 //!
 //! A library that cannot be used (empty, truncated, not a plugin, built against another

@@ -24,6 +24,14 @@ use crate::{Args, Context, Response, ToolError, ToolInfo};
 /// An `Err` or a panic at any step ends the call with that error; a panic keeps its message and
 /// becomes an [`Internal`](crate::ErrorKind::Internal) error. The host lives on either way.
 ///
+/// # Reloads and shutdown
+///
+/// When the library file is rebuilt, a watching host loads the new build next to this one:
+/// new calls go to the new instance, and calls already running finish on this one. When the
+/// last of them ends, the host drops this instance (implement `Drop` to release what it holds)
+/// and then calls the library's shutdown hook, which stops this plugin's tokio runtime and drops
+/// the tasks still spawned on it. The library's code stays mapped, but nothing of it runs again.
+///
 /// # Async and tokio
 ///
 /// `execute` runs on the host's executor, inside this plugin's own tokio runtime context, so

@@ -93,6 +93,6 @@ pub enum HostError {
         source: std::io::Error,
     },
     /// File watching could not start.
-    #[error("cannot watch the plugin folders: {0}; on Linux, raise fs.inotify.max_user_instances or run without watching")]
+    #[error("cannot watch the plugin folders: {0}")]
     Watch(String),
 }

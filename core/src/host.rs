@@ -1,10 +1,11 @@
-//! The host: finds libraries along a profile's layers, loads each once, and caches what wins.
+//! The host: finds libraries along a profile's layers, loads each once per content, and caches what wins.
 
 use std::collections::{BTreeMap, HashSet};
 
 use rustc_hash::FxHashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, RwLock};
 use std::time::Duration;
 
@@ -115,8 +116,8 @@ type PerProfile<T> = RwLock<FxHashMap<String, FxHashMap<String, Arc<T>>>>;
 /// The plugin host for one root folder.
 ///
 /// A root holds `core/`, `plugins/` and `usr/` (see [`layers_for`]). The host loads each
-/// library file once (from a private copy) and caches, per profile, which file wins for each
-/// tool name and which extensions run at each point.
+/// library file from a private copy, again only when its bytes change, and caches, per profile,
+/// which file wins for each tool name and which extensions run at each point.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -136,6 +137,8 @@ pub struct Host {
     root: PathBuf,
     libraries: Libraries,
     options: HostOptions,
+    /// Bumped whenever files change: a lookup that a change overtook is not cached.
+    epoch: AtomicU64,
     layers: RwLock<FxHashMap<String, Arc<[Layer]>>>,
     tools: PerProfile<Resolution>,
     extensions: PerProfile<[Arc<ExtensionHandle>]>,
@@ -157,6 +160,7 @@ impl Host {
             root,
             libraries: Libraries::new(options.warn_generations)?,
             options,
+            epoch: AtomicU64::new(0),
             layers: RwLock::default(),
             tools: RwLock::default(),
             extensions: RwLock::default(),
@@ -193,22 +197,25 @@ impl Host {
     /// into place or removed. [`Host::watch`](crate::Host::watch) calls it; call it yourself
     /// if you replace files without a watcher.
     ///
-    /// A library file that exists is read again at once: if its bytes changed it is loaded as
-    /// a new generation, and if that fails the previous generation keeps serving. Then exactly
-    /// the cached lookups the file takes part in are forgotten: the tool of that name, or the
-    /// extensions of that point, in the profiles whose layers hold the file. Calls already
-    /// running finish on the generation they started with.
+    /// A library file that exists is read again at once (if it was loaded before, or its layer
+    /// is one a profile uses): if its bytes changed it is loaded as a new generation, and if
+    /// that fails the previous generation keeps serving. A library file that is gone is
+    /// forgotten at once (the watcher waits a second quiet period before it says so). Then
+    /// exactly the cached lookups the file takes part in are looked up again and replaced in
+    /// place: the tool of that name, or the extensions of that point, in the profiles whose
+    /// layers hold the file. Calls already running finish on the generation they started with.
     pub fn files_changed(&self, paths: &[PathBuf]) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         for path in paths {
             match classify(path) {
                 FileRole::Tool { layer, name } => {
-                    self.reread(path, None);
+                    self.reread(path, layer, None);
                     for profile in self.profiles_using(&self.tools, layer, name) {
                         self.resolve_again(&profile, name);
                     }
                 }
                 FileRole::Extension { layer, point, name } => {
-                    self.reread(path, Some((point, name)));
+                    self.reread(path, layer, Some((point, name)));
                     for profile in self.profiles_using(&self.extensions, layer, point) {
                         self.extensions_again(&profile, point);
                     }
@@ -222,14 +229,29 @@ impl Host {
     }
 
     /// Loads a changed library file again, or forgets it if it is gone.
-    fn reread(&self, path: &Path, extension: Option<(&str, &str)>) {
+    fn reread(&self, path: &Path, layer: &Path, extension: Option<(&str, &str)>) {
         if path.is_file() {
-            self.load(path, extension);
+            // A switched-off plugin's rebuild is not loaded: nothing would call it.
+            if self.libraries.contains(path) || self.layer_in_use(layer) {
+                self.load(path, extension);
+            }
         } else if self.libraries.forget(path) {
             self.libraries.emit(ReloadEvent::Removed {
                 path: path.to_owned(),
             });
         }
+    }
+
+    /// Every library file the host has loaded or tried to load.
+    pub(crate) fn loaded_files(&self) -> Vec<PathBuf> {
+        self.libraries.paths()
+    }
+
+    /// Whether `layer` is among the layers of a profile the host has looked at.
+    fn layer_in_use(&self, layer: &Path) -> bool {
+        read(&self.layers)
+            .values()
+            .any(|layers| layers.iter().any(|l| l.dir == layer))
     }
 
     /// The profiles that have `key` cached and `layer` among their layers.
@@ -254,14 +276,20 @@ impl Host {
     /// cache empty while files are being replaced. [`Host::watch`](crate::Host::watch) calls it
     /// when folders appear or go, or a plugin is switched on or off.
     pub fn refresh(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         // A file whose folder is gone was removed (cargo's window never removes the folder).
         let gone = self
             .libraries
-            .forget_missing(|path| path.parent().is_some_and(|dir| !dir.is_dir()));
+            .forget_if(|path| !path.exists() && path.parent().is_some_and(|dir| !dir.is_dir()));
         for path in gone {
             self.emit(ReloadEvent::Removed { path });
         }
-        write(&self.layers).clear();
+        let profiles: Vec<String> = std::mem::take(&mut *write(&self.layers))
+            .into_keys()
+            .collect();
+        for profile in &profiles {
+            self.layers(profile);
+        }
         let tools: Vec<(String, Vec<String>)> = read(&self.tools)
             .iter()
             .map(|(p, names)| (p.clone(), names.keys().cloned().collect()))
@@ -280,15 +308,26 @@ impl Host {
                 self.extensions_again(&profile, &point);
             }
         }
+        // Libraries of layers no profile uses any more (a plugin switched off) are let go; their
+        // generations shut down once no call holds them.
+        self.libraries.forget_if(|path| match classify(path) {
+            FileRole::Tool { layer, .. } | FileRole::Extension { layer, .. } => {
+                !self.layer_in_use(layer)
+            }
+            _ => false,
+        });
     }
 
     /// Forgets every cached lookup and every library whose file is gone, so the next call reads
     /// the folders again. Libraries whose files did not change are not loaded again.
     pub fn invalidate(&self) {
-        self.libraries.forget_missing(|_| true);
-        write(&self.layers).clear();
-        write(&self.tools).clear();
-        write(&self.extensions).clear();
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.libraries.forget_if(|path| !path.exists());
+        // Taken out and dropped outside the locks: dropping an instance runs plugin code.
+        let layers = std::mem::take(&mut *write(&self.layers));
+        let tools = std::mem::take(&mut *write(&self.tools));
+        let extensions = std::mem::take(&mut *write(&self.extensions));
+        drop((layers, tools, extensions));
     }
 
     /// The profile's layers, most specific first.
@@ -296,8 +335,13 @@ impl Host {
         if let Some(layers) = read(&self.layers).get(profile) {
             return layers.clone();
         }
+        let epoch = self.epoch.load(Ordering::SeqCst);
         let layers: Arc<[Layer]> = layers_for(&self.root, profile).into();
-        write(&self.layers).insert(profile.to_owned(), layers.clone());
+        let mut cache = write(&self.layers);
+        // Folders that changed meanwhile may have made this list stale: then it is not kept.
+        if self.epoch.load(Ordering::SeqCst) == epoch {
+            cache.insert(profile.to_owned(), layers.clone());
+        }
         layers
     }
 
@@ -312,6 +356,7 @@ impl Host {
 
     /// Looks `name` up along the layers and caches the outcome, replacing what was cached.
     fn resolve_again(&self, profile: &str, name: &str) -> Arc<Resolution> {
+        let epoch = self.epoch.load(Ordering::SeqCst);
         let mut skipped = Vec::new();
         let mut found = None;
         for layer in self.layers(profile).iter() {
@@ -338,21 +383,27 @@ impl Host {
             }
         }
         let resolution = Arc::new(Resolution { found, skipped });
-        let mut tools = write(&self.tools);
         // Misses are not cached: a name the model invents must not grow the cache, and a tool
-        // dropped in later is found at the next call. Nor is a file caught mid-write.
+        // dropped in later is found at the next call. Nor is a file caught mid-write, nor a
+        // lookup that a change overtook (files changed while it ran).
         let settled = !resolution
             .skipped
             .iter()
             .any(|e| e.kind == crate::LoadErrorKind::Changing);
-        if settled && (resolution.found.is_some() || !resolution.skipped.is_empty()) {
-            tools
-                .entry(profile.to_owned())
-                .or_default()
-                .insert(name.to_owned(), resolution.clone());
-        } else if let Some(names) = tools.get_mut(profile) {
-            names.remove(name);
-        }
+        let mut tools = write(&self.tools);
+        let current = self.epoch.load(Ordering::SeqCst) == epoch;
+        let replaced =
+            if current && settled && (resolution.found.is_some() || !resolution.skipped.is_empty())
+            {
+                tools
+                    .entry(profile.to_owned())
+                    .or_default()
+                    .insert(name.to_owned(), resolution.clone())
+            } else {
+                tools.get_mut(profile).and_then(|names| names.remove(name))
+            };
+        drop(tools);
+        drop(replaced); // outside the lock: dropping an instance runs plugin code
         resolution
     }
 
@@ -370,6 +421,7 @@ impl Host {
 
     /// Reads the extensions of `point` from the layers and caches them, replacing the old list.
     fn extensions_again(&self, profile: &str, point: &str) -> Arc<[Arc<ExtensionHandle>]> {
+        let epoch = self.epoch.load(Ordering::SeqCst);
         let list: Arc<[Arc<ExtensionHandle>]> = self
             .extension_files(profile, point)
             .iter()
@@ -380,10 +432,19 @@ impl Host {
                 },
             )
             .collect();
-        write(&self.extensions)
-            .entry(profile.to_owned())
-            .or_default()
-            .insert(point.to_owned(), list.clone());
+        let mut extensions = write(&self.extensions);
+        let replaced = if self.epoch.load(Ordering::SeqCst) == epoch {
+            extensions
+                .entry(profile.to_owned())
+                .or_default()
+                .insert(point.to_owned(), list.clone())
+        } else {
+            extensions
+                .get_mut(profile)
+                .and_then(|points| points.remove(point))
+        };
+        drop(extensions);
+        drop(replaced); // outside the lock
         list
     }
 
@@ -391,20 +452,26 @@ impl Host {
     fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, PathBuf> {
         let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
         for layer in self.layers(profile).iter() {
-            let dir = layer.dir.join("extensions").join(point);
-            let mut files = library_files(&dir);
-            // As for tools: a file being replaced serves until its removal is confirmed.
-            for path in self.libraries.paths_in(&dir) {
-                if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
-                    files.push((stem.to_owned(), path.clone()));
-                }
-            }
-            files.sort();
-            for (stem, path) in files {
+            for (stem, path) in self.served_files(&layer.dir.join("extensions").join(point)) {
                 winners.entry(stem).or_insert(path);
             }
         }
         winners
+    }
+
+    /// The library files in `dir`, plus those that are missing for a moment but still serve
+    /// (a file being replaced serves until the watcher confirms its removal).
+    fn served_files(&self, dir: &Path) -> Vec<(String, PathBuf)> {
+        let mut files = library_files(dir);
+        for path in self.libraries.paths_in(dir) {
+            if !files.iter().any(|(_, p)| *p == path) {
+                if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                    files.push((stem.to_owned(), path.clone()));
+                }
+            }
+        }
+        files.sort();
+        files
     }
 
     /// The extension files of `point` that were skipped because they failed to load.
@@ -446,7 +513,7 @@ impl Host {
         let layers = self.layers(profile);
         let mut candidates: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
         for layer in layers.iter() {
-            for (stem, path) in library_files(&layer.dir.join("tools")) {
+            for (stem, path) in self.served_files(&layer.dir.join("tools")) {
                 candidates.entry(stem).or_default().push(path);
             }
         }

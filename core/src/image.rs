@@ -51,8 +51,18 @@ impl Image {
     /// Reads `path`. The file must not change while it is read (same stamp before and after),
     /// must not be empty, and must hold a complete shared library.
     pub(crate) fn read(path: &Path) -> Result<Self, LoadError> {
-        let io = |e: std::io::Error| {
-            LoadError::new(path, LoadErrorKind::Io, format!("cannot read it: {e}"))
+        let io = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::NotFound => LoadError::new(
+                path,
+                LoadErrorKind::Changing,
+                "the file went away while it was read (being replaced?); it is read again at \
+                 its next change",
+            ),
+            _ => LoadError::new(
+                path,
+                LoadErrorKind::Io,
+                format!("cannot read it: {e}; check that the host may read this file"),
+            ),
         };
         // Stamps are taken of the open file, not the path: a rename over the path while it
         // is read does not affect these bytes, and the next lookup sees the new file's stamp.

@@ -1,8 +1,8 @@
 //! # toolhost: the host for native agent tools
 //!
 //! `toolhost` finds tool and extension libraries (built with [`plugin_api`]) in layered folders,
-//! loads each one once from a private copy after checking its contract, and runs every tool
-//! call through Agent Zero's lifecycle.
+//! loads each one from a private copy after checking its contract (again only when its bytes
+//! change), and runs every tool call through Agent Zero's lifecycle.
 //!
 //! ```no_run
 //! use std::sync::Arc;

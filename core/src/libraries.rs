@@ -50,6 +50,8 @@ struct Entry {
 pub(crate) struct Libraries {
     loader: Loader,
     entries: Mutex<HashMap<PathBuf, Entry>>,
+    /// Held while a file is read and loaded.
+    loading: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
     /// Generations still held by a handle or a running call.
     live: Arc<AtomicUsize>,
     /// Libraries mapped so far (every generation, and every build that mapped but failed to
@@ -65,6 +67,7 @@ impl Libraries {
         Ok(Self {
             loader: Loader::new()?,
             entries: Mutex::default(),
+            loading: Mutex::default(),
             live: Arc::default(),
             loaded: AtomicU64::new(0),
             warn_every: warn_every.max(1) as u64,
@@ -95,6 +98,11 @@ impl Libraries {
         lock(&self.entries).contains_key(path)
     }
 
+    /// Every path with an entry.
+    pub(crate) fn paths(&self) -> Vec<PathBuf> {
+        lock(&self.entries).keys().cloned().collect()
+    }
+
     /// The paths with an entry that are directly in `dir`.
     pub(crate) fn paths_in(&self, dir: &Path) -> Vec<PathBuf> {
         lock(&self.entries)
@@ -104,37 +112,51 @@ impl Libraries {
             .collect()
     }
 
-    /// Drops the entries of files that are gone and for which `removed` says so; returns them.
-    pub(crate) fn forget_missing(&self, removed: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
-        let mut entries = lock(&self.entries);
-        let gone: Vec<PathBuf> = entries
+    /// Drops the entries whose paths `forget` picks; returns those paths.
+    pub(crate) fn forget_if(&self, forget: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let gone: Vec<PathBuf> = lock(&self.entries)
             .keys()
-            .filter(|p| !p.exists() && removed(p))
+            .filter(|p| forget(p))
             .cloned()
             .collect();
-        for path in &gone {
-            entries.remove(path);
-        }
-        gone
+        gone.into_iter().filter(|p| self.forget(p)).collect()
     }
 
     /// Drops the entry of a removed file. Running calls keep their generation.
     pub(crate) fn forget(&self, path: &Path) -> bool {
-        lock(&self.entries).remove(path).is_some()
+        lock(&self.loading).remove(path);
+        let removed = lock(&self.entries).remove(path);
+        removed.is_some() // dropped here, outside the lock
+    }
+
+    /// What `path` serves now, if its file did not change since it was read. A file that is
+    /// gone keeps serving until its removal is confirmed with [`forget`](Self::forget): cargo
+    /// deletes a library before it links the new one in place.
+    fn cached(&self, path: &Path) -> Option<Arc<Loaded>> {
+        let stamp = Stamp::of(path);
+        let entries = lock(&self.entries);
+        let entry = entries.get(path)?;
+        (stamp.is_none() || Some(entry.stamp) == stamp).then(|| entry.current.clone())
     }
 
     /// What `path` serves; `extension` is `(point, name)` for an extension.
     pub(crate) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
-        let stamp = Stamp::of(path);
-        let (previous, hash, generations) = {
-            let entries = lock(&self.entries);
-            match entries.get(path) {
-                // A file that is gone keeps serving until its removal is confirmed with
-                // `forget`: cargo deletes a library before it links the new one in place.
-                Some(e) if stamp.is_none() || Some(e.stamp) == stamp => return e.current.clone(),
-                Some(e) => (Some(e.current.clone()), e.hash, e.generations),
-                None => (None, None, 0),
-            }
+        if let Some(current) = self.cached(path) {
+            return current;
+        }
+        // One load per file at a time, so the one that reads last is the one that stays; other
+        // files load in parallel (`list`).
+        let file_lock = lock(&self.loading)
+            .entry(path.to_owned())
+            .or_default()
+            .clone();
+        let _loading = lock(&file_lock);
+        if let Some(current) = self.cached(path) {
+            return current; // loaded by another thread while this one waited
+        }
+        let (previous, hash, generations) = match lock(&self.entries).get(path) {
+            Some(e) => (Some(e.current.clone()), e.hash, e.generations),
+            None => (None, None, 0),
         };
         let kept = previous.as_deref().and_then(Loaded::served);
         let started = Instant::now();
@@ -146,7 +168,7 @@ impl Libraries {
                 // is recorded, and the file is tried again at its next change.
                 let record = match error.kind {
                     LoadErrorKind::Changing | LoadErrorKind::Io => None,
-                    _ => stamp.map(|s| (s, None)),
+                    _ => Stamp::of(path).map(|s| (s, None)),
                 };
                 return self.failed(path, error, previous, kept, record);
             }
@@ -177,24 +199,16 @@ impl Libraries {
             }
         };
         let loaded = Arc::new(loaded);
-        {
-            let mut entries = lock(&self.entries);
-            if let Some(e) = entries.get(path) {
-                if e.stamp == image.stamp && e.hash == Some(image.hash) {
-                    // Another thread loaded the same bytes meanwhile: keep one instance.
-                    return e.current.clone();
-                }
-            }
-            entries.insert(
-                path.to_owned(),
-                Entry {
-                    stamp: image.stamp,
-                    hash: Some(image.hash),
-                    current: loaded.clone(),
-                    generations: number,
-                },
-            );
-        }
+        let replaced = lock(&self.entries).insert(
+            path.to_owned(),
+            Entry {
+                stamp: image.stamp,
+                hash: Some(image.hash),
+                current: loaded.clone(),
+                generations: number,
+            },
+        );
+        drop(replaced); // outside the lock: dropping an instance runs plugin code
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
         tracing::debug!("loaded {} ({new})", path.display());
         self.emit(ReloadEvent::Loaded {
@@ -215,6 +229,15 @@ impl Libraries {
         kept: Option<Served>,
         record: Option<(Stamp, Option<u128>)>,
     ) -> Arc<Loaded> {
+        let current = match previous {
+            Some(previous) if !matches!(*previous, Loaded::Failed(_)) => previous,
+            _ => Arc::new(Loaded::Failed(error.clone())),
+        };
+        if error.kind == LoadErrorKind::Changing {
+            // Being written or replaced right now: its next change brings it back here.
+            tracing::debug!("{error}");
+            return current;
+        }
         match &kept {
             Some(kept) => tracing::warn!(
                 "{}: the new build failed to load, still serving {kept}: {}; it is tried again \
@@ -228,14 +251,10 @@ impl Libraries {
             error: error.clone(),
             kept,
         });
-        let current = match previous {
-            Some(previous) if !matches!(*previous, Loaded::Failed(_)) => previous,
-            _ => Arc::new(Loaded::Failed(error)),
-        };
         if let Some((stamp, hash)) = record {
             let mut entries = lock(&self.entries);
             let generations = entries.get(path).map_or(0, |e| e.generations);
-            entries.insert(
+            let replaced = entries.insert(
                 path.to_owned(),
                 Entry {
                     stamp,
@@ -244,6 +263,8 @@ impl Libraries {
                     generations,
                 },
             );
+            drop(entries);
+            drop(replaced);
         }
         current
     }

@@ -99,7 +99,8 @@ impl ToolHandle {
         &self.generation.version
     }
 
-    /// Which load of its file this is: 1 for the first, one more per reload.
+    /// Which load of its file this is: 1 for the first, one more per reload (from 1 again
+    /// after the file was removed).
     pub fn generation(&self) -> u64 {
         self.generation.number
     }
@@ -227,7 +228,8 @@ impl ExtensionHandle {
         &self.generation.version
     }
 
-    /// Which load of its file this is: 1 for the first, one more per reload.
+    /// Which load of its file this is: 1 for the first, one more per reload (from 1 again
+    /// after the file was removed).
     pub fn generation(&self) -> u64 {
         self.generation.number
     }

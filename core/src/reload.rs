@@ -11,7 +11,8 @@ use crate::error::LoadError;
 pub struct Served {
     /// `CARGO_PKG_VERSION` of the crate that built it.
     pub version: String,
-    /// Which load of the file it is: 1 for the first, one more per reload.
+    /// Which load of the file it is: 1 for the first, one more per reload (from 1 again after
+    /// the file was removed).
     pub generation: u64,
 }
 
@@ -36,7 +37,8 @@ pub enum ReloadEvent {
         /// Reading, checking, copying, loading and creating the instance.
         took: Duration,
     },
-    /// A changed library file failed to load.
+    /// A library file failed to load: a new file, or a new build of a loaded one. (A file
+    /// caught while it is being written is not reported: its next change brings it back.)
     Failed {
         /// Why; `error.path` is the file.
         error: LoadError,

@@ -42,7 +42,8 @@ enum Message {
 
 impl Host {
     /// Starts watching this host's folders; see [`Watcher`]. When this returns, every folder
-    /// is watched: a change made afterwards is picked up.
+    /// is watched: a change made afterwards is picked up. (If the OS drops events, its queue
+    /// being full, the watcher looks at every folder and loaded file again.)
     ///
     /// ```no_run
     /// use std::sync::Arc;
@@ -65,7 +66,11 @@ impl Host {
             new_debouncer_opt::<_, WriteWatcher>(config, move |result: DebounceEventResult| {
                 let _ = events.send(Message::Events(result));
             })
-            .map_err(|e| HostError::Watch(e.to_string()))?;
+            .map_err(|e| {
+                HostError::Watch(format!(
+                    "{e}; on Linux, raise fs.inotify.max_user_instances, or run without watching"
+                ))
+            })?;
         let mut state = WatchState {
             host: Arc::downgrade(self),
             root: self.root().to_owned(),
@@ -79,7 +84,7 @@ impl Host {
         let thread = std::thread::Builder::new()
             .name("toolhost-watcher".to_owned())
             .spawn(move || state.run(&rx))
-            .map_err(|e| HostError::Watch(e.to_string()))?;
+            .map_err(|e| HostError::Watch(format!("cannot start its thread: {e}")))?;
         Ok(Watcher {
             stop: tx,
             thread: Some(thread),
@@ -103,10 +108,14 @@ struct WriteWatcher(RecommendedWatcher);
 
 impl notify::Watcher for WriteWatcher {
     fn new<F: EventHandler>(mut handler: F, config: notify::Config) -> notify::Result<Self> {
-        let writes_only = move |event: notify::Result<Event>| {
-            if !matches!(&event, Ok(e) if e.kind.is_access()) {
-                handler.handle_event(event);
-            }
+        let writes_only = move |event: notify::Result<Event>| match event {
+            Ok(e) if e.kind.is_access() => {}
+            // Lost events carry no path, and the debouncer keys on paths: pass an empty one.
+            Ok(e) if e.need_rescan() => handler
+                .handle_event(Ok(
+                    Event::new(notify::EventKind::Other).add_path(PathBuf::new())
+                )),
+            other => handler.handle_event(other),
         };
         RecommendedWatcher::new(writes_only, config).map(Self)
     }
@@ -171,8 +180,10 @@ impl WatchState {
                     );
                 }
                 Some(Message::Events(Err(e))) => tracing::debug!("file watching: {e}"),
-                None => self.confirm_removals(),
+                None => {}
             }
+            // Also after events: a steady stream of them must not hold removals back.
+            self.confirm_removals();
         }
     }
 
@@ -186,6 +197,9 @@ impl WatchState {
             .filter(|(_, due)| **due <= now)
             .map(|(path, _)| path.clone())
             .collect();
+        if due.is_empty() {
+            return;
+        }
         for path in &due {
             self.pending.remove(path);
         }
@@ -200,7 +214,16 @@ impl WatchState {
         };
         let mut files = BTreeSet::new();
         let mut structure = Vec::new();
+        let mut stale = Vec::new();
         for event in events {
+            if event.as_os_str().is_empty() {
+                // The OS dropped events (inotify's queue overflowed): look at everything.
+                tracing::warn!("file events were lost; checking every plugin file again");
+                stale.extend(self.watched.keys().cloned());
+                files.extend(host.loaded_files());
+                structure.push(self.root.clone());
+                continue;
+            }
             let mut named = Vec::new();
             if let Some(links) = self.links.get(event) {
                 named.extend(links.iter().cloned());
@@ -208,7 +231,10 @@ impl WatchState {
             // A link target's folder is named `""`: its events count through `links` only.
             let named_dir = |p: &Path| self.watched.get(p).filter(|d| !d.as_os_str().is_empty());
             if let Some(dir) = named_dir(event) {
-                structure.push(dir.clone()); // a watched folder itself went away
+                // A watched folder itself changed: removed, replaced, renamed. Its watch may be
+                // gone with it, so it is watched again from scratch.
+                structure.push(dir.clone());
+                stale.push(event.clone());
             } else if let (Some(dir), Some(file)) =
                 (event.parent().and_then(named_dir), event.file_name())
             {
@@ -222,19 +248,33 @@ impl WatchState {
                 }
             }
         }
+        for os in stale {
+            let _ = self.debouncer.watcher().unwatch(&os);
+            self.watched.remove(&os);
+        }
         // Folders may have appeared or gone, and links may point elsewhere: look again, and
         // treat what is in newly watched folders as changed (it may predate the watch).
         files.extend(self.rescan(false));
         // A library that is gone may be between cargo's delete and link: it keeps serving, and
-        // its removal is confirmed one debounce period later.
-        let (missing, files): (Vec<PathBuf>, Vec<PathBuf>) = files
+        // its removal is confirmed one debounce period later. Unless a library appeared in the
+        // same folder in the same batch: that is a rename, and the old name goes at once.
+        let is_library = |p: &Path| p.extension().is_some_and(|e| e == LIBRARY_EXTENSION);
+        let (missing, mut files): (Vec<PathBuf>, Vec<PathBuf>) = files
             .into_iter()
-            .partition(|p| p.extension().is_some_and(|e| e == LIBRARY_EXTENSION) && !p.exists());
+            .partition(|p| is_library(p) && !p.exists());
         for path in &files {
             self.pending.remove(path);
         }
         for path in missing {
-            self.pending.insert(path, Instant::now() + self.debounce);
+            let renamed = files
+                .iter()
+                .any(|f| is_library(f) && f.parent() == path.parent());
+            if renamed {
+                self.pending.remove(&path);
+                files.push(path);
+            } else {
+                self.pending.insert(path, Instant::now() + self.debounce);
+            }
         }
         host.files_changed(&files);
         if !structure.is_empty() {
@@ -282,7 +322,11 @@ impl WatchState {
                         fresh.extend(files_in(dir));
                     }
                 }
-                Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
+                Err(e) => tracing::warn!(
+                    "cannot watch {}: {e}; its changes are missed until the host restarts (on \
+                     Linux, raise fs.inotify.max_user_watches if the limit was reached)",
+                    dir.display()
+                ),
             }
         }
         for os in &link_dirs {
@@ -337,11 +381,8 @@ fn watch_targets(root: &Path) -> (BTreeSet<PathBuf>, Vec<(PathBuf, PathBuf)>) {
         let points = subdirs(&extensions);
         for folder in std::iter::once(&tools).chain(&points) {
             for file in files_in(folder) {
-                let is_link = fs::symlink_metadata(&file).is_ok_and(|m| m.is_symlink());
-                if is_link {
-                    if let Ok(target) = fs::canonicalize(&file) {
-                        links.push((file, target));
-                    }
+                if let Some(target) = link_target(&file) {
+                    links.push((file, target));
                 }
             }
         }
@@ -352,13 +393,23 @@ fn watch_targets(root: &Path) -> (BTreeSet<PathBuf>, Vec<(PathBuf, PathBuf)>) {
     (dirs, links)
 }
 
+/// Where the symbolic link `file` points, with its folder resolved, even if the file itself
+/// does not exist (yet): a link made before the first build must follow that build.
+fn link_target(file: &Path) -> Option<PathBuf> {
+    let dest = fs::read_link(file).ok()?;
+    let dest = file.parent()?.join(dest); // an absolute `dest` replaces the folder
+    let dir = fs::canonicalize(dest.parent()?).ok()?;
+    Some(dir.join(dest.file_name()?))
+}
+
+/// The folders in `dir`, following symbolic links (a profile folder may be one).
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
     entries
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .collect()

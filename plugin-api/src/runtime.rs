@@ -44,6 +44,9 @@ pub fn handle() -> &'static Handle {
                 runtime.block_on(async {
                     let _ = stopped.await;
                 });
+                // Drops the tasks still spawned, without waiting for `spawn_blocking` work,
+                // which may never end: shutdown must not hang the host.
+                runtime.shutdown_background();
             })
             .expect("could not start the plugin's runtime thread");
         *RUNTIME.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, driver));
@@ -66,8 +69,9 @@ fn enter_runtime() {
     }
 }
 
-/// Stops the runtime's thread; tasks still spawned on it are dropped. Called by the host through
-/// the module's `shutdown` before it lets go of the library.
+/// Stops the runtime's thread; tasks still spawned on it are dropped, and blocking tasks are
+/// left to finish on their own. Called by the host through the module's `shutdown` once the
+/// last call on this build of the library has ended.
 pub fn shutdown() {
     if let Some((stop, driver)) = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = stop.send(());

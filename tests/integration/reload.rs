@@ -328,7 +328,14 @@ fn a_running_call_finishes_on_its_generation_which_then_shuts_down() {
             Ok(())
         }
     });
-    assert_eq!(live.host.generations(), Generations { loaded: 2, live: 1 });
+    wait_for("the count of live generations to drop", || {
+        let g = live.host.generations();
+        if g == (Generations { loaded: 2, live: 1 }) {
+            Ok(())
+        } else {
+            Err(g)
+        }
+    });
 }
 
 #[test]
@@ -430,4 +437,80 @@ fn removing_or_renaming_a_profile_folder_falls_back() {
     let agents = live.root.path().join("usr/agents");
     std::fs::rename(agents.join("ops"), agents.join("ops-old")).unwrap();
     live.wait_answer("ops", "ver", "v1");
+}
+
+#[test]
+fn a_folder_removed_and_recreated_at_once_is_still_watched() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "usr/agents/dev/tools/ver.so");
+    let live = Live::new(root);
+    assert_eq!(live.call("dev", "ver", json!({})), "v1");
+
+    // Faster than the debounce: the watcher sees the folder change once.
+    let dir = live.root.path().join("usr/agents/dev/tools");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(Fixture::VersionedV2.path(), dir.join("ver.so")).unwrap();
+    live.wait_answer("dev", "ver", "v2");
+
+    // Later changes in the new folder are still seen.
+    live.root
+        .replace("usr/agents/dev/tools/ver.so", Fixture::Versioned);
+    live.wait_answer("dev", "ver", "v1");
+}
+
+#[test]
+fn a_link_made_before_the_first_build_follows_the_builds() {
+    let root = TestRoot::new();
+    std::fs::create_dir_all(root.path().join("usr/tools")).unwrap();
+    std::fs::create_dir_all(root.path().join("target/debug")).unwrap();
+    let output = root.path().join("target/debug/libver.so");
+    std::os::unix::fs::symlink("../../target/debug/libver.so", root.path().join(TOOL)).unwrap();
+    let live = Live::new(root);
+
+    std::fs::copy(Fixture::Versioned.path(), &output).unwrap();
+    live.wait_answer("default", "ver", "v1");
+
+    live.root
+        .replace_like_cargo("target/debug/libver.so", Fixture::VersionedV2);
+    live.wait_answer("default", "ver", "v2");
+}
+
+#[test]
+fn a_profile_folder_that_is_a_link_is_watched() {
+    let root = TestRoot::new();
+    let elsewhere = TestRoot::new();
+    elsewhere.copy(Fixture::Versioned, "dev/tools/ver.so");
+    std::fs::create_dir_all(root.path().join("usr/agents")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.path().join("dev"),
+        root.path().join("usr/agents/dev"),
+    )
+    .unwrap();
+    let live = Live::new(root);
+    assert_eq!(live.call("dev", "ver", json!({})), "v1");
+
+    elsewhere.replace("dev/tools/ver.so", Fixture::VersionedV2);
+    live.wait_answer("dev", "ver", "v2");
+}
+
+#[test]
+fn a_switched_off_plugin_is_not_loaded_when_rebuilt() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "core/tools/ver.so");
+    root.write("plugins/web/.toggle-0", "");
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+
+    live.root
+        .replace("plugins/web/tools/ver.so", Fixture::VersionedV2);
+    // A later change elsewhere marks the point by which the first was handled.
+    live.root
+        .write("core/prompts/agent.system.tool.ver.md", "ver");
+    live.wait_event("the prompt change", |e| match e {
+        ReloadEvent::Changed { path } if path.ends_with("agent.system.tool.ver.md") => Some(()),
+        _ => None,
+    });
+    assert_eq!(live.host.generations().loaded, 1);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
 }

@@ -514,3 +514,72 @@ fn a_switched_off_plugin_is_not_loaded_when_rebuilt() {
     assert_eq!(live.host.generations().loaded, 1);
     assert_eq!(live.call("default", "ver", json!({})), "v1");
 }
+
+/// What the host logs at warning level while `f` runs on this thread.
+fn warnings_during(f: impl FnOnce()) -> Vec<String> {
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .without_time()
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_failed_rebuild_is_one_clear_line_and_generations_warn_past_the_limit() {
+    let root = TestRoot::new();
+    let path = root.copy(Fixture::Versioned, TOOL);
+    let host = Arc::new(
+        Host::with_options(
+            root.path(),
+            toolhost::HostOptions::default().with_warn_generations(3),
+        )
+        .unwrap(),
+    );
+    let warnings = warnings_during(|| {
+        host.resolve("default", "ver");
+        for fixture in [
+            Fixture::VersionedV2,
+            Fixture::Versioned,
+            Fixture::VersionedV2,
+        ] {
+            root.replace(TOOL, fixture);
+            host.files_changed(std::slice::from_ref(&path));
+        }
+    });
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    // Four loads with a threshold of 3: one warning, at the third.
+    assert!(
+        warnings[0].contains("3 library generations have been loaded"),
+        "{warnings:?}"
+    );
+
+    let warnings = warnings_during(|| {
+        root.replace_bytes(TOOL, b"not a library");
+        host.files_changed(std::slice::from_ref(&path));
+    });
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let line = &warnings[0];
+    assert!(line.contains(&path.display().to_string()), "{line}");
+    assert!(
+        line.contains("still serving 0.2.0 (generation 4)"),
+        "{line}"
+    );
+    assert!(line.contains("rebuild it or remove it"), "{line}");
+}

@@ -290,23 +290,11 @@ impl Host {
         for profile in &profiles {
             self.layers(profile);
         }
-        let tools: Vec<(String, Vec<String>)> = read(&self.tools)
-            .iter()
-            .map(|(p, names)| (p.clone(), names.keys().cloned().collect()))
-            .collect();
-        for (profile, names) in tools {
-            for name in names {
-                self.resolve_again(&profile, &name);
-            }
+        for (profile, name) in cached_keys(&self.tools) {
+            self.resolve_again(&profile, &name);
         }
-        let points: Vec<(String, Vec<String>)> = read(&self.extensions)
-            .iter()
-            .map(|(p, points)| (p.clone(), points.keys().cloned().collect()))
-            .collect();
-        for (profile, points) in points {
-            for point in points {
-                self.extensions_again(&profile, &point);
-            }
+        for (profile, point) in cached_keys(&self.extensions) {
+            self.extensions_again(&profile, &point);
         }
         // Libraries of layers no profile uses any more (a plugin switched off) are let go; their
         // generations shut down once no call holds them.
@@ -737,6 +725,14 @@ fn generated_fragment(name: &str, info: &ToolInfo) -> String {
         text.push_str(&info.parameters.to_string());
     }
     text
+}
+
+/// Every `(profile, key)` a per-profile cache holds.
+fn cached_keys<T: ?Sized>(cache: &PerProfile<T>) -> Vec<(String, String)> {
+    read(cache)
+        .iter()
+        .flat_map(|(profile, keys)| keys.keys().map(|key| (profile.clone(), key.clone())))
+        .collect()
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {

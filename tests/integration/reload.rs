@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolhost::output::Silent;
 use toolhost::{Agent, Generations, Host, ReloadEvent, Served, Watcher};
-use toolhost_tests::{wait_for, Fixture, TestRoot};
+use toolhost_tests::{wait_for, wait_for_value, Fixture, TestRoot};
 
 const TOOL: &str = "usr/tools/ver.so";
 
@@ -55,13 +55,9 @@ impl Live {
 
     /// Waits until calling `request` answers `expected`.
     fn wait_answer(&self, profile: &str, request: &str, expected: &str) {
-        wait_for(&format!("{request} to answer {expected}"), || {
-            let answer = self.call(profile, request, json!({}));
-            if answer == expected {
-                Ok(())
-            } else {
-                Err(answer)
-            }
+        let what = format!("{request} to answer {expected}");
+        wait_for_value(&what, expected.to_owned(), || {
+            self.call(profile, request, json!({}))
         });
     }
 
@@ -191,36 +187,21 @@ fn extensions_added_renamed_and_removed() {
 
     live.root.replace(&ext("_10_a"), Fixture::RecorderExt);
     let expected = json!([format!("{POINT}/_10_a"), format!("{POINT}/_20_b")]);
-    wait_for("_10_a to run first", || {
-        let seen = live.extensions_seen();
-        if seen == expected {
-            Ok(())
-        } else {
-            Err(seen)
-        }
-    });
+    wait_for_value("_10_a to run first", expected, || live.extensions_seen());
 
     let dir = live.root.path().join(format!("usr/extensions/{POINT}"));
     std::fs::rename(dir.join("_20_b.so"), dir.join("_05_c.so")).unwrap();
     let expected = json!([format!("{POINT}/_05_c"), format!("{POINT}/_10_a")]);
-    wait_for("the renamed extension to run at its new place", || {
-        let seen = live.extensions_seen();
-        if seen == expected {
-            Ok(())
-        } else {
-            Err(seen)
-        }
-    });
+    wait_for_value(
+        "the renamed extension to run at its new place",
+        expected,
+        || live.extensions_seen(),
+    );
 
     std::fs::remove_file(dir.join("_10_a.so")).unwrap();
     let expected = json!([format!("{POINT}/_05_c")]);
-    wait_for("the removed extension to stop", || {
-        let seen = live.extensions_seen();
-        if seen == expected {
-            Ok(())
-        } else {
-            Err(seen)
-        }
+    wait_for_value("the removed extension to stop", expected, || {
+        live.extensions_seen()
     });
 }
 
@@ -328,14 +309,11 @@ fn a_running_call_finishes_on_its_generation_which_then_shuts_down() {
             Ok(())
         }
     });
-    wait_for("the count of live generations to drop", || {
-        let g = live.host.generations();
-        if g == (Generations { loaded: 2, live: 1 }) {
-            Ok(())
-        } else {
-            Err(g)
-        }
-    });
+    wait_for_value(
+        "the count of live generations to drop",
+        (Generations { loaded: 2, live: 1 }),
+        || live.host.generations(),
+    );
 }
 
 #[test]
@@ -395,13 +373,8 @@ fn a_reload_storm_fails_no_call() {
     let generations = live.host.generations();
     assert!(generations.loaded >= 10, "{generations:?}");
     // Old generations are shut down once no call holds them.
-    wait_for("old generations to shut down", || {
-        let g = live.host.generations();
-        if g.live == 1 {
-            Ok(())
-        } else {
-            Err(g)
-        }
+    wait_for_value("old generations to shut down", 1, || {
+        live.host.generations().live
     });
 }
 

@@ -302,6 +302,22 @@ pub fn wait_for<T, L: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Re
     }
 }
 
+/// Waits (as [`wait_for`]) until `current` returns `expected`.
+pub fn wait_for_value<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    expected: T,
+    mut current: impl FnMut() -> T,
+) {
+    wait_for(what, || {
+        let now = current();
+        if now == expected {
+            Ok(())
+        } else {
+            Err(now)
+        }
+    });
+}
+
 /// Starts `agent.call_tool(request, args)` as a task of the current tokio runtime.
 pub fn spawn_call(
     agent: &Arc<Agent>,

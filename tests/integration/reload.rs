@@ -311,7 +311,7 @@ fn a_running_call_finishes_on_its_generation_which_then_shuts_down() {
     });
     wait_for_value(
         "the count of live generations to drop",
-        (Generations { loaded: 2, live: 1 }),
+        Generations { loaded: 2, live: 1 },
         || live.host.generations(),
     );
 }

@@ -82,6 +82,7 @@ mod name;
 pub mod output;
 mod plugin;
 mod reload;
+mod secrets;
 mod watcher;
 
 pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
@@ -95,4 +96,7 @@ pub use name::{is_safe_name, ToolName};
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use reload::{ReloadEvent, Served};
+pub use secrets::{
+    placeholder, MaskStream, Secrets, SecretsError, MIN_MASKED_LEN, PLACEHOLDER_START,
+};
 pub use watcher::Watcher;

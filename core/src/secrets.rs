@@ -1,0 +1,409 @@
+//! Secrets: the model only ever sees `§§secret(KEY)` placeholders; tools get the values.
+//!
+//! The values live in `usr/secrets.env` (`KEY=VALUE` lines). [`Secrets::mask`] replaces every
+//! value of 4 characters or more with its placeholder, in one pass over the text
+//! (Aho-Corasick, leftmost-longest: where two values start at the same place the longer one
+//! wins). [`Secrets::unmask_value`] puts the values back into a tool's arguments, in strings at
+//! any depth. [`MaskStream`] masks text that arrives in chunks, holding back only what could be
+//! the start of a value.
+//!
+//! ```
+//! use toolhost::Secrets;
+//!
+//! let secrets = Secrets::parse("API_KEY=sk-12345\nUSER=ada\n").unwrap();
+//! assert_eq!(secrets.mask("token sk-12345 for ada"), "token §§secret(API_KEY) for ada");
+//! let mut args = serde_json::json!({"headers": {"auth": "Bearer §§secret(API_KEY)"}});
+//! secrets.unmask_value(&mut args).unwrap();
+//! assert_eq!(args["headers"]["auth"], "Bearer sk-12345");
+//! ```
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde_json::Value;
+
+use crate::ToolError;
+
+/// The text before a key in a placeholder.
+pub const PLACEHOLDER_START: &str = "§§secret(";
+
+/// Values shorter than this are not masked: they would match ordinary text.
+pub const MIN_MASKED_LEN: usize = 4;
+
+/// A set of secrets, ready to mask and unmask.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    /// `(key, value)`, sorted by key.
+    pairs: Vec<(String, String)>,
+    /// Over the values of `MIN_MASKED_LEN` or more; pattern `i` is `masked[i]`.
+    matcher: Option<AhoCorasick>,
+    /// Placeholder of each pattern.
+    placeholders: Vec<String>,
+    /// Length in bytes of the longest masked value.
+    longest: usize,
+}
+
+/// A line of `secrets.env` that is not `KEY=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line} of the secrets file is not KEY=VALUE (keys use letters, digits and '_'): fix or remove it")]
+pub struct SecretsError {
+    /// 1-based line number.
+    pub line: usize,
+}
+
+impl Secrets {
+    /// No secrets.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// Reads `path` (`KEY=VALUE` lines; blank lines and `#` comments are skipped; a value may be
+    /// quoted). A missing file means no secrets.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::empty()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Parses the `KEY=VALUE` text of a secrets file.
+    pub fn parse(text: &str) -> Result<Self, SecretsError> {
+        let mut pairs = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let line = line.strip_prefix("export ").unwrap_or(line);
+            let (key, value) = line.split_once('=').ok_or(SecretsError { line: i + 1 })?;
+            let key = key.trim();
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(SecretsError { line: i + 1 });
+            }
+            let value = value.trim();
+            let value = ['"', '\'']
+                .iter()
+                .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q))
+                .unwrap_or(value);
+            pairs.push((key.to_owned(), value.to_owned()));
+        }
+        Ok(Self::from_pairs(pairs))
+    }
+
+    /// Secrets from `(key, value)` pairs; a later pair replaces an earlier one of the same key.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut by_key = std::collections::BTreeMap::new();
+        for (key, value) in pairs {
+            by_key.insert(key, value);
+        }
+        let pairs: Vec<(String, String)> = by_key.into_iter().collect();
+        let masked: Vec<&(String, String)> = pairs
+            .iter()
+            .filter(|(_, v)| v.chars().count() >= MIN_MASKED_LEN)
+            .collect();
+        let matcher = (!masked.is_empty()).then(|| {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(masked.iter().map(|(_, v)| v))
+                .expect("secret values form a valid automaton")
+        });
+        let placeholders = masked.iter().map(|(k, _)| placeholder(k)).collect();
+        let longest = masked.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        Self {
+            matcher,
+            placeholders,
+            longest,
+            pairs,
+        }
+    }
+
+    /// The keys, sorted.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.pairs.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// Whether there are no secrets.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| self.pairs[i].1.as_str())
+    }
+
+    /// `text` with every secret value replaced by its placeholder; borrowed when there was none.
+    pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let Some(matcher) = &self.matcher else {
+            return Cow::Borrowed(text);
+        };
+        let mut matches = matcher.find_iter(text).peekable();
+        if matches.peek().is_none() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for m in matches {
+            out.push_str(&text[at..m.start()]);
+            out.push_str(&self.placeholders[m.pattern().as_usize()]);
+            at = m.end();
+        }
+        out.push_str(&text[at..]);
+        Cow::Owned(out)
+    }
+
+    /// Masks every string in `value`, at any depth (keys too).
+    pub fn mask_value(&self, value: &mut Value) {
+        if self.matcher.is_none() {
+            return;
+        }
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(masked) = self.mask(s) {
+                    *s = masked;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.mask_value(v)),
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (key, mut v) in entries {
+                    self.mask_value(&mut v);
+                    map.insert(self.mask(&key).into_owned(), v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `text` with every `§§secret(KEY)` replaced by the value of `KEY`.
+    ///
+    /// # Errors
+    ///
+    /// A [repairable](crate::ErrorKind::Repairable) error naming the unknown keys and listing
+    /// the known ones (never a value).
+    pub fn unmask<'a>(&self, text: &'a str) -> Result<Cow<'a, str>, ToolError> {
+        if !text.contains(PLACEHOLDER_START) {
+            return Ok(Cow::Borrowed(text));
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut unknown = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find(PLACEHOLDER_START) {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + PLACEHOLDER_START.len()..];
+            match after.find(')') {
+                Some(end) => {
+                    let key = &after[..end];
+                    match self.get(key) {
+                        Some(value) => out.push_str(value),
+                        None => {
+                            unknown.push(key.to_owned());
+                            out.push_str(&rest[start..start + PLACEHOLDER_START.len() + end + 1]);
+                        }
+                    }
+                    rest = &after[end + 1..];
+                }
+                None => {
+                    out.push_str(&rest[start..]);
+                    rest = "";
+                }
+            }
+        }
+        out.push_str(rest);
+        if unknown.is_empty() {
+            return Ok(Cow::Owned(out));
+        }
+        let known: Vec<&str> = self.keys().collect();
+        Err(ToolError::repairable(format!(
+            "unknown secret {}: the known secret keys are {}; write §§secret(KEY) with one of them",
+            unknown
+                .iter()
+                .map(|k| placeholder(k))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if known.is_empty() {
+                "none (there is no usr/secrets.env)".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )))
+    }
+
+    /// Replaces placeholders in every string of `value`, at any depth; returns whether anything
+    /// changed. Fails like [`unmask`](Self::unmask), leaving `value` unchanged.
+    pub fn unmask_value(&self, value: &mut Value) -> Result<bool, ToolError> {
+        fn walk(secrets: &Secrets, value: &Value) -> Result<Option<Value>, ToolError> {
+            Ok(match value {
+                Value::String(s) => match secrets.unmask(s)? {
+                    Cow::Owned(new) => Some(Value::String(new)),
+                    Cow::Borrowed(_) => None,
+                },
+                Value::Array(items) => {
+                    let mut changed = None;
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(new) = walk(secrets, item)? {
+                            changed.get_or_insert_with(|| items.clone())[i] = new;
+                        }
+                    }
+                    changed.map(Value::Array)
+                }
+                Value::Object(map) => {
+                    let mut changed = None;
+                    for (key, item) in map {
+                        if let Some(new) = walk(secrets, item)? {
+                            changed
+                                .get_or_insert_with(|| map.clone())
+                                .insert(key.clone(), new);
+                        }
+                    }
+                    changed.map(Value::Object)
+                }
+                _ => None,
+            })
+        }
+        match walk(self, value)? {
+            Some(new) => {
+                *value = new;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// A filter for text that arrives in chunks (a model's streamed reply).
+    pub fn stream(&self) -> MaskStream<'_> {
+        MaskStream {
+            secrets: self,
+            pending: String::new(),
+        }
+    }
+}
+
+/// `§§secret(KEY)`.
+pub fn placeholder(key: &str) -> String {
+    format!("{PLACEHOLDER_START}{key})")
+}
+
+/// Masks streamed text: [`push`](Self::push) returns what is safe to show now, holding back the
+/// end of the text that could still become a secret value; [`finish`](Self::finish) returns
+/// the rest.
+///
+/// ```
+/// let secrets = toolhost::Secrets::parse("TOKEN=hunter2-xyz").unwrap();
+/// let mut stream = secrets.stream();
+/// let mut shown = stream.push("the token is hun");
+/// shown += &stream.push("ter2-x");
+/// shown += &stream.push("yz, done");
+/// shown += &stream.finish();
+/// assert_eq!(shown, "the token is §§secret(TOKEN), done");
+/// ```
+#[derive(Debug)]
+pub struct MaskStream<'a> {
+    secrets: &'a Secrets,
+    pending: String,
+}
+
+impl MaskStream<'_> {
+    /// Takes the next chunk; returns the masked text that can be shown now.
+    pub fn push(&mut self, chunk: &str) -> String {
+        self.pending.push_str(chunk);
+        let Some(matcher) = &self.secrets.matcher else {
+            return std::mem::take(&mut self.pending);
+        };
+        // A value that is not complete yet starts within the last `longest - 1` bytes.
+        let mut cut = self
+            .pending
+            .len()
+            .saturating_sub(self.secrets.longest.saturating_sub(1));
+        while !self.pending.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        for m in matcher.find_iter(&self.pending) {
+            if m.start() >= cut {
+                break;
+            }
+            if m.end() > cut {
+                cut = m.start(); // never split a match
+                break;
+            }
+        }
+        let rest = self.pending.split_off(cut);
+        let ready = std::mem::replace(&mut self.pending, rest);
+        self.secrets.mask(&ready).into_owned()
+    }
+
+    /// The rest of the text, masked.
+    pub fn finish(self) -> String {
+        self.secrets.mask(&self.pending).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_value_wins_and_short_values_are_left_alone() {
+        let s = Secrets::parse("A=abcd\nB=abcdef\nC=ab\n# note\n\nD='quoted value'").unwrap();
+        assert_eq!(
+            s.mask("abcdef abcd ab quoted value"),
+            "§§secret(B) §§secret(A) ab §§secret(D)"
+        );
+        assert!(matches!(s.mask("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn unknown_placeholders_name_keys_never_values() {
+        let s = Secrets::parse("API=sk-secret-1").unwrap();
+        let e = s.unmask("use §§secret(NOPE)").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Repairable);
+        assert!(e.message().contains("§§secret(NOPE)"));
+        assert!(e.message().contains("API"));
+        assert!(!e.message().contains("sk-secret-1"));
+    }
+
+    #[test]
+    fn nested_arguments_are_unmasked_and_a_failure_changes_nothing() {
+        let s = Secrets::parse("K=value-1").unwrap();
+        let mut v = serde_json::json!({"a": ["x §§secret(K)", {"b": "§§secret(K)"}], "n": 1});
+        assert!(s.unmask_value(&mut v).unwrap());
+        assert_eq!(
+            v,
+            serde_json::json!({"a": ["x value-1", {"b": "value-1"}], "n": 1})
+        );
+        let mut bad = serde_json::json!({"a": "§§secret(K)", "b": "§§secret(X)"});
+        let before = bad.clone();
+        assert!(s.unmask_value(&mut bad).is_err());
+        assert_eq!(bad, before);
+    }
+
+    #[test]
+    fn a_stream_never_shows_a_value_split_across_chunks() {
+        let s = Secrets::parse("T=0123456789").unwrap();
+        let text = "xx 0123456789 yy 01234 0123456789";
+        for size in 1..text.len() {
+            let mut stream = s.stream();
+            let mut shown = String::new();
+            let bytes: Vec<char> = text.chars().collect();
+            for chunk in bytes.chunks(size) {
+                shown += &stream.push(&chunk.iter().collect::<String>());
+                assert!(!shown.contains("0123456789"), "chunk size {size}: {shown}");
+            }
+            shown += &stream.finish();
+            assert_eq!(shown, s.mask(text), "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn bad_lines_are_reported_by_number() {
+        assert_eq!(
+            Secrets::parse("A=1\nnot a pair\n").unwrap_err(),
+            SecretsError { line: 2 }
+        );
+    }
+}

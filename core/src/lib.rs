@@ -82,6 +82,7 @@ mod name;
 pub mod output;
 mod plugin;
 mod reload;
+mod reply;
 mod secrets;
 mod watcher;
 
@@ -96,6 +97,7 @@ pub use name::{is_safe_name, ToolName};
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use reload::{ReloadEvent, Served};
+pub use reply::{parse_reply, ToolRequest};
 pub use secrets::{
     placeholder, MaskStream, Secrets, SecretsError, MIN_MASKED_LEN, PLACEHOLDER_START,
 };

@@ -78,6 +78,7 @@ mod layers;
 mod libraries;
 mod lifecycle;
 mod loader;
+mod model;
 mod name;
 pub mod output;
 mod plugin;
@@ -93,6 +94,7 @@ pub use host::{
 };
 pub use layers::{layers_for, Layer, LayerKind};
 pub use loader::version_compatible;
+pub use model::{Model, ModelError, ModelFuture, ModelRequest, Script, ScriptedModel};
 pub use name::{is_safe_name, ToolName};
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use crate::error::HostError;
 use crate::name::is_safe_name;
 use crate::output::{Output, OutputKind, Terminal};
+use crate::session::Session;
 use crate::{Host, ToolError};
 
 /// Who wrote a history message.
@@ -76,6 +77,8 @@ pub struct LogItem {
 struct Intervention {
     paused: bool,
     stopped: bool,
+    /// The user sent a message: the current iteration ends at the next checkpoint.
+    interrupted: bool,
 }
 
 #[derive(Default)]
@@ -84,6 +87,10 @@ struct State {
     log: Vec<LogItem>,
     loop_data: Map<String, Value>,
     current_tool: Option<String>,
+    /// Messages the user sent while the agent was working.
+    interjections: Vec<String>,
+    session: Option<Session>,
+    initialised: bool,
 }
 
 /// An agent using a [`Host`]'s tools under one profile.
@@ -174,9 +181,59 @@ impl Agent {
         self.state().current_tool = tool.map(str::to_owned);
     }
 
-    /// Adds a message to the history.
-    pub fn add_history(&self, message: HistoryMessage) {
-        self.state().history.push(message);
+    /// Adds a message to the history, with every secret value masked.
+    pub fn add_history(&self, mut message: HistoryMessage) {
+        let secrets = self.host.secrets();
+        if let std::borrow::Cow::Owned(masked) = secrets.mask(&message.content) {
+            message.content = masked;
+        }
+        if let Some(additional) = message.additional.take() {
+            let mut value = Value::Object(additional);
+            secrets.mask_value(&mut value);
+            if let Value::Object(map) = value {
+                message.additional = Some(map);
+            }
+        }
+        let mut state = self.state();
+        if let Some(session) = &mut state.session {
+            session.history(&message);
+        }
+        state.history.push(message);
+    }
+
+    /// Records this agent's history and log under `parent` (normally `usr/sessions/`) from now
+    /// on, as JSON Lines; returns the session's folder.
+    pub fn record_session(&self, parent: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+        let session = Session::create(parent, &self.name)?;
+        let dir = session.dir().to_owned();
+        self.state().session = Some(session);
+        Ok(dir)
+    }
+
+    /// Sends the agent a message while it works: the current iteration ends at its next
+    /// checkpoint (the running tool's progress so far is kept as its result), and the message
+    /// loop goes on with the message in the history.
+    pub fn interject(&self, message: &str) {
+        self.state().interjections.push(message.to_owned());
+        self.set_intervention(|i| i.interrupted = true);
+    }
+
+    /// The messages sent with [`interject`](Self::interject) since the last call; clears the
+    /// interruption.
+    pub(crate) fn take_interjections(&self) -> Vec<String> {
+        let messages = std::mem::take(&mut self.state().interjections);
+        self.set_intervention(|i| i.interrupted = false);
+        messages
+    }
+
+    /// Whether the agent was stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.intervention.borrow().stopped
+    }
+
+    /// Marks the agent as initialised; true the first time.
+    pub(crate) fn first_init(&self) -> bool {
+        !std::mem::replace(&mut self.state().initialised, true)
     }
 
     fn set_intervention(&self, change: impl FnOnce(&mut Intervention)) {
@@ -223,6 +280,12 @@ impl Agent {
                     self.name
                 )));
             }
+            if state.interrupted {
+                return Err(ToolError::intervention(format!(
+                    "agent {} was interrupted by a message from the user",
+                    self.name
+                )));
+            }
             if !state.paused {
                 return Ok(());
             }
@@ -233,27 +296,58 @@ impl Agent {
     }
 
     pub(crate) fn new_log_item(&self, heading: String, kvps: Map<String, Value>) -> u64 {
-        let mut state = self.state();
-        let id = state.log.len() as u64 + 1;
-        state.log.push(LogItem {
-            id,
-            kind: "tool".to_owned(),
+        self.add_log("tool", heading, String::new(), kvps, false)
+    }
+
+    /// Adds a log item of `kind` (`user`, `agent`, `tool`, `warning`, `error`, `response`, ...),
+    /// masked; returns its id.
+    pub(crate) fn add_log(
+        &self,
+        kind: &str,
+        heading: String,
+        content: String,
+        kvps: Map<String, Value>,
+        finished: bool,
+    ) -> u64 {
+        let mut item = LogItem {
+            id: 0,
+            kind: kind.to_owned(),
             heading,
-            content: String::new(),
+            content,
             kvps,
             progress: String::new(),
-            finished: false,
-        });
+            finished,
+        };
+        self.mask_log_item(&mut item);
+        let mut state = self.state();
+        item.id = state.log.len() as u64 + 1;
+        if let Some(session) = &mut state.session {
+            session.log(&item);
+        }
+        let id = item.id;
+        state.log.push(item);
         id
     }
 
     pub(crate) fn update_log(&self, id: u64, f: impl FnOnce(&mut LogItem)) {
+        let secrets = self.host.secrets();
         let mut state = self.state();
-        if let Some(item) = id
-            .checked_sub(1)
-            .and_then(|i| state.log.get_mut(i as usize))
-        {
+        let State { log, session, .. } = &mut *state;
+        if let Some(item) = id.checked_sub(1).and_then(|i| log.get_mut(i as usize)) {
             f(item);
+            if !secrets.is_empty() {
+                mask_item(&secrets, item);
+            }
+            if let Some(session) = session {
+                session.log(item);
+            }
+        }
+    }
+
+    fn mask_log_item(&self, item: &mut LogItem) {
+        let secrets = self.host.secrets();
+        if !secrets.is_empty() {
+            mask_item(&secrets, item);
         }
     }
 
@@ -261,10 +355,25 @@ impl Agent {
         f(&mut self.state().loop_data)
     }
 
+    /// Prints to the agent's output, with every secret value masked.
     pub(crate) fn print(&self, kind: OutputKind, text: impl FnOnce() -> String) {
         if self.output.enabled() {
-            self.output.print(kind, &text());
+            let text = text();
+            self.output.print(kind, &self.host.secrets().mask(&text));
         }
+    }
+}
+
+fn mask_item(secrets: &crate::Secrets, item: &mut LogItem) {
+    for text in [&mut item.heading, &mut item.content, &mut item.progress] {
+        if let std::borrow::Cow::Owned(masked) = secrets.mask(text) {
+            *text = masked;
+        }
+    }
+    let mut kvps = Value::Object(std::mem::take(&mut item.kvps));
+    secrets.mask_value(&mut kvps);
+    if let Value::Object(map) = kvps {
+        item.kvps = map;
     }
 }
 

@@ -34,6 +34,17 @@ impl CallContext {
         }
     }
 
+    /// The agent itself, outside any tool call (the message loop's extension points).
+    pub(crate) fn for_agent(agent: Arc<Agent>) -> Self {
+        Self {
+            agent,
+            tool_name: "".into(),
+            method: None,
+            log_id: 0,
+            extension: None,
+        }
+    }
+
     /// The same call, seen from the extension `name` at `point`.
     pub(crate) fn for_extension(self: &Arc<Self>, point: &Arc<str>, name: &Arc<str>) -> Arc<Self> {
         Arc::new(Self {

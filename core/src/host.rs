@@ -15,6 +15,7 @@ use crate::libraries::{Libraries, Loaded};
 use crate::name::is_safe_name;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::reload::ReloadEvent;
+use crate::secrets::Secrets;
 use crate::ToolInfo;
 
 /// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
@@ -139,6 +140,7 @@ pub struct Host {
     options: HostOptions,
     /// Bumped whenever files change: a lookup that a change overtook is not cached.
     epoch: AtomicU64,
+    secrets: RwLock<Arc<Secrets>>,
     layers: RwLock<FxHashMap<String, Arc<[Layer]>>>,
     tools: PerProfile<Resolution>,
     extensions: PerProfile<[Arc<ExtensionHandle>]>,
@@ -157,6 +159,7 @@ impl Host {
             return Err(HostError::MissingRoot(root));
         }
         Ok(Self {
+            secrets: RwLock::new(Arc::new(load_secrets(&root))),
             root,
             libraries: Libraries::new(options.warn_generations)?,
             options,
@@ -170,6 +173,25 @@ impl Host {
     /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The secrets (`usr/secrets.env`), as loaded at start or by the last
+    /// [`reload_secrets`](Self::reload_secrets).
+    pub fn secrets(&self) -> Arc<Secrets> {
+        read(&self.secrets).clone()
+    }
+
+    /// Reads `usr/secrets.env` again (a bad file keeps the previous secrets and logs why).
+    pub fn reload_secrets(&self) {
+        match Secrets::load(&self.root.join("usr/secrets.env")) {
+            Ok(secrets) => *write(&self.secrets) = Arc::new(secrets),
+            Err(e) => tracing::warn!("{e}; keeping the secrets loaded before"),
+        }
+    }
+
+    /// Replaces the secrets (for embedding hosts and tests).
+    pub fn set_secrets(&self, secrets: Secrets) {
+        *write(&self.secrets) = Arc::new(secrets);
     }
 
     /// The host's settings.
@@ -571,6 +593,26 @@ impl Host {
     /// The prompt fragments `prompts/agent.system.tool.<name>.md` of every layer, merged by file
     /// name (first occurrence wins) and sorted by file name: `(file name, text)`.
     pub fn prompt_fragments(&self, profile: &str) -> Vec<(String, String)> {
+        self.fragments(profile, |file| file.starts_with("agent.system.tool."))
+    }
+
+    /// The parts of the system prompt, in order: the `prompts/agent.system.*.md` fragments
+    /// other than the tools' (merged by file name, first occurrence wins, sorted by file name),
+    /// then the tools section ([`tools_prompt`](Self::tools_prompt)).
+    pub fn system_prompt_parts(&self, profile: &str) -> Vec<String> {
+        let mut parts: Vec<String> = self
+            .fragments(profile, |file| {
+                file.starts_with("agent.system.") && !file.starts_with("agent.system.tool.")
+            })
+            .into_iter()
+            .map(|(_, text)| text.trim().to_owned())
+            .collect();
+        parts.push(self.tools_prompt(profile).trim().to_owned());
+        parts
+    }
+
+    /// The `prompts/*.md` files that `pick` accepts, merged by file name across the layers.
+    fn fragments(&self, profile: &str, pick: impl Fn(&str) -> bool) -> Vec<(String, String)> {
         let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
         for layer in self.layers(profile).iter() {
             let Ok(entries) = fs::read_dir(layer.dir.join("prompts")) else {
@@ -580,7 +622,7 @@ impl Host {
                 let Ok(file) = entry.file_name().into_string() else {
                     continue;
                 };
-                if file.starts_with("agent.system.tool.") && file.ends_with(".md") {
+                if file.ends_with(".md") && pick(&file) {
                     winners.entry(file).or_insert_with(|| entry.path());
                 }
             }
@@ -680,6 +722,13 @@ fn classify(path: &Path) -> FileRole<'_> {
         }
         _ => FileRole::Other,
     }
+}
+
+fn load_secrets(root: &Path) -> Secrets {
+    Secrets::load(&root.join("usr/secrets.env")).unwrap_or_else(|e| {
+        tracing::warn!("{e}; running without secrets");
+        Secrets::empty()
+    })
 }
 
 fn name_of(path: &Path) -> Option<&str> {

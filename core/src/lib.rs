@@ -78,6 +78,7 @@ mod layers;
 mod libraries;
 mod lifecycle;
 mod loader;
+mod message_loop;
 mod model;
 mod name;
 pub mod output;
@@ -85,6 +86,7 @@ mod plugin;
 mod reload;
 mod reply;
 mod secrets;
+mod session;
 mod watcher;
 
 pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
@@ -94,6 +96,7 @@ pub use host::{
 };
 pub use layers::{layers_for, Layer, LayerKind};
 pub use loader::version_compatible;
+pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use model::{Model, ModelError, ModelFuture, ModelRequest, Script, ScriptedModel};
 pub use name::{is_safe_name, ToolName};
 pub use plugin::{ExtensionHandle, ToolHandle};
@@ -103,4 +106,5 @@ pub use reply::{parse_reply, ToolRequest};
 pub use secrets::{
     placeholder, MaskStream, Secrets, SecretsError, MIN_MASKED_LEN, PLACEHOLDER_START,
 };
+pub use session::Session;
 pub use watcher::Watcher;

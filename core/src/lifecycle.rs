@@ -228,7 +228,7 @@ impl Agent {
     /// Runs every extension of `point` in order, each on the data the previous one left.
     /// The data is serialised once, and parsed again only if an extension changed it: the
     /// result is `None` when nothing changed.
-    async fn run_extensions(
+    pub(crate) async fn run_extensions(
         self: &Arc<Self>,
         point: &str,
         data: &impl Serialize,

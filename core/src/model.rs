@@ -68,7 +68,7 @@ impl Script {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut script = Self::default();
         let mut current: Option<(bool, Vec<&str>)> = None;
-        let mut flush = |block: Option<(bool, Vec<&str>)>, script: &mut Self| {
+        let flush = |block: Option<(bool, Vec<&str>)>, script: &mut Self| {
             if let Some((is_user, lines)) = block {
                 let text = lines.join("\n").trim().to_owned();
                 if is_user {

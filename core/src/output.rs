@@ -16,6 +16,12 @@ pub enum OutputKind {
     Progress,
     /// A warning.
     Warning,
+    /// A message from the user.
+    User,
+    /// A piece of the model's reply as it streams in (no line end of its own).
+    ModelChunk,
+    /// The end of the model's reply: the last held-back text, then the line ends.
+    ModelEnd,
 }
 
 /// Receives an agent's live output.
@@ -40,12 +46,15 @@ impl Output for Silent {
     }
 }
 
-/// Prints to standard error, coloured when it is a terminal (so standard output stays clean for
-/// results and `--json`).
+/// Prints to standard error (so standard output stays clean for results and `--json`). On a
+/// terminal it is coloured and a tool's progress is one line updated in place; otherwise (a
+/// file, a pipe, `NO_COLOR`) it prints plain lines with no control codes.
 #[derive(Debug)]
 pub struct Terminal {
     color: bool,
     hidden: Vec<OutputKind>,
+    /// A progress line is showing and the next output replaces it.
+    progress_open: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Terminal {
@@ -53,6 +62,7 @@ impl Default for Terminal {
         Self {
             color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
             hidden: Vec::new(),
+            progress_open: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -76,12 +86,31 @@ impl Output for Terminal {
             OutputKind::ToolResponse => "32",
             OutputKind::Progress => "2",
             OutputKind::Warning => "33",
+            OutputKind::User => "1;35",
+            OutputKind::ModelChunk | OutputKind::ModelEnd => "37",
         };
         let mut err = std::io::stderr().lock();
-        let _ = if self.color {
-            writeln!(err, "\x1b[{code}m{text}\x1b[0m")
-        } else {
-            writeln!(err, "{text}")
+        let open = self
+            .progress_open
+            .swap(false, std::sync::atomic::Ordering::Relaxed);
+        if !self.color {
+            let _ = match kind {
+                OutputKind::ModelChunk => write!(err, "{text}"),
+                _ => writeln!(err, "{text}"),
+            };
+            return;
+        }
+        if open {
+            let _ = write!(err, "\r\x1b[2K"); // clear the progress line
+        }
+        let _ = match kind {
+            OutputKind::Progress => {
+                self.progress_open
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                write!(err, "\x1b[{code}m{text}\x1b[0m")
+            }
+            OutputKind::ModelChunk => write!(err, "\x1b[{code}m{text}\x1b[0m"),
+            _ => writeln!(err, "\x1b[{code}m{text}\x1b[0m"),
         };
     }
 }

@@ -91,8 +91,29 @@ pub use tool::{Tool, ToolHooks};
 /// The version of the contract this crate defines (its Cargo version).
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The names of the extension points the host fires around a tool call.
+/// The names of the extension points the host fires, around a tool call and in the message loop.
+/// A plugin may also fire a point of its own with
+/// [`Context::call_extensions`](crate::Context::call_extensions).
 pub mod points {
+    /// Once per agent, before its first monologue; data `{"agent", "profile"}`.
+    pub const AGENT_INIT: &str = "agent_init";
+    /// When a user message starts a monologue; data `{"message"}`.
+    pub const MONOLOGUE_START: &str = "monologue_start";
+    /// When a monologue ends; data `{"result"}` (the final answer, or `null`).
+    pub const MONOLOGUE_END: &str = "monologue_end";
+    /// At the start of each iteration; data `{"iteration"}`.
+    pub const MESSAGE_LOOP_START: &str = "message_loop_start";
+    /// At the end of each iteration; data `{"iteration"}`.
+    pub const MESSAGE_LOOP_END: &str = "message_loop_end";
+    /// Before a message joins the history; data `{"role", "content"}` (may change `content`).
+    pub const HIST_ADD_BEFORE: &str = "hist_add_before";
+    /// After a tool's result joined the history; data `{"tool_name", "result"}`.
+    pub const HIST_ADD_TOOL_RESULT: &str = "hist_add_tool_result";
+    /// When an error goes back to the model; data `{"kind", "message", "text"}` (may change
+    /// `text`, what the model sees).
+    pub const ERROR_FORMAT: &str = "error_format";
+    /// When the system prompt is assembled; data `{"parts"}` (may change the parts).
+    pub const SYSTEM_PROMPT: &str = "system_prompt";
     /// Before `execute`; data `{"tool_name", "args"}`.
     pub const TOOL_EXECUTE_BEFORE: &str = "tool_execute_before";
     /// After `execute`; data `{"tool_name", "response"}`.

@@ -94,6 +94,10 @@ impl Agent {
         };
         let name = request_name.name();
         let resolution = self.host.resolve(self.profile(), name);
+        if name == "parallel" && resolution.found.is_none() {
+            // The built-in `parallel` (a library named `parallel` would replace it).
+            return self.run_parallel(args).await;
+        }
         let target = match &resolution.found {
             Some(found) => Target::Library(found.handle.clone()),
             None => {

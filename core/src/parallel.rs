@@ -1,0 +1,145 @@
+//! The built-in `parallel` tool: several calls at once, each through the whole lifecycle.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::Semaphore;
+
+use crate::{Agent, ErrorKind, Response, ToolError};
+
+/// The most calls a `parallel` request runs at once.
+pub const MAX_PARALLEL: usize = 8;
+
+type CallFuture = Pin<Box<dyn Future<Output = Result<Response, ToolError>> + Send>>;
+
+/// Boxed, so that `call_tool` can start itself from inside `parallel`.
+fn boxed_call(agent: Arc<Agent>, tool: String, args: Value) -> CallFuture {
+    Box::pin(async move { agent.call_tool(&tool, args).await })
+}
+
+impl Agent {
+    /// `parallel`: `{"calls": [{"tool_name", "tool_args"}, ...], "max_concurrent": n}`.
+    ///
+    /// Runs up to `max_concurrent` (at most [`MAX_PARALLEL`], the default) calls at once, each
+    /// through [`call_tool`](Self::call_tool) and under its tool's `timeout_seconds`. The
+    /// results come back in the order asked, each with its `state` (`success`, `error`,
+    /// `cancelled` or `timeout`) and `duration_ms`. A `parallel` inside `parallel` is refused.
+    pub(crate) async fn run_parallel(
+        self: &Arc<Self>,
+        args: Map<String, Value>,
+    ) -> Result<Response, ToolError> {
+        let calls = match args.get("calls") {
+            Some(Value::Array(calls)) if !calls.is_empty() => calls,
+            _ => {
+                return Err(ToolError::repairable(
+                    "parallel needs 'calls': a non-empty list of {\"tool_name\": ..., \
+                     \"tool_args\": {...}}",
+                ))
+            }
+        };
+        let limit = args
+            .get("max_concurrent")
+            .and_then(Value::as_u64)
+            .map_or(MAX_PARALLEL, |n| (n as usize).clamp(1, MAX_PARALLEL));
+        let permits = Arc::new(Semaphore::new(limit));
+        let mut tasks = Vec::with_capacity(calls.len());
+        for (i, call) in calls.iter().enumerate() {
+            let tool = ["tool_name", "tool", "name"]
+                .iter()
+                .find_map(|k| call.get(*k).and_then(Value::as_str))
+                .unwrap_or_default()
+                .to_owned();
+            let call_args = ["tool_args", "args", "parameters"]
+                .iter()
+                .find_map(|k| call.get(*k).cloned())
+                .unwrap_or(json!({}));
+            let refused = if tool.is_empty() {
+                Some(format!("call {} has no tool_name", i + 1))
+            } else if tool.split(':').next() == Some("parallel") {
+                Some(
+                    "a parallel call inside parallel is refused: list every call in one \
+                     parallel request"
+                        .to_owned(),
+                )
+            } else {
+                None
+            };
+            let timeout = self
+                .host
+                .resolve(self.profile(), tool.split(':').next().unwrap_or_default())
+                .found
+                .as_ref()
+                .map(|f| f.handle.info().timeout_seconds)
+                .filter(|s| *s > 0)
+                .map(Duration::from_secs);
+            let agent = self.clone();
+            let permits = permits.clone();
+            tasks.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let outcome = match refused {
+                    Some(reason) => Err((("error", ErrorKind::Repairable), reason)),
+                    None => {
+                        let _permit = permits.acquire_owned().await;
+                        let call = boxed_call(agent, tool.clone(), call_args);
+                        let result = match timeout {
+                            Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| {
+                                (
+                                    ("timeout", ErrorKind::Timeout),
+                                    format!("no answer within {} s", limit.as_secs()),
+                                )
+                            }),
+                            None => Ok(call.await),
+                        };
+                        match result {
+                            Ok(Ok(response)) => Ok(response),
+                            Ok(Err(e)) if e.kind() == ErrorKind::Intervention => {
+                                Err((("cancelled", e.kind()), e.message().to_owned()))
+                            }
+                            Ok(Err(e)) => Err((("error", e.kind()), e.message().to_owned())),
+                            Err(timeout) => Err(timeout),
+                        }
+                    }
+                };
+                let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+                let mut result = json!({
+                    "tool_name": tool,
+                    "duration_ms": (duration_ms * 10.0).round() / 10.0,
+                });
+                match outcome {
+                    Ok(response) => {
+                        result["state"] = json!("success");
+                        result["message"] = json!(response.message);
+                    }
+                    Err(((state, kind), message)) => {
+                        result["state"] = json!(state);
+                        result["error"] = json!({"kind": kind.as_str(), "message": message});
+                    }
+                }
+                result
+            }));
+        }
+        let mut results = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            results.push(task.await.unwrap_or_else(|e| {
+                json!({"state": "error", "error": {"kind": "internal", "message": e.to_string()}})
+            }));
+        }
+        if self.is_stopped() {
+            return Err(ToolError::intervention(format!(
+                "agent {} was stopped",
+                self.name()
+            )));
+        }
+        let text = serde_json::to_string_pretty(&results).unwrap_or_default();
+        let mut additional = Map::new();
+        additional.insert("results".to_owned(), Value::Array(results));
+        Ok(Response {
+            message: text,
+            break_loop: false,
+            additional: Some(additional),
+        })
+    }
+}

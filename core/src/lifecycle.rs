@@ -63,6 +63,8 @@ enum Target {
     Library(Arc<ToolHandle>),
     /// No layer has the tool: the built-in Unknown tool answers.
     Unknown,
+    /// The built-in `parallel` tool.
+    Parallel,
 }
 
 impl Agent {
@@ -94,12 +96,11 @@ impl Agent {
         };
         let name = request_name.name();
         let resolution = self.host.resolve(self.profile(), name);
-        if name == "parallel" && resolution.found.is_none() {
-            // The built-in `parallel` (a library named `parallel` would replace it).
-            return self.run_parallel(args).await;
-        }
+
         let target = match &resolution.found {
             Some(found) => Target::Library(found.handle.clone()),
+            // The built-in `parallel` (a library named `parallel` replaces it).
+            None if name == "parallel" => Target::Parallel,
             None => {
                 if let Some(error) = resolution.skipped.first() {
                     // Installed but unusable: say so, rather than "not found".
@@ -193,6 +194,10 @@ impl Agent {
         let mut response = match &target {
             Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
             Target::Unknown => self.unknown_tool(request.name()),
+            Target::Parallel => match args {
+                Value::Object(ref map) => self.run_parallel(map.clone()).await?,
+                _ => unreachable!("arguments are an object"),
+            },
         };
         self.check_intervention().await?;
 

@@ -8,7 +8,9 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
 use toolhost::output::{OutputKind, Terminal};
-use toolhost::{Agent, Host, HostOptions, Listing, ReloadEvent};
+use toolhost::{
+    Agent, Host, HostOptions, Listing, LoopOptions, ReloadEvent, Script, ScriptedModel,
+};
 
 /// Native plugin host for AI-agent tools.
 #[derive(Parser)]
@@ -65,7 +67,26 @@ enum Command {
         #[arg(long, default_value_t = 40)]
         debounce_ms: u64,
     },
-    /// The tools section of the system prompt for a profile.
+    /// Run a scripted conversation end to end with a live log: the model's replies come from
+    /// SCRIPT (`=== user` / `=== model` blocks). Type a line to interject; Ctrl-C stops cleanly.
+    /// The session is saved under usr/sessions/.
+    Run {
+        /// The script file.
+        script: PathBuf,
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// Iterations per user message before the loop gives up.
+        #[arg(long, default_value_t = 25)]
+        max_iterations: usize,
+        /// Unusable replies in a row before the loop gives up.
+        #[arg(long, default_value_t = 3)]
+        max_unusable: usize,
+    },
+    /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
         #[arg(long, short, default_value = "default")]
@@ -127,8 +148,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Prompt { profile } => {
             check_profile(&profile)?;
-            print!("{}", host.tools_prompt(&profile));
+            println!("{}", host.system_prompt_parts(&profile).join("\n\n"));
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            script,
+            profile,
+            agent,
+            max_iterations,
+            max_unusable,
+        } => {
+            let options = LoopOptions::default()
+                .with_max_iterations(max_iterations)
+                .with_max_unusable(max_unusable);
+            run_script(host, &script, &profile, &agent, &options)
         }
         Command::Call {
             name,
@@ -180,6 +213,59 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
     }
+}
+
+/// `toolhost run`: each user message of the script starts a monologue; the final answers go to
+/// standard output, the live log to standard error.
+fn run_script(
+    host: Arc<Host>,
+    script: &std::path::Path,
+    profile: &str,
+    agent: &str,
+    options: &LoopOptions,
+) -> Result<ExitCode> {
+    check_profile(profile)?;
+    let script = Script::load(script).map_err(anyhow::Error::msg)?;
+    let sessions = host.root().join("usr").join("sessions");
+    let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
+    let session = agent
+        .record_session(&sessions)
+        .with_context(|| format!("cannot create a session folder in {}", sessions.display()))?;
+    let model = ScriptedModel::new(script.replies);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    // A line typed while the agent works is sent to it.
+    let typed = agent.clone();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines().map_while(Result::ok) {
+            if !line.trim().is_empty() {
+                typed.interject(line.trim());
+            }
+        }
+    });
+    let code = runtime.block_on(async {
+        let stopper = agent.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nstopping (Ctrl-C)...");
+                stopper.stop();
+            }
+        });
+        for message in &script.user_messages {
+            match agent.monologue(&model, message, options).await {
+                Ok(answer) => println!("{answer}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        ExitCode::SUCCESS
+    });
+    eprintln!("session saved in {}", session.display());
+    Ok(code)
 }
 
 /// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.

@@ -71,6 +71,9 @@ static HOST_VTABLE: LazyLock<HostVtableRef> = LazyLock::new(|| {
         history_add: ctx_history_add,
         default_before_execution: ctx_default_before,
         default_after_execution: ctx_default_after,
+        unmask_json: ctx_unmask_json,
+        mask_text: ctx_mask_text,
+        call_extensions: ctx_call_extensions,
     }
     .leak_into_prefix()
 });
@@ -272,6 +275,55 @@ unsafe extern "C" fn ctx_default_after(
         call.agent
             .default_after_execution(&call, &Response::from_ffi(response));
         RResult::ROk(())
+    }
+    .into_ffi()
+}
+
+unsafe extern "C" fn ctx_unmask_json(data: *const c_void, json: RString) -> FfiResult<RString> {
+    // SAFETY: the plugin holds a reference for the duration of the call.
+    let call = unsafe { call(data) };
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut value: Value = serde_json::from_str(&json)
+            .map_err(|e| ToolError::internal(format!("unmask_json: not JSON: {e}")))?;
+        call.agent.host.secrets().unmask_value(&mut value)?;
+        Ok::<_, ToolError>(serde_json::to_string(&value).unwrap_or_default())
+    }));
+    match result {
+        Ok(Ok(text)) => RResult::ROk(RString::from(text)),
+        Ok(Err(e)) => RResult::RErr(e.into_ffi()),
+        Err(_) => RResult::RErr(ToolError::internal("unmasking secrets panicked").into_ffi()),
+    }
+}
+
+unsafe extern "C" fn ctx_mask_text(data: *const c_void, text: RString) -> RString {
+    // SAFETY: as in `ctx_unmask_json`.
+    let call = unsafe { call(data) };
+    match call.agent.host.secrets().mask(&text) {
+        std::borrow::Cow::Owned(masked) => RString::from(masked),
+        std::borrow::Cow::Borrowed(_) => text,
+    }
+}
+
+unsafe extern "C" fn ctx_call_extensions(
+    data: *const c_void,
+    point: RString,
+    json: RString,
+) -> FfiFuture<FfiResult<RString>> {
+    // SAFETY: as in `ctx_unmask_json`; the future keeps its own reference.
+    let call = unsafe { call_arc(data) };
+    async move {
+        let value: Value = match serde_json::from_str(&json) {
+            Ok(v) => v,
+            Err(e) => {
+                return RResult::RErr(
+                    ToolError::internal(format!("call_extensions: not JSON: {e}")).into_ffi(),
+                )
+            }
+        };
+        match call.agent.call_extensions(&point, value).await {
+            Ok(out) => RResult::ROk(RString::from(out.to_string())),
+            Err(e) => RResult::RErr(e.into_ffi()),
+        }
     }
     .into_ffi()
 }

@@ -116,6 +116,21 @@ pub struct HostVtable {
         data: *const c_void,
         response: FfiResponse,
     ) -> FfiFuture<FfiResult<()>>,
+    /// Replaces `§§secret(KEY)` placeholders in every string of a JSON value (JSON text in and
+    /// out); an unknown key is a repairable error. Since plugin-api 0.1.0's message loop; a
+    /// host without it reports `None`.
+    #[sabi(missing_field(option))]
+    pub unmask_json: unsafe extern "C" fn(data: *const c_void, json: RString) -> FfiResult<RString>,
+    /// Replaces every secret value in a text with its placeholder.
+    #[sabi(missing_field(option))]
+    pub mask_text: unsafe extern "C" fn(data: *const c_void, text: RString) -> RString,
+    /// Runs the extensions of any point on JSON data; returns the JSON they leave.
+    #[sabi(missing_field(option))]
+    pub call_extensions: unsafe extern "C" fn(
+        data: *const c_void,
+        point: RString,
+        json: RString,
+    ) -> FfiFuture<FfiResult<RString>>,
 }
 
 /// A call context handed to a plugin: host data plus the host's vtable.

@@ -158,6 +158,54 @@ impl Context {
     }
 }
 
+impl Context {
+    /// Replaces `§§secret(KEY)` placeholders with the secret values in every string of `value`,
+    /// at any depth. An unknown key is a [repairable](crate::ErrorKind::Repairable) error that
+    /// lists the known keys. The built-in `_10_unmask_secrets` extension does this for every
+    /// call's arguments.
+    pub fn unmask_secrets(&self, value: &mut Value) -> Result<(), ToolError> {
+        let Some(unmask) = self.vtable.unmask_json() else {
+            return Err(ToolError::dependency(
+                "this host has no secrets service: update the host",
+            ));
+        };
+        let json = RString::from(serde_json::to_string(&*value).unwrap_or_default());
+        // SAFETY: as in `field`.
+        let out = unsafe { unmask(self.data, json) }
+            .into_result()
+            .map_err(ToolError::from_ffi)?;
+        *value = serde_json::from_str(&out).map_err(|e| ToolError::internal(e.to_string()))?;
+        Ok(())
+    }
+
+    /// `text` with every secret value replaced by its `§§secret(KEY)` placeholder (unchanged
+    /// on a host without secrets).
+    pub fn mask_secrets(&self, text: &str) -> String {
+        match self.vtable.mask_text() {
+            // SAFETY: as in `field`.
+            Some(mask) => unsafe { mask(self.data, RString::from(text)) }.into_string(),
+            None => text.to_owned(),
+        }
+    }
+
+    /// Runs the extensions of `point` (one of the host's, or a point of your own) on `data`,
+    /// in file-name order; returns the data the last one left.
+    pub async fn call_extensions(&self, point: &str, data: Value) -> Result<Value, ToolError> {
+        let Some(call) = self.vtable.call_extensions() else {
+            return Err(ToolError::dependency(
+                "this host cannot run extension points for plugins: update the host",
+            ));
+        };
+        let json = RString::from(serde_json::to_string(&data).unwrap_or_default());
+        // SAFETY: as in `field`.
+        let out = unsafe { call(self.data, RString::from(point), json) }
+            .await
+            .into_result()
+            .map_err(ToolError::from_ffi)?;
+        serde_json::from_str(&out).map_err(|e| ToolError::internal(e.to_string()))
+    }
+}
+
 impl Clone for Context {
     fn clone(&self) -> Self {
         // SAFETY: adds the reference the new value owns.

@@ -46,6 +46,10 @@ pub enum Fixture {
     Versioned,
     /// `tests/fixtures/versioned_v2`: the same source built to answer `v2` (version 0.2.0).
     VersionedV2,
+    /// `core/extensions/tool_execute_before/_10_unmask_secrets`.
+    UnmaskSecrets,
+    /// `core/extensions/tool_execute_after/_10_mask_secrets`.
+    MaskSecrets,
     /// `core/tools/response`: the core `response` tool.
     Response,
     /// `plugins/example/agents/example/tools/response`: the example profile's `response`.
@@ -54,7 +58,7 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 15] = [
+    pub const ALL: [Fixture; 17] = [
         Self::Echo,
         Self::Noop,
         Self::NoopExt,
@@ -68,6 +72,8 @@ impl Fixture {
         Self::InitPanic,
         Self::Versioned,
         Self::VersionedV2,
+        Self::UnmaskSecrets,
+        Self::MaskSecrets,
         Self::Response,
         Self::ProfileResponse,
     ];
@@ -88,6 +94,8 @@ impl Fixture {
             Self::InitPanic => "fx-init-panic",
             Self::Versioned => "fx-versioned",
             Self::VersionedV2 => "fx-versioned-v2",
+            Self::UnmaskSecrets => "core-unmask-secrets",
+            Self::MaskSecrets => "core-mask-secrets",
             Self::Response => "core-response",
             Self::ProfileResponse => "example-profile-response",
         }

@@ -155,7 +155,8 @@ fn load_checked(copy: &Path) -> Result<PluginModuleRef, RawLoadError> {
 
 /// The host speaks `host`; a library built against `library` is compatible when the major
 /// versions match and, while the major is 0, the minor versions match too. Patch releases only
-/// append fields to prefix types, which the layout check accepts.
+/// append fields to the prefix types plugins provide, which the layout check accepts; a new
+/// host service (a `HostVtable` field) needs a new minor version.
 pub fn version_compatible(host: &str, library: &str) -> bool {
     let parse = |v: &str| -> Option<(u64, u64)> {
         let mut it = v.split('.');

@@ -85,6 +85,9 @@ enum Command {
         /// Unusable replies in a row before the loop gives up.
         #[arg(long, default_value_t = 3)]
         max_unusable: usize,
+        /// Read the secrets from this file instead of usr/secrets.env.
+        #[arg(long)]
+        secrets: Option<PathBuf>,
     },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
@@ -157,7 +160,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             agent,
             max_iterations,
             max_unusable,
+            secrets,
         } => {
+            if let Some(file) = secrets {
+                host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
+            }
             let options = LoopOptions::default()
                 .with_max_iterations(max_iterations)
                 .with_max_unusable(max_unusable);

@@ -63,7 +63,14 @@
 //! The host checks the contract's version and the exact layout of every type in [`abi`] when it
 //! loads a library, and skips one built against an incompatible `plugin-api` with a one-line
 //! reason. While the crate is `0.x`, plugins must be built against the same minor version as the
-//! host (`0.1.*` with `0.1.*`).
+//! host (`0.2.*` with `0.2.*`).
+//!
+//! What may change in a patch release: fields appended to the prefix types a *plugin* provides
+//! (`PluginModule`, `ToolVtable`, `ExtensionVtable`), which an older host simply does not read.
+//! What needs a minor release: any field added to [`HostVtable`](abi::HostVtable), which the
+//! *host* provides. abi_stable checks a prefix type the same way in both directions, so a plugin
+//! built against the shorter table is refused by a host with the longer one (0.1 to 0.2 was such
+//! a change: the secrets and extension services).
 #![deny(missing_docs)]
 
 pub mod abi;

@@ -173,40 +173,15 @@ fn demo() -> Result<()> {
         &["list", "--profile", "example"],
     )?;
     step(
-        "A plugin tool through the full lifecycle",
-        &["call", "greet", "--args", r#"{"name": "Ada"}"#],
-    )?;
-    step(
-        "A method call; the example extension shortens the long answer",
+        "A scripted session (the model's replies come from a file; everything else is real)",
         &[
-            "call",
-            "greet:shout",
-            "--args",
-            r#"{"name": "Ada", "times": 100}"#,
-        ],
-    )?;
-    step(
-        "An unknown tool: the model is told what exists",
-        &["call", "weather", "--args", "{}"],
-    )?;
-    step(
-        "The core 'response' tool ends the loop",
-        &["call", "response", "--args", r#"{"text": "All done."}"#],
-    )?;
-    step(
-        "Profile 'example' overrides 'response' with its own library",
-        &[
-            "call",
-            "response",
+            "run",
+            "plugins/example/demo/session.txt",
             "--profile",
             "example",
-            "--args",
-            r#"{"text": "All done."}"#,
+            "--secrets",
+            "plugins/example/demo/secrets.env",
         ],
-    )?;
-    step(
-        "A repairable error goes back to the model",
-        &["call", "response", "--args", "{}"],
     )?;
     Ok(())
 }

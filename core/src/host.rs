@@ -561,6 +561,17 @@ impl Host {
         names: impl Iterator<Item = &'a str>,
     ) -> Vec<Arc<Resolution>> {
         let names: Vec<&str> = names.collect();
+        let cached: Option<Vec<Arc<Resolution>>> = {
+            let tools = read(&self.tools);
+            let profile_tools = tools.get(profile);
+            names
+                .iter()
+                .map(|n| profile_tools.and_then(|m| m.get(*n)).cloned())
+                .collect()
+        };
+        if let Some(all) = cached {
+            return all; // nothing to load: no threads to start
+        }
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(names.len());

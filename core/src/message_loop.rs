@@ -374,6 +374,8 @@ impl Agent {
 
     /// Adds a message to the history through `hist_add_before` (which may change its content).
     async fn hist_add(self: &Arc<Self>, role: Role, content: String) -> Result<(), LoopError> {
+        // Masked before extensions see it, and again by `add_history` after they changed it.
+        let content = self.host.secrets().mask(&content).into_owned();
         let role_name = serde_json::to_value(role).unwrap_or_default();
         let data = self
             .fire(

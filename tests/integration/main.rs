@@ -11,5 +11,6 @@ mod names;
 mod panics;
 mod private_copies;
 mod reload;
+mod run_cli;
 mod unknown;
 mod watch_mode;

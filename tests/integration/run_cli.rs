@@ -1,0 +1,157 @@
+//! `toolhost run`: a scripted session through the real binary, with typed interjections,
+//! Ctrl-C, and plain output when standard error is not a terminal.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+
+fn root_with_script(replies: &[serde_json::Value]) -> (TestRoot, std::path::PathBuf) {
+    let root = TestRoot::new();
+    root.tool("core", "response", Fixture::Response);
+    root.tool("usr", "echo", Fixture::Echo);
+    let mut script = String::from("# test\n=== user\nWait, then answer.\n");
+    for reply in replies {
+        script += &format!("=== model\n{reply}\n");
+    }
+    let path = root.write("script.txt", script);
+    (root, path)
+}
+
+fn wait_call() -> serde_json::Value {
+    json!({"tool_name": "echo:wait", "tool_args": {"report": true}})
+}
+
+fn answer(text: &str) -> serde_json::Value {
+    json!({"tool_name": "response", "tool_args": {"text": text}})
+}
+
+/// Starts `toolhost run`; returns the child and a channel of its standard error lines.
+fn start(
+    root: &TestRoot,
+    script: &std::path::Path,
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .arg("run")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolhost run");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
+fn wait_line(
+    lines: &mpsc::Receiver<String>,
+    what: &str,
+    pred: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                let hit = pred(&line);
+                seen.push(line);
+                if hit {
+                    return seen;
+                }
+            }
+            Err(_) => panic!("no line {what} within 10 s; saw {seen:?}"),
+        }
+    }
+}
+
+fn session_history(root: &TestRoot) -> String {
+    let sessions = root.path().join("usr/sessions");
+    let dir = std::fs::read_dir(&sessions)
+        .expect("a sessions folder")
+        .next()
+        .expect("a session")
+        .unwrap()
+        .path();
+    std::fs::read_to_string(dir.join("history.jsonl")).unwrap()
+}
+
+#[test]
+fn a_typed_line_interjects_and_the_session_goes_on() {
+    let (root, script) = root_with_script(&[wait_call(), answer("answered early")]);
+    let (mut child, lines) = start(&root, &script);
+    wait_line(&lines, "showing progress", |l| l.contains("... step"));
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "Stop waiting and answer now.").unwrap();
+    stdin.flush().unwrap();
+    let rest = wait_line(&lines, "naming the session", |l| {
+        l.starts_with("session saved in")
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{rest:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "answered early"
+    );
+    assert!(
+        rest.iter()
+            .any(|l| l == "User (interjected): Stop waiting and answer now."),
+        "{rest:?}"
+    );
+    let history = session_history(&root);
+    assert!(
+        history.contains("(interrupted by the user) progress so far: step "),
+        "{history}"
+    );
+    assert!(
+        history.contains("Stop waiting and answer now."),
+        "{history}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_the_session_saved() {
+    let (root, script) = root_with_script(&[wait_call(), answer("never")]);
+    let (child, lines) = start(&root, &script);
+    wait_line(&lines, "showing progress", |l| l.contains("... step"));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest = wait_line(&lines, "naming the session", |l| {
+        l.starts_with("session saved in")
+    });
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l == "error: stopped by the user"),
+        "{rest:?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    assert!(session_history(&root).contains("Wait, then answer."));
+}
+
+#[test]
+fn output_that_is_not_a_terminal_has_no_control_codes() {
+    let (root, script) = root_with_script(&[
+        json!({"tool_name": "echo:progress", "tool_args": {"text": "working"}}),
+        answer("plain"),
+    ]);
+    let out = root.run_cli(&["run", script.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("  ... working"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+}

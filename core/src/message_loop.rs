@@ -285,24 +285,21 @@ impl Agent {
         let mut stream = secrets.stream();
         let output = self.output.clone();
         let streaming = output.enabled();
-        let mut shown = |chunk: &str| {
-            if streaming {
-                let text = stream.push(chunk);
-                if !text.is_empty() {
-                    output.print(OutputKind::ModelChunk, &text);
-                }
-            }
+        let request = ModelRequest {
+            system: &system,
+            history: &history,
         };
-        let reply = model
-            .reply(
-                ModelRequest {
-                    system: &system,
-                    history: &history,
-                },
-                &mut shown,
-            )
-            .await?;
-        drop(shown);
+        let reply = {
+            let mut shown = |chunk: &str| {
+                if streaming {
+                    let text = stream.push(chunk);
+                    if !text.is_empty() {
+                        output.print(OutputKind::ModelChunk, &text);
+                    }
+                }
+            };
+            model.reply(request, &mut shown).await?
+        };
         if streaming {
             let rest = stream.finish();
             self.output.print(OutputKind::ModelEnd, &rest);

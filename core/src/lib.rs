@@ -61,6 +61,33 @@
 //! unmapped; [`Host::generations`] counts them. Without a watcher, [`Host::files_changed`] does
 //! the same for files you name.
 //!
+//! ## The message loop
+//!
+//! [`Agent::monologue`] runs Agent Zero's loop with any [`Model`]: the model's replies are read
+//! leniently ([`parse_reply`]), their tools called through the lifecycle, and the loop ends
+//! with the message of the tool that sets `break_loop`. [`ScriptedModel`] replays a
+//! conversation, so the loop runs with no network. Secrets from `usr/secrets.env` are masked
+//! everywhere the model, a log or a person could see them ([`Secrets`]).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::{Agent, Host, LoopOptions, ScriptedModel};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = Agent::new(Arc::new(Host::new(".")?), "A0", "default")?;
+//! agent.record_session(std::path::Path::new("usr/sessions"))?;
+//! let model = ScriptedModel::new([
+//!     r#"{"tool_name": "greet", "tool_args": {"name": "§§secret(GUEST)"}}"#.to_owned(),
+//!     r#"{"tool_name": "response", "tool_args": {"text": "Greeted."}}"#.to_owned(),
+//! ]);
+//! let answer = agent
+//!     .monologue(&model, "Greet our guest.", &LoopOptions::default())
+//!     .await?;
+//! println!("{answer}");
+//! # Ok(()) }
+//! ```
+//!
 //! ## Failures
 //!
 //! A library that cannot be used (empty, truncated, not a plugin, built against another

@@ -50,6 +50,30 @@ fn run(
     (result, agent, output)
 }
 
+/// Starts a monologue on its own runtime; returns the agent, the runtime and the running loop.
+fn start(
+    root: &TestRoot,
+    replies: Vec<String>,
+    message: &'static str,
+) -> (
+    Arc<Agent>,
+    tokio::runtime::Runtime,
+    tokio::task::JoinHandle<Result<String, LoopError>>,
+) {
+    let (agent, _) = root.agent("default");
+    let model = ScriptedModel::new(replies);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let looping = {
+        let agent = agent.clone();
+        runtime.spawn(async move {
+            agent
+                .monologue(&model, message, &LoopOptions::default())
+                .await
+        })
+    };
+    (agent, runtime, looping)
+}
+
 fn roles(agent: &Agent) -> Vec<Role> {
     agent.history().iter().map(|m| m.role).collect()
 }
@@ -196,20 +220,14 @@ fn any_other_error_ends_the_loop_cleanly() {
 #[test]
 fn an_interjected_message_interrupts_the_tool_and_keeps_its_progress() {
     let root = root();
-    let (agent, _) = root.agent("default");
-    let model = ScriptedModel::new([
-        call("echo:wait", json!({"report": true})),
-        answer("stopped waiting"),
-    ]);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let looping = {
-        let agent = agent.clone();
-        runtime.spawn(async move {
-            agent
-                .monologue(&model, "wait a while", &LoopOptions::default())
-                .await
-        })
-    };
+    let (agent, runtime, looping) = start(
+        &root,
+        vec![
+            call("echo:wait", json!({"report": true})),
+            answer("stopped waiting"),
+        ],
+        "wait a while",
+    );
     wait_for("the tool to report progress", || {
         let steps = agent.loop_data("wait_steps").and_then(|v| v.as_u64());
         if steps.unwrap_or(0) >= 3 {
@@ -247,13 +265,11 @@ fn an_interjected_message_interrupts_the_tool_and_keeps_its_progress() {
 #[test]
 fn a_paused_agent_waits_and_resumes() {
     let root = root();
-    let (agent, _) = root.agent("default");
-    let model = ScriptedModel::new([call("echo:wait", json!({})), answer("done")]);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let looping = {
-        let agent = agent.clone();
-        runtime.spawn(async move { agent.monologue(&model, "go", &LoopOptions::default()).await })
-    };
+    let (agent, runtime, looping) = start(
+        &root,
+        vec![call("echo:wait", json!({})), answer("done")],
+        "go",
+    );
     wait_for("the tool to start", || {
         agent.loop_data("wait_steps").ok_or("not started")
     });
@@ -274,13 +290,11 @@ fn a_paused_agent_waits_and_resumes() {
 #[test]
 fn a_stopped_agent_ends_the_loop() {
     let root = root();
-    let (agent, _) = root.agent("default");
-    let model = ScriptedModel::new([call("echo:wait", json!({})), answer("never")]);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let looping = {
-        let agent = agent.clone();
-        runtime.spawn(async move { agent.monologue(&model, "go", &LoopOptions::default()).await })
-    };
+    let (agent, runtime, looping) = start(
+        &root,
+        vec![call("echo:wait", json!({})), answer("never")],
+        "go",
+    );
     wait_for("the tool to start", || {
         agent.loop_data("wait_steps").ok_or("not started")
     });

@@ -89,6 +89,8 @@ struct State {
     current_tool: Option<String>,
     /// Messages the user sent while the agent was working.
     interjections: Vec<String>,
+    /// A monologue is running: an interjection interrupts it.
+    running: bool,
     session: Option<Session>,
     initialised: bool,
 }
@@ -201,6 +203,18 @@ impl Agent {
         state.history.push(message);
     }
 
+    /// Writes the log items that are not finished yet to the session (at the end of a
+    /// monologue: a tool that was interrupted or failed).
+    pub(crate) fn flush_session_log(&self) {
+        let mut state = self.state();
+        let State { log, session, .. } = &mut *state;
+        if let Some(session) = session {
+            for item in log.iter().filter(|i| !i.finished) {
+                session.log(item);
+            }
+        }
+    }
+
     /// Records this agent's history and log under `parent` (normally `usr/sessions/`) from now
     /// on, as JSON Lines; returns the session's folder.
     pub fn record_session(&self, parent: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
@@ -213,17 +227,72 @@ impl Agent {
     /// Sends the agent a message while it works: the current iteration ends at its next
     /// checkpoint (the running tool's progress so far is kept as its result), and the message
     /// loop goes on with the message in the history.
+    ///
+    /// Outside a monologue the message waits, and joins the history at the next monologue's
+    /// first checkpoint.
     pub fn interject(&self, message: &str) {
-        self.state().interjections.push(message.to_owned());
-        self.set_intervention(|i| i.interrupted = true);
+        // The queue and the flag change under one lock, so no message can be left queued with
+        // the flag cleared.
+        let mut state = self.state();
+        state.interjections.push(message.to_owned());
+        if state.running {
+            self.set_intervention(|i| i.interrupted = true);
+        }
     }
 
     /// The messages sent with [`interject`](Self::interject) since the last call; clears the
     /// interruption.
     pub(crate) fn take_interjections(&self) -> Vec<String> {
-        let messages = std::mem::take(&mut self.state().interjections);
+        let mut state = self.state();
+        let messages = std::mem::take(&mut state.interjections);
         self.set_intervention(|i| i.interrupted = false);
         messages
+    }
+
+    /// Marks a monologue as running or not; returns the messages still queued when it ends.
+    pub(crate) fn set_running(&self, running: bool) -> Vec<String> {
+        let mut state = self.state();
+        state.running = running;
+        if running {
+            return Vec::new();
+        }
+        self.set_intervention(|i| i.interrupted = false);
+        std::mem::take(&mut state.interjections)
+    }
+
+    /// Whether messages sent with [`interject`](Self::interject) wait to join the history.
+    pub(crate) fn has_interjections(&self) -> bool {
+        !self.state().interjections.is_empty()
+    }
+
+    /// Whether the user interrupted (not stopped) the agent.
+    pub(crate) fn is_interrupted(&self) -> bool {
+        self.intervention.borrow().interrupted
+    }
+
+    /// Like [`check_intervention`](Self::check_intervention), but an interruption does not
+    /// count: once a tool has run, its call completes, and the loop's next checkpoint takes the
+    /// user's message.
+    pub(crate) async fn check_pause_or_stop(&self) -> Result<(), ToolError> {
+        if !self.intervening.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let mut rx = self.intervention.subscribe();
+        loop {
+            let state = *rx.borrow_and_update();
+            if state.stopped {
+                return Err(ToolError::intervention(format!(
+                    "agent {} was stopped",
+                    self.name
+                )));
+            }
+            if !state.paused {
+                return Ok(());
+            }
+            if rx.changed().await.is_err() {
+                return Ok(());
+            }
+        }
     }
 
     /// Whether the agent was stopped.
@@ -321,7 +390,7 @@ impl Agent {
         self.mask_log_item(&mut item);
         let mut state = self.state();
         item.id = state.log.len() as u64 + 1;
-        if let Some(session) = &mut state.session {
+        if let (Some(session), true) = (&mut state.session, item.finished) {
             session.log(&item);
         }
         let id = item.id;
@@ -338,7 +407,9 @@ impl Agent {
             if !secrets.is_empty() {
                 mask_item(&secrets, item);
             }
-            if let Some(session) = session {
+            // Written once finished: progress appended piece by piece could hold part of a
+            // value until the rest arrives and the whole is masked.
+            if let (Some(session), true) = (session, item.finished) {
                 session.log(item);
             }
         }

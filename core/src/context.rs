@@ -23,6 +23,8 @@ pub(crate) struct CallContext {
     pub(crate) method: Option<Arc<str>>,
     pub(crate) log_id: u64,
     pub(crate) extension: Option<(Arc<str>, Arc<str>)>,
+    /// A call of `parallel`: no history entry of its own.
+    pub(crate) nested: bool,
 }
 
 impl CallContext {
@@ -42,6 +44,7 @@ impl CallContext {
             method: None,
             log_id: 0,
             extension: None,
+            nested: false,
         }
     }
 
@@ -53,6 +56,7 @@ impl CallContext {
             method: self.method.clone(),
             log_id: self.log_id,
             extension: Some((point.clone(), name.clone())),
+            nested: self.nested,
         })
     }
 }
@@ -167,6 +171,7 @@ unsafe extern "C" fn ctx_set_progress(data: *const c_void, text: RString) -> Ffi
             .set_progress(&call, text.into_string())
             .await
         {
+            let e = call.agent.host.secrets().mask(&e.to_string()).into_owned();
             tracing::warn!("a tool_output_update extension failed: {e}");
         }
     }

@@ -228,7 +228,12 @@ impl Host {
     /// layers hold the file. Calls already running finish on the generation they started with.
     pub fn files_changed(&self, paths: &[PathBuf]) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
+        let secrets_file = self.root.join("usr").join("secrets.env");
         for path in paths {
+            if *path == secrets_file {
+                self.reload_secrets();
+                continue;
+            }
             match classify(path) {
                 FileRole::Tool { layer, name } => {
                     self.reread(path, layer, None);

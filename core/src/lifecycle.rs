@@ -11,7 +11,7 @@ use crate::agent::{nice_key, sanitize, HistoryMessage, Role};
 use crate::context::CallContext;
 use crate::output::OutputKind;
 use crate::plugin::ToolHandle;
-use crate::{Agent, Response, ToolError, ToolName};
+use crate::{Agent, ErrorKind, Response, ToolError, ToolName};
 
 /// `tool_execute_before` data: `{"tool_name", "args"}`.
 #[derive(Serialize)]
@@ -79,10 +79,26 @@ impl Agent {
     /// `after_execution`; intervention check; finally clear the current tool.
     ///
     /// An invalid name is refused with a repairable error before any file is touched.
+    ///
+    /// If the user interrupts the call ([`interject`](Self::interject)) before `execute`
+    /// returns, the tool's progress so far becomes its result in the history. Once `execute`
+    /// has returned, an interruption waits for the message loop's next checkpoint, so a
+    /// finished result is never thrown away.
     pub async fn call_tool(
         self: &Arc<Self>,
         request: &str,
         args: Value,
+    ) -> Result<Response, ToolError> {
+        self.call_tool_as(request, args, false).await
+    }
+
+    /// `call_tool`, as a call of `parallel` when `nested`: its result goes into the combined
+    /// result rather than the history, and it leaves the agent's current tool alone.
+    pub(crate) async fn call_tool_as(
+        self: &Arc<Self>,
+        request: &str,
+        args: Value,
+        nested: bool,
     ) -> Result<Response, ToolError> {
         let request_name = ToolName::parse(request)?;
         let args = match args {
@@ -114,10 +130,13 @@ impl Agent {
                 }
             }
         };
+        if nested {
+            return self.run_lifecycle(&request_name, target, args, true).await;
+        }
         self.set_current_tool(Some(request));
         // Cleared however the call ends: returned, failed, or cancelled mid-way.
         let _current = ClearCurrentTool(self);
-        self.run_lifecycle(&request_name, target, args).await
+        self.run_lifecycle(&request_name, target, args, false).await
     }
 
     /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
@@ -134,6 +153,7 @@ impl Agent {
             method: None,
             log_id: 0,
             extension: None,
+            nested: false,
         });
         tool.execute(&call, json_text(args)).await
     }
@@ -143,6 +163,7 @@ impl Agent {
         request: &ToolName,
         target: Target,
         args: Map<String, Value>,
+        nested: bool,
     ) -> Result<Response, ToolError> {
         self.check_intervention().await?;
         let heading = match request.method() {
@@ -160,46 +181,62 @@ impl Agent {
             method: request.method().map(Into::into),
             log_id,
             extension: None,
+            nested,
         });
-        let mut args = Value::Object(args);
+        // Up to `execute`: an interruption here keeps the tool's progress as its result.
+        let executed = async {
+            let mut args = Value::Object(args);
 
-        match &target {
-            Target::Library(tool) if tool.has_before_hook() => {
-                tool.before_execution(&call, json_text(&args)).await?
-            }
-            _ => self.default_before_execution(&call, &args),
-        }
-        self.check_intervention().await?;
-
-        let before = BeforeData {
-            tool_name: request.name(),
-            args: &args,
-        };
-        if let Some(mut data) = self
-            .run_extensions(TOOL_EXECUTE_BEFORE, &before, &call)
-            .await?
-        {
-            args = match data.get_mut("args").map(Value::take) {
-                Some(Value::Object(map)) => Value::Object(map),
-                _ => {
-                    return Err(ToolError::internal(format!(
-                        "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
-                         an extension must keep 'args' a JSON object",
-                        request.name()
-                    )))
+            match &target {
+                Target::Library(tool) if tool.has_before_hook() => {
+                    tool.before_execution(&call, json_text(&args)).await?
                 }
-            };
-        }
+                _ => self.default_before_execution(&call, &args),
+            }
+            self.check_intervention().await?;
 
-        let mut response = match &target {
-            Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
-            Target::Unknown => self.unknown_tool(request.name()),
-            Target::Parallel => match args {
-                Value::Object(ref map) => self.run_parallel(map.clone()).await?,
-                _ => unreachable!("arguments are an object"),
-            },
+            let before = BeforeData {
+                tool_name: request.name(),
+                args: &args,
+            };
+            if let Some(mut data) = self
+                .run_extensions(TOOL_EXECUTE_BEFORE, &before, &call)
+                .await?
+            {
+                args = match data.get_mut("args").map(Value::take) {
+                    Some(Value::Object(map)) => Value::Object(map),
+                    _ => {
+                        return Err(ToolError::internal(format!(
+                            "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
+                             an extension must keep 'args' a JSON object",
+                            request.name()
+                        )))
+                    }
+                };
+            }
+
+            let response = match &target {
+                Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
+                Target::Unknown => self.unknown_tool(request.name()),
+                Target::Parallel => match args {
+                    Value::Object(ref map) => self.run_parallel(map.clone()).await?,
+                    _ => unreachable!("arguments are an object"),
+                },
+            };
+            Ok::<Response, ToolError>(response)
+        }
+        .await;
+        let mut response = match executed {
+            Ok(response) => response,
+            Err(e) => {
+                if e.kind() == ErrorKind::Intervention && self.is_interrupted() && !nested {
+                    self.keep_progress(&call, request);
+                }
+                return Err(e);
+            }
         };
-        self.check_intervention().await?;
+        // From here the call completes; an interruption waits for the loop's next checkpoint.
+        self.check_pause_or_stop().await?;
 
         let after = AfterData {
             tool_name: request.name(),
@@ -230,7 +267,7 @@ impl Agent {
             }
             _ => self.default_after_execution(&call, &response),
         }
-        self.check_intervention().await?;
+        self.check_pause_or_stop().await?;
         Ok(response)
     }
 
@@ -329,11 +366,38 @@ impl Agent {
             item.content = text.clone();
             item.finished = true;
         });
+        if !call.nested {
+            // A call of `parallel` is reported in the combined result instead.
+            self.add_history(HistoryMessage {
+                role: Role::Tool,
+                content: text,
+                tool_name: Some(call.tool_name.to_string()),
+                additional: response.additional.clone(),
+            });
+        }
+    }
+
+    /// An interrupted call's result: its progress so far, in the history and its log item.
+    fn keep_progress(&self, call: &CallContext, request: &ToolName) {
+        let mut progress = String::new();
+        self.update_log(call.log_id, |item| {
+            progress = item.progress.clone();
+            item.content = "(interrupted by the user)".to_owned();
+            item.finished = true;
+        });
+        let content = if progress.is_empty() {
+            "(interrupted by the user before it reported progress)".to_owned()
+        } else {
+            format!("(interrupted by the user) progress so far: {progress}")
+        };
         self.add_history(HistoryMessage {
             role: Role::Tool,
-            content: text,
-            tool_name: Some(call.tool_name.to_string()),
-            additional: response.additional.clone(),
+            content,
+            tool_name: Some(match request.method() {
+                Some(method) => format!("{}:{method}", request.name()),
+                None => request.name().to_owned(),
+            }),
+            additional: None,
         });
     }
 

@@ -256,15 +256,23 @@ fn run_script(
         let stopper = agent.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nstopping (Ctrl-C)...");
+                eprintln!("\nstopping (Ctrl-C; press it again to quit at once)...");
                 stopper.stop();
+            }
+            // A tool that never checks for intervention cannot be stopped: a second Ctrl-C
+            // ends the process (the session files hold everything up to here).
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("quitting");
+                std::process::exit(130);
             }
         });
         for message in &script.user_messages {
             match agent.monologue(&model, message, options).await {
                 Ok(answer) => println!("{answer}"),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    // Any error text may quote a tool or an extension: masked like the rest.
+                    let text = agent.host().secrets().mask(&e.to_string()).into_owned();
+                    eprintln!("error: {text}");
                     return ExitCode::FAILURE;
                 }
             }

@@ -128,8 +128,28 @@ impl Agent {
             true,
         );
         self.print(OutputKind::User, || format!("User: {message}"));
-        self.hist_add(Role::User, message.to_owned()).await?;
-        let result = self.iterate(model, options).await;
+        self.set_running(true);
+        let result = match self.hist_add(Role::User, message.to_owned()).await {
+            Ok(()) => self.iterate(model, options).await,
+            Err(e) => Err(e),
+        };
+        // Messages that arrived after the last checkpoint are kept, not lost.
+        for late in self.set_running(false) {
+            self.add_log(
+                "user",
+                "User message (arrived after the loop ended)".to_owned(),
+                late.clone(),
+                Map::new(),
+                true,
+            );
+            self.add_history(HistoryMessage {
+                role: Role::User,
+                content: late,
+                tool_name: None,
+                additional: None,
+            });
+        }
+        self.flush_session_log();
         let end = json!({"result": result.as_ref().ok()});
         let ended = self.fire(MONOLOGUE_END, end).await;
         match (result, ended) {
@@ -171,11 +191,11 @@ impl Agent {
                     MISFORMAT_WARNING
                 };
                 self.warn(warning.to_owned()).await?;
+                self.fire(MESSAGE_LOOP_END, json!({ "iteration": iteration }))
+                    .await?;
                 if unusable >= options.max_unusable {
                     return Err(LoopError::Unusable(unusable));
                 }
-                self.fire(MESSAGE_LOOP_END, json!({ "iteration": iteration }))
-                    .await?;
                 continue;
             };
             unusable = 0;
@@ -200,8 +220,9 @@ impl Agent {
                     if self.is_stopped() {
                         return Err(LoopError::Stopped);
                     }
-                    self.keep_interrupted_progress(&request.tool).await?;
-                    continue; // the rest of this iteration is skipped
+                    // The rest of this iteration is skipped; the lifecycle kept the tool's
+                    // progress as its result, and the next checkpoint adds the messages.
+                    continue;
                 }
                 Err(error)
                     if matches!(error.kind(), ErrorKind::Repairable | ErrorKind::Validation) =>
@@ -226,12 +247,15 @@ impl Agent {
         Err(LoopError::IterationLimit(options.max_iterations))
     }
 
-    /// Waits while paused; fails if stopped; adds the messages the user sent meanwhile.
+    /// Waits while paused; fails if stopped; adds the messages the user sent meanwhile, then
+    /// checks again (a paused agent stays paused after an interjection).
     async fn checkpoint(self: &Arc<Self>) -> Result<(), LoopError> {
-        match self.check_intervention().await {
-            Ok(()) => Ok(()),
-            Err(_) if self.is_stopped() => Err(LoopError::Stopped),
-            Err(_) => self.add_interjections().await,
+        loop {
+            match self.check_intervention().await {
+                Ok(()) if !self.has_interjections() => return Ok(()),
+                Err(_) if self.is_stopped() => return Err(LoopError::Stopped),
+                _ => self.add_interjections().await?,
+            }
         }
     }
 
@@ -250,31 +274,6 @@ impl Agent {
             self.hist_add(Role::User, message).await?;
         }
         Ok(())
-    }
-
-    /// After an interruption: the tool's progress so far becomes its result, then the user's
-    /// messages join the history.
-    async fn keep_interrupted_progress(self: &Arc<Self>, tool: &str) -> Result<(), LoopError> {
-        let progress = self
-            .log()
-            .iter()
-            .rev()
-            .find(|item| item.kind == "tool")
-            .filter(|item| !item.finished)
-            .map(|item| item.progress.clone())
-            .unwrap_or_default();
-        let content = if progress.is_empty() {
-            "(interrupted by the user before it reported progress)".to_owned()
-        } else {
-            format!("(interrupted by the user) progress so far: {progress}")
-        };
-        self.add_history(HistoryMessage {
-            role: Role::Tool,
-            content,
-            tool_name: Some(tool.to_owned()),
-            additional: None,
-        });
-        self.add_interjections().await
     }
 
     /// Asks the model, streaming its reply (masked) to the output; the reply joins the history.
@@ -360,8 +359,12 @@ impl Agent {
         tool: &str,
         error: &ToolError,
     ) -> Result<String, LoopError> {
-        let text = format!("Tool '{tool}' failed: {}", error.message());
-        let data = json!({"kind": error.kind().as_str(), "message": error.message(), "text": text});
+        // Masked before the extensions see it: one that rewrites the text (truncates it,
+        // changes its case) could otherwise defeat the masking after it.
+        let secrets = self.host.secrets();
+        let message = secrets.mask(error.message()).into_owned();
+        let text = format!("Tool '{tool}' failed: {message}");
+        let data = json!({"kind": error.kind().as_str(), "message": message, "text": text});
         let data = self.fire(ERROR_FORMAT, data).await?;
         Ok(data
             .get("text")
@@ -395,9 +398,13 @@ impl Agent {
 
     /// Runs the extensions of `point` on `data`; returns the data they leave.
     async fn fire(self: &Arc<Self>, point: &'static str, data: Value) -> Result<Value, LoopError> {
-        self.call_extensions(point, data)
-            .await
-            .map_err(|error| LoopError::Extension { point, error })
+        self.call_extensions(point, data).await.map_err(|error| {
+            let message = self.host.secrets().mask(error.message()).into_owned();
+            LoopError::Extension {
+                point,
+                error: ToolError::new(error.kind(), message),
+            }
+        })
     }
 
     /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;

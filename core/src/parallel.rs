@@ -17,7 +17,7 @@ type CallFuture = Pin<Box<dyn Future<Output = Result<Response, ToolError>> + Sen
 
 /// Boxed, so that `call_tool` can start itself from inside `parallel`.
 fn boxed_call(agent: Arc<Agent>, tool: String, args: Value) -> CallFuture {
-    Box::pin(async move { agent.call_tool(&tool, args).await })
+    Box::pin(async move { agent.call_tool_as(&tool, args, true).await })
 }
 
 impl Agent {
@@ -45,7 +45,8 @@ impl Agent {
             .and_then(Value::as_u64)
             .map_or(MAX_PARALLEL, |n| (n as usize).clamp(1, MAX_PARALLEL));
         let permits = Arc::new(Semaphore::new(limit));
-        let mut tasks = Vec::with_capacity(calls.len());
+        // Dropping the set (the outer call cancelled) aborts the calls still running.
+        let mut tasks = tokio::task::JoinSet::new();
         for (i, call) in calls.iter().enumerate() {
             let tool = ["tool_name", "tool", "name"]
                 .iter()
@@ -76,13 +77,15 @@ impl Agent {
                 .filter(|s| *s > 0)
                 .map(Duration::from_secs);
             let agent = self.clone();
+            let agent_secrets = self.host.secrets();
             let permits = permits.clone();
-            tasks.push(tokio::spawn(async move {
-                let started = Instant::now();
+            tasks.spawn(async move {
+                let mut started = Instant::now();
                 let outcome = match refused {
                     Some(reason) => Err((("error", ErrorKind::Repairable), reason)),
                     None => {
                         let _permit = permits.acquire_owned().await;
+                        started = Instant::now(); // the wait for a slot is not the call's time
                         let call = boxed_call(agent, tool.clone(), call_args);
                         let result = match timeout {
                             Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| {
@@ -114,18 +117,23 @@ impl Agent {
                         result["message"] = json!(response.message);
                     }
                     Err(((state, kind), message)) => {
+                        let message = agent_secrets.mask(&message).into_owned();
                         result["state"] = json!(state);
                         result["error"] = json!({"kind": kind.as_str(), "message": message});
                     }
                 }
-                result
-            }));
+                (i, result)
+            });
         }
-        let mut results = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            results.push(task.await.unwrap_or_else(|e| {
-                json!({"state": "error", "error": {"kind": "internal", "message": e.to_string()}})
-            }));
+        let mut results = vec![Value::Null; calls.len()];
+        while let Some(done) = tasks.join_next().await {
+            match done {
+                Ok((i, result)) => results[i] = result,
+                Err(e) => tracing::warn!("a parallel call's task failed: {e}"),
+            }
+        }
+        for result in results.iter_mut().filter(|r| r.is_null()) {
+            *result = json!({"state": "error", "error": {"kind": "internal", "message": "the call's task failed"}});
         }
         if self.is_stopped() {
             return Err(ToolError::intervention(format!(

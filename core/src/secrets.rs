@@ -28,7 +28,8 @@ use crate::ToolError;
 /// The text before a key in a placeholder.
 pub const PLACEHOLDER_START: &str = "§§secret(";
 
-/// Values shorter than this are not masked: they would match ordinary text.
+/// Values shorter than this are not masked (they would match ordinary text), though they are
+/// still filled into arguments; loading such a value logs a warning.
 pub const MIN_MASKED_LEN: usize = 4;
 
 /// A set of secrets, ready to mask and unmask.
@@ -99,10 +100,28 @@ impl Secrets {
             by_key.insert(key, value);
         }
         let pairs: Vec<(String, String)> = by_key.into_iter().collect();
-        let masked: Vec<&(String, String)> = pairs
+        for (key, value) in &pairs {
+            if value.chars().count() < MIN_MASKED_LEN {
+                tracing::warn!(
+                    "secret {key} is shorter than {MIN_MASKED_LEN} characters: it is filled into \
+                     tool arguments but cannot be masked in what tools return; use a longer value"
+                );
+            }
+        }
+        // Each value, and its JSON-escaped form where that differs (a value with a quote or a
+        // backslash, inside JSON text a tool returns).
+        let mut masked: Vec<(String, String)> = Vec::new();
+        for (key, value) in pairs
             .iter()
             .filter(|(_, v)| v.chars().count() >= MIN_MASKED_LEN)
-            .collect();
+        {
+            masked.push((key.clone(), value.clone()));
+            let escaped = serde_json::to_string(value).unwrap_or_default();
+            let escaped = &escaped[1..escaped.len().saturating_sub(1).max(1)];
+            if escaped != value {
+                masked.push((key.clone(), escaped.to_owned()));
+            }
+        }
         let matcher = (!masked.is_empty()).then(|| {
             // A full DFA: about 3x faster to search than the default NFA here (1,000 values of
             // 8 to 40 bytes take a few MB), and secrets change rarely.
@@ -230,7 +249,7 @@ impl Secrets {
                 .collect::<Vec<_>>()
                 .join(", "),
             if known.is_empty() {
-                "none (there is no usr/secrets.env)".to_owned()
+                "none (no secrets are set: put KEY=VALUE lines in usr/secrets.env)".to_owned()
             } else {
                 known.join(", ")
             }
@@ -400,6 +419,14 @@ mod tests {
             shown += &stream.finish();
             assert_eq!(shown, s.mask(text), "chunk size {size}");
         }
+    }
+
+    #[test]
+    fn a_value_in_json_escaped_form_is_masked_too() {
+        let s = Secrets::parse(r#"P='pa"ss\word'"#).unwrap();
+        let json = serde_json::json!({"p": s.get("P").unwrap()}).to_string();
+        assert_eq!(s.mask(&json), r#"{"p":"§§secret(P)"}"#);
+        assert_eq!(s.mask(r#"x pa"ss\word y"#), "x §§secret(P) y");
     }
 
     #[test]

@@ -117,8 +117,8 @@ pub struct HostVtable {
         response: FfiResponse,
     ) -> FfiFuture<FfiResult<()>>,
     /// Replaces `§§secret(KEY)` placeholders in every string of a JSON value (JSON text in and
-    /// out); an unknown key is a repairable error. Since plugin-api 0.1.0's message loop; a
-    /// host without it reports `None`.
+    /// out); an unknown key is a repairable error. (New in 0.2; the accessors of the fields
+    /// from here on return `Option`, ready for fields a later minor version adds.)
     #[sabi(missing_field(option))]
     pub unmask_json: unsafe extern "C" fn(data: *const c_void, json: RString) -> FfiResult<RString>,
     /// Replaces every secret value in a text with its placeholder.

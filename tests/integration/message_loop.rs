@@ -341,6 +341,17 @@ fn parallel_calls_come_back_in_order_with_state_and_duration() {
         ]
     );
     assert!(results[0]["duration_ms"].as_f64().unwrap() >= 60.0);
+    // The calls are reported in the combined result only.
+    let tool_entries: Vec<Option<String>> = agent
+        .history()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.tool_name.clone())
+        .collect();
+    assert_eq!(
+        tool_entries,
+        [Some("parallel".to_owned()), Some("response".to_owned())]
+    );
     assert_eq!(results[1]["error"]["message"], "no");
     assert!(results[3]["error"]["message"]
         .as_str()
@@ -574,4 +585,79 @@ fn secrets_set_by_an_embedding_host_are_masked_too() {
         .history()
         .iter()
         .all(|m| !m.content.contains("tok-999")));
+}
+
+#[test]
+fn an_interjection_after_the_tool_finished_keeps_its_result() {
+    let root = root();
+    let (agent, runtime, looping) = start(
+        &root,
+        vec![call("echo:sleep", json!({"ms": 300})), answer("ok")],
+        "go",
+    );
+    wait_for("the tool to start", || {
+        agent
+            .current_tool()
+            .filter(|t| t == "echo:sleep")
+            .ok_or("not yet")
+    });
+    agent.interject("By the way: hello.");
+    assert_eq!(runtime.block_on(looping).unwrap().unwrap(), "ok");
+    let history = agent.history();
+    let at = history
+        .iter()
+        .position(|m| m.content == "slept 300 ms")
+        .expect("the real result");
+    assert_eq!(history[at + 1].content, "By the way: hello.");
+    assert_eq!(history[at + 1].role, Role::User);
+}
+
+#[test]
+fn a_paused_agent_stays_paused_after_an_interjection() {
+    let root = root();
+    let (agent, runtime, looping) = start(
+        &root,
+        vec![call("echo:wait", json!({"report": true})), answer("done")],
+        "go",
+    );
+    wait_for("the tool to start", || {
+        agent.loop_data("wait_steps").ok_or("not started")
+    });
+    agent.pause();
+    agent.interject("Note this.");
+    wait_for("the message to join the history", || {
+        agent
+            .history()
+            .iter()
+            .any(|m| m.content == "Note this.")
+            .then_some(())
+            .ok_or("not yet")
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let last = agent.history().last().cloned().unwrap();
+    assert_eq!(
+        last.content, "Note this.",
+        "the model was asked while paused"
+    );
+    agent.resume();
+    assert_eq!(runtime.block_on(looping).unwrap().unwrap(), "done");
+}
+
+#[test]
+fn a_message_sent_between_monologues_waits_for_the_next_one() {
+    let root = root();
+    let (agent, _) = root.agent("default");
+    agent.interject("Also: be brief.");
+    // Outside a monologue nothing is interrupted.
+    toolhost_tests::block_on(agent.call_tool("echo", json!({}))).unwrap();
+    let model = ScriptedModel::new([answer("brief")]);
+    let result = toolhost_tests::block_on(agent.monologue(&model, "go", &LoopOptions::default()));
+    assert_eq!(result.unwrap(), "brief");
+    let users: Vec<String> = agent
+        .history()
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(users, ["go", "Also: be brief."]);
 }

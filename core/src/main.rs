@@ -185,7 +185,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            match runtime.block_on(agent.call_tool(&name, args)) {
+            match masked(&agent, runtime.block_on(agent.call_tool(&name, args))) {
                 Ok(response) if json => {
                     println!(
                         "{}",
@@ -330,13 +330,39 @@ fn watch(host: Arc<Host>, profile: &str, agent: &str) -> Result<ExitCode> {
             }
         };
         let started = std::time::Instant::now();
-        match runtime.block_on(agent.call_tool(name, args)) {
+        match masked(&agent, runtime.block_on(agent.call_tool(name, args))) {
             Ok(response) => println!("{}", response.message),
             Err(e) => println!("error: {} ({} error)", e.message(), e.kind()),
         }
         tracing::debug!("{name} answered in {:?}", started.elapsed());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A call's result with every secret value masked, for printing.
+fn masked(
+    agent: &Agent,
+    result: Result<toolhost::Response, toolhost::ToolError>,
+) -> Result<toolhost::Response, toolhost::ToolError> {
+    let secrets = agent.host().secrets();
+    match result {
+        Ok(mut response) => {
+            response.message = secrets.mask(&response.message).into_owned();
+            if let Some(additional) = response.additional.take() {
+                let mut value = Value::Object(additional);
+                secrets.mask_value(&mut value);
+                response.additional = match value {
+                    Value::Object(map) => Some(map),
+                    _ => None,
+                };
+            }
+            Ok(response)
+        }
+        Err(e) => Err(toolhost::ToolError::new(
+            e.kind(),
+            secrets.mask(e.message()).into_owned(),
+        )),
+    }
 }
 
 /// One reload report line, with paths relative to the root and the layer named.

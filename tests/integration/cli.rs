@@ -182,3 +182,22 @@ fn prompt_prints_the_tools_section() {
     let out = root.run_cli(&["prompt"]);
     assert_eq!(stdout(&out), "## Tools available:\n\n### echo\nTest fixture: echoes its arguments; methods sleep, progress, fail, context.\n\n### response\nFinal answer.\n");
 }
+
+#[test]
+fn call_masks_secrets_in_what_it_prints() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.write("usr/secrets.env", "TOKEN=tok-12345678\n");
+    let out = root.run_cli(&["call", "echo", "--args", r#"{"t": "tok-12345678"}"#]);
+    let (stdout, stderr) = (stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), r#"{"t":"§§secret(TOKEN)"}"#);
+    assert!(!stderr.contains("tok-12345678"), "{stderr}");
+    let out = root.run_cli(&[
+        "call",
+        "echo:fail",
+        "--args",
+        r#"{"message": "bad tok-12345678"}"#,
+    ]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("tok-12345678"));
+}

@@ -118,7 +118,8 @@ impl Agent {
             )
             .await?;
         }
-        self.fire(MONOLOGUE_START, json!({ "message": message }))
+        let shown = self.host.secrets().mask(message).into_owned();
+        self.fire(MONOLOGUE_START, json!({ "message": shown }))
             .await?;
         self.add_log(
             "user",

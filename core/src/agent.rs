@@ -260,6 +260,13 @@ impl Agent {
         std::mem::take(&mut state.interjections)
     }
 
+    /// A monologue was cancelled: not running any more; queued messages wait for the next.
+    pub(crate) fn cancel_running(&self) {
+        let mut state = self.state();
+        state.running = false;
+        self.set_intervention(|i| i.interrupted = false);
+    }
+
     /// Whether messages sent with [`interject`](Self::interject) wait to join the history.
     pub(crate) fn has_interjections(&self) -> bool {
         !self.state().interjections.is_empty()

@@ -165,7 +165,21 @@ impl Agent {
         args: Map<String, Value>,
         nested: bool,
     ) -> Result<Response, ToolError> {
-        self.check_intervention().await?;
+        if let Err(e) = self.check_intervention().await {
+            if self.is_interrupted() && !self.is_stopped() && !nested {
+                // The model's request still gets a result in the history.
+                self.add_history(HistoryMessage {
+                    role: Role::Tool,
+                    content: "(interrupted by the user before it started)".to_owned(),
+                    tool_name: Some(match request.method() {
+                        Some(method) => format!("{}:{method}", request.name()),
+                        None => request.name().to_owned(),
+                    }),
+                    additional: None,
+                });
+            }
+            return Err(e);
+        }
         let heading = match request.method() {
             Some(method) => format!("Using tool '{}:{method}'", request.name()),
             None => format!("Using tool '{}'", request.name()),
@@ -183,92 +197,88 @@ impl Agent {
             extension: None,
             nested,
         });
-        // Up to `execute`: an interruption here keeps the tool's progress as its result.
-        let executed = async {
-            let mut args = Value::Object(args);
+        let outcome = async {
+            // Up to `execute` an interruption ends the call; after it, the call completes.
+            let executed = async {
+                let mut args = Value::Object(args);
 
-            match &target {
-                Target::Library(tool) if tool.has_before_hook() => {
-                    tool.before_execution(&call, json_text(&args)).await?
+                match &target {
+                    Target::Library(tool) if tool.has_before_hook() => {
+                        tool.before_execution(&call, json_text(&args)).await?
+                    }
+                    _ => self.default_before_execution(&call, &args),
                 }
-                _ => self.default_before_execution(&call, &args),
-            }
-            self.check_intervention().await?;
+                self.check_intervention().await?;
 
-            let before = BeforeData {
+                let before = BeforeData {
+                    tool_name: request.name(),
+                    args: &args,
+                };
+                if let Some(mut data) = self
+                    .run_extensions(TOOL_EXECUTE_BEFORE, &before, &call)
+                    .await?
+                {
+                    args = match data.get_mut("args").map(Value::take) {
+                        Some(Value::Object(map)) => Value::Object(map),
+                        _ => {
+                            return Err(ToolError::internal(format!(
+                                "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
+                                 an extension must keep 'args' a JSON object",
+                                request.name()
+                            )))
+                        }
+                    };
+                }
+
+                let response = match &target {
+                    Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
+                    Target::Unknown => self.unknown_tool(request.name()),
+                    Target::Parallel => match args {
+                        Value::Object(ref map) => self.run_parallel(map.clone()).await?,
+                        _ => unreachable!("arguments are an object"),
+                    },
+                };
+                Ok::<Response, ToolError>(response)
+            }
+            .await;
+            let mut response = executed?;
+            // An interruption now waits for the loop's next checkpoint.
+            self.check_pause_or_stop().await?;
+
+            let after = AfterData {
                 tool_name: request.name(),
-                args: &args,
+                response: &response,
             };
             if let Some(mut data) = self
-                .run_extensions(TOOL_EXECUTE_BEFORE, &before, &call)
+                .run_extensions(TOOL_EXECUTE_AFTER, &after, &call)
                 .await?
             {
-                args = match data.get_mut("args").map(Value::take) {
-                    Some(Value::Object(map)) => Value::Object(map),
-                    _ => {
-                        return Err(ToolError::internal(format!(
-                            "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
-                             an extension must keep 'args' a JSON object",
-                            request.name()
-                        )))
+                // Extensions may change the message and `additional`; `break_loop` stays.
+                if let Some(response_data) = data.get_mut("response") {
+                    if let Some(Value::String(message)) =
+                        response_data.get_mut("message").map(Value::take)
+                    {
+                        response.message = message;
                     }
-                };
+                    match response_data.get_mut("additional").map(Value::take) {
+                        Some(Value::Object(additional)) => response.additional = Some(additional),
+                        Some(Value::Null) => response.additional = None,
+                        _ => {}
+                    }
+                }
             }
 
-            let response = match &target {
-                Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
-                Target::Unknown => self.unknown_tool(request.name()),
-                Target::Parallel => match args {
-                    Value::Object(ref map) => self.run_parallel(map.clone()).await?,
-                    _ => unreachable!("arguments are an object"),
-                },
-            };
-            Ok::<Response, ToolError>(response)
+            match &target {
+                Target::Library(tool) if tool.has_after_hook() => {
+                    tool.after_execution(&call, &response).await?
+                }
+                _ => self.default_after_execution(&call, &response),
+            }
+            self.check_pause_or_stop().await?;
+            Ok(response)
         }
         .await;
-        let mut response = match executed {
-            Ok(response) => response,
-            Err(e) => {
-                if e.kind() == ErrorKind::Intervention && self.is_interrupted() && !nested {
-                    self.keep_progress(&call, request);
-                }
-                return Err(e);
-            }
-        };
-        // From here the call completes; an interruption waits for the loop's next checkpoint.
-        self.check_pause_or_stop().await?;
-
-        let after = AfterData {
-            tool_name: request.name(),
-            response: &response,
-        };
-        if let Some(mut data) = self
-            .run_extensions(TOOL_EXECUTE_AFTER, &after, &call)
-            .await?
-        {
-            // Extensions may change the message and `additional`; `break_loop` stays.
-            if let Some(response_data) = data.get_mut("response") {
-                if let Some(Value::String(message)) =
-                    response_data.get_mut("message").map(Value::take)
-                {
-                    response.message = message;
-                }
-                match response_data.get_mut("additional").map(Value::take) {
-                    Some(Value::Object(additional)) => response.additional = Some(additional),
-                    Some(Value::Null) => response.additional = None,
-                    _ => {}
-                }
-            }
-        }
-
-        match &target {
-            Target::Library(tool) if tool.has_after_hook() => {
-                tool.after_execution(&call, &response).await?
-            }
-            _ => self.default_after_execution(&call, &response),
-        }
-        self.check_pause_or_stop().await?;
-        Ok(response)
+        outcome.map_err(|e| self.finish_failed_call(&call, request, e))
     }
 
     /// Runs every extension of `point` in order, each on the data the previous one left.
@@ -377,19 +387,38 @@ impl Agent {
         }
     }
 
-    /// An interrupted call's result: its progress so far, in the history and its log item.
-    fn keep_progress(&self, call: &CallContext, request: &ToolName) {
+    /// Ends the log item of a call that failed, and returns the error to report. An
+    /// interrupted call's result is its progress so far: in the history (or, for a call of
+    /// `parallel`, in its error, since the combined result reports it).
+    fn finish_failed_call(
+        &self,
+        call: &CallContext,
+        request: &ToolName,
+        error: ToolError,
+    ) -> ToolError {
+        let interrupted =
+            error.kind() == ErrorKind::Intervention && self.is_interrupted() && !self.is_stopped();
         let mut progress = String::new();
         self.update_log(call.log_id, |item| {
             progress = item.progress.clone();
-            item.content = "(interrupted by the user)".to_owned();
+            item.content = if interrupted {
+                "(interrupted by the user)".to_owned()
+            } else {
+                format!("error ({}): {}", error.kind(), error.message())
+            };
             item.finished = true;
         });
+        if !interrupted {
+            return error;
+        }
         let content = if progress.is_empty() {
             "(interrupted by the user before it reported progress)".to_owned()
         } else {
             format!("(interrupted by the user) progress so far: {progress}")
         };
+        if call.nested {
+            return ToolError::intervention(content);
+        }
         self.add_history(HistoryMessage {
             role: Role::Tool,
             content,
@@ -399,6 +428,7 @@ impl Agent {
             }),
             additional: None,
         });
+        error
     }
 
     /// The built-in Unknown tool: names the missing tool and lists the available ones.

@@ -86,6 +86,32 @@ pub enum LoopError {
     Stopped,
 }
 
+/// Marks a monologue as running while it lives, even if its future is dropped mid-way.
+struct Running<'a>(Option<&'a Agent>);
+
+impl<'a> Running<'a> {
+    fn start(agent: &'a Agent) -> Self {
+        agent.set_running(true);
+        Self(Some(agent))
+    }
+
+    /// Ends it; returns the messages still queued.
+    fn end(mut self) -> Vec<String> {
+        self.0
+            .take()
+            .map(|a| a.set_running(false))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Some(agent) = self.0.take() {
+            agent.cancel_running(); // cancelled: the queued messages wait for the next one
+        }
+    }
+}
+
 /// The warning for a reply without a readable tool request.
 pub const MISFORMAT_WARNING: &str = "Your reply was not a valid tool request. Reply with exactly one JSON object: {\"thoughts\": [...], \"headline\": \"...\", \"tool_name\": \"...\", \"tool_args\": {...}}";
 
@@ -129,13 +155,13 @@ impl Agent {
             true,
         );
         self.print(OutputKind::User, || format!("User: {message}"));
-        self.set_running(true);
+        let running = Running::start(self);
         let result = match self.hist_add(Role::User, message.to_owned()).await {
             Ok(()) => self.iterate(model, options).await,
             Err(e) => Err(e),
         };
         // Messages that arrived after the last checkpoint are kept, not lost.
-        for late in self.set_running(false) {
+        for late in running.end() {
             self.add_log(
                 "user",
                 "User message (arrived after the loop ended)".to_owned(),
@@ -204,7 +230,8 @@ impl Agent {
                 Ok(response) => {
                     let result = json!({"tool_name": request.tool, "result": response.message});
                     self.fire(HIST_ADD_TOOL_RESULT, result).await?;
-                    if response.break_loop {
+                    // A message that arrived while the answer was being given is answered too.
+                    if response.break_loop && !self.has_interjections() {
                         self.add_log(
                             "response",
                             format!("{}: final answer", self.name()),

@@ -114,7 +114,9 @@ impl Agent {
                 match outcome {
                     Ok(response) => {
                         result["state"] = json!("success");
-                        result["message"] = json!(response.message);
+                        // Masked here: inside the combined JSON text a value would be escaped
+                        // twice, a form the later masking cannot know.
+                        result["message"] = json!(agent_secrets.mask(&response.message));
                     }
                     Err(((state, kind), message)) => {
                         let message = agent_secrets.mask(&message).into_owned();

@@ -661,3 +661,55 @@ fn a_message_sent_between_monologues_waits_for_the_next_one() {
         .collect();
     assert_eq!(users, ["go", "Also: be brief."]);
 }
+
+#[test]
+fn a_failed_call_finishes_its_log_item_with_the_error() {
+    let root = root();
+    let (agent, _) = root.agent("default");
+    let e = toolhost_tests::block_on(agent.call_tool("echo:fail", json!({"message": "nope"})))
+        .unwrap_err();
+    assert_eq!(e.message(), "nope");
+    let item = agent.log().pop().unwrap();
+    assert!(item.finished);
+    assert_eq!(item.content, "error (business): nope");
+}
+
+#[test]
+fn a_cancelled_monologue_leaves_the_agent_usable() {
+    let root = root();
+    let (agent, _) = root.agent("default");
+    let model = ScriptedModel::new([call("echo:wait", json!({})), answer("never")]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let cancelled = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_millis(100),
+            agent.monologue(&model, "go", &LoopOptions::default()),
+        )
+        .await
+    });
+    assert!(
+        cancelled.is_err(),
+        "the monologue should have been cut short"
+    );
+    agent.interject("later");
+    // No monologue runs, so nothing is interrupted.
+    runtime
+        .block_on(agent.call_tool("echo", json!({})))
+        .unwrap();
+}
+
+#[test]
+fn a_secret_with_quotes_is_masked_inside_parallel_results() {
+    let root = root();
+    root.write("usr/secrets.env", "P='pa\"ss\\\\wo-rd'\n");
+    let calls = json!({"calls": [{"tool_name": "echo", "tool_args": {"p": "§§secret(P)"}}]});
+    let (result, agent, _) = run(&root, vec![call("parallel", calls), answer("ok")], "go");
+    assert_eq!(result.unwrap(), "ok");
+    let value = agent.host().secrets().get("P").unwrap().to_owned();
+    assert!(value.contains('"') && value.contains('\\'), "{value}");
+    let text = serde_json::to_string(&agent.history()).unwrap() + &format!("{:?}", agent.log());
+    assert!(text.contains("§§secret(P)"));
+    for leaked in ["pa\\\"ss", "pa\"ss", "ss\\\\\\\\wo", "wo-rd"] {
+        assert!(!text.contains(leaked), "{leaked} in {text}");
+    }
+}

@@ -281,25 +281,7 @@ impl Agent {
     /// count: once a tool has run, its call completes, and the loop's next checkpoint takes the
     /// user's message.
     pub(crate) async fn check_pause_or_stop(&self) -> Result<(), ToolError> {
-        if !self.intervening.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let mut rx = self.intervention.subscribe();
-        loop {
-            let state = *rx.borrow_and_update();
-            if state.stopped {
-                return Err(ToolError::intervention(format!(
-                    "agent {} was stopped",
-                    self.name
-                )));
-            }
-            if !state.paused {
-                return Ok(());
-            }
-            if rx.changed().await.is_err() {
-                return Ok(());
-            }
-        }
+        self.wait_intervention(false).await
     }
 
     /// Whether the agent was stopped.
@@ -341,9 +323,16 @@ impl Agent {
         self.set_intervention(|i| i.stopped = false);
     }
 
-    /// Waits while paused; fails if stopped. The lifecycle calls this between steps, and tools
-    /// through [`Context::check_intervention`](plugin_api::Context::check_intervention).
+    /// Waits while paused; fails with an intervention error if stopped, or if a message sent
+    /// with [`interject`](Self::interject) interrupted a running monologue. The lifecycle calls
+    /// this between steps, and tools through
+    /// [`Context::check_intervention`](plugin_api::Context::check_intervention).
     pub async fn check_intervention(&self) -> Result<(), ToolError> {
+        self.wait_intervention(true).await
+    }
+
+    /// Waits while paused; fails if stopped, or if interrupted and `interruptions` count.
+    async fn wait_intervention(&self, interruptions: bool) -> Result<(), ToolError> {
         if !self.intervening.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -356,7 +345,7 @@ impl Agent {
                     self.name
                 )));
             }
-            if state.interrupted {
+            if interruptions && state.interrupted {
                 return Err(ToolError::intervention(format!(
                     "agent {} was interrupted by a message from the user",
                     self.name

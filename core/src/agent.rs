@@ -185,15 +185,10 @@ impl Agent {
 
     /// Adds a message to the history, with every secret value masked.
     pub fn add_history(&self, mut message: HistoryMessage) {
-        let secrets = self.host.secrets();
-        if let std::borrow::Cow::Owned(masked) = secrets.mask(&message.content) {
-            message.content = masked;
-        }
-        if let Some(additional) = message.additional.take() {
-            let mut value = Value::Object(additional);
-            secrets.mask_value(&mut value);
-            if let Value::Object(map) = value {
-                message.additional = Some(map);
+        if let Some(secrets) = self.host.active_secrets() {
+            secrets.mask_in_place(&mut message.content);
+            if let Some(additional) = &mut message.additional {
+                secrets.mask_map(additional);
             }
         }
         let mut state = self.state();
@@ -395,13 +390,13 @@ impl Agent {
     }
 
     pub(crate) fn update_log(&self, id: u64, f: impl FnOnce(&mut LogItem)) {
-        let secrets = self.host.secrets();
+        let secrets = self.host.active_secrets();
         let mut state = self.state();
         let State { log, session, .. } = &mut *state;
         if let Some(item) = id.checked_sub(1).and_then(|i| log.get_mut(i as usize)) {
             f(item);
-            if !secrets.is_empty() {
-                mask_item(&secrets, item);
+            if let Some(secrets) = &secrets {
+                mask_item(secrets, item);
             }
             // Written once finished: progress appended piece by piece could hold part of a
             // value until the rest arrives and the whole is masked.
@@ -412,8 +407,7 @@ impl Agent {
     }
 
     fn mask_log_item(&self, item: &mut LogItem) {
-        let secrets = self.host.secrets();
-        if !secrets.is_empty() {
+        if let Some(secrets) = self.host.active_secrets() {
             mask_item(&secrets, item);
         }
     }
@@ -425,23 +419,20 @@ impl Agent {
     /// Prints to the agent's output, with every secret value masked.
     pub(crate) fn print(&self, kind: OutputKind, text: impl FnOnce() -> String) {
         if self.output.enabled() {
-            let text = text();
-            self.output.print(kind, &self.host.secrets().mask(&text));
+            let mut text = text();
+            if let Some(secrets) = self.host.active_secrets() {
+                secrets.mask_in_place(&mut text);
+            }
+            self.output.print(kind, &text);
         }
     }
 }
 
 fn mask_item(secrets: &crate::Secrets, item: &mut LogItem) {
     for text in [&mut item.heading, &mut item.content, &mut item.progress] {
-        if let std::borrow::Cow::Owned(masked) = secrets.mask(text) {
-            *text = masked;
-        }
+        secrets.mask_in_place(text);
     }
-    let mut kvps = Value::Object(std::mem::take(&mut item.kvps));
-    secrets.mask_value(&mut kvps);
-    if let Value::Object(map) = kvps {
-        item.kvps = map;
-    }
+    secrets.mask_map(&mut item.kvps);
 }
 
 /// Agent Zero's `nice_key`: `search_query` -> `Search query`.

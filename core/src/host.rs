@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use rustc_hash::FxHashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, RwLock};
 use std::time::Duration;
 
@@ -141,6 +141,7 @@ pub struct Host {
     /// Bumped whenever files change: a lookup that a change overtook is not cached.
     epoch: AtomicU64,
     secrets: RwLock<Arc<Secrets>>,
+    has_secrets: AtomicBool,
     layers: RwLock<FxHashMap<String, Arc<[Layer]>>>,
     tools: PerProfile<Resolution>,
     extensions: PerProfile<[Arc<ExtensionHandle>]>,
@@ -158,8 +159,10 @@ impl Host {
         if !root.is_dir() {
             return Err(HostError::MissingRoot(root));
         }
+        let secrets = load_secrets(&root);
         Ok(Self {
-            secrets: RwLock::new(Arc::new(load_secrets(&root))),
+            has_secrets: AtomicBool::new(!secrets.is_empty()),
+            secrets: RwLock::new(Arc::new(secrets)),
             root,
             libraries: Libraries::new(options.warn_generations)?,
             options,
@@ -181,17 +184,28 @@ impl Host {
         read(&self.secrets).clone()
     }
 
+    /// The secrets, if any are set: each step of a call masks through this, and without
+    /// secrets it costs one atomic load instead of a lock and a reference count.
+    pub(crate) fn active_secrets(&self) -> Option<Arc<Secrets>> {
+        self.has_secrets
+            .load(Ordering::Acquire)
+            .then(|| self.secrets())
+    }
+
     /// Reads `usr/secrets.env` again (a bad file keeps the previous secrets and logs why).
     pub fn reload_secrets(&self) {
         match Secrets::load(&self.root.join("usr/secrets.env")) {
-            Ok(secrets) => *write(&self.secrets) = Arc::new(secrets),
+            Ok(secrets) => self.set_secrets(secrets),
             Err(e) => tracing::warn!("{e}; keeping the secrets loaded before"),
         }
     }
 
     /// Replaces the secrets (for embedding hosts and tests).
     pub fn set_secrets(&self, secrets: Secrets) {
-        *write(&self.secrets) = Arc::new(secrets);
+        let mut current = write(&self.secrets);
+        self.has_secrets
+            .store(!secrets.is_empty(), Ordering::Release);
+        *current = Arc::new(secrets);
     }
 
     /// The host's settings.

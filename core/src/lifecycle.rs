@@ -171,19 +171,13 @@ impl Agent {
                 self.add_history(HistoryMessage {
                     role: Role::Tool,
                     content: "(interrupted by the user before it started)".to_owned(),
-                    tool_name: Some(match request.method() {
-                        Some(method) => format!("{}:{method}", request.name()),
-                        None => request.name().to_owned(),
-                    }),
+                    tool_name: Some(request.to_string()),
                     additional: None,
                 });
             }
             return Err(e);
         }
-        let heading = match request.method() {
-            Some(method) => format!("Using tool '{}:{method}'", request.name()),
-            None => format!("Using tool '{}'", request.name()),
-        };
+        let heading = format!("Using tool '{request}'");
         let log_id = self.new_log_item(heading, args.clone());
         let tool_name = match &target {
             Target::Library(tool) if tool.name() == request.name() => tool.shared_name().clone(),
@@ -197,88 +191,92 @@ impl Agent {
             extension: None,
             nested,
         });
-        let outcome = async {
-            // Up to `execute` an interruption ends the call; after it, the call completes.
-            let executed = async {
-                let mut args = Value::Object(args);
+        self.lifecycle_steps(&call, request, &target, args)
+            .await
+            .map_err(|e| self.finish_failed_call(&call, request, e))
+    }
 
-                match &target {
-                    Target::Library(tool) if tool.has_before_hook() => {
-                        tool.before_execution(&call, json_text(&args)).await?
-                    }
-                    _ => self.default_before_execution(&call, &args),
-                }
-                self.check_intervention().await?;
+    /// Steps 2 to 10 of a call whose log item exists. Up to `execute` an interruption ends the
+    /// call; after it, the call completes.
+    async fn lifecycle_steps(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        target: &Target,
+        args: Map<String, Value>,
+    ) -> Result<Response, ToolError> {
+        let mut args = Value::Object(args);
 
-                let before = BeforeData {
-                    tool_name: request.name(),
-                    args: &args,
-                };
-                if let Some(mut data) = self
-                    .run_extensions(TOOL_EXECUTE_BEFORE, &before, &call)
-                    .await?
-                {
-                    args = match data.get_mut("args").map(Value::take) {
-                        Some(Value::Object(map)) => Value::Object(map),
-                        _ => {
-                            return Err(ToolError::internal(format!(
-                                "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
-                                 an extension must keep 'args' a JSON object",
-                                request.name()
-                            )))
-                        }
-                    };
-                }
-
-                let response = match &target {
-                    Target::Library(tool) => tool.execute(&call, json_text(&args)).await?,
-                    Target::Unknown => self.unknown_tool(request.name()),
-                    Target::Parallel => match args {
-                        Value::Object(ref map) => self.run_parallel(map.clone()).await?,
-                        _ => unreachable!("arguments are an object"),
-                    },
-                };
-                Ok::<Response, ToolError>(response)
+        match target {
+            Target::Library(tool) if tool.has_before_hook() => {
+                tool.before_execution(call, json_text(&args)).await?
             }
-            .await;
-            let mut response = executed?;
-            // An interruption now waits for the loop's next checkpoint.
-            self.check_pause_or_stop().await?;
-
-            let after = AfterData {
-                tool_name: request.name(),
-                response: &response,
-            };
-            if let Some(mut data) = self
-                .run_extensions(TOOL_EXECUTE_AFTER, &after, &call)
-                .await?
-            {
-                // Extensions may change the message and `additional`; `break_loop` stays.
-                if let Some(response_data) = data.get_mut("response") {
-                    if let Some(Value::String(message)) =
-                        response_data.get_mut("message").map(Value::take)
-                    {
-                        response.message = message;
-                    }
-                    match response_data.get_mut("additional").map(Value::take) {
-                        Some(Value::Object(additional)) => response.additional = Some(additional),
-                        Some(Value::Null) => response.additional = None,
-                        _ => {}
-                    }
-                }
-            }
-
-            match &target {
-                Target::Library(tool) if tool.has_after_hook() => {
-                    tool.after_execution(&call, &response).await?
-                }
-                _ => self.default_after_execution(&call, &response),
-            }
-            self.check_pause_or_stop().await?;
-            Ok(response)
+            _ => self.default_before_execution(call, &args),
         }
-        .await;
-        outcome.map_err(|e| self.finish_failed_call(&call, request, e))
+        self.check_intervention().await?;
+
+        let before = BeforeData {
+            tool_name: request.name(),
+            args: &args,
+        };
+        if let Some(mut data) = self
+            .run_extensions(TOOL_EXECUTE_BEFORE, &before, call)
+            .await?
+        {
+            args = match data.get_mut("args").map(Value::take) {
+                Some(Value::Object(map)) => Value::Object(map),
+                _ => {
+                    return Err(ToolError::internal(format!(
+                        "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
+                         an extension must keep 'args' a JSON object",
+                        request.name()
+                    )))
+                }
+            };
+        }
+
+        let mut response = match target {
+            Target::Library(tool) => tool.execute(call, json_text(&args)).await?,
+            Target::Unknown => self.unknown_tool(request.name()),
+            Target::Parallel => match args {
+                Value::Object(map) => self.run_parallel(map).await?,
+                _ => unreachable!("arguments are an object"),
+            },
+        };
+        // An interruption now waits for the loop's next checkpoint.
+        self.check_pause_or_stop().await?;
+
+        let after = AfterData {
+            tool_name: request.name(),
+            response: &response,
+        };
+        if let Some(mut data) = self
+            .run_extensions(TOOL_EXECUTE_AFTER, &after, call)
+            .await?
+        {
+            // Extensions may change the message and `additional`; `break_loop` stays.
+            if let Some(response_data) = data.get_mut("response") {
+                if let Some(Value::String(message)) =
+                    response_data.get_mut("message").map(Value::take)
+                {
+                    response.message = message;
+                }
+                match response_data.get_mut("additional").map(Value::take) {
+                    Some(Value::Object(additional)) => response.additional = Some(additional),
+                    Some(Value::Null) => response.additional = None,
+                    _ => {}
+                }
+            }
+        }
+
+        match target {
+            Target::Library(tool) if tool.has_after_hook() => {
+                tool.after_execution(call, &response).await?
+            }
+            _ => self.default_after_execution(call, &response),
+        }
+        self.check_pause_or_stop().await?;
+        Ok(response)
     }
 
     /// Runs every extension of `point` in order, each on the data the previous one left.
@@ -422,10 +420,7 @@ impl Agent {
         self.add_history(HistoryMessage {
             role: Role::Tool,
             content,
-            tool_name: Some(match request.method() {
-                Some(method) => format!("{}:{method}", request.name()),
-                None => request.name().to_owned(),
-            }),
+            tool_name: Some(request.to_string()),
             additional: None,
         });
         error

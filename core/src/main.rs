@@ -347,14 +347,9 @@ fn masked(
     let secrets = agent.host().secrets();
     match result {
         Ok(mut response) => {
-            response.message = secrets.mask(&response.message).into_owned();
-            if let Some(additional) = response.additional.take() {
-                let mut value = Value::Object(additional);
-                secrets.mask_value(&mut value);
-                response.additional = match value {
-                    Value::Object(map) => Some(map),
-                    _ => None,
-                };
+            secrets.mask_in_place(&mut response.message);
+            if let Some(additional) = &mut response.additional {
+                secrets.mask_map(additional);
             }
             Ok(response)
         }

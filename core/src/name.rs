@@ -50,6 +50,16 @@ impl ToolName {
     }
 }
 
+impl std::fmt::Display for ToolName {
+    /// `name` or `name:method`, as requested.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.method {
+            Some(method) => write!(f, "{}:{method}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
 /// Whether `part` is a safe single file-name component: `[A-Za-z0-9_.-]+`, not starting with `.`.
 pub fn is_safe_name(part: &str) -> bool {
     !part.is_empty()

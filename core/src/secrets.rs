@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::ToolError;
 
@@ -185,20 +185,28 @@ impl Secrets {
             return;
         }
         match value {
-            Value::String(s) => {
-                if let Cow::Owned(masked) = self.mask(s) {
-                    *s = masked;
-                }
-            }
+            Value::String(s) => self.mask_in_place(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.mask_value(v)),
-            Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (key, mut v) in entries {
-                    self.mask_value(&mut v);
-                    map.insert(self.mask(&key).into_owned(), v);
-                }
-            }
+            Value::Object(map) => self.mask_map(map),
             _ => {}
+        }
+    }
+
+    /// Masks every key and every string value of `map`, at any depth.
+    pub fn mask_map(&self, map: &mut Map<String, Value>) {
+        if self.matcher.is_none() {
+            return;
+        }
+        for (key, mut v) in std::mem::take(map) {
+            self.mask_value(&mut v);
+            map.insert(self.mask(&key).into_owned(), v);
+        }
+    }
+
+    /// Masks `text` where it is; allocates only if a value was found.
+    pub fn mask_in_place(&self, text: &mut String) {
+        if let Cow::Owned(masked) = self.mask(text) {
+            *text = masked;
         }
     }
 

@@ -185,7 +185,7 @@ impl Agent {
 
     /// Adds a message to the history, with every secret value masked.
     pub fn add_history(&self, mut message: HistoryMessage) {
-        if let Some(secrets) = self.host.active_secrets() {
+        if let Some(secrets) = self.host.secret_store().active() {
             secrets.mask_in_place(&mut message.content);
             if let Some(additional) = &mut message.additional {
                 secrets.mask_map(additional);
@@ -390,7 +390,7 @@ impl Agent {
     }
 
     pub(crate) fn update_log(&self, id: u64, f: impl FnOnce(&mut LogItem)) {
-        let secrets = self.host.active_secrets();
+        let secrets = self.host.secret_store().active();
         let mut state = self.state();
         let State { log, session, .. } = &mut *state;
         if let Some(item) = id.checked_sub(1).and_then(|i| log.get_mut(i as usize)) {
@@ -407,7 +407,7 @@ impl Agent {
     }
 
     fn mask_log_item(&self, item: &mut LogItem) {
-        if let Some(secrets) = self.host.active_secrets() {
+        if let Some(secrets) = self.host.secret_store().active() {
             mask_item(&secrets, item);
         }
     }
@@ -420,7 +420,7 @@ impl Agent {
     pub(crate) fn print(&self, kind: OutputKind, text: impl FnOnce() -> String) {
         if self.output.enabled() {
             let mut text = text();
-            if let Some(secrets) = self.host.active_secrets() {
+            if let Some(secrets) = self.host.secret_store().active() {
                 secrets.mask_in_place(&mut text);
             }
             self.output.print(kind, &text);

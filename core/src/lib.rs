@@ -25,7 +25,7 @@
 //!
 //! ## Layers
 //!
-//! See [`layers_for`]: a profile's folders come first, then the user's `usr/`, then each plugin
+//! See [`Layout`]: a profile's folders come first, then the user's `usr/`, then each plugin
 //! under `plugins/`, then `core/`. The first layer that has `tools/<name>.so` wins; extensions
 //! (`extensions/<point>/<file>.so`) and prompt fragments (`prompts/agent.system.tool.<name>.md`)
 //! are merged by file name, first occurrence winning, and sorted by file name.
@@ -96,12 +96,13 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod cache;
 mod context;
 mod error;
 mod generation;
 mod host;
 mod image;
-mod layers;
+mod layout;
 mod libraries;
 mod lifecycle;
 mod loader;
@@ -119,10 +120,8 @@ mod watcher;
 
 pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
 pub use error::{HostError, LoadError, LoadErrorKind};
-pub use host::{
-    FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing, LIBRARY_EXTENSION,
-};
-pub use layers::{layers_for, Layer, LayerKind};
+pub use host::{FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing};
+pub use layout::{FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION};
 pub use loader::version_compatible;
 pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use model::{Model, ModelError, ModelFuture, ModelRequest, Script, ScriptedModel};

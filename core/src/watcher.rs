@@ -15,7 +15,8 @@ use notify_debouncer_mini::{
 };
 
 use crate::error::HostError;
-use crate::host::{Host, LIBRARY_EXTENSION};
+use crate::host::Host;
+use crate::layout::{watched_files, FileRole, Layout, LIBRARY_EXTENSION};
 use crate::reload::ReloadEvent;
 
 /// Keeps a [`Host`] up to date with its folders while it lives; stops watching when dropped.
@@ -73,7 +74,7 @@ impl Host {
             })?;
         let mut state = WatchState {
             host: Arc::downgrade(self),
-            root: self.root().to_owned(),
+            layout: self.layout().clone(),
             debouncer,
             watched: BTreeMap::new(),
             links: BTreeMap::new(),
@@ -135,7 +136,7 @@ impl notify::Watcher for WriteWatcher {
 
 struct WatchState {
     host: Weak<Host>,
-    root: PathBuf,
+    layout: Layout,
     debouncer: Debouncer<WriteWatcher>,
     /// Watched folder (as the OS names it) -> the same folder as the host names it.
     watched: BTreeMap<PathBuf, PathBuf>,
@@ -221,7 +222,7 @@ impl WatchState {
                 tracing::warn!("file events were lost; checking every plugin file again");
                 stale.extend(self.watched.keys().cloned());
                 files.extend(host.loaded_files());
-                structure.push(self.root.clone());
+                structure.push(self.layout.root().to_owned());
                 continue;
             }
             let mut named = Vec::new();
@@ -241,7 +242,7 @@ impl WatchState {
                 named.push(dir.join(file));
             }
             for path in named {
-                if path.is_dir() || path.file_name().is_some_and(|n| n == ".toggle-0") {
+                if path.is_dir() || self.layout.role(&path) == FileRole::Toggle {
                     structure.push(path);
                 } else {
                     files.insert(path);
@@ -287,7 +288,8 @@ impl WatchState {
 
     /// Brings the watches in line with the folders; returns the files of newly watched folders.
     fn rescan(&mut self, first: bool) -> Vec<PathBuf> {
-        let (dirs, links) = watch_targets(&self.root);
+        let targets = self.layout.watch_targets();
+        let (dirs, links) = (targets.dirs, targets.links);
         let mut wanted: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
         for dir in dirs {
             if let Ok(os) = fs::canonicalize(&dir) {
@@ -319,7 +321,7 @@ impl WatchState {
                 Ok(()) => {
                     self.watched.insert(os.clone(), dir.clone());
                     if !first {
-                        fresh.extend(files_in(dir));
+                        fresh.extend(watched_files(dir));
                     }
                 }
                 Err(e) => tracing::warn!(
@@ -347,85 +349,4 @@ impl WatchState {
         self.links = new_links;
         fresh
     }
-}
-
-/// The folders to watch under `root`, and the library links to follow: `(link, its target)`.
-fn watch_targets(root: &Path) -> (BTreeSet<PathBuf>, Vec<(PathBuf, PathBuf)>) {
-    let mut dirs = BTreeSet::new();
-    let mut layers = Vec::new();
-    dirs.insert(root.to_owned());
-    let mut plugins = Vec::new();
-    for base in ["usr", "plugins", "core"] {
-        dirs.insert(root.join(base));
-        layers.push(root.join(base));
-    }
-    dirs.insert(root.join("usr/plugins"));
-    for parent in [root.join("usr/plugins"), root.join("plugins")] {
-        plugins.extend(subdirs(&parent));
-    }
-    let mut agents = vec![root.join("usr/agents"), root.join("core/agents")];
-    for plugin in &plugins {
-        // Watched even when switched off, to see its `.toggle-0` go.
-        dirs.insert(plugin.clone());
-        layers.push(plugin.clone());
-        agents.push(plugin.join("agents"));
-    }
-    for dir in agents {
-        layers.extend(subdirs(&dir));
-        dirs.insert(dir);
-    }
-    let mut links = Vec::new();
-    for layer in layers {
-        let tools = layer.join("tools");
-        let extensions = layer.join("extensions");
-        let points = subdirs(&extensions);
-        for folder in std::iter::once(&tools).chain(&points) {
-            for file in files_in(folder) {
-                if let Some(target) = link_target(&file) {
-                    links.push((file, target));
-                }
-            }
-        }
-        dirs.extend(points);
-        dirs.extend([tools, extensions, layer.join("prompts"), layer]);
-    }
-    dirs.retain(|d| d.is_dir());
-    (dirs, links)
-}
-
-/// Where the symbolic link `file` points, with its folder resolved, even if the file itself
-/// does not exist (yet): a link made before the first build must follow that build.
-fn link_target(file: &Path) -> Option<PathBuf> {
-    let dest = fs::read_link(file).ok()?;
-    let dest = file.parent()?.join(dest); // an absolute `dest` replaces the folder
-    let dir = fs::canonicalize(dest.parent()?).ok()?;
-    Some(dir.join(dest.file_name()?))
-}
-
-/// The folders in `dir`, following symbolic links (a profile folder may be one).
-fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// The library files and prompt fragments directly in `dir`.
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|e| e == LIBRARY_EXTENSION || e == "md")
-        })
-        .collect()
 }

@@ -25,6 +25,12 @@ use serde_json::{Map, Value};
 
 use crate::ToolError;
 
+mod store;
+mod stream;
+
+pub(crate) use store::SecretStore;
+pub use stream::MaskStream;
+
 /// The text before a key in a placeholder.
 pub const PLACEHOLDER_START: &str = "§§secret(";
 
@@ -307,70 +313,13 @@ impl Secrets {
 
     /// A filter for text that arrives in chunks (a model's streamed reply).
     pub fn stream(&self) -> MaskStream<'_> {
-        MaskStream {
-            secrets: self,
-            pending: String::new(),
-        }
+        MaskStream::new(self)
     }
 }
 
 /// `§§secret(KEY)`.
 pub fn placeholder(key: &str) -> String {
     format!("{PLACEHOLDER_START}{key})")
-}
-
-/// Masks streamed text: [`push`](Self::push) returns what is safe to show now, holding back the
-/// end of the text that could still become a secret value; [`finish`](Self::finish) returns
-/// the rest.
-///
-/// ```
-/// let secrets = toolhost::Secrets::parse("TOKEN=hunter2-xyz").unwrap();
-/// let mut stream = secrets.stream();
-/// let mut shown = stream.push("the token is hun");
-/// shown += &stream.push("ter2-x");
-/// shown += &stream.push("yz, done");
-/// shown += &stream.finish();
-/// assert_eq!(shown, "the token is §§secret(TOKEN), done");
-/// ```
-#[derive(Debug)]
-pub struct MaskStream<'a> {
-    secrets: &'a Secrets,
-    pending: String,
-}
-
-impl MaskStream<'_> {
-    /// Takes the next chunk; returns the masked text that can be shown now.
-    pub fn push(&mut self, chunk: &str) -> String {
-        self.pending.push_str(chunk);
-        let Some(matcher) = &self.secrets.matcher else {
-            return std::mem::take(&mut self.pending);
-        };
-        // A value that is not complete yet starts within the last `longest - 1` bytes.
-        let mut cut = self
-            .pending
-            .len()
-            .saturating_sub(self.secrets.longest.saturating_sub(1));
-        while !self.pending.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        for m in matcher.find_iter(&self.pending) {
-            if m.start() >= cut {
-                break;
-            }
-            if m.end() > cut {
-                cut = m.start(); // never split a match
-                break;
-            }
-        }
-        let rest = self.pending.split_off(cut);
-        let ready = std::mem::replace(&mut self.pending, rest);
-        self.secrets.mask(&ready).into_owned()
-    }
-
-    /// The rest of the text, masked.
-    pub fn finish(self) -> String {
-        self.secrets.mask(&self.pending).into_owned()
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,97 @@
+//! Listing what a profile sees, loading libraries on every core.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::{FoundTool, Host, Resolution};
+use crate::error::LoadError;
+
+/// One row of [`Host::list`].
+#[derive(Clone)]
+pub struct ToolListing {
+    /// The tool's name (its file name).
+    pub name: String,
+    /// The winner.
+    pub found: FoundTool,
+    /// Files of the same name in later layers that the winner hides.
+    pub shadows: Vec<PathBuf>,
+}
+
+/// Everything a profile sees: the tools that win, and the files that were skipped.
+#[derive(Clone, Default)]
+pub struct Listing {
+    /// Tools sorted by name.
+    pub tools: Vec<ToolListing>,
+    /// Tool and extension files that failed to load, with the reason.
+    pub skipped: Vec<LoadError>,
+}
+
+impl Host {
+    /// Every tool the profile sees, with the winning layer and what it shadows; `skipped` also
+    /// holds the extension files that failed to load.
+    pub fn list(&self, profile: &str) -> Listing {
+        let mut candidates: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for layer in self.layers(profile).iter() {
+            for (stem, path) in self.served_files(&layer.tools_dir()) {
+                candidates.entry(stem).or_default().push(path);
+            }
+        }
+        let names: Vec<&str> = candidates.keys().map(String::as_str).collect();
+        let resolutions = self.resolve_all(profile, &names);
+        let mut listing = Listing::default();
+        for ((name, paths), resolution) in candidates.into_iter().zip(resolutions) {
+            listing.skipped.extend(resolution.skipped.iter().cloned());
+            if let Some(found) = resolution.found.clone() {
+                let shadows = paths
+                    .into_iter()
+                    .skip_while(|p| *p != found.path)
+                    .skip(1)
+                    .collect();
+                listing.tools.push(ToolListing {
+                    name,
+                    found,
+                    shadows,
+                });
+            }
+        }
+        for point in self.extension_points(profile) {
+            let skipped = self.skipped_extensions(profile, &point);
+            listing.skipped.extend(skipped);
+        }
+        listing
+    }
+
+    /// Resolves many names, loading libraries on as many threads as there are cores (copying
+    /// and checking a library dominate a cold `list`). Results are in the order of `names`.
+    fn resolve_all(&self, profile: &str, names: &[&str]) -> Vec<Arc<Resolution>> {
+        if let Some(all) = self.tools.get_all(profile, names) {
+            return all; // nothing to load: no threads to start
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(names.len());
+        if threads <= 1 {
+            return names.iter().map(|n| self.resolve(profile, n)).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let worker = || {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(name) = names.get(i) else { break done };
+                done.push((i, self.resolve(profile, name)));
+            }
+        };
+        let mut results: Vec<(usize, Arc<Resolution>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, r)| r).collect()
+    }
+}

@@ -1,0 +1,172 @@
+//! Resolving a tool name, or an extension point, along a profile's layers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Host;
+use crate::cache::Found;
+use crate::error::{LoadError, LoadErrorKind};
+use crate::layout::{library_files, Layer};
+use crate::libraries::Loaded;
+use crate::plugin::{ExtensionHandle, ToolHandle};
+
+/// Where a tool came from.
+#[derive(Clone)]
+pub struct FoundTool {
+    /// The loaded tool.
+    pub handle: Arc<ToolHandle>,
+    /// The layer whose file won.
+    pub layer: Layer,
+    /// The winning file.
+    pub path: PathBuf,
+}
+
+/// The outcome of looking a tool up for a profile.
+#[derive(Clone)]
+pub struct Resolution {
+    /// The winning library, or `None` when no layer has a loadable one (the Unknown tool answers).
+    pub found: Option<FoundTool>,
+    /// Files of this name that were skipped because they failed to load.
+    pub skipped: Vec<LoadError>,
+}
+
+impl Resolution {
+    /// Worth caching: something was found or skipped, and no file was caught mid-write.
+    /// Misses are not cached, so a name the model invents does not grow the cache and a tool
+    /// dropped in later is found at the next call.
+    fn is_settled(&self) -> bool {
+        (self.found.is_some() || !self.skipped.is_empty())
+            && !self
+                .skipped
+                .iter()
+                .any(|e| e.kind == LoadErrorKind::Changing)
+    }
+}
+
+impl Host {
+    /// Finds the tool `name` for `profile`: the first layer with a loadable `tools/<name>` library.
+    /// `name` must already be checked ([`ToolName`](crate::ToolName)).
+    pub fn resolve(&self, profile: &str, name: &str) -> Arc<Resolution> {
+        match self.tools.get(profile, name) {
+            Some(resolution) => resolution,
+            None => self.resolve_again(profile, name),
+        }
+    }
+
+    /// Looks `name` up along the layers and caches the outcome, replacing what was cached.
+    pub(super) fn resolve_again(&self, profile: &str, name: &str) -> Arc<Resolution> {
+        let ticket = self.epoch.ticket();
+        let mut skipped = Vec::new();
+        let mut found = None;
+        for layer in self.layers(profile).iter() {
+            let path = layer.tool_file(name);
+            // A file being replaced may be missing for a moment: it serves until the watcher
+            // confirms that it was removed.
+            if !path.is_file() && !self.libraries.contains(&path) {
+                continue;
+            }
+            match &*self.load(&path, None) {
+                Loaded::Tool(handle) => {
+                    let (handle, layer) = (handle.clone(), layer.clone());
+                    found = Some(FoundTool {
+                        handle,
+                        layer,
+                        path,
+                    });
+                    break;
+                }
+                Loaded::Failed(e) => skipped.push(e.clone()),
+                Loaded::Extension(_) => unreachable!("loaded as a tool"),
+            }
+        }
+        let resolution = Arc::new(Resolution { found, skipped });
+        let keep = match resolution.is_settled() {
+            true => Found::Keep(resolution.clone()),
+            false => Found::Forget,
+        };
+        self.tools.settle(&self.epoch, ticket, profile, name, keep);
+        resolution
+    }
+
+    /// The extensions that run at `point` for `profile`, in order: every layer's
+    /// `extensions/<point>/` merged by file name (first occurrence wins), sorted by file name.
+    pub fn extensions(&self, profile: &str, point: &str) -> Arc<[Arc<ExtensionHandle>]> {
+        match self.extensions.get(profile, point) {
+            Some(list) => list,
+            None => self.extensions_again(profile, point),
+        }
+    }
+
+    /// Reads the extensions of `point` from the layers and caches them, replacing the old list.
+    pub(super) fn extensions_again(
+        &self,
+        profile: &str,
+        point: &str,
+    ) -> Arc<[Arc<ExtensionHandle>]> {
+        let ticket = self.epoch.ticket();
+        let list: Arc<[Arc<ExtensionHandle>]> = self
+            .extension_files(profile, point)
+            .iter()
+            .filter_map(
+                |(stem, path)| match &*self.load(path, Some((point, stem))) {
+                    Loaded::Extension(handle) => Some(handle.clone()),
+                    _ => None,
+                },
+            )
+            .collect();
+        let keep = Found::Keep(list.clone());
+        self.extensions
+            .settle(&self.epoch, ticket, profile, point, keep);
+        list
+    }
+
+    /// The extension files of `point` that were skipped because they failed to load.
+    pub fn skipped_extensions(&self, profile: &str, point: &str) -> Vec<LoadError> {
+        self.extension_files(profile, point)
+            .iter()
+            .filter_map(
+                |(stem, path)| match &*self.load(path, Some((point, stem))) {
+                    Loaded::Failed(e) => Some(e.clone()),
+                    _ => None,
+                },
+            )
+            .collect()
+    }
+
+    /// The extension points that have a folder in any of the profile's layers, sorted.
+    pub fn extension_points(&self, profile: &str) -> Vec<String> {
+        crate::layout::extension_points(&self.layers(profile))
+    }
+
+    /// The extension files of `point` that win, by file name (first occurrence across layers).
+    fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, PathBuf> {
+        let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for layer in self.layers(profile).iter() {
+            for (stem, path) in self.served_files(&layer.point_dir(point)) {
+                winners.entry(stem).or_insert(path);
+            }
+        }
+        winners
+    }
+
+    /// The library files in `dir`, plus those that are missing for a moment but still serve
+    /// (a file being replaced serves until the watcher confirms its removal).
+    pub(super) fn served_files(&self, dir: &Path) -> Vec<(String, PathBuf)> {
+        let mut files = library_files(dir);
+        for path in self.libraries.paths_in(dir) {
+            if !files.iter().any(|(_, p)| *p == path) {
+                if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                    files.push((stem.to_owned(), path.clone()));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// What the library at `path` serves; `extension` is `(point, name)` for extensions.
+    pub(super) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
+        self.libraries.load(path, extension)
+    }
+}

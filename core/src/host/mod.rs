@@ -1,0 +1,208 @@
+//! The host: finds libraries along a profile's layers, loads each once per content, and caches
+//! what wins. One job per file: this one owns the host's state; [`lookup`] resolves tools and
+//! extensions, [`changes`] reacts to file changes, [`listing`] lists what a profile sees, and
+//! [`prompt`] assembles the system prompt.
+
+mod changes;
+mod listing;
+mod lookup;
+mod prompt;
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use crate::cache::{Epoch, Found, ProfileCache};
+use crate::error::HostError;
+use crate::layout::{Layer, Layout};
+use crate::libraries::Libraries;
+use crate::plugin::ExtensionHandle;
+use crate::reload::ReloadEvent;
+use crate::secrets::{SecretStore, Secrets};
+
+pub use listing::{Listing, ToolListing};
+pub use lookup::{FoundTool, Resolution};
+
+/// Settings of a [`Host`].
+///
+/// ```
+/// use std::time::Duration;
+/// let options = toolhost::HostOptions::default()
+///     .with_debounce(Duration::from_millis(20))
+///     .with_warn_generations(100);
+/// assert_eq!(options.debounce, Duration::from_millis(20));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HostOptions {
+    /// How long a changed file must stay quiet before the watcher reads it. Default 40 ms.
+    pub debounce: Duration,
+    /// A warning is logged each time this many more library generations have been loaded
+    /// (libraries are never unmapped, so each keeps memory). Default 32.
+    pub warn_generations: usize,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            debounce: Duration::from_millis(40),
+            warn_generations: 32,
+        }
+    }
+}
+
+impl HostOptions {
+    /// Sets [`debounce`](Self::debounce).
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// Sets [`warn_generations`](Self::warn_generations).
+    pub fn with_warn_generations(mut self, every: usize) -> Self {
+        self.warn_generations = every;
+        self
+    }
+}
+
+/// Library generations of a host (see [`Host::generations`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generations {
+    /// Loaded so far. Libraries are never unmapped, so each keeps memory until the process ends.
+    pub loaded: u64,
+    /// Still held by the caches or by a running call; the others have been shut down.
+    pub live: usize,
+}
+
+/// The key under which [`Host::layers`] caches a profile's layers.
+const LAYERS: &str = "";
+
+/// The plugin host for one root folder.
+///
+/// A root holds `core/`, `plugins/` and `usr/` (see [`Layout`]). The host loads each library
+/// file from a private copy, again only when its bytes change, and caches, per profile, which
+/// file wins for each tool name and which extensions run at each point.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use toolhost::{Agent, Host};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let host = Arc::new(Host::new(".")?);
+/// let agent = Agent::new(host.clone(), "A0", "example")?;
+/// let response = agent
+///     .call_tool("greet", serde_json::json!({"name": "Ada"}))
+///     .await
+///     .map_err(|e| e.to_string())?;
+/// println!("{}", response.message);
+/// # Ok(()) }
+/// ```
+pub struct Host {
+    layout: Layout,
+    libraries: Libraries,
+    options: HostOptions,
+    /// Bumped whenever files change: a lookup that a change overtook is not cached.
+    epoch: Epoch,
+    secrets: SecretStore,
+    layers: ProfileCache<[Layer]>,
+    tools: ProfileCache<Resolution>,
+    extensions: ProfileCache<[Arc<ExtensionHandle>]>,
+}
+
+impl Host {
+    /// A host for the root folder `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self, HostError> {
+        Self::with_options(root, HostOptions::default())
+    }
+
+    /// A host for the root folder `root`, with `options`.
+    pub fn with_options(root: impl Into<PathBuf>, options: HostOptions) -> Result<Self, HostError> {
+        let layout = Layout::new(root);
+        if !layout.root().is_dir() {
+            return Err(HostError::MissingRoot(layout.root().to_owned()));
+        }
+        let secrets = Secrets::load(&layout.secrets_file()).unwrap_or_else(|e| {
+            tracing::warn!("{e}; running without secrets");
+            Secrets::empty()
+        });
+        Ok(Self {
+            secrets: SecretStore::new(secrets),
+            libraries: Libraries::new(options.warn_generations)?,
+            layout,
+            options,
+            epoch: Epoch::default(),
+            layers: ProfileCache::default(),
+            tools: ProfileCache::default(),
+            extensions: ProfileCache::default(),
+        })
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        self.layout.root()
+    }
+
+    /// The layout of the root folder: layers, file roles, well-known files.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The secrets (`usr/secrets.env`), as loaded at start or by the last
+    /// [`reload_secrets`](Self::reload_secrets).
+    pub fn secrets(&self) -> Arc<Secrets> {
+        self.secrets.get()
+    }
+
+    /// The live secrets: what masks everything a person, a log or the model sees.
+    pub(crate) fn secret_store(&self) -> &SecretStore {
+        &self.secrets
+    }
+
+    /// Reads `usr/secrets.env` again (a bad file keeps the previous secrets and logs why).
+    pub fn reload_secrets(&self) {
+        match Secrets::load(&self.layout.secrets_file()) {
+            Ok(secrets) => self.set_secrets(secrets),
+            Err(e) => tracing::warn!("{e}; keeping the secrets loaded before"),
+        }
+    }
+
+    /// Replaces the secrets (for embedding hosts and tests).
+    pub fn set_secrets(&self, secrets: Secrets) {
+        self.secrets.set(secrets);
+    }
+
+    /// The host's settings.
+    pub fn options(&self) -> &HostOptions {
+        &self.options
+    }
+
+    /// Every [`ReloadEvent`] from now on: libraries loaded (new or rebuilt) or failing, files
+    /// removed, prompts and folders changed. Dropping the receiver unsubscribes.
+    pub fn subscribe(&self) -> mpsc::Receiver<ReloadEvent> {
+        self.libraries.subscribe()
+    }
+
+    pub(crate) fn emit(&self, event: ReloadEvent) {
+        self.libraries.emit(event);
+    }
+
+    /// How many library generations were loaded, and how many are still in use.
+    pub fn generations(&self) -> Generations {
+        let (loaded, live) = self.libraries.generations();
+        Generations { loaded, live }
+    }
+
+    /// The profile's layers, most specific first ([`Layout::layers`], cached).
+    pub fn layers(&self, profile: &str) -> Arc<[Layer]> {
+        if let Some(layers) = self.layers.get(profile, LAYERS) {
+            return layers;
+        }
+        let ticket = self.epoch.ticket();
+        let layers: Arc<[Layer]> = self.layout.layers(profile).into();
+        // Folders that changed meanwhile may have made this list stale: then it is not kept.
+        let found = Found::Keep(layers.clone());
+        self.layers
+            .settle(&self.epoch, ticket, profile, LAYERS, found);
+        layers
+    }
+}

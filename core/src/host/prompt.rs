@@ -1,0 +1,89 @@
+//! The system prompt: prompt fragments merged across the layers, and the tools section.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::Host;
+use crate::layout::prompt_files;
+use crate::ToolInfo;
+
+/// The file-name prefix of a tool's prompt fragment: `agent.system.tool.<name>.md`.
+const TOOL_FRAGMENT: &str = "agent.system.tool.";
+
+impl Host {
+    /// The prompt fragments `prompts/agent.system.tool.<name>.md` of every layer, merged by file
+    /// name (first occurrence wins) and sorted by file name: `(file name, text)`.
+    pub fn prompt_fragments(&self, profile: &str) -> Vec<(String, String)> {
+        self.fragments(profile, |file| file.starts_with(TOOL_FRAGMENT))
+    }
+
+    /// The parts of the system prompt, in order: the `prompts/agent.system.*.md` fragments
+    /// other than the tools' (merged by file name, first occurrence wins, sorted by file name),
+    /// then the tools section ([`tools_prompt`](Self::tools_prompt)).
+    pub fn system_prompt_parts(&self, profile: &str) -> Vec<String> {
+        let mut parts: Vec<String> = self
+            .fragments(profile, |file| {
+                file.starts_with("agent.system.") && !file.starts_with(TOOL_FRAGMENT)
+            })
+            .into_iter()
+            .map(|(_, text)| text.trim().to_owned())
+            .collect();
+        parts.push(self.tools_prompt(profile).trim().to_owned());
+        parts
+    }
+
+    /// The `prompts/*.md` files that `pick` accepts, merged by file name across the layers.
+    fn fragments(&self, profile: &str, pick: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+        prompt_files(&self.layers(profile), pick)
+            .into_iter()
+            .filter_map(|(file, path)| match std::fs::read_to_string(&path) {
+                Ok(text) => Some((file, text)),
+                Err(e) => {
+                    tracing::warn!("skipping prompt {}: {e}", path.display());
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// The tools section of the system prompt: every fragment, plus a generated one (from the
+    /// tool's description and parameters) for each tool that has no fragment of its own.
+    pub fn tools_prompt(&self, profile: &str) -> String {
+        let fragments = self.prompt_fragments(profile);
+        let covered: HashSet<String> = fragments
+            .iter()
+            .filter_map(|(file, _)| {
+                file.strip_prefix(TOOL_FRAGMENT)?
+                    .strip_suffix(".md")
+                    .map(str::to_owned)
+            })
+            .collect();
+        let mut parts: BTreeMap<String, String> = fragments
+            .into_iter()
+            .map(|(f, t)| (f, t.trim().to_owned()))
+            .collect();
+        for tool in self.list(profile).tools {
+            if !covered.contains(&tool.name) {
+                parts.insert(
+                    format!("{TOOL_FRAGMENT}{}.md", tool.name),
+                    generated_fragment(&tool.name, tool.found.handle.info()),
+                );
+            }
+        }
+        let mut prompt = String::from("## Tools available:\n");
+        for text in parts.values() {
+            prompt.push('\n');
+            prompt.push_str(text);
+            prompt.push('\n');
+        }
+        prompt
+    }
+}
+
+fn generated_fragment(name: &str, info: &ToolInfo) -> String {
+    let mut text = format!("### {name}\n{}", info.description.trim());
+    if info.parameters.get("properties").is_some() {
+        text.push_str("\nArguments (JSON Schema): ");
+        text.push_str(&info.parameters.to_string());
+    }
+    text
+}

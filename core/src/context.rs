@@ -13,7 +13,7 @@ use plugin_api::abi::{
 use plugin_api::{Response, ToolError};
 use serde_json::Value;
 
-use crate::agent::{HistoryMessage, Role};
+use crate::transcript::{HistoryMessage, Role};
 use crate::Agent;
 
 /// One tool call (or one extension run within it), as plugins see it.
@@ -155,10 +155,7 @@ unsafe extern "C" fn ctx_field(data: *const c_void, field: ContextField) -> RStr
 unsafe extern "C" fn ctx_log_content(data: *const c_void, content: RStr<'_>) {
     // SAFETY: vtable contract.
     let call = unsafe { call(data) };
-    guard((), || {
-        call.agent
-            .update_log(call.log_id, |item| item.content = content.to_string())
-    })
+    guard((), || call.agent.log_content(call, content.as_str()))
 }
 
 unsafe extern "C" fn ctx_set_progress(data: *const c_void, text: RString) -> FfiFuture<()> {
@@ -171,7 +168,7 @@ unsafe extern "C" fn ctx_set_progress(data: *const c_void, text: RString) -> Ffi
             .set_progress(&call, text.into_string())
             .await
         {
-            let e = call.agent.host.secrets().mask(&e.to_string()).into_owned();
+            let e = call.agent.host.secret_store().error(&e);
             tracing::warn!("a tool_output_update extension failed: {e}");
         }
     }
@@ -181,10 +178,7 @@ unsafe extern "C" fn ctx_set_progress(data: *const c_void, text: RString) -> Ffi
 unsafe extern "C" fn ctx_add_progress(data: *const c_void, text: RStr<'_>) {
     // SAFETY: vtable contract.
     let call = unsafe { call(data) };
-    guard((), || {
-        call.agent
-            .update_log(call.log_id, |item| item.progress.push_str(text.as_str()))
-    })
+    guard((), || call.agent.add_progress(call, text.as_str()))
 }
 
 unsafe extern "C" fn ctx_check_intervention(data: *const c_void) -> FfiFuture<FfiResult<()>> {
@@ -205,10 +199,8 @@ unsafe extern "C" fn ctx_loop_data_get(data: *const c_void, key: RStr<'_>) -> RO
     let call = unsafe { call(data) };
     guard(ROption::RNone, || {
         call.agent
-            .loop_data_mut(|d| {
-                d.get(key.as_str())
-                    .map(|v| RString::from(serde_json::to_string(v).unwrap_or_default()))
-            })
+            .loop_data(key.as_str())
+            .map(|v| RString::from(serde_json::to_string(&v).unwrap_or_default()))
             .into()
     })
 }
@@ -224,8 +216,7 @@ unsafe extern "C" fn ctx_loop_data_set(
         RResult::RErr(ToolError::internal("setting loop data failed").into_ffi()),
         || match serde_json::from_str::<Value>(&json) {
             Ok(value) => {
-                call.agent
-                    .loop_data_mut(|d| d.insert(key.to_string(), value));
+                call.agent.set_loop_data(key.as_str(), value);
                 RResult::ROk(())
             }
             Err(e) => RResult::RErr(
@@ -249,7 +240,7 @@ unsafe extern "C" fn ctx_history_add(data: *const c_void, role: RStr<'_>, conten
         });
         call.agent.add_history(HistoryMessage {
             role,
-            content: content.into_string(),
+            content: call.agent.mask(content.into_string()),
             tool_name: Some(call.tool_name.to_string()),
             additional: None,
         });
@@ -303,10 +294,9 @@ unsafe extern "C" fn ctx_unmask_json(data: *const c_void, json: RString) -> FfiR
 unsafe extern "C" fn ctx_mask_text(data: *const c_void, text: RString) -> RString {
     // SAFETY: as in `ctx_unmask_json`.
     let call = unsafe { call(data) };
-    match call.agent.host.secrets().mask(&text) {
-        std::borrow::Cow::Owned(masked) => RString::from(masked),
-        std::borrow::Cow::Borrowed(_) => text,
-    }
+    guard(RString::new(), || {
+        RString::from(call.agent.mask(text.into_string()).into_inner())
+    })
 }
 
 unsafe extern "C" fn ctx_call_extensions(

@@ -99,9 +99,12 @@ mod agent;
 mod cache;
 mod context;
 mod error;
+mod extension_points;
 mod generation;
+mod hooks;
 mod host;
 mod image;
+mod intervention;
 mod layout;
 mod libraries;
 mod lifecycle;
@@ -116,10 +119,12 @@ mod reload;
 mod reply;
 mod secrets;
 mod session;
+mod transcript;
 mod watcher;
 
-pub use agent::{nice_key, sanitize, Agent, HistoryMessage, LogItem, Role};
+pub use agent::Agent;
 pub use error::{HostError, LoadError, LoadErrorKind};
+pub use hooks::{nice_key, sanitize};
 pub use host::{FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing};
 pub use layout::{FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION};
 pub use loader::version_compatible;
@@ -132,7 +137,9 @@ pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use reload::{ReloadEvent, Served};
 pub use reply::{parse_reply, ToolRequest};
 pub use secrets::{
-    placeholder, MaskStream, Secrets, SecretsError, MIN_MASKED_LEN, PLACEHOLDER_START,
+    placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, MIN_MASKED_LEN,
+    PLACEHOLDER_START,
 };
 pub use session::Session;
+pub use transcript::{HistoryMessage, LogItem, LogKind, Role};
 pub use watcher::Watcher;

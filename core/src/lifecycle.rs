@@ -1,16 +1,17 @@
-//! The fixed lifecycle of one tool call (design section 4).
+//! The fixed lifecycle of one tool call: resolve, hooks, extension points and intervention
+//! checks, in the order documented on [`Agent::call_tool`].
 
 use std::sync::Arc;
 
-use abi_stable::std_types::RString;
-use plugin_api::points::{TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE, TOOL_OUTPUT_UPDATE};
+use plugin_api::points::{TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::agent::{nice_key, sanitize, HistoryMessage, Role};
 use crate::context::CallContext;
-use crate::output::OutputKind;
+use crate::extension_points::json_text;
+use crate::intervention::Check;
 use crate::plugin::ToolHandle;
+use crate::transcript::{HistoryMessage, LogKind, Role};
 use crate::{Agent, ErrorKind, Response, ToolError, ToolName};
 
 /// `tool_execute_before` data: `{"tool_name", "args"}`.
@@ -35,18 +36,6 @@ fn serialize_response<S: serde::Serializer>(r: &&Response, s: S) -> Result<S::Ok
     st.serialize_field("break_loop", &r.break_loop)?;
     st.serialize_field("additional", &r.additional)?;
     st.end()
-}
-
-/// `tool_output_update` data: `{"tool_name", "progress"}`.
-#[derive(Serialize)]
-struct ProgressData<'a> {
-    tool_name: &'a str,
-    progress: &'a str,
-}
-
-/// JSON text of a value (`to_string` goes through `fmt` and is slower).
-fn json_text(value: &impl Serialize) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
 /// Clears the agent's current tool when dropped (step 11, "finally").
@@ -166,19 +155,15 @@ impl Agent {
         nested: bool,
     ) -> Result<Response, ToolError> {
         if let Err(e) = self.check_intervention().await {
-            if self.is_interrupted() && !self.is_stopped() && !nested {
+            if self.intervention.interrupted() && !nested {
                 // The model's request still gets a result in the history.
-                self.add_history(HistoryMessage {
-                    role: Role::Tool,
-                    content: "(interrupted by the user before it started)".to_owned(),
-                    tool_name: Some(request.to_string()),
-                    additional: None,
-                });
+                let content = "(interrupted by the user before it started)";
+                self.add_tool_result(request, content.to_owned());
             }
             return Err(e);
         }
         let heading = format!("Using tool '{request}'");
-        let log_id = self.new_log_item(heading, args.clone());
+        let log_id = self.add_log(LogKind::Tool, heading, String::new(), args.clone(), false);
         let tool_name = match &target {
             Target::Library(tool) if tool.name() == request.name() => tool.shared_name().clone(),
             _ => request.name().into(),
@@ -205,37 +190,8 @@ impl Agent {
         target: &Target,
         args: Map<String, Value>,
     ) -> Result<Response, ToolError> {
-        let mut args = Value::Object(args);
-
-        match target {
-            Target::Library(tool) if tool.has_before_hook() => {
-                tool.before_execution(call, json_text(&args)).await?
-            }
-            _ => self.default_before_execution(call, &args),
-        }
-        self.check_intervention().await?;
-
-        let before = BeforeData {
-            tool_name: request.name(),
-            args: &args,
-        };
-        if let Some(mut data) = self
-            .run_extensions(TOOL_EXECUTE_BEFORE, &before, call)
-            .await?
-        {
-            args = match data.get_mut("args").map(Value::take) {
-                Some(Value::Object(map)) => Value::Object(map),
-                _ => {
-                    return Err(ToolError::internal(format!(
-                        "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
-                         an extension must keep 'args' a JSON object",
-                        request.name()
-                    )))
-                }
-            };
-        }
-
-        let mut response = match target {
+        let args = self.before_steps(call, request, target, args).await?;
+        let response = match target {
             Target::Library(tool) => tool.execute(call, json_text(&args)).await?,
             Target::Unknown => self.unknown_tool(request.name()),
             Target::Parallel => match args {
@@ -244,145 +200,76 @@ impl Agent {
             },
         };
         // An interruption now waits for the loop's next checkpoint.
-        self.check_pause_or_stop().await?;
+        self.intervention.check(Check::PauseOrStop).await?;
+        self.after_steps(call, request, target, response).await
+    }
 
+    /// `before_execution`, an intervention check and the `tool_execute_before` extensions;
+    /// returns the arguments they leave.
+    async fn before_steps(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        target: &Target,
+        args: Map<String, Value>,
+    ) -> Result<Value, ToolError> {
+        let args = Value::Object(args);
+        match target {
+            Target::Library(tool) if tool.has_before_hook() => {
+                tool.before_execution(call, json_text(&args)).await?
+            }
+            _ => self.default_before_execution(call, &args),
+        }
+        self.check_intervention().await?;
+        let before = BeforeData {
+            tool_name: request.name(),
+            args: &args,
+        };
+        let Some(mut data) = self
+            .run_extensions(TOOL_EXECUTE_BEFORE, &before, call)
+            .await?
+        else {
+            return Ok(args);
+        };
+        match data.get_mut("args").map(Value::take) {
+            Some(Value::Object(map)) => Ok(Value::Object(map)),
+            _ => Err(ToolError::internal(format!(
+                "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
+                 an extension must keep 'args' a JSON object",
+                request.name()
+            ))),
+        }
+    }
+
+    /// The `tool_execute_after` extensions (they may change the message and `additional`,
+    /// never `break_loop`), `after_execution` and an intervention check.
+    async fn after_steps(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        target: &Target,
+        mut response: Response,
+    ) -> Result<Response, ToolError> {
         let after = AfterData {
             tool_name: request.name(),
             response: &response,
         };
-        if let Some(mut data) = self
+        let changed = self
             .run_extensions(TOOL_EXECUTE_AFTER, &after, call)
-            .await?
+            .await?;
+        if let Some(response_data) =
+            changed.and_then(|mut d| d.get_mut("response").map(Value::take))
         {
-            // Extensions may change the message and `additional`; `break_loop` stays.
-            if let Some(response_data) = data.get_mut("response") {
-                if let Some(Value::String(message)) =
-                    response_data.get_mut("message").map(Value::take)
-                {
-                    response.message = message;
-                }
-                match response_data.get_mut("additional").map(Value::take) {
-                    Some(Value::Object(additional)) => response.additional = Some(additional),
-                    Some(Value::Null) => response.additional = None,
-                    _ => {}
-                }
-            }
+            apply_after_data(&mut response, response_data);
         }
-
         match target {
             Target::Library(tool) if tool.has_after_hook() => {
                 tool.after_execution(call, &response).await?
             }
             _ => self.default_after_execution(call, &response),
         }
-        self.check_pause_or_stop().await?;
+        self.intervention.check(Check::PauseOrStop).await?;
         Ok(response)
-    }
-
-    /// Runs every extension of `point` in order, each on the data the previous one left.
-    /// The data is serialised once, and parsed again only if an extension changed it: the
-    /// result is `None` when nothing changed.
-    pub(crate) async fn run_extensions(
-        self: &Arc<Self>,
-        point: &str,
-        data: &impl Serialize,
-        call: &Arc<CallContext>,
-    ) -> Result<Option<Value>, ToolError> {
-        let extensions = self.host.extensions(self.profile(), point);
-        if extensions.is_empty() {
-            return Ok(None);
-        }
-        let mut text = RString::from(json_text(data));
-        let mut changed_by = None;
-        for ext in extensions.iter() {
-            let ctx = call.for_extension(&ext.point, &ext.name);
-            match ext.execute(&ctx, text.clone()).await {
-                Ok(Some(new)) => {
-                    text = new;
-                    changed_by = Some(&ext.name);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(ToolError::new(
-                        e.kind(),
-                        format!("extension '{}' at {point}: {}", ext.name, e.message()),
-                    ))
-                }
-            }
-        }
-        let Some(changed_by) = changed_by else {
-            return Ok(None);
-        };
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            ToolError::internal(format!(
-                "extension '{changed_by}' at {point} left invalid JSON: {e}"
-            ))
-        })
-    }
-
-    /// Sets a call's progress and fires `tool_output_update`.
-    pub(crate) async fn set_progress(
-        self: Arc<Self>,
-        call: &Arc<CallContext>,
-        text: String,
-    ) -> Result<(), ToolError> {
-        let data = ProgressData {
-            tool_name: &call.tool_name,
-            progress: &text,
-        };
-        let text = match self.run_extensions(TOOL_OUTPUT_UPDATE, &data, call).await? {
-            Some(data) => data
-                .get("progress")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            None => text,
-        };
-        self.print(OutputKind::Progress, || format!("  ... {text}"));
-        self.update_log(call.log_id, |item| item.progress = text);
-        Ok(())
-    }
-
-    /// The default `before_execution`: prints the call and its arguments.
-    pub(crate) fn default_before_execution(&self, call: &CallContext, args: &Value) {
-        self.print(OutputKind::ToolUse, || {
-            format!("{}: Using tool '{}'", self.name(), call.tool_name)
-        });
-        if let Value::Object(map) = args {
-            for (key, value) in map {
-                self.print(OutputKind::Argument, || {
-                    let value = value
-                        .as_str()
-                        .map_or_else(|| value.to_string(), str::to_owned);
-                    format!("  {}: {value}", nice_key(key))
-                });
-            }
-        }
-    }
-
-    /// The default `after_execution`: records the sanitised result in history and the log.
-    pub(crate) fn default_after_execution(&self, call: &CallContext, response: &Response) {
-        let text = sanitize(response.message.trim());
-        self.print(OutputKind::ToolResponse, || {
-            format!(
-                "{}: Response from tool '{}':\n{text}",
-                self.name(),
-                call.tool_name
-            )
-        });
-        self.update_log(call.log_id, |item| {
-            item.content = text.clone();
-            item.finished = true;
-        });
-        if !call.nested {
-            // A call of `parallel` is reported in the combined result instead.
-            self.add_history(HistoryMessage {
-                role: Role::Tool,
-                content: text,
-                tool_name: Some(call.tool_name.to_string()),
-                additional: response.additional.clone(),
-            });
-        }
     }
 
     /// Ends the log item of a call that failed, and returns the error to report. An
@@ -395,15 +282,16 @@ impl Agent {
         error: ToolError,
     ) -> ToolError {
         let interrupted =
-            error.kind() == ErrorKind::Intervention && self.is_interrupted() && !self.is_stopped();
+            error.kind() == ErrorKind::Intervention && self.intervention.interrupted();
+        let content = match interrupted {
+            true => "(interrupted by the user)".to_owned(),
+            false => format!("error ({}): {}", error.kind(), error.message()),
+        };
+        let content = self.mask(content);
         let mut progress = String::new();
-        self.update_log(call.log_id, |item| {
-            progress = item.progress.clone();
-            item.content = if interrupted {
-                "(interrupted by the user)".to_owned()
-            } else {
-                format!("error ({}): {}", error.kind(), error.message())
-            };
+        self.transcript.update_log(call.log_id, |item| {
+            progress = item.progress.to_string();
+            item.content = content;
             item.finished = true;
         });
         if !interrupted {
@@ -417,13 +305,18 @@ impl Agent {
         if call.nested {
             return ToolError::intervention(content);
         }
+        self.add_tool_result(request, content);
+        error
+    }
+
+    /// Adds a tool's result that is not its response (it was interrupted) to the history.
+    fn add_tool_result(&self, request: &ToolName, content: String) {
         self.add_history(HistoryMessage {
             role: Role::Tool,
-            content,
+            content: self.mask(content),
             tool_name: Some(request.to_string()),
             additional: None,
         });
-        error
     }
 
     /// The built-in Unknown tool: names the missing tool and lists the available ones.
@@ -432,5 +325,18 @@ impl Agent {
             "Tool {name} not found. Available tools:\n{}",
             self.host.tools_prompt(self.profile())
         ))
+    }
+}
+
+/// Applies what the `tool_execute_after` extensions left in `response` to the response:
+/// `message` and `additional` change; `break_loop` stays.
+fn apply_after_data(response: &mut Response, mut data: Value) {
+    if let Some(Value::String(message)) = data.get_mut("message").map(Value::take) {
+        response.message = message;
+    }
+    match data.get_mut("additional").map(Value::take) {
+        Some(Value::Object(additional)) => response.additional = Some(additional),
+        Some(Value::Null) => response.additional = None,
+        _ => {}
     }
 }

@@ -1,5 +1,5 @@
 //! Agent Zero's message loop: ask the model, read the tool request in its reply, run the tool,
-//! and go on until a tool ends the loop (design section 5).
+//! and go on until a tool ends the loop.
 
 use std::sync::Arc;
 
@@ -9,12 +9,13 @@ use plugin_api::points::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::agent::{HistoryMessage, Role};
-use crate::context::CallContext;
+use crate::intervention::Stopped;
 use crate::model::{Model, ModelError, ModelRequest};
 use crate::output::OutputKind;
-use crate::reply::parse_reply;
-use crate::{Agent, ErrorKind, ToolError};
+use crate::reply::{parse_reply, ToolRequest};
+use crate::secrets::MaskedError;
+use crate::transcript::{HistoryMessage, LogKind, Role};
+use crate::{Agent, ErrorKind, Response, ToolError};
 
 /// Limits of one monologue.
 #[derive(Debug, Clone)]
@@ -70,45 +71,25 @@ pub enum LoopError {
     Tool {
         /// The request (`name[:method]`).
         tool: String,
-        /// The error.
-        error: ToolError,
+        /// The error, masked.
+        error: MaskedError,
     },
     /// An extension failed.
     #[error("extension point {point}: {}", .error.message())]
     Extension {
         /// The point.
         point: &'static str,
-        /// The error.
-        error: ToolError,
+        /// The error, masked.
+        error: MaskedError,
     },
     /// The user stopped the agent.
     #[error("stopped by the user")]
     Stopped,
 }
 
-/// Marks a monologue as running while it lives, even if its future is dropped mid-way.
-struct Running<'a>(Option<&'a Agent>);
-
-impl<'a> Running<'a> {
-    fn start(agent: &'a Agent) -> Self {
-        agent.set_running(true);
-        Self(Some(agent))
-    }
-
-    /// Ends it; returns the messages still queued.
-    fn end(mut self) -> Vec<String> {
-        self.0
-            .take()
-            .map(|a| a.set_running(false))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if let Some(agent) = self.0.take() {
-            agent.cancel_running(); // cancelled: the queued messages wait for the next one
-        }
+impl From<Stopped> for LoopError {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped
     }
 }
 
@@ -117,6 +98,20 @@ pub const MISFORMAT_WARNING: &str = "Your reply was not a valid tool request. Re
 
 /// The warning for a reply identical to the previous one.
 pub const REPEAT_WARNING: &str = "You repeated your previous reply. Do something else: use the result you already have, call another tool, or answer with the response tool.";
+
+/// What one iteration came to.
+enum Step {
+    /// The loop goes on.
+    Next,
+    /// The user interrupted the tool: the rest of the iteration (`message_loop_end`) is
+    /// skipped; the lifecycle kept the tool's progress as its result, and the next checkpoint
+    /// adds the user's messages.
+    Interrupted,
+    /// A reply without a usable request (or the same reply again).
+    Unusable,
+    /// The final answer (masked).
+    Answer(String),
+}
 
 impl Agent {
     /// Runs one monologue: `message` from the user, then model replies and tool calls until a
@@ -138,61 +133,37 @@ impl Agent {
         options: &LoopOptions,
     ) -> Result<String, LoopError> {
         if self.first_init() {
-            self.fire(
-                AGENT_INIT,
-                json!({"agent": self.name(), "profile": self.profile()}),
-            )
-            .await?;
+            let data = json!({"agent": self.name(), "profile": self.profile()});
+            self.fire_json(AGENT_INIT, data).await?;
         }
-        let shown = self.host.secrets().mask(message).into_owned();
-        self.fire(MONOLOGUE_START, json!({ "message": shown }))
+        self.fire_json(MONOLOGUE_START, json!({ "message": message }))
             .await?;
-        self.add_log(
-            "user",
-            "User message".to_owned(),
-            message.to_owned(),
-            Map::new(),
-            true,
-        );
+        self.add_note(LogKind::User, "User message".to_owned(), message.to_owned());
         self.print(OutputKind::User, || format!("User: {message}"));
-        let running = Running::start(self);
+        let running = self.intervention.start_monologue();
         let result = match self.hist_add(Role::User, message.to_owned()).await {
             Ok(()) => self.iterate(model, options).await,
             Err(e) => Err(e),
         };
         // Messages that arrived after the last checkpoint are kept, not lost.
         for late in running.end() {
-            self.add_log(
-                "user",
-                "User message (arrived after the loop ended)".to_owned(),
-                late.clone(),
-                Map::new(),
-                true,
-            );
+            let heading = "User message (arrived after the loop ended)";
+            self.add_note(LogKind::User, heading.to_owned(), late.clone());
+            let content = self.mask(late);
             self.add_history(HistoryMessage {
                 role: Role::User,
-                content: late,
+                content,
                 tool_name: None,
                 additional: None,
             });
         }
-        self.flush_session_log();
+        self.transcript.flush_session_log();
         let end = json!({"result": result.as_ref().ok()});
-        let ended = self.fire(MONOLOGUE_END, end).await;
-        match (result, ended) {
-            (Err(e), _) => {
-                self.add_log(
-                    "error",
-                    "The loop ended".to_owned(),
-                    e.to_string(),
-                    Map::new(),
-                    true,
-                );
-                Err(e)
-            }
-            (Ok(_), Err(e)) => Err(e),
-            (Ok(answer), Ok(_)) => Ok(answer),
+        let ended = self.fire_json(MONOLOGUE_END, end).await;
+        if let Err(e) = &result {
+            self.add_note(LogKind::Error, "The loop ended".to_owned(), e.to_string());
         }
+        result.and_then(|answer| ended.map(|_| answer))
     }
 
     async fn iterate(
@@ -204,109 +175,116 @@ impl Agent {
         let mut last_reply: Option<String> = None;
         for iteration in 1..=options.max_iterations {
             self.checkpoint().await?;
-            self.fire(MESSAGE_LOOP_START, json!({ "iteration": iteration }))
-                .await?;
-            let reply = self.ask(model).await?;
-            let request = parse_reply(&reply);
-            let repeated = last_reply.as_deref() == Some(reply.as_str());
-            last_reply = Some(reply);
-            let Some(request) = request.filter(|_| !repeated) else {
-                unusable += 1;
-                let warning = if repeated {
-                    REPEAT_WARNING
-                } else {
-                    MISFORMAT_WARNING
-                };
-                self.warn(warning.to_owned()).await?;
-                self.fire(MESSAGE_LOOP_END, json!({ "iteration": iteration }))
-                    .await?;
-                if unusable >= options.max_unusable {
-                    return Err(LoopError::Unusable(unusable));
-                }
+            let data = json!({ "iteration": iteration });
+            self.fire_json(MESSAGE_LOOP_START, data.clone()).await?;
+            let step = self.iteration(model, &mut last_reply).await?;
+            if matches!(step, Step::Interrupted) {
+                unusable = 0;
                 continue;
-            };
-            unusable = 0;
-            match self.call_tool(&request.tool, request.args).await {
-                Ok(response) => {
-                    let result = json!({"tool_name": request.tool, "result": response.message});
-                    self.fire(HIST_ADD_TOOL_RESULT, result).await?;
-                    // A message that arrived while the answer was being given is answered too.
-                    if response.break_loop && !self.has_interjections() {
-                        self.add_log(
-                            "response",
-                            format!("{}: final answer", self.name()),
-                            response.message.clone(),
-                            Map::new(),
-                            true,
-                        );
-                        self.fire(MESSAGE_LOOP_END, json!({ "iteration": iteration }))
-                            .await?;
-                        return Ok(self.host.secrets().mask(&response.message).into_owned());
+            }
+            self.fire_json(MESSAGE_LOOP_END, data).await?;
+            match step {
+                Step::Answer(answer) => return Ok(answer),
+                Step::Next | Step::Interrupted => unusable = 0,
+                Step::Unusable => {
+                    unusable += 1;
+                    if unusable >= options.max_unusable {
+                        return Err(LoopError::Unusable(unusable));
                     }
-                }
-                Err(error) if error.kind() == ErrorKind::Intervention => {
-                    if self.is_stopped() {
-                        return Err(LoopError::Stopped);
-                    }
-                    // The rest of this iteration is skipped; the lifecycle kept the tool's
-                    // progress as its result, and the next checkpoint adds the messages.
-                    continue;
-                }
-                Err(error)
-                    if matches!(error.kind(), ErrorKind::Repairable | ErrorKind::Validation) =>
-                {
-                    let text = self.format_error(&request.tool, &error).await?;
-                    self.warn(text).await?;
-                }
-                Err(error) => {
-                    let error = ToolError::new(
-                        error.kind(),
-                        self.host.secrets().mask(error.message()).into_owned(),
-                    );
-                    return Err(LoopError::Tool {
-                        tool: request.tool,
-                        error,
-                    });
                 }
             }
-            self.fire(MESSAGE_LOOP_END, json!({ "iteration": iteration }))
-                .await?;
         }
         Err(LoopError::IterationLimit(options.max_iterations))
+    }
+
+    /// One iteration after its checkpoint: the model's reply, and the tool it asks for.
+    async fn iteration(
+        self: &Arc<Self>,
+        model: &dyn Model,
+        last_reply: &mut Option<String>,
+    ) -> Result<Step, LoopError> {
+        let reply = self.ask(model).await?;
+        let request = parse_reply(&reply);
+        let repeated = last_reply.as_deref() == Some(reply.as_str());
+        *last_reply = Some(reply);
+        let Some(request) = request.filter(|_| !repeated) else {
+            let warning = if repeated {
+                REPEAT_WARNING
+            } else {
+                MISFORMAT_WARNING
+            };
+            self.warn(warning.to_owned()).await?;
+            return Ok(Step::Unusable);
+        };
+        match self.call_tool(&request.tool, request.args.clone()).await {
+            Ok(response) => self.tool_answered(&request, response).await,
+            Err(error) => self.tool_failed(request, error).await,
+        }
+    }
+
+    /// A tool answered: its result was added to the history; a `break_loop` ends the loop,
+    /// unless a message arrived while the answer was being given (it is answered too).
+    async fn tool_answered(
+        self: &Arc<Self>,
+        request: &ToolRequest,
+        response: Response,
+    ) -> Result<Step, LoopError> {
+        let result = json!({"tool_name": request.tool, "result": response.message});
+        self.fire_json(HIST_ADD_TOOL_RESULT, result).await?;
+        if !response.break_loop || self.intervention.has_messages() {
+            return Ok(Step::Next);
+        }
+        let answer = self.mask(response.message);
+        let heading = format!("{}: final answer", self.name());
+        self.add_note(LogKind::Response, heading, answer.to_string());
+        Ok(Step::Answer(answer.into_inner()))
+    }
+
+    /// A tool failed: an intervention ends the iteration, a repairable or validation error goes
+    /// back to the model, anything else ends the loop.
+    async fn tool_failed(
+        self: &Arc<Self>,
+        request: ToolRequest,
+        error: ToolError,
+    ) -> Result<Step, LoopError> {
+        match error.kind() {
+            ErrorKind::Intervention if self.is_stopped() => Err(LoopError::Stopped),
+            ErrorKind::Intervention => Ok(Step::Interrupted),
+            ErrorKind::Repairable | ErrorKind::Validation => {
+                let text = self.format_error(&request.tool, &error).await?;
+                self.warn(text).await?;
+                Ok(Step::Next)
+            }
+            _ => Err(LoopError::Tool {
+                tool: request.tool,
+                error: self.host.secret_store().error(&error),
+            }),
+        }
     }
 
     /// Waits while paused; fails if stopped; adds the messages the user sent meanwhile, then
     /// checks again (a paused agent stays paused after an interjection).
     async fn checkpoint(self: &Arc<Self>) -> Result<(), LoopError> {
         loop {
-            match self.check_intervention().await {
-                Ok(()) if !self.has_interjections() => return Ok(()),
-                Err(_) if self.is_stopped() => return Err(LoopError::Stopped),
-                _ => self.add_interjections().await?,
+            let messages = self.intervention.checkpoint().await?;
+            if messages.is_empty() {
+                return Ok(());
+            }
+            for message in messages {
+                let heading = "User message (interjected)";
+                self.add_note(LogKind::User, heading.to_owned(), message.clone());
+                self.print(OutputKind::User, || {
+                    format!("User (interjected): {message}")
+                });
+                self.hist_add(Role::User, message).await?;
             }
         }
-    }
-
-    async fn add_interjections(self: &Arc<Self>) -> Result<(), LoopError> {
-        for message in self.take_interjections() {
-            self.add_log(
-                "user",
-                "User message (interjected)".to_owned(),
-                message.clone(),
-                Map::new(),
-                true,
-            );
-            self.print(OutputKind::User, || {
-                format!("User (interjected): {message}")
-            });
-            self.hist_add(Role::User, message).await?;
-        }
-        Ok(())
     }
 
     /// Asks the model, streaming its reply (masked) to the output; the reply joins the history.
     async fn ask(self: &Arc<Self>, model: &dyn Model) -> Result<String, LoopError> {
         let system = self.system_prompt().await?;
+        let system = self.mask(system);
         let history = self.history();
         let secrets = self.host.secrets();
         let mut stream = secrets.stream();
@@ -328,11 +306,16 @@ impl Agent {
             model.reply(request, &mut shown).await?
         };
         if streaming {
-            let rest = stream.finish();
-            self.output.print(OutputKind::ModelEnd, &rest);
+            self.output.print(OutputKind::ModelEnd, &stream.finish());
         }
-        let masked = secrets.mask(&reply).into_owned();
-        let parsed = parse_reply(&reply);
+        self.log_reply(&reply);
+        self.hist_add(Role::Ai, reply.clone()).await?;
+        Ok(reply)
+    }
+
+    /// The model's reply in the log, headed by its `headline`, with its tool and thoughts.
+    fn log_reply(&self, reply: &str) {
+        let parsed = parse_reply(reply);
         let mut kvps = Map::new();
         if let Some(request) = &parsed {
             kvps.insert("tool".to_owned(), json!(request.tool));
@@ -341,19 +324,18 @@ impl Agent {
             }
         }
         let heading = parsed
-            .as_ref()
-            .and_then(|r| r.headline.clone())
+            .and_then(|r| r.headline)
             .unwrap_or_else(|| format!("{}: reply", self.name()));
-        self.add_log("agent", heading, masked.clone(), kvps, true);
-        self.hist_add(Role::Ai, masked).await?;
-        Ok(reply)
+        self.add_log(LogKind::Agent, heading, reply.to_owned(), kvps, true);
     }
 
     /// The system prompt: the profile's `agent.system.*.md` fragments, then the tools
     /// section, passed through `system_prompt`.
     pub async fn system_prompt(self: &Arc<Self>) -> Result<String, LoopError> {
         let parts = self.host.system_prompt_parts(self.profile());
-        let data = self.fire(SYSTEM_PROMPT, json!({ "parts": parts })).await?;
+        let data = self
+            .fire_json(SYSTEM_PROMPT, json!({ "parts": parts }))
+            .await?;
         let parts = data
             .get("parts")
             .and_then(Value::as_array)
@@ -371,13 +353,7 @@ impl Agent {
     /// Adds a warning for the model to the history and the log.
     async fn warn(self: &Arc<Self>, text: String) -> Result<(), LoopError> {
         self.print(OutputKind::Warning, || format!("Warning: {text}"));
-        self.add_log(
-            "warning",
-            "Warning".to_owned(),
-            text.clone(),
-            Map::new(),
-            true,
-        );
+        self.add_note(LogKind::Warning, "Warning".to_owned(), text.clone());
         self.hist_add(Role::Warning, text).await
     }
 
@@ -389,11 +365,10 @@ impl Agent {
     ) -> Result<String, LoopError> {
         // Masked before the extensions see it: one that rewrites the text (truncates it,
         // changes its case) could otherwise defeat the masking after it.
-        let secrets = self.host.secrets();
-        let message = secrets.mask(error.message()).into_owned();
+        let message = self.mask(error.message().to_owned());
         let text = format!("Tool '{tool}' failed: {message}");
         let data = json!({"kind": error.kind().as_str(), "message": message, "text": text});
-        let data = self.fire(ERROR_FORMAT, data).await?;
+        let data = self.fire_json(ERROR_FORMAT, data).await?;
         Ok(data
             .get("text")
             .and_then(Value::as_str)
@@ -402,19 +377,14 @@ impl Agent {
 
     /// Adds a message to the history through `hist_add_before` (which may change its content).
     async fn hist_add(self: &Arc<Self>, role: Role, content: String) -> Result<(), LoopError> {
-        // Masked before extensions see it, and again by `add_history` after they changed it.
-        let content = self.host.secrets().mask(&content).into_owned();
-        let role_name = serde_json::to_value(role).unwrap_or_default();
-        let data = self
-            .fire(
-                HIST_ADD_BEFORE,
-                json!({"role": role_name, "content": content}),
-            )
-            .await?;
+        // Masked before extensions see it, and again after they changed it.
+        let data = json!({"role": role.as_str(), "content": content});
+        let data = self.fire_json(HIST_ADD_BEFORE, data).await?;
         let content = match data.get("content") {
             Some(Value::String(text)) => text.clone(),
             _ => content,
         };
+        let content = self.mask(content);
         self.add_history(HistoryMessage {
             role,
             content,
@@ -422,30 +392,5 @@ impl Agent {
             additional: None,
         });
         Ok(())
-    }
-
-    /// Runs the extensions of `point` on `data`; returns the data they leave.
-    async fn fire(self: &Arc<Self>, point: &'static str, data: Value) -> Result<Value, LoopError> {
-        self.call_extensions(point, data).await.map_err(|error| {
-            let message = self.host.secrets().mask(error.message()).into_owned();
-            LoopError::Extension {
-                point,
-                error: ToolError::new(error.kind(), message),
-            }
-        })
-    }
-
-    /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;
-    /// returns the data the last one left.
-    pub async fn call_extensions(
-        self: &Arc<Self>,
-        point: &str,
-        data: Value,
-    ) -> Result<Value, ToolError> {
-        let call = Arc::new(CallContext::for_agent(self.clone()));
-        Ok(self
-            .run_extensions(point, &data, &call)
-            .await?
-            .unwrap_or(data))
     }
 }

@@ -5,14 +5,15 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Mutex;
 
-use crate::agent::HistoryMessage;
+use crate::secrets::Masked;
+use crate::transcript::HistoryMessage;
 
 /// What the model is asked: the system prompt and the history so far (already masked: secret
 /// values never reach a model).
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRequest<'a> {
     /// The system prompt.
-    pub system: &'a str,
+    pub system: &'a Masked,
     /// The conversation so far, oldest first.
     pub history: &'a [HistoryMessage],
 }

@@ -3,6 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
+use crate::secrets::Masked;
+
 /// What a line of output is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputKind {
@@ -24,10 +26,10 @@ pub enum OutputKind {
     ModelEnd,
 }
 
-/// Receives an agent's live output.
+/// Receives an agent's live output: text that is already [`Masked`].
 pub trait Output: Send + Sync {
     /// One line (or block) of output.
-    fn print(&self, kind: OutputKind, text: &str);
+    fn print(&self, kind: OutputKind, text: &Masked);
 
     /// Whether anything is printed; when false the agent skips formatting.
     fn enabled(&self) -> bool {
@@ -40,7 +42,7 @@ pub trait Output: Send + Sync {
 pub struct Silent;
 
 impl Output for Silent {
-    fn print(&self, _: OutputKind, _: &str) {}
+    fn print(&self, _: OutputKind, _: &Masked) {}
     fn enabled(&self) -> bool {
         false
     }
@@ -76,7 +78,8 @@ impl Terminal {
 }
 
 impl Output for Terminal {
-    fn print(&self, kind: OutputKind, text: &str) {
+    fn print(&self, kind: OutputKind, text: &Masked) {
+        let text = text.as_str();
         if self.hidden.contains(&kind) {
             return;
         }
@@ -129,10 +132,10 @@ impl Captured {
 }
 
 impl Output for Captured {
-    fn print(&self, kind: OutputKind, text: &str) {
+    fn print(&self, kind: OutputKind, text: &Masked) {
         self.lines
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((kind, text.to_owned()));
+            .push((kind, text.to_string()));
     }
 }

@@ -78,6 +78,7 @@ impl Agent {
                 .map(Duration::from_secs);
             let agent = self.clone();
             let agent_secrets = self.host.secrets();
+
             let permits = permits.clone();
             tasks.spawn(async move {
                 let mut started = Instant::now();
@@ -119,7 +120,7 @@ impl Agent {
                         result["message"] = json!(agent_secrets.mask(&response.message));
                     }
                     Err(((state, kind), message)) => {
-                        let message = agent_secrets.mask(&message).into_owned();
+                        let message = agent_secrets.mask(&message);
                         result["state"] = json!(state);
                         result["error"] = json!({"kind": kind.as_str(), "message": message});
                     }

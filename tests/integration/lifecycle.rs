@@ -42,7 +42,10 @@ fn hooks_and_extensions_run_in_lifecycle_order() {
         ]
     );
     let last = agent.history().pop().unwrap();
-    assert_eq!((last.role, last.content), (Role::Tool, r.message));
+    assert_eq!(
+        (last.role, last.content.as_str()),
+        (Role::Tool, r.message.as_str())
+    );
 }
 
 #[test]

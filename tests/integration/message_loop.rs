@@ -92,7 +92,11 @@ fn a_session_runs_tools_until_the_response_ends_it() {
     let history = agent.history();
     assert_eq!(history[2].content, r#"{"q":1}"#);
     assert_eq!(history[2].tool_name.as_deref(), Some("echo"));
-    let kinds: Vec<String> = agent.log().iter().map(|i| i.kind.clone()).collect();
+    let kinds: Vec<String> = agent
+        .log()
+        .iter()
+        .map(|i| i.kind.as_str().to_owned())
+        .collect();
     assert_eq!(
         kinds,
         ["user", "agent", "tool", "agent", "tool", "response"]
@@ -137,7 +141,7 @@ fn misformat_and_repeat_warnings_go_back_and_unusable_replies_stop_the_loop() {
         .history()
         .iter()
         .filter(|m| m.role == Role::Warning)
-        .map(|m| m.content.clone())
+        .map(|m| m.content.to_string())
         .collect();
     assert_eq!(
         warnings,
@@ -657,7 +661,7 @@ fn a_message_sent_between_monologues_waits_for_the_next_one() {
         .history()
         .iter()
         .filter(|m| m.role == Role::User)
-        .map(|m| m.content.clone())
+        .map(|m| m.content.to_string())
         .collect();
     assert_eq!(users, ["go", "Also: be brief."]);
 }

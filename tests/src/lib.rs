@@ -149,7 +149,7 @@ pub fn build_dir() -> &'static Path {
             }
             None => {}
         }
-        cargo.args(["-p", "toolhost"]);
+        cargo.args(["-p", "toolhost-cli"]);
         for f in Fixture::ALL {
             cargo.args(["-p", f.package()]);
         }

@@ -113,7 +113,7 @@ fn install(release: bool) -> Result<PathBuf> {
     build
         .arg("build")
         .current_dir(&root)
-        .args(["-p", "toolhost"]);
+        .args(["-p", "toolhost-cli"]);
     if release {
         build.arg("--release");
     }

@@ -25,9 +25,11 @@ use serde_json::{Map, Value};
 
 use crate::ToolError;
 
+mod masked;
 mod store;
 mod stream;
 
+pub use masked::{Masked, MaskedError};
 pub(crate) use store::SecretStore;
 pub use stream::MaskStream;
 
@@ -165,8 +167,36 @@ impl Secrets {
             .map(|i| self.pairs[i].1.as_str())
     }
 
+    /// `text` with every secret value replaced by its placeholder.
+    pub fn mask(&self, text: &str) -> Masked {
+        Masked::new(self.replace(text).into_owned())
+    }
+
+    /// Like [`mask`](Self::mask), reusing `text` (no copy when it holds no secret value).
+    pub fn mask_owned(&self, mut text: String) -> Masked {
+        self.text_in_place(&mut text);
+        Masked::new(text)
+    }
+
+    /// `value` with every string masked, at any depth (object keys too).
+    pub fn mask_value(&self, mut value: Value) -> Masked<Value> {
+        self.value_in_place(&mut value);
+        Masked::new(value)
+    }
+
+    /// `map` with every key and every string masked, at any depth.
+    pub fn mask_map(&self, mut map: Map<String, Value>) -> Masked<Map<String, Value>> {
+        self.map_in_place(&mut map);
+        Masked::new(map)
+    }
+
+    /// The error with its message masked.
+    pub fn mask_error(&self, error: &ToolError) -> MaskedError {
+        MaskedError::new(error.kind(), self.mask(error.message()))
+    }
+
     /// `text` with every secret value replaced by its placeholder; borrowed when there was none.
-    pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    fn replace<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let Some(matcher) = &self.matcher else {
             return Cow::Borrowed(text);
         };
@@ -185,33 +215,31 @@ impl Secrets {
         Cow::Owned(out)
     }
 
-    /// Masks every string in `value`, at any depth (keys too).
-    pub fn mask_value(&self, value: &mut Value) {
+    fn value_in_place(&self, value: &mut Value) {
         if self.matcher.is_none() {
             return;
         }
         match value {
-            Value::String(s) => self.mask_in_place(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.mask_value(v)),
-            Value::Object(map) => self.mask_map(map),
+            Value::String(s) => self.text_in_place(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.value_in_place(v)),
+            Value::Object(map) => self.map_in_place(map),
             _ => {}
         }
     }
 
-    /// Masks every key and every string value of `map`, at any depth.
-    pub fn mask_map(&self, map: &mut Map<String, Value>) {
+    fn map_in_place(&self, map: &mut Map<String, Value>) {
         if self.matcher.is_none() {
             return;
         }
         for (key, mut v) in std::mem::take(map) {
-            self.mask_value(&mut v);
-            map.insert(self.mask(&key).into_owned(), v);
+            self.value_in_place(&mut v);
+            map.insert(self.replace(&key).into_owned(), v);
         }
     }
 
-    /// Masks `text` where it is; allocates only if a value was found.
-    pub fn mask_in_place(&self, text: &mut String) {
-        if let Cow::Owned(masked) = self.mask(text) {
+    /// Allocates only if a value was found.
+    fn text_in_place(&self, text: &mut String) {
+        if let Cow::Owned(masked) = self.replace(text) {
             *text = masked;
         }
     }
@@ -333,7 +361,7 @@ mod tests {
             s.mask("abcdef abcd ab quoted value"),
             "§§secret(B) §§secret(A) ab §§secret(D)"
         );
-        assert!(matches!(s.mask("nothing here"), Cow::Borrowed(_)));
+        assert!(matches!(s.replace("nothing here"), Cow::Borrowed(_)));
     }
 
     #[test]
@@ -374,7 +402,7 @@ mod tests {
                 assert!(!shown.contains("0123456789"), "chunk size {size}: {shown}");
             }
             shown += &stream.finish();
-            assert_eq!(shown, s.mask(text), "chunk size {size}");
+            assert_eq!(s.mask(text), shown, "chunk size {size}");
         }
     }
 

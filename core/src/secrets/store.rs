@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use super::Secrets;
+use serde_json::{Map, Value};
+
+use super::{Masked, MaskedError, Secrets};
+use crate::ToolError;
 
 /// The secrets a host masks with right now.
 #[derive(Debug, Default)]
@@ -40,5 +43,39 @@ impl SecretStore {
         let mut current = self.secrets.write().unwrap_or_else(|e| e.into_inner());
         self.any.store(!secrets.is_empty(), Ordering::Release);
         *current = Arc::new(secrets);
+    }
+
+    /// `text`, masked (without secrets: as it is, at the cost of one atomic load).
+    pub(crate) fn text(&self, text: String) -> Masked {
+        match self.active() {
+            Some(secrets) => secrets.mask_owned(text),
+            None => Masked::new(text),
+        }
+    }
+
+    /// `map`, masked at any depth.
+    pub(crate) fn map(&self, map: Map<String, Value>) -> Masked<Map<String, Value>> {
+        match self.active() {
+            Some(secrets) => secrets.mask_map(map),
+            None => Masked::new(map),
+        }
+    }
+
+    /// `value`, masked at any depth.
+    pub(crate) fn value(&self, value: Value) -> Masked<Value> {
+        match self.active() {
+            Some(secrets) => secrets.mask_value(value),
+            None => Masked::new(value),
+        }
+    }
+
+    /// The error with its message masked.
+    pub(crate) fn error(&self, error: &ToolError) -> MaskedError {
+        MaskedError::new(error.kind(), self.text(error.message().to_owned()))
+    }
+
+    /// `masked` followed by `more`, masked as a whole: a value split between the two is caught.
+    pub(crate) fn append(&self, masked: &Masked, more: &str) -> Masked {
+        self.text(format!("{masked}{more}"))
     }
 }

@@ -1,6 +1,6 @@
 //! Masking text that arrives in chunks, such as a model's streamed reply.
 
-use super::Secrets;
+use super::{Masked, Secrets};
 
 /// Masks streamed text: [`push`](Self::push) returns what is safe to show now, holding back the
 /// end of the text that could still become a secret value; [`finish`](Self::finish) returns
@@ -9,7 +9,7 @@ use super::Secrets;
 /// ```
 /// let secrets = toolhost::Secrets::parse("TOKEN=hunter2-xyz").unwrap();
 /// let mut stream = secrets.stream();
-/// let mut shown = stream.push("the token is hun");
+/// let mut shown = stream.push("the token is hun").into_inner();
 /// shown += &stream.push("ter2-x");
 /// shown += &stream.push("yz, done");
 /// shown += &stream.finish();
@@ -30,10 +30,10 @@ impl<'a> MaskStream<'a> {
     }
 
     /// Takes the next chunk; returns the masked text that can be shown now.
-    pub fn push(&mut self, chunk: &str) -> String {
+    pub fn push(&mut self, chunk: &str) -> Masked {
         self.pending.push_str(chunk);
         let Some(matcher) = &self.secrets.matcher else {
-            return std::mem::take(&mut self.pending);
+            return Masked::new(std::mem::take(&mut self.pending));
         };
         // A value that is not complete yet starts within the last `longest - 1` bytes.
         let mut cut = self
@@ -54,11 +54,11 @@ impl<'a> MaskStream<'a> {
         }
         let rest = self.pending.split_off(cut);
         let ready = std::mem::replace(&mut self.pending, rest);
-        self.secrets.mask(&ready).into_owned()
+        self.secrets.mask_owned(ready)
     }
 
     /// The rest of the text, masked.
-    pub fn finish(self) -> String {
-        self.secrets.mask(&self.pending).into_owned()
+    pub fn finish(self) -> Masked {
+        self.secrets.mask_owned(self.pending)
     }
 }

@@ -1,0 +1,77 @@
+//! `toolhost call`: one tool call through the whole lifecycle.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use serde_json::{json, Map, Value};
+use toolhost::output::{OutputKind, Terminal};
+use toolhost::{Agent, Host, Masked, MaskedError, Response, ToolError};
+
+/// A call's response with every secret value masked: what may be printed.
+pub(crate) struct Shown {
+    pub(crate) message: Masked,
+    pub(crate) break_loop: bool,
+    pub(crate) additional: Option<Masked<Map<String, Value>>>,
+}
+
+/// A call's result with every secret value masked, for printing.
+pub(crate) fn masked(
+    agent: &Agent,
+    result: Result<Response, ToolError>,
+) -> Result<Shown, MaskedError> {
+    let secrets = agent.host().secrets();
+    match result {
+        Ok(response) => Ok(Shown {
+            message: secrets.mask_owned(response.message),
+            break_loop: response.break_loop,
+            additional: response.additional.map(|a| secrets.mask_map(a)),
+        }),
+        Err(e) => Err(secrets.mask_error(&e)),
+    }
+}
+
+pub(crate) fn call(
+    host: Arc<Host>,
+    name: &str,
+    args: &str,
+    profile: &str,
+    agent: &str,
+    json: bool,
+) -> Result<ExitCode> {
+    let args: Value =
+        serde_json::from_str(args).with_context(|| format!("--args is not valid JSON ({args})"))?;
+    // The response goes to stdout below, so the live log (stderr) leaves it out.
+    let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
+    let agent = Agent::with_output(host, agent, profile, output)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match masked(&agent, runtime.block_on(agent.call_tool(name, args))) {
+        Ok(shown) if json => {
+            let value = json!({
+                "message": shown.message,
+                "break_loop": shown.break_loop,
+                "additional": shown.additional,
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(shown) => {
+            println!("{}", shown.message);
+            if shown.break_loop {
+                eprintln!("(final answer: this ends the agent's loop)");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if json {
+                let err = json!({"error": {"kind": e.kind().as_str(), "message": e.message()}});
+                println!("{}", serde_json::to_string_pretty(&err)?);
+            }
+            let (kind, message) = (e.kind(), e.message());
+            eprintln!("error: tool '{name}' failed ({kind} error): {message}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

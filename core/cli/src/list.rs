@@ -1,0 +1,107 @@
+//! `toolhost list`: the tools a profile sees, its extensions in run order, skipped files.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use toolhost::{Host, Listing};
+
+use crate::{check_profile, relative};
+
+pub(crate) fn list(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
+    check_profile(profile)?;
+    let listing = host.list(profile);
+    if json {
+        let value = listing_json(host, profile, &listing);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print_listing(host, profile, &listing);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
+    println!(
+        "Tools for profile '{profile}' (root {}):",
+        host.root().display()
+    );
+    if listing.tools.is_empty() {
+        println!("  (none: run `cargo xtask install` to build the built-in plugins)");
+    }
+    for tool in &listing.tools {
+        let info = tool.found.handle.info();
+        println!(
+            "  {:<12} {:<5} [{} layer] {}",
+            tool.name,
+            info.risk_level.as_str(),
+            tool.found.layer.kind.as_str(),
+            relative(host, &tool.found.path)
+        );
+        if !info.description.is_empty() {
+            println!("               {}", info.description);
+        }
+        for shadow in &tool.shadows {
+            println!("               shadows {}", relative(host, shadow));
+        }
+    }
+    let points = host.extension_points(profile);
+    if !points.is_empty() {
+        println!("Extensions, in the order they run:");
+    }
+    for point in points {
+        println!("  {point}:");
+        for ext in host.extensions(profile, &point).iter() {
+            println!("    {:<24} {}", ext.name(), relative(host, ext.source()));
+        }
+    }
+    if !listing.skipped.is_empty() {
+        println!("Skipped:");
+        for e in &listing.skipped {
+            println!("  {}: {}", relative(host, &e.path), e.reason);
+        }
+    }
+}
+
+fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
+    let extensions: serde_json::Map<String, Value> = host
+        .extension_points(profile)
+        .into_iter()
+        .map(|point| {
+            let list = host
+                .extensions(profile, &point)
+                .iter()
+                .map(|e| {
+                    json!({
+                        "name": e.name(),
+                        "file": relative(host, e.source()),
+                        "description": e.info().description,
+                    })
+                })
+                .collect::<Vec<_>>();
+            (point, Value::Array(list))
+        })
+        .collect();
+    json!({
+        "extensions": extensions,
+        "tools": listing.tools.iter().map(|t| {
+            let info = t.found.handle.info();
+            json!({
+                "name": t.name,
+                "layer": t.found.layer.kind.as_str(),
+                "layer_dir": t.found.layer.label,
+                "file": relative(host, &t.found.path),
+                "shadows": t.shadows.iter().map(|p| relative(host, p)).collect::<Vec<_>>(),
+                "description": info.description,
+                "risk_level": info.risk_level.as_str(),
+                "version": info.version,
+                "package": t.found.handle.package(),
+                "parameters": info.parameters,
+            })
+        }).collect::<Vec<_>>(),
+        "skipped": listing.skipped.iter().map(|e| json!({
+            "file": relative(host, &e.path),
+            "kind": e.kind.as_str(),
+            "reason": e.reason,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,196 @@
+//! `toolhost`: list, call and describe the tools a profile sees, run scripted sessions, and
+//! watch plugin folders while developing. One file per command.
+
+mod call;
+mod list;
+mod run;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use toolhost::{Host, HostOptions, LoopOptions};
+
+/// Native plugin host for AI-agent tools.
+#[derive(Parser)]
+#[command(name = "toolhost", version, about)]
+struct Cli {
+    /// The root folder holding core/, plugins/ and usr/.
+    #[arg(long, global = true, env = "TOOLHOST_ROOT", default_value = ".")]
+    root: PathBuf,
+    /// Show debug logging (including abi_stable's full load-error reports).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every tool a profile sees, with the layer and file that wins and what it shadows.
+    List {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool through the full lifecycle and print its response.
+    Call {
+        /// `name` or `name:method`.
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(long, short, default_value = "{}")]
+        args: String,
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// Print the response as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Development mode: watch the plugin folders, print each reload, and call tools typed on
+    /// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`).
+    Watch {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// How long a changed file must stay quiet before it is read, in milliseconds.
+        #[arg(long, default_value_t = 40)]
+        debounce_ms: u64,
+    },
+    /// Run a scripted conversation end to end with a live log: the model's replies come from
+    /// SCRIPT (`=== user` / `=== model` blocks). Type a line to interject; Ctrl-C stops cleanly.
+    /// The session is saved under usr/sessions/.
+    Run {
+        /// The script file.
+        script: PathBuf,
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// Iterations per user message before the loop gives up.
+        #[arg(long, default_value_t = 25)]
+        max_iterations: usize,
+        /// Unusable replies in a row before the loop gives up.
+        #[arg(long, default_value_t = 3)]
+        max_unusable: usize,
+        /// Read the secrets from this file instead of usr/secrets.env.
+        #[arg(long)]
+        secrets: Option<PathBuf>,
+    },
+    /// The system prompt for a profile: its prompt fragments and the tools section.
+    Prompt {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // `list` reports skipped files in its own table; elsewhere each one is a warning line.
+    let quiet = matches!(cli.command, Command::List { .. });
+    tracing_subscriber::fmt()
+        .with_env_filter(match (cli.verbose, quiet) {
+            (true, _) => "debug",
+            (false, true) => "error",
+            (false, false) => "warn",
+        })
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let root = cli.root;
+    match cli.command {
+        Command::Watch {
+            profile,
+            agent,
+            debounce_ms,
+        } => {
+            let debounce = std::time::Duration::from_millis(debounce_ms);
+            let options = HostOptions::default().with_debounce(debounce);
+            let host = Arc::new(Host::with_options(&root, options)?);
+            watch::watch(host, &profile, &agent)
+        }
+        Command::List { profile, json } => list::list(&Host::new(&root)?, &profile, json),
+        Command::Prompt { profile } => {
+            check_profile(&profile)?;
+            println!(
+                "{}",
+                Host::new(&root)?.system_prompt_parts(&profile).join("\n\n")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            script,
+            profile,
+            agent,
+            max_iterations,
+            max_unusable,
+            secrets,
+        } => {
+            let host = Arc::new(Host::new(&root)?);
+            if let Some(file) = secrets {
+                host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
+            }
+            let options = LoopOptions::default()
+                .with_max_iterations(max_iterations)
+                .with_max_unusable(max_unusable);
+            run::run_script(host, &script, &profile, &agent, &options)
+        }
+        Command::Call {
+            name,
+            args,
+            profile,
+            agent,
+            json,
+        } => call::call(
+            Arc::new(Host::new(&root)?),
+            &name,
+            &args,
+            &profile,
+            &agent,
+            json,
+        ),
+    }
+}
+
+fn check_profile(profile: &str) -> Result<()> {
+    if toolhost::is_safe_name(profile) {
+        Ok(())
+    } else {
+        Err(toolhost::HostError::InvalidProfile(profile.to_owned()).into())
+    }
+}
+
+/// `path` relative to the host's root, for printing.
+fn relative(host: &Host, path: &Path) -> String {
+    path.strip_prefix(host.root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

@@ -1,0 +1,71 @@
+//! `toolhost run`: a scripted session with a live log.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use toolhost::output::Terminal;
+use toolhost::{Agent, Host, LoopOptions, Script, ScriptedModel};
+
+use crate::check_profile;
+
+/// `toolhost run`: each user message of the script starts a monologue; the final answers go to
+/// standard output, the live log to standard error.
+pub(crate) fn run_script(
+    host: Arc<Host>,
+    script: &std::path::Path,
+    profile: &str,
+    agent: &str,
+    options: &LoopOptions,
+) -> Result<ExitCode> {
+    check_profile(profile)?;
+    let script = Script::load(script).map_err(anyhow::Error::msg)?;
+    let sessions = host.layout().sessions_dir();
+    let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
+    let session = agent
+        .record_session(&sessions)
+        .with_context(|| format!("cannot create a session folder in {}", sessions.display()))?;
+    let model = ScriptedModel::new(script.replies);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    // A line typed while the agent works is sent to it.
+    let typed = agent.clone();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines().map_while(Result::ok) {
+            if !line.trim().is_empty() {
+                typed.interject(line.trim());
+            }
+        }
+    });
+    let code = runtime.block_on(async {
+        let stopper = agent.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nstopping (Ctrl-C; press it again to quit at once)...");
+                stopper.stop();
+            }
+            // A tool that never checks for intervention cannot be stopped: a second Ctrl-C
+            // ends the process (the session files hold everything up to here).
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("quitting");
+                std::process::exit(130);
+            }
+        });
+        for message in &script.user_messages {
+            match agent.monologue(&model, message, options).await {
+                Ok(answer) => println!("{answer}"),
+                Err(e) => {
+                    // Any error text may quote a tool or an extension: masked like the rest.
+                    let text = agent.host().secrets().mask(&e.to_string());
+                    eprintln!("error: {text}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        ExitCode::SUCCESS
+    });
+    eprintln!("session saved in {}", session.display());
+    Ok(code)
+}

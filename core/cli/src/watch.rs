@@ -1,0 +1,112 @@
+//! `toolhost watch`: development mode, with reloads reported and tools called from stdin.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde_json::Value;
+use toolhost::output::{OutputKind, Terminal};
+use toolhost::{Agent, Host, ReloadEvent};
+
+use crate::call::masked;
+use crate::list::print_listing;
+use crate::{check_profile, relative};
+
+/// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
+pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str) -> Result<ExitCode> {
+    check_profile(profile)?;
+    let listing = host.list(profile);
+    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    println!(
+        "watching {} for profile '{profile}': {} tool{} ({})",
+        host.root().display(),
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
+    println!("type `name[:method] [JSON arguments]` to call a tool, `/list` or `/quit`");
+    let reloads = host.subscribe();
+    let _watcher = host.watch()?;
+    let printer = host.clone();
+    std::thread::spawn(move || {
+        for event in reloads {
+            println!("{}", describe(&printer, &event));
+        }
+    });
+    let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
+    let agent = Agent::with_output(host.clone(), agent, profile, output)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    for line in std::io::stdin().lines() {
+        let line = line?;
+        let line = line.trim();
+        let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, "{}"));
+        match name {
+            "" => continue,
+            "/quit" | "/exit" => break,
+            "/list" => {
+                print_listing(&host, profile, &host.list(profile));
+                continue;
+            }
+            _ => {}
+        }
+        let args: Value = match serde_json::from_str(args.trim()) {
+            Ok(args) => args,
+            Err(e) => {
+                println!("error: the arguments are not valid JSON ({e}): {args}");
+                continue;
+            }
+        };
+        let started = std::time::Instant::now();
+        match masked(&agent, runtime.block_on(agent.call_tool(name, args))) {
+            Ok(response) => println!("{}", response.message),
+            Err(e) => println!("error: {} ({} error)", e.message(), e.kind()),
+        }
+        tracing::debug!("{name} answered in {:?}", started.elapsed());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One reload report line, with paths relative to the root and the layer named.
+fn describe(host: &Host, event: &ReloadEvent) -> String {
+    let place = |path: &std::path::Path| {
+        let rel = relative(host, path);
+        // `<layer>/tools/<file>` or `<layer>/extensions/<point>/<file>`
+        let parts: Vec<&str> = rel.split('/').collect();
+        let layer = match parts
+            .iter()
+            .rposition(|p| *p == "tools" || *p == "extensions")
+        {
+            Some(0) | None => ".".to_owned(),
+            Some(i) => parts[..i].join("/"),
+        };
+        format!("{rel} [layer {layer}]")
+    };
+    let ms = |d: &std::time::Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+    match event {
+        ReloadEvent::Loaded {
+            path,
+            old: Some(old),
+            new,
+            took,
+        } => format!("reloaded {}: {old} -> {new} in {}", place(path), ms(took)),
+        ReloadEvent::Loaded {
+            path, new, took, ..
+        } => format!("loaded {}: {new} in {}", place(path), ms(took)),
+        ReloadEvent::Failed {
+            error,
+            kept: Some(kept),
+        } => format!(
+            "reload of {} failed, still serving {kept}: {}",
+            place(&error.path),
+            error.reason
+        ),
+        ReloadEvent::Failed { error, kept: None } => {
+            format!("cannot load {}: {}", place(&error.path), error.reason)
+        }
+        ReloadEvent::Removed { path } => format!("removed {}", place(path)),
+        ReloadEvent::Changed { path } => format!("changed {}", relative(host, path)),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,97 @@
+//! Running the extensions of a point: each gets the data the one before it left.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::RString;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::context::CallContext;
+use crate::message_loop::LoopError;
+use crate::secrets::Masked;
+use crate::{Agent, ToolError};
+
+/// JSON text of a value (`to_string` goes through `fmt` and is slower).
+pub(crate) fn json_text(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+impl Agent {
+    /// Runs every extension of `point` in order, each on the data the previous one left.
+    /// The data is serialised once, and parsed again only if an extension changed it: the
+    /// result is `None` when nothing changed.
+    pub(crate) async fn run_extensions(
+        self: &Arc<Self>,
+        point: &str,
+        data: &impl Serialize,
+        call: &Arc<CallContext>,
+    ) -> Result<Option<Value>, ToolError> {
+        let extensions = self.host.extensions(self.profile(), point);
+        if extensions.is_empty() {
+            return Ok(None);
+        }
+        let mut text = RString::from(json_text(data));
+        let mut changed_by = None;
+        for ext in extensions.iter() {
+            let ctx = call.for_extension(&ext.point, &ext.name);
+            match ext.execute(&ctx, text.clone()).await {
+                Ok(Some(new)) => {
+                    text = new;
+                    changed_by = Some(&ext.name);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let message = format!("extension '{}' at {point}: {}", ext.name, e.message());
+                    return Err(ToolError::new(e.kind(), message));
+                }
+            }
+        }
+        let Some(changed_by) = changed_by else {
+            return Ok(None);
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            ToolError::internal(format!(
+                "extension '{changed_by}' at {point} left invalid JSON: {e}"
+            ))
+        })
+    }
+
+    /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;
+    /// returns the data the last one left.
+    pub async fn call_extensions(
+        self: &Arc<Self>,
+        point: &str,
+        data: Value,
+    ) -> Result<Value, ToolError> {
+        let call = Arc::new(CallContext::for_agent(self.clone()));
+        Ok(self
+            .run_extensions(point, &data, &call)
+            .await?
+            .unwrap_or(data))
+    }
+
+    /// Runs the message loop's extensions of `point` on masked data; returns the data they
+    /// leave. A failure ends the loop, with its message masked.
+    pub(crate) async fn fire(
+        self: &Arc<Self>,
+        point: &'static str,
+        data: Masked<Value>,
+    ) -> Result<Value, LoopError> {
+        self.call_extensions(point, data.into_inner())
+            .await
+            .map_err(|error| LoopError::Extension {
+                point,
+                error: self.host.secret_store().error(&error),
+            })
+    }
+
+    /// [`fire`](Self::fire) on data masked here.
+    pub(crate) async fn fire_json(
+        self: &Arc<Self>,
+        point: &'static str,
+        data: Value,
+    ) -> Result<Value, LoopError> {
+        let data = self.host.secret_store().value(data);
+        self.fire(point, data).await
+    }
+}

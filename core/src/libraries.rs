@@ -126,7 +126,7 @@ impl Libraries {
     pub(crate) fn forget(&self, path: &Path) -> bool {
         lock(&self.loading).remove(path);
         let removed = lock(&self.entries).remove(path);
-        removed.is_some() // dropped here, outside the lock
+        removed.is_some() // dropped here, outside the lock (dropping an instance runs plugin code)
     }
 
     /// What `path` serves now, if its file did not change since it was read. A file that is
@@ -154,13 +154,27 @@ impl Libraries {
         if let Some(current) = self.cached(path) {
             return current; // loaded by another thread while this one waited
         }
-        let (previous, hash, generations) = match lock(&self.entries).get(path) {
-            Some(e) => (Some(e.current.clone()), e.hash, e.generations),
+        let previous = lock(&self.entries)
+            .get(path)
+            .map(|e| (e.current.clone(), e.hash, e.generations));
+        // Read and loaded without holding the lock, so `list` can load several at once.
+        self.read_and_load(path, extension, previous)
+    }
+
+    /// Reads `path` and, if its bytes changed since `previous` (what it serves, the hash of its
+    /// bytes, its generations so far), loads it as a new generation.
+    fn read_and_load(
+        &self,
+        path: &Path,
+        extension: Option<(&str, &str)>,
+        previous: Option<(Arc<Loaded>, Option<u128>, u64)>,
+    ) -> Arc<Loaded> {
+        let (previous, hash, generations) = match previous {
+            Some((current, hash, generations)) => (Some(current), hash, generations),
             None => (None, None, 0),
         };
         let kept = previous.as_deref().and_then(Loaded::served);
         let started = Instant::now();
-        // Read and loaded without holding the lock, so `list` can load several at once.
         let image = match Image::read(path) {
             Ok(image) => image,
             Err(error) => {
@@ -181,43 +195,57 @@ impl Libraries {
             return previous.unwrap_or_else(|| unreachable!("a hash is only kept with an entry"));
         }
         let number = generations + 1;
-        let loaded = self.loader.load(path, &image).and_then(|module| {
-            // Mapped for good from here on, even if creating the instance fails.
-            self.count_generation();
-            let generation = Arc::new(Generation::new(module, path, number, self.live.clone()));
-            match extension {
-                None => ToolHandle::create(generation, path).map(|h| Loaded::Tool(Arc::new(h))),
-                Some((point, name)) => ExtensionHandle::create(generation, path, point, name)
-                    .map(|h| Loaded::Extension(Arc::new(h))),
-            }
-        });
-        let loaded = match loaded {
-            Ok(loaded) => loaded,
+        let loaded = match self.instantiate(path, &image, number, extension) {
+            Ok(loaded) => Arc::new(loaded),
             Err(error) => {
                 let record = Some((image.stamp, Some(image.hash)));
                 return self.failed(path, error, previous, kept, record);
             }
         };
-        let loaded = Arc::new(loaded);
-        let replaced = lock(&self.entries).insert(
-            path.to_owned(),
-            Entry {
-                stamp: image.stamp,
-                hash: Some(image.hash),
-                current: loaded.clone(),
-                generations: number,
-            },
-        );
-        drop(replaced); // outside the lock: dropping an instance runs plugin code
+        let entry = Entry {
+            stamp: image.stamp,
+            hash: Some(image.hash),
+            current: loaded.clone(),
+            generations: number,
+        };
+        self.replace(path, entry);
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
         tracing::debug!("loaded {} ({new})", path.display());
+        let took = started.elapsed();
+        let (path, old) = (path.to_owned(), kept);
         self.emit(ReloadEvent::Loaded {
-            path: path.to_owned(),
-            old: kept,
+            path,
+            old,
             new,
-            took: started.elapsed(),
+            took,
         });
         loaded
+    }
+
+    /// Maps the library and creates its tool or extension instance.
+    fn instantiate(
+        &self,
+        path: &Path,
+        image: &Image,
+        number: u64,
+        extension: Option<(&str, &str)>,
+    ) -> Result<Loaded, LoadError> {
+        let module = self.loader.load(path, image)?;
+        // Mapped for good from here on, even if creating the instance fails.
+        self.count_generation();
+        let generation = Arc::new(Generation::new(module, path, number, self.live.clone()));
+        match extension {
+            None => ToolHandle::create(generation, path).map(|h| Loaded::Tool(Arc::new(h))),
+            Some((point, name)) => ExtensionHandle::create(generation, path, point, name)
+                .map(|h| Loaded::Extension(Arc::new(h))),
+        }
+    }
+
+    /// Stores `entry` for `path`; the entry it replaces is dropped outside the lock (dropping
+    /// an instance runs plugin code).
+    fn replace(&self, path: &Path, entry: Entry) {
+        let replaced = lock(&self.entries).insert(path.to_owned(), entry);
+        drop(replaced);
     }
 
     /// Records a failed load: the previous generation keeps serving if there is one.
@@ -252,19 +280,17 @@ impl Libraries {
             kept,
         });
         if let Some((stamp, hash)) = record {
-            let mut entries = lock(&self.entries);
-            let generations = entries.get(path).map_or(0, |e| e.generations);
-            let replaced = entries.insert(
-                path.to_owned(),
+            let generations = lock(&self.entries).get(path).map_or(0, |e| e.generations);
+            let current = current.clone();
+            self.replace(
+                path,
                 Entry {
                     stamp,
                     hash,
-                    current: current.clone(),
+                    current,
                     generations,
                 },
             );
-            drop(entries);
-            drop(replaced);
         }
         current
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::{Agent, ErrorKind, Response, ToolError};
+use crate::{Agent, ErrorKind, Response, Secrets, ToolError};
 
 /// The most calls a `parallel` request runs at once.
 pub const MAX_PARALLEL: usize = 8;
@@ -19,6 +19,19 @@ type CallFuture = Pin<Box<dyn Future<Output = Result<Response, ToolError>> + Sen
 fn boxed_call(agent: Arc<Agent>, tool: String, args: Value) -> CallFuture {
     Box::pin(async move { agent.call_tool_as(&tool, args, true).await })
 }
+
+/// One call of a `parallel` request, as asked.
+struct Call {
+    tool: String,
+    args: Value,
+    /// Why it is refused without running, if it is.
+    refused: Option<String>,
+    /// Its tool's `timeout_seconds`.
+    timeout: Option<Duration>,
+}
+
+/// How one call ended: `Ok`, or its state (`error`, `cancelled`, `timeout`), kind and message.
+type Outcome = Result<Response, (&'static str, ErrorKind, String)>;
 
 impl Agent {
     /// `parallel`: `{"calls": [{"tool_name", "tool_args"}, ...], "max_concurrent": n}`.
@@ -48,85 +61,9 @@ impl Agent {
         // Dropping the set (the outer call cancelled) aborts the calls still running.
         let mut tasks = tokio::task::JoinSet::new();
         for (i, call) in calls.iter().enumerate() {
-            let tool = ["tool_name", "tool", "name"]
-                .iter()
-                .find_map(|k| call.get(*k).and_then(Value::as_str))
-                .unwrap_or_default()
-                .to_owned();
-            let call_args = ["tool_args", "args", "parameters"]
-                .iter()
-                .find_map(|k| call.get(*k).cloned())
-                .unwrap_or(json!({}));
-            let refused = if tool.is_empty() {
-                Some(format!("call {} has no tool_name", i + 1))
-            } else if tool.split(':').next() == Some("parallel") {
-                Some(
-                    "a parallel call inside parallel is refused: list every call in one \
-                     parallel request"
-                        .to_owned(),
-                )
-            } else {
-                None
-            };
-            let timeout = self
-                .host
-                .resolve(self.profile(), tool.split(':').next().unwrap_or_default())
-                .found
-                .as_ref()
-                .map(|f| f.handle.info().timeout_seconds)
-                .filter(|s| *s > 0)
-                .map(Duration::from_secs);
-            let agent = self.clone();
-            let agent_secrets = self.host.secrets();
-
-            let permits = permits.clone();
-            tasks.spawn(async move {
-                let mut started = Instant::now();
-                let outcome = match refused {
-                    Some(reason) => Err((("error", ErrorKind::Repairable), reason)),
-                    None => {
-                        let _permit = permits.acquire_owned().await;
-                        started = Instant::now(); // the wait for a slot is not the call's time
-                        let call = boxed_call(agent, tool.clone(), call_args);
-                        let result = match timeout {
-                            Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| {
-                                (
-                                    ("timeout", ErrorKind::Timeout),
-                                    format!("no answer within {} s", limit.as_secs()),
-                                )
-                            }),
-                            None => Ok(call.await),
-                        };
-                        match result {
-                            Ok(Ok(response)) => Ok(response),
-                            Ok(Err(e)) if e.kind() == ErrorKind::Intervention => {
-                                Err((("cancelled", e.kind()), e.message().to_owned()))
-                            }
-                            Ok(Err(e)) => Err((("error", e.kind()), e.message().to_owned())),
-                            Err(timeout) => Err(timeout),
-                        }
-                    }
-                };
-                let duration_ms = started.elapsed().as_secs_f64() * 1e3;
-                let mut result = json!({
-                    "tool_name": tool,
-                    "duration_ms": (duration_ms * 10.0).round() / 10.0,
-                });
-                match outcome {
-                    Ok(response) => {
-                        result["state"] = json!("success");
-                        // Masked here: inside the combined JSON text a value would be escaped
-                        // twice, a form the later masking cannot know.
-                        result["message"] = json!(agent_secrets.mask(&response.message));
-                    }
-                    Err(((state, kind), message)) => {
-                        let message = agent_secrets.mask(&message);
-                        result["state"] = json!(state);
-                        result["error"] = json!({"kind": kind.as_str(), "message": message});
-                    }
-                }
-                (i, result)
-            });
+            let call = self.parallel_call(i, call);
+            let (agent, permits) = (self.clone(), permits.clone());
+            tasks.spawn(async move { (i, run_call(agent, call, permits).await) });
         }
         let mut results = vec![Value::Null; calls.len()];
         while let Some(done) = tasks.join_next().await {
@@ -139,18 +76,114 @@ impl Agent {
             *result = json!({"state": "error", "error": {"kind": "internal", "message": "the call's task failed"}});
         }
         if self.is_stopped() {
-            return Err(ToolError::intervention(format!(
-                "agent {} was stopped",
-                self.name()
-            )));
+            let message = format!("agent {} was stopped", self.name());
+            return Err(ToolError::intervention(message));
         }
         let text = serde_json::to_string_pretty(&results).unwrap_or_default();
-        let mut additional = Map::new();
-        additional.insert("results".to_owned(), Value::Array(results));
+        let additional = Map::from_iter([("results".to_owned(), Value::Array(results))]);
         Ok(Response {
             message: text,
             break_loop: false,
             additional: Some(additional),
         })
     }
+
+    /// Reads call `i` of a request: its tool, arguments and timeout, or why it is refused.
+    fn parallel_call(&self, i: usize, call: &Value) -> Call {
+        let tool = ["tool_name", "tool", "name"]
+            .iter()
+            .find_map(|k| call.get(*k).and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        let args = ["tool_args", "args", "parameters"]
+            .iter()
+            .find_map(|k| call.get(*k).cloned())
+            .unwrap_or(json!({}));
+        let name = tool.split(':').next().unwrap_or_default();
+        let refused = if tool.is_empty() {
+            Some(format!("call {} has no tool_name", i + 1))
+        } else if name == "parallel" {
+            Some(
+                "a parallel call inside parallel is refused: list every call in one parallel \
+                 request"
+                    .to_owned(),
+            )
+        } else {
+            None
+        };
+        let timeout = match refused {
+            Some(_) => None,
+            None => self
+                .host
+                .resolve(self.profile(), name)
+                .found
+                .as_ref()
+                .map(|f| f.handle.info().timeout_seconds)
+                .filter(|s| *s > 0)
+                .map(Duration::from_secs),
+        };
+        Call {
+            tool,
+            args,
+            refused,
+            timeout,
+        }
+    }
+}
+
+/// Runs one call once a slot is free; returns its result entry, masked.
+async fn run_call(agent: Arc<Agent>, call: Call, permits: Arc<Semaphore>) -> Value {
+    let secrets = agent.host.secrets();
+    let tool = call.tool.clone();
+    let mut started = Instant::now();
+    let outcome = match call.refused {
+        Some(reason) => Err(("error", ErrorKind::Repairable, reason)),
+        None => {
+            let _permit = permits.acquire_owned().await;
+            started = Instant::now(); // the wait for a slot is not the call's time
+            let timeout = call.timeout;
+            outcome(boxed_call(agent, call.tool, call.args), timeout).await
+        }
+    };
+    result_entry(&secrets, &tool, started, outcome)
+}
+
+/// Awaits a call under its timeout.
+async fn outcome(call: CallFuture, timeout: Option<Duration>) -> Outcome {
+    let result = match timeout {
+        Some(limit) => match tokio::time::timeout(limit, call).await {
+            Ok(result) => result,
+            Err(_) => {
+                let message = format!("no answer within {} s", limit.as_secs());
+                return Err(("timeout", ErrorKind::Timeout, message));
+            }
+        },
+        None => call.await,
+    };
+    result.map_err(|e| match e.kind() {
+        ErrorKind::Intervention => ("cancelled", e.kind(), e.message().to_owned()),
+        kind => ("error", kind, e.message().to_owned()),
+    })
+}
+
+/// The entry of one call in the combined result. Masked here: inside the combined JSON text a
+/// value would be escaped twice, a form the later masking cannot know.
+fn result_entry(secrets: &Secrets, tool: &str, started: Instant, outcome: Outcome) -> Value {
+    let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut result = json!({
+        "tool_name": tool,
+        "duration_ms": (duration_ms * 10.0).round() / 10.0,
+    });
+    match outcome {
+        Ok(response) => {
+            result["state"] = json!("success");
+            result["message"] = json!(secrets.mask(&response.message));
+        }
+        Err((state, kind, message)) => {
+            result["state"] = json!(state);
+            let message = secrets.mask(&message);
+            result["error"] = json!({"kind": kind.as_str(), "message": message});
+        }
+    }
+    result
 }

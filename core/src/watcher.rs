@@ -134,6 +134,17 @@ impl notify::Watcher for WriteWatcher {
     }
 }
 
+/// What one batch of events changed.
+#[derive(Default)]
+struct Changes {
+    /// Files (libraries, prompts) that changed.
+    files: BTreeSet<PathBuf>,
+    /// Folders that appeared, went or were switched on or off.
+    structure: Vec<PathBuf>,
+    /// Watched folders whose watch must be made again.
+    stale: Vec<PathBuf>,
+}
+
 struct WatchState {
     host: Weak<Host>,
     layout: Layout,
@@ -213,52 +224,67 @@ impl WatchState {
         let Some(host) = self.host.upgrade() else {
             return;
         };
-        let mut files = BTreeSet::new();
-        let mut structure = Vec::new();
-        let mut stale = Vec::new();
+        let mut changes = Changes::default();
         for event in events {
-            if event.as_os_str().is_empty() {
-                // The OS dropped events (inotify's queue overflowed): look at everything.
-                tracing::warn!("file events were lost; checking every plugin file again");
-                stale.extend(self.watched.keys().cloned());
-                files.extend(host.loaded_files());
-                structure.push(self.layout.root().to_owned());
-                continue;
-            }
-            let mut named = Vec::new();
-            if let Some(links) = self.links.get(event) {
-                named.extend(links.iter().cloned());
-            }
-            // A link target's folder is named `""`: its events count through `links` only.
-            let named_dir = |p: &Path| self.watched.get(p).filter(|d| !d.as_os_str().is_empty());
-            if let Some(dir) = named_dir(event) {
-                // A watched folder itself changed: removed, replaced, renamed. Its watch may be
-                // gone with it, so it is watched again from scratch.
-                structure.push(dir.clone());
-                stale.push(event.clone());
-            } else if let (Some(dir), Some(file)) =
-                (event.parent().and_then(named_dir), event.file_name())
-            {
-                named.push(dir.join(file));
-            }
-            for path in named {
-                if path.is_dir() || self.layout.role(&path) == FileRole::Toggle {
-                    structure.push(path);
-                } else {
-                    files.insert(path);
-                }
-            }
+            self.sort_event(&host, event, &mut changes);
         }
-        for os in stale {
+        for os in changes.stale {
             let _ = self.debouncer.watcher().unwatch(&os);
             self.watched.remove(&os);
         }
         // Folders may have appeared or gone, and links may point elsewhere: look again, and
         // treat what is in newly watched folders as changed (it may predate the watch).
-        files.extend(self.rescan(false));
-        // A library that is gone may be between cargo's delete and link: it keeps serving, and
-        // its removal is confirmed one debounce period later. Unless a library appeared in the
-        // same folder in the same batch: that is a rename, and the old name goes at once.
+        changes.files.extend(self.rescan(false));
+        let files = self.hold_back_removals(changes.files);
+        host.files_changed(&files);
+        if !changes.structure.is_empty() {
+            host.refresh();
+            for path in changes.structure {
+                host.emit(ReloadEvent::Changed { path });
+            }
+        }
+    }
+
+    /// Sorts one event into changed files, changed folders and watches to drop.
+    fn sort_event(&self, host: &Host, event: &Path, changes: &mut Changes) {
+        if event.as_os_str().is_empty() {
+            // The OS dropped events (inotify's queue overflowed): look at everything.
+            tracing::warn!("file events were lost; checking every plugin file again");
+            changes.stale.extend(self.watched.keys().cloned());
+            changes.files.extend(host.loaded_files());
+            changes.structure.push(self.layout.root().to_owned());
+            return;
+        }
+        let mut named = Vec::new();
+        if let Some(links) = self.links.get(event) {
+            named.extend(links.iter().cloned());
+        }
+        // A link target's folder is named `""`: its events count through `links` only.
+        let named_dir = |p: &Path| self.watched.get(p).filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = named_dir(event) {
+            // A watched folder itself changed: removed, replaced, renamed. Its watch may be
+            // gone with it, so it is watched again from scratch.
+            changes.structure.push(dir.clone());
+            changes.stale.push(event.to_owned());
+        } else if let (Some(dir), Some(file)) =
+            (event.parent().and_then(named_dir), event.file_name())
+        {
+            named.push(dir.join(file));
+        }
+        for path in named {
+            if path.is_dir() || self.layout.role(&path) == FileRole::Toggle {
+                changes.structure.push(path);
+            } else {
+                changes.files.insert(path);
+            }
+        }
+    }
+
+    /// The files to report now. A library that is gone may be between cargo's delete and link:
+    /// it keeps serving, and its removal is confirmed one debounce period later. Unless a
+    /// library appeared in the same folder in the same batch: that is a rename, and the old
+    /// name goes at once.
+    fn hold_back_removals(&mut self, files: BTreeSet<PathBuf>) -> Vec<PathBuf> {
         let is_library = |p: &Path| p.extension().is_some_and(|e| e == LIBRARY_EXTENSION);
         let (missing, mut files): (Vec<PathBuf>, Vec<PathBuf>) = files
             .into_iter()
@@ -277,50 +303,62 @@ impl WatchState {
                 self.pending.insert(path, Instant::now() + self.debounce);
             }
         }
-        host.files_changed(&files);
-        if !structure.is_empty() {
-            host.refresh();
-            for path in structure {
-                host.emit(ReloadEvent::Changed { path });
-            }
-        }
+        files
     }
 
     /// Brings the watches in line with the folders; returns the files of newly watched folders.
     fn rescan(&mut self, first: bool) -> Vec<PathBuf> {
         let targets = self.layout.watch_targets();
-        let (dirs, links) = (targets.dirs, targets.links);
-        let mut wanted: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
-        for dir in dirs {
-            if let Ok(os) = fs::canonicalize(&dir) {
-                wanted.insert(os, dir);
-            }
-        }
+        let wanted: BTreeMap<PathBuf, PathBuf> = targets
+            .dirs
+            .into_iter()
+            .filter_map(|dir| Some((fs::canonicalize(&dir).ok()?, dir)))
+            .collect();
         let mut link_dirs = BTreeSet::new();
         let mut new_links = BTreeMap::<PathBuf, Vec<PathBuf>>::new();
-        for (link, target) in links {
+        for (link, target) in targets.links {
             if let Some(dir) = target.parent() {
                 link_dirs.insert(dir.to_owned());
             }
             new_links.entry(target).or_default().push(link);
         }
-        let mut fresh = Vec::new();
-        let watcher = self.debouncer.watcher();
         let old: Vec<PathBuf> = self.watched.keys().cloned().collect();
         for os in old {
             if !wanted.contains_key(&os) && !link_dirs.contains(&os) {
-                let _ = watcher.unwatch(&os);
+                let _ = self.debouncer.watcher().unwatch(&os);
                 self.watched.remove(&os);
             }
         }
-        for (os, dir) in &wanted {
+        let mut fresh = self.watch_new(&wanted, &link_dirs, !first);
+        if !first {
+            for (target, links) in &new_links {
+                if self.links.get(target) != Some(links) {
+                    fresh.extend(links.iter().cloned());
+                }
+            }
+        }
+        self.links = new_links;
+        fresh
+    }
+
+    /// Watches the folders in `wanted` (OS name -> host name) and `link_dirs` that are not
+    /// watched yet; returns the files in the newly watched folders of `wanted` if `collect`.
+    fn watch_new(
+        &mut self,
+        wanted: &BTreeMap<PathBuf, PathBuf>,
+        link_dirs: &BTreeSet<PathBuf>,
+        collect: bool,
+    ) -> Vec<PathBuf> {
+        let mut fresh = Vec::new();
+        let watcher = self.debouncer.watcher();
+        for (os, dir) in wanted {
             if self.watched.contains_key(os) {
                 continue;
             }
             match watcher.watch(os, RecursiveMode::NonRecursive) {
                 Ok(()) => {
                     self.watched.insert(os.clone(), dir.clone());
-                    if !first {
+                    if collect {
                         fresh.extend(watched_files(dir));
                     }
                 }
@@ -331,7 +369,7 @@ impl WatchState {
                 ),
             }
         }
-        for os in &link_dirs {
+        for os in link_dirs {
             if !self.watched.contains_key(os)
                 && watcher.watch(os, RecursiveMode::NonRecursive).is_ok()
             {
@@ -339,14 +377,6 @@ impl WatchState {
                 self.watched.insert(os.clone(), PathBuf::new());
             }
         }
-        if !first {
-            for (target, links) in &new_links {
-                if self.links.get(target) != Some(links) {
-                    fresh.extend(links.iter().cloned());
-                }
-            }
-        }
-        self.links = new_links;
         fresh
     }
 }

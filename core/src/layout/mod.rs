@@ -22,6 +22,11 @@ use std::path::{Path, PathBuf};
 
 use crate::name::is_safe_name;
 
+mod watch;
+
+pub(crate) use watch::watched_files;
+pub use watch::WatchTargets;
+
 /// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
 pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
 
@@ -236,58 +241,6 @@ impl Layout {
             _ => FileRole::Other,
         }
     }
-
-    /// What a watcher must watch (see [`WatchTargets`]).
-    pub fn watch_targets(&self) -> WatchTargets {
-        let root = &self.root;
-        let mut dirs = BTreeSet::from([root.clone(), root.join("usr/plugins")]);
-        let mut layers = Vec::new();
-        for base in ["usr", "plugins", "core"] {
-            dirs.insert(root.join(base));
-            layers.push(root.join(base));
-        }
-        let mut agents = vec![root.join("usr/agents"), root.join("core/agents")];
-        for plugin in subdirs(&root.join("usr/plugins"))
-            .into_iter()
-            .chain(subdirs(&root.join("plugins")))
-        {
-            // Watched even when switched off, to see its `.toggle-0` go.
-            dirs.insert(plugin.clone());
-            agents.push(plugin.join("agents"));
-            layers.push(plugin);
-        }
-        for dir in agents {
-            layers.extend(subdirs(&dir));
-            dirs.insert(dir);
-        }
-        let mut links = Vec::new();
-        for layer in layers {
-            let tools = layer.join("tools");
-            let extensions = layer.join("extensions");
-            let points = subdirs(&extensions);
-            for folder in std::iter::once(&tools).chain(&points) {
-                for file in watched_files(folder) {
-                    if let Some(target) = link_target(&file) {
-                        links.push((file, target));
-                    }
-                }
-            }
-            dirs.extend(points);
-            dirs.extend([tools, extensions, layer.join("prompts"), layer]);
-        }
-        dirs.retain(|d| d.is_dir());
-        WatchTargets { dirs, links }
-    }
-}
-
-/// The folders to watch under a root, and the library links to follow.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WatchTargets {
-    /// The root, `usr/`, `plugins/`, `core/`, every plugin folder, every `agents/` folder and
-    /// every layer's `tools/`, `extensions/<point>/` and `prompts/` folder that exists.
-    pub dirs: BTreeSet<PathBuf>,
-    /// `(link, its target)` for each library that is a symbolic link.
-    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 fn name_of(path: &Path) -> Option<&str> {
@@ -362,15 +315,6 @@ pub(crate) fn prompt_files(
     winners.into_iter().collect()
 }
 
-/// Where the symbolic link `file` points, with its folder resolved, even if the file itself
-/// does not exist (yet): a link made before the first build must follow that build.
-fn link_target(file: &Path) -> Option<PathBuf> {
-    let dest = fs::read_link(file).ok()?;
-    let dest = file.parent()?.join(dest); // an absolute `dest` replaces the folder
-    let dir = fs::canonicalize(dest.parent()?).ok()?;
-    Some(dir.join(dest.file_name()?))
-}
-
 /// The folders in `dir`, following symbolic links (a profile folder may be one), hidden ones
 /// (starting with `.`) left out.
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
@@ -385,198 +329,5 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The library files and prompt fragments directly in `dir`: what a watcher reports as changed
-/// when it starts watching a folder.
-pub(crate) fn watched_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|e| e == LIBRARY_EXTENSION || e == "md")
-        })
-        .collect()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lib(stem: &str) -> String {
-        format!("{stem}.{LIBRARY_EXTENSION}")
-    }
-
-    fn tree(paths: &[&str]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for path in paths {
-            let path = dir.path().join(path);
-            if path.to_string_lossy().ends_with('/') {
-                fs::create_dir_all(&path).unwrap();
-            } else {
-                fs::create_dir_all(path.parent().unwrap()).unwrap();
-                fs::write(&path, b"x").unwrap();
-            }
-        }
-        dir
-    }
-
-    #[test]
-    fn layers_come_most_specific_first_and_user_plugins_hide_built_ins() {
-        let dir = tree(&[
-            "usr/plugins/b/",
-            "plugins/a/",
-            "plugins/b/",
-            "plugins/c/.toggle-0",
-        ]);
-        let labels: Vec<String> = Layout::new(dir.path())
-            .layers("p")
-            .into_iter()
-            .map(|l| format!("{}:{}", l.kind.as_str(), l.label))
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "profile:usr/agents/p",
-                "profile:usr/plugins/b/agents/p",
-                "profile:plugins/a/agents/p",
-                "profile:core/agents/p",
-                "user:usr",
-                "plugin:usr/plugins/b",
-                "plugin:plugins/a",
-                "core:core",
-            ]
-        );
-    }
-
-    #[test]
-    fn every_role_is_recognised() {
-        let layout = Layout::new("/r");
-        let tool = format!("/r/usr/tools/{}", lib("greet"));
-        let extension = format!("/r/core/extensions/tool_execute_after/{}", lib("_10_m"));
-        let hidden = format!("/r/usr/tools/{}", lib(".hidden"));
-        let loose = format!("/r/usr/{}", lib("x"));
-        let role = |p: &'static str| layout.role(Path::new(p));
-        assert_eq!(
-            layout.role(Path::new(&tool)),
-            FileRole::Tool {
-                layer: Path::new("/r/usr"),
-                name: "greet"
-            }
-        );
-        assert_eq!(
-            layout.role(Path::new(&extension)),
-            FileRole::Extension {
-                layer: Path::new("/r/core"),
-                point: "tool_execute_after",
-                name: "_10_m"
-            }
-        );
-        assert_eq!(
-            role("/r/usr/prompts/agent.system.tool.x.md"),
-            FileRole::Prompt
-        );
-        assert_eq!(role("/r/plugins/x/.toggle-0"), FileRole::Toggle);
-        assert_eq!(role("/r/usr/secrets.env"), FileRole::Secrets);
-        assert_eq!(role("/r/usr/tools/readme.txt"), FileRole::Other);
-        for other in [&hidden, &loose] {
-            assert_eq!(layout.role(Path::new(other)), FileRole::Other, "{other}");
-        }
-    }
-
-    #[test]
-    fn layer_paths() {
-        let layer = Layer {
-            kind: LayerKind::User,
-            label: "usr".into(),
-            dir: PathBuf::from("/r/usr"),
-        };
-        assert_eq!(
-            layer.tool_file("x"),
-            Path::new("/r/usr/tools").join(lib("x"))
-        );
-        assert_eq!(layer.point_dir("p"), Path::new("/r/usr/extensions/p"));
-        assert_eq!(layer.prompts_dir(), Path::new("/r/usr/prompts"));
-        let layout = Layout::new("/r");
-        assert_eq!(layout.sessions_dir(), Path::new("/r/usr/sessions"));
-    }
-
-    #[test]
-    fn watch_targets_cover_existing_layer_folders_and_follow_links() {
-        let dir = tree(&[
-            "usr/tools/",
-            "usr/agents/p/prompts/",
-            "plugins/a/extensions/monologue_start/",
-            "plugins/a/.toggle-0",
-            "target/debug/",
-        ]);
-        let root = dir.path();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(
-            root.join("target/debug").join(lib("libx")),
-            root.join("usr/tools").join(lib("x")),
-        )
-        .unwrap();
-        let targets = Layout::new(root).watch_targets();
-        for want in [
-            "",
-            "usr",
-            "usr/tools",
-            "usr/agents",
-            "usr/agents/p",
-            "usr/agents/p/prompts",
-            "plugins/a",
-            "plugins/a/extensions",
-            "plugins/a/extensions/monologue_start",
-        ] {
-            assert!(
-                targets.dirs.contains(&root.join(want)),
-                "{want} not watched"
-            );
-        }
-        assert!(!targets.dirs.contains(&root.join("target/debug")));
-        assert!(
-            !targets.dirs.contains(&root.join("usr/prompts")),
-            "missing folders are not listed"
-        );
-        #[cfg(unix)]
-        assert_eq!(
-            targets.links,
-            [(
-                root.join("usr/tools").join(lib("x")),
-                fs::canonicalize(root.join("target/debug"))
-                    .unwrap()
-                    .join(lib("libx"))
-            )]
-        );
-    }
-
-    #[test]
-    fn points_and_prompts_merge_by_name() {
-        let dir = tree(&[
-            "usr/extensions/b/",
-            "core/extensions/a/",
-            "core/extensions/.hidden/",
-            "usr/prompts/agent.system.tool.x.md",
-            "core/prompts/agent.system.tool.x.md",
-            "core/prompts/agent.system.main.md",
-            "core/prompts/notes.txt",
-        ]);
-        let layers = Layout::new(dir.path()).layers("default");
-        assert_eq!(extension_points(&layers), ["a", "b"]);
-        let prompts = prompt_files(&layers, |f| f.starts_with("agent.system."));
-        let found: Vec<(&str, bool)> = prompts
-            .iter()
-            .map(|(f, p)| (f.as_str(), p.starts_with(dir.path().join("usr"))))
-            .collect();
-        assert_eq!(
-            found,
-            [
-                ("agent.system.main.md", false),
-                ("agent.system.tool.x.md", true)
-            ]
-        );
-    }
-}
+mod tests;

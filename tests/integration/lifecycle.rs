@@ -1,4 +1,4 @@
-//! The lifecycle of design section 4, observed from hooks, extensions and the agent's state.
+//! The lifecycle of a tool call (see `Agent::call_tool`), observed from hooks, extensions and the agent's state.
 
 use std::time::Duration;
 

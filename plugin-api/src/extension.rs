@@ -52,6 +52,10 @@ use crate::{Context, ExtensionInfo, ToolError};
 /// }
 /// plugin_api::export_extension!(Shout);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an extension: it does not implement `plugin_api::Extension`",
+    note = "implement `Extension` for `{Self}` (one `async fn execute`), or export a `Tool` with `export_tool!`"
+)]
 pub trait Extension: Send + Sync + 'static {
     /// Runs at the point, reading and possibly changing its data.
     fn execute(

@@ -56,6 +56,10 @@ use crate::{Args, Context, Response, ToolError, ToolInfo};
 /// }
 /// plugin_api::export_tool!(Wait);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool: it does not implement `plugin_api::Tool`",
+    note = "implement `Tool` for `{Self}` (one `async fn execute`), or export an `Extension` with `export_extension!`"
+)]
 pub trait Tool: Send + Sync + 'static {
     /// Runs the tool. `ctx.method()` holds the `method` of a `name:method` call.
     fn execute(

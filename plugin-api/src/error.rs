@@ -173,7 +173,7 @@ macro_rules! from_errors {
         impl From<$ty> for ToolError {
             #[doc = concat!("A `", stringify!($ty), "` becomes a [`", stringify!($kind), "`](ErrorKind::", stringify!($kind), ") error.")]
             fn from(e: $ty) -> Self {
-                Self::from_error(ErrorKind::$kind, &e)
+                Self::new(ErrorKind::$kind, e.to_string())
             }
         }
     )+)+};
@@ -198,7 +198,7 @@ from_errors! {
 /// [`Internal`](ErrorKind::Internal) error.
 impl From<Box<dyn std::error::Error + Send + Sync>> for ToolError {
     fn from(e: Box<dyn std::error::Error + Send + Sync>) -> Self {
-        Self::from_error(ErrorKind::Internal, &*e)
+        Self::internal(e.to_string())
     }
 }
 

@@ -53,10 +53,12 @@
 //!   timeout, retries, [`RiskLevel`], capabilities).
 //! - [`ToolHooks`] replaces the host's default `before_execution` / `after_execution`.
 //! - [`Extension`] runs at a named point of the agent's loop with that point's [`PointData`];
-//!   [`points`] has the type of each built-in point's data ([`ExtensionInfo`] describes it).
+//!   [`points`] has the type of each built-in point's data, and [`ExtensionInfo`] describes
+//!   the extension.
 //! - Errors are [`ToolError`]s with an [`ErrorKind`]: a *repairable* error goes back to the model
 //!   so it can fix its call; `?` turns the common errors (I/O, JSON, parsing, tokio) into
-//!   internal ones, and [`ToolError::from_error`] any other with the kind you choose.
+//!   internal ones (a tokio timeout into a timeout), and [`ToolError::from_error`] any other
+//!   with the kind you choose.
 //! - A panic anywhere in plugin code becomes an error for that call, with the panic message.
 //! - tokio works inside `execute` (timers, I/O): the plugin has its own runtime, see
 //!   [`runtime`].

@@ -7,10 +7,11 @@ use std::sync::{Arc, LazyLock};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{ROption, RResult, RStr, RString};
 use async_ffi::{FfiFuture, FutureExt};
-use plugin_api::abi::{
-    ContextField, FfiContext, FfiResponse, FfiResult, HostVtable, HostVtableRef,
+use plugin_api::__private::abi::{
+    error_to_ffi, response_from_ffi, ContextField, FfiContext, FfiResponse, FfiResult, HostVtable,
+    HostVtableRef,
 };
-use plugin_api::{Response, ToolError};
+use plugin_api::ToolError;
 use serde_json::Value;
 
 use crate::transcript::{HistoryMessage, Role};
@@ -109,7 +110,7 @@ fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
         tracing::error!(
             "host context function panicked: {}",
-            plugin_api::runtime::panic_message(&*p)
+            plugin_api::__private::guard::panic_message(&*p)
         );
         fallback
     })
@@ -188,7 +189,7 @@ unsafe extern "C" fn ctx_check_intervention(data: *const c_void) -> FfiFuture<Ff
         call.agent
             .check_intervention()
             .await
-            .map_err(ToolError::into_ffi)
+            .map_err(error_to_ffi)
             .into()
     }
     .into_ffi()
@@ -213,16 +214,17 @@ unsafe extern "C" fn ctx_loop_data_set(
     // SAFETY: vtable contract.
     let call = unsafe { call(data) };
     guard(
-        RResult::RErr(ToolError::internal("setting loop data failed").into_ffi()),
+        RResult::RErr(error_to_ffi(ToolError::internal(
+            "setting loop data failed",
+        ))),
         || match serde_json::from_str::<Value>(&json) {
             Ok(value) => {
                 call.agent.set_loop_data(key.as_str(), value);
                 RResult::ROk(())
             }
-            Err(e) => RResult::RErr(
-                ToolError::validation(format!("loop data '{key}' is not valid JSON: {e}"))
-                    .into_ffi(),
-            ),
+            Err(e) => RResult::RErr(error_to_ffi(ToolError::validation(format!(
+                "loop data '{key}' is not valid JSON: {e}"
+            )))),
         },
     )
 }
@@ -269,7 +271,7 @@ unsafe extern "C" fn ctx_default_after(
     let call = unsafe { call_arc(data) };
     async move {
         call.agent
-            .default_after_execution(&call, &Response::from_ffi(response));
+            .default_after_execution(&call, &response_from_ffi(response));
         RResult::ROk(())
     }
     .into_ffi()
@@ -286,8 +288,10 @@ unsafe extern "C" fn ctx_unmask_json(data: *const c_void, json: RString) -> FfiR
     }));
     match result {
         Ok(Ok(text)) => RResult::ROk(RString::from(text)),
-        Ok(Err(e)) => RResult::RErr(e.into_ffi()),
-        Err(_) => RResult::RErr(ToolError::internal("unmasking secrets panicked").into_ffi()),
+        Ok(Err(e)) => RResult::RErr(error_to_ffi(e)),
+        Err(_) => RResult::RErr(error_to_ffi(ToolError::internal(
+            "unmasking secrets panicked",
+        ))),
     }
 }
 
@@ -310,14 +314,14 @@ unsafe extern "C" fn ctx_call_extensions(
         let value: Value = match serde_json::from_str(&json) {
             Ok(v) => v,
             Err(e) => {
-                return RResult::RErr(
-                    ToolError::internal(format!("call_extensions: not JSON: {e}")).into_ffi(),
-                )
+                return RResult::RErr(error_to_ffi(ToolError::internal(format!(
+                    "call_extensions: not JSON: {e}"
+                ))))
             }
         };
         match call.agent.call_extensions(&point, value).await {
             Ok(out) => RResult::ROk(RString::from(out.to_string())),
-            Err(e) => RResult::RErr(e.into_ffi()),
+            Err(e) => RResult::RErr(error_to_ffi(e)),
         }
     }
     .into_ffi()

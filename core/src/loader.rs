@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use abi_stable::library::{lib_header_from_path, LibraryError};
-use plugin_api::abi::PluginModuleRef;
+use plugin_api::__private::abi::PluginModuleRef;
+/// The rule: plugin-api's crate docs, "Versions and evolution".
+pub use plugin_api::__private::version_compatible;
 
 use crate::error::{HostError, LoadError, LoadErrorKind};
 use crate::image::Image;
@@ -151,21 +153,6 @@ fn load_checked(copy: &Path) -> Result<PluginModuleRef, RawLoadError> {
     header
         .init_root_module::<PluginModuleRef>()
         .map_err(RawLoadError::Library)
-}
-
-/// The host speaks `host`; a library built against `library` is compatible when the major
-/// versions match and, while the major is 0, the minor versions match too. Patch releases only
-/// append fields to the prefix types plugins provide, which the layout check accepts; a new
-/// host service (a `HostVtable` field) needs a new minor version.
-pub fn version_compatible(host: &str, library: &str) -> bool {
-    let parse = |v: &str| -> Option<(u64, u64)> {
-        let mut it = v.split('.');
-        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-    };
-    match (parse(host), parse(library)) {
-        (Some((hmaj, hmin)), Some((lmaj, lmin))) => hmaj == lmaj && (hmaj != 0 || hmin == lmin),
-        _ => false,
-    }
 }
 
 fn minor_series(version: &str) -> String {

@@ -10,8 +10,8 @@ use std::task::{Context as TaskContext, Poll};
 
 use abi_stable::std_types::{ROption, RString};
 use async_ffi::FfiFuture;
-use plugin_api::abi::FfiResult;
-use plugin_api::abi::{FfiExtension, FfiTool};
+use plugin_api::__private::abi::{error_from_ffi, response_from_ffi, response_to_ffi, FfiResult};
+use plugin_api::__private::abi::{FfiExtension, FfiTool};
 use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
 use crate::context::CallContext;
@@ -122,7 +122,7 @@ impl ToolHandle {
         let fut = unsafe {
             (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), RString::from(args))
         };
-        settle(fut).await.map(Response::from_ffi)
+        settle(fut).await.map(response_from_ffi)
     }
 
     pub(crate) async fn before_execution(
@@ -147,7 +147,13 @@ impl ToolHandle {
             return Ok(());
         };
         // SAFETY: as in `execute`.
-        let fut = unsafe { hook(self.ffi.this, ctx.to_ffi(), response.clone().into_ffi()) };
+        let fut = unsafe {
+            hook(
+                self.ffi.this,
+                ctx.to_ffi(),
+                response_to_ffi(response.clone()),
+            )
+        };
         settle(fut).await
     }
 }
@@ -269,20 +275,17 @@ async fn settle<T>(fut: FfiFuture<FfiResult<T>>) -> Result<T, ToolError> {
         }
     }
     match CatchUnwind(fut).await {
-        Some(result) => result.into_result().map_err(ToolError::from_ffi),
+        Some(result) => result.into_result().map_err(error_from_ffi),
         None => Err(ToolError::internal(
             "the plugin's future panicked across the library boundary: rebuild the plugin with plugin_api::export_tool! or export_extension!, which catch its panics",
         )),
     }
 }
 
-fn init_failed(source: &Path, e: plugin_api::abi::FfiError) -> LoadError {
+fn init_failed(source: &Path, e: plugin_api::__private::abi::FfiError) -> LoadError {
     LoadError::new(
         source,
         LoadErrorKind::InitFailed,
-        format!(
-            "its initialisation failed: {}",
-            ToolError::from_ffi(e).message()
-        ),
+        format!("its initialisation failed: {}", error_from_ffi(e).message()),
     )
 }

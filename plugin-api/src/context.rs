@@ -6,7 +6,9 @@ use std::fmt;
 use abi_stable::std_types::{RStr, RString};
 use serde_json::Value;
 
-use crate::abi::{ContextField, FfiContext, HostVtableRef};
+use crate::__private::abi::{
+    error_from_ffi, response_to_ffi, ContextField, FfiContext, HostVtableRef,
+};
 use crate::{Args, Response, ToolError};
 
 /// The call's view of the agent: who is calling, the log item, progress, intervention,
@@ -41,7 +43,7 @@ impl Context {
     ///
     /// # Safety
     /// `ffi` must come from the host and carry one reference that this value now owns.
-    pub unsafe fn from_ffi(ffi: FfiContext) -> Self {
+    pub(crate) unsafe fn from_ffi(ffi: FfiContext) -> Self {
         Self {
             data: ffi.data,
             vtable: ffi.vtable,
@@ -107,7 +109,7 @@ impl Context {
         unsafe { (self.vtable.check_intervention())(self.data) }
             .await
             .into_result()
-            .map_err(ToolError::from_ffi)
+            .map_err(error_from_ffi)
     }
 
     /// A value of the current loop's data, if set.
@@ -124,7 +126,7 @@ impl Context {
         // SAFETY: as in `field`.
         unsafe { (self.vtable.loop_data_set())(self.data, RStr::from(key), text) }
             .into_result()
-            .map_err(ToolError::from_ffi)
+            .map_err(error_from_ffi)
     }
 
     /// Adds a message to the agent's history (`role` is `user`, `ai`, `tool` or `warning`).
@@ -144,17 +146,17 @@ impl Context {
         unsafe { (self.vtable.default_before_execution())(self.data, json) }
             .await
             .into_result()
-            .map_err(ToolError::from_ffi)
+            .map_err(error_from_ffi)
     }
 
     /// The host's default `after_execution`: records the result in history and the log.
     pub async fn default_after_execution(&self, response: &Response) -> Result<(), ToolError> {
-        let ffi = response.clone().into_ffi();
+        let ffi = response_to_ffi(response.clone());
         // SAFETY: as in `field`.
         unsafe { (self.vtable.default_after_execution())(self.data, ffi) }
             .await
             .into_result()
-            .map_err(ToolError::from_ffi)
+            .map_err(error_from_ffi)
     }
 }
 
@@ -173,8 +175,8 @@ impl Context {
         // SAFETY: as in `field`.
         let out = unsafe { unmask(self.data, json) }
             .into_result()
-            .map_err(ToolError::from_ffi)?;
-        *value = serde_json::from_str(&out).map_err(|e| ToolError::internal(e.to_string()))?;
+            .map_err(error_from_ffi)?;
+        *value = serde_json::from_str(&out)?;
         Ok(())
     }
 
@@ -201,8 +203,8 @@ impl Context {
         let out = unsafe { call(self.data, RString::from(point), json) }
             .await
             .into_result()
-            .map_err(ToolError::from_ffi)?;
-        serde_json::from_str(&out).map_err(|e| ToolError::internal(e.to_string()))
+            .map_err(error_from_ffi)?;
+        Ok(serde_json::from_str(&out)?)
     }
 }
 

@@ -2,10 +2,6 @@
 
 use std::fmt;
 
-use abi_stable::std_types::RString;
-
-use crate::abi::FfiError;
-
 /// What kind of failure an error is; the host decides what happens next from it.
 ///
 /// | kind | what the agent does |
@@ -37,32 +33,6 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The code that crosses the library boundary.
-    pub const fn code(self) -> u8 {
-        match self {
-            Self::Repairable => 0,
-            Self::Validation => 1,
-            Self::Business => 2,
-            Self::Timeout => 3,
-            Self::Dependency => 4,
-            Self::Internal => 5,
-            Self::Intervention => 6,
-        }
-    }
-
-    /// Decodes [`code`](Self::code); an unknown code (from a newer plugin) is `Internal`.
-    pub const fn from_code(code: u8) -> Self {
-        match code {
-            0 => Self::Repairable,
-            1 => Self::Validation,
-            2 => Self::Business,
-            3 => Self::Timeout,
-            4 => Self::Dependency,
-            6 => Self::Intervention,
-            _ => Self::Internal,
-        }
-    }
-
     /// The lower-case name used in logs and JSON (`repairable`, `validation`, ...).
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -90,8 +60,11 @@ impl fmt::Display for ErrorKind {
 
 /// An error from a tool, a hook or an extension.
 ///
-/// Build one with a kind-named constructor, or let `?` convert any [`std::error::Error`] into an
-/// [`Internal`](ErrorKind::Internal) one:
+/// Build one with a kind-named constructor, or let `?` convert a common error (I/O, JSON,
+/// number parsing, UTF-8, a tokio join or timeout, a boxed error) into an
+/// [`Internal`](ErrorKind::Internal) one ([`Timeout`](ErrorKind::Timeout) for tokio's
+/// `Elapsed`). Any other error goes through [`from_error`](Self::from_error) with the kind you
+/// choose:
 ///
 /// ```
 /// use plugin_api::{ErrorKind, ToolError};
@@ -104,7 +77,15 @@ impl fmt::Display for ErrorKind {
 /// }
 /// assert_eq!(parse("").unwrap_err().kind(), ErrorKind::Repairable);
 /// assert_eq!(parse("x").unwrap_err().kind(), ErrorKind::Internal);
+///
+/// fn read_config(path: &str) -> Result<String, ToolError> {
+///     // I/O failed because something outside the tool did: say so with the kind.
+///     std::fs::read_to_string(path).map_err(|e| ToolError::from_error(ErrorKind::Dependency, &e))
+/// }
+/// assert_eq!(read_config("/no/such/file").unwrap_err().kind(), ErrorKind::Dependency);
 /// ```
+///
+/// It is a [`std::error::Error`] itself, so it fits `Box<dyn Error>` and error-handling crates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
     kind: ErrorKind,
@@ -155,19 +136,24 @@ impl ToolError {
     pub fn message(&self) -> &str {
         &self.message
     }
-    /// Converts into the wire form.
-    pub fn into_ffi(self) -> FfiError {
-        FfiError {
-            kind: self.kind.code(),
-            message: RString::from(self.message),
+    /// An error of the given kind whose message is `error`'s text, followed by the text of
+    /// each of its sources (`outer: inner: innermost`).
+    pub fn from_error(kind: ErrorKind, error: &dyn std::error::Error) -> Self {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(inner) = source {
+            let text = inner.to_string();
+            if !message.ends_with(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = inner.source();
         }
+        Self::new(kind, message)
     }
-    /// Converts from the wire form.
-    pub fn from_ffi(e: FfiError) -> Self {
-        Self {
-            kind: ErrorKind::from_code(e.kind),
-            message: e.message.into_string(),
-        }
+    /// The kind and the message, taken apart (the wire conversion uses it).
+    pub(crate) fn into_parts(self) -> (ErrorKind, String) {
+        (self.kind, self.message)
     }
 }
 
@@ -177,9 +163,93 @@ impl fmt::Display for ToolError {
     }
 }
 
-/// Any standard error converts into an [`Internal`](ErrorKind::Internal) error, so `?` works.
-impl<E: std::error::Error> From<E> for ToolError {
-    fn from(e: E) -> Self {
+impl std::error::Error for ToolError {}
+
+/// `From` impls for the common error types, so `?` works on them. (A blanket impl over every
+/// `std::error::Error` would overlap with `ToolError`'s own `From<T> for T` now that it is an
+/// error too.)
+macro_rules! from_errors {
+    ($($kind:ident: $($ty:ty),+;)+) => {$($(
+        impl From<$ty> for ToolError {
+            #[doc = concat!("A `", stringify!($ty), "` becomes a [`", stringify!($kind), "`](ErrorKind::", stringify!($kind), ") error.")]
+            fn from(e: $ty) -> Self {
+                Self::new(ErrorKind::$kind, e.to_string())
+            }
+        }
+    )+)+};
+}
+
+from_errors! {
+    Internal:
+        std::io::Error,
+        serde_json::Error,
+        std::num::ParseIntError,
+        std::num::ParseFloatError,
+        std::num::TryFromIntError,
+        std::str::Utf8Error,
+        std::string::FromUtf8Error,
+        std::fmt::Error,
+        tokio::task::JoinError;
+    Timeout:
+        tokio::time::error::Elapsed;
+}
+
+/// A boxed error (what `Box<dyn Error>`-returning code gives) becomes an
+/// [`Internal`](ErrorKind::Internal) error.
+impl From<Box<dyn std::error::Error + Send + Sync>> for ToolError {
+    fn from(e: Box<dyn std::error::Error + Send + Sync>) -> Self {
         Self::internal(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_errors_convert_with_their_kind() {
+        fn io() -> Result<(), ToolError> {
+            Err(std::io::Error::other("disk gone"))?
+        }
+        let e = io().unwrap_err();
+        assert_eq!((e.kind(), e.message()), (ErrorKind::Internal, "disk gone"));
+
+        let boxed: Box<dyn std::error::Error + Send + Sync> = "plain text".into();
+        assert_eq!(ToolError::from(boxed).message(), "plain text");
+
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let elapsed = rt
+            .block_on(async {
+                let forever = std::future::pending::<()>();
+                tokio::time::timeout(std::time::Duration::from_millis(1), forever).await
+            })
+            .unwrap_err();
+        assert_eq!(ToolError::from(elapsed).kind(), ErrorKind::Timeout);
+    }
+
+    #[test]
+    fn from_error_adds_the_sources() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("reading the cache failed")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = ToolError::from_error(
+            ErrorKind::Dependency,
+            &Outer(std::io::Error::other("permission denied")),
+        );
+        assert_eq!(e.kind(), ErrorKind::Dependency);
+        assert_eq!(e.message(), "reading the cache failed: permission denied");
+        let _: &dyn std::error::Error = &e;
     }
 }

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::points::Point;
 use crate::{Context, ExtensionInfo, ToolError};
 
 /// Code that runs at one extension point, with that point's data: one required method.
@@ -22,15 +23,16 @@ use crate::{Context, ExtensionInfo, ToolError};
 ///
 /// An `Err` or a panic stops the point and fails the call it belongs to with that error.
 ///
-/// # Data of the built-in points
+/// # Data
 ///
-/// | point | data |
-/// |---|---|
-/// | `tool_execute_before` | `{"tool_name": str, "args": object}`: change `args` to change the call |
-/// | `tool_execute_after` | `{"tool_name": str, "response": {"message": str, "break_loop": bool, "additional": object \| null}}`: change `message`; `break_loop` is restored |
-/// | `tool_output_update` | `{"tool_name": str, "progress": str}` |
+/// Each built-in point has a type in [`points`](crate::points) that says when the point runs
+/// and what an extension may change there; [`PointData::read`] and [`PointData::write`] use it.
+/// A point of your own (fired with [`Context::call_extensions`]) uses the untyped
+/// [`value`](PointData::value) / [`set`](PointData::set). Write only when you change
+/// something: unchanged data is not sent back, which keeps the point cheap.
 ///
 /// ```
+/// use plugin_api::points::ToolExecuteAfter;
 /// use plugin_api::{Context, Extension, PointData, ToolError};
 ///
 /// /// Shouts every tool answer.
@@ -39,14 +41,21 @@ use crate::{Context, ExtensionInfo, ToolError};
 ///
 /// impl Extension for Shout {
 ///     async fn execute(&self, _ctx: &Context, data: &mut PointData) -> Result<(), ToolError> {
-///         if let Some(msg) = data.value_mut().pointer_mut("/response/message") {
-///             *msg = msg.as_str().unwrap_or_default().to_uppercase().into();
+///         let mut after: ToolExecuteAfter = data.read()?;
+///         let loud = after.response.message.to_uppercase();
+///         if loud != after.response.message {
+///             after.response.message = loud;
+///             data.write(&after)?;
 ///         }
 ///         Ok(())
 ///     }
 /// }
 /// plugin_api::export_extension!(Shout);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an extension: it does not implement `plugin_api::Extension`",
+    note = "implement `Extension` for `{Self}` (one `async fn execute`), or export a `Tool` with `export_tool!`"
+)]
 pub trait Extension: Send + Sync + 'static {
     /// Runs at the point, reading and possibly changing its data.
     fn execute(
@@ -55,13 +64,29 @@ pub trait Extension: Send + Sync + 'static {
         data: &mut PointData,
     ) -> impl Future<Output = Result<(), ToolError>> + Send;
 
-    /// Describes the extension. Empty fields are filled from the plugin's `Cargo.toml`.
+    /// Describes the extension. Empty fields are filled from the plugin's `Cargo.toml`
+    /// (`description`, `version`).
     fn info(&self) -> ExtensionInfo {
         ExtensionInfo::default()
     }
 }
 
 /// The data of an extension point. Parsed only when read, sent back only when changed.
+///
+/// ```
+/// use plugin_api::points::{HistAddBefore, Point};
+/// use plugin_api::PointData;
+/// use serde_json::json;
+///
+/// let mut data = PointData::from_value(json!({"role": "user", "content": "hi"}));
+/// let mut msg: HistAddBefore = data.read().unwrap();
+/// assert!(!data.is_changed());
+/// msg.content.push('!');
+/// data.write(&msg).unwrap();
+/// assert!(data.is_changed());
+/// assert_eq!(data.get_str("content"), Some("hi!"));
+/// assert_eq!(HistAddBefore::NAME, "hist_add_before");
+/// ```
 #[derive(Debug)]
 pub struct PointData {
     raw: RString,
@@ -71,7 +96,7 @@ pub struct PointData {
 
 impl PointData {
     /// Data from JSON text (invalid JSON reads as `null`).
-    pub fn from_json(raw: impl Into<RString>) -> Self {
+    pub(crate) fn from_json(raw: impl Into<RString>) -> Self {
         Self {
             raw: raw.into(),
             parsed: OnceCell::new(),
@@ -79,7 +104,7 @@ impl PointData {
         }
     }
 
-    /// Data from a value.
+    /// Data from a value (to test an extension without a host).
     pub fn from_value(value: Value) -> Self {
         Self {
             raw: RString::new(),
@@ -124,19 +149,48 @@ impl PointData {
         Ok(())
     }
 
-    /// Deserializes the data into a typed struct.
+    /// Deserializes the data into a type of your own (for a point of your own; a built-in
+    /// point's type is read with [`read`](Self::read)).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
         T::deserialize(self.value())
             .map_err(|e| ToolError::internal(format!("unexpected extension point data: {e}")))
     }
 
-    /// Whether [`value_mut`](Self::value_mut) or [`set`](Self::set) was called.
+    /// The data as the built-in point `P`'s type. Does not mark the data changed.
+    ///
+    /// Fails with an [`Internal`](crate::ErrorKind::Internal) error naming the point if the
+    /// data does not have `P`'s shape (an extension of one point installed under another).
+    pub fn read<P: Point>(&self) -> Result<P, ToolError> {
+        let read = match self.parsed.get() {
+            Some(value) => P::deserialize(value),
+            // Straight from the text: no intermediate `Value`.
+            None => serde_json::from_str(&self.raw),
+        };
+        read.map_err(|e| {
+            ToolError::internal(format!("unexpected data at the {} point: {e}", P::NAME))
+        })
+    }
+
+    /// Replaces the data with `data` and marks it changed, so the host receives it. Fields
+    /// that `P` does not know (added by a newer host) are kept.
+    pub fn write<P: Point>(&mut self, data: &P) -> Result<(), ToolError> {
+        let new = serde_json::to_value(data)?;
+        let old = self.value_mut();
+        match (old, new) {
+            (Value::Object(old), Value::Object(new)) => old.extend(new),
+            (old, new) => *old = new,
+        }
+        Ok(())
+    }
+
+    /// Whether [`value_mut`](Self::value_mut), [`set`](Self::set) or [`write`](Self::write)
+    /// was called.
     pub fn is_changed(&self) -> bool {
         self.changed
     }
 
     /// The data as JSON text if it was changed.
-    pub fn into_changed_json(self) -> Option<String> {
+    pub(crate) fn into_changed_json(self) -> Option<String> {
         if self.changed {
             self.parsed
                 .into_inner()

@@ -29,14 +29,15 @@ impl RiskLevel {
 
 /// What a tool tells the host and the model about itself.
 ///
-/// Fields left empty are filled by [`export_tool!`](crate::export_tool) from the plugin crate's
-/// `Cargo.toml` (`name`, `description`, `version`).
+/// A tool's name is its library's file name (`tools/weather.so` is `weather`), so it is not
+/// part of the metadata. Fields left empty are filled by [`export_tool!`](crate::export_tool)
+/// from the plugin crate's `Cargo.toml` (`description`, `version`).
 ///
 /// ```
 /// use plugin_api::{RiskLevel, ToolInfo};
 /// use serde_json::json;
 ///
-/// let info = ToolInfo::new("weather", "Current weather for a city.")
+/// let info = ToolInfo::new("Current weather for a city.")
 ///     .parameters(json!({
 ///         "type": "object",
 ///         "properties": {"city": {"type": "string"}},
@@ -50,8 +51,6 @@ impl RiskLevel {
 #[serde(default)]
 #[non_exhaustive]
 pub struct ToolInfo {
-    /// The tool's name (the library's file name decides lookup; this is informative).
-    pub name: String,
     /// One or two sentences for the model and for `list`.
     pub description: String,
     /// JSON Schema of the arguments object.
@@ -73,7 +72,6 @@ pub struct ToolInfo {
 impl Default for ToolInfo {
     fn default() -> Self {
         Self {
-            name: String::new(),
             description: String::new(),
             parameters: serde_json::json!({"type": "object"}),
             timeout_seconds: 30,
@@ -87,10 +85,9 @@ impl Default for ToolInfo {
 }
 
 impl ToolInfo {
-    /// Metadata with a name and description; everything else default.
-    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+    /// Metadata with a description; everything else default.
+    pub fn new(description: impl Into<String>) -> Self {
         Self {
-            name: name.into(),
             description: description.into(),
             ..Self::default()
         }
@@ -128,12 +125,21 @@ impl ToolInfo {
 }
 
 /// What an extension tells the host about itself.
+///
+/// Its name is its library's file name (`extensions/tool_execute_after/_50_audit.so` is
+/// `_50_audit`). Fields left empty are filled by [`export_extension!`](crate::export_extension)
+/// from the plugin crate's `Cargo.toml`.
+///
+/// ```
+/// use plugin_api::ExtensionInfo;
+///
+/// let info = ExtensionInfo::new("Writes every tool call to an audit log.");
+/// assert!(info.version.is_empty()); // filled from Cargo.toml when exported
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
 pub struct ExtensionInfo {
-    /// A short name (defaults to the crate name).
-    pub name: String,
     /// What it does (defaults to the crate description).
     pub description: String,
     /// The plugin's version.
@@ -141,10 +147,9 @@ pub struct ExtensionInfo {
 }
 
 impl ExtensionInfo {
-    /// Metadata with a name and description.
-    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+    /// Metadata with a description.
+    pub fn new(description: impl Into<String>) -> Self {
         Self {
-            name: name.into(),
             description: description.into(),
             version: String::new(),
         }

@@ -47,45 +47,84 @@
 //!
 //! - [`Tool::execute`] gets a [`Context`] (agent name and profile, the call's log item,
 //!   [`set_progress`](Context::set_progress) / [`add_progress`](Context::add_progress),
-//!   [`check_intervention`](Context::check_intervention), loop data, history) and the [`Args`].
+//!   [`check_intervention`](Context::check_intervention), loop data, history, secrets) and the
+//!   [`Args`].
 //! - [`Tool::info`] describes the tool ([`ToolInfo`]: description, JSON Schema parameters,
 //!   timeout, retries, [`RiskLevel`], capabilities).
 //! - [`ToolHooks`] replaces the host's default `before_execution` / `after_execution`.
-//! - [`Extension`] runs at a named point of the agent's loop with that point's [`PointData`].
+//! - [`Extension`] runs at a named point of the agent's loop with that point's [`PointData`];
+//!   [`points`] has the type of each built-in point's data, and [`ExtensionInfo`] describes
+//!   the extension.
 //! - Errors are [`ToolError`]s with an [`ErrorKind`]: a *repairable* error goes back to the model
-//!   so it can fix its call; `?` turns any other error into an internal one.
+//!   so it can fix its call; `?` turns the common errors (I/O, JSON, parsing, tokio) into
+//!   internal ones (a tokio timeout into a timeout), and [`ToolError::from_error`] any other
+//!   with the kind you choose.
 //! - A panic anywhere in plugin code becomes an error for that call, with the panic message.
 //! - tokio works inside `execute` (timers, I/O): the plugin has its own runtime, see
 //!   [`runtime`].
+//! - [`serde_json`] is re-exported, so a plugin needs no dependency of its own for JSON values.
 //!
-//! ## Compatibility
+//! ## An extension
 //!
-//! The host checks the contract's version and the exact layout of every type in [`abi`] when it
-//! loads a library, and skips one built against an incompatible `plugin-api` with a one-line
-//! reason. While the crate is `0.x`, plugins must be built against the same minor version as the
-//! host (`0.2.*` with `0.2.*`).
+//! An extension library lives in `extensions/<point>/` and changes the data of that point:
 //!
-//! What may change in a patch release: fields appended to the prefix types a *plugin* provides
-//! (`PluginModule`, `ToolVtable`, `ExtensionVtable`), which an older host simply does not read.
-//! What needs a minor release: any field added to [`HostVtable`](abi::HostVtable), which the
-//! *host* provides. abi_stable checks a prefix type the same way in both directions, so a plugin
-//! built against the shorter table is refused by a host with the longer one (0.1 to 0.2 was such
-//! a change: the secrets and extension services).
+//! ```
+//! use plugin_api::points::ToolExecuteAfter;
+//! use plugin_api::{Context, Extension, PointData, ToolError};
+//!
+//! #[derive(Default)]
+//! struct Sign;
+//!
+//! impl Extension for Sign {
+//!     async fn execute(&self, _ctx: &Context, data: &mut PointData) -> Result<(), ToolError> {
+//!         let mut after: ToolExecuteAfter = data.read()?;
+//!         after.response.message.push_str(" (checked)");
+//!         data.write(&after)
+//!     }
+//! }
+//!
+//! plugin_api::export_extension!(Sign);
+//! ```
+//!
+//! ## Versions and evolution
+//!
+//! This is the one statement of the rule; the host's check is written beside it.
+//!
+//! The host checks, when it loads a library, the `plugin-api` version the library was built
+//! against and the exact layout of every type that crosses the boundary; it skips a library
+//! built against an incompatible `plugin-api` with a one-line reason. The version alone decides:
+//! the major versions must match and, **while the crate is `0.x`, the minor versions must match
+//! too** (a 0.3 host loads plugins built against any 0.3.z, and no other).
+//!
+//! Which change needs which release:
+//!
+//! - **Patch** (0.3.z): no change to the types that cross the boundary (a fix in the glue, a new
+//!   helper on the author side), except fields *appended* to the prefix types a *plugin*
+//!   provides (its root module `PluginModule`, `ToolVtable`, `ExtensionVtable`), which an older
+//!   host simply does not read.
+//! - **Minor** (0.3 to 0.4): any field added to `HostVtable`, the table the *host* provides.
+//!   abi_stable checks a prefix type the same way in both directions, so a plugin built against
+//!   the shorter table is refused by a host with the longer one (0.1 to 0.2 was such a change:
+//!   the secrets and extension services). Also any other change to a boundary type, to the JSON
+//!   shape of a point's data, or to the source API authors write against (0.2 to 0.3:
+//!   `ToolInfo::new` without a name, the wire types out of sight).
+//! - **Major**: none while `0.x`, where a minor release does its work. Before 1.0 this rule must
+//!   be revisited: there the host accepts every minor of its major, yet a new `HostVtable` field
+//!   would still fail the layout check of older plugins.
+//!
+//! JSON values (arguments, metadata, point data) cross as text, so the Rust types on either side
+//! may grow fields (with `#[serde(default)]`) without touching the layout.
 #![deny(missing_docs)]
 
-pub mod abi;
 mod args;
 mod context;
 mod error;
 mod extension;
 mod info;
+pub mod points;
 mod response;
 pub mod runtime;
 mod tool;
-
-#[doc(hidden)]
-#[path = "export.rs"]
-pub mod __private;
 
 pub use args::Args;
 pub use context::Context;
@@ -95,46 +134,63 @@ pub use info::{ExtensionInfo, RiskLevel, ToolInfo};
 pub use response::Response;
 pub use tool::{Tool, ToolHooks};
 
-/// The version of the contract this crate defines (its Cargo version).
+/// JSON values, as the arguments, metadata and point data use them.
+pub use serde_json;
+
+/// The version of the contract this crate defines (its Cargo version); see "Versions and
+/// evolution" in the crate docs.
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The names of the extension points the host fires, around a tool call and in the message loop.
-/// A plugin may also fire a point of its own with
-/// [`Context::call_extensions`](crate::Context::call_extensions).
-pub mod points {
-    /// Once per agent, before its first monologue; data `{"agent", "profile"}`.
-    pub const AGENT_INIT: &str = "agent_init";
-    /// When a user message starts a monologue; data `{"message"}`.
-    pub const MONOLOGUE_START: &str = "monologue_start";
-    /// When a monologue ends; data `{"result"}` (the final answer, or `null`).
-    pub const MONOLOGUE_END: &str = "monologue_end";
-    /// At the start of each iteration; data `{"iteration"}`.
-    pub const MESSAGE_LOOP_START: &str = "message_loop_start";
-    /// At the end of each iteration; data `{"iteration"}`.
-    pub const MESSAGE_LOOP_END: &str = "message_loop_end";
-    /// Before a message joins the history; data `{"role", "content"}` (may change `content`).
-    pub const HIST_ADD_BEFORE: &str = "hist_add_before";
-    /// After a tool's result joined the history; data `{"tool_name", "result"}`.
-    pub const HIST_ADD_TOOL_RESULT: &str = "hist_add_tool_result";
-    /// When an error goes back to the model; data `{"kind", "message", "text"}` (may change
-    /// `text`, what the model sees).
-    pub const ERROR_FORMAT: &str = "error_format";
-    /// When the system prompt is assembled; data `{"parts"}` (may change the parts).
-    pub const SYSTEM_PROMPT: &str = "system_prompt";
-    /// Before `execute`; data `{"tool_name", "args"}`.
-    pub const TOOL_EXECUTE_BEFORE: &str = "tool_execute_before";
-    /// After `execute`; data `{"tool_name", "response"}`.
-    pub const TOOL_EXECUTE_AFTER: &str = "tool_execute_after";
-    /// When a tool sets its progress; data `{"tool_name", "progress"}`.
-    pub const TOOL_OUTPUT_UPDATE: &str = "tool_output_update";
-}
+/// What the host and the export macros use; not part of the author's API, and not covered by
+/// its versioning promises.
+#[doc(hidden)]
+pub mod __private {
+    pub mod abi;
+    pub mod glue;
+    pub mod guard;
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn root_module_symbol_matches_abi_stable() {
-        // The export macros hard-code this name; it must stay what abi_stable looks up.
-        let expected = abi_stable::library::ROOT_MODULE_LOADER_NAME;
-        assert_eq!(crate::abi::ROOT_MODULE_SYMBOL, expected);
+    /// Whether a host speaking plugin-api `host` loads a library built against `library`: the
+    /// rule of plugin-api's crate docs, "Versions and evolution" (same major; while `0.x`, same
+    /// minor).
+    pub fn version_compatible(host: &str, library: &str) -> bool {
+        let parse = |v: &str| -> Option<(u64, u64)> {
+            let mut it = v.split('.');
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        };
+        match (parse(host), parse(library)) {
+            (Some((hmaj, hmin)), Some((lmaj, lmin))) => hmaj == lmaj && (hmaj != 0 || hmin == lmin),
+            _ => false,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::version_compatible;
+
+        #[test]
+        fn same_minor_while_zero_same_major_after() {
+            assert!(version_compatible("0.3.0", "0.3.0"));
+            assert!(version_compatible("0.3.0", "0.3.7"));
+            assert!(version_compatible("0.3.7", "0.3.0"));
+            assert!(!version_compatible("0.3.0", "0.2.0"));
+            assert!(!version_compatible("0.3.0", "0.4.0"));
+            assert!(!version_compatible("0.3.0", "1.0.0"));
+            assert!(version_compatible("1.2.0", "1.0.5"));
+            assert!(version_compatible("1.0.0", "1.9.0"));
+            assert!(!version_compatible("1.0.0", "2.0.0"));
+        }
+
+        #[test]
+        fn unreadable_versions_are_incompatible() {
+            assert!(!version_compatible("0.3.0", ""));
+            assert!(!version_compatible("0.3.0", "0"));
+            assert!(!version_compatible("0.3.0", "x.y.z"));
+            assert!(!version_compatible("junk", "0.3.0"));
+        }
+
+        #[test]
+        fn this_crate_is_compatible_with_itself() {
+            assert!(version_compatible(crate::API_VERSION, crate::API_VERSION));
+        }
     }
 }

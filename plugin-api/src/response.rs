@@ -1,9 +1,7 @@
 //! What a tool returns.
 
-use abi_stable::std_types::{ROption, RString};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-use crate::abi::FfiResponse;
 
 /// A tool's answer: the message for the model, whether the loop ends, and extra data.
 ///
@@ -19,7 +17,12 @@ use crate::abi::FfiResponse;
 /// let last = Response::final_answer("done");
 /// assert!(last.break_loop);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// As JSON (in the data of the `tool_execute_after` point) it is
+/// `{"message": str, "break_loop": bool, "additional": object | null}`; missing fields read as
+/// their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Response {
     /// The text returned to the model (or to the user, when the loop ends).
     pub message: String,
@@ -53,36 +56,28 @@ impl Response {
             .insert(key.into(), value);
         self
     }
-    /// Converts into the wire form.
-    pub fn into_ffi(self) -> FfiResponse {
-        FfiResponse {
-            message: RString::from(self.message),
-            break_loop: self.break_loop,
-            additional: match self.additional {
-                Some(map) => ROption::RSome(RString::from(
-                    serde_json::to_string(&map).unwrap_or_default(),
-                )),
-                None => ROption::RNone,
-            },
-        }
-    }
-    /// Converts from the wire form. `additional` that is not a JSON object is kept under the key
-    /// `"value"` so that nothing is lost.
-    pub fn from_ffi(r: FfiResponse) -> Self {
-        let additional =
-            r.additional
-                .into_option()
-                .map(|text| match serde_json::from_str::<Value>(&text) {
-                    Ok(Value::Object(map)) => map,
-                    Ok(other) => Map::from_iter([("value".to_owned(), other)]),
-                    Err(_) => {
-                        Map::from_iter([("value".to_owned(), Value::String(text.into_string()))])
-                    }
-                });
-        Self {
-            message: r.message.into_string(),
-            break_loop: r.break_loop,
-            additional,
-        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_shape_is_what_the_host_sends() {
+        let r = Response::text("hi");
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"message": "hi", "break_loop": false, "additional": null})
+        );
+        let r = Response::final_answer("x").with_additional("k", json!(1));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v,
+            json!({"message": "x", "break_loop": true, "additional": {"k": 1}})
+        );
+        assert_eq!(serde_json::from_value::<Response>(v).unwrap(), r);
+        let partial: Response = serde_json::from_value(json!({"message": "m"})).unwrap();
+        assert_eq!(partial, Response::text("m"));
     }
 }

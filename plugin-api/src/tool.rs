@@ -46,7 +46,7 @@ use crate::{Args, Context, Response, ToolError, ToolInfo};
 ///
 /// impl Tool for Wait {
 ///     fn info(&self) -> ToolInfo {
-///         ToolInfo::new("wait", "Waits a number of milliseconds.").timeout_seconds(5)
+///         ToolInfo::new("Waits a number of milliseconds.").timeout_seconds(5)
 ///     }
 ///     async fn execute(&self, _ctx: &Context, args: Args) -> Result<Response, ToolError> {
 ///         let ms = args.get("ms").and_then(|v| v.as_u64()).unwrap_or(10);
@@ -56,6 +56,10 @@ use crate::{Args, Context, Response, ToolError, ToolInfo};
 /// }
 /// plugin_api::export_tool!(Wait);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool: it does not implement `plugin_api::Tool`",
+    note = "implement `Tool` for `{Self}` (one `async fn execute`), or export an `Extension` with `export_extension!`"
+)]
 pub trait Tool: Send + Sync + 'static {
     /// Runs the tool. `ctx.method()` holds the `method` of a `name:method` call.
     fn execute(
@@ -64,7 +68,8 @@ pub trait Tool: Send + Sync + 'static {
         args: Args,
     ) -> impl Future<Output = Result<Response, ToolError>> + Send;
 
-    /// Describes the tool. Empty fields are filled from the plugin's `Cargo.toml`.
+    /// Describes the tool. Empty fields are filled from the plugin's `Cargo.toml`
+    /// (`description`, `version`).
     fn info(&self) -> ToolInfo {
         ToolInfo::default()
     }

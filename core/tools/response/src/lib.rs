@@ -8,11 +8,7 @@ struct ResponseTool;
 
 impl Tool for ResponseTool {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new(
-            "response",
-            "Ends the task with a final answer for the user.",
-        )
-        .parameters(json!({
+        ToolInfo::new("Ends the task with a final answer for the user.").parameters(json!({
             "type": "object",
             "properties": {"text": {"type": "string", "description": "The final answer."}},
             "required": ["text"]

@@ -2,6 +2,7 @@
 //! result with its `§§secret(KEY)` placeholder, so the model never sees one. (The host also
 //! masks history, logs, errors and output, so replacing this file cannot leak a secret there.)
 
+use plugin_api::points::ToolExecuteAfter;
 use plugin_api::{Context, Extension, PointData, ToolError};
 
 #[derive(Default)]
@@ -9,20 +10,13 @@ struct MaskSecrets;
 
 impl Extension for MaskSecrets {
     async fn execute(&self, ctx: &Context, data: &mut PointData) -> Result<(), ToolError> {
-        let Some(message) = data
-            .value()
-            .pointer("/response/message")
-            .and_then(|m| m.as_str())
-        else {
-            return Ok(());
-        };
-        let masked = ctx.mask_secrets(message);
-        if masked != message {
-            if let Some(m) = data.value_mut().pointer_mut("/response/message") {
-                *m = masked.into();
-            }
+        let mut after: ToolExecuteAfter = data.read()?;
+        let masked = ctx.mask_secrets(&after.response.message);
+        if masked == after.response.message {
+            return Ok(()); // no secret in it: the data is not sent back
         }
-        Ok(())
+        after.response.message = masked;
+        data.write(&after)
     }
 }
 

@@ -3,6 +3,8 @@
 //! tool runs. An unknown key is a repairable error that lists the known keys, never a value.
 //! Replace it by dropping a file of the same name into a higher layer.
 
+use plugin_api::points::ToolExecuteBefore;
+use plugin_api::serde_json::Value;
 use plugin_api::{Context, Extension, PointData, ToolError};
 
 #[derive(Default)]
@@ -10,17 +12,26 @@ struct UnmaskSecrets;
 
 impl Extension for UnmaskSecrets {
     async fn execute(&self, ctx: &Context, data: &mut PointData) -> Result<(), ToolError> {
-        let has_placeholder = data
-            .value()
-            .get("args")
-            .is_some_and(|args| args.to_string().contains("§§secret("));
-        if !has_placeholder {
+        let mut before: ToolExecuteBefore = data.read()?;
+        if !before.args.values().any(has_placeholder) {
             return Ok(()); // nothing to do: the data is not sent back
         }
-        if let Some(args) = data.value_mut().get_mut("args") {
-            ctx.unmask_secrets(args)?;
+        let mut args = Value::Object(std::mem::take(&mut before.args));
+        ctx.unmask_secrets(&mut args)?;
+        if let Value::Object(map) = args {
+            before.args = map;
         }
-        Ok(())
+        data.write(&before)
+    }
+}
+
+/// Whether a string anywhere in `value` holds a `§§secret(` placeholder.
+fn has_placeholder(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains("§§secret("),
+        Value::Array(items) => items.iter().any(has_placeholder),
+        Value::Object(map) => map.values().any(has_placeholder),
+        _ => false,
     }
 }
 

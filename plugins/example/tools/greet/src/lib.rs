@@ -10,10 +10,7 @@ struct Greet;
 
 impl Tool for Greet {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new(
-            "greet",
-            "Greets someone by name. Call 'greet:shout' to greet loudly.",
-        )
+        ToolInfo::new("Greets someone by name. Call 'greet:shout' to greet loudly.")
         .parameters(json!({
             "type": "object",
             "properties": {

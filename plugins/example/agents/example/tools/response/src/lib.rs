@@ -7,10 +7,7 @@ struct SignedResponse;
 
 impl Tool for SignedResponse {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new(
-            "response",
-            "Ends the task with a final answer, signed by the agent.",
-        )
+        ToolInfo::new("Ends the task with a final answer, signed by the agent.")
     }
 
     async fn execute(&self, ctx: &Context, args: Args) -> Result<Response, ToolError> {

@@ -1,5 +1,6 @@
 //! The glue behind [`export_tool!`](crate::export_tool) and
 //! [`export_extension!`](crate::export_extension). Not a public API: only the macros use it.
+//! The macros themselves are defined here too.
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -14,12 +15,13 @@ pub use abi_stable::library::{
     RootModuleResult,
 };
 
-use crate::abi::{
-    ExtensionVtable, FfiContext, FfiExtension, FfiResponse, FfiResult, FfiTool, PluginModule,
-    PluginModuleRef, ToolVtable,
+use super::abi::{
+    context_from_ffi, error_to_ffi, point_data_from_json, point_data_into_changed_json,
+    response_from_ffi, response_to_ffi, ExtensionVtable, FfiContext, FfiExtension, FfiResponse,
+    FfiResult, FfiTool, PluginModule, PluginModuleRef, ToolVtable,
 };
-use crate::runtime::{catch_panic, Guarded};
-use crate::{Args, Context, Extension, PointData, Response, Tool, ToolError, ToolHooks};
+use super::guard::{catch_panic, Guarded};
+use crate::{Args, Extension, Tool, ToolError, ToolHooks};
 
 /// What the macros learn from the plugin crate's `Cargo.toml`.
 pub struct Package {
@@ -32,12 +34,8 @@ pub struct Package {
 }
 
 impl Package {
-    fn fill(&self, name: &mut String, description: &mut String, version: &mut String) {
-        for (field, value) in [
-            (name, self.name),
-            (description, self.description),
-            (version, self.version),
-        ] {
+    fn fill(&self, description: &mut String, version: &mut String) {
+        for (field, value) in [(description, self.description), (version, self.version)] {
             if field.is_empty() {
                 *field = value.to_owned();
             }
@@ -83,8 +81,10 @@ pub fn extension_module(
 fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, ToolError>) -> FfiResult<T> {
     match catch_panic(f) {
         Ok(Ok(v)) => RResult::ROk(v),
-        Ok(Err(e)) => RResult::RErr(e.into_ffi()),
-        Err(message) => RResult::RErr(ToolError::internal(format!("{what}: {message}")).into_ffi()),
+        Ok(Err(e)) => RResult::RErr(error_to_ffi(e)),
+        Err(message) => RResult::RErr(error_to_ffi(ToolError::internal(format!(
+            "{what}: {message}"
+        )))),
     }
 }
 
@@ -95,7 +95,7 @@ fn to_ffi_future<T: Send + 'static>(
     async move {
         match guarded.await {
             Ok(v) => RResult::ROk(v),
-            Err(e) => RResult::RErr(e.into_ffi()),
+            Err(e) => RResult::RErr(error_to_ffi(e)),
         }
     }
     .into_ffi()
@@ -167,7 +167,7 @@ pub fn new_tool<T: Tool>(
     catch("the tool's constructor", || {
         let tool = make();
         let mut info = tool.info();
-        package.fill(&mut info.name, &mut info.description, &mut info.version);
+        package.fill(&mut info.description, &mut info.version);
         let info = serde_json::to_string(&info)?;
         let vtable = ToolVtable {
             execute: execute_glue::<T>,
@@ -190,10 +190,10 @@ unsafe extern "C" fn execute_glue<T: Tool>(
     args: RString,
 ) -> FfiFuture<FfiResult<FfiResponse>> {
     // SAFETY: the host passes the pointer it got from `new_tool`, and its context reference.
-    let (tool, ctx) = unsafe { (arc_from::<T>(this), Context::from_ffi(ctx)) };
+    let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
     to_ffi_future(async move {
         let args = Args::from_json(&args)?;
-        tool.execute(&ctx, args).await.map(Response::into_ffi)
+        tool.execute(&ctx, args).await.map(response_to_ffi)
     })
 }
 
@@ -203,7 +203,7 @@ unsafe extern "C" fn before_glue<T: ToolHooks>(
     args: RString,
 ) -> FfiFuture<FfiResult<()>> {
     // SAFETY: as in `execute_glue`.
-    let (tool, ctx) = unsafe { (arc_from::<T>(this), Context::from_ffi(ctx)) };
+    let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
     to_ffi_future(async move {
         let args = Args::from_json(&args)?;
         tool.before_execution(&ctx, &args).await
@@ -216,9 +216,9 @@ unsafe extern "C" fn after_glue<T: ToolHooks>(
     response: FfiResponse,
 ) -> FfiFuture<FfiResult<()>> {
     // SAFETY: as in `execute_glue`.
-    let (tool, ctx) = unsafe { (arc_from::<T>(this), Context::from_ffi(ctx)) };
+    let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
     to_ffi_future(async move {
-        let response = Response::from_ffi(response);
+        let response = response_from_ffi(response);
         tool.after_execution(&ctx, &response).await
     })
 }
@@ -237,7 +237,7 @@ pub fn new_extension<E: Extension>(
     catch("the extension's constructor", || {
         let ext = make();
         let mut info = ext.info();
-        package.fill(&mut info.name, &mut info.description, &mut info.version);
+        package.fill(&mut info.description, &mut info.version);
         let info = serde_json::to_string(&info)?;
         let vtable = ExtensionVtable {
             execute: extension_glue::<E>,
@@ -258,11 +258,11 @@ unsafe extern "C" fn extension_glue<E: Extension>(
     data: RString,
 ) -> FfiFuture<FfiResult<ROption<RString>>> {
     // SAFETY: as in `execute_glue`.
-    let (ext, ctx) = unsafe { (arc_from::<E>(this), Context::from_ffi(ctx)) };
+    let (ext, ctx) = unsafe { (arc_from::<E>(this), context_from_ffi(ctx)) };
     to_ffi_future(async move {
-        let mut data = PointData::from_json(data);
+        let mut data = point_data_from_json(data);
         ext.execute(&ctx, &mut data).await?;
-        Ok(ROption::from(data.into_changed_json().map(RString::from)))
+        Ok(ROption::from(point_data_into_changed_json(data)))
     })
 }
 
@@ -273,33 +273,84 @@ unsafe extern "C" fn extension_glue<E: Extension>(
 /// host loads the library (a panic there is reported as a load error). If `MyTool` also
 /// implements [`ToolHooks`], its hooks replace the host's defaults.
 ///
-/// The crate's `Cargo.toml` needs `crate-type = ["cdylib"]`; its `name`, `description` and
-/// `version` fill the [`ToolInfo`](crate::ToolInfo) fields the tool leaves empty.
+/// The crate's `Cargo.toml` needs `crate-type = ["cdylib"]`; its `description` and `version`
+/// fill the [`ToolInfo`](crate::ToolInfo) fields the tool leaves empty. Use the macro once per
+/// library.
+///
+/// ```
+/// use plugin_api::{Args, Context, Response, Tool, ToolError};
+///
+/// struct Counter {
+///     start: u64,
+/// }
+///
+/// impl Tool for Counter {
+///     async fn execute(&self, _ctx: &Context, args: Args) -> Result<Response, ToolError> {
+///         let n = args.get("n").and_then(|v| v.as_u64()).unwrap_or(0);
+///         Ok(Response::text((self.start + n).to_string()))
+///     }
+/// }
+///
+/// // No `Default`: say how to make one.
+/// plugin_api::export_tool!(Counter = Counter { start: 100 });
+/// ```
 #[macro_export]
 macro_rules! export_tool {
     ($ty:ty) => {
         $crate::export_tool!($ty = <$ty as ::core::default::Default>::default());
     };
     ($ty:ty = $make:expr) => {
+        // Names the missing trait at the user's type, before any glue fails on it.
+        const _: fn() = || {
+            fn assert_tool<T: $crate::Tool>() {}
+            assert_tool::<$ty>();
+        };
         $crate::__export_plugin!(tool_module, FfiTool, |package| {
             #[allow(unused_imports)]
-            use $crate::__private::{ProbeWithHooks as _, ProbeWithoutHooks as _};
-            let hooks = (&&$crate::__private::HookProbe::<$ty>::new()).hooks();
-            $crate::__private::new_tool::<$ty>(package, || $make, hooks)
+            use $crate::__private::glue::{ProbeWithHooks as _, ProbeWithoutHooks as _};
+            let hooks = (&&$crate::__private::glue::HookProbe::<$ty>::new()).hooks();
+            $crate::__private::glue::new_tool::<$ty>(package, || $make, hooks)
         });
     };
 }
 
 /// Exports an [`Extension`] from a `cdylib` crate; the counterpart of
 /// [`export_tool!`](crate::export_tool) with the same two forms.
+///
+/// ```
+/// use plugin_api::points::ToolOutputUpdate;
+/// use plugin_api::{Context, Extension, ExtensionInfo, PointData, ToolError};
+///
+/// /// Shows progress in capitals (installed in `extensions/tool_output_update/`).
+/// #[derive(Default)]
+/// struct LoudProgress;
+///
+/// impl Extension for LoudProgress {
+///     fn info(&self) -> ExtensionInfo {
+///         ExtensionInfo::new("Shows progress in capitals.")
+///     }
+///     async fn execute(&self, _ctx: &Context, data: &mut PointData) -> Result<(), ToolError> {
+///         let mut update: ToolOutputUpdate = data.read()?;
+///         update.progress = update.progress.to_uppercase();
+///         data.write(&update)
+///     }
+/// }
+///
+/// plugin_api::export_extension!(LoudProgress);
+/// ```
 #[macro_export]
 macro_rules! export_extension {
     ($ty:ty) => {
         $crate::export_extension!($ty = <$ty as ::core::default::Default>::default());
     };
     ($ty:ty = $make:expr) => {
+        // Names the missing trait at the user's type, before any glue fails on it.
+        const _: fn() = || {
+            fn assert_extension<T: $crate::Extension>() {}
+            assert_extension::<$ty>();
+        };
         $crate::__export_plugin!(extension_module, FfiExtension, |package| {
-            $crate::__private::new_extension::<$ty>(package, || $make)
+            $crate::__private::glue::new_extension::<$ty>(package, || $make)
         });
     };
 }
@@ -311,28 +362,28 @@ macro_rules! __export_plugin {
     ($module:ident, $instance:ident, |$package:ident| $create:block) => {
         #[doc(hidden)]
         #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
-        pub static __TOOLHOST_PLUGIN_ROOT: $crate::__private::LibHeader = {
-            static PACKAGE: $crate::__private::Package = $crate::__private::Package {
+        pub static __TOOLHOST_PLUGIN_ROOT: $crate::__private::glue::LibHeader = {
+            static PACKAGE: $crate::__private::glue::Package = $crate::__private::glue::Package {
                 name: ::core::env!("CARGO_PKG_NAME"),
                 version: ::core::env!("CARGO_PKG_VERSION"),
                 description: ::core::env!("CARGO_PKG_DESCRIPTION"),
             };
-            extern "C" fn create() -> $crate::abi::FfiResult<$crate::abi::$instance> {
+            extern "C" fn create(
+            ) -> $crate::__private::abi::FfiResult<$crate::__private::abi::$instance> {
                 let $package = &PACKAGE;
                 $create
             }
-            fn root() -> $crate::abi::PluginModuleRef {
-                $crate::__private::$module(&PACKAGE, create)
+            fn root() -> $crate::__private::abi::PluginModuleRef {
+                $crate::__private::glue::$module(&PACKAGE, create)
             }
-            extern "C" fn erased() -> $crate::__private::RootModuleResult {
-                $crate::__private::call_root_module_loader(root)
+            extern "C" fn erased() -> $crate::__private::glue::RootModuleResult {
+                $crate::__private::glue::call_root_module_loader(root)
             }
             // SAFETY: the same construction `#[abi_stable::export_root_module]` emits.
             unsafe {
-                $crate::__private::LibHeader::from_constructor::<$crate::abi::PluginModuleRef>(
-                    erased,
-                    $crate::__private::CheckTypeLayout::Yes,
-                )
+                $crate::__private::glue::LibHeader::from_constructor::<
+                    $crate::__private::abi::PluginModuleRef,
+                >(erased, $crate::__private::glue::CheckTypeLayout::Yes)
             }
         };
     };

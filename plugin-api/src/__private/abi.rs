@@ -1,21 +1,14 @@
-//! The raw types that cross the library boundary.
+//! The raw types that cross the library boundary, and the conversions between them and the
+//! author-facing types.
 //!
 //! Plugin authors never touch these: [`export_tool!`](crate::export_tool) and
 //! [`export_extension!`](crate::export_extension) generate the glue, and the host wraps them in
-//! safe types. They are public so that the host (and tools that inspect libraries) can share one
-//! definition.
-//!
-//! # Evolution
+//! safe types. They are public (and hidden) so that the host and the glue share one definition.
 //!
 //! Every struct here is `#[repr(C)]` and derives [`StableAbi`], so its layout is part of the
-//! checked contract. The root module and both vtables are *prefix types*: a later minor version may
-//! append fields after the last one, and a host reading an older library sees them as missing
-//! instead of reading garbage. Anything else (removing or reordering fields, changing a type)
-//! needs a new minor version while the crate is `0.x`, which the host refuses to load with a clear
-//! message ("built against plugin-api 0.1, this host speaks 0.2").
-//!
-//! JSON values (arguments, metadata, extension data) cross as UTF-8 strings. That keeps the
-//! layout small and lets both sides evolve their Rust types freely.
+//! checked contract; which change to these types needs which release is the crate docs' section
+//! "Versions and evolution". JSON values (arguments, metadata, extension data) cross as UTF-8
+//! strings, which keeps the layout small and lets both sides evolve their Rust types freely.
 
 use std::ffi::c_void;
 
@@ -28,24 +21,27 @@ use abi_stable::{
     StableAbi,
 };
 use async_ffi::FfiFuture;
+use serde_json::{Map, Value};
+
+use crate::{Context, ErrorKind, PointData, Response, ToolError};
 
 /// A result that crosses the boundary.
 pub type FfiResult<T> = RResult<T, FfiError>;
 
-/// An error that crosses the boundary: an [`ErrorKind`](crate::ErrorKind) code and a message.
+/// An error that crosses the boundary: an [`ErrorKind`] code and a message.
 ///
-/// The kind travels as a plain `u8` so that a kind added later decodes as
-/// [`ErrorKind::Internal`](crate::ErrorKind::Internal) instead of breaking the layout.
+/// The kind travels as a plain `u8` ([`kind_code`]) so that a kind added later decodes as
+/// [`ErrorKind::Internal`] instead of breaking the layout.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiError {
-    /// [`ErrorKind::code`](crate::ErrorKind::code).
+    /// [`kind_code`] of the error's kind.
     pub kind: u8,
     /// Human-readable message.
     pub message: RString,
 }
 
-/// A [`Response`](crate::Response) on the wire.
+/// A [`Response`] on the wire.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiResponse {
@@ -251,3 +247,138 @@ impl RootModule for PluginModuleRef {
 /// The export macros write the symbol themselves so that plugins need no direct dependency on
 /// `abi_stable`; a unit test pins this to abi_stable's own mangling.
 pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
+
+/// The code an [`ErrorKind`] crosses the boundary as.
+pub const fn kind_code(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Repairable => 0,
+        ErrorKind::Validation => 1,
+        ErrorKind::Business => 2,
+        ErrorKind::Timeout => 3,
+        ErrorKind::Dependency => 4,
+        ErrorKind::Internal => 5,
+        ErrorKind::Intervention => 6,
+    }
+}
+
+/// Decodes [`kind_code`]; an unknown code (from a newer plugin) is `Internal`.
+pub const fn kind_from_code(code: u8) -> ErrorKind {
+    match code {
+        0 => ErrorKind::Repairable,
+        1 => ErrorKind::Validation,
+        2 => ErrorKind::Business,
+        3 => ErrorKind::Timeout,
+        4 => ErrorKind::Dependency,
+        6 => ErrorKind::Intervention,
+        _ => ErrorKind::Internal,
+    }
+}
+
+/// A [`ToolError`] in its wire form.
+pub fn error_to_ffi(error: ToolError) -> FfiError {
+    let (kind, message) = error.into_parts();
+    FfiError {
+        kind: kind_code(kind),
+        message: RString::from(message),
+    }
+}
+
+/// A [`ToolError`] from its wire form.
+pub fn error_from_ffi(error: FfiError) -> ToolError {
+    ToolError::new(kind_from_code(error.kind), error.message.into_string())
+}
+
+/// A [`Response`] in its wire form.
+pub fn response_to_ffi(response: Response) -> FfiResponse {
+    FfiResponse {
+        message: RString::from(response.message),
+        break_loop: response.break_loop,
+        additional: match response.additional {
+            Some(map) => ROption::RSome(RString::from(
+                serde_json::to_string(&map).unwrap_or_default(),
+            )),
+            None => ROption::RNone,
+        },
+    }
+}
+
+/// A [`Response`] from its wire form. `additional` that is not a JSON object is kept under the
+/// key `"value"` so that nothing is lost.
+pub fn response_from_ffi(response: FfiResponse) -> Response {
+    let additional =
+        response
+            .additional
+            .into_option()
+            .map(|text| match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(map)) => map,
+                Ok(other) => Map::from_iter([("value".to_owned(), other)]),
+                Err(_) => Map::from_iter([("value".to_owned(), Value::String(text.into_string()))]),
+            });
+    Response {
+        message: response.message.into_string(),
+        break_loop: response.break_loop,
+        additional,
+    }
+}
+
+/// Takes ownership of a context received from the host.
+///
+/// # Safety
+/// `ffi` must come from the host and carry one reference that the new value now owns.
+pub unsafe fn context_from_ffi(ffi: FfiContext) -> Context {
+    // SAFETY: per this function's contract.
+    unsafe { Context::from_ffi(ffi) }
+}
+
+/// An extension point's data from the JSON text the host sent (invalid JSON reads as `null`).
+pub fn point_data_from_json(json: RString) -> PointData {
+    PointData::from_json(json)
+}
+
+/// The JSON text to send back to the host: `Some` only if an extension changed the data.
+pub fn point_data_into_changed_json(data: PointData) -> Option<RString> {
+    data.into_changed_json().map(RString::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_module_symbol_matches_abi_stable() {
+        // The export macros hard-code this name; it must stay what abi_stable looks up.
+        assert_eq!(
+            ROOT_MODULE_SYMBOL,
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
+    }
+
+    #[test]
+    fn kind_codes_round_trip_and_unknown_is_internal() {
+        for kind in [
+            ErrorKind::Repairable,
+            ErrorKind::Validation,
+            ErrorKind::Business,
+            ErrorKind::Timeout,
+            ErrorKind::Dependency,
+            ErrorKind::Internal,
+            ErrorKind::Intervention,
+        ] {
+            assert_eq!(kind_from_code(kind_code(kind)), kind);
+        }
+        assert_eq!(kind_from_code(200), ErrorKind::Internal);
+    }
+
+    #[test]
+    fn response_round_trips_and_keeps_non_object_additional() {
+        let r = Response::text("hi").with_additional("k", Value::from(1));
+        assert_eq!(response_from_ffi(response_to_ffi(r.clone())), r);
+        let odd = FfiResponse {
+            message: "m".into(),
+            break_loop: true,
+            additional: ROption::RSome("[1]".into()),
+        };
+        let back = response_from_ffi(odd);
+        assert_eq!(back.additional.unwrap()["value"], serde_json::json!([1]));
+    }
+}

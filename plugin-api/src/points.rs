@@ -1,0 +1,277 @@
+//! The extension points the host fires, around a tool call and in the message loop: their names
+//! and the type of each one's data.
+//!
+//! An extension reads its point's data with [`PointData::read`](crate::PointData::read) and,
+//! if it changed something the point lets it change, gives it back with
+//! [`PointData::write`](crate::PointData::write):
+//!
+//! ```
+//! use plugin_api::points::SystemPrompt;
+//! use plugin_api::{Context, Extension, PointData, ToolError};
+//!
+//! /// Adds one line to the system prompt.
+//! #[derive(Default)]
+//! struct Polite;
+//!
+//! impl Extension for Polite {
+//!     async fn execute(&self, _ctx: &Context, data: &mut PointData) -> Result<(), ToolError> {
+//!         let mut prompt: SystemPrompt = data.read()?;
+//!         prompt.parts.push("Always say please.".to_owned());
+//!         data.write(&prompt)
+//!     }
+//! }
+//! plugin_api::export_extension!(Polite);
+//! ```
+//!
+//! A change to a field the point does not let an extension change is ignored by the host.
+//! A plugin may also fire a point of its own with
+//! [`Context::call_extensions`](crate::Context::call_extensions); its extensions use the untyped
+//! [`PointData::value`](crate::PointData::value) and [`PointData::set`](crate::PointData::set).
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::Response;
+
+/// The data of one built-in extension point, and the point's name.
+///
+/// The JSON form of each type is exactly what the host sends and reads back.
+pub trait Point: Serialize + DeserializeOwned + Send + 'static {
+    /// The point's name: the folder its extensions live in (`extensions/<NAME>/`).
+    const NAME: &'static str;
+}
+
+/// [`AgentInit`]'s name.
+pub const AGENT_INIT: &str = "agent_init";
+/// [`MonologueStart`]'s name.
+pub const MONOLOGUE_START: &str = "monologue_start";
+/// [`MonologueEnd`]'s name.
+pub const MONOLOGUE_END: &str = "monologue_end";
+/// [`MessageLoopStart`]'s name.
+pub const MESSAGE_LOOP_START: &str = "message_loop_start";
+/// [`MessageLoopEnd`]'s name.
+pub const MESSAGE_LOOP_END: &str = "message_loop_end";
+/// [`HistAddBefore`]'s name.
+pub const HIST_ADD_BEFORE: &str = "hist_add_before";
+/// [`HistAddToolResult`]'s name.
+pub const HIST_ADD_TOOL_RESULT: &str = "hist_add_tool_result";
+/// [`ErrorFormat`]'s name.
+pub const ERROR_FORMAT: &str = "error_format";
+/// [`SystemPrompt`]'s name.
+pub const SYSTEM_PROMPT: &str = "system_prompt";
+/// [`ToolExecuteBefore`]'s name.
+pub const TOOL_EXECUTE_BEFORE: &str = "tool_execute_before";
+/// [`ToolExecuteAfter`]'s name.
+pub const TOOL_EXECUTE_AFTER: &str = "tool_execute_after";
+/// [`ToolOutputUpdate`]'s name.
+pub const TOOL_OUTPUT_UPDATE: &str = "tool_output_update";
+
+/// Declares one point type: the struct, its constructor and its [`Point`] impl.
+macro_rules! point {
+    (
+        $(#[$doc:meta])*
+        $name:ident = $const:ident { $($(#[$fdoc:meta])* $field:ident: $ty:ty),+ $(,)? }
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(default)]
+        #[non_exhaustive]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $ty,)+
+        }
+
+        impl $name {
+            #[doc = concat!("A `", stringify!($name), "` with every field given.")]
+            pub fn new($($field: $ty),+) -> Self {
+                Self { $($field),+ }
+            }
+        }
+
+        impl Point for $name {
+            const NAME: &'static str = $const;
+        }
+    };
+}
+
+point! {
+    /// `agent_init`: once per agent, before its first monologue. Read only.
+    AgentInit = AGENT_INIT {
+        /// The agent's display name.
+        agent: String,
+        /// The active profile.
+        profile: String,
+    }
+}
+
+point! {
+    /// `monologue_start`: when a user message starts a monologue. Read only.
+    MonologueStart = MONOLOGUE_START {
+        /// The user's message (with secret values masked).
+        message: String,
+    }
+}
+
+point! {
+    /// `monologue_end`: when a monologue ends, with or without an answer. Read only.
+    MonologueEnd = MONOLOGUE_END {
+        /// The final answer, or `None` when the monologue failed or was stopped.
+        result: Option<String>,
+    }
+}
+
+point! {
+    /// `message_loop_start`: at the start of each iteration of the message loop. Read only.
+    MessageLoopStart = MESSAGE_LOOP_START {
+        /// The iteration's number, from 1.
+        iteration: u64,
+    }
+}
+
+point! {
+    /// `message_loop_end`: at the end of each iteration of the message loop. Read only.
+    MessageLoopEnd = MESSAGE_LOOP_END {
+        /// The iteration's number, from 1.
+        iteration: u64,
+    }
+}
+
+point! {
+    /// `hist_add_before`: before a message joins the agent's history. An extension may change
+    /// `content` (what is stored).
+    HistAddBefore = HIST_ADD_BEFORE {
+        /// `user`, `ai`, `tool` or `warning`.
+        role: String,
+        /// The message's text.
+        content: String,
+    }
+}
+
+point! {
+    /// `hist_add_tool_result`: after a tool's result joined the history. Read only.
+    HistAddToolResult = HIST_ADD_TOOL_RESULT {
+        /// The tool that answered.
+        tool_name: String,
+        /// Its answer, as stored.
+        result: String,
+    }
+}
+
+point! {
+    /// `error_format`: when an error goes back to the model. An extension may change `text`,
+    /// what the model sees.
+    ErrorFormat = ERROR_FORMAT {
+        /// The [`ErrorKind`](crate::ErrorKind) as text (`repairable`, `internal`, ...).
+        kind: String,
+        /// The error's message.
+        message: String,
+        /// The text the model will see.
+        text: String,
+    }
+}
+
+point! {
+    /// `system_prompt`: when the system prompt is assembled. An extension may change, add or
+    /// remove `parts`; the host joins them.
+    SystemPrompt = SYSTEM_PROMPT {
+        /// The prompt's parts, in order.
+        parts: Vec<String>,
+    }
+}
+
+point! {
+    /// `tool_execute_before`: after `before_execution`, before the tool's `execute`. An
+    /// extension may change `args` (it must stay an object), which changes the call.
+    ToolExecuteBefore = TOOL_EXECUTE_BEFORE {
+        /// The tool being called.
+        tool_name: String,
+        /// The call's arguments.
+        args: Map<String, Value>,
+    }
+}
+
+point! {
+    /// `tool_execute_after`: after `execute`, before `after_execution`. An extension may change
+    /// `response.message` and `response.additional`; the host restores `response.break_loop`.
+    ToolExecuteAfter = TOOL_EXECUTE_AFTER {
+        /// The tool that answered.
+        tool_name: String,
+        /// Its answer.
+        response: Response,
+    }
+}
+
+point! {
+    /// `tool_output_update`: when a tool sets its progress. An extension may change `progress`,
+    /// what is shown and logged.
+    ToolOutputUpdate = TOOL_OUTPUT_UPDATE {
+        /// The tool reporting progress.
+        tool_name: String,
+        /// The progress text.
+        progress: String,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip<P: Point + PartialEq + std::fmt::Debug>(value: Value, expected: P) {
+        let read: P = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(read, expected, "{}", P::NAME);
+        assert_eq!(serde_json::to_value(&read).unwrap(), value, "{}", P::NAME);
+    }
+
+    /// The JSON each point's data has is what the host sends today (core/src).
+    #[test]
+    fn shapes_match_the_host() {
+        round_trip(
+            json!({"agent": "A0", "profile": "default"}),
+            AgentInit::new("A0".into(), "default".into()),
+        );
+        round_trip(json!({"message": "hi"}), MonologueStart::new("hi".into()));
+        round_trip(json!({"result": null}), MonologueEnd::new(None));
+        round_trip(
+            json!({"result": "done"}),
+            MonologueEnd::new(Some("done".into())),
+        );
+        round_trip(json!({"iteration": 3}), MessageLoopStart::new(3));
+        round_trip(json!({"iteration": 3}), MessageLoopEnd::new(3));
+        round_trip(
+            json!({"role": "user", "content": "c"}),
+            HistAddBefore::new("user".into(), "c".into()),
+        );
+        round_trip(
+            json!({"tool_name": "t", "result": "r"}),
+            HistAddToolResult::new("t".into(), "r".into()),
+        );
+        round_trip(
+            json!({"kind": "repairable", "message": "m", "text": "x"}),
+            ErrorFormat::new("repairable".into(), "m".into(), "x".into()),
+        );
+        round_trip(
+            json!({"parts": ["a", "b"]}),
+            SystemPrompt::new(vec!["a".into(), "b".into()]),
+        );
+        let args = json!({"q": 1}).as_object().unwrap().clone();
+        round_trip(
+            json!({"tool_name": "t", "args": {"q": 1}}),
+            ToolExecuteBefore::new("t".into(), args),
+        );
+        round_trip(
+            json!({"tool_name": "t", "response": {"message": "m", "break_loop": true, "additional": null}}),
+            ToolExecuteAfter::new("t".into(), Response::final_answer("m")),
+        );
+        round_trip(
+            json!({"tool_name": "t", "progress": "p"}),
+            ToolOutputUpdate::new("t".into(), "p".into()),
+        );
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(ToolExecuteAfter::NAME, "tool_execute_after");
+        assert_eq!(MonologueEnd::NAME, MONOLOGUE_END);
+    }
+}

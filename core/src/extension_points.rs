@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
+use plugin_api::points::Point;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -70,28 +71,34 @@ impl Agent {
             .unwrap_or(data))
     }
 
-    /// Runs the message loop's extensions of `point` on masked data; returns the data they
-    /// leave. A failure ends the loop, with its message masked.
-    pub(crate) async fn fire(
+    /// Runs the extensions of `P`'s point on `data`; returns the data they left (`data` itself
+    /// when none changed it).
+    pub(crate) async fn run_point<P: Point>(
         self: &Arc<Self>,
-        point: &'static str,
-        data: Masked<Value>,
-    ) -> Result<Value, LoopError> {
-        self.call_extensions(point, data.into_inner())
-            .await
-            .map_err(|error| LoopError::Extension {
-                point,
-                error: self.host.secret_store().error(&error),
-            })
+        data: P,
+        call: &Arc<CallContext>,
+    ) -> Result<P, ToolError> {
+        match self.run_extensions(P::NAME, &data, call).await? {
+            None => Ok(data),
+            Some(changed) => P::deserialize(changed).map_err(|e| {
+                ToolError::internal(format!(
+                    "the {} extensions left data that does not fit the point: {e}",
+                    P::NAME
+                ))
+            }),
+        }
     }
 
-    /// [`fire`](Self::fire) on data masked here.
-    pub(crate) async fn fire_json(
-        self: &Arc<Self>,
-        point: &'static str,
-        data: Value,
-    ) -> Result<Value, LoopError> {
-        let data = self.host.secret_store().value(data);
-        self.fire(point, data).await
+    /// Runs the message loop's extensions of `P`'s point on `data`, masked first; returns the
+    /// data they leave. A failure ends the loop, with its message masked.
+    pub(crate) async fn fire<P: Point>(self: &Arc<Self>, data: P) -> Result<P, LoopError> {
+        let store = self.host.secret_store();
+        let fail = |error: ToolError| LoopError::Extension {
+            point: P::NAME,
+            error: store.error(&error),
+        };
+        let data: Masked<P> = store.point(data).map_err(fail)?;
+        let call = Arc::new(CallContext::for_agent(self.clone()));
+        self.run_point(data.into_inner(), &call).await.map_err(fail)
     }
 }

@@ -3,22 +3,14 @@
 
 use std::sync::Arc;
 
-use plugin_api::points::TOOL_OUTPUT_UPDATE;
+use plugin_api::points::ToolOutputUpdate;
 use plugin_api::Response;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::CallContext;
 use crate::output::OutputKind;
 use crate::transcript::{HistoryMessage, Role};
 use crate::{Agent, ToolError};
-
-/// `tool_output_update` data: `{"tool_name", "progress"}`.
-#[derive(Serialize)]
-struct ProgressData<'a> {
-    tool_name: &'a str,
-    progress: &'a str,
-}
 
 impl Agent {
     /// The default `before_execution`: prints the call and its arguments.
@@ -71,19 +63,8 @@ impl Agent {
         call: &Arc<CallContext>,
         text: String,
     ) -> Result<(), ToolError> {
-        let data = ProgressData {
-            tool_name: &call.tool_name,
-            progress: &text,
-        };
-        let text = match self.run_extensions(TOOL_OUTPUT_UPDATE, &data, call).await? {
-            Some(data) => data
-                .get("progress")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            None => text,
-        };
-        let text = self.mask(text);
+        let data = ToolOutputUpdate::new(call.tool_name.to_string(), text);
+        let text = self.mask(self.run_point(data, call).await?.progress);
         self.print(OutputKind::Progress, || format!("  ... {text}"));
         self.transcript
             .update_log(call.log_id, |item| item.progress = text);

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use plugin_api::points::{TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE};
-use serde::Serialize;
+use plugin_api::points::{ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_BEFORE};
 use serde_json::{Map, Value};
 
 use crate::context::CallContext;
@@ -13,30 +12,6 @@ use crate::intervention::Check;
 use crate::plugin::ToolHandle;
 use crate::transcript::{HistoryMessage, LogKind, Role};
 use crate::{Agent, ErrorKind, Response, ToolError, ToolName};
-
-/// `tool_execute_before` data: `{"tool_name", "args"}`.
-#[derive(Serialize)]
-struct BeforeData<'a> {
-    tool_name: &'a str,
-    args: &'a Value,
-}
-
-/// `tool_execute_after` data: `{"tool_name", "response": {"message", "break_loop", "additional"}}`.
-#[derive(Serialize)]
-struct AfterData<'a> {
-    tool_name: &'a str,
-    #[serde(serialize_with = "serialize_response")]
-    response: &'a Response,
-}
-
-fn serialize_response<S: serde::Serializer>(r: &&Response, s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeStruct;
-    let mut st = s.serialize_struct("Response", 3)?;
-    st.serialize_field("message", &r.message)?;
-    st.serialize_field("break_loop", &r.break_loop)?;
-    st.serialize_field("additional", &r.additional)?;
-    st.end()
-}
 
 /// Clears the agent's current tool when dropped (step 11, "finally").
 struct ClearCurrentTool<'a>(&'a Agent);
@@ -221,24 +196,23 @@ impl Agent {
             _ => self.default_before_execution(call, &args),
         }
         self.check_intervention().await?;
-        let before = BeforeData {
-            tool_name: request.name(),
-            args: &args,
+        let Value::Object(args) = args else {
+            unreachable!("made an object above")
         };
-        let Some(mut data) = self
-            .run_extensions(TOOL_EXECUTE_BEFORE, &before, call)
-            .await?
-        else {
-            return Ok(args);
-        };
-        match data.get_mut("args").map(Value::take) {
-            Some(Value::Object(map)) => Ok(Value::Object(map)),
-            _ => Err(ToolError::internal(format!(
-                "the {TOOL_EXECUTE_BEFORE} extensions left no 'args' object for tool '{}': \
-                 an extension must keep 'args' a JSON object",
-                request.name()
-            ))),
-        }
+        let before = ToolExecuteBefore::new(request.name().to_owned(), args);
+        let before = self.run_point(before, call).await.map_err(|e| {
+            // A point's data that does not fit: name what the extension must keep.
+            match e.kind() {
+                ErrorKind::Internal => ToolError::internal(format!(
+                    "{}; an extension at {TOOL_EXECUTE_BEFORE} must keep 'args' a JSON object \
+                     (tool '{}')",
+                    e.message(),
+                    request.name()
+                )),
+                _ => e,
+            }
+        })?;
+        Ok(Value::Object(before.args))
     }
 
     /// The `tool_execute_after` extensions (they may change the message and `additional`,
@@ -248,20 +222,12 @@ impl Agent {
         call: &Arc<CallContext>,
         request: &ToolName,
         target: &Target,
-        mut response: Response,
+        response: Response,
     ) -> Result<Response, ToolError> {
-        let after = AfterData {
-            tool_name: request.name(),
-            response: &response,
-        };
-        let changed = self
-            .run_extensions(TOOL_EXECUTE_AFTER, &after, call)
-            .await?;
-        if let Some(response_data) =
-            changed.and_then(|mut d| d.get_mut("response").map(Value::take))
-        {
-            apply_after_data(&mut response, response_data);
-        }
+        let break_loop = response.break_loop;
+        let after = ToolExecuteAfter::new(request.name().to_owned(), response);
+        let mut response = self.run_point(after, call).await?.response;
+        response.break_loop = break_loop; // extensions may not end or continue the loop
         match target {
             Target::Library(tool) if tool.has_after_hook() => {
                 tool.after_execution(call, &response).await?
@@ -325,18 +291,5 @@ impl Agent {
             "Tool {name} not found. Available tools:\n{}",
             self.host.tools_prompt(self.profile())
         ))
-    }
-}
-
-/// Applies what the `tool_execute_after` extensions left in `response` to the response:
-/// `message` and `additional` change; `break_loop` stays.
-fn apply_after_data(response: &mut Response, mut data: Value) {
-    if let Some(Value::String(message)) = data.get_mut("message").map(Value::take) {
-        response.message = message;
-    }
-    match data.get_mut("additional").map(Value::take) {
-        Some(Value::Object(additional)) => response.additional = Some(additional),
-        Some(Value::Null) => response.additional = None,
-        _ => {}
     }
 }

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use plugin_api::points::{
-    AGENT_INIT, ERROR_FORMAT, HIST_ADD_BEFORE, HIST_ADD_TOOL_RESULT, MESSAGE_LOOP_END,
-    MESSAGE_LOOP_START, MONOLOGUE_END, MONOLOGUE_START, SYSTEM_PROMPT,
+    AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
+    MonologueEnd, MonologueStart, SystemPrompt,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use crate::intervention::Stopped;
 use crate::model::{Model, ModelError, ModelRequest};
@@ -133,11 +133,10 @@ impl Agent {
         options: &LoopOptions,
     ) -> Result<String, LoopError> {
         if self.first_init() {
-            let data = json!({"agent": self.name(), "profile": self.profile()});
-            self.fire_json(AGENT_INIT, data).await?;
+            let data = AgentInit::new(self.name().to_owned(), self.profile().to_owned());
+            self.fire(data).await?;
         }
-        self.fire_json(MONOLOGUE_START, json!({ "message": message }))
-            .await?;
+        self.fire(MonologueStart::new(message.to_owned())).await?;
         self.add_note(LogKind::User, "User message".to_owned(), message.to_owned());
         self.print(OutputKind::User, || format!("User: {message}"));
         let running = self.intervention.start_monologue();
@@ -158,8 +157,8 @@ impl Agent {
             });
         }
         self.transcript.flush_session_log();
-        let end = json!({"result": result.as_ref().ok()});
-        let ended = self.fire_json(MONOLOGUE_END, end).await;
+        let end = MonologueEnd::new(result.as_ref().ok().cloned());
+        let ended = self.fire(end).await;
         if let Err(e) = &result {
             self.add_note(LogKind::Error, "The loop ended".to_owned(), e.to_string());
         }
@@ -175,14 +174,14 @@ impl Agent {
         let mut last_reply: Option<String> = None;
         for iteration in 1..=options.max_iterations {
             self.checkpoint().await?;
-            let data = json!({ "iteration": iteration });
-            self.fire_json(MESSAGE_LOOP_START, data.clone()).await?;
+            let iteration = iteration as u64;
+            self.fire(MessageLoopStart::new(iteration)).await?;
             let step = self.iteration(model, &mut last_reply).await?;
             if matches!(step, Step::Interrupted) {
                 unusable = 0;
                 continue;
             }
-            self.fire_json(MESSAGE_LOOP_END, data).await?;
+            self.fire(MessageLoopEnd::new(iteration)).await?;
             match step {
                 Step::Answer(answer) => return Ok(answer),
                 Step::Next | Step::Interrupted => unusable = 0,
@@ -229,8 +228,8 @@ impl Agent {
         request: &ToolRequest,
         response: Response,
     ) -> Result<Step, LoopError> {
-        let result = json!({"tool_name": request.tool, "result": response.message});
-        self.fire_json(HIST_ADD_TOOL_RESULT, result).await?;
+        let result = HistAddToolResult::new(request.tool.clone(), response.message.clone());
+        self.fire(result).await?;
         if !response.break_loop || self.intervention.has_messages() {
             return Ok(Step::Next);
         }
@@ -333,21 +332,8 @@ impl Agent {
     /// section, passed through `system_prompt`.
     pub async fn system_prompt(self: &Arc<Self>) -> Result<String, LoopError> {
         let parts = self.host.system_prompt_parts(self.profile());
-        let data = self
-            .fire_json(SYSTEM_PROMPT, json!({ "parts": parts }))
-            .await?;
-        let parts = data
-            .get("parts")
-            .and_then(Value::as_array)
-            .map(|parts| {
-                parts
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("\n\n")
-            })
-            .unwrap_or_default();
-        Ok(parts)
+        let prompt = self.fire(SystemPrompt::new(parts)).await?;
+        Ok(prompt.parts.join("\n\n"))
     }
 
     /// Adds a warning for the model to the history and the log.
@@ -367,23 +353,16 @@ impl Agent {
         // changes its case) could otherwise defeat the masking after it.
         let message = self.mask(error.message().to_owned());
         let text = format!("Tool '{tool}' failed: {message}");
-        let data = json!({"kind": error.kind().as_str(), "message": message, "text": text});
-        let data = self.fire_json(ERROR_FORMAT, data).await?;
-        Ok(data
-            .get("text")
-            .and_then(Value::as_str)
-            .map_or(text, str::to_owned))
+        let kind = error.kind().as_str().to_owned();
+        let data = ErrorFormat::new(kind, message.into_inner(), text);
+        Ok(self.fire(data).await?.text)
     }
 
     /// Adds a message to the history through `hist_add_before` (which may change its content).
     async fn hist_add(self: &Arc<Self>, role: Role, content: String) -> Result<(), LoopError> {
         // Masked before extensions see it, and again after they changed it.
-        let data = json!({"role": role.as_str(), "content": content});
-        let data = self.fire_json(HIST_ADD_BEFORE, data).await?;
-        let content = match data.get("content") {
-            Some(Value::String(text)) => text.clone(),
-            _ => content,
-        };
+        let data = HistAddBefore::new(role.as_str().to_owned(), content);
+        let content = self.fire(data).await?.content;
         let content = self.mask(content);
         self.add_history(HistoryMessage {
             role,

@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Masked, MaskedError, Secrets};
@@ -61,14 +63,6 @@ impl SecretStore {
         }
     }
 
-    /// `value`, masked at any depth.
-    pub(crate) fn value(&self, value: Value) -> Masked<Value> {
-        match self.active() {
-            Some(secrets) => secrets.mask_value(value),
-            None => Masked::new(value),
-        }
-    }
-
     /// The error with its message masked.
     pub(crate) fn error(&self, error: &ToolError) -> MaskedError {
         MaskedError::new(error.kind(), self.text(error.message().to_owned()))
@@ -77,5 +71,20 @@ impl SecretStore {
     /// `masked` followed by `more`, masked as a whole: a value split between the two is caught.
     pub(crate) fn append(&self, masked: &Masked, more: &str) -> Masked {
         self.text(format!("{masked}{more}"))
+    }
+
+    /// Typed data (an extension point's), with every string in it masked at any depth.
+    pub(crate) fn point<P: Serialize + DeserializeOwned>(
+        &self,
+        data: P,
+    ) -> Result<Masked<P>, ToolError> {
+        let Some(secrets) = self.active() else {
+            return Ok(Masked::new(data));
+        };
+        let value = serde_json::to_value(data).map_err(|e| ToolError::internal(e.to_string()))?;
+        let masked = secrets.mask_value(value).into_inner();
+        P::deserialize(masked)
+            .map(Masked::new)
+            .map_err(|e| ToolError::internal(e.to_string()))
     }
 }

@@ -17,8 +17,7 @@
 //! let agent = Agent::new(host, "A0", "default")?;
 //! let answer = agent
 //!     .call_tool("response", serde_json::json!({"text": "done"}))
-//!     .await
-//!     .map_err(|e| e.to_string())?; // a ToolError: kind() and message()
+//!     .await?; // or a ToolError, with kind() and message()
 //! assert!(answer.break_loop);
 //! # Ok(()) }
 //! ```

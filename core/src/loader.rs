@@ -180,7 +180,13 @@ fn classify(path: &Path, error: RawLoadError) -> LoadError {
         RawLoadError::Library(e) => e,
     };
     tracing::debug!(path = %path.display(), "abi_stable's report: {error}");
-    let (kind, reason) = match &error {
+    let (kind, reason) = describe(&error, ours, &series);
+    LoadError::new(path, kind, reason)
+}
+
+/// What abi_stable's refusal means for the user, and what to do about it.
+fn describe(error: &LibraryError, ours: &str, series: &str) -> (LoadErrorKind, String) {
+    match error {
         // The headers were already checked, so this is the dynamic loader's own refusal.
         LibraryError::OpenError { err, .. } => (
             LoadErrorKind::NotALibrary,
@@ -227,8 +233,7 @@ fn classify(path: &Path, error: RawLoadError) -> LoadError {
             LoadErrorKind::NotAPlugin,
             first_line(&other.to_string()).to_owned(),
         ),
-    };
-    LoadError::new(path, kind, reason)
+    }
 }
 
 fn first_line(text: &str) -> &str {

@@ -92,8 +92,7 @@ const LAYERS: &str = "";
 /// let agent = Agent::new(host.clone(), "A0", "example")?;
 /// let response = agent
 ///     .call_tool("greet", serde_json::json!({"name": "Ada"}))
-///     .await
-///     .map_err(|e| e.to_string())?;
+///     .await?;
 /// println!("{}", response.message);
 /// # Ok(()) }
 /// ```

@@ -125,7 +125,23 @@ pub enum FileRole<'a> {
     Other,
 }
 
-/// The layout of one root folder.
+/// The layout of one root folder. A profile `P` looks in these folders, most specific first,
+/// and the first occurrence of a name wins:
+///
+/// ```text
+/// <root>/usr/agents/<P>/            1. the user's profile folder
+/// <root>/usr/plugins/*/agents/<P>/  2. each plugin's profile folder (user plugins, then
+/// <root>/plugins/*/agents/<P>/         built-in ones, by folder name)
+/// <root>/core/agents/<P>/           3. the built-in profile folder
+/// <root>/usr/                       4. the user
+/// <root>/usr/plugins/*/             5. each plugin (same order)
+/// <root>/plugins/*/
+/// <root>/core/                      6. the core
+/// ```
+///
+/// Each of those folders is a [`Layer`] and holds `tools/<name>.<ext>`,
+/// `extensions/<point>/<name>.<ext>` and `prompts/*.md`. A user plugin hides a built-in plugin
+/// of the same folder name, and a plugin folder holding `.toggle-0` is switched off.
 ///
 /// ```
 /// use std::path::Path;
@@ -164,7 +180,7 @@ impl Layout {
         self.root.join("usr").join("sessions")
     }
 
-    /// The search order for `profile` (see the [module docs](self)); first occurrence wins.
+    /// The search order for `profile` (see [`Layout`]); first occurrence wins.
     /// A plugin folder holding a `.toggle-0` file is left out.
     pub fn layers(&self, profile: &str) -> Vec<Layer> {
         let plugins = self.plugin_labels();

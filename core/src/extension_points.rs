@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::context::CallContext;
 use crate::message_loop::LoopError;
+use crate::plugin::ExtensionHandle;
 use crate::secrets::Masked;
 use crate::{Agent, ToolError};
 
@@ -28,6 +29,17 @@ impl Agent {
         call: &Arc<CallContext>,
     ) -> Result<Option<Value>, ToolError> {
         let extensions = self.host.extensions(self.profile(), point);
+        self.run_list(&extensions, point, data, call).await
+    }
+
+    /// [`run_extensions`](Self::run_extensions) with the point's extensions already looked up.
+    async fn run_list(
+        &self,
+        extensions: &[Arc<ExtensionHandle>],
+        point: &str,
+        data: &impl Serialize,
+        call: &Arc<CallContext>,
+    ) -> Result<Option<Value>, ToolError> {
         if extensions.is_empty() {
             return Ok(None);
         }
@@ -78,7 +90,19 @@ impl Agent {
         data: P,
         call: &Arc<CallContext>,
     ) -> Result<P, ToolError> {
-        match self.run_extensions(P::NAME, &data, call).await? {
+        let extensions = self.host.extensions(self.profile(), P::NAME);
+        self.run_point_with(&extensions, data, call).await
+    }
+
+    /// [`run_point`](Self::run_point) with the point's extensions already looked up (a caller
+    /// that finds none need not build the data at all).
+    pub(crate) async fn run_point_with<P: Point>(
+        &self,
+        extensions: &[Arc<ExtensionHandle>],
+        data: P,
+        call: &Arc<CallContext>,
+    ) -> Result<P, ToolError> {
+        match self.run_list(extensions, P::NAME, &data, call).await? {
             None => Ok(data),
             Some(changed) => P::deserialize(changed).map_err(|e| {
                 ToolError::internal(format!(

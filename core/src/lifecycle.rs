@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use plugin_api::points::{ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_BEFORE};
+use plugin_api::points::{
+    ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE,
+};
 use serde_json::{Map, Value};
 
 use crate::context::CallContext;
@@ -196,22 +198,29 @@ impl Agent {
             _ => self.default_before_execution(call, &args),
         }
         self.check_intervention().await?;
+        let extensions = self.host.extensions(self.profile(), TOOL_EXECUTE_BEFORE);
+        if extensions.is_empty() {
+            return Ok(args); // no extensions: the data need not be built
+        }
         let Value::Object(args) = args else {
             unreachable!("made an object above")
         };
         let before = ToolExecuteBefore::new(request.name().to_owned(), args);
-        let before = self.run_point(before, call).await.map_err(|e| {
-            // A point's data that does not fit: name what the extension must keep.
-            match e.kind() {
-                ErrorKind::Internal => ToolError::internal(format!(
-                    "{}; an extension at {TOOL_EXECUTE_BEFORE} must keep 'args' a JSON object \
+        let before = self
+            .run_point_with(&extensions, before, call)
+            .await
+            .map_err(|e| {
+                // A point's data that does not fit: name what the extension must keep.
+                match e.kind() {
+                    ErrorKind::Internal => ToolError::internal(format!(
+                        "{}; an extension at {TOOL_EXECUTE_BEFORE} must keep 'args' a JSON object \
                      (tool '{}')",
-                    e.message(),
-                    request.name()
-                )),
-                _ => e,
-            }
-        })?;
+                        e.message(),
+                        request.name()
+                    )),
+                    _ => e,
+                }
+            })?;
         Ok(Value::Object(before.args))
     }
 
@@ -224,10 +233,19 @@ impl Agent {
         target: &Target,
         response: Response,
     ) -> Result<Response, ToolError> {
-        let break_loop = response.break_loop;
-        let after = ToolExecuteAfter::new(request.name().to_owned(), response);
-        let mut response = self.run_point(after, call).await?.response;
-        response.break_loop = break_loop; // extensions may not end or continue the loop
+        let extensions = self.host.extensions(self.profile(), TOOL_EXECUTE_AFTER);
+        let response = if extensions.is_empty() {
+            response // no extensions: the data need not be built
+        } else {
+            let break_loop = response.break_loop;
+            let after = ToolExecuteAfter::new(request.name().to_owned(), response);
+            let after = self.run_point_with(&extensions, after, call).await?;
+            // Extensions may change the message and `additional`, never `break_loop`.
+            Response {
+                break_loop,
+                ..after.response
+            }
+        };
         match target {
             Target::Library(tool) if tool.has_after_hook() => {
                 tool.after_execution(call, &response).await?

@@ -91,8 +91,14 @@ impl Agent {
         self.transcript.log()
     }
 
-    /// Adds a message to the history (its content is already masked: see [`Masked`]).
-    pub fn add_history(&self, message: HistoryMessage) {
+    /// Adds a message to the history. Its content is [`Masked`] already; it is masked again
+    /// with this host's current secrets, in case it was masked with others.
+    pub fn add_history(&self, mut message: HistoryMessage) {
+        let store = self.host.secret_store();
+        if store.active().is_some() {
+            message.content = store.text(message.content.into_inner());
+            message.additional = message.additional.map(|a| store.map(a.into_inner()));
+        }
         self.transcript.add_history(message);
     }
 

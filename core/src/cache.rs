@@ -109,11 +109,6 @@ impl<T: ?Sized> ProfileCache<T> {
             .collect()
     }
 
-    /// The profiles that hold anything.
-    pub(crate) fn profiles(&self) -> Vec<String> {
-        read(&self.map).keys().cloned().collect()
-    }
-
     /// Whether any profile's entry satisfies `pick`.
     pub(crate) fn any(&self, pick: impl Fn(&T) -> bool) -> bool {
         read(&self.map)
@@ -121,10 +116,11 @@ impl<T: ?Sized> ProfileCache<T> {
             .any(|keys| keys.values().any(|v| pick(v)))
     }
 
-    /// Empties the cache; the entries are dropped after the lock is released.
-    pub(crate) fn clear(&self) {
+    /// Empties the cache in one step; returns the profiles it held. The entries are dropped
+    /// after the lock is released.
+    pub(crate) fn clear(&self) -> Vec<String> {
         let taken = std::mem::take(&mut *write(&self.map));
-        drop(taken);
+        taken.into_keys().collect()
     }
 }
 

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use abi_stable::std_types::RString;
-use plugin_api::points::Point;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::CallContext;
 use crate::message_loop::LoopError;
 use crate::plugin::ExtensionHandle;
+use crate::read_back::ReadBack;
 use crate::secrets::Masked;
 use crate::{Agent, ToolError};
 
@@ -83,9 +83,9 @@ impl Agent {
             .unwrap_or(data))
     }
 
-    /// Runs the extensions of `P`'s point on `data`; returns the data they left (`data` itself
-    /// when none changed it).
-    pub(crate) async fn run_point<P: Point>(
+    /// Runs the extensions of `P`'s point on `data`; returns `data` with the changes they made
+    /// that the point allows ([`ReadBack`]).
+    pub(crate) async fn run_point<P: ReadBack>(
         self: &Arc<Self>,
         data: P,
         call: &Arc<CallContext>,
@@ -96,7 +96,7 @@ impl Agent {
 
     /// [`run_point`](Self::run_point) with the point's extensions already looked up (a caller
     /// that finds none need not build the data at all).
-    pub(crate) async fn run_point_with<P: Point>(
+    pub(crate) async fn run_point_with<P: ReadBack>(
         &self,
         extensions: &[Arc<ExtensionHandle>],
         data: P,
@@ -104,18 +104,13 @@ impl Agent {
     ) -> Result<P, ToolError> {
         match self.run_list(extensions, P::NAME, &data, call).await? {
             None => Ok(data),
-            Some(changed) => P::deserialize(changed).map_err(|e| {
-                ToolError::internal(format!(
-                    "the {} extensions left data that does not fit the point: {e}",
-                    P::NAME
-                ))
-            }),
+            Some(changed) => data.read_back(changed),
         }
     }
 
     /// Runs the message loop's extensions of `P`'s point on `data`, masked first; returns the
     /// data they leave. A failure ends the loop, with its message masked.
-    pub(crate) async fn fire<P: Point>(self: &Arc<Self>, data: P) -> Result<P, LoopError> {
+    pub(crate) async fn fire<P: ReadBack>(self: &Arc<Self>, data: P) -> Result<P, LoopError> {
         let store = self.host.secret_store();
         let fail = |error: ToolError| LoopError::Extension {
             point: P::NAME,

@@ -158,6 +158,7 @@ impl Intervention {
     /// messages sent meanwhile (empty when there are none: the iteration may start).
     pub(crate) async fn checkpoint(&self) -> Result<Vec<String>, Stopped> {
         match self.check(Check::All).await {
+            Ok(()) if !self.has_messages() => Ok(Vec::new()),
             Err(_) if self.is_stopped() => Err(Stopped),
             _ => Ok(self.take_messages()),
         }

@@ -114,6 +114,7 @@ mod name;
 pub mod output;
 mod parallel;
 mod plugin;
+mod read_back;
 mod reload;
 mod reply;
 mod secrets;

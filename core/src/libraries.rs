@@ -280,17 +280,18 @@ impl Libraries {
             kept,
         });
         if let Some((stamp, hash)) = record {
-            let generations = lock(&self.entries).get(path).map_or(0, |e| e.generations);
+            let mut entries = lock(&self.entries);
+            let generations = entries.get(path).map_or(0, |e| e.generations);
             let current = current.clone();
-            self.replace(
-                path,
-                Entry {
-                    stamp,
-                    hash,
-                    current,
-                    generations,
-                },
-            );
+            let entry = Entry {
+                stamp,
+                hash,
+                current,
+                generations,
+            };
+            let replaced = entries.insert(path.to_owned(), entry);
+            drop(entries);
+            drop(replaced); // outside the lock: dropping an instance runs plugin code
         }
         current
     }

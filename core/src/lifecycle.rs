@@ -206,21 +206,7 @@ impl Agent {
             unreachable!("made an object above")
         };
         let before = ToolExecuteBefore::new(request.name().to_owned(), args);
-        let before = self
-            .run_point_with(&extensions, before, call)
-            .await
-            .map_err(|e| {
-                // A point's data that does not fit: name what the extension must keep.
-                match e.kind() {
-                    ErrorKind::Internal => ToolError::internal(format!(
-                        "{}; an extension at {TOOL_EXECUTE_BEFORE} must keep 'args' a JSON object \
-                     (tool '{}')",
-                        e.message(),
-                        request.name()
-                    )),
-                    _ => e,
-                }
-            })?;
+        let before = self.run_point_with(&extensions, before, call).await?;
         Ok(Value::Object(before.args))
     }
 

@@ -158,8 +158,11 @@ impl PointData {
 
     /// The data as the built-in point `P`'s type. Does not mark the data changed.
     ///
-    /// Fails with an [`Internal`](crate::ErrorKind::Internal) error naming the point if the
-    /// data does not have `P`'s shape (an extension of one point installed under another).
+    /// Fails with an [`Internal`](crate::ErrorKind::Internal) error naming the point if a field
+    /// has the wrong type. Missing fields take their defaults (so data of a newer or older host
+    /// still reads), which also means this does not tell one point's data from another's: check
+    /// [`Context::extension_point`](crate::Context::extension_point) if your extension may be
+    /// installed under several points.
     pub fn read<P: Point>(&self) -> Result<P, ToolError> {
         let read = match self.parsed.get() {
             Some(value) => P::deserialize(value),

@@ -93,8 +93,7 @@ impl Host {
         for path in gone {
             self.emit(ReloadEvent::Removed { path });
         }
-        let profiles = self.layers.profiles();
-        self.layers.clear();
+        let profiles = self.layers.clear();
         for profile in &profiles {
             self.layers(profile);
         }

@@ -208,7 +208,7 @@ impl Layout {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for parent in ["usr/plugins", "plugins"] {
-            let mut names: Vec<String> = subdirs(&self.root.join(parent))
+            let mut names: Vec<String> = dirs_in(&self.root.join(parent), false)
                 .into_iter()
                 .filter_map(|dir| dir.file_name()?.to_str().map(str::to_owned))
                 .collect();
@@ -299,7 +299,7 @@ pub(crate) fn library_files(dir: &Path) -> Vec<(String, PathBuf)> {
 pub(crate) fn extension_points(layers: &[Layer]) -> Vec<String> {
     let mut points = BTreeSet::new();
     for layer in layers {
-        for dir in subdirs(&layer.extensions_dir()) {
+        for dir in dirs_in(&layer.extensions_dir(), false) {
             if let Some(point) = name_of(&dir).filter(|p| is_safe_name(p)) {
                 points.insert(point.to_owned());
             }
@@ -332,14 +332,24 @@ pub(crate) fn prompt_files(
 }
 
 /// The folders in `dir`, following symbolic links (a profile folder may be one), hidden ones
-/// (starting with `.`) left out.
+/// (starting with `.`) left out: what a watcher watches.
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    dirs_in(dir, true)
+}
+
+/// The folders in `dir`, hidden ones left out; a symbolic link counts only if `follow`. Plugin
+/// folders and extension points are real folders (a link there is not searched).
+fn dirs_in(dir: &Path, follow: bool) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
+    let is_dir = |e: &fs::DirEntry| match follow {
+        true => fs::metadata(e.path()).is_ok_and(|m| m.is_dir()),
+        false => e.file_type().is_ok_and(|t| t.is_dir()),
+    };
     entries
         .filter_map(Result::ok)
-        .filter(|e| fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
+        .filter(is_dir)
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .collect()

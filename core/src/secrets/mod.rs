@@ -227,6 +227,20 @@ impl Secrets {
         }
     }
 
+    /// Masks the strings of `value` at any depth, but not object keys: the field names of
+    /// typed data stay what its type expects.
+    pub(crate) fn strings_in_place(&self, value: &mut Value) {
+        if self.matcher.is_none() {
+            return;
+        }
+        match value {
+            Value::String(s) => self.text_in_place(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.strings_in_place(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.strings_in_place(v)),
+            _ => {}
+        }
+    }
+
     fn map_in_place(&self, map: &mut Map<String, Value>) {
         if self.matcher.is_none() {
             return;

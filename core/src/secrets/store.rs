@@ -73,7 +73,8 @@ impl SecretStore {
         self.text(format!("{masked}{more}"))
     }
 
-    /// Typed data (an extension point's), with every string in it masked at any depth.
+    /// Typed data (an extension point's), with every string in it masked at any depth (field
+    /// names are left alone).
     pub(crate) fn point<P: Serialize + DeserializeOwned>(
         &self,
         data: P,
@@ -81,9 +82,10 @@ impl SecretStore {
         let Some(secrets) = self.active() else {
             return Ok(Masked::new(data));
         };
-        let value = serde_json::to_value(data).map_err(|e| ToolError::internal(e.to_string()))?;
-        let masked = secrets.mask_value(value).into_inner();
-        P::deserialize(masked)
+        let mut value =
+            serde_json::to_value(data).map_err(|e| ToolError::internal(e.to_string()))?;
+        secrets.strings_in_place(&mut value);
+        P::deserialize(value)
             .map(Masked::new)
             .map_err(|e| ToolError::internal(e.to_string()))
     }

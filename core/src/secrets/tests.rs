@@ -68,3 +68,14 @@ fn bad_lines_are_reported_by_number() {
         SecretsError { line: 2 }
     );
 }
+
+#[test]
+fn typed_data_keeps_its_field_names() {
+    let s = Secrets::parse("K=content").unwrap();
+    let mut v = serde_json::json!({"content": "the content", "n": ["content"]});
+    s.strings_in_place(&mut v);
+    assert_eq!(
+        v,
+        serde_json::json!({"content": "the §§secret(K)", "n": ["§§secret(K)"]})
+    );
+}

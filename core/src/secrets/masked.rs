@@ -12,7 +12,9 @@ use crate::{ErrorKind, ToolError};
 /// Only [`Secrets`](crate::Secrets) (and the host's own secret store) make one, so every sink
 /// that a person, a log or the model reads (history, log items, session files, printed output,
 /// error text, the model's stream and requests) takes a `Masked` value and cannot be handed a
-/// plain `String` by mistake:
+/// plain `String` by mistake. (Any `Secrets` makes one, an empty set too: the type guards
+/// against forgetting to mask, not against masking with the wrong secrets, so the host masks
+/// again with its own where text enters the history.)
 ///
 /// ```compile_fail
 /// use toolhost::{HistoryMessage, Role};

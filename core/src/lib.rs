@@ -108,6 +108,7 @@ mod layout;
 mod libraries;
 mod lifecycle;
 mod loader;
+mod long_output;
 mod message_loop;
 mod model;
 mod name;

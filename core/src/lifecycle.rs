@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::context::CallContext;
 use crate::extension_points::json_text;
 use crate::intervention::Check;
+use crate::long_output::Answer;
 use crate::plugin::ToolHandle;
 use crate::transcript::{HistoryMessage, LogKind, Role};
 use crate::{Agent, ErrorKind, Response, ToolError, ToolName};
@@ -121,7 +122,9 @@ impl Agent {
             extension: None,
             nested: false,
         });
-        tool.execute(&call, json_text(args)).await
+        let answer = tool.execute(&call, json_text(args)).await?;
+        let len = answer.message().len();
+        Ok(answer.into_response(len))
     }
 
     async fn run_lifecycle(
@@ -168,16 +171,17 @@ impl Agent {
         args: Map<String, Value>,
     ) -> Result<Response, ToolError> {
         let args = self.before_steps(call, request, target, args).await?;
-        let response = match target {
-            Target::Library(tool) => tool.execute(call, json_text(&args)).await?,
-            Target::Unknown => self.unknown_tool(request.name()),
+        let answer = match target {
+            Target::Library(tool) => Answer::Plugin(tool.execute(call, json_text(&args)).await?),
+            Target::Unknown => Answer::Host(self.unknown_tool(request.name())),
             Target::Parallel => match args {
-                Value::Object(map) => self.run_parallel(map).await?,
+                Value::Object(map) => Answer::Host(self.run_parallel(map).await?),
                 _ => unreachable!("arguments are an object"),
             },
         };
         // An interruption now waits for the loop's next checkpoint.
         self.intervention.check(Check::PauseOrStop).await?;
+        let response = self.limit_output(call, answer);
         self.after_steps(call, request, target, response).await
     }
 

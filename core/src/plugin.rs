@@ -11,7 +11,7 @@ use std::task::{Context as TaskContext, Poll};
 use abi_stable::std_types::{ROption, RString};
 use async_ffi::FfiFuture;
 use plugin_api::__private::abi::{error_from_ffi, response_from_ffi, response_to_ffi, FfiResult};
-use plugin_api::__private::abi::{FfiExtension, FfiTool};
+use plugin_api::__private::abi::{FfiExtension, FfiResponse, FfiTool};
 use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
 use crate::context::CallContext;
@@ -117,12 +117,12 @@ impl ToolHandle {
         &self,
         ctx: &Arc<CallContext>,
         args: String,
-    ) -> Result<Response, ToolError> {
+    ) -> Result<PluginAnswer, ToolError> {
         // SAFETY: `this` is ours until drop; the context reference is handed over.
         let fut = unsafe {
             (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), RString::from(args))
         };
-        settle(fut).await.map(response_from_ffi)
+        settle(fut).await.map(PluginAnswer)
     }
 
     pub(crate) async fn before_execution(
@@ -162,6 +162,30 @@ impl Drop for ToolHandle {
     fn drop(&mut self) {
         // SAFETY: gives back the instance reference `new_tool` returned, once.
         unsafe { (self.ffi.vtable.drop())(self.ffi.this) }
+    }
+}
+
+/// A tool's answer as it crossed the library boundary. Its text stays where the plugin put
+/// it until the host takes the part it keeps, so a long answer is never copied whole.
+pub(crate) struct PluginAnswer(FfiResponse);
+
+impl PluginAnswer {
+    /// The answer's text.
+    pub(crate) fn message(&self) -> &str {
+        self.0.message.as_str()
+    }
+
+    /// The answer, its text cut to its first `keep` bytes (a character boundary): only those
+    /// are copied.
+    pub(crate) fn into_response(mut self, keep: usize) -> Response {
+        let message = std::mem::take(&mut self.0.message);
+        let head = match message.len() <= keep {
+            true => message.into_string(),
+            false => message.as_str()[..keep].to_owned(),
+        };
+        let mut response = response_from_ffi(self.0);
+        response.message = head;
+        response
     }
 }
 

@@ -188,6 +188,11 @@ impl Transcript {
         Ok(dir)
     }
 
+    /// The folder of the session being recorded, if any.
+    pub(crate) fn session_dir(&self) -> Option<PathBuf> {
+        self.inner().session.as_ref().map(|s| s.dir().to_owned())
+    }
+
     /// Writes the log items that are not finished yet to the session (at the end of a
     /// monologue: a tool that was interrupted or failed).
     pub(crate) fn flush_session_log(&self) {

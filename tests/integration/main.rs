@@ -6,6 +6,7 @@ mod extensions;
 mod layers;
 mod lifecycle;
 mod load_errors;
+mod long_output;
 mod message_loop;
 mod names;
 mod panics;

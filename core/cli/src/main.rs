@@ -21,6 +21,10 @@ struct Cli {
     /// The root folder holding core/, plugins/ and usr/.
     #[arg(long, global = true, env = "TOOLHOST_ROOT", default_value = ".")]
     root: PathBuf,
+    /// The most bytes of a tool's answer that go on to the model and the history; the rest is
+    /// cut with a note (and kept whole in the session folder of `run`).
+    #[arg(long, global = true, default_value_t = 64 * 1024, value_name = "BYTES")]
+    max_output: usize,
     /// Show debug logging (including abi_stable's full load-error reports).
     #[arg(short, long, global = true)]
     verbose: bool,
@@ -125,6 +129,8 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let root = cli.root;
+    let options = HostOptions::default().with_max_output(cli.max_output);
+    let host = || Host::with_options(&root, options.clone());
     match cli.command {
         Command::Watch {
             profile,
@@ -132,17 +138,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             debounce_ms,
         } => {
             let debounce = std::time::Duration::from_millis(debounce_ms);
-            let options = HostOptions::default().with_debounce(debounce);
-            let host = Arc::new(Host::with_options(&root, options)?);
-            watch::watch(host, &profile, &agent)
+            let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
+            watch::watch(Arc::new(host), &profile, &agent)
         }
-        Command::List { profile, json } => list::list(&Host::new(&root)?, &profile, json),
+        Command::List { profile, json } => list::list(&host()?, &profile, json),
         Command::Prompt { profile } => {
             check_profile(&profile)?;
-            println!(
-                "{}",
-                Host::new(&root)?.system_prompt_parts(&profile).join("\n\n")
-            );
+            println!("{}", host()?.system_prompt_parts(&profile).join("\n\n"));
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -153,7 +155,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_unusable,
             secrets,
         } => {
-            let host = Arc::new(Host::new(&root)?);
+            let host = Arc::new(host()?);
             if let Some(file) = secrets {
                 host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
             }
@@ -168,14 +170,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             profile,
             agent,
             json,
-        } => call::call(
-            Arc::new(Host::new(&root)?),
-            &name,
-            &args,
-            &profile,
-            &agent,
-            json,
-        ),
+        } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json),
     }
 }
 

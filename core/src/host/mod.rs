@@ -40,6 +40,10 @@ pub struct HostOptions {
     /// A warning is logged each time this many more library generations have been loaded
     /// (libraries are never unmapped, so each keeps memory). Default 32.
     pub warn_generations: usize,
+    /// The most bytes of a tool's answer that go on to the model and the history (cut at a
+    /// character boundary, with a note saying how much was cut; the whole answer goes to the
+    /// session's `outputs/` folder when a session is recorded). Default 64 KiB.
+    pub max_output: usize,
 }
 
 impl Default for HostOptions {
@@ -47,6 +51,7 @@ impl Default for HostOptions {
         Self {
             debounce: Duration::from_millis(40),
             warn_generations: 32,
+            max_output: 64 * 1024,
         }
     }
 }
@@ -61,6 +66,12 @@ impl HostOptions {
     /// Sets [`warn_generations`](Self::warn_generations).
     pub fn with_warn_generations(mut self, every: usize) -> Self {
         self.warn_generations = every;
+        self
+    }
+
+    /// Sets [`max_output`](Self::max_output).
+    pub fn with_max_output(mut self, bytes: usize) -> Self {
+        self.max_output = bytes;
         self
     }
 }

@@ -66,7 +66,11 @@
 //! leniently ([`parse_reply`]), their tools called through the lifecycle, and the loop ends
 //! with the message of the tool that sets `break_loop`. [`ScriptedModel`] replays a
 //! conversation, so the loop runs with no network. Secrets from `usr/secrets.env` are masked
-//! everywhere the model, a log or a person could see them ([`Secrets`]).
+//! everywhere the model, a log or a person could see them ([`Secrets`]): the history, the log,
+//! the session files, the printed output and error text only take [`Masked`] values, which
+//! only `Secrets` makes. An agent's state is its transcript ([`Agent::history`], [`Agent::log`],
+//! recorded by [`Agent::record_session`]) and its intervention state ([`Agent::pause`],
+//! [`Agent::interject`], ...).
 //!
 //! ```no_run
 //! use std::sync::Arc;

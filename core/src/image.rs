@@ -95,7 +95,10 @@ fn load_error(path: &Path, error: ReadError) -> LoadError {
                           again at its next change";
             return LoadError::new(path, LoadErrorKind::Changing, reason);
         }
-        ReadErrorKind::Changing => (LoadErrorKind::Changing, "it is read again at its next change"),
+        ReadErrorKind::Changing => (
+            LoadErrorKind::Changing,
+            "it is read again at its next change",
+        ),
         ReadErrorKind::NotAFile => (
             LoadErrorKind::NotAFile,
             "remove it, or put a plugin library there",

@@ -98,8 +98,10 @@ impl Libraries {
     /// Whether `error` may come from a file still being written in chunks, to be reported
     /// only once it settles: a watcher will look at it again.
     fn unsettled(&self, path: &Path, error: &LoadError) -> bool {
-        matches!(error.kind, LoadErrorKind::NotALibrary | LoadErrorKind::Empty)
-            && self.watchers.load(Ordering::Relaxed) > 0
+        matches!(
+            error.kind,
+            LoadErrorKind::NotALibrary | LoadErrorKind::Empty
+        ) && self.watchers.load(Ordering::Relaxed) > 0
             && Stamp::of(path).is_some_and(|s| s.is_younger_than(self.settle))
     }
 

@@ -25,8 +25,8 @@ use crate::name::is_safe_name;
 mod read;
 mod watch;
 
-pub use read::{Escaped, MAX_LINK_HOPS};
 pub(crate) use read::{read_capped, read_text, ReadError, ReadErrorKind};
+pub use read::{Escaped, MAX_LINK_HOPS};
 pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;
 

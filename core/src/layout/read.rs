@@ -69,7 +69,10 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
         let meta = match fs::symlink_metadata(&current) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && seen.is_empty() => {
-                return Err(ReadError::new(ReadErrorKind::Missing, "the file does not exist"))
+                return Err(ReadError::new(
+                    ReadErrorKind::Missing,
+                    "the file does not exist",
+                ))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let reason = format!(
@@ -78,7 +81,12 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
                 );
                 return Err(ReadError::new(ReadErrorKind::NotAFile, reason));
             }
-            Err(e) => return Err(ReadError::new(ReadErrorKind::Io, format!("cannot read it: {e}"))),
+            Err(e) => {
+                return Err(ReadError::new(
+                    ReadErrorKind::Io,
+                    format!("cannot read it: {e}"),
+                ))
+            }
         };
         if !meta.file_type().is_symlink() {
             return match what_it_is(&meta) {
@@ -109,7 +117,10 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
 }
 
 fn not_a_file(what: String) -> ReadError {
-    ReadError::new(ReadErrorKind::NotAFile, format!("{what}, not a regular file"))
+    ReadError::new(
+        ReadErrorKind::NotAFile,
+        format!("{what}, not a regular file"),
+    )
 }
 
 /// What a file that is not a regular file is (`None` for a regular file).
@@ -169,7 +180,7 @@ pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> Result<FileBytes
     if before.len() > cap {
         return Err(too_large(before.len()));
     }
-    let bytes = read_at_most(&mut file, before.len().saturating_add(1)).map_err(io)?;
+    let bytes = read_at_most(&mut file, before.len()).map_err(io)?;
     let after = file.metadata().map_err(io)?;
     if stamp(&after) != stamp(&before) {
         return Err(ReadError::new(
@@ -197,7 +208,10 @@ pub(crate) fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, Rea
     String::from_utf8(read.bytes).map_err(|e| {
         ReadError::new(
             ReadErrorKind::Io,
-            format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         )
     })
 }
@@ -206,20 +220,22 @@ fn stamp(meta: &fs::Metadata) -> (u64, Option<SystemTime>) {
     (meta.len(), meta.modified().ok())
 }
 
-/// Reads up to `limit` bytes; the buffer grows with what arrives.
+/// Reads until the end, or until more than `limit` bytes came (at most one chunk more); the
+/// buffer grows with what arrives. Whole chunks are asked for even near the limit: some
+/// `/proc` files refuse small reads.
 fn read_at_most(file: &mut fs::File, limit: u64) -> std::io::Result<Vec<u8>> {
     const CHUNK: usize = 64 * 1024;
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; CHUNK];
-    let mut taken = file.take(limit);
-    loop {
-        match taken.read(&mut chunk) {
-            Ok(0) => return Ok(bytes),
+    while bytes.len() as u64 <= limit {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
+    Ok(bytes)
 }
 
 /// Opens `path` for reading without blocking: a FIFO swapped in after the check does not

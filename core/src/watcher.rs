@@ -17,7 +17,7 @@ use notify_debouncer_mini::{
 use crate::error::HostError;
 use crate::host::Host;
 use crate::image::Stamp;
-use crate::layout::{watched_files, FileRole, Layout, LIBRARY_EXTENSION};
+use crate::layout::{watched_files, Escaped, FileRole, Layout, LIBRARY_EXTENSION};
 use crate::reload::ReloadEvent;
 
 /// Keeps a [`Host`] up to date with its folders while it lives; stops watching when dropped.
@@ -390,7 +390,7 @@ impl WatchState {
                 Err(e) => tracing::warn!(
                     "cannot watch {}: {e}; its changes are missed until the host restarts (on \
                      Linux, raise fs.inotify.max_user_watches if the limit was reached)",
-                    dir.display()
+                    Escaped(dir)
                 ),
             }
         }

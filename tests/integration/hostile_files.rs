@@ -191,6 +191,19 @@ fn a_link_to_itself() {
 }
 
 #[test]
+fn a_chain_of_more_than_40_links() {
+    let make = |r: &TestRoot| {
+        r.write("usr/tools/l41", b"a real file at the end");
+        for i in 1..41 {
+            link(r, &format!("usr/tools/l{i}"), format!("l{}", i + 1));
+        }
+        link(r, BAD, "l1")
+    };
+    let says = "more than 40 symbolic links in a row (a loop?)";
+    check(HostOptions::default(), make, LoadErrorKind::NotAFile, says);
+}
+
+#[test]
 fn a_fifo() {
     let make = |r: &TestRoot| mkfifo(&r.path().join(BAD));
     check(

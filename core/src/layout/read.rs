@@ -65,6 +65,8 @@ pub(crate) struct FileBytes {
 pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
     let mut current = path.to_owned();
     let mut seen: Vec<PathBuf> = Vec::new();
+    // What the last link says, as written: what the reason shows.
+    let mut target = PathBuf::new();
     loop {
         let meta = match fs::symlink_metadata(&current) {
             Ok(meta) => meta,
@@ -77,7 +79,7 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let reason = format!(
                     "a symbolic link to {}, which does not exist",
-                    Escaped(&current)
+                    Escaped(&target)
                 );
                 return Err(ReadError::new(ReadErrorKind::NotAFile, reason));
             }
@@ -94,7 +96,7 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
                 Some(what) if seen.is_empty() => Err(not_a_file(what.to_owned())),
                 Some(what) => Err(not_a_file(format!(
                     "a symbolic link to {}, {what}",
-                    Escaped(&current)
+                    Escaped(&target)
                 ))),
             };
         }
@@ -103,14 +105,14 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
         }
         if seen.len() >= MAX_LINK_HOPS {
             return Err(not_a_file(format!(
-                "more than {MAX_LINK_HOPS} symbolic links in a row"
+                "more than {MAX_LINK_HOPS} symbolic links in a row (a loop?)"
             )));
         }
-        let target = fs::read_link(&current)
+        target = fs::read_link(&current)
             .map_err(|e| ReadError::new(ReadErrorKind::Io, format!("cannot read the link: {e}")))?;
         let next = match current.parent() {
             Some(dir) => dir.join(&target),
-            None => target,
+            None => target.clone(),
         };
         seen.push(std::mem::replace(&mut current, next));
     }

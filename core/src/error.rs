@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::layout::Escaped;
+
 /// Why a library file was skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -26,6 +28,11 @@ pub enum LoadErrorKind {
     InitFailed,
     /// The library is a tool where an extension was expected, or the reverse.
     WrongKind,
+    /// Not a regular file once links are followed: a folder, a dangling link, a link loop, a
+    /// FIFO, a device, a socket, or a `/proc` file whose size does not match its content.
+    NotAFile,
+    /// Larger than [`HostOptions::max_library_bytes`](crate::HostOptions::max_library_bytes).
+    TooLarge,
 }
 
 impl LoadErrorKind {
@@ -41,11 +48,16 @@ impl LoadErrorKind {
             Self::IncompatibleLayout => "incompatible-layout",
             Self::InitFailed => "init-failed",
             Self::WrongKind => "wrong-kind",
+            Self::NotAFile => "not-a-file",
+            Self::TooLarge => "too-large",
         }
     }
 }
 
 /// A library file that could not be used. The host skips it and keeps serving the rest.
+///
+/// Displayed as one line, `skipping <path>: <reason>`; control characters in the path are
+/// escaped ([`Escaped`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
     /// The file as found in its layer.
@@ -68,7 +80,7 @@ impl LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "skipping {}: {}", self.path.display(), self.reason)
+        write!(f, "skipping {}: {}", Escaped(&self.path), self.reason)
     }
 }
 

@@ -6,6 +6,8 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use plugin_api::__private::abi::PluginModuleRef;
 
+use crate::layout::Escaped;
+
 /// One load of a library file.
 ///
 /// Each rebuild of a plugin that the host picks up is a new generation: a new private copy,
@@ -54,7 +56,7 @@ impl Drop for Generation {
         // a thread of its own: never under one of the host's locks, nor on a caller's thread.
         let module = self.module;
         let live = self.live.clone();
-        let what = format!("{} (generation {})", self.path.display(), self.number);
+        let what = format!("{} (generation {})", Escaped(&self.path), self.number);
         reaper().send(Box::new(move || {
             tracing::debug!("{what} is no longer used; shutting it down");
             // The export glue catches panics inside `shutdown`, so this cannot unwind.

@@ -6,11 +6,11 @@
 //! can never be half checked and half loaded.
 
 use std::fs;
-use std::io::Read;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::error::{LoadError, LoadErrorKind};
+use crate::layout::{read_capped, ReadError, ReadErrorKind};
 
 /// Identity of a file on disk: a change of any field means the file may have new content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +24,24 @@ impl Stamp {
     /// The stamp of `path` (following symbolic links), or `None` if it cannot be read.
     pub(crate) fn of(path: &Path) -> Option<Self> {
         Self::from_metadata(&fs::metadata(path).ok()?)
+    }
+
+    /// The stamp of whatever is at `path`: the file a link leads to, or else the link itself
+    /// (a dangling link or a loop has a stamp too, so its failure is recorded once).
+    pub(crate) fn of_entry(path: &Path) -> Option<Self> {
+        Self::of(path).or_else(|| Self::from_metadata(&fs::symlink_metadata(path).ok()?))
+    }
+
+    /// Whether the file was modified less than `settle` ago (it may still be being written).
+    pub(crate) fn is_younger_than(&self, settle: Duration) -> bool {
+        self.settles_in(settle).is_some()
+    }
+
+    /// How long until the file has gone `settle` without a change, if it has not yet. (A
+    /// modification time in the future counts as settled: it would never settle.)
+    pub(crate) fn settles_in(&self, settle: Duration) -> Option<Duration> {
+        let age = SystemTime::now().duration_since(self.modified?).ok()?;
+        settle.checked_sub(age).filter(|left| !left.is_zero())
     }
 
     fn from_metadata(meta: &fs::Metadata) -> Option<Self> {
@@ -48,37 +66,14 @@ pub(crate) struct Image {
 }
 
 impl Image {
-    /// Reads `path`. The file must not change while it is read (same stamp before and after),
-    /// must not be empty, and must hold a complete shared library.
-    pub(crate) fn read(path: &Path) -> Result<Self, LoadError> {
-        let io = |e: std::io::Error| match e.kind() {
-            std::io::ErrorKind::NotFound => LoadError::new(
-                path,
-                LoadErrorKind::Changing,
-                "the file went away while it was read (being replaced?); it is read again at \
-                 its next change",
-            ),
-            _ => LoadError::new(
-                path,
-                LoadErrorKind::Io,
-                format!("cannot read it: {e}; check that the host may read this file"),
-            ),
-        };
-        // Stamps are taken of the open file, not the path: a rename over the path while it
-        // is read does not affect these bytes, and the next lookup sees the new file's stamp.
-        let mut file = fs::File::open(path).map_err(io)?;
-        let stamp = |file: &fs::File| file.metadata().ok().and_then(|m| Stamp::from_metadata(&m));
-        let before = stamp(&file).ok_or_else(|| io(std::io::ErrorKind::NotFound.into()))?;
-        let mut bytes = Vec::with_capacity(before.len as usize);
-        file.read_to_end(&mut bytes).map_err(io)?;
-        if stamp(&file) != Some(before) || bytes.len() as u64 != before.len {
-            return Err(LoadError::new(
-                path,
-                LoadErrorKind::Changing,
-                "the file changed while it was read (still being written?); it is read again at \
-                 its next change",
-            ));
-        }
+    /// Reads `path`, at most `cap` bytes ([`read_capped`]). The file must be a regular file,
+    /// must not change while it is read (same stamp before and after), must not be empty, and
+    /// must hold a complete shared library.
+    pub(crate) fn read(path: &Path, cap: u64) -> Result<Self, LoadError> {
+        let read = read_capped(path, cap, "HostOptions::max_library_bytes")
+            .map_err(|e| load_error(path, e))?;
+        let (bytes, stamp) = (read.bytes, Stamp::from_metadata(&read.metadata));
+        let stamp = stamp.unwrap_or_else(|| unreachable!("from_metadata always gives a stamp"));
         if bytes.is_empty() {
             return Err(LoadError::new(
                 path,
@@ -88,12 +83,33 @@ impl Image {
         }
         check_image(&bytes).map_err(|r| LoadError::new(path, LoadErrorKind::NotALibrary, r))?;
         let hash = xxhash_rust::xxh3::xxh3_128(&bytes);
-        Ok(Self {
-            bytes,
-            hash,
-            stamp: before,
-        })
+        Ok(Self { bytes, hash, stamp })
     }
+}
+
+/// The [`LoadError`] for a library file that could not be read, with what to do.
+fn load_error(path: &Path, error: ReadError) -> LoadError {
+    let (kind, fix) = match error.kind {
+        ReadErrorKind::Missing => {
+            let reason = "the file went away while it was read (being replaced?); it is read \
+                          again at its next change";
+            return LoadError::new(path, LoadErrorKind::Changing, reason);
+        }
+        ReadErrorKind::Changing => (
+            LoadErrorKind::Changing,
+            "it is read again at its next change",
+        ),
+        ReadErrorKind::NotAFile => (
+            LoadErrorKind::NotAFile,
+            "remove it, or put a plugin library there",
+        ),
+        ReadErrorKind::TooLarge => (
+            LoadErrorKind::TooLarge,
+            "remove it, or raise the limit if it really is a plugin",
+        ),
+        ReadErrorKind::Io => (LoadErrorKind::Io, "check that the host may read this file"),
+    };
+    LoadError::new(path, kind, format!("{}; {fix}", error.reason))
 }
 
 /// Checks that the bytes are a complete shared library before the dynamic loader maps them: a

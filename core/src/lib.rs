@@ -130,8 +130,13 @@ mod watcher;
 pub use agent::Agent;
 pub use error::{HostError, LoadError, LoadErrorKind};
 pub use hooks::{nice_key, sanitize};
-pub use host::{FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing};
-pub use layout::{FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION};
+pub use host::{
+    FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing,
+    DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
+};
+pub use layout::{
+    Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
+};
 pub use loader::version_compatible;
 pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use model::{Model, ModelError, ModelFuture, ModelRequest, Script, ScriptedModel};

@@ -4,11 +4,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{HostError, LoadError, LoadErrorKind};
 use crate::generation::Generation;
+use crate::host::HostOptions;
 use crate::image::{Image, Stamp};
+use crate::layout::Escaped;
 use crate::loader::Loader;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::reload::{ReloadEvent, Served};
@@ -60,19 +62,47 @@ pub(crate) struct Libraries {
     /// Warn each time `loaded` passes another multiple of this.
     warn_every: u64,
     subscribers: Mutex<Vec<mpsc::Sender<ReloadEvent>>>,
+    /// The largest library file read ([`HostOptions::max_library_bytes`]).
+    max_bytes: u64,
+    /// [`HostOptions::settle`]: how long a failure of a fresh file waits while a watcher runs.
+    settle: Duration,
+    /// Watchers running: they look at a fresh file again once it settles.
+    watchers: AtomicUsize,
 }
 
 impl Libraries {
-    pub(crate) fn new(warn_every: usize) -> Result<Self, HostError> {
+    pub(crate) fn new(options: &HostOptions) -> Result<Self, HostError> {
         Ok(Self {
             loader: Loader::new()?,
             entries: Mutex::default(),
             loading: Mutex::default(),
             live: Arc::default(),
             loaded: AtomicU64::new(0),
-            warn_every: warn_every.max(1) as u64,
+            warn_every: options.warn_generations.max(1) as u64,
             subscribers: Mutex::default(),
+            max_bytes: options.max_library_bytes,
+            settle: options.settle,
+            watchers: AtomicUsize::new(0),
         })
+    }
+
+    /// A watcher starts (`true`) or stops: while one runs, a failure of a file that may still
+    /// be being written waits until the file settles (the watcher looks at it again then).
+    pub(crate) fn watching(&self, starts: bool) {
+        match starts {
+            true => self.watchers.fetch_add(1, Ordering::Relaxed),
+            false => self.watchers.fetch_sub(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Whether `error` may come from a file still being written in chunks, to be reported
+    /// only once it settles: a watcher will look at it again.
+    fn unsettled(&self, path: &Path, error: &LoadError) -> bool {
+        matches!(
+            error.kind,
+            LoadErrorKind::NotALibrary | LoadErrorKind::Empty
+        ) && self.watchers.load(Ordering::Relaxed) > 0
+            && Stamp::of(path).is_some_and(|s| s.is_younger_than(self.settle))
     }
 
     /// `(loaded, live)`: generations loaded so far, and those still in use.
@@ -175,14 +205,14 @@ impl Libraries {
         };
         let kept = previous.as_deref().and_then(Loaded::served);
         let started = Instant::now();
-        let image = match Image::read(path) {
+        let image = match Image::read(path, self.max_bytes) {
             Ok(image) => image,
             Err(error) => {
                 // A file caught mid-write is read again at the next lookup; any other failure
                 // is recorded, and the file is tried again at its next change.
                 let record = match error.kind {
                     LoadErrorKind::Changing | LoadErrorKind::Io => None,
-                    _ => Stamp::of(path).map(|s| (s, None)),
+                    _ => Stamp::of_entry(path).map(|s| (s, None)),
                 };
                 return self.failed(path, error, previous, kept, record);
             }
@@ -210,7 +240,7 @@ impl Libraries {
         };
         self.replace(path, entry);
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
-        tracing::debug!("loaded {} ({new})", path.display());
+        tracing::debug!("loaded {} ({new})", Escaped(path));
         let took = started.elapsed();
         let (path, old) = (path.to_owned(), kept);
         self.emit(ReloadEvent::Loaded {
@@ -261,8 +291,9 @@ impl Libraries {
             Some(previous) if !matches!(*previous, Loaded::Failed(_)) => previous,
             _ => Arc::new(Loaded::Failed(error.clone())),
         };
-        if error.kind == LoadErrorKind::Changing {
-            // Being written or replaced right now: its next change brings it back here.
+        if error.kind == LoadErrorKind::Changing || self.unsettled(path, &error) {
+            // Being written or replaced right now: its next change, or the watcher once it
+            // settles, brings it back here.
             tracing::debug!("{error}");
             return current;
         }
@@ -270,7 +301,7 @@ impl Libraries {
             Some(kept) => tracing::warn!(
                 "{}: the new build failed to load, still serving {kept}: {}; it is tried again \
                  at its next change",
-                path.display(),
+                Escaped(path),
                 error.reason
             ),
             None => tracing::warn!("{error}"),

@@ -73,6 +73,14 @@ fn check_part(raw: &str, what: &str, part: &str) -> Result<(), ToolError> {
     if is_safe_name(part) {
         return Ok(());
     }
+    // Control characters are escaped, so the name is echoed on one line.
+    let raw: String = raw
+        .chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_debug().to_string(),
+            false => c.to_string(),
+        })
+        .collect();
     Err(ToolError::repairable(format!(
         "invalid tool name '{raw}': the {what} may use letters, digits, '_', '-' and '.' only \
          (no paths, no '..', not starting with '.'), with at most one ':method' suffix"

@@ -17,6 +17,7 @@ use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 use crate::context::CallContext;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::generation::Generation;
+use crate::layout::Escaped;
 
 /// A tool instance from a loaded library.
 pub struct ToolHandle {
@@ -51,7 +52,7 @@ impl ToolHandle {
         let info = serde_json::from_str(&ffi.info).unwrap_or_else(|e| {
             tracing::warn!(
                 "{}: unreadable tool metadata ({e}); using defaults",
-                source.display()
+                Escaped(source)
             );
             ToolInfo::default()
         });

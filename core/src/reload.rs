@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::LoadError;
+use crate::layout::Escaped;
 
 /// The version a file served before or after a change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +69,7 @@ impl fmt::Display for ReloadEvent {
             } => write!(
                 f,
                 "reloaded {}: {old} -> {new} in {:.1} ms",
-                path.display(),
+                Escaped(path),
                 took.as_secs_f64() * 1e3
             ),
             Self::Loaded {
@@ -79,7 +80,7 @@ impl fmt::Display for ReloadEvent {
             } => write!(
                 f,
                 "loaded {}: {new} in {:.1} ms",
-                path.display(),
+                Escaped(path),
                 took.as_secs_f64() * 1e3
             ),
             Self::Failed {
@@ -88,12 +89,12 @@ impl fmt::Display for ReloadEvent {
             } => write!(
                 f,
                 "reload failed, still serving {kept} of {}: {}",
-                error.path.display(),
+                Escaped(&error.path),
                 error.reason
             ),
             Self::Failed { error, kept: None } => write!(f, "{error}"),
-            Self::Removed { path } => write!(f, "removed {}", path.display()),
-            Self::Changed { path } => write!(f, "changed {}", path.display()),
+            Self::Removed { path } => write!(f, "removed {}", Escaped(path)),
+            Self::Changed { path } => write!(f, "changed {}", Escaped(path)),
         }
     }
 }

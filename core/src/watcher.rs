@@ -16,7 +16,8 @@ use notify_debouncer_mini::{
 
 use crate::error::HostError;
 use crate::host::Host;
-use crate::layout::{watched_files, FileRole, Layout, LIBRARY_EXTENSION};
+use crate::image::Stamp;
+use crate::layout::{watched_files, Escaped, FileRole, Layout, LIBRARY_EXTENSION};
 use crate::reload::ReloadEvent;
 
 /// Keeps a [`Host`] up to date with its folders while it lives; stops watching when dropped.
@@ -80,6 +81,7 @@ impl Host {
             links: BTreeMap::new(),
             pending: BTreeMap::new(),
             debounce: self.options().debounce,
+            settle: self.options().settle,
         };
         state.rescan(true);
         let thread = std::thread::Builder::new()
@@ -153,14 +155,21 @@ struct WatchState {
     watched: BTreeMap<PathBuf, PathBuf>,
     /// Target of a library that is a symbolic link -> the links, as the host names them.
     links: BTreeMap<PathBuf, Vec<PathBuf>>,
-    /// Library files found missing -> when to confirm that they were removed.
+    /// Library files to look at again -> when: one found missing, to confirm its removal;
+    /// one modified less than `settle` ago, once it has settled (see [`HostOptions::settle`]).
+    ///
+    /// [`HostOptions::settle`]: crate::HostOptions::settle
     pending: BTreeMap<PathBuf, Instant>,
     debounce: Duration,
+    settle: Duration,
 }
 
 impl WatchState {
     fn run(mut self, rx: &mpsc::Receiver<Message>) {
         let mut warned = false;
+        if let Some(host) = self.host.upgrade() {
+            host.watching(true);
+        }
         loop {
             let message = match self.pending.values().min() {
                 Some(due) => match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
@@ -195,13 +204,16 @@ impl WatchState {
                 None => {}
             }
             // Also after events: a steady stream of them must not hold removals back.
-            self.confirm_removals();
+            self.look_again();
+        }
+        if let Some(host) = self.host.upgrade() {
+            host.watching(false);
         }
     }
 
     /// Library files that were still missing one more debounce period after they went are
-    /// removed for good (or are back): tell the host.
-    fn confirm_removals(&mut self) {
+    /// removed for good (or are back), and fresh ones have settled: tell the host.
+    fn look_again(&mut self) {
         let now = Instant::now();
         let due: Vec<PathBuf> = self
             .pending
@@ -217,6 +229,19 @@ impl WatchState {
         }
         if let Some(host) = self.host.upgrade() {
             host.files_changed(&due);
+            self.until_settled(&due);
+        }
+    }
+
+    /// Schedules a second look at each library in `files` modified less than `settle` ago:
+    /// one written in chunks may have failed to load, unreported, while it was incomplete.
+    fn until_settled(&mut self, files: &[PathBuf]) {
+        for path in files {
+            let left = Stamp::of(path).and_then(|s| s.settles_in(self.settle));
+            if let (Some(left), true) = (left, is_library(path)) {
+                let due = Instant::now() + left + Duration::from_millis(1);
+                self.pending.insert(path.clone(), due);
+            }
         }
     }
 
@@ -237,6 +262,7 @@ impl WatchState {
         changes.files.extend(self.rescan(false));
         let files = self.hold_back_removals(changes.files);
         host.files_changed(&files);
+        self.until_settled(&files);
         if !changes.structure.is_empty() {
             host.refresh();
             for path in changes.structure {
@@ -285,7 +311,6 @@ impl WatchState {
     /// library appeared in the same folder in the same batch: that is a rename, and the old
     /// name goes at once.
     fn hold_back_removals(&mut self, files: BTreeSet<PathBuf>) -> Vec<PathBuf> {
-        let is_library = |p: &Path| p.extension().is_some_and(|e| e == LIBRARY_EXTENSION);
         let (missing, mut files): (Vec<PathBuf>, Vec<PathBuf>) = files
             .into_iter()
             .partition(|p| is_library(p) && !p.exists());
@@ -365,7 +390,7 @@ impl WatchState {
                 Err(e) => tracing::warn!(
                     "cannot watch {}: {e}; its changes are missed until the host restarts (on \
                      Linux, raise fs.inotify.max_user_watches if the limit was reached)",
-                    dir.display()
+                    Escaped(dir)
                 ),
             }
         }
@@ -379,4 +404,8 @@ impl WatchState {
         }
         fresh
     }
+}
+
+fn is_library(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == LIBRARY_EXTENSION)
 }

@@ -70,6 +70,7 @@ pub(crate) fn call(
                 println!("{}", serde_json::to_string_pretty(&err)?);
             }
             let (kind, message) = (e.kind(), e.message());
+            let name = toolhost::Escaped(std::path::Path::new(name)); // on one line
             eprintln!("error: tool '{name}' failed ({kind} error): {message}");
             Ok(ExitCode::FAILURE)
         }

@@ -184,8 +184,6 @@ fn check_profile(profile: &str) -> Result<()> {
 
 /// `path` relative to the host's root, for printing.
 fn relative(host: &Host, path: &Path) -> String {
-    path.strip_prefix(host.root())
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    // Control characters in a file name are escaped: one file, one line.
+    toolhost::Escaped(path.strip_prefix(host.root()).unwrap_or(path)).to_string()
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::Host;
 use crate::cache::ProfileCache;
-use crate::layout::FileRole;
+use crate::layout::{entry_exists, FileRole};
 use crate::reload::ReloadEvent;
 
 impl Host {
@@ -42,14 +42,20 @@ impl Host {
         }
     }
 
-    /// Loads a changed library file again, or forgets it if it is gone.
+    /// Loads a changed library file again, or forgets it if it is gone. Something that is
+    /// not a library file (a folder, a FIFO, a link leading nowhere) is read too, to say why.
     fn reread(&self, path: &Path, layer: &Path, extension: Option<(&str, &str)>) {
-        if path.is_file() {
+        if path.exists() {
             // A switched-off plugin's rebuild is not loaded: nothing would call it.
             if self.libraries.contains(path) || self.layer_in_use(layer) {
                 self.load(path, extension);
             }
-        } else if self.libraries.forget(path) {
+            return;
+        }
+        let forgot = self.libraries.forget(path);
+        if entry_exists(path) && (forgot || self.layer_in_use(layer)) {
+            self.load(path, extension); // a dangling link or a loop: its failure says so
+        } else if forgot {
             self.emit(ReloadEvent::Removed {
                 path: path.to_owned(),
             });

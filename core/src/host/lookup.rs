@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::Host;
 use crate::cache::Found;
 use crate::error::{LoadError, LoadErrorKind};
-use crate::layout::{library_files, Layer};
+use crate::layout::{entry_exists, library_files, Layer};
 use crate::libraries::Loaded;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 
@@ -62,8 +62,9 @@ impl Host {
         for layer in self.layers(profile).iter() {
             let path = layer.tool_file(name);
             // A file being replaced may be missing for a moment: it serves until the watcher
-            // confirms that it was removed.
-            if !path.is_file() && !self.libraries.contains(&path) {
+            // confirms that it was removed. Anything else there (a folder, a FIFO, a dangling
+            // link) is read, to say why it cannot be used.
+            if !entry_exists(&path) && !self.libraries.contains(&path) {
                 continue;
             }
             match &*self.load(&path, None) {

@@ -31,6 +31,12 @@ pub use lookup::{FoundTool, Resolution};
 ///     .with_debounce(Duration::from_millis(20))
 ///     .with_warn_generations(100);
 /// assert_eq!(options.debounce, Duration::from_millis(20));
+///
+/// let options = toolhost::HostOptions::default()
+///     .with_max_library_bytes(64 << 20)
+///     .with_max_text_bytes(64 << 10)
+///     .with_settle(Duration::from_millis(500));
+/// assert_eq!(options.max_text_bytes, 64 << 10);
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -44,7 +50,26 @@ pub struct HostOptions {
     /// character boundary, with a note saying how much was cut; the whole answer goes to the
     /// session's `outputs/` folder when a session is recorded). Default 64 KiB.
     pub max_output: usize,
+    /// The largest library file the host reads, in bytes; a larger one is skipped
+    /// ([`LoadErrorKind::TooLarge`](crate::LoadErrorKind::TooLarge)) without being read.
+    /// Default 256 MiB.
+    pub max_library_bytes: u64,
+    /// The largest text file the host reads from the layers (a prompt fragment, the secrets
+    /// file), in bytes; a larger one is skipped with a warning. Default 1 MiB.
+    pub max_text_bytes: u64,
+    /// With a [`Watcher`](crate::Watcher), a library that fails to load while its last
+    /// modification is younger than this is not reported yet: it may still be being written in
+    /// chunks. The watcher looks at it again once it has been quiet this long, and reports it
+    /// then, once. A library that loads is reported at once; a lookup (a call, `list`) always
+    /// gets the reason. Default 1 s.
+    pub settle: Duration,
 }
+
+/// [`HostOptions::max_library_bytes`] by default: 256 MiB.
+pub const DEFAULT_MAX_LIBRARY_BYTES: u64 = 256 << 20;
+
+/// [`HostOptions::max_text_bytes`] by default: 1 MiB.
+pub const DEFAULT_MAX_TEXT_BYTES: u64 = 1 << 20;
 
 impl Default for HostOptions {
     fn default() -> Self {
@@ -52,6 +77,9 @@ impl Default for HostOptions {
             debounce: Duration::from_millis(40),
             warn_generations: 32,
             max_output: 64 * 1024,
+            max_library_bytes: DEFAULT_MAX_LIBRARY_BYTES,
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
+            settle: Duration::from_secs(1),
         }
     }
 }
@@ -72,6 +100,24 @@ impl HostOptions {
     /// Sets [`max_output`](Self::max_output).
     pub fn with_max_output(mut self, bytes: usize) -> Self {
         self.max_output = bytes;
+        self
+    }
+
+    /// Sets [`max_library_bytes`](Self::max_library_bytes).
+    pub fn with_max_library_bytes(mut self, bytes: u64) -> Self {
+        self.max_library_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_text_bytes`](Self::max_text_bytes).
+    pub fn with_max_text_bytes(mut self, bytes: u64) -> Self {
+        self.max_text_bytes = bytes;
+        self
+    }
+
+    /// Sets [`settle`](Self::settle).
+    pub fn with_settle(mut self, settle: Duration) -> Self {
+        self.settle = settle;
         self
     }
 }
@@ -131,13 +177,14 @@ impl Host {
         if !layout.root().is_dir() {
             return Err(HostError::MissingRoot(layout.root().to_owned()));
         }
-        let secrets = Secrets::load(&layout.secrets_file()).unwrap_or_else(|e| {
-            tracing::warn!("{e}; running without secrets");
-            Secrets::empty()
-        });
+        let secrets = Secrets::load_capped(&layout.secrets_file(), options.max_text_bytes)
+            .unwrap_or_else(|e| {
+                tracing::warn!("{e}; running without secrets");
+                Secrets::empty()
+            });
         Ok(Self {
             secrets: SecretStore::new(secrets),
-            libraries: Libraries::new(options.warn_generations)?,
+            libraries: Libraries::new(&options)?,
             layout,
             options,
             epoch: Epoch::default(),
@@ -170,7 +217,7 @@ impl Host {
 
     /// Reads `usr/secrets.env` again (a bad file keeps the previous secrets and logs why).
     pub fn reload_secrets(&self) {
-        match Secrets::load(&self.layout.secrets_file()) {
+        match Secrets::load_capped(&self.layout.secrets_file(), self.options.max_text_bytes) {
             Ok(secrets) => self.set_secrets(secrets),
             Err(e) => tracing::warn!("{e}; keeping the secrets loaded before"),
         }
@@ -194,6 +241,11 @@ impl Host {
 
     pub(crate) fn emit(&self, event: ReloadEvent) {
         self.libraries.emit(event);
+    }
+
+    /// A watcher starts (`true`) or stops (see [`HostOptions::settle`]).
+    pub(crate) fn watching(&self, starts: bool) {
+        self.libraries.watching(starts);
     }
 
     /// How many library generations were loaded, and how many are still in use.

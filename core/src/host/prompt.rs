@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::Host;
-use crate::layout::prompt_files;
+use crate::layout::{prompt_files, read_text, Escaped};
 use crate::ToolInfo;
 
 /// The file-name prefix of a tool's prompt fragment: `agent.system.tool.<name>.md`.
@@ -35,11 +35,14 @@ impl Host {
     fn fragments(&self, profile: &str, pick: impl Fn(&str) -> bool) -> Vec<(String, String)> {
         prompt_files(&self.layers(profile), pick)
             .into_iter()
-            .filter_map(|(file, path)| match std::fs::read_to_string(&path) {
-                Ok(text) => Some((file, text)),
-                Err(e) => {
-                    tracing::warn!("skipping prompt {}: {e}", path.display());
-                    None
+            .filter_map(|(file, path)| {
+                let cap = self.options().max_text_bytes;
+                match read_text(&path, cap, "HostOptions::max_text_bytes") {
+                    Ok(text) => Some((file, text)),
+                    Err(e) => {
+                        tracing::warn!("skipping prompt {}: {e}", Escaped(&path));
+                        None
+                    }
                 }
             })
             .collect()

@@ -22,8 +22,11 @@ use std::path::{Path, PathBuf};
 
 use crate::name::is_safe_name;
 
+mod read;
 mod watch;
 
+pub(crate) use read::{read_capped, read_text, ReadError, ReadErrorKind};
+pub use read::{Escaped, MAX_LINK_HOPS};
 pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;
 
@@ -263,36 +266,37 @@ fn name_of(path: &Path) -> Option<&str> {
     path.file_name()?.to_str()
 }
 
-/// `(file stem, path)` of the library files directly in `dir`, with safe names only, sorted.
+/// `(file stem, path)` of the entries directly in `dir` named like libraries, with safe names
+/// only, sorted. Every kind of entry counts (a folder, a FIFO, a dangling link): reading it
+/// then says why it cannot be used, instead of the name silently being unknown.
 pub(crate) fn library_files(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut files: Vec<(String, PathBuf)> = entries
         .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_type()
-                .map(|t| t.is_file() || t.is_symlink())
-                .unwrap_or(false)
-        })
         .filter_map(|e| {
             let path = e.path();
             if path.extension()? != LIBRARY_EXTENSION {
                 return None;
             }
-            let stem = path.file_stem()?.to_str()?.to_owned();
-            if !is_safe_name(&stem) {
+            let Some(stem) = path.file_stem()?.to_str().filter(|s| is_safe_name(s)) else {
                 tracing::debug!(
                     "ignoring {}: not a valid tool or extension name",
-                    path.display()
+                    Escaped(&path)
                 );
                 return None;
-            }
-            Some((stem, path))
+            };
+            Some((stem.to_owned(), path))
         })
         .collect();
     files.sort();
     files
+}
+
+/// Whether anything is at `path`, without following a link (a dangling link is there).
+pub(crate) fn entry_exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
 }
 
 /// The extension points that have a folder in any of `layers`, sorted.

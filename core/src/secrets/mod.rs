@@ -68,12 +68,21 @@ impl Secrets {
     }
 
     /// Reads `path` (`KEY=VALUE` lines; blank lines and `#` comments are skipped; a value may be
-    /// quoted). A missing file means no secrets.
+    /// quoted). A missing file means no secrets. The file must be a regular file of at most
+    /// [`DEFAULT_MAX_TEXT_BYTES`](crate::DEFAULT_MAX_TEXT_BYTES) (see [`load_capped`](Self::load_capped)).
     pub fn load(path: &Path) -> Result<Self, String> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::empty()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Self::load_capped(path, crate::DEFAULT_MAX_TEXT_BYTES)
+    }
+
+    /// [`load`](Self::load) with a size cap of `max_bytes`: a FIFO, a device, a folder, a
+    /// dangling link or a larger file is an error that names the file, and is never waited
+    /// on or read whole.
+    pub fn load_capped(path: &Path, max_bytes: u64) -> Result<Self, String> {
+        let name = crate::layout::Escaped(path);
+        match crate::layout::read_text(path, max_bytes, "HostOptions::max_text_bytes") {
+            Ok(text) => Self::parse(&text).map_err(|e| format!("{name}: {e}")),
+            Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => Ok(Self::empty()),
+            Err(e) => Err(format!("cannot read {name}: {e}")),
         }
     }
 

@@ -1,0 +1,281 @@
+//! Reading a file from the layers: the one place that opens a library, a prompt fragment, the
+//! secrets file or any other file the host reads under its root.
+//!
+//! A file is read only if it is a regular file once symbolic links are followed (at most
+//! [`MAX_LINK_HOPS`] of them; a loop is an error), and only up to a size cap. Its type is
+//! checked before it is opened, and it is opened without blocking, so a FIFO, a device or a
+//! `/proc` file can neither block the host nor fill its memory. Memory grows with the bytes
+//! read, never with the size the file claims (a sparse 100 GiB file is refused by its size,
+//! not allocated).
+
+use std::fmt;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Symbolic links followed in a row before a path is refused (the limit Linux applies).
+pub const MAX_LINK_HOPS: usize = 40;
+
+/// What kept a file from being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadErrorKind {
+    /// Nothing at the path (not even a dangling link).
+    Missing,
+    /// A directory, a dangling link, a link loop, a FIFO, a device, a socket or a file whose
+    /// content does not match its size (`/proc`).
+    NotAFile,
+    /// Larger than the cap.
+    TooLarge,
+    /// The file changed while it was read.
+    Changing,
+    /// The operating system refused to open or read it.
+    Io,
+}
+
+/// Why a file was not read: the kind, and one line saying what the path is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReadError {
+    pub(crate) kind: ReadErrorKind,
+    pub(crate) reason: String,
+}
+
+impl ReadError {
+    fn new(kind: ReadErrorKind, reason: impl Into<String>) -> Self {
+        Self {
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// A file read whole: its bytes, and its metadata as they were read.
+pub(crate) struct FileBytes {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) metadata: fs::Metadata,
+}
+
+/// The metadata of the regular file at `path` after following links, or why it is not one.
+pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
+    let mut current = path.to_owned();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    // What the last link says, as written: what the reason shows.
+    let mut target = PathBuf::new();
+    loop {
+        let meta = match fs::symlink_metadata(&current) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && seen.is_empty() => {
+                return Err(ReadError::new(
+                    ReadErrorKind::Missing,
+                    "the file does not exist",
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let reason = format!(
+                    "a symbolic link to {}, which does not exist",
+                    Escaped(&target)
+                );
+                return Err(ReadError::new(ReadErrorKind::NotAFile, reason));
+            }
+            Err(e) => {
+                return Err(ReadError::new(
+                    ReadErrorKind::Io,
+                    format!("cannot read it: {e}"),
+                ))
+            }
+        };
+        if !meta.file_type().is_symlink() {
+            return match what_it_is(&meta) {
+                None => Ok(meta),
+                Some(what) if seen.is_empty() => Err(not_a_file(what.to_owned())),
+                Some(what) => Err(not_a_file(format!(
+                    "a symbolic link to {}, {what}",
+                    Escaped(&target)
+                ))),
+            };
+        }
+        if seen.contains(&current) {
+            return Err(not_a_file("a symbolic link loop".to_owned()));
+        }
+        if seen.len() >= MAX_LINK_HOPS {
+            return Err(not_a_file(format!(
+                "more than {MAX_LINK_HOPS} symbolic links in a row (a loop?)"
+            )));
+        }
+        target = fs::read_link(&current)
+            .map_err(|e| ReadError::new(ReadErrorKind::Io, format!("cannot read the link: {e}")))?;
+        let next = match current.parent() {
+            Some(dir) => dir.join(&target),
+            None => target.clone(),
+        };
+        seen.push(std::mem::replace(&mut current, next));
+    }
+}
+
+fn not_a_file(what: String) -> ReadError {
+    ReadError::new(
+        ReadErrorKind::NotAFile,
+        format!("{what}, not a regular file"),
+    )
+}
+
+/// What a file that is not a regular file is (`None` for a regular file).
+fn what_it_is(meta: &fs::Metadata) -> Option<&'static str> {
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return None;
+    }
+    if kind.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return Some("a named pipe (FIFO)");
+        }
+        if kind.is_char_device() {
+            return Some("a character device");
+        }
+        if kind.is_block_device() {
+            return Some("a block device");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("a special file")
+}
+
+/// Reads the regular file at `path` (see the module docs), at most `cap` bytes; `what` names
+/// the limit in the error (`HostOptions::max_library_bytes`).
+pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> Result<FileBytes, ReadError> {
+    let checked = regular_file(path)?;
+    let too_large = |len: u64| {
+        ReadError::new(
+            ReadErrorKind::TooLarge,
+            format!("the file is {len} bytes, over the limit of {cap} bytes ({what})"),
+        )
+    };
+    if checked.len() > cap {
+        return Err(too_large(checked.len()));
+    }
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::new(
+            ReadErrorKind::Changing,
+            "the file went away while it was read (being replaced?)",
+        ),
+        _ => ReadError::new(ReadErrorKind::Io, format!("cannot read it: {e}")),
+    };
+    let mut file = open_nonblocking(path).map_err(io)?;
+    // The path may have been replaced since it was checked: check what was opened.
+    let before = file.metadata().map_err(io)?;
+    if let Some(what) = what_it_is(&before) {
+        return Err(not_a_file(format!("{what} (replaced while it was opened)")));
+    }
+    if before.len() > cap {
+        return Err(too_large(before.len()));
+    }
+    let bytes = read_at_most(&mut file, before.len()).map_err(io)?;
+    let after = file.metadata().map_err(io)?;
+    if stamp(&after) != stamp(&before) {
+        return Err(ReadError::new(
+            ReadErrorKind::Changing,
+            "the file changed while it was read (still being written?)",
+        ));
+    }
+    if bytes.len() as u64 != before.len() {
+        let (size, more) = (before.len(), bytes.len() as u64 > before.len());
+        let gives = if more { "more" } else { "fewer" };
+        return Err(not_a_file(format!(
+            "a file whose size says {size} bytes but reading it gives {gives} (a /proc or /sys \
+             file?)"
+        )));
+    }
+    Ok(FileBytes {
+        bytes,
+        metadata: before,
+    })
+}
+
+/// Reads a text file (UTF-8) of at most `cap` bytes; see [`read_capped`].
+pub(crate) fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
+    let read = read_capped(path, cap, what)?;
+    String::from_utf8(read.bytes).map_err(|e| {
+        ReadError::new(
+            ReadErrorKind::Io,
+            format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+fn stamp(meta: &fs::Metadata) -> (u64, Option<SystemTime>) {
+    (meta.len(), meta.modified().ok())
+}
+
+/// Reads until the end, or until more than `limit` bytes came (at most one chunk more); the
+/// buffer grows with what arrives. Whole chunks are asked for even near the limit: some
+/// `/proc` files refuse small reads.
+fn read_at_most(file: &mut fs::File, limit: u64) -> std::io::Result<Vec<u8>> {
+    const CHUNK: usize = 64 * 1024;
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; CHUNK];
+    while bytes.len() as u64 <= limit {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(bytes)
+}
+
+/// Opens `path` for reading without blocking: a FIFO swapped in after the check does not
+/// wait for a writer (regular files ignore the flag).
+fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// A path written for one line: control characters (a line break, an escape sequence) are
+/// escaped as in Rust string literals; everything else is written as is.
+///
+/// ```
+/// use std::path::Path;
+/// let path = Path::new("usr/tools/a\nb.so");
+/// assert_eq!(toolhost::Escaped(path).to_string(), r"usr/tools/a\nb.so");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Escaped<'a>(pub &'a Path);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0.to_string_lossy();
+        if !text.chars().any(char::is_control) {
+            return f.write_str(&text);
+        }
+        for c in text.chars() {
+            match c.is_control() {
+                true => write!(f, "{}", c.escape_debug())?,
+                false => write!(f, "{c}")?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -7,12 +7,14 @@ use std::sync::{mpsc, Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use notify_debouncer_mini::notify::{
-    self, Event, EventHandler, RecommendedWatcher, RecursiveMode, WatcherKind,
-};
+use notify_debouncer_mini::notify::RecursiveMode;
 use notify_debouncer_mini::{
     new_debouncer_opt, Config, DebounceEventResult, DebouncedEventKind, Debouncer,
 };
+
+mod writes_only;
+
+use writes_only::WriteWatcher;
 
 use crate::error::HostError;
 use crate::host::Host;
@@ -101,38 +103,6 @@ impl Drop for Watcher {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// The platform's watcher, without access events. Reading a folder or a library opens it, and
-/// inotify reports every open: without this filter the watcher's own reads would come back to
-/// it as changes, for ever.
-struct WriteWatcher(RecommendedWatcher);
-
-impl notify::Watcher for WriteWatcher {
-    fn new<F: EventHandler>(mut handler: F, config: notify::Config) -> notify::Result<Self> {
-        let writes_only = move |event: notify::Result<Event>| match event {
-            Ok(e) if e.kind.is_access() => {}
-            // Lost events carry no path, and the debouncer keys on paths: pass an empty one.
-            Ok(e) if e.need_rescan() => handler
-                .handle_event(Ok(
-                    Event::new(notify::EventKind::Other).add_path(PathBuf::new())
-                )),
-            other => handler.handle_event(other),
-        };
-        RecommendedWatcher::new(writes_only, config).map(Self)
-    }
-
-    fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
-        self.0.watch(path, mode)
-    }
-
-    fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
-        self.0.unwatch(path)
-    }
-
-    fn kind() -> WatcherKind {
-        RecommendedWatcher::kind()
     }
 }
 

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 use crate::ToolError;
 
 mod masked;
+mod variants;
 mod store;
 mod stream;
 

@@ -68,11 +68,7 @@ const JS_URI: &AsciiSet = &JS_COMPONENT
 /// Every form of `value` to mask, the value itself first; each once, and none shorter than
 /// `MIN_MASKED_LEN` bytes.
 pub(super) fn variants(value: &str) -> Vec<String> {
-    let mut forms = vec![
-        value.to_owned(),
-        value.to_uppercase(),
-        value.to_lowercase(),
-    ];
+    let mut forms = vec![value.to_owned(), value.to_uppercase(), value.to_lowercase()];
     forms.extend(json_forms(value));
     forms.extend(url_forms(value));
     forms.extend(base64_forms(value.as_bytes()));
@@ -120,7 +116,7 @@ fn json_forms(value: &str) -> Vec<String> {
         json_escape(value, true, true),
     ];
     // `\/` (PHP escapes the slash, with `\u` for non-ASCII).
-    let slashed: Vec<String> = single[..2].iter().map(|s| s.replace('/', "\\/")).collect();
+    let slashed: Vec<String> = single.iter().map(|s| s.replace('/', "\\/")).collect();
     single.extend(slashed);
     for upper in [false, true] {
         let mut every = String::new();
@@ -218,7 +214,12 @@ fn html_forms(value: &str) -> Vec<String> {
         html_escape(value, Some("&#39;"), true),
     ];
     forms.push(value.chars().map(|c| format!("&#{};", c as u32)).collect());
-    forms.push(value.chars().map(|c| format!("&#x{:x};", c as u32)).collect());
+    forms.push(
+        value
+            .chars()
+            .map(|c| format!("&#x{:x};", c as u32))
+            .collect(),
+    );
     forms
 }
 

@@ -1,177 +1,132 @@
-//! One automaton over every form of every secret value, and the covering of overlapping
-//! matches: where two values overlap (`abcd1234` and `1234wxyz` in `abcd1234wxyz`), the whole
-//! stretch is hidden, so no part of either shows.
-
-use std::collections::{HashSet, VecDeque};
+//! Finding every form of every secret value in one pass: a DFA over the first 4 bytes of each
+//! form finds where one may start, and a hash table keyed by its first bytes confirms it.
+//!
+//! A full DFA over the whole forms is fast but huge: with 1,000 values of 8 to 40 bytes and
+//! their ~14 forms each (1.2 MB of patterns) it took 527 MB and 2.7 s to build, and the
+//! default contiguous NFA masked at only 64 MB/s (see BENCHMARKS.md "Secret masking"). The DFA
+//! over 4-byte heads takes about 7 MB and 30 ms, and the table is looked at only where a head
+//! matched.
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::cover::{Cover, Piece, Span};
 use super::variants::variants;
+use super::MIN_MASKED_LEN;
 
-/// Every masked form of every secret value, searched in one pass.
+/// The bytes of each form the automaton looks for (every form has at least this many).
+const HEAD: usize = MIN_MASKED_LEN;
+/// The most bytes of a form that key the table.
+const KEY: usize = 16;
+
+/// Every masked form of every secret value.
 #[derive(Debug, Clone)]
 pub(super) struct Matcher {
+    /// Over the distinct heads; pattern `i` is `key_lens[i]`.
     automaton: AhoCorasick,
-    /// The key (index into the secrets' pairs) of each pattern.
-    key_of: Vec<u32>,
-    /// Length in bytes of the longest pattern: a match that is not complete yet starts within
-    /// the last `longest - 1` bytes of a text.
+    /// For each head, the lengths of the keys of the forms that start with it.
+    key_lens: Vec<Vec<u8>>,
+    /// The forms (their indexes in `forms`) by key: their first `KEY` bytes, or all of them.
+    by_key: FxHashMap<Box<[u8]>, Vec<u32>>,
+    /// Each form, and the index of its key among the secrets.
+    forms: Vec<(Box<str>, usize)>,
+    /// Length in bytes of the longest form: one that is not complete yet starts within the
+    /// last `longest - 1` bytes of a text.
     pub(super) longest: usize,
 }
 
-/// A stretch of text to replace with the placeholder of `key`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Piece {
-    pub(super) start: usize,
-    pub(super) end: usize,
-    pub(super) key: usize,
-    /// Whether it continues the previous piece (`start` is that piece's `end`): the values
-    /// overlap, and the whole stretch is one group.
-    pub(super) joined: bool,
-}
-
-/// One match.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    start: usize,
-    end: usize,
-    key: usize,
-}
-
 impl Matcher {
-    /// An automaton over the forms of each `(key index, value)`; `None` without values.
+    /// The forms of each `(key index, value)`; `None` without values.
     pub(super) fn build<'a>(values: impl Iterator<Item = (usize, &'a str)>) -> Option<Self> {
-        let mut patterns = Vec::new();
-        let mut key_of = Vec::new();
-        let mut seen = HashSet::new();
+        let mut forms = Vec::new();
+        let mut seen = FxHashSet::default();
         for (key, value) in values {
             for form in variants(value) {
-                if seen.insert(form.clone()) {
-                    patterns.push(form);
-                    key_of.push(key as u32);
+                if form.len() >= HEAD && seen.insert(form.clone()) {
+                    forms.push((form.into_boxed_str(), key));
                 }
             }
         }
-        if patterns.is_empty() {
+        if forms.is_empty() {
             return None;
         }
-        // Standard semantics: an overlapping search reports every match, so overlapping values
-        // can be covered whole. A contiguous NFA rather than a full DFA: with 1,000 values of
-        // 8 to 40 bytes and their ~20 forms each, the DFA takes hundreds of MB and seconds to
-        // build (see BENCHMARKS.md "Secret masking").
+        let mut heads: FxHashMap<&[u8], usize> = FxHashMap::default();
+        let mut key_lens: Vec<Vec<u8>> = Vec::new();
+        let mut by_key: FxHashMap<Box<[u8]>, Vec<u32>> = FxHashMap::default();
+        for (i, (form, _)) in forms.iter().enumerate() {
+            let bytes = form.as_bytes();
+            let head = *heads.entry(&bytes[..HEAD]).or_insert_with(|| {
+                key_lens.push(Vec::new());
+                key_lens.len() - 1
+            });
+            let key = &bytes[..bytes.len().min(KEY)];
+            if !key_lens[head].contains(&(key.len() as u8)) {
+                key_lens[head].push(key.len() as u8);
+            }
+            by_key.entry(key.into()).or_default().push(i as u32);
+        }
+        let mut head_list = vec![&[][..]; heads.len()];
+        heads.into_iter().for_each(|(h, i)| head_list[i] = h);
+        // Every head has the same length, so the heads are found in the order of their starts.
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(&patterns)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&head_list)
             .expect("secret values form a valid automaton");
-        let longest = patterns.iter().map(String::len).max().unwrap_or(0);
+        let longest = forms.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
         Some(Self {
             automaton,
-            key_of,
+            key_lens,
+            by_key,
+            forms,
             longest,
         })
     }
 
     /// How many forms are searched for.
     pub(super) fn patterns(&self) -> usize {
-        self.key_of.len()
+        self.forms.len()
     }
 
-    /// The automaton's heap memory in bytes.
+    /// The heap memory in bytes of the automaton and the table.
     pub(super) fn memory(&self) -> usize {
-        self.automaton.memory_usage()
+        let forms: usize = self.forms.iter().map(|(f, _)| f.len() + 24).sum();
+        let keys: usize = self
+            .by_key
+            .iter()
+            .map(|(k, v)| k.len() + v.len() * 4 + 48)
+            .sum();
+        self.automaton.memory_usage() + forms + keys + self.key_lens.len() * 32
     }
 
-    /// Calls `emit` with the pieces to replace in `text`, in order, in one pass. Overlapping
-    /// matches form a group, covered by a chain of pieces: the one that starts first (the
-    /// longest of those), then each time the one that reaches furthest among those that start
-    /// inside what is covered so far. A match inside another is part of it.
+    /// Calls `emit` with the pieces to replace in `text`, in order, in one pass: overlapping
+    /// matches are covered whole (see [`Cover`]).
     pub(super) fn pieces(&self, text: &str, mut emit: impl FnMut(Piece)) {
+        let bytes = text.as_bytes();
         let mut cover = Cover::default();
-        for m in self.automaton.find_overlapping_iter(text) {
-            let span = Span {
-                start: m.start(),
-                end: m.end(),
-                key: self.key_of[m.pattern().as_usize()] as usize,
-            };
-            cover.push(span);
-            // Matches are found in the order of their ends, so no later one starts before
-            // `end - longest`.
-            cover.settle(m.end().saturating_sub(self.longest), &mut emit);
-        }
-        cover.settle(usize::MAX, &mut emit);
-    }
-}
-
-/// The matches not settled yet, as a staircase: each starts after and ends after the one
-/// before (a match inside another is dropped). It holds at most `longest` matches.
-#[derive(Debug, Default)]
-struct Cover {
-    stairs: VecDeque<Span>,
-    /// The last piece emitted while its group may still go on.
-    open: Option<Span>,
-}
-
-impl Cover {
-    fn push(&mut self, m: Span) {
-        if self.open.is_some_and(|open| m.end <= open.end) {
-            return; // inside what is already covered
-        }
-        if let Some(back) = self.stairs.back() {
-            // Ends never decrease: `m` is inside `back` only if both end together.
-            if m.end == back.end && m.start >= back.start {
-                return;
-            }
-        }
-        while self.stairs.back().is_some_and(|back| back.start >= m.start) {
-            self.stairs.pop_back(); // inside `m`
-        }
-        self.stairs.push_back(m);
-    }
-
-    /// Emits the pieces that no match starting at `horizon` or later can change.
-    fn settle(&mut self, horizon: usize, emit: &mut impl FnMut(Piece)) {
-        loop {
-            match self.open {
-                None => {
-                    let Some(&first) = self.stairs.front() else {
-                        return;
-                    };
-                    if first.start >= horizon {
-                        return; // a match that starts earlier could still come
+        for head in self.automaton.find_overlapping_iter(text) {
+            let start = head.start();
+            let rest = &bytes[start..];
+            for &len in &self.key_lens[head.pattern().as_usize()] {
+                let Some(key) = rest.get(..len as usize) else {
+                    continue;
+                };
+                for &i in self.by_key.get(key).into_iter().flatten() {
+                    let (form, key) = &self.forms[i as usize];
+                    if rest.starts_with(form.as_bytes()) {
+                        let end = start + form.len();
+                        cover.push(
+                            Span {
+                                start,
+                                end,
+                                key: *key,
+                            },
+                            &mut emit,
+                        );
                     }
-                    self.stairs.pop_front();
-                    emit(Piece {
-                        start: first.start,
-                        end: first.end,
-                        key: first.key,
-                        joined: false,
-                    });
-                    self.open = Some(first);
-                }
-                Some(open) => {
-                    if horizon < open.end {
-                        return; // a match that overlaps the group could still come
-                    }
-                    let mut next = None;
-                    while let Some(&s) = self.stairs.front().filter(|s| s.start < open.end) {
-                        next = Some(s);
-                        self.stairs.pop_front();
-                    }
-                    self.open = next.map(|n| {
-                        emit(Piece {
-                            start: open.end,
-                            end: n.end,
-                            key: n.key,
-                            joined: true,
-                        });
-                        Span {
-                            start: open.end,
-                            ..n
-                        }
-                    });
                 }
             }
         }
+        cover.finish(&mut emit);
     }
 }

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::ToolError;
 
+mod cover;
 mod masked;
 mod matcher;
 mod store;

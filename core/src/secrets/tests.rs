@@ -207,3 +207,54 @@ fn an_unmask_error_names_each_unknown_key_once() {
     assert!(e.message().len() < 500, "{}", e.message());
     assert!(e.message().contains("and others"), "{}", e.message());
 }
+
+#[test]
+fn pieces_cover_exactly_the_matches_of_every_value() {
+    // A small deterministic generator: values and texts over "ab", so they overlap a lot.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for _ in 0..300 {
+        let values: Vec<String> = (0..1 + next(4))
+            .map(|_| {
+                (0..4 + next(4))
+                    .map(|_| ['a', 'b'][next(2) as usize])
+                    .collect()
+            })
+            .collect();
+        let text: String = (0..next(40))
+            .map(|_| ['a', 'b'][next(2) as usize])
+            .collect();
+        let s = Secrets::from_pairs(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("K{i}"), v.clone())),
+        );
+        let mut hidden = vec![false; text.len()];
+        for v in &values {
+            for (at, _) in text.match_indices(v.as_str()) {
+                hidden[at..at + v.len()].iter_mut().for_each(|h| *h = true);
+            }
+            // Overlapping occurrences too.
+            for at in 0..text.len() {
+                if text[at..].starts_with(v.as_str()) {
+                    hidden[at..at + v.len()].iter_mut().for_each(|h| *h = true);
+                }
+            }
+        }
+        let mut covered = vec![false; text.len()];
+        let mut last_end = 0;
+        s.matcher.as_ref().unwrap().pieces(&text, |p| {
+            assert!(p.start >= last_end && p.end > p.start, "{values:?} {text}");
+            assert!(!p.joined || p.start == last_end, "{values:?} {text}");
+            covered[p.start..p.end].iter_mut().for_each(|c| *c = true);
+            last_end = p.end;
+        });
+        assert_eq!(covered, hidden, "{values:?} in {text}");
+    }
+}

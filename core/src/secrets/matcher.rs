@@ -28,6 +28,10 @@ pub(super) struct Matcher {
     key_lens: Vec<Vec<u8>>,
     /// The forms (their indexes in `forms`) by key: their first `KEY` bytes, or all of them.
     by_key: FxHashMap<Box<[u8]>, Vec<u32>>,
+    /// The index of each head.
+    heads: FxHashMap<[u8; HEAD], u32>,
+    /// The first 1 to 3 bytes of each head.
+    starts: FxHashSet<Box<[u8]>>,
     /// Each form, and the index of its key among the secrets.
     forms: Vec<(Box<str>, usize)>,
     /// Length in bytes of the longest form: one that is not complete yet starts within the
@@ -65,8 +69,12 @@ impl Matcher {
             }
             by_key.entry(key.into()).or_default().push(i as u32);
         }
+        let starts = heads
+            .keys()
+            .flat_map(|h| (1..HEAD).map(|n| Box::from(&h[..n])))
+            .collect();
         let mut head_list = vec![&[][..]; heads.len()];
-        heads.into_iter().for_each(|(h, i)| head_list[i] = h);
+        heads.iter().for_each(|(h, &i)| head_list[i] = h);
         // Every head has the same length, so the heads are found in the order of their starts.
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
@@ -74,12 +82,49 @@ impl Matcher {
             .build(&head_list)
             .expect("secret values form a valid automaton");
         let longest = forms.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
+        let heads = head_list
+            .iter()
+            .enumerate()
+            .map(|(i, h)| ((*h).try_into().expect("a head"), i as u32))
+            .collect();
         Some(Self {
             automaton,
             key_lens,
             by_key,
+            heads,
+            starts,
             forms,
             longest,
+        })
+    }
+
+    /// Where a form that `text` does not hold whole yet could start: the first place in its
+    /// last `longest - 1` bytes from which the rest of `text` may be the start of a longer
+    /// form, or the end of `text`.
+    pub(super) fn partial_start(&self, text: &str) -> usize {
+        let bytes = text.as_bytes();
+        let from = bytes.len().saturating_sub(self.longest.saturating_sub(1));
+        (from..bytes.len())
+            .find(|&at| self.may_begin_form(&bytes[at..]))
+            .unwrap_or(bytes.len())
+    }
+
+    /// Whether some form is longer than `rest` and starts with it (when unsure: true).
+    fn may_begin_form(&self, rest: &[u8]) -> bool {
+        let Some(head) = rest.get(..HEAD) else {
+            return self.starts.contains(rest);
+        };
+        let Some(&head) = self.heads.get(head) else {
+            return false;
+        };
+        self.key_lens[head as usize].iter().any(|&len| {
+            let Some(key) = rest.get(..len as usize) else {
+                return true; // `rest` is shorter than the key: it may be its start
+            };
+            self.by_key.get(key).into_iter().flatten().any(|&i| {
+                let form = self.forms[i as usize].0.as_bytes();
+                form.len() > rest.len() && form.starts_with(rest)
+            })
         })
     }
 

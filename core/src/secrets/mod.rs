@@ -3,7 +3,8 @@
 //! The values live in `usr/secrets.env` (`KEY=VALUE` lines). [`Secrets::mask`] replaces every
 //! value of 4 characters or more, and each of its common encodings (upper and lower case, JSON
 //! escapes, URL encoding, base64, hex, HTML entities: see `variants.rs`), with its placeholder,
-//! in one pass over the text (one Aho-Corasick automaton). Where values overlap, the whole
+//! in one pass over the text (an Aho-Corasick DFA over the first bytes of each form, and a
+//! table that confirms a form where one may start: `matcher.rs`). Where values overlap, the whole
 //! stretch is replaced: a value inside a longer one is part of it, and two that overlap become
 //! both placeholders, so no part of either shows. [`Secrets::unmask_value`] puts the values back
 //! into a tool's arguments, in strings and object keys at any depth. [`MaskStream`] masks text

@@ -35,11 +35,9 @@ impl<'a> MaskStream<'a> {
         let Some(matcher) = &self.secrets.matcher else {
             return Masked::new(std::mem::take(&mut self.pending));
         };
-        // A value that is not complete yet starts within the last `longest - 1` bytes.
-        let mut cut = self
-            .pending
-            .len()
-            .saturating_sub(matcher.longest.saturating_sub(1));
+        // A form that is not complete yet starts within the last `longest - 1` bytes, where
+        // the rest of the text begins like one.
+        let mut cut = matcher.partial_start(&self.pending);
         while !self.pending.is_char_boundary(cut) {
             cut -= 1;
         }

@@ -209,7 +209,7 @@ fn an_unmask_error_names_each_unknown_key_once() {
 }
 
 #[test]
-fn pieces_cover_exactly_the_matches_of_every_value() {
+fn pieces_cover_exactly_the_matches_of_every_value_streamed_too() {
     // A small deterministic generator: values and texts over "ab", so they overlap a lot.
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
     let mut next = move |n: u64| {
@@ -256,5 +256,29 @@ fn pieces_cover_exactly_the_matches_of_every_value() {
             last_end = p.end;
         });
         assert_eq!(covered, hidden, "{values:?} in {text}");
+        // Streamed in chunks, the text is masked as a whole.
+        let size = 1 + next(6) as usize;
+        let mut stream = s.stream();
+        let mut shown = String::new();
+        for chunk in text.as_bytes().chunks(size) {
+            shown += &stream.push(std::str::from_utf8(chunk).unwrap());
+        }
+        shown += &stream.finish();
+        assert_eq!(shown, s.mask(&text).into_inner(), "{values:?} in {text}");
     }
+}
+
+#[test]
+fn a_stream_holds_back_only_what_could_begin_a_value() {
+    let s = Secrets::parse("K=sk-live-4f9a8b7c6d5e").unwrap();
+    let mut stream = s.stream();
+    // The longest form is 120 bytes; none of these ends like the start of a form.
+    assert_eq!(
+        stream.push("nothing to hide here. "),
+        "nothing to hide here. "
+    );
+    assert_eq!(stream.push("the key: sk-li"), "the key: ");
+    assert_eq!(stream.push("ve-4f9a8b7c6d5e!"), "§§secret(K)!");
+    assert_eq!(stream.push("hex 736b2d6c"), "hex ");
+    assert_eq!(stream.finish(), "736b2d6c");
 }

@@ -16,11 +16,12 @@ fn call(tool: &str, args: serde_json::Value) -> String {
     json!({"thoughts": ["next"], "headline": format!("Calling {tool}"), "tool_name": tool, "tool_args": args}).to_string()
 }
 
-/// Everything a run left for a person to read: stdout, stderr and the session files.
-fn run_probe() -> Vec<(&'static str, String)> {
+/// A root with `response`, `encoder`, `echo`, the secret extensions and `secrets`.
+fn root_with(secrets: &str) -> TestRoot {
     let root = TestRoot::new();
     root.tool("core", "response", Fixture::Response);
     root.tool("usr", "encoder", Fixture::Encoder);
+    root.tool("usr", "echo", Fixture::Echo);
     root.extension(
         "core",
         "tool_execute_before",
@@ -33,19 +34,13 @@ fn run_probe() -> Vec<(&'static str, String)> {
         "_10_mask_secrets",
         Fixture::MaskSecrets,
     );
-    root.write(
-        "usr/secrets.env",
-        format!("API_KEY={KEY}\nPASSWORD={PASSWORD}\n"),
-    );
-    let replies = [
-        call("encoder", json!({"text": "§§secret(API_KEY)"})),
-        call("encoder", json!({"text": "§§secret(PASSWORD)"})),
-        call(
-            "encoder",
-            json!({"text": "a §§secret(PASSWORD) in a sentence"}),
-        ),
-        call("response", json!({"text": "done"})),
-    ];
+    root.write("usr/secrets.env", secrets);
+    root
+}
+
+/// Runs the replies through `toolhost run`; returns stdout, stderr and the session files (the
+/// last reply answers "done").
+fn run(root: &TestRoot, replies: &[String]) -> Vec<(&'static str, String)> {
     let script = std::iter::once("=== user\nEncode my secrets.".to_owned())
         .chain(replies.iter().map(|r| format!("=== model\n{r}")))
         .collect::<Vec<_>>()
@@ -64,6 +59,21 @@ fn run_probe() -> Vec<(&'static str, String)> {
         }
     }
     places
+}
+
+/// Everything a run of the probe left for a person to read.
+fn run_probe() -> Vec<(&'static str, String)> {
+    let root = root_with(&format!("API_KEY={KEY}\nPASSWORD={PASSWORD}\n"));
+    let replies = [
+        call("encoder", json!({"text": "§§secret(API_KEY)"})),
+        call("encoder", json!({"text": "§§secret(PASSWORD)"})),
+        call(
+            "encoder",
+            json!({"text": "a §§secret(PASSWORD) in a sentence"}),
+        ),
+        call("response", json!({"text": "done"})),
+    ];
+    run(&root, &replies)
 }
 
 #[test]
@@ -88,4 +98,20 @@ fn no_encoding_of_a_secret_shows_through_toolhost_run() {
         }
     }
     assert_eq!(checked, 44);
+}
+
+#[test]
+fn placeholders_in_object_keys_are_filled_in() {
+    // A value too short to be masked shows what the tool received.
+    let root = root_with("SHORT=abc\n");
+    let args = json!({"§§secret(SHORT)": 1, "n": {"x-§§secret(SHORT)": 2}});
+    let places = run(
+        &root,
+        &[
+            call("echo", args),
+            call("response", json!({"text": "done"})),
+        ],
+    );
+    let (_, stderr) = &places[1];
+    assert!(stderr.contains(r#"{"abc":1,"n":{"x-abc":2}}"#), "{stderr}");
 }

@@ -14,5 +14,6 @@ mod panics;
 mod private_copies;
 mod reload;
 mod run_cli;
+mod secrets;
 mod unknown;
 mod watch_mode;

@@ -22,6 +22,8 @@ use toolhost::{Agent, Host, LIBRARY_EXTENSION};
 pub enum Fixture {
     /// `tests/fixtures/echo`: echoes its arguments; methods `sleep`, `progress`, `fail`, `context`.
     Echo,
+    /// `tests/fixtures/encoder`: returns its `text` argument in each common encoding.
+    Encoder,
     /// `tests/fixtures/noop`: returns an empty response.
     Noop,
     /// `tests/fixtures/noop_ext`: an extension that does nothing.
@@ -58,8 +60,9 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 17] = [
+    pub const ALL: [Fixture; 18] = [
         Self::Echo,
+        Self::Encoder,
         Self::Noop,
         Self::NoopExt,
         Self::Panicky,
@@ -82,6 +85,7 @@ impl Fixture {
     pub fn package(self) -> &'static str {
         match self {
             Self::Echo => "fx-echo",
+            Self::Encoder => "fx-encoder",
             Self::Noop => "fx-noop",
             Self::NoopExt => "fx-noop-ext",
             Self::Panicky => "fx-panicky",

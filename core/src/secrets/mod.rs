@@ -1,11 +1,14 @@
 //! Secrets: the model only ever sees `§§secret(KEY)` placeholders; tools get the values.
 //!
 //! The values live in `usr/secrets.env` (`KEY=VALUE` lines). [`Secrets::mask`] replaces every
-//! value of 4 characters or more with its placeholder, in one pass over the text
-//! (Aho-Corasick, leftmost-longest: where two values start at the same place the longer one
-//! wins). [`Secrets::unmask_value`] puts the values back into a tool's arguments, in strings at
-//! any depth. [`MaskStream`] masks text that arrives in chunks, holding back only what could be
-//! the start of a value.
+//! value of 4 characters or more, and each of its common encodings (upper and lower case, JSON
+//! escapes, URL encoding, base64, hex, HTML entities: see `variants.rs`), with its placeholder,
+//! in one pass over the text (an Aho-Corasick DFA over the first bytes of each form, and a
+//! table that confirms a form where one may start: `matcher.rs`). Where values overlap, the whole
+//! stretch is replaced: a value inside a longer one is part of it, and two that overlap become
+//! both placeholders, so no part of either shows. [`Secrets::unmask_value`] puts the values back
+//! into a tool's arguments, in strings and object keys at any depth. [`MaskStream`] masks text
+//! that arrives in chunks, holding back only what could be the start of a value.
 //!
 //! ```
 //! use toolhost::Secrets;
@@ -20,14 +23,17 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use serde_json::{Map, Value};
 
 use crate::ToolError;
 
+mod cover;
 mod masked;
+mod matcher;
 mod store;
 mod stream;
+mod unmask;
+mod variants;
 
 pub use masked::{Masked, MaskedError};
 pub(crate) use store::SecretStore;
@@ -45,12 +51,10 @@ pub const MIN_MASKED_LEN: usize = 4;
 pub struct Secrets {
     /// `(key, value)`, sorted by key.
     pairs: Vec<(String, String)>,
-    /// Over the values of `MIN_MASKED_LEN` or more; pattern `i` is `masked[i]`.
-    matcher: Option<AhoCorasick>,
-    /// Placeholder of each pattern.
+    /// Over the values of `MIN_MASKED_LEN` or more and their encodings.
+    matcher: Option<matcher::Matcher>,
+    /// The placeholder of each key, in the order of `pairs`.
     placeholders: Vec<String>,
-    /// Length in bytes of the longest masked value.
-    longest: usize,
 }
 
 /// A line of `secrets.env` that is not `KEY=VALUE`.
@@ -125,37 +129,27 @@ impl Secrets {
                 );
             }
         }
-        // Each value, and its JSON-escaped form where that differs (a value with a quote or a
-        // backslash, inside JSON text a tool returns).
-        let mut masked: Vec<(String, String)> = Vec::new();
-        for (key, value) in pairs
-            .iter()
-            .filter(|(_, v)| v.chars().count() >= MIN_MASKED_LEN)
-        {
-            masked.push((key.clone(), value.clone()));
-            let escaped = serde_json::to_string(value).unwrap_or_default();
-            let escaped = &escaped[1..escaped.len().saturating_sub(1).max(1)];
-            if escaped != value {
-                masked.push((key.clone(), escaped.to_owned()));
-            }
-        }
-        let matcher = (!masked.is_empty()).then(|| {
-            // A full DFA: about 3x faster to search than the default NFA here (1,000 values of
-            // 8 to 40 bytes take a few MB), and secrets change rarely.
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(masked.iter().map(|(_, v)| v))
-                .expect("secret values form a valid automaton")
-        });
-        let placeholders = masked.iter().map(|(k, _)| placeholder(k)).collect();
-        let longest = masked.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        let matcher = matcher::Matcher::build(
+            pairs
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, v))| v.chars().count() >= MIN_MASKED_LEN)
+                .map(|(i, (_, v))| (i, v.as_str())),
+        );
+        let placeholders = pairs.iter().map(|(k, _)| placeholder(k)).collect();
         Self {
             matcher,
             placeholders,
-            longest,
             pairs,
         }
+    }
+
+    /// How many forms of the values are masked (each value and its encodings), and the heap
+    /// memory in bytes of the automaton that finds them.
+    pub fn matcher_size(&self) -> (usize, usize) {
+        self.matcher
+            .as_ref()
+            .map_or((0, 0), |m| (m.patterns(), m.memory()))
     }
 
     /// The keys, sorted.
@@ -209,19 +203,24 @@ impl Secrets {
         let Some(matcher) = &self.matcher else {
             return Cow::Borrowed(text);
         };
-        let mut matches = matcher.find_iter(text).peekable();
-        if matches.peek().is_none() {
-            return Cow::Borrowed(text);
+        let mut out: Option<String> = None;
+        let (mut at, mut last_key) = (0, usize::MAX);
+        matcher.pieces(text, |piece| {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[at..piece.start]);
+            // Overlapping forms of one value give one placeholder.
+            if !(piece.joined && piece.key == last_key) {
+                out.push_str(&self.placeholders[piece.key]);
+            }
+            (at, last_key) = (piece.end, piece.key);
+        });
+        match out {
+            Some(mut out) => {
+                out.push_str(&text[at..]);
+                Cow::Owned(out)
+            }
+            None => Cow::Borrowed(text),
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for m in matches {
-            out.push_str(&text[at..m.start()]);
-            out.push_str(&self.placeholders[m.pattern().as_usize()]);
-            at = m.end();
-        }
-        out.push_str(&text[at..]);
-        Cow::Owned(out)
     }
 
     fn value_in_place(&self, value: &mut Value) {
@@ -264,101 +263,6 @@ impl Secrets {
     fn text_in_place(&self, text: &mut String) {
         if let Cow::Owned(masked) = self.replace(text) {
             *text = masked;
-        }
-    }
-
-    /// `text` with every `§§secret(KEY)` replaced by the value of `KEY`.
-    ///
-    /// # Errors
-    ///
-    /// A [repairable](crate::ErrorKind::Repairable) error naming the unknown keys and listing
-    /// the known ones (never a value).
-    pub fn unmask<'a>(&self, text: &'a str) -> Result<Cow<'a, str>, ToolError> {
-        if !text.contains(PLACEHOLDER_START) {
-            return Ok(Cow::Borrowed(text));
-        }
-        let mut out = String::with_capacity(text.len());
-        let mut unknown = Vec::new();
-        let mut rest = text;
-        while let Some(start) = rest.find(PLACEHOLDER_START) {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + PLACEHOLDER_START.len()..];
-            match after.find(')') {
-                Some(end) => {
-                    let key = &after[..end];
-                    match self.get(key) {
-                        Some(value) => out.push_str(value),
-                        None => {
-                            unknown.push(key.to_owned());
-                            out.push_str(&rest[start..start + PLACEHOLDER_START.len() + end + 1]);
-                        }
-                    }
-                    rest = &after[end + 1..];
-                }
-                None => {
-                    out.push_str(&rest[start..]);
-                    rest = "";
-                }
-            }
-        }
-        out.push_str(rest);
-        if unknown.is_empty() {
-            return Ok(Cow::Owned(out));
-        }
-        let known: Vec<&str> = self.keys().collect();
-        Err(ToolError::repairable(format!(
-            "unknown secret {}: the known secret keys are {}; write §§secret(KEY) with one of them",
-            unknown
-                .iter()
-                .map(|k| placeholder(k))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if known.is_empty() {
-                "none (no secrets are set: put KEY=VALUE lines in usr/secrets.env)".to_owned()
-            } else {
-                known.join(", ")
-            }
-        )))
-    }
-
-    /// Replaces placeholders in every string of `value`, at any depth; returns whether anything
-    /// changed. Fails like [`unmask`](Self::unmask), leaving `value` unchanged.
-    pub fn unmask_value(&self, value: &mut Value) -> Result<bool, ToolError> {
-        fn walk(secrets: &Secrets, value: &Value) -> Result<Option<Value>, ToolError> {
-            Ok(match value {
-                Value::String(s) => match secrets.unmask(s)? {
-                    Cow::Owned(new) => Some(Value::String(new)),
-                    Cow::Borrowed(_) => None,
-                },
-                Value::Array(items) => {
-                    let mut changed = None;
-                    for (i, item) in items.iter().enumerate() {
-                        if let Some(new) = walk(secrets, item)? {
-                            changed.get_or_insert_with(|| items.clone())[i] = new;
-                        }
-                    }
-                    changed.map(Value::Array)
-                }
-                Value::Object(map) => {
-                    let mut changed = None;
-                    for (key, item) in map {
-                        if let Some(new) = walk(secrets, item)? {
-                            changed
-                                .get_or_insert_with(|| map.clone())
-                                .insert(key.clone(), new);
-                        }
-                    }
-                    changed.map(Value::Object)
-                }
-                _ => None,
-            })
-        }
-        match walk(self, value)? {
-            Some(new) => {
-                *value = new;
-                Ok(true)
-            }
-            None => Ok(false),
         }
     }
 

@@ -35,22 +35,26 @@ impl<'a> MaskStream<'a> {
         let Some(matcher) = &self.secrets.matcher else {
             return Masked::new(std::mem::take(&mut self.pending));
         };
-        // A value that is not complete yet starts within the last `longest - 1` bytes.
-        let mut cut = self
-            .pending
-            .len()
-            .saturating_sub(self.secrets.longest.saturating_sub(1));
+        // A form that is not complete yet starts within the last `longest - 1` bytes, where
+        // the rest of the text begins like one.
+        let mut cut = matcher.partial_start(&self.pending);
         while !self.pending.is_char_boundary(cut) {
             cut -= 1;
         }
-        for m in matcher.find_iter(&self.pending) {
-            if m.start() >= cut {
-                break;
+        // Never split a group of overlapping values: one that ends before `cut` cannot grow,
+        // since no value still to come starts before `cut`.
+        let mut group_start = 0;
+        let mut straddling = None;
+        matcher.pieces(&self.pending, |piece| {
+            if !piece.joined {
+                group_start = piece.start;
             }
-            if m.end() > cut {
-                cut = m.start(); // never split a match
-                break;
+            if group_start < cut && piece.end > cut {
+                straddling.get_or_insert(group_start);
             }
+        });
+        if let Some(start) = straddling {
+            cut = start;
         }
         let rest = self.pending.split_off(cut);
         let ready = std::mem::replace(&mut self.pending, rest);

@@ -79,3 +79,206 @@ fn typed_data_keeps_its_field_names() {
         serde_json::json!({"content": "the §§secret(K)", "n": ["§§secret(K)"]})
     );
 }
+
+/// `text` masked, and every value of `s` absent from the result.
+fn masked_clean(s: &Secrets, text: &str) -> String {
+    let out = s.mask(text).into_inner();
+    for (_, value) in &s.pairs {
+        assert!(!out.contains(value.as_str()), "{value} in {out}");
+    }
+    out
+}
+
+#[test]
+fn every_common_encoding_of_a_value_is_masked() {
+    let s = Secrets::parse("K=Pä/ss w\"&<'x>").unwrap();
+    for encoded in [
+        "PÄ/SS W\"&<'X>",
+        "pä/ss w\"&<'x>",
+        r#"P\u00e4/ss w\"&<'x>"#,
+        r#"P\u00E4\/ss w\"&<'x>"#,
+        r#"\u0050\u00e4\u002f\u0073\u0073\u0020\u0077\u0022\u0026\u003c\u0027\u0078\u003e"#,
+        r#"Pä/ss w\\\"&<'x>"#,
+        r#"Pä\/ss w\"&<'x>"#,
+        "P%C3%A4%2Fss%20w%22%26%3C%27x%3E",
+        "P%c3%a4%2fss+w%22%26%3c%27x%3e",
+        "UMOkL3NzIHciJjwneD4=",
+        "UMOkL3NzIHciJjwneD4",
+        "50c3a42f7373207722263c27783e",
+        "50C3A42F7373207722263C27783E",
+        "Pä/ss w&quot;&amp;&lt;&#39;x&gt;",
+        "Pä/ss w&quot;&amp;&lt;&#x27;x&gt;",
+        "P&#228;/ss w&quot;&amp;&lt;&#39;x&gt;",
+    ] {
+        let out = s.mask(&format!("[{encoded}]")).into_inner();
+        assert_eq!(out, "[§§secret(K)]", "{encoded}");
+    }
+}
+
+#[test]
+fn base64_of_a_value_inside_longer_text_is_masked_at_each_alignment() {
+    use base64::Engine;
+    let value = "sk-live-4f9a8b7c6d5e";
+    let s = Secrets::parse(&format!("K={value}")).unwrap();
+    let engines = [
+        base64::engine::general_purpose::STANDARD,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    for engine in engines {
+        for before in ["", "{", "{\"", "{\"k"] {
+            let plain = format!("{before}{value}\"}}");
+            let text = engine.encode(&plain);
+            let out = s.mask(&text).into_inner();
+            assert!(out.contains("§§secret(K)"), "{before:?}: {out}");
+            // What is left shows at most the bits of the neighbouring bytes: 2 characters on
+            // each side of the placeholder, plus the encoding of the text around.
+            let left = out.replace("§§secret(K)", "");
+            assert!(left.len() <= text.len() - 20, "{before:?}: {out}");
+        }
+    }
+}
+
+#[test]
+fn overlapping_values_are_masked_entirely() {
+    let s = Secrets::parse("A=abcd1234\nB=1234wxyz\nC=cd12").unwrap();
+    assert_eq!(
+        masked_clean(&s, "x abcd1234wxyz y"),
+        "x §§secret(A)§§secret(B) y"
+    );
+    assert_eq!(
+        masked_clean(&s, "1234wxyz abcd1234"),
+        "§§secret(B) §§secret(A)"
+    );
+    // A value inside another is part of it; a chain of three overlaps is one stretch.
+    let s = Secrets::parse("A=abcdef\nB=bcd1\nC=ef12\nD=1234").unwrap();
+    assert_eq!(masked_clean(&s, "abcdef"), "§§secret(A)");
+    assert_eq!(
+        masked_clean(&s, "-abcdef1234-"),
+        "-§§secret(A)§§secret(C)§§secret(D)-"
+    );
+    // Two matches of one value that overlap give one placeholder.
+    let s = Secrets::parse("A=abcd-abcd").unwrap();
+    assert_eq!(masked_clean(&s, "abcd-abcd-abcd!"), "§§secret(A)!");
+}
+
+#[test]
+fn a_stream_masks_encodings_and_overlaps_like_the_whole_text() {
+    let s = Secrets::parse("A=abcd1234\nB=1234wxyz\nP=pass word/1").unwrap();
+    let text = "x abcd1234wxyz y pass%20word%2F1 cGFzcyB3b3JkLzE= PASS WORD/1 z";
+    let whole = s.mask(text).into_inner();
+    assert!(
+        !whole.contains("wxyz") && !whole.contains("word"),
+        "{whole}"
+    );
+    for size in 1..text.len() {
+        let mut stream = s.stream();
+        let mut shown = String::new();
+        for chunk in text.as_bytes().chunks(size) {
+            shown += &stream.push(std::str::from_utf8(chunk).unwrap());
+        }
+        shown += &stream.finish();
+        assert_eq!(shown, whole, "chunk size {size}");
+    }
+}
+
+#[test]
+fn object_keys_are_unmasked_too() {
+    let s = Secrets::parse("K=value-1").unwrap();
+    let mut v = serde_json::json!({"§§secret(K)": {"x §§secret(K)": 1}, "plain": 2});
+    assert!(s.unmask_value(&mut v).unwrap());
+    assert_eq!(
+        v,
+        serde_json::json!({"value-1": {"x value-1": 1}, "plain": 2})
+    );
+}
+
+#[test]
+fn an_unmask_error_names_each_unknown_key_once() {
+    let s = Secrets::parse("K=value-1").unwrap();
+    let text = "§§secret(NOPE) ".repeat(100_000) + "§§secret(OTHER)";
+    let e = s.unmask(&text).unwrap_err();
+    assert_eq!(e.message().matches("§§secret(NOPE)").count(), 1);
+    assert!(e.message().contains("§§secret(OTHER)"));
+    assert!(e.message().len() < 300, "{}", e.message());
+    // Across a whole value too, and many distinct keys are cut short.
+    let many: Vec<String> = (0..1000).map(|i| format!("§§secret(X{i})")).collect();
+    let mut v = serde_json::json!({"a": many, "b": "§§secret(NOPE)"});
+    let e = s.unmask_value(&mut v).unwrap_err();
+    assert!(e.message().len() < 500, "{}", e.message());
+    assert!(e.message().contains("and others"), "{}", e.message());
+}
+
+#[test]
+fn pieces_cover_exactly_the_matches_of_every_value_streamed_too() {
+    // A small deterministic generator: values and texts over "ab", so they overlap a lot.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for _ in 0..300 {
+        let values: Vec<String> = (0..1 + next(4))
+            .map(|_| {
+                (0..4 + next(4))
+                    .map(|_| ['a', 'b'][next(2) as usize])
+                    .collect()
+            })
+            .collect();
+        let text: String = (0..next(40))
+            .map(|_| ['a', 'b'][next(2) as usize])
+            .collect();
+        let s = Secrets::from_pairs(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("K{i}"), v.clone())),
+        );
+        let mut hidden = vec![false; text.len()];
+        for v in &values {
+            for (at, _) in text.match_indices(v.as_str()) {
+                hidden[at..at + v.len()].iter_mut().for_each(|h| *h = true);
+            }
+            // Overlapping occurrences too.
+            for at in 0..text.len() {
+                if text[at..].starts_with(v.as_str()) {
+                    hidden[at..at + v.len()].iter_mut().for_each(|h| *h = true);
+                }
+            }
+        }
+        let mut covered = vec![false; text.len()];
+        let mut last_end = 0;
+        s.matcher.as_ref().unwrap().pieces(&text, |p| {
+            assert!(p.start >= last_end && p.end > p.start, "{values:?} {text}");
+            assert!(!p.joined || p.start == last_end, "{values:?} {text}");
+            covered[p.start..p.end].iter_mut().for_each(|c| *c = true);
+            last_end = p.end;
+        });
+        assert_eq!(covered, hidden, "{values:?} in {text}");
+        // Streamed in chunks, the text is masked as a whole.
+        let size = 1 + next(6) as usize;
+        let mut stream = s.stream();
+        let mut shown = String::new();
+        for chunk in text.as_bytes().chunks(size) {
+            shown += &stream.push(std::str::from_utf8(chunk).unwrap());
+        }
+        shown += &stream.finish();
+        assert_eq!(shown, s.mask(&text).into_inner(), "{values:?} in {text}");
+    }
+}
+
+#[test]
+fn a_stream_holds_back_only_what_could_begin_a_value() {
+    let s = Secrets::parse("K=sk-live-4f9a8b7c6d5e").unwrap();
+    let mut stream = s.stream();
+    // The longest form is 120 bytes; none of these ends like the start of a form.
+    assert_eq!(
+        stream.push("nothing to hide here. "),
+        "nothing to hide here. "
+    );
+    assert_eq!(stream.push("the key: sk-li"), "the key: ");
+    assert_eq!(stream.push("ve-4f9a8b7c6d5e!"), "§§secret(K)!");
+    assert_eq!(stream.push("hex 736b2d6c"), "hex ");
+    assert_eq!(stream.finish(), "736b2d6c");
+}

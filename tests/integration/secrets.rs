@@ -1,0 +1,117 @@
+//! Secrets stay masked in every common encoding: a probe tool returns a value in each of them
+//! through `toolhost run`, and no form of it shows anywhere.
+
+use serde_json::json;
+use toolhost_tests::{Fixture, TestRoot};
+
+#[path = "../fixtures/encoder/src/encodings.rs"]
+#[allow(dead_code)]
+mod encodings;
+
+const KEY: &str = "sk-live-4f9a8b7c6d5e";
+/// Changes under every encoding: non-ASCII, a space, a slash, quotes, `&<>` and `+`.
+const PASSWORD: &str = "pä$$ w/\"rd'&<x>+1";
+
+fn call(tool: &str, args: serde_json::Value) -> String {
+    json!({"thoughts": ["next"], "headline": format!("Calling {tool}"), "tool_name": tool, "tool_args": args}).to_string()
+}
+
+/// A root with `response`, `encoder`, `echo`, the secret extensions and `secrets`.
+fn root_with(secrets: &str) -> TestRoot {
+    let root = TestRoot::new();
+    root.tool("core", "response", Fixture::Response);
+    root.tool("usr", "encoder", Fixture::Encoder);
+    root.tool("usr", "echo", Fixture::Echo);
+    root.extension(
+        "core",
+        "tool_execute_before",
+        "_10_unmask_secrets",
+        Fixture::UnmaskSecrets,
+    );
+    root.extension(
+        "core",
+        "tool_execute_after",
+        "_10_mask_secrets",
+        Fixture::MaskSecrets,
+    );
+    root.write("usr/secrets.env", secrets);
+    root
+}
+
+/// Runs the replies through `toolhost run`; returns stdout, stderr and the session files (the
+/// last reply answers "done").
+fn run(root: &TestRoot, replies: &[String]) -> Vec<(&'static str, String)> {
+    let script = std::iter::once("=== user\nEncode my secrets.".to_owned())
+        .chain(replies.iter().map(|r| format!("=== model\n{r}")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = root.write("script.txt", script);
+    let out = root.run_cli(&["run", path.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "done");
+    let mut places = vec![("stdout", stdout), ("stderr", stderr)];
+    for entry in std::fs::read_dir(root.path().join("usr/sessions")).unwrap() {
+        for file in ["history.jsonl", "log.jsonl"] {
+            let text = std::fs::read_to_string(entry.as_ref().unwrap().path().join(file)).unwrap();
+            places.push(("session", text));
+        }
+    }
+    places
+}
+
+/// Everything a run of the probe left for a person to read.
+fn run_probe() -> Vec<(&'static str, String)> {
+    let root = root_with(&format!("API_KEY={KEY}\nPASSWORD={PASSWORD}\n"));
+    let replies = [
+        call("encoder", json!({"text": "§§secret(API_KEY)"})),
+        call("encoder", json!({"text": "§§secret(PASSWORD)"})),
+        call(
+            "encoder",
+            json!({"text": "a §§secret(PASSWORD) in a sentence"}),
+        ),
+        call("response", json!({"text": "done"})),
+    ];
+    run(&root, &replies)
+}
+
+#[test]
+fn no_encoding_of_a_secret_shows_through_toolhost_run() {
+    let places = run_probe();
+    let (_, stderr) = &places[1];
+    // The probe did run, and its lines came back with placeholders.
+    assert!(stderr.contains("base64 inside, offset 2: "), "{stderr}");
+    assert!(stderr.contains("html hex: §§secret(PASSWORD)"), "{stderr}");
+    let mut checked = 0;
+    for value in [KEY, PASSWORD] {
+        for probe in encodings::probes(value) {
+            for (place, text) in &places {
+                assert!(
+                    !text.contains(&probe.secret),
+                    "{value} as {} ({}) shows in {place}:\n{text}",
+                    probe.label,
+                    probe.secret
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 44);
+}
+
+#[test]
+fn placeholders_in_object_keys_are_filled_in() {
+    // A value too short to be masked shows what the tool received.
+    let root = root_with("SHORT=abc\n");
+    let args = json!({"§§secret(SHORT)": 1, "n": {"x-§§secret(SHORT)": 2}});
+    let places = run(
+        &root,
+        &[
+            call("echo", args),
+            call("response", json!({"text": "done"})),
+        ],
+    );
+    let (_, stderr) = &places[1];
+    assert!(stderr.contains(r#"{"abc":1,"n":{"x-abc":2}}"#), "{stderr}");
+}

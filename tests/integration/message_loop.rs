@@ -15,18 +15,7 @@ fn root() -> TestRoot {
     let root = TestRoot::new();
     root.tool("core", "response", Fixture::Response);
     root.tool("usr", "echo", Fixture::Echo);
-    root.extension(
-        "core",
-        "tool_execute_before",
-        "_10_unmask_secrets",
-        Fixture::UnmaskSecrets,
-    );
-    root.extension(
-        "core",
-        "tool_execute_after",
-        "_10_mask_secrets",
-        Fixture::MaskSecrets,
-    );
+    root.secret_extensions();
     root
 }
 

@@ -22,18 +22,7 @@ fn root_with(secrets: &str) -> TestRoot {
     root.tool("core", "response", Fixture::Response);
     root.tool("usr", "encoder", Fixture::Encoder);
     root.tool("usr", "echo", Fixture::Echo);
-    root.extension(
-        "core",
-        "tool_execute_before",
-        "_10_unmask_secrets",
-        Fixture::UnmaskSecrets,
-    );
-    root.extension(
-        "core",
-        "tool_execute_after",
-        "_10_mask_secrets",
-        Fixture::MaskSecrets,
-    );
+    root.secret_extensions();
     root.write("usr/secrets.env", secrets);
     root
 }

@@ -214,6 +214,15 @@ impl TestRoot {
         )
     }
 
+    /// Installs the core's secret extensions, `_10_unmask_secrets` at `tool_execute_before`
+    /// and `_10_mask_secrets` at `tool_execute_after`, as a real root has them.
+    pub fn secret_extensions(&self) {
+        let before = "tool_execute_before";
+        self.extension("core", before, "_10_unmask_secrets", Fixture::UnmaskSecrets);
+        let after = "tool_execute_after";
+        self.extension("core", after, "_10_mask_secrets", Fixture::MaskSecrets);
+    }
+
     /// Copies `fixture` to `rel` under the root.
     pub fn copy(&self, fixture: Fixture, rel: &str) -> PathBuf {
         let dest = self.path().join(rel);

@@ -6,7 +6,8 @@
 //! call; otherwise it is *inline*, written inside a sentence or in backticks. The reply's
 //! request is the first block-level candidate that is a request (or a broken one); only when
 //! there is none, the first inline one. So an example quoted in a sentence never wins over the
-//! call below it, and a broken request is never passed over for a later one.
+//! call below it, and a broken request is never passed over for a later one. Several different
+//! inline requests and no block-level one are examples, not a call: unreadable.
 //!
 //! Each candidate is read in JSON's quote mode, then, if that fails, in the lenient one. The
 //! work is bounded by four times the reply's length: linear in any reply.
@@ -24,7 +25,7 @@ const LINE_LOOKBEHIND: usize = 256;
 pub(super) fn choose(text: &str) -> Reading {
     let budget = text.len().saturating_mul(4).saturating_add(4096);
     let mut spent = 0usize;
-    let mut first_inline = None;
+    let mut inline: Vec<Reading> = Vec::new();
     let mut at = 0;
     while let Some(start) = next_start(text, at) {
         if spent > budget {
@@ -39,9 +40,35 @@ pub(super) fn choose(text: &str) -> Reading {
         if is_block(text, start) {
             return reading;
         }
-        first_inline.get_or_insert(reading);
+        inline.push(reading);
     }
-    first_inline.unwrap_or(Reading::Nothing)
+    only_inline(inline)
+}
+
+/// Requests written inside sentences: one is taken; several different ones are examples.
+fn only_inline(mut inline: Vec<Reading>) -> Reading {
+    let Some(first) = inline.first() else {
+        return Reading::Nothing;
+    };
+    let same = |r: &Reading| match (r, first) {
+        (Reading::Request(a), Reading::Request(b)) => a.tool == b.tool && a.args == b.args,
+        _ => false,
+    };
+    if inline.len() > 1 && !inline[1..].iter().all(same) {
+        let tools: Vec<String> = inline.iter().map(describe).collect();
+        return Reading::Unreadable(format!(
+            "several calls written inside sentences, none on its own line ({}): which one is meant?",
+            tools.join(", ")
+        ));
+    }
+    inline.swap_remove(0)
+}
+
+fn describe(reading: &Reading) -> String {
+    match reading {
+        Reading::Request(r) => format!("`{}`", r.tool),
+        _ => "a broken one".to_owned(),
+    }
 }
 
 /// The next `{` or XML call from `at` on.

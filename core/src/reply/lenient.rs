@@ -9,7 +9,8 @@
 //! comments, trailing commas, single quotes, unquoted keys, `True`/`False`/`None`, JSON5
 //! numbers, raw control characters in strings, invalid escapes (kept with their backslash),
 //! unescaped inner quotes ([`Quotes::Lenient`], see `strings.rs`) and, with `at_end`, objects
-//! left open at the end of the text.
+//! left open at the end of the text or where, after a complete member, a line starts with a
+//! word (text after an object that was never closed).
 
 use serde_json::{Map, Number, Value};
 
@@ -106,6 +107,11 @@ impl Parser<'_> {
                     Some(b']') if matches!(self.stack.last(), Some(Frame::Array(_))) => {}
                     None if self.at_end => return Ok(self.close_all()),
                     None => return Err("the text ends inside an object"),
+                    Some(b)
+                        if self.at_end && b.is_ascii_alphabetic() && self.after_line_break() =>
+                    {
+                        return Ok(self.close_all())
+                    }
                     Some(_) => return Err("expected `,` or the end of the object"),
                 }
                 self.pos += 1;
@@ -150,6 +156,13 @@ impl Parser<'_> {
         self.pos += 1;
         self.stack.push(frame);
         Ok(None)
+    }
+
+    /// Whether a line break comes between the last non-blank character and the current one.
+    fn after_line_break(&self) -> bool {
+        let before = &self.bytes[..self.pos];
+        let blank = before.iter().rev().take_while(|b| b.is_ascii_whitespace());
+        blank.clone().any(|&b| b == b'\n')
     }
 
     /// Whether the innermost open container is an array.

@@ -109,9 +109,11 @@ fn with_args(tool: Value, map: &mut Map<String, Value>, optional: bool) -> Readi
         None => return Reading::Nothing,
         Some((key, value)) => match arguments(value) {
             Ok(args) => args,
-            Err(seen) => return Reading::Unreadable(format!(
+            Err(seen) => {
+                return Reading::Unreadable(format!(
                 "a request for tool `{tool}` whose `{key}` could not be read as an object: {seen}"
-            )),
+            ))
+            }
         },
     };
     Reading::Request(ToolRequest {

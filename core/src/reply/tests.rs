@@ -69,6 +69,15 @@ fn other_frameworks_shapes() {
     }
     let (_, args) = call("<invoke name=\"x\"><parameter name=\"n\">5</parameter></invoke>");
     assert_eq!(args, json!({"n": "5"}));
+    let text =
+        "<invoke name=\"x\">\n<parameter name=\"q\" string=\"true\">a b</parameter>\n</invoke>";
+    assert_eq!(call(text).1, json!({"q": "a b"}));
+    let text =
+        "<invoke name=\"x\">\n<tool_args>{\"a\": 1}</tool_args>\nHuman: {\"tool_name\": \"y\"}";
+    assert_eq!(call(text), ("x".to_owned(), json!({"a": 1})));
+    let text =
+        "{\"function\": \"x\",\n\"params\": {\"a\": 1}\nFUNCTION RETURN {\"status\": \"OK\"}";
+    assert_eq!(call(text), ("x".to_owned(), json!({"a": 1})));
 }
 
 #[test]
@@ -152,9 +161,11 @@ fn the_first_block_level_request_wins_over_an_example_in_prose() {
     // Two requests, both block-level: the first one.
     let text = "{\"tool_name\": \"a\"}\n{\"tool_name\": \"b\"}";
     assert_eq!(call(text).0, "a");
-    // Only inline: the first inline one.
-    let text = "Calling {\"tool_name\": \"a\"} then {\"tool_name\": \"b\"}";
+    // Only inline: one is taken, several different ones are examples.
+    let text = "Calling {\"tool_name\": \"a\"} now.";
     assert_eq!(call(text).0, "a");
+    let text = "Either {\"tool_name\": \"a\"} or {\"tool_name\": \"b\"}";
+    assert!(matches!(read_reply(text), Err(Misformat::Unreadable(_))));
     // Non-requests and braces in prose before it are skipped.
     let text = "Set {x} to {\"name\": \"Ada\", \"age\": 36}.\n{\"tool_name\": \"real\"}";
     assert_eq!(call(text).0, "real");

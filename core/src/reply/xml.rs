@@ -8,7 +8,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{lenient, shapes::Reading, ToolRequest};
+use super::lenient::{self, Quotes};
+use super::shapes::{self, Reading};
+use super::ToolRequest;
 
 /// The two openings of a call, and the closing tag of each.
 const FORMS: [(&str, &str); 2] = [("<invoke", "</invoke>"), ("<function=", "</function>")];
@@ -54,22 +56,27 @@ fn tag_end(rest: &str) -> Option<usize> {
     rest.bytes().take(256).position(|b| b == b'>')
 }
 
-/// The name in `name="x"` (or `'x'`), or after `<function=`.
+/// The name in `name="x"` (or `'x'`, among other attributes), or after `<function=`.
 fn name(head: &str) -> Option<String> {
     let head = head.trim();
-    let value = match head.strip_prefix("name=") {
-        Some(v) => v,
-        None if !head.contains('=') && !head.contains(' ') => head,
-        None => head
-            .split_whitespace()
-            .find_map(|a| a.strip_prefix("name="))?,
+    let value = match head.find("name=") {
+        Some(i) if i == 0 || head[..i].ends_with(char::is_whitespace) => &head[i + 5..],
+        _ if !head.contains(['=', ' ']) => head,
+        _ => return None,
     };
-    let value = value.trim_matches(|c| c == '"' || c == '\'').trim();
+    let value = match value.chars().next()? {
+        quote @ ('"' | '\'') => value[1..].split(quote).next()?,
+        _ => value.split_whitespace().next()?,
+    };
+    let value = value.trim();
     (!value.is_empty() && !value.contains(char::is_whitespace)).then(|| value.to_owned())
 }
 
 /// The parameters in a call's body.
 fn parameters(body: &str) -> Result<Map<String, Value>, String> {
+    if !body.contains("<parameter") {
+        return json_body(body);
+    }
     let mut args = Map::new();
     let mut rest = body;
     while let Some(start) = rest.find("<parameter") {
@@ -92,6 +99,31 @@ fn parameters(body: &str) -> Result<Map<String, Value>, String> {
         rest = &rest[end + "</parameter>".len()..];
     }
     Ok(args)
+}
+
+/// A body without parameters: nothing (no arguments), or a JSON object in it (MiniMax's
+/// `<tool_args>{...}</tool_args>`).
+fn json_body(body: &str) -> Result<Map<String, Value>, String> {
+    let trimmed = body.trim();
+    if trimmed.is_empty() || trimmed.starts_with("</") {
+        return Ok(Map::new());
+    }
+    let Some(start) = body.find('{') else {
+        return Err(format!("no parameters, but `{}`", brief(trimmed)));
+    };
+    for quotes in [Quotes::Strict, Quotes::Lenient] {
+        if let Ok((Value::Object(args), _)) = lenient::read_value(body, start, quotes, false) {
+            return Ok(args);
+        }
+    }
+    Err(format!(
+        "arguments that could not be read: `{}`",
+        brief(&body[start..])
+    ))
+}
+
+fn brief(text: &str) -> String {
+    shapes::brief(&Value::String(text.to_owned()))
 }
 
 fn value(raw: &str) -> Value {

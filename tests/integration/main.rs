@@ -11,6 +11,7 @@ mod names;
 mod panics;
 mod private_copies;
 mod reload;
+mod reply_corpus;
 mod run_cli;
 mod unknown;
 mod watch_mode;

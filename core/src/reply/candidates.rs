@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::lenient::{self, Quotes};
 use super::shapes::{self, Reading};
-use super::xml;
+use super::{headers, xml};
 
 /// How far back the start of a line is looked for.
 const LINE_LOOKBEHIND: usize = 256;
@@ -97,7 +97,12 @@ fn read_candidate(text: &str, start: usize) -> (Reading, usize, usize) {
     let mut broken_request = None;
     for quotes in [Quotes::Strict, Quotes::Lenient] {
         match lenient::read_value(text, start, quotes, true) {
-            Ok((value, end)) => return (shapes::classify(value), end, cost + end - start),
+            Ok((value, end)) => {
+                let reading = headers::named_before(text, start, &value)
+                    .filter(|_| !looks_like_request(&value))
+                    .unwrap_or_else(|| shapes::classify(value));
+                return (reading, end, cost + end - start);
+            }
             Err(failure) => {
                 cost += failure.at.saturating_sub(start).max(1);
                 if shapes::started_as_request(&failure.partial, failure.pending.as_deref()) {
@@ -115,6 +120,11 @@ fn read_candidate(text: &str, start: usize) -> (Reading, usize, usize) {
         None => Reading::Nothing,
     };
     (reading, start + 1, cost)
+}
+
+/// Whether an object is a request in itself (a name before it does not then matter).
+fn looks_like_request(value: &Value) -> bool {
+    !matches!(shapes::classify(value.clone()), Reading::Nothing)
 }
 
 /// Whether the candidate at `start` is block-level (see the module's documentation).

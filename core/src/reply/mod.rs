@@ -8,6 +8,7 @@
 
 mod candidates;
 mod depth;
+mod headers;
 mod lenient;
 mod shapes;
 mod strings;
@@ -78,7 +79,9 @@ impl std::error::Error for Misformat {}
 /// `input`). `{"name": "Ada", "age": 36}` is not a call. Arguments are an object, or a string
 /// holding one (OpenAI); missing or `null` means `{}`; anything else present as arguments is
 /// [`Misformat::Unreadable`], never a call without them. XML calls (`<invoke name="x">
-/// <parameter name="p">v</parameter></invoke>`, `<function=x><parameter=p>`) are read too.
+/// <parameter name="p">v</parameter></invoke>`, `<function=x><parameter=p>`) are read too, and
+/// so is an object of arguments after a tool named before it (ReAct's `Action: x` /
+/// `Action Input:`, Harmony's `to=functions.x ... <|message|>`, LM Studio's `[x]` line).
 ///
 /// **How leniently.** JSON5 (comments, trailing commas, single quotes, unquoted keys), raw line
 /// breaks and tabs in strings, an object never closed at the end of the reply, text around it,

@@ -145,7 +145,7 @@ pub use parallel::MAX_PARALLEL;
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use reload::{ReloadEvent, Served};
-pub use reply::{parse_reply, ToolRequest};
+pub use reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
 pub use secrets::{
     placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, MIN_MASKED_LEN,
     PLACEHOLDER_START,

@@ -12,7 +12,7 @@ use serde_json::{json, Map};
 use crate::intervention::Stopped;
 use crate::model::{Model, ModelError, ModelRequest};
 use crate::output::OutputKind;
-use crate::reply::{parse_reply, ToolRequest};
+use crate::reply::{parse_reply, read_reply, Misformat, ToolRequest};
 use crate::secrets::MaskedError;
 use crate::transcript::{HistoryMessage, LogKind, Role};
 use crate::{Agent, ErrorKind, Response, ToolError};
@@ -203,22 +203,28 @@ impl Agent {
         last_reply: &mut Option<String>,
     ) -> Result<Step, LoopError> {
         let reply = self.ask(model).await?;
-        let request = parse_reply(&reply);
+        let request = read_reply(&reply);
         let repeated = last_reply.as_deref() == Some(reply.as_str());
         *last_reply = Some(reply);
-        let Some(request) = request.filter(|_| !repeated) else {
-            let warning = if repeated {
-                REPEAT_WARNING
-            } else {
-                MISFORMAT_WARNING
-            };
-            self.warn(warning.to_owned()).await?;
-            return Ok(Step::Unusable);
+        let request = match request {
+            _ if repeated => return self.unusable(REPEAT_WARNING.to_owned()).await,
+            Ok(request) => request,
+            Err(Misformat::NoRequest) => return self.unusable(MISFORMAT_WARNING.to_owned()).await,
+            Err(misformat) => {
+                let warning = format!("{MISFORMAT_WARNING}\nIn your reply, {misformat}.");
+                return self.unusable(warning).await;
+            }
         };
         match self.call_tool(&request.tool, request.args.clone()).await {
             Ok(response) => self.tool_answered(&request, response).await,
             Err(error) => self.tool_failed(request, error).await,
         }
+    }
+
+    /// An unusable reply: the warning goes back to the model.
+    async fn unusable(self: &Arc<Self>, warning: String) -> Result<Step, LoopError> {
+        self.warn(warning).await?;
+        Ok(Step::Unusable)
     }
 
     /// A tool answered: its result was added to the history; a `break_loop` ends the loop,

@@ -13,6 +13,7 @@ mod names;
 mod panics;
 mod private_copies;
 mod reload;
+mod reply_corpus;
 mod run_cli;
 mod secrets;
 mod unknown;

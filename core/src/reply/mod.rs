@@ -1,0 +1,131 @@
+//! Reading a model's reply: the tool request in it, read leniently.
+//!
+//! - `candidates.rs`: where the request is in a reply (the first block-level one wins);
+//! - `lenient.rs`, `strings.rs`: reading a JSON object that may be broken, without recursion;
+//! - `shapes.rs`: the shapes a request takes in Agent Zero and other frameworks;
+//! - `xml.rs`: calls written as XML;
+//! - `depth.rs`: the nesting bound, checked before anything is parsed.
+
+mod candidates;
+mod depth;
+mod headers;
+mod lenient;
+mod shapes;
+mod strings;
+#[cfg(test)]
+mod tests;
+mod xml;
+
+use std::fmt;
+
+use serde_json::Value;
+
+use shapes::Reading;
+
+/// The deepest nesting of brackets a reply may have (serde_json's own limit): deeper, it is a
+/// misformat. Nothing that reads a reply recurses deeper than this, on any stack.
+pub const MAX_REPLY_DEPTH: usize = 128;
+
+/// The tool call a model's reply asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRequest {
+    /// `name` or `name:method`.
+    pub tool: String,
+    /// The arguments (an object).
+    pub args: Value,
+    /// The model's `thoughts`, if it gave any.
+    pub thoughts: Option<Value>,
+    /// The model's `headline`, if it gave one.
+    pub headline: Option<String>,
+}
+
+/// Why a reply holds no usable tool request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Misformat {
+    /// Nothing in the reply is a tool request.
+    NoRequest,
+    /// The reply nests brackets deeper than [`MAX_REPLY_DEPTH`].
+    TooDeep,
+    /// A tool request is there, but its tool or arguments could not be read: what was seen.
+    Unreadable(String),
+}
+
+impl fmt::Display for Misformat {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Misformat::NoRequest => write!(out, "no tool request was found"),
+            Misformat::TooDeep => {
+                write!(out, "the reply nests deeper than {MAX_REPLY_DEPTH} levels")
+            }
+            Misformat::Unreadable(seen) => write!(out, "what was seen: {seen}"),
+        }
+    }
+}
+
+impl std::error::Error for Misformat {}
+
+/// Finds the tool request in a model's reply, as Agent Zero does but more forgiving.
+///
+/// **Where.** The request is the first *block-level* object or XML call that is a tool
+/// request: one that starts its line (after white space, `[`, or a tag like `<tool_call>` or
+/// `[TOOL_CALLS]`), for example inside a code fence. Only if there is none, the first object
+/// written inside a sentence is taken. So an example in the prose never wins over the real call
+/// after it. Objects that are not requests are skipped; a request that is broken is not (the
+/// reply is then a misformat, never a later call).
+///
+/// **Which objects are requests.** One with a tool key (`tool_name`, `tool`; `function` as a
+/// name or an object; `command: {name, args}`; `tool_calls: [...]`, the first), or with `name`
+/// next to an arguments key (`tool_args`, `args`, `parameters`, `arguments`, `params`,
+/// `input`). `{"name": "Ada", "age": 36}` is not a call. Arguments are an object, or a string
+/// holding one (OpenAI); missing or `null` means `{}`; anything else present as arguments is
+/// [`Misformat::Unreadable`], never a call without them. XML calls (`<invoke name="x">
+/// <parameter name="p">v</parameter></invoke>`, `<function=x><parameter=p>`) are read too, and
+/// so is an object of arguments after a tool named before it (ReAct's `Action: x` /
+/// `Action Input:`, Harmony's `to=functions.x ... <|message|>`, LM Studio's `[x]` line).
+///
+/// **How leniently.** JSON5 (comments, trailing commas, single quotes, unquoted keys), raw line
+/// breaks and tabs in strings, an object never closed at the end of the reply, text around it,
+/// and unescaped quotes inside a string where they pair up and the object goes on after the
+/// closing one. An invalid escape keeps its backslash (`C:\Users` stays `C:\Users`). A reply
+/// nested deeper than [`MAX_REPLY_DEPTH`] is [`Misformat::TooDeep`]. The work is linear in the
+/// reply's length, and nothing recurses deeper than [`MAX_REPLY_DEPTH`].
+///
+/// ```
+/// let reply = "Sure!\n```json\n{'tool': 'greet:shout', args: {name: 'Ada',}, // hi\n}\n```";
+/// let request = toolhost::read_reply(reply).unwrap();
+/// assert_eq!(request.tool, "greet:shout");
+/// assert_eq!(request.args, serde_json::json!({"name": "Ada"}));
+///
+/// let reply = r#"{"name": "terminal", "arguments": "{\"command\": \"dir C:\\Users\"}"}"#;
+/// let request = toolhost::read_reply(reply).unwrap();
+/// assert_eq!(request.args, serde_json::json!({"command": "dir C:\\Users"}));
+/// ```
+pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
+    if depth::exceeds(text, MAX_REPLY_DEPTH) {
+        return Err(Misformat::TooDeep);
+    }
+    let reading = whole(text).unwrap_or_else(|| candidates::choose(text));
+    match reading {
+        Reading::Request(request) => Ok(request),
+        Reading::Unreadable(seen) => Err(Misformat::Unreadable(seen)),
+        Reading::Nothing => Err(Misformat::NoRequest),
+    }
+}
+
+/// [`read_reply`], without the reason when there is no request.
+///
+/// ```
+/// assert!(toolhost::parse_reply(r#"{"name": "Ada", "age": 36}"#).is_none());
+/// ```
+pub fn parse_reply(text: &str) -> Option<ToolRequest> {
+    read_reply(text).ok()
+}
+
+/// A reply that is one valid JSON object and nothing else, read by serde_json alone.
+fn whole(text: &str) -> Option<Reading> {
+    let trimmed = text.trim();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(trimmed).ok().map(shapes::classify)
+}

@@ -1,0 +1,203 @@
+//! The reader's rules, one test per rule.
+
+use serde_json::json;
+
+use super::*;
+
+fn call(text: &str) -> (String, Value) {
+    let r = read_reply(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    (r.tool, r.args)
+}
+
+#[test]
+fn strict_json_with_agent_zero_fields() {
+    let r = read_reply(
+        r#"{"thoughts": ["a"], "headline": "Greeting", "tool_name": "greet", "tool_args": {"name": "Ada"}}"#,
+    )
+    .unwrap();
+    assert_eq!(r.tool, "greet");
+    assert_eq!(r.args, json!({"name": "Ada"}));
+    assert_eq!(r.thoughts, Some(json!(["a"])));
+    assert_eq!(r.headline.as_deref(), Some("Greeting"));
+}
+
+#[test]
+fn lenient_forms() {
+    for text in [
+        "~~~json\n{\"tool_name\": \"x\", \"tool_args\": {\"a\": 1,},}\n~~~",
+        "Here you go: {'name': 'x', 'parameters': {'a': 1}} thanks",
+        "{ /* c */ tool: \"x\", args: { a: 1 } // end\n }",
+        "{\"tool_name\": \"x\", \"tool_args\": {\"a\": 1}}\nI hope this helps! {}",
+        "{\"tool_name\": \"x\", \"tool_args\": {\"a\": 1}",
+        "{\"tool_name\": \"x\", \"tool_args\": {\"a\": 1,",
+        "{'tool_name': 'x', 'tool_args': {'a': +1,}}",
+    ] {
+        assert_eq!(call(text), ("x".to_owned(), json!({"a": 1})), "{text}");
+    }
+}
+
+#[test]
+fn other_frameworks_shapes() {
+    let cases = [
+        r#"{"name": "x", "arguments": {"a": 1}}"#,
+        r#"{"name": "x", "arguments": "{\"a\": 1}"}"#,
+        r#"{"name": "x", "arguments": "\"{\\\"a\\\": 1}\""}"#,
+        r#"{"type": "function", "function": {"name": "x", "arguments": "{\"a\":1}"}}"#,
+        r#"{"tool_calls": [{"id": "c1", "function": {"name": "x", "arguments": {"a": 1}}}, {"function": {"name": "y", "arguments": {}}}]}"#,
+        r#"{"thoughts": {"text": "t"}, "command": {"name": "x", "args": {"a": 1}}}"#,
+        r#"{"function": "x", "params": {"a": 1}}"#,
+        "<tool_call>\n{\"name\": \"x\", \"arguments\": {\"a\": 1}}\n</tool_call>",
+        "I'll do it.\n<invoke name=\"x\">\n<parameter name=\"a\">[1]</parameter>\n</invoke>",
+        "<tool_call>\n<function=x>\n<parameter=a>\n{\"b\": 2}\n</parameter>\n</function>\n</tool_call>",
+        r#"[TOOL_CALLS][{"name": "x", "arguments": {"a": 1}}]"#,
+    ];
+    let expected = [
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": 1}),
+        json!({"a": [1]}),
+        json!({"a": {"b": 2}}),
+        json!({"a": 1}),
+    ];
+    for (text, args) in cases.iter().zip(expected) {
+        assert_eq!(call(text), ("x".to_owned(), args), "{text}");
+    }
+    let (_, args) = call("<invoke name=\"x\"><parameter name=\"n\">5</parameter></invoke>");
+    assert_eq!(args, json!({"n": "5"}));
+    let text =
+        "<invoke name=\"x\">\n<parameter name=\"q\" string=\"true\">a b</parameter>\n</invoke>";
+    assert_eq!(call(text).1, json!({"q": "a b"}));
+    let text =
+        "<invoke name=\"x\">\n<tool_args>{\"a\": 1}</tool_args>\nHuman: {\"tool_name\": \"y\"}";
+    assert_eq!(call(text), ("x".to_owned(), json!({"a": 1})));
+    let text =
+        "{\"function\": \"x\",\n\"params\": {\"a\": 1}\nFUNCTION RETURN {\"status\": \"OK\"}";
+    assert_eq!(call(text), ("x".to_owned(), json!({"a": 1})));
+}
+
+#[test]
+fn the_arguments_are_never_dropped() {
+    // Before: `{"name", "arguments"}` ran the tool with `{}`.
+    for text in [
+        r#"{"name": "x", "arguments": "not json"}"#,
+        r#"{"tool_name": "x", "tool_args": [1]}"#,
+        r#"{"tool_name": "x", "tool_args": "{\"a\": "}"#,
+        r#"{"tool_name": "x", "tool_args": {"a": "b", "c"}}"#,
+        "<invoke name=\"x\"><parameter name=\"a\">1</invoke>",
+    ] {
+        let error = read_reply(text).unwrap_err();
+        assert!(
+            matches!(&error, Misformat::Unreadable(s) if !s.is_empty()),
+            "{text}: {error:?}"
+        );
+    }
+    let seen = read_reply(r#"{"name": "x", "arguments": "not json"}"#).unwrap_err();
+    assert!(seen.to_string().contains("not json"), "{seen}");
+}
+
+#[test]
+fn plain_objects_are_not_calls() {
+    for text in [
+        r#"{"name": "Ada", "age": 36}"#,
+        r#"{"name": "x", "description": "d", "parameters": {"type": "object", "properties": {}}}"#,
+        "no json here",
+        "} backwards {",
+        "{\"tool_args\": {}}",
+        "{broken",
+        "{\"command\": \"ls\"}",
+    ] {
+        assert_eq!(read_reply(text), Err(Misformat::NoRequest), "{text}");
+    }
+    for text in ["{\"tool_name\": 3}", "{\"tool_name\": \"  \"}"] {
+        assert!(
+            matches!(read_reply(text), Err(Misformat::Unreadable(_))),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn invalid_escapes_keep_their_backslash() {
+    // Before: JSON5 turned these into `dir C:UsersPublic` and `grep -E 'd+s'`.
+    let (_, args) = call(r#"{"tool_name": "t", "tool_args": {"c": "dir C:\Users\Public"}}"#);
+    assert_eq!(args, json!({"c": r"dir C:\Users\Public"}));
+    let (_, args) = call(r#"{'tool_name': 't', 'tool_args': {'c': "grep -E '\d+\s' f"}}"#);
+    assert_eq!(args, json!({"c": r"grep -E '\d+\s' f"}));
+    let (_, args) = call(r#"{"tool_name": "t", "tool_args": {"c": "a\tb\u00e9\ud83d\ude00\q"}}"#);
+    assert_eq!(args, json!({"c": "a\tbé😀\\q"}));
+}
+
+#[test]
+fn raw_control_characters_and_inner_quotes() {
+    let (_, args) = call("{\"tool_name\": \"t\", \"tool_args\": {\"code\": \"a\n\tb\"}}");
+    assert_eq!(args, json!({"code": "a\n\tb"}));
+    let text = r#"{"tool_name": "t", "tool_args": {"c": "echo "hi" > f", "d": "use {"a"} here"}}"#;
+    assert_eq!(
+        call(text).1,
+        json!({"c": "echo \"hi\" > f", "d": "use {\"a\"} here"})
+    );
+    let text = "{\"tool_name\": \"t\", \"tool_args\": {\"c\": \"say \"hi\"\"}}</tool_call>";
+    assert_eq!(call(text).1, json!({"c": "say \"hi\""}));
+    // Ambiguous: the quotes would not pair up.
+    let text = r#"{"tool_name": "t", "tool_args": {"q": "say "hi", "bye": "now""}}"#;
+    assert!(
+        matches!(read_reply(text), Err(Misformat::Unreadable(_))),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_first_block_level_request_wins_over_an_example_in_prose() {
+    let text = "Use it like `{\"tool_name\": \"example\", \"tool_args\": {}}`, so:\n```json\n\
+                {\"tool_name\": \"real\", \"tool_args\": {}}\n```";
+    assert_eq!(call(text).0, "real");
+    let text = "Example: {\"name\": \"example\", \"arguments\": {}} - here:\n{\"name\": \"real\", \"arguments\": {}}";
+    assert_eq!(call(text).0, "real");
+    // Two requests, both block-level: the first one.
+    let text = "{\"tool_name\": \"a\"}\n{\"tool_name\": \"b\"}";
+    assert_eq!(call(text).0, "a");
+    // Only inline: one is taken, several different ones are examples.
+    let text = "Calling {\"tool_name\": \"a\"} now.";
+    assert_eq!(call(text).0, "a");
+    let text = "Either {\"tool_name\": \"a\"} or {\"tool_name\": \"b\"}";
+    assert!(matches!(read_reply(text), Err(Misformat::Unreadable(_))));
+    // Non-requests and braces in prose before it are skipped.
+    let text = "Set {x} to {\"name\": \"Ada\", \"age\": 36}.\n{\"tool_name\": \"real\"}";
+    assert_eq!(call(text).0, "real");
+    // A broken request is not passed over for a later one.
+    let text = "{\"tool_name\": \"a\", \"tool_args\": \"oops\"}\n{\"tool_name\": \"b\"}";
+    assert!(matches!(read_reply(text), Err(Misformat::Unreadable(_))));
+}
+
+#[test]
+fn deep_nesting_is_a_misformat_on_a_small_stack() {
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(|| {
+            for n in [129, 20_000, 1_000_000] {
+                for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+                    let text = format!(
+                        "{{\"tool\": \"x\", \"args\": {}1{}}}",
+                        open.repeat(n),
+                        close.repeat(n)
+                    );
+                    assert_eq!(read_reply(&text), Err(Misformat::TooDeep), "{n}");
+                    let unclosed = format!("x \"{}", "{\"a\":[".repeat(n));
+                    assert!(read_reply(&unclosed).is_err(), "{n}");
+                }
+            }
+            let ok = format!(
+                "{{\"tool\": \"x\", \"args\": {{\"a\": {}1{}}}}}",
+                "[".repeat(126),
+                "]".repeat(126)
+            );
+            assert!(read_reply(&ok).is_ok());
+        })
+        .unwrap();
+    handle.join().unwrap();
+}

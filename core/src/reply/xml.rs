@@ -1,0 +1,139 @@
+//! Tool calls written as XML: Anthropic's `<invoke name="x"><parameter name="p">v</parameter>
+//! </invoke>` and Qwen's `<function=x><parameter=p>v</parameter></function>`.
+//!
+//! A parameter's value is its text, without one line break at each end. A value that starts
+//! with `{` or `[` and reads whole as JSON is that JSON; anything else stays a string (`5` is
+//! the string "5", as the model wrote it). A call with no closing tag runs to the end of the
+//! reply; a parameter with no closing tag makes the call unreadable.
+
+use serde_json::{Map, Value};
+
+use super::lenient::{self, Quotes};
+use super::shapes::{self, Reading};
+use super::ToolRequest;
+
+/// The two openings of a call, and the closing tag of each.
+const FORMS: [(&str, &str); 2] = [("<invoke", "</invoke>"), ("<function=", "</function>")];
+
+/// Whether a call in XML starts at `at`.
+pub(super) fn starts_call(text: &str, at: usize) -> bool {
+    FORMS.iter().any(|(open, _)| text[at..].starts_with(open))
+}
+
+/// Reads the call that starts at `at` and the offset after it.
+pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
+    let Some(&(open, close)) = FORMS.iter().find(|(open, _)| text[at..].starts_with(open)) else {
+        return (Reading::Nothing, at + 1);
+    };
+    let rest = &text[at + open.len()..];
+    let Some(head_end) = tag_end(rest) else {
+        return (Reading::Nothing, at + 1);
+    };
+    let Some(tool) = name(&rest[..head_end]) else {
+        return (Reading::Nothing, at + 1);
+    };
+    let body = &rest[head_end + 1..];
+    let (body, end) = match body.find(close) {
+        Some(i) => (&body[..i], at + open.len() + head_end + 1 + i + close.len()),
+        None => (body, text.len()),
+    };
+    let reading = match parameters(body) {
+        Ok(args) => Reading::Request(ToolRequest {
+            tool,
+            args: Value::Object(args),
+            thoughts: None,
+            headline: None,
+        }),
+        Err(seen) => Reading::Unreadable(format!(
+            "a call of tool `{tool}` in XML whose parameter could not be read: {seen}"
+        )),
+    };
+    (reading, end)
+}
+
+/// The end (`>`) of a tag's head, looked for in its first 256 bytes only.
+fn tag_end(rest: &str) -> Option<usize> {
+    rest.bytes().take(256).position(|b| b == b'>')
+}
+
+/// The name in `name="x"` (or `'x'`, among other attributes), or after `<function=`.
+fn name(head: &str) -> Option<String> {
+    let head = head.trim();
+    let value = match head.find("name=") {
+        Some(i) if i == 0 || head[..i].ends_with(char::is_whitespace) => &head[i + 5..],
+        _ if !head.contains(['=', ' ']) => head,
+        _ => return None,
+    };
+    let value = match value.chars().next()? {
+        quote @ ('"' | '\'') => value[1..].split(quote).next()?,
+        _ => value.split_whitespace().next()?,
+    };
+    let value = value.trim();
+    (!value.is_empty() && !value.contains(char::is_whitespace)).then(|| value.to_owned())
+}
+
+/// The parameters in a call's body.
+fn parameters(body: &str) -> Result<Map<String, Value>, String> {
+    if !body.contains("<parameter") {
+        return json_body(body);
+    }
+    let mut args = Map::new();
+    let mut rest = body;
+    while let Some(start) = rest.find("<parameter") {
+        rest = &rest[start + "<parameter".len()..];
+        let Some(head_end) = tag_end(rest) else {
+            return Err("a `<parameter` tag that is never closed".to_owned());
+        };
+        let head = rest[..head_end].trim_start_matches('=');
+        let Some(key) = name(head) else {
+            return Err(format!(
+                "a parameter without a name: `<parameter{}>`",
+                &rest[..head_end]
+            ));
+        };
+        rest = &rest[head_end + 1..];
+        let Some(end) = rest.find("</parameter>") else {
+            return Err(format!("parameter `{key}` has no `</parameter>`"));
+        };
+        args.insert(key, value(&rest[..end]));
+        rest = &rest[end + "</parameter>".len()..];
+    }
+    Ok(args)
+}
+
+/// A body without parameters: nothing (no arguments), or a JSON object in it (MiniMax's
+/// `<tool_args>{...}</tool_args>`).
+fn json_body(body: &str) -> Result<Map<String, Value>, String> {
+    let trimmed = body.trim();
+    if trimmed.is_empty() || trimmed.starts_with("</") {
+        return Ok(Map::new());
+    }
+    let Some(start) = body.find('{') else {
+        return Err(format!("no parameters, but `{}`", brief(trimmed)));
+    };
+    for quotes in [Quotes::Strict, Quotes::Lenient] {
+        if let Ok((Value::Object(args), _)) = lenient::read_value(body, start, quotes, false) {
+            return Ok(args);
+        }
+    }
+    Err(format!(
+        "arguments that could not be read: `{}`",
+        brief(&body[start..])
+    ))
+}
+
+fn brief(text: &str) -> String {
+    shapes::brief(&Value::String(text.to_owned()))
+}
+
+fn value(raw: &str) -> Value {
+    let raw = raw.strip_prefix('\n').unwrap_or(raw);
+    let raw = raw.strip_suffix('\n').unwrap_or(raw);
+    let trimmed = raw.trim();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        if let Some(value) = lenient::read_whole(trimmed) {
+            return value;
+        }
+    }
+    Value::String(raw.to_owned())
+}

@@ -201,3 +201,26 @@ fn deep_nesting_is_a_misformat_on_a_small_stack() {
         .unwrap();
     handle.join().unwrap();
 }
+
+#[test]
+fn a_comment_or_a_stray_quote_cannot_hide_deep_nesting() {
+    let deep = |prefix: &str| {
+        format!(
+            "{{\"tool_name\": \"x\", {prefix} \"tool_args\": {{\"v\": {}1{}}}}}",
+            "[".repeat(200_000),
+            "]".repeat(200_000)
+        )
+    };
+    let replies = [
+        deep("// don't\n"),
+        deep("/* it's */"),
+        deep("'"),
+        deep("\""),
+    ];
+    let reader = std::thread::Builder::new().stack_size(2 << 20);
+    let reader = reader
+        .spawn(move || replies.iter().map(|r| parse_reply(r)).collect::<Vec<_>>())
+        .unwrap();
+    let read = reader.join().expect("the reader overflowed or panicked");
+    assert!(read.iter().all(Option::is_none), "{read:?}");
+}

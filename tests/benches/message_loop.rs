@@ -10,30 +10,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost::output::Silent;
 use toolhost::{Agent, LoopOptions, ScriptedModel, Secrets};
-use toolhost_tests::{Fixture, TestRoot};
+use toolhost_tests::{Fixture, Rng, TestRoot};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
-}
-
-/// A deterministic pseudo-random generator (xorshift), so every run masks the same text.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn token(&mut self, len: usize) -> String {
-        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789-_";
-        (0..len)
-            .map(|_| ALPHABET[(self.next() % ALPHABET.len() as u64) as usize] as char)
-            .collect()
-    }
 }
 
 fn masking() {

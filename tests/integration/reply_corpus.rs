@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use toolhost::read_reply;
+use toolhost_tests::Rng;
 
 /// The recovery rate the corpus must keep (see the issue: 95 % is the target; the corpus's
 /// pythonic `[f(x="y")]` call is not read yet).
@@ -52,22 +53,6 @@ fn the_corpus_of_real_replies_is_read_with_no_wrong_call() {
     );
     assert!(wrong.is_empty(), "wrong calls: {wrong:?}");
     assert!(rate >= FLOOR, "recovery rate {rate}");
-}
-
-/// A deterministic generator (xorshift), so every run tries the same replies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 const PIECES: [&str; 16] = [

@@ -359,3 +359,32 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .expect("runtime")
         .block_on(f)
 }
+
+/// A deterministic pseudo-random generator (xorshift), so every run of a test or a benchmark
+/// generates the same data.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next number.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// `len` characters of `[a-z0-9_-]`.
+    pub fn token(&mut self, len: usize) -> String {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789-_";
+        (0..len)
+            .map(|_| ALPHABET[self.below(ALPHABET.len())] as char)
+            .collect()
+    }
+}

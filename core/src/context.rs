@@ -240,7 +240,7 @@ unsafe extern "C" fn ctx_history_add(data: *const c_void, role: RStr<'_>, conten
             );
             Role::Tool
         });
-        call.agent.add_history(HistoryMessage {
+        call.agent.transcript.add_history(HistoryMessage {
             role,
             content: call.agent.mask(content.into_string()),
             tool_name: Some(call.tool_name.to_string()),

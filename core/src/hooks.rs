@@ -48,7 +48,7 @@ impl Agent {
         if !call.nested {
             // A call of `parallel` is reported in the combined result instead.
             let additional = response.additional.clone();
-            self.add_history(HistoryMessage {
+            self.transcript.add_history(HistoryMessage {
                 role: Role::Tool,
                 content: text,
                 tool_name: Some(call.tool_name.to_string()),

@@ -285,7 +285,7 @@ impl Agent {
 
     /// Adds a tool's result that is not its response (it was interrupted) to the history.
     fn add_tool_result(&self, request: &ToolName, content: String) {
-        self.add_history(HistoryMessage {
+        self.transcript.add_history(HistoryMessage {
             role: Role::Tool,
             content: self.mask(content),
             tool_name: Some(request.to_string()),

@@ -149,7 +149,7 @@ impl Agent {
             let heading = "User message (arrived after the loop ended)";
             self.add_note(LogKind::User, heading.to_owned(), late.clone());
             let content = self.mask(late);
-            self.add_history(HistoryMessage {
+            self.transcript.add_history(HistoryMessage {
                 role: Role::User,
                 content,
                 tool_name: None,
@@ -370,7 +370,7 @@ impl Agent {
         let data = HistAddBefore::new(role.as_str().to_owned(), content);
         let content = self.fire(data).await?.content;
         let content = self.mask(content);
-        self.add_history(HistoryMessage {
+        self.transcript.add_history(HistoryMessage {
             role,
             content,
             tool_name: None,

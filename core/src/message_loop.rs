@@ -239,10 +239,9 @@ impl Agent {
         if !response.break_loop || self.intervention.has_messages() {
             return Ok(Step::Next);
         }
-        let answer = self.mask(response.message);
         let heading = format!("{}: final answer", self.name());
-        self.add_note(LogKind::Response, heading, answer.to_string());
-        Ok(Step::Answer(answer.into_inner()))
+        self.add_note(LogKind::Response, heading, response.message.clone());
+        Ok(Step::Answer(self.mask(response.message).into_inner()))
     }
 
     /// A tool failed: an intervention ends the iteration, a repairable or validation error goes

@@ -12,7 +12,7 @@ use plugin_api::__private::abi::{
     HostVtableRef,
 };
 use plugin_api::ToolError;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::transcript::{HistoryMessage, Role};
 use crate::Agent;
@@ -256,7 +256,8 @@ unsafe extern "C" fn ctx_default_before(
     // SAFETY: vtable contract.
     let call = unsafe { call_arc(data) };
     async move {
-        let args = serde_json::from_str::<Value>(&args).unwrap_or(Value::Null);
+        // Arguments that are not an object (a plugin's bug) have nothing to show.
+        let args = serde_json::from_str::<Map<String, Value>>(&args).unwrap_or_default();
         call.agent.default_before_execution(&call, &args);
         RResult::ROk(())
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use plugin_api::points::ToolOutputUpdate;
 use plugin_api::Response;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::context::CallContext;
 use crate::output::OutputKind;
@@ -14,19 +14,17 @@ use crate::{Agent, ToolError};
 
 impl Agent {
     /// The default `before_execution`: prints the call and its arguments.
-    pub(crate) fn default_before_execution(&self, call: &CallContext, args: &Value) {
+    pub(crate) fn default_before_execution(&self, call: &CallContext, args: &Map<String, Value>) {
         self.print(OutputKind::ToolUse, || {
             format!("{}: Using tool '{}'", self.name(), call.tool_name)
         });
-        if let Value::Object(map) = args {
-            for (key, value) in map {
-                self.print(OutputKind::Argument, || {
-                    let value = value
-                        .as_str()
-                        .map_or_else(|| value.to_string(), str::to_owned);
-                    format!("  {}: {value}", nice_key(key))
-                });
-            }
+        for (key, value) in args {
+            self.print(OutputKind::Argument, || {
+                let value = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                format!("  {}: {value}", nice_key(key))
+            });
         }
     }
 

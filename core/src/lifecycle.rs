@@ -174,10 +174,7 @@ impl Agent {
         let answer = match target {
             Target::Library(tool) => Answer::Plugin(tool.execute(call, json_text(&args)).await?),
             Target::Unknown => Answer::Host(self.unknown_tool(request.name())),
-            Target::Parallel => match args {
-                Value::Object(map) => Answer::Host(self.run_parallel(map).await?),
-                _ => unreachable!("arguments are an object"),
-            },
+            Target::Parallel => Answer::Host(self.run_parallel(args).await?),
         };
         // An interruption now waits for the loop's next checkpoint.
         self.intervention.check(Check::PauseOrStop).await?;
@@ -193,8 +190,7 @@ impl Agent {
         request: &ToolName,
         target: &Target,
         args: Map<String, Value>,
-    ) -> Result<Value, ToolError> {
-        let args = Value::Object(args);
+    ) -> Result<Map<String, Value>, ToolError> {
         match target {
             Target::Library(tool) if tool.has_before_hook() => {
                 tool.before_execution(call, json_text(&args)).await?
@@ -206,12 +202,8 @@ impl Agent {
         if extensions.is_empty() {
             return Ok(args); // no extensions: the data need not be built
         }
-        let Value::Object(args) = args else {
-            unreachable!("made an object above")
-        };
         let before = ToolExecuteBefore::new(request.name().to_owned(), args);
-        let before = self.run_point_with(&extensions, before, call).await?;
-        Ok(Value::Object(before.args))
+        Ok(self.run_point_with(&extensions, before, call).await?.args)
     }
 
     /// The `tool_execute_after` extensions (they may change the message and `additional`,

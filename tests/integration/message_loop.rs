@@ -488,12 +488,7 @@ fn no_secret_value_leaks_into_history_log_session_or_output() {
         // The final answer.
         answer(&format!("done with {KEY}")),
     ];
-    let script_text = std::iter::once("=== user\nUse my key §§secret(API_KEY).".to_owned())
-        .chain(script.iter().map(|r| format!("=== model\n{r}")))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let path = root.write("script.txt", script_text);
-    let out = root.run_cli(&["run", path.to_str().unwrap()]);
+    let out = root.run_script("Use my key §§secret(API_KEY).", &script);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");

@@ -30,12 +30,7 @@ fn root_with(secrets: &str) -> TestRoot {
 /// Runs the replies through `toolhost run`; returns stdout, stderr and the session files (the
 /// last reply answers "done").
 fn run(root: &TestRoot, replies: &[String]) -> Vec<(&'static str, String)> {
-    let script = std::iter::once("=== user\nEncode my secrets.".to_owned())
-        .chain(replies.iter().map(|r| format!("=== model\n{r}")))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let path = root.write("script.txt", script);
-    let out = root.run_cli(&["run", path.to_str().unwrap()]);
+    let out = root.run_script("Encode my secrets.", replies);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");

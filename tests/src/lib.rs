@@ -292,6 +292,17 @@ impl TestRoot {
         (agent, output)
     }
 
+    /// Writes a script (`user`'s message, then each of `replies` as the model's) to
+    /// `script.txt` and runs it with `toolhost run`.
+    pub fn run_script(&self, user: &str, replies: &[String]) -> std::process::Output {
+        let script = std::iter::once(format!("=== user\n{user}"))
+            .chain(replies.iter().map(|r| format!("=== model\n{r}")))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let path = self.write("script.txt", script);
+        self.run_cli(&["run", path.to_str().expect("a UTF-8 temp path")])
+    }
+
     /// Runs the `toolhost` binary with `--root <this root>` and `args`.
     pub fn run_cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(toolhost_bin())

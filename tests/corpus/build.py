@@ -100,5 +100,159 @@ add("https://github.com/Alibaba-NLP/ZeroSearch/issues/31",
     "<think> when did the president who set the precedent of a two term limit leave office </think>\n<information>\n<answer> 1989 </answer>", U)
 add("https://github.com/agent0ai/agent-zero/issues/1633",
     "12 files, small plugin. Let me read all of them. Start with plugin.yaml, README, default_config.yaml.\nI'll dump the key metadata/config files first.", U)
+
+# ---- added: second batch ----
+add("https://github.com/guoqingbao/xinfer/pull/392",
+    "<tool_call>read<arg_key>filePath</arg_key><arg_value>/abs/path/puzzle.txt</arg_value></tool_call></tool_call>",
+    call("read", {"filePath": "/abs/path/puzzle.txt"}), "GLM arg_key/arg_value format, closing tag doubled")
+add("https://github.com/ollama/ollama/issues/11185",
+    "{\"name\": \"LLM_Tool_RAG\", \"arguments\": {\"term\": \"accidents, tribunal de Versailles\", \"vector\": \"accidents tribunal Versailles jugements\"}}",
+    call("LLM_Tool_RAG", {"term": "accidents, tribunal de Versailles", "vector": "accidents tribunal Versailles jugements"}),
+    "qwen3:32b; the issue quotes it JSON-encoded as message.content")
+add("https://github.com/vllm-project/vllm/issues/11786",
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_current_traffic\", \"parameters\": {\"location\": \"Sydney\"}}",
+    call("get_current_traffic", {"location": "Sydney"}), "llama3.2 via llama3_json; outer object never closed")
+add("https://github.com/raullenchai/Rapid-MLX/issues/700",
+    "{\"name\": \"web_search\", \"parameters\": {\"query\": \"你好\"}}",
+    call("web_search", {"query": "你好"}), "Llama 3.1 name/parameters shape")
+add("https://github.com/agent0ai/agent-zero/issues/12",
+    "I'm an Autonomous JSON AI Task-Solving Agent. I can memorize, forget, and delete memories. I can also execute provided terminal commands, python code or nodejs code using the `code_execution_tool`. \n\nHere's a summary of my capabilities:\n\n1. **Memorization**: I can memorize information by providing enough details in the \"memorize\" argument for future reuse.\n2. **Querying**: I can query memories by providing a \"query\" argument and an optional threshold to adjust allowed relevancy (0=anything, 1=exact match, default is 0.1).\n3. **Deleting**: I can delete specific memories by providing memory IDs from loaded memories separated by commas in the \"delete\" argument.\n4. **Forgetting**: I can forget information from memories by providing a query and an optional threshold like you would for querying, corresponding memories will be deleted.\n\nHere's how to use me:.....",
+    U, "Llama 3.1 8B prose; the reporter cut it off with '.....'")
+add("https://github.com/agent0ai/agent-zero/issues/339",
+    "It seems like you've provided a message that is not in the correct format for Agent Zero.\n\nThe message appears to be a combination of text, images, and code snippets, which are not compatible with the JSON response format required by Agent Zero. Additionally, there are multiple sections and subheadings within the message, which may not be easily parseable by the system.\n\nTo fix this, please reformat your message into a single JSON object that follows the guidelines outlined in the Agent Zero System Manual. This should include a top-level object with properties for \"thoughts\", \"tool_name\", and any other relevant information.",
+    U, "prose; trimmed before the example JSON the reply goes on to show")
+add("https://github.com/ollama/ollama/issues/16686",
+    "<function=Read>\n<parameter=file_path>\n/path/to/the/file.md\n</parameter>\n</function>\n</tool_call>",
+    call("Read", {"file_path": "/path/to/the/file.md"}), "qwen3-coder XML with the opening <tool_call> missing")
+add("https://github.com/sgl-project/sglang/pull/3960",
+    "Let's start by getting the current temperature.\n<tool_call>\n{{\"name\": \"get_current_temperature\", \"arguments\": {\"location\": \"San Francisco, California, USA\"}}}\n</tool_call>",
+    call("get_current_temperature", {"location": "San Francisco, California, USA"}),
+    "Qwen2.5-72B; doubled braces around the object; the leading prose sentences are trimmed")
+add("https://github.com/BerriAI/litellm/issues/4123",
+    "\n{\n  \"function\": \"get_current_weather\",\n  \"parameters\": {\n    \"location\": [\"San Francisco\", \"Tokyo\", \"Paris\"]\n  }\n}",
+    call("get_current_weather", {"location": ["San Francisco", "Tokyo", "Paris"]}), "qwen2-72b; function/parameters shape")
+add("https://github.com/raullenchai/Rapid-MLX/issues/1071",
+    "[TOOL_CALLS]web_search[ARGS]{\"query\": \"latest AI model releases this month\"}",
+    call("web_search", {"query": "latest AI model releases this month"}), "Devstral [TOOL_CALLS]name[ARGS]{json}")
+add("https://github.com/matlab-deep-learning/llms-with-matlab/issues/94",
+    "[TOOL_CALLS]{\"content\": Movement complete}",
+    U, "mistral-nemo via ollama: fake tool call, no tool name, unquoted value")
+add("https://github.com/BerriAI/litellm/issues/7521",
+    "I don't have real-time data or browsing capabilities to provide current weather updates. However, you can check a reliable weather forecast website or app for up-to-date information on Paris' weather. Generally, Paris has a temperate oceanic climate with mild winters and warm summers.",
+    U, "mistral-large on bedrock: prose")
+add("https://github.com/pydantic/pydantic-ai/issues/2973",
+    "I can only respond with formatted JSON as per AI model restrictions.", U)
+add("https://github.com/langchain-ai/langchain/pull/7511",
+    "Action:\n```json\n{\n  \"action\": \"edit_image\",\n  \"action_input\": {\n    \"image_path\": \"sandbox:/images/new_image_image-0_a900627a-ec15-485e-9a87-32e18a40f114.png\",\n    \"prompt\": \"Make the cat look at the camera\"\n  }\n}",
+    call("edit_image", {"image_path": "sandbox:/images/new_image_image-0_a900627a-ec15-485e-9a87-32e18a40f114.png", "prompt": "Make the cat look at the camera"}),
+    "LangChain action/action_input; the code fence is never closed")
+add("https://github.com/letta-ai/letta/issues/1450",
+    "{\n  \"function\":I apologize, it seems like there was a premature termination of the program. As Sam, I would like to clarify that I'm not programmed to access external websites or provide the content you're requesting. My capabilities are limited to conversing with you as a person. However, I can certainly entertain you with a conversation!",
+    U, "llama3 on groq: the wrapper's '{\"function\":' prefix followed by prose")
+add("https://github.com/letta-ai/letta/pull/288",
+    "{\n\"Hello, it's great to have you here. I am eager to understand and connect with you better as I learn more about your world.\nYou can consider me a test subject in this process. Let's dive into our discussion.\"}",
+    U, "dolphin-2.2.1: a bare string in braces")
+add("https://github.com/ml-explore/mlx-lm/issues/875",
+    "The user gave a tweet content: 'Just deployed my new app!' They likely want me to post this tweet using post_tweet tool. So I need to output XML accordingly.",
+    U, "gpt-oss analysis channel leaked as text")
+add("https://github.com/apmantza/pi-free/pull/235",
+    "<execute_command>\n  <command>cat .github/workflows/ci.yml 2&gt;/dev/null || echo \"No ci.yml\"</command>\n</execute_command>",
+    call("execute_command", {"command": "cat .github/workflows/ci.yml 2>/dev/null || echo \"No ci.yml\""}),
+    "Cline-style XML from MiMo; '&gt;' is an XML entity a reader decodes to '>'")
+add("https://github.com/typeclaw/typeclaw/pull/344",
+    "channel_reply:0<|tool_call_argument_begin|>{\"text\": \"...\"}<|tool_calls_section_end|>\nchannel_reply:1<|tool_call_argument_begin|>{\"text\": \"...\"}<|tool_calls_section_end|>",
+    call("channel_reply", {"text": "..."}), "Kimi K2 tokens leaked, two calls: the first; the text was elided by the reporter")
+add("https://github.com/NousResearch/hermes-agent/issues/74771",
+    "declaration:default_api:cet outil{demandes:[{assistant:…,demande:…}]}",
+    U, "Gemini internal DSL leak; argument values elided, nothing readable")
+add("https://github.com/zeroclaw-labs/zeroclaw/issues/6643",
+    "The user said \"ok\" - they're acknowledging the situation. Let me try to properly invoke the tools using the correct format with\n<tool_call> tags.",
+    U, "GLM-5.1: talks about calling, calls nothing")
+add("https://github.com/cline/cline/issues/5683",
+    "<write_file> prompts_text/prompt.txt You are an expert performance...",
+    U, "GLM-4.5-Air: tag with no parameter tags; the reporter cut it off")
+add("https://github.com/1CatAI/1Cat-vLLM/issues/26",
+    "[{\"name\":\"searxng_search\",\"arguments\":{\"query\":\"2026年5月6日 今日新闻\"}}]",
+    call("searxng_search", {"query": "2026年5月6日 今日新闻"}), "JSON array of one call")
+add("https://github.com/1CatAI/1Cat-vLLM/issues/26",
+    "<tool_code>\n/tool_code>", U, "empty pseudo tag")
+add("https://github.com/1CatAI/1Cat-vLLM/issues/26",
+    "--- CALL --- nc://searxng_search {\"query\":\"2026年5月6日 今日新闻\",\"language\":\"zh\",\"max_results\":8}",
+    call("searxng_search", {"query": "2026年5月6日 今日新闻", "language": "zh", "max_results": 8}), "invented '--- CALL --- nc://name {json}' form")
+add("https://github.com/1CatAI/1Cat-vLLM/issues/26",
+    "{\n  \"tool_name\": \"searxng_search\",\n  \"tool_input\": {\n    \"query\": \"2026年5月6日 今日新闻\",\n    \"language\": \"zh\",\n    \"max_results\": 8\n  }\n}",
+    call("searxng_search", {"query": "2026年5月6日 今日新闻", "language": "zh", "max_results": 8}), "tool_name/tool_input shape")
+add("https://github.com/NousResearch/hermes-agent/issues/5867",
+    "{\"name\": \"search\", \"arguments\": {\"query\": \"北京今天的天气\"}}",
+    call("search", {"query": "北京今天的天气"}), "qwen2.5-coder:14b via ollama")
+add("https://github.com/ollama/ollama/issues/18357",
+    "<tool_call>\n{\"name\": \"ha_call_service\", \"args\": {\"action\": \"turn_off\", \"device_id\": \"light.salon\"}}\n</tool_call>",
+    call("ha_call_service", {"action": "turn_off", "device_id": "light.salon"}), "Hermes tags with an 'args' key")
+add("https://github.com/google/adk-python/issues/5024",
+    " <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>analysis_input\n```json\n{\"work_dir_name\":\"bf01a09edc0f4c4ca376bc03d153445b\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    call("analysis_input", {"work_dir_name": "bf01a09edc0f4c4ca376bc03d153445b"}), "DeepSeek-V3 special tokens with a fenced JSON argument")
+add("https://github.com/sgl-project/sglang/pull/5224",
+    "<｜tool▁calls▁begin｜>" * 31 + "M" * 120,
+    U, "degenerate output; the run of M (several hundred in the quote) is trimmed to 120")
+add("https://github.com/anthropics/claude-code/issues/87251",
+    "{\"files\": E:\\Chat gpt Codex\\Angels sword\\Claude-Voice-Input-Bug-Report.md,\n \"caption\": \"…\", \"status\": \"normal\"}",
+    U, "arguments only (the tool name is not in the text), unquoted Windows path; caption elided by the reporter")
+add("https://github.com/smg-project/smg/issues/2447",
+    "</mm:think>Hello.", U, "MiniMax M3: stray close marker then prose")
+add("https://github.com/Significant-Gravitas/AutoGPT/issues/601",
+    "As an AI language model, I don't have intentions, but please share your high-level plan and I'll review it to ensure that it aligns with\n your requirements.",
+    U, "sub-agent reply, prose")
+add("https://github.com/openinterpreter/openinterpreter/issues/1577",
+    "  {\"name\": \"execute\", \"arguments\":{\"language\": \"shell\", \"code\": \"dir %USERPROFILE%\\Pictures\"}}",
+    call("execute", {"language": "shell", "code": "dir %USERPROFILE%\\Pictures"}), "qwen2.5-coder:32b; Windows path with an invalid JSON escape '\\P', read as a kept backslash")
+add("https://github.com/openinterpreter/openinterpreter/issues/1577",
+    "  {\"name\": \"execute\", \"arguments\":{\"language\": \"python\", \"code\":\n  \"computer.browser.setup(headless=False)\\ncomputer.browser.go_to_url('https://www.cnn.com')\"}}",
+    call("execute", {"language": "python", "code": "computer.browser.setup(headless=False)\ncomputer.browser.go_to_url('https://www.cnn.com')"}),
+    "as printed by the terminal (indent and line wrap); \\n inside the string is a JSON escape")
+add("https://github.com/openinterpreter/openinterpreter/issues/1865",
+    "{\n  \"name\": \"execute\",\n  \"arguments\": {\n    \"language\": \"shell\",\n    \"code\": \"echo 'hello'\"\n  }\n}",
+    call("execute", {"language": "shell", "code": "echo 'hello'"}), "qwen2.5-coder:7b")
+add("https://github.com/openinterpreter/openinterpreter/issues/1865",
+    "{\n  \"name\": \"execute\",\n  \"arguments\": {\n    \"language\": \"python\",\n    \"code\": \"print(2 + 2)\"\n  }\n}",
+    call("execute", {"language": "python", "code": "print(2 + 2)"}), "qwen2.5-coder:7b")
+add("https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/1358",
+    "resolve_library_id(libraryName=\"astro\")",
+    call("resolve_library_id", {"libraryName": "astro"}), "LFM2.5 pythonic call as LM Studio's error message prints it")
+add("https://github.com/vllm-project/vllm/issues/16214",
+    "<|python_start|>{\"name\": \"brave_web_search\", \"parameters\": {\"query\": \"latest news\"}}<|python_end|>",
+    call("brave_web_search", {"query": "latest news"}), "Llama 4 python_start/python_end tags around JSON")
+add("https://github.com/crewAIInc/crewAI/issues/540",
+    "Thought: To find the current temperature and weather conditions in New York City, I can use the getWeather tool with the action input {\"city\": \"New York City\"}.\nAction: getWeather\nAction Input: {\"city\": \"New York City\"}\n\nThought: I will wait for the observation to gather the current temperature and weather details in New York City.\n\n[Pausing here, waiting for the observation]",
+    call("getWeather", {"city": "New York City"}), "ReAct with the input repeated in the thought and text after the call")
+add("https://github.com/mark3labs/mcphost/issues/12",
+    "{\"name\": \"filesystem__list_directory\", \"arguments\": {\"path\": \".\"}}",
+    call("filesystem__list_directory", {"path": "."}), "Qwen2.5-Coder-32B on vLLM")
+add("https://github.com/openai/codex/issues/2229",
+    "{\"name\": \"shell\", \"arguments\": {\"command\": [\"ls\"]}}",
+    call("shell", {"command": ["ls"]}), "qwen2.5-coder:14b via ollama; array argument")
+add("https://github.com/aaif-goose/goose/issues/2926",
+    "To list the contents of the `pscore` directory recursively, you can use the `filesystem__directory_tree` tool. This will provide a JSON-formatted tree view of all files and directories within the specified path.\n\nHere's how you can do it:\n\n```json\n{\"name\": \"filesystem__directory_tree\", \"arguments\": {\"path\": \"/home/unclehook/pris/pscore\"}}\n```\n\nThis command will generate a detailed recursive list starting from the `pscore` directory, which should be within your allowed directories.",
+    call("filesystem__directory_tree", {"path": "/home/unclehook/pris/pscore"}), "qwen2.5-coder:32b: one fenced call between prose")
+add("https://github.com/anomalyco/opencode/issues/590",
+    "{\n\t\"name\": \"write\",\n\t\"arguments\": {\n\t\t\"filename\": \"README.md\",\n\t\t\"content\": \"<fileContent>\"\n\t}\n}",
+    call("write", {"filename": "README.md", "content": "<fileContent>"}), "qwen2.5-coder:7b via ollama, tab-indented")
+add("https://github.com/Gitlawb/openclaude/issues/287",
+    "{\"name\": \"Write\", \"arguments\": {\"file_path\": \"/path/to/index.html\", \"content\": \"\\n<html lang=\"en\">\\n\\n\n     <meta charset=\"UTF-8\">\\n    <meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\\n\n      Document\\n\\n\\n\\n\\n\"}}",
+    call("Write", {"file_path": "/path/to/index.html", "content": "\n<html lang=\"en\">\n\n\n     <meta charset=\"UTF-8\">\n    <meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n\n      Document\n\n\n\n\n"}),
+    "qwen2.5-coder: unescaped quotes inside the content string and raw line breaks (kept as read); the string ends at the final quote before '}}'")
+add("https://github.com/anthropics/claude-code/issues/61122",
+    "<invoke name=\"Bash\">\n<parameter name=\"command\">git status --short; echo \"--- DIFF cli.py ---\"; git diff ...</parameter>\n<parameter name=\"description\">gitの現状態確認</parameter>\n</invoke>",
+    call("Bash", {"command": "git status --short; echo \"--- DIFF cli.py ---\"; git diff ...", "description": "gitの現状態確認"}),
+    "Anthropic-style invoke without the function_calls wrapper")
+add("https://github.com/anthropics/claude-code/issues/61122",
+    "<invoke name=\"Bash\">\n<parameter name=\"command\">git add .company/automation/skills/lsp-lsr-updater/lsp_lsr_updater/cli.py</parameter>\n<parameter name=\"description\">cli.pyをステージング</parameter>\n</invoke>",
+    call("Bash", {"command": "git add .company/automation/skills/lsp-lsr-updater/lsp_lsr_updater/cli.py", "description": "cli.pyをステージング"}),
+    "Anthropic-style invoke without the function_calls wrapper")
+add("https://github.com/agent0ai/agent-zero/issues/1633",
+    "I got a formatting warning. The previous turn accidentally echoed the tool result before my JSON. I need to emit a single clean JSON object now.\nMetadata clean. Now read all code files verbatim with line numbers.",
+    U, "Claude Opus via Bedrock, second attempt: prose only")
+add("https://github.com/agent0ai/agent-zero/issues/1842",
+    "I'm currently digging into why the 'misformat' error persists, even after a container restart. The last action was a simple `response` tool call, so this is quite perplexing and demands immediate attention.",
+    U, "pasted model thought summary; first paragraph of a long prose reply")
 json.dump(E, open("replies.json", "w"), ensure_ascii=False, indent=1)
 print(len(E), sum(1 for e in E if e["expect"] != U))

@@ -7,9 +7,10 @@ use serde_json::Value;
 use toolhost::read_reply;
 use toolhost_tests::Rng;
 
-/// The recovery rate the corpus must keep (see the issue: 95 % is the target; the corpus's
-/// pythonic `[f(x="y")]` call is not read yet).
-const FLOOR: f64 = 0.94;
+/// The recovery rate the corpus must keep (the issue's target). Not read today: Cline's
+/// `<execute_command><command>…` (any XML element could be a tool) and an invented
+/// `--- CALL --- nc://name {…}` form.
+const FLOOR: f64 = 0.95;
 
 fn corpus() -> Vec<Value> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus/replies.json");
@@ -20,7 +21,7 @@ fn corpus() -> Vec<Value> {
 #[test]
 fn the_corpus_of_real_replies_is_read_with_no_wrong_call() {
     let entries = corpus();
-    assert!(entries.len() >= 30, "{}", entries.len());
+    assert!(entries.len() >= 60, "{}", entries.len());
     let (mut intended, mut recovered, mut wrong) = (0, 0, Vec::new());
     for entry in &entries {
         let reply = entry["reply"].as_str().unwrap();

@@ -2,7 +2,10 @@
 //!
 //! - ReAct (LangChain, CrewAI): `Action: name` then `Action Input:` and the object;
 //! - Harmony (gpt-oss): `to=functions.name ... <|message|>` and the object;
-//! - LM Studio: `[name]` on the line before the object.
+//! - LM Studio: `[name]` on the line before the object;
+//! - Mistral: `[TOOL_CALLS]name[ARGS]` and the object;
+//! - Kimi K2: `functions.name:0<|tool_call_argument_begin|>` and the object;
+//! - DeepSeek: `<｜tool▁sep｜>name` on the line before the object (in a code fence).
 //!
 //! Only the 256 bytes before the object are looked at.
 
@@ -29,6 +32,9 @@ pub(super) fn named_before(text: &str, start: usize, args: &Value) -> Option<Rea
         .trim_end();
     let tool = react(before)
         .or_else(|| harmony(before))
+        .or_else(|| mistral(before))
+        .or_else(|| kimi(before))
+        .or_else(|| deepseek(before))
         .or_else(|| bracketed(before))?;
     Some(Reading::Request(ToolRequest {
         tool,
@@ -52,6 +58,29 @@ fn harmony(before: &str) -> Option<String> {
         .find(|c: char| c.is_whitespace() || c == '<')
         .unwrap_or(rest.len());
     word(&rest[..end], false)
+}
+
+fn mistral(before: &str) -> Option<String> {
+    let head = before.strip_suffix("[ARGS]")?;
+    let name = head.rsplit(['\n', ']']).next()?;
+    word(name.trim(), false)
+}
+
+fn kimi(before: &str) -> Option<String> {
+    let head = before.strip_suffix("<|tool_call_argument_begin|>")?;
+    let name = head.rsplit(['\n', '>', ' ']).next()?;
+    // The call's index after the name: `name:0`.
+    let name = match name.rsplit_once(':') {
+        Some((name, index)) if index.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => name,
+    };
+    word(name.strip_prefix("functions.").unwrap_or(name), false)
+}
+
+fn deepseek(before: &str) -> Option<String> {
+    let line = before.lines().last()?;
+    let at = line.rfind("<｜tool▁sep｜>")?;
+    word(line[at + "<｜tool▁sep｜>".len()..].trim(), false)
 }
 
 fn bracketed(before: &str) -> Option<String> {

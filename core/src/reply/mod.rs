@@ -4,12 +4,14 @@
 //! - `lenient.rs`, `strings.rs`: reading a JSON object that may be broken, without recursion;
 //! - `shapes.rs`: the shapes a request takes in Agent Zero and other frameworks;
 //! - `xml.rs`: calls written as XML;
+//! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
 
 mod candidates;
 mod depth;
 mod headers;
 mod lenient;
+mod pythonic;
 mod shapes;
 mod strings;
 #[cfg(test)]
@@ -81,7 +83,11 @@ impl std::error::Error for Misformat {}
 /// [`Misformat::Unreadable`], never a call without them. XML calls (`<invoke name="x">
 /// <parameter name="p">v</parameter></invoke>`, `<function=x><parameter=p>`) are read too, and
 /// so is an object of arguments after a tool named before it (ReAct's `Action: x` /
-/// `Action Input:`, Harmony's `to=functions.x ... <|message|>`, LM Studio's `[x]` line).
+/// `Action Input:`, Harmony's `to=functions.x ... <|message|>`, LM Studio's `[x]` line,
+/// Mistral's `[TOOL_CALLS]x[ARGS]`, Kimi's and DeepSeek's special tokens). GLM's
+/// `<tool_call>x<arg_key>k</arg_key><arg_value>v</arg_value>` is read too, and so is a reply
+/// that is nothing but a call written as Python (`[x(key="value")]`, LFM2's and Llama's
+/// pythonic format).
 ///
 /// **How leniently.** JSON5 (comments, trailing commas, single quotes, unquoted keys), raw line
 /// breaks and tabs in strings, an object never closed at the end of the reply, text around it,
@@ -104,7 +110,9 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
     if depth::exceeds(text, MAX_REPLY_DEPTH) {
         return Err(Misformat::TooDeep);
     }
-    let reading = whole(text).unwrap_or_else(|| candidates::choose(text));
+    let reading = whole(text)
+        .or_else(|| pythonic::read(text))
+        .unwrap_or_else(|| candidates::choose(text));
     match reading {
         Reading::Request(request) => Ok(request),
         Reading::Unreadable(seen) => Err(Misformat::Unreadable(seen)),

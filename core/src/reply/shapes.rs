@@ -2,15 +2,18 @@
 //!
 //! | shape | tool | arguments |
 //! |---|---|---|
-//! | Agent Zero | `tool_name` or `tool` | `tool_args`, `args`, `parameters`, `arguments`, `params`, `input` (or none) |
+//! | Agent Zero | `tool_name` or `tool` | `tool_args`, `args`, `parameters`, `arguments`, `params`, `input`, `tool_input`, `action_input` (or none) |
 //! | OpenAI, Hermes, Anthropic | `name`, only next to an arguments key | as above |
 //! | OpenAI message | `function: {name, arguments}`, `tool_calls: [{function: ...}]` (the first) | |
 //! | AutoGPT | `command: {name, args}` | |
 //! | MemGPT / Letta | `function: "name"` | `params` (or any of the above) |
+//! | LangChain | `action`, only next to `action_input` | `action_input` |
 //!
 //! Arguments are an object, `null` or nothing (`{}`), or a string that holds a JSON object
 //! (OpenAI's `"arguments": "{\"a\": 1}"`, even encoded twice). Anything else present as the
-//! arguments makes the request unreadable: it is never called with arguments left out.
+//! arguments makes the request unreadable: it is never called with arguments left out. So does
+//! a request with no arguments key but another key that holds an object (`"tool_inputs": {..}`):
+//! those are likely its arguments under a name not known here.
 //! A function schema (`name`, `description`, `parameters` with `properties`) is not a call.
 
 use serde_json::{Map, Value};
@@ -18,14 +21,18 @@ use serde_json::{Map, Value};
 use super::{lenient, ToolRequest};
 
 const TOOL_KEYS: [&str; 2] = ["tool_name", "tool"];
-const ARGS_KEYS: [&str; 6] = [
+const ARGS_KEYS: [&str; 8] = [
     "tool_args",
     "args",
     "parameters",
     "arguments",
     "params",
     "input",
+    "tool_input",
+    "action_input",
 ];
+/// Keys of a request that are not its arguments, even when they hold an object.
+const NOT_ARGS: [&str; 3] = ["thoughts", "headline", "id"];
 const WRAPPERS: [&str; 3] = ["function", "command", "tool_call"];
 
 /// What an object in a reply is.
@@ -64,7 +71,9 @@ pub(super) fn started_as_request(partial: &Map<String, Value>, pending: Option<&
     let mut keys_seen = keys();
     let tool =
         keys_seen.any(|k| TOOL_KEYS.contains(&k) || WRAPPERS.contains(&k) || k == "tool_calls");
-    let named = partial.get("name").is_some_and(Value::is_string);
+    let named = ["name", "action"]
+        .iter()
+        .any(|k| partial.get(*k).is_some_and(Value::is_string));
     tool || (named && keys().any(|k| ARGS_KEYS.contains(&k)))
 }
 
@@ -74,6 +83,11 @@ fn request(mut map: Map<String, Value>) -> Reading {
     }
     if let Some(Value::Array(calls)) = map.remove("tool_calls") {
         return calls.into_iter().next().map_or(Reading::Nothing, classify);
+    }
+    if map.contains_key("action_input") {
+        if let Some(action @ Value::String(_)) = map.remove("action") {
+            return with_args(action, &mut map, false);
+        }
     }
     for wrapper in WRAPPERS {
         match map.remove(wrapper) {
@@ -105,7 +119,14 @@ fn with_args(tool: Value, map: &mut Map<String, Value>, optional: bool) -> Readi
     }
     let found = ARGS_KEYS.iter().find_map(|k| Some((*k, map.remove(*k)?)));
     let args = match found {
-        None if optional => Value::Object(Map::new()),
+        None if optional => match map.iter().find(|(k, v)| v.is_object() && !NOT_ARGS.contains(&k.as_str())) {
+            Some((key, _)) => {
+                return Reading::Unreadable(format!(
+                    "a request for tool `{tool}` with no arguments key, but `{key}` holds an object: name the arguments `tool_args`"
+                ))
+            }
+            None => Value::Object(Map::new()),
+        },
         None => return Reading::Nothing,
         Some((key, value)) => match arguments(value) {
             Ok(args) => args,

@@ -21,11 +21,13 @@ impl Parser<'_> {
     /// A string opened by `quote` at the current position; `key` if it is an object key.
     pub(super) fn string(&mut self, quote: u8, key: bool) -> Result<String, &'static str> {
         self.pos += 1;
-        let mut out = String::new();
+        // One allocation in the common case: the text up to the next quote, at most.
+        let rest = &self.bytes[self.pos..];
+        let mut out = String::with_capacity(memchr::memchr(quote, rest).unwrap_or(0));
         let mut inner_quotes = 0usize;
         loop {
             let rest = &self.bytes[self.pos..];
-            let Some(i) = rest.iter().position(|&b| b == quote || b == b'\\') else {
+            let Some(i) = memchr::memchr2(quote, b'\\', rest) else {
                 return Err("a string is never closed");
             };
             out.push_str(&self.text[self.pos..self.pos + i]);

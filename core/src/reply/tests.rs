@@ -224,3 +224,72 @@ fn a_comment_or_a_stray_quote_cannot_hide_deep_nesting() {
     let read = reader.join().expect("the reader overflowed or panicked");
     assert!(read.iter().all(Option::is_none), "{read:?}");
 }
+
+#[test]
+fn calls_named_outside_the_object() {
+    let args = json!({"q": "x"});
+    for text in [
+        "[TOOL_CALLS]search[ARGS]{\"q\": \"x\"}",
+        "functions.search:0<|tool_call_argument_begin|>{\"q\": \"x\"}<|tool_calls_section_end|>",
+        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"q\": \"x\"}\n```<｜tool▁call▁end｜>",
+        "<tool_call>search<arg_key>q</arg_key><arg_value>x</arg_value></tool_call>",
+        "<tool_call>search\n<arg_key>q</arg_key>\n<arg_value>x</arg_value>\n</tool_call>",
+        "Action:\n```json\n{\"action\": \"search\", \"action_input\": {\"q\": \"x\"}}\n```",
+        "{\"tool_name\": \"search\", \"tool_input\": {\"q\": \"x\"}}",
+    ] {
+        assert_eq!(call(text), ("search".to_owned(), args.clone()), "{text}");
+    }
+    assert_eq!(
+        call("<tool_call>now</tool_call>"),
+        ("now".to_owned(), json!({}))
+    );
+}
+
+#[test]
+fn calls_written_as_python() {
+    for (text, args) in [
+        ("[search(q=\"x\")]", json!({"q": "x"})),
+        (
+            "<|tool_call_start|>[search(q='x', n=3)]<|tool_call_end|>",
+            json!({"q": "x", "n": 3}),
+        ),
+        (
+            "search(q=\"C:\\Users\", deep=True, tags=['a'], none=None)",
+            json!({"q": "C:\\Users", "deep": true, "tags": ["a"], "none": null}),
+        ),
+        (
+            "Checking.<|tool_call_start|>[search(q=\"x\"), other(a=1)]<|tool_call_end|>",
+            json!({"q": "x"}),
+        ),
+        ("```python\nsearch()\n```", json!({})),
+    ] {
+        assert_eq!(call(text), ("search".to_owned(), args), "{text}");
+    }
+    // A positional argument is unreadable, never a call without it.
+    assert!(matches!(
+        read_reply("[search(\"x\")]"),
+        Err(Misformat::Unreadable(_))
+    ));
+    // Prose is not Python.
+    for text in [
+        "Sure (I will) do it",
+        "f(x) is a function",
+        "See [the docs(v2)](url)",
+    ] {
+        assert!(read_reply(text).is_err(), "{text}");
+    }
+}
+
+#[test]
+fn arguments_under_an_unknown_key_are_not_dropped() {
+    let read = read_reply(r#"{"tool_name": "search", "tool_arguments": {"q": "x"}}"#);
+    assert!(
+        matches!(read, Err(Misformat::Unreadable(ref s)) if s.contains("tool_arguments")),
+        "{read:?}"
+    );
+    // Other fields of a request are not taken for arguments.
+    assert_eq!(
+        call(r#"{"thoughts": {"a": 1}, "tool_name": "now"}"#),
+        ("now".to_owned(), json!({}))
+    );
+}

@@ -1,5 +1,6 @@
 //! Tool calls written as XML: Anthropic's `<invoke name="x"><parameter name="p">v</parameter>
-//! </invoke>` and Qwen's `<function=x><parameter=p>v</parameter></function>`.
+//! </invoke>`, Qwen's `<function=x><parameter=p>v</parameter></function>` and GLM's
+//! `<tool_call>x<arg_key>p</arg_key><arg_value>v</arg_value></tool_call>`.
 //!
 //! A parameter's value is its text, without one line break at each end. A value that starts
 //! with `{` or `[` and reads whole as JSON is that JSON; anything else stays a string (`5` is
@@ -15,13 +16,31 @@ use super::ToolRequest;
 /// The two openings of a call, and the closing tag of each.
 const FORMS: [(&str, &str); 2] = [("<invoke", "</invoke>"), ("<function=", "</function>")];
 
+/// GLM's opening, closing, and the tags around a parameter's key and value.
+const GLM: (&str, &str) = ("<tool_call>", "</tool_call>");
+const GLM_KEY: (&str, &str) = ("<arg_key>", "</arg_key>");
+const GLM_VALUE: (&str, &str) = ("<arg_value>", "</arg_value>");
+
 /// Whether a call in XML starts at `at`.
 pub(super) fn starts_call(text: &str, at: usize) -> bool {
-    FORMS.iter().any(|(open, _)| text[at..].starts_with(open))
+    FORMS.iter().any(|(open, _)| text[at..].starts_with(open)) || glm_name(text, at).is_some()
+}
+
+/// The tool's name if a GLM call starts at `at`: `<tool_call>`, a name, then `<arg_key>` or
+/// the closing tag.
+fn glm_name(text: &str, at: usize) -> Option<(&str, usize)> {
+    let rest = text[at..].strip_prefix(GLM.0)?;
+    let name_len = rest.find(|c: char| !(c.is_alphanumeric() || "_-.:".contains(c)))?;
+    let after = rest[name_len..].trim_start();
+    let opens = after.starts_with(GLM_KEY.0) || after.starts_with(GLM.1);
+    (name_len > 0 && opens).then(|| (&rest[..name_len], at + GLM.0.len() + name_len))
 }
 
 /// Reads the call that starts at `at` and the offset after it.
 pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
+    if let Some((tool, body_start)) = glm_name(text, at) {
+        return read_glm(text, tool, body_start);
+    }
     let Some(&(open, close)) = FORMS.iter().find(|(open, _)| text[at..].starts_with(open)) else {
         return (Reading::Nothing, at + 1);
     };
@@ -49,6 +68,47 @@ pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
         )),
     };
     (reading, end)
+}
+
+/// A GLM call's parameters, from `body_start` to its closing tag (or the end of the reply).
+fn read_glm(text: &str, tool: &str, body_start: usize) -> (Reading, usize) {
+    let rest = &text[body_start..];
+    let (body, end) = match rest.find(GLM.1) {
+        Some(i) => (&rest[..i], body_start + i + GLM.1.len()),
+        None => (rest, text.len()),
+    };
+    let reading = match glm_parameters(body) {
+        Ok(args) => Reading::Request(ToolRequest {
+            tool: tool.to_owned(),
+            args: Value::Object(args),
+            thoughts: None,
+            headline: None,
+        }),
+        Err(seen) => Reading::Unreadable(format!(
+            "a call of tool `{tool}` in XML whose parameter could not be read: {seen}"
+        )),
+    };
+    (reading, end)
+}
+
+fn glm_parameters(body: &str) -> Result<Map<String, Value>, String> {
+    let mut args = Map::new();
+    let mut rest = body.trim_start();
+    while !rest.is_empty() {
+        let (key, after) = element(rest, GLM_KEY).ok_or_else(|| format!("`{}`", brief(rest)))?;
+        let (value_text, after) = element(after.trim_start(), GLM_VALUE)
+            .ok_or_else(|| format!("parameter `{key}` has no `<arg_value>…</arg_value>`"))?;
+        args.insert(key.trim().to_owned(), value(value_text));
+        rest = after.trim_start();
+    }
+    Ok(args)
+}
+
+/// The text of the element `tags` at the start of `text`, and the text after it.
+fn element<'a>(text: &'a str, (open, close): (&str, &str)) -> Option<(&'a str, &'a str)> {
+    let rest = text.strip_prefix(open)?;
+    let end = rest.find(close)?;
+    Some((&rest[..end], &rest[end + close.len()..]))
 }
 
 /// The end (`>`) of a tag's head, looked for in its first 256 bytes only.

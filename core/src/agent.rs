@@ -198,6 +198,7 @@ impl Agent {
             kvps: self.host.secret_store().map(kvps),
             progress: Masked::default(),
             finished,
+            metadata: None,
         };
         self.transcript.add_log(item)
     }

@@ -14,6 +14,7 @@ use plugin_api::__private::abi::{
 use plugin_api::ToolError;
 use serde_json::{Map, Value};
 
+use crate::cancel::Cancel;
 use crate::transcript::{HistoryMessage, Role};
 use crate::Agent;
 
@@ -26,6 +27,8 @@ pub(crate) struct CallContext {
     pub(crate) extension: Option<(Arc<str>, Arc<str>)>,
     /// A call of `parallel`: no history entry of its own.
     pub(crate) nested: bool,
+    /// Set when the host stops waiting for the call (deadline, intervention).
+    pub(crate) cancel: Arc<Cancel>,
 }
 
 impl CallContext {
@@ -46,7 +49,21 @@ impl CallContext {
             log_id: 0,
             extension: None,
             nested: false,
+            cancel: Arc::default(),
         }
+    }
+
+    /// The same call for one more attempt of `execute`, with a cancellation of its own.
+    pub(crate) fn for_attempt(self: &Arc<Self>) -> Arc<Self> {
+        Arc::new(Self {
+            agent: self.agent.clone(),
+            tool_name: self.tool_name.clone(),
+            method: self.method.clone(),
+            log_id: self.log_id,
+            extension: self.extension.clone(),
+            nested: self.nested,
+            cancel: Arc::default(),
+        })
     }
 
     /// The same call, seen from the extension `name` at `point`.
@@ -58,6 +75,7 @@ impl CallContext {
             log_id: self.log_id,
             extension: Some((point.clone(), name.clone())),
             nested: self.nested,
+            cancel: self.cancel.clone(),
         })
     }
 }
@@ -79,6 +97,8 @@ static HOST_VTABLE: LazyLock<HostVtableRef> = LazyLock::new(|| {
         unmask_json: ctx_unmask_json,
         mask_text: ctx_mask_text,
         call_extensions: ctx_call_extensions,
+        is_cancelled: ctx_is_cancelled,
+        cancelled: ctx_cancelled,
     }
     .leak_into_prefix()
 });
@@ -193,6 +213,18 @@ unsafe extern "C" fn ctx_check_intervention(data: *const c_void) -> FfiFuture<Ff
             .into()
     }
     .into_ffi()
+}
+
+unsafe extern "C" fn ctx_is_cancelled(data: *const c_void) -> bool {
+    // SAFETY: vtable contract.
+    let call = unsafe { call(data) };
+    call.cancel.is_cancelled()
+}
+
+unsafe extern "C" fn ctx_cancelled(data: *const c_void) -> FfiFuture<()> {
+    // SAFETY: vtable contract.
+    let cancel = unsafe { call(data) }.cancel.clone();
+    async move { cancel.cancelled().await }.into_ffi()
 }
 
 unsafe extern "C" fn ctx_loop_data_get(data: *const c_void, key: RStr<'_>) -> ROption<RString> {

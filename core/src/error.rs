@@ -33,6 +33,8 @@ pub enum LoadErrorKind {
     NotAFile,
     /// Larger than [`HostOptions::max_library_bytes`](crate::HostOptions::max_library_bytes).
     TooLarge,
+    /// The tool's parameters schema does not compile.
+    BadSchema,
 }
 
 impl LoadErrorKind {
@@ -50,6 +52,7 @@ impl LoadErrorKind {
             Self::WrongKind => "wrong-kind",
             Self::NotAFile => "not-a-file",
             Self::TooLarge => "too-large",
+            Self::BadSchema => "bad-schema",
         }
     }
 }

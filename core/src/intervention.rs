@@ -154,6 +154,24 @@ impl Intervention {
         }
     }
 
+    /// Completes when the agent is stopped, with the error a check would give then. A running
+    /// call waits for this next to its result, so a stop ends it at once; a message from the
+    /// user does not (it joins at the loop's next checkpoint, and the call's result is kept).
+    pub(crate) async fn stopped(&self) -> ToolError {
+        let mut rx = self.flags.subscribe();
+        loop {
+            let flags = *rx.borrow_and_update();
+            if flags.stopped {
+                if let Err(error) = self.check(Check::PauseOrStop).await {
+                    return error;
+                }
+            }
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
     /// The message loop's checkpoint: waits while paused, fails if stopped, and returns the
     /// messages sent meanwhile (empty when there are none: the iteration may start).
     pub(crate) async fn checkpoint(&self) -> Result<Vec<String>, Stopped> {

@@ -100,10 +100,12 @@
 
 mod agent;
 mod cache;
+mod cancel;
 mod context;
 mod error;
 mod extension_points;
 mod generation;
+pub mod governance;
 mod hooks;
 mod host;
 mod image;

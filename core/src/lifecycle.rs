@@ -9,6 +9,7 @@ use plugin_api::points::{
 use serde_json::{Map, Value};
 
 use crate::context::CallContext;
+use crate::governance::CallRules;
 use crate::extension_points::json_text;
 use crate::intervention::Check;
 use crate::long_output::Answer;
@@ -27,7 +28,8 @@ impl Drop for ClearCurrentTool<'_> {
 
 /// The tool a request resolved to.
 enum Target {
-    Library(Arc<ToolHandle>),
+    /// A library tool, and the rules that govern its call.
+    Library(Arc<ToolHandle>, CallRules),
     /// No layer has the tool: the built-in Unknown tool answers.
     Unknown,
     /// The built-in `parallel` tool.
@@ -81,7 +83,7 @@ impl Agent {
         let resolution = self.host.resolve(self.profile(), name);
 
         let target = match &resolution.found {
-            Some(found) => Target::Library(found.handle.clone()),
+            Some(found) => self.library_target(&found.handle),
             // The built-in `parallel` (a library named `parallel` replaces it).
             None if name == "parallel" => Target::Parallel,
             None => {
@@ -92,7 +94,7 @@ impl Agent {
                     )));
                 }
                 match &self.host.resolve(self.profile(), "unknown").found {
-                    Some(found) => Target::Library(found.handle.clone()),
+                    Some(found) => self.library_target(&found.handle),
                     None => Target::Unknown,
                 }
             }
@@ -121,6 +123,7 @@ impl Agent {
             log_id: 0,
             extension: None,
             nested: false,
+            cancel: Arc::default(),
         });
         let answer = tool.execute(&call, json_text(args)).await?;
         let len = answer.message().len();
@@ -145,7 +148,7 @@ impl Agent {
         let heading = format!("Using tool '{request}'");
         let log_id = self.add_log(LogKind::Tool, heading, String::new(), args.clone(), false);
         let tool_name = match &target {
-            Target::Library(tool) if tool.name() == request.name() => tool.shared_name().clone(),
+            Target::Library(tool, _) if tool.name() == request.name() => tool.shared_name().clone(),
             _ => request.name().into(),
         };
         let call = Arc::new(CallContext {
@@ -155,6 +158,7 @@ impl Agent {
             log_id,
             extension: None,
             nested,
+            cancel: Arc::default(),
         });
         self.lifecycle_steps(&call, request, &target, args)
             .await
@@ -170,15 +174,26 @@ impl Agent {
         target: &Target,
         args: Map<String, Value>,
     ) -> Result<Response, ToolError> {
-        let args = self.before_steps(call, request, target, args).await?;
+        if let Target::Library(tool, rules) = target {
+            self.admit(tool, rules)?;
+        }
+        let mut args = self.before_steps(call, request, target, args).await?;
         let answer = match target {
-            Target::Library(tool) => Answer::Plugin(tool.execute(call, json_text(&args)).await?),
+            Target::Library(tool, rules) => Answer::Plugin(
+                self.execute_governed(call, request, tool, &mut args, rules)
+                    .await?,
+            ),
             Target::Unknown => Answer::Host(self.unknown_tool(request.name())),
             Target::Parallel => Answer::Host(self.run_parallel(args).await?),
         };
         // An interruption now waits for the loop's next checkpoint.
         self.intervention.check(Check::PauseOrStop).await?;
-        let response = self.limit_output(call, answer);
+        let mut response = self.limit_output(call, answer);
+        if let Some(metadata) = response.metadata.take() {
+            let metadata = self.host.secret_store().map(metadata);
+            self.transcript
+                .update_log(call.log_id, |item| item.metadata = Some(metadata));
+        }
         self.after_steps(call, request, target, response).await
     }
 
@@ -192,7 +207,7 @@ impl Agent {
         args: Map<String, Value>,
     ) -> Result<Map<String, Value>, ToolError> {
         match target {
-            Target::Library(tool) if tool.has_before_hook() => {
+            Target::Library(tool, _) if tool.has_before_hook() => {
                 tool.before_execution(call, json_text(&args)).await?
             }
             _ => self.default_before_execution(call, &args),
@@ -229,7 +244,7 @@ impl Agent {
             }
         };
         match target {
-            Target::Library(tool) if tool.has_after_hook() => {
+            Target::Library(tool, _) if tool.has_after_hook() => {
                 tool.after_execution(call, &response).await?
             }
             _ => self.default_after_execution(call, &response),
@@ -283,6 +298,11 @@ impl Agent {
             tool_name: Some(request.to_string()),
             additional: None,
         });
+    }
+
+    /// A library tool to call, with the rules for it.
+    fn library_target(&self, tool: &Arc<ToolHandle>) -> Target {
+        Target::Library(tool.clone(), CallRules::declared(tool))
     }
 
     /// The built-in Unknown tool: names the missing tool and lists the available ones.

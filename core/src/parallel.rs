@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
@@ -26,8 +26,6 @@ struct Call {
     args: Value,
     /// Why it is refused without running, if it is.
     refused: Option<String>,
-    /// Its tool's `timeout_seconds`.
-    timeout: Option<Duration>,
 }
 
 /// How one call ended: `Ok`, or its state (`error`, `cancelled`, `timeout`), kind and message.
@@ -37,7 +35,7 @@ impl Agent {
     /// `parallel`: `{"calls": [{"tool_name", "tool_args"}, ...], "max_concurrent": n}`.
     ///
     /// Runs up to `max_concurrent` (at most [`MAX_PARALLEL`], the default) calls at once, each
-    /// through [`call_tool`](Self::call_tool) and under its tool's `timeout_seconds`. The
+    /// through [`call_tool`](Self::call_tool), so under its tool's deadline and governance. The
     /// results come back in the order asked, each with its `state` (`success`, `error`,
     /// `cancelled` or `timeout`) and `duration_ms`. A `parallel` inside `parallel` is refused.
     pub(crate) async fn run_parallel(
@@ -85,10 +83,11 @@ impl Agent {
             message: text,
             break_loop: false,
             additional: Some(additional),
+            metadata: None,
         })
     }
 
-    /// Reads call `i` of a request: its tool, arguments and timeout, or why it is refused.
+    /// Reads call `i` of a request: its tool and arguments, or why it is refused.
     fn parallel_call(&self, i: usize, call: &Value) -> Call {
         let tool = ["tool_name", "tool", "name"]
             .iter()
@@ -111,22 +110,10 @@ impl Agent {
         } else {
             None
         };
-        let timeout = match refused {
-            Some(_) => None,
-            None => self
-                .host
-                .resolve(self.profile(), name)
-                .found
-                .as_ref()
-                .map(|f| f.handle.info().timeout_seconds)
-                .filter(|s| *s > 0)
-                .map(Duration::from_secs),
-        };
         Call {
             tool,
             args,
             refused,
-            timeout,
         }
     }
 }
@@ -141,27 +128,17 @@ async fn run_call(agent: Arc<Agent>, call: Call, permits: Arc<Semaphore>) -> Val
         None => {
             let _permit = permits.acquire_owned().await;
             started = Instant::now(); // the wait for a slot is not the call's time
-            let timeout = call.timeout;
-            outcome(boxed_call(agent, call.tool, call.args), timeout).await
+            outcome(boxed_call(agent, call.tool, call.args)).await
         }
     };
     result_entry(&secrets, &tool, started, outcome)
 }
 
-/// Awaits a call under its timeout.
-async fn outcome(call: CallFuture, timeout: Option<Duration>) -> Outcome {
-    let result = match timeout {
-        Some(limit) => match tokio::time::timeout(limit, call).await {
-            Ok(result) => result,
-            Err(_) => {
-                let message = format!("no answer within {} s", limit.as_secs());
-                return Err(("timeout", ErrorKind::Timeout, message));
-            }
-        },
-        None => call.await,
-    };
-    result.map_err(|e| match e.kind() {
+/// Awaits a call (its deadline is the lifecycle's).
+async fn outcome(call: CallFuture) -> Outcome {
+    call.await.map_err(|e| match e.kind() {
         ErrorKind::Intervention => ("cancelled", e.kind(), e.message().to_owned()),
+        ErrorKind::Timeout => ("timeout", e.kind(), e.message().to_owned()),
         kind => ("error", kind, e.message().to_owned()),
     })
 }

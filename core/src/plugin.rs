@@ -15,6 +15,7 @@ use plugin_api::__private::abi::{FfiExtension, FfiResponse, FfiTool};
 use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
 use crate::context::CallContext;
+use crate::governance::{ArgumentSchema, Breaker, BreakerState};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::generation::Generation;
 use crate::layout::Escaped;
@@ -25,6 +26,10 @@ pub struct ToolHandle {
     /// The file stem: the name the tool is found by.
     name: Arc<str>,
     info: ToolInfo,
+    /// `info.parameters`, compiled once for this build.
+    pub(crate) schema: ArgumentSchema,
+    /// This build's circuit breaker: a new build starts closed.
+    pub(crate) breaker: Breaker,
     source: PathBuf,
     package: String,
     /// Dropped after the instance (fields drop after `Drop::drop`): shuts the library down.
@@ -56,6 +61,8 @@ impl ToolHandle {
             );
             ToolInfo::default()
         });
+        let schema = ArgumentSchema::compile(&info.parameters)
+            .map_err(|e| LoadError::new(source, LoadErrorKind::BadSchema, e))?;
         let name = source
             .file_stem()
             .map(|s| s.to_string_lossy())
@@ -64,6 +71,8 @@ impl ToolHandle {
             ffi,
             name: name.as_ref().into(),
             info,
+            schema,
+            breaker: Breaker::default(),
             source: source.to_owned(),
             package: module.package().as_str().to_owned(),
             generation,
@@ -104,6 +113,23 @@ impl ToolHandle {
     /// after the file was removed).
     pub fn generation(&self) -> u64 {
         self.generation.number
+    }
+
+    /// Whether the tool can run now (its `readiness`); a plugin built before 0.4 is ready.
+    pub fn readiness(&self) -> plugin_api::Readiness {
+        let Some(readiness) = self.ffi.vtable.readiness() else {
+            return plugin_api::Readiness::Ready;
+        };
+        // SAFETY: `this` is ours until drop; the glue catches the plugin's panics.
+        match unsafe { readiness(self.ffi.this) } {
+            ROption::RNone => plugin_api::Readiness::Ready,
+            ROption::RSome(reason) => plugin_api::Readiness::NotReady(reason.into_string()),
+        }
+    }
+
+    /// The state of this build's circuit breaker.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.snapshot()
     }
 
     pub(crate) fn has_before_hook(&self) -> bool {

@@ -116,6 +116,10 @@ pub struct LogItem {
     pub progress: Masked,
     /// Whether the call has finished.
     pub finished: bool,
+    /// The tool's result metadata ([`Response::metadata`](crate::Response::metadata)): for the
+    /// log and the audit, never the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Masked<Map<String, Value>>>,
 }
 
 #[derive(Default)]

@@ -112,6 +112,38 @@ impl Context {
             .map_err(error_from_ffi)
     }
 
+    /// Whether the host has cancelled this call: its deadline passed, or the user stopped or
+    /// interrupted the agent. A tool that loops without awaiting checks it between steps.
+    pub fn is_cancelled(&self) -> bool {
+        match self.vtable.is_cancelled() {
+            // SAFETY: as in `field`.
+            Some(f) => unsafe { f(self.data) },
+            None => false,
+        }
+    }
+
+    /// Completes when the host cancels this call (see [`is_cancelled`](Self::is_cancelled)).
+    /// Select on it to stop long work cleanly; the host has already answered the caller with
+    /// a `timeout` or `intervention` error by then, so what the tool returns afterwards is
+    /// dropped.
+    ///
+    /// ```
+    /// # use plugin_api::{Context, ToolError};
+    /// async fn crawl(ctx: &Context) -> Result<(), ToolError> {
+    ///     tokio::select! {
+    ///         _ = ctx.cancelled() => Err(ToolError::timeout("cancelled by the host")),
+    ///         _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => Ok(()),
+    ///     }
+    /// }
+    /// ```
+    pub async fn cancelled(&self) {
+        match self.vtable.cancelled() {
+            // SAFETY: as in `field`.
+            Some(f) => unsafe { f(self.data) }.await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// A value of the current loop's data, if set.
     pub fn loop_data(&self, key: &str) -> Option<Value> {
         // SAFETY: as in `field`.

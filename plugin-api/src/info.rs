@@ -7,10 +7,11 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RiskLevel {
-    /// Only reads; always allowed.
-    #[default]
+    /// Only reads; allowed by the default policy.
     Read,
-    /// Changes state; allowed per policy.
+    /// Changes state; allowed by the default policy. A tool that declares no risk is `write`
+    /// (as in Echo Agent's registry): read-only is a promise the tool must make.
+    #[default]
     Write,
     /// Executes arbitrary code or commands; usually needs a human.
     Exec,
@@ -78,7 +79,7 @@ impl Default for ToolInfo {
             max_retries: 0,
             stream_capable: false,
             capabilities: Vec::new(),
-            risk_level: RiskLevel::Read,
+            risk_level: RiskLevel::Write,
             version: String::new(),
         }
     }
@@ -92,6 +93,38 @@ impl ToolInfo {
             ..Self::default()
         }
     }
+    /// Sets the JSON Schema of the arguments from a typed arguments struct, derived with
+    /// `#[derive(JsonSchema)]` (the `schemars` crate). Read the arguments back with
+    /// [`Args::parse`](crate::Args::parse).
+    ///
+    /// ```
+    /// use plugin_api::ToolInfo;
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// /// The arguments of `weather`.
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct WeatherArgs {
+    ///     /// The city to look up.
+    ///     city: String,
+    ///     /// `metric` or `imperial`.
+    ///     #[serde(default)]
+    ///     units: Units,
+    /// }
+    ///
+    /// #[derive(Deserialize, serde::Serialize, JsonSchema, Default)]
+    /// #[serde(rename_all = "lowercase")]
+    /// enum Units { #[default] Metric, Imperial }
+    ///
+    /// let info = ToolInfo::new("Current weather.").parameters_for::<WeatherArgs>();
+    /// assert_eq!(info.parameters["required"], serde_json::json!(["city"]));
+    /// assert_eq!(info.parameters["properties"]["units"]["default"], "metric", "{:#}", info.parameters);
+    /// ```
+    pub fn parameters_for<T: schemars::JsonSchema>(mut self) -> Self {
+        self.parameters = schemars::schema_for!(T).to_value();
+        self
+    }
+
     /// Sets the JSON Schema of the arguments.
     pub fn parameters(mut self, schema: Value) -> Self {
         self.parameters = schema;

@@ -122,6 +122,7 @@ mod error;
 mod extension;
 mod info;
 pub mod points;
+mod readiness;
 mod response;
 pub mod runtime;
 mod tool;
@@ -131,6 +132,7 @@ pub use context::Context;
 pub use error::{ErrorKind, ToolError};
 pub use extension::{Extension, PointData};
 pub use info::{ExtensionInfo, RiskLevel, ToolInfo};
+pub use readiness::Readiness;
 pub use response::Response;
 pub use tool::{Tool, ToolHooks};
 

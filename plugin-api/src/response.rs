@@ -30,6 +30,10 @@ pub struct Response {
     pub break_loop: bool,
     /// Extra data passed along into the history entry of the tool result.
     pub additional: Option<Map<String, Value>>,
+    /// Structured data about the call (counts, ids, timings) for the log and the audit; it
+    /// never reaches the model. Absent from the JSON when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
 }
 
 impl Response {
@@ -39,6 +43,7 @@ impl Response {
             message: message.into(),
             break_loop: false,
             additional: None,
+            metadata: None,
         }
     }
     /// A message that ends the loop as the final answer.
@@ -47,8 +52,23 @@ impl Response {
             message: message.into(),
             break_loop: true,
             additional: None,
+            metadata: None,
         }
     }
+    /// Adds one entry to [`metadata`](Self::metadata): for the log and the audit, never the
+    /// model.
+    ///
+    /// ```
+    /// let r = plugin_api::Response::text("3 files").with_metadata("files", 3.into());
+    /// assert_eq!(r.metadata.unwrap()["files"], 3);
+    /// ```
+    pub fn with_metadata(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.metadata
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+
     /// Adds one entry to [`additional`](Self::additional).
     pub fn with_additional(mut self, key: impl Into<String>, value: Value) -> Self {
         self.additional

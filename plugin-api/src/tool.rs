@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use crate::{Args, Context, Response, ToolError, ToolInfo};
+use crate::{Args, Context, Readiness, Response, ToolError, ToolInfo};
 
 /// A tool the model can call: one required method, [`execute`](Tool::execute).
 ///
@@ -12,13 +12,23 @@ use crate::{Args, Context, Response, ToolError, ToolInfo};
 /// in use; calls may run concurrently, so state shared between calls needs synchronisation.
 /// For each call, in order:
 ///
-/// 1. the host resolves the tool by file name along the profile's layers; intervention check;
+/// 1. the host resolves the tool by file name along the profile's layers, and refuses the
+///    call at once if the profile's config denies the tool, if it is not
+///    [ready](Tool::readiness), or if its circuit breaker is open; intervention check;
 /// 2. `before_execution` ([`ToolHooks`], or the host default: log item, "Using tool" line);
 ///    intervention check;
 /// 3. the `tool_execute_before` extensions, which may rewrite the arguments;
-/// 4. **`execute`**; intervention check;
-/// 5. the `tool_execute_after` extensions, which may rewrite the message (not `break_loop`);
-/// 6. `after_execution` ([`ToolHooks`], or the host default: history entry, log update);
+/// 4. the arguments are validated against [`ToolInfo::parameters`] (schema defaults filled in;
+///    every failure listed in one `validation` error), then approved by the policy for the
+///    tool's [`RiskLevel`](crate::RiskLevel) (allow, ask the user, or deny);
+/// 5. **`execute`**, under the tool's deadline ([`ToolInfo::timeout_seconds`], overridable in
+///    the config): at the deadline the call ends with a `timeout` error and
+///    [`Context::cancelled`] completes, even if `execute` never awaits. Infrastructure failures
+///    (`timeout`, `dependency`, `internal`) are retried up to [`ToolInfo::max_retries`] times
+///    with backoff, for `read` tools or tools with the capability `idempotent`; intervention
+///    check;
+/// 6. the `tool_execute_after` extensions, which may rewrite the message (not `break_loop`);
+/// 7. `after_execution` ([`ToolHooks`], or the host default: history entry, log update);
 ///    intervention check. If `break_loop` is set the agent's loop ends with the message.
 ///
 /// An `Err` or a panic at any step ends the call with that error; a panic keeps its message and
@@ -72,6 +82,30 @@ pub trait Tool: Send + Sync + 'static {
     /// (`description`, `version`).
     fn info(&self) -> ToolInfo {
         ToolInfo::default()
+    }
+
+    /// Whether the tool can run now; checked before each call and when the tools are listed.
+    /// The default is ready. Keep it cheap (no I/O): it runs on every call.
+    ///
+    /// ```
+    /// use plugin_api::{Args, Context, Readiness, Response, Tool, ToolError};
+    ///
+    /// struct Weather { key: Option<String> }
+    ///
+    /// impl Tool for Weather {
+    ///     fn readiness(&self) -> Readiness {
+    ///         match self.key {
+    ///             Some(_) => Readiness::Ready,
+    ///             None => Readiness::not_ready("WEATHER_API_KEY not configured"),
+    ///         }
+    ///     }
+    ///     async fn execute(&self, _ctx: &Context, _args: Args) -> Result<Response, ToolError> {
+    ///         Ok(Response::text("sunny"))
+    ///     }
+    /// }
+    /// ```
+    fn readiness(&self) -> Readiness {
+        Readiness::Ready
     }
 }
 

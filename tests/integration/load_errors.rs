@@ -47,7 +47,7 @@ fn incompatible_layout() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::IncompatibleLayout),
         LoadErrorKind::IncompatibleLayout,
-        "rebuild it against plugin-api 0.3",
+        "rebuild it against plugin-api 0.4",
     );
 }
 
@@ -56,7 +56,7 @@ fn incompatible_version() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::FutureVersion),
         LoadErrorKind::IncompatibleVersion,
-        "built against plugin-api 1.0.0, but this host speaks plugin-api 0.3",
+        "built against plugin-api 1.0.0, but this host speaks plugin-api 0.4",
     );
 }
 

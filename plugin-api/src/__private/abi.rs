@@ -51,6 +51,8 @@ pub struct FfiResponse {
     pub break_loop: bool,
     /// A JSON object attached to the history entry, if any.
     pub additional: ROption<RString>,
+    /// A JSON object of metadata for the log and the audit, if any (new in 0.4).
+    pub metadata: ROption<RString>,
 }
 
 /// The fields of a call context that a plugin reads as text.
@@ -127,6 +129,13 @@ pub struct HostVtable {
         point: RString,
         json: RString,
     ) -> FfiFuture<FfiResult<RString>>,
+    /// Whether the host has cancelled the call (its deadline passed, or the user stopped or
+    /// interrupted it). New in 0.4.
+    #[sabi(missing_field(option))]
+    pub is_cancelled: unsafe extern "C" fn(data: *const c_void) -> bool,
+    /// A future that completes when the host cancels the call. New in 0.4.
+    #[sabi(missing_field(option))]
+    pub cancelled: unsafe extern "C" fn(data: *const c_void) -> FfiFuture<()>,
 }
 
 /// A call context handed to a plugin: host data plus the host's vtable.
@@ -170,6 +179,9 @@ pub struct ToolVtable {
     /// Frees the instance.
     #[sabi(last_prefix_field)]
     pub drop: unsafe extern "C" fn(this: *const c_void),
+    /// Whether the tool can run now: `None` if ready, else the reason it is not. New in 0.4.
+    #[sabi(missing_field(option))]
+    pub readiness: unsafe extern "C" fn(this: *const c_void) -> ROption<RString>,
 }
 
 /// A tool instance created by a library.
@@ -293,31 +305,38 @@ pub fn response_to_ffi(response: Response) -> FfiResponse {
     FfiResponse {
         message: RString::from(response.message),
         break_loop: response.break_loop,
-        additional: match response.additional {
-            Some(map) => ROption::RSome(RString::from(
-                serde_json::to_string(&map).unwrap_or_default(),
-            )),
-            None => ROption::RNone,
-        },
+        additional: map_to_ffi(response.additional),
+        metadata: map_to_ffi(response.metadata),
     }
+}
+
+fn map_to_ffi(map: Option<Map<String, Value>>) -> ROption<RString> {
+    match map {
+        Some(map) => ROption::RSome(RString::from(
+            serde_json::to_string(&map).unwrap_or_default(),
+        )),
+        None => ROption::RNone,
+    }
+}
+
+/// A JSON object from its wire form; anything else is kept under the key `"value"`.
+fn map_from_ffi(text: ROption<RString>) -> Option<Map<String, Value>> {
+    text.into_option()
+        .map(|text| match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => Map::from_iter([("value".to_owned(), other)]),
+            Err(_) => Map::from_iter([("value".to_owned(), Value::String(text.into_string()))]),
+        })
 }
 
 /// A [`Response`] from its wire form. `additional` that is not a JSON object is kept under the
 /// key `"value"` so that nothing is lost.
 pub fn response_from_ffi(response: FfiResponse) -> Response {
-    let additional =
-        response
-            .additional
-            .into_option()
-            .map(|text| match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(map)) => map,
-                Ok(other) => Map::from_iter([("value".to_owned(), other)]),
-                Err(_) => Map::from_iter([("value".to_owned(), Value::String(text.into_string()))]),
-            });
     Response {
         message: response.message.into_string(),
         break_loop: response.break_loop,
-        additional,
+        additional: map_from_ffi(response.additional),
+        metadata: map_from_ffi(response.metadata),
     }
 }
 
@@ -377,6 +396,7 @@ mod tests {
             message: "m".into(),
             break_loop: true,
             additional: ROption::RSome("[1]".into()),
+            metadata: ROption::RNone,
         };
         let back = response_from_ffi(odd);
         assert_eq!(back.additional.unwrap()["value"], serde_json::json!([1]));

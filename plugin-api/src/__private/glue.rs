@@ -21,7 +21,7 @@ use super::abi::{
     FfiResult, FfiTool, PluginModule, PluginModuleRef, ToolVtable,
 };
 use super::guard::{catch_panic, Guarded};
-use crate::{Args, Extension, Tool, ToolError, ToolHooks};
+use crate::{Args, Extension, Readiness, Tool, ToolError, ToolHooks};
 
 /// What the macros learn from the plugin crate's `Cargo.toml`.
 pub struct Package {
@@ -174,6 +174,7 @@ pub fn new_tool<T: Tool>(
             before_execution: hooks.0,
             after_execution: hooks.1,
             drop: drop_glue::<T>,
+            readiness: readiness_glue::<T>,
         }
         .leak_into_prefix();
         Ok(FfiTool {
@@ -195,6 +196,17 @@ unsafe extern "C" fn execute_glue<T: Tool>(
         let args = Args::from_json(&args)?;
         tool.execute(&ctx, args).await.map(response_to_ffi)
     })
+}
+
+unsafe extern "C" fn readiness_glue<T: Tool>(this: *const c_void) -> ROption<RString> {
+    // SAFETY: as in `execute_glue`.
+    let tool = unsafe { arc_from::<T>(this) };
+    // A panic is an answer too: the tool is not ready, and the panic says why.
+    match catch_panic(|| tool.readiness()) {
+        Ok(Readiness::Ready) => ROption::RNone,
+        Ok(Readiness::NotReady(reason)) => ROption::RSome(reason.into()),
+        Err(panic) => ROption::RSome(format!("its readiness check panicked: {panic}").into()),
+    }
 }
 
 unsafe extern "C" fn before_glue<T: ToolHooks>(

@@ -1,6 +1,6 @@
 //! The `response` tool: the agent's final answer. It ends the message loop.
 
-use plugin_api::{Args, Context, Response, Tool, ToolError, ToolInfo};
+use plugin_api::{Args, Context, Response, RiskLevel, Tool, ToolError, ToolInfo};
 use serde_json::json;
 
 #[derive(Default)]
@@ -8,11 +8,14 @@ struct ResponseTool;
 
 impl Tool for ResponseTool {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new("Ends the task with a final answer for the user.").parameters(json!({
-            "type": "object",
-            "properties": {"text": {"type": "string", "description": "The final answer."}},
-            "required": ["text"]
-        }))
+        // `text` is not `required` in the schema: `message` is read too, and the tool's own
+        // error says what to pass.
+        ToolInfo::new("Ends the task with a final answer for the user.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "The final answer."}}
+            }))
+            .risk(RiskLevel::Read)
     }
 
     async fn execute(&self, _ctx: &Context, args: Args) -> Result<Response, ToolError> {

@@ -1,13 +1,13 @@
 //! The `example` profile's `response`: overrides the core one, signing the answer.
 
-use plugin_api::{Args, Context, Response, Tool, ToolError, ToolInfo};
+use plugin_api::{Args, Context, Response, RiskLevel, Tool, ToolError, ToolInfo};
 
 #[derive(Default)]
 struct SignedResponse;
 
 impl Tool for SignedResponse {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new("Ends the task with a final answer, signed by the agent.")
+        ToolInfo::new("Ends the task with a final answer, signed by the agent.").risk(RiskLevel::Read)
     }
 
     async fn execute(&self, ctx: &Context, args: Args) -> Result<Response, ToolError> {

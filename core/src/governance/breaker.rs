@@ -1,0 +1,247 @@
+//! A circuit breaker per loaded build of a tool, counting only infrastructure failures.
+//!
+//! Closed: calls run; `failures` consecutive infrastructure failures (`timeout`, `dependency`,
+//! `internal`) open it. Open: calls are answered at once, without running, until the cool-down
+//! ends. Half-open: up to `half_open_calls` probe calls run; a success closes it, a failure
+//! opens it again. The breaker lives in the tool's handle, so a new build of the tool starts
+//! closed.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::{ErrorKind, ToolError};
+
+/// The breaker's settings (the `[breaker]` table of `toolhost.toml`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BreakerSettings {
+    /// Consecutive infrastructure failures that open it.
+    pub failures: u32,
+    /// How long it stays open.
+    pub cooldown: Duration,
+    /// Probe calls allowed while half-open.
+    pub half_open_calls: u32,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            failures: 5,
+            cooldown: Duration::from_secs(60),
+            half_open_calls: 2,
+        }
+    }
+}
+
+/// The state of a breaker, as `list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BreakerState {
+    /// Calls run; the number of consecutive infrastructure failures so far.
+    Closed(u32),
+    /// Calls are refused until the time given (wall clock), after the last failure's message.
+    Open {
+        /// When the cool-down ends.
+        until: SystemTime,
+        /// The failure that opened it.
+        last: String,
+    },
+    /// Probe calls are running.
+    HalfOpen,
+}
+
+impl BreakerState {
+    /// `closed`, `open` or `half_open`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Closed(_) => "closed",
+            Self::Open { .. } => "open",
+            Self::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// A change of state, for the log and the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Transition {
+    pub(crate) from: &'static str,
+    pub(crate) to: &'static str,
+    pub(crate) reason: String,
+}
+
+enum State {
+    Closed { failures: u32 },
+    Open { until: Instant, wall: SystemTime, failures: u32, last: String },
+    HalfOpen { probes: u32 },
+}
+
+/// One tool build's breaker.
+pub(crate) struct Breaker(Mutex<State>);
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Self(Mutex::new(State::Closed { failures: 0 }))
+    }
+}
+
+impl Breaker {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a call may run now; an open breaker answers with a `dependency` error that says
+    /// until when. Moving from open to half-open is returned as a transition.
+    pub(crate) fn admit(
+        &self,
+        tool: &str,
+        settings: &BreakerSettings,
+    ) -> Result<Option<Transition>, ToolError> {
+        let mut state = self.state();
+        match &mut *state {
+            State::Closed { .. } => Ok(None),
+            State::Open { until, wall, failures, last } => {
+                if Instant::now() < *until {
+                    return Err(ToolError::dependency(format!(
+                        "tool {tool} is unavailable until {} after {failures} failures (last: {last})",
+                        clock(*wall)
+                    )));
+                }
+                *state = State::HalfOpen { probes: 1 };
+                Ok(Some(transition("open", "half_open", "the cool-down ended")))
+            }
+            State::HalfOpen { probes } if *probes < settings.half_open_calls.max(1) => {
+                *probes += 1;
+                Ok(None)
+            }
+            State::HalfOpen { .. } => Err(ToolError::dependency(format!(
+                "tool {tool} is unavailable while its probe calls run after repeated failures"
+            ))),
+        }
+    }
+
+    /// Counts a call's outcome; returns the transition it caused, if any.
+    pub(crate) fn record(
+        &self,
+        outcome: Result<(), &ToolError>,
+        settings: &BreakerSettings,
+    ) -> Option<Transition> {
+        let mut state = self.state();
+        let infrastructure = outcome.err().filter(|e| is_infrastructure(e.kind()));
+        match (&mut *state, infrastructure) {
+            (State::Closed { failures }, None) => {
+                *failures = 0;
+                None
+            }
+            (State::HalfOpen { .. }, None) => {
+                *state = State::Closed { failures: 0 };
+                Some(transition("half_open", "closed", "a probe call succeeded"))
+            }
+            (State::Closed { failures }, Some(error)) => {
+                *failures += 1;
+                if *failures < settings.failures.max(1) {
+                    return None;
+                }
+                let failures = *failures;
+                *state = open(settings, failures, error);
+                Some(transition("closed", "open", &format!("{failures} failures in a row")))
+            }
+            (State::HalfOpen { .. }, Some(error)) => {
+                *state = open(settings, settings.failures, error);
+                Some(transition("half_open", "open", "a probe call failed"))
+            }
+            (State::Open { .. }, _) => None,
+        }
+    }
+
+    /// The state, for `list`.
+    pub(crate) fn snapshot(&self) -> BreakerState {
+        match &*self.state() {
+            State::Closed { failures } => BreakerState::Closed(*failures),
+            State::Open { wall, last, .. } => BreakerState::Open {
+                until: *wall,
+                last: last.clone(),
+            },
+            State::HalfOpen { .. } => BreakerState::HalfOpen,
+        }
+    }
+}
+
+/// Whether an error kind is an infrastructure failure (retried, and counted by the breaker).
+pub(crate) fn is_infrastructure(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Timeout | ErrorKind::Dependency | ErrorKind::Internal
+    )
+}
+
+fn open(settings: &BreakerSettings, failures: u32, error: &ToolError) -> State {
+    let mut last: String = error.message().chars().take(120).collect();
+    if last.len() < error.message().len() {
+        last.push('…');
+    }
+    State::Open {
+        until: Instant::now() + settings.cooldown,
+        wall: SystemTime::now() + settings.cooldown,
+        failures,
+        last,
+    }
+}
+
+fn transition(from: &'static str, to: &'static str, reason: &str) -> Transition {
+    Transition {
+        from,
+        to,
+        reason: reason.to_owned(),
+    }
+}
+
+/// `14:03:07 UTC`.
+pub(crate) fn clock(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", day / 3600, day / 60 % 60, day % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> BreakerSettings {
+        BreakerSettings {
+            failures: 2,
+            cooldown: Duration::from_millis(30),
+            half_open_calls: 1,
+        }
+    }
+
+    #[test]
+    fn opens_refuses_probes_and_closes() {
+        let (breaker, s) = (Breaker::default(), settings());
+        let failure = ToolError::timeout("slow");
+        assert!(breaker.record(Err(&ToolError::validation("x")), &s).is_none());
+        assert!(breaker.record(Err(&failure), &s).is_none());
+        let opened = breaker.record(Err(&failure), &s).unwrap();
+        assert_eq!((opened.from, opened.to), ("closed", "open"));
+        let refusal = breaker.admit("t", &s).unwrap_err();
+        assert!(refusal.message().contains("unavailable until"), "{refusal}");
+        assert!(refusal.message().contains("after 2 failures (last: slow)"), "{refusal}");
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(breaker.admit("t", &s).unwrap().unwrap().to, "half_open");
+        assert!(breaker.admit("t", &s).is_err(), "one probe at a time");
+        let closed = breaker.record(Ok(()), &s).unwrap();
+        assert_eq!(closed.to, "closed");
+        assert_eq!(breaker.snapshot(), BreakerState::Closed(0));
+    }
+
+    #[test]
+    fn a_failed_probe_opens_it_again() {
+        let (breaker, s) = (Breaker::default(), settings());
+        let failure = ToolError::internal("boom");
+        breaker.record(Err(&failure), &s);
+        breaker.record(Err(&failure), &s);
+        std::thread::sleep(Duration::from_millis(40));
+        breaker.admit("t", &s).unwrap();
+        assert_eq!(breaker.record(Err(&failure), &s).unwrap().to, "open");
+        assert_eq!(breaker.snapshot().name(), "open");
+    }
+}

@@ -1,0 +1,179 @@
+//! Plugin code runs on call threads, so the caller gets control back at a call's deadline (or
+//! at an intervention) even when the plugin never awaits or blocks its thread.
+//!
+//! A call's future is handed to an idle call thread, which drives it with the caller's tokio
+//! runtime handle (timers and host services work as on the caller's thread). The caller waits
+//! for the result, the deadline or the intervention, whichever comes first. At the deadline the
+//! call is *abandoned*: the caller gets a `timeout` error at once, the plugin sees
+//! [`Context::cancelled`](plugin_api::Context::cancelled), and the thread stays with the call
+//! until the plugin returns; it is counted meanwhile ([`overdue`]), and the tool's build stays
+//! loaded because the future holds its handle.
+//!
+//! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides spin
+//! for a few microseconds first (a thread after a call, waiting for the next; a caller, waiting
+//! for a quick result), so back-to-back short calls rarely park. Threads left idle for
+//! [`IDLE_EXIT`] end; new ones start when none is idle.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+/// How long an idle call thread waits for work before it ends.
+pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(10);
+/// How long a call thread spins for the next call before it parks.
+const THREAD_SPIN: Duration = Duration::from_micros(50);
+/// How long a caller spins for a quick result before it awaits.
+const CALLER_SPIN: Duration = Duration::from_micros(20);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Idle call threads, by the sender that hands them a job.
+static IDLE: LazyLock<Mutex<Vec<(u64, Sender<Job>)>>> = LazyLock::new(Mutex::default);
+/// Calls abandoned at their deadline or at an intervention whose plugin code still runs.
+static OVERDUE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many abandoned calls still run in plugin code (for `list`).
+pub fn overdue() -> usize {
+    OVERDUE.load(Ordering::SeqCst)
+}
+
+const RUNNING: u8 = 0;
+const DONE: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// Why a call ended without its result.
+pub(crate) enum Ended<E> {
+    /// The deadline passed.
+    Deadline,
+    /// The intervention future finished first, with this value.
+    Interrupted(E),
+}
+
+/// Runs `fut` on a call thread; returns its output, or why the caller stopped waiting.
+/// Without a tokio runtime on the calling thread, `fut` runs here, with no deadline.
+pub(crate) async fn run<T, E>(
+    fut: impl Future<Output = T> + Send + 'static,
+    deadline: Duration,
+    interrupt: impl Future<Output = E>,
+) -> Result<T, Ended<E>>
+where
+    T: Send + 'static,
+{
+    let Ok(handle) = Handle::try_current() else {
+        return Ok(fut.await);
+    };
+    let state = Arc::new(AtomicU8::new(RUNNING));
+    let (tx, mut rx) = oneshot::channel();
+    let worker_state = state.clone();
+    dispatch(Box::new(move || {
+        let out = handle.block_on(fut);
+        match worker_state.compare_exchange(RUNNING, DONE, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => drop(tx.send(out)),
+            Err(_) => {
+                OVERDUE.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }));
+    let spin_until = Instant::now() + CALLER_SPIN;
+    while Instant::now() < spin_until {
+        match rx.try_recv() {
+            Ok(out) => return Ok(out),
+            Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
+            Err(oneshot::error::TryRecvError::Closed) => break,
+        }
+    }
+    let ended = tokio::select! {
+        out = &mut rx => match out {
+            Ok(out) => return Ok(out),
+            // The thread dropped the sender without a result: its job panicked outside
+            // the plugin's guard. Treated as the deadline: nothing more will come.
+            Err(_) => Ended::Deadline,
+        },
+        () = tokio::time::sleep(deadline) => Ended::Deadline,
+        e = interrupt => Ended::Interrupted(e),
+    };
+    match state.compare_exchange(RUNNING, ABANDONED, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => {
+            OVERDUE.fetch_add(1, Ordering::SeqCst);
+            Err(ended)
+        }
+        // The result arrived meanwhile: it wins over the deadline.
+        Err(_) => match rx.await {
+            Ok(out) => Ok(out),
+            Err(_) => Err(ended),
+        },
+    }
+}
+
+/// Hands a job to an idle call thread, or to a new one.
+fn dispatch(job: Job) {
+    let idle = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let job = match idle {
+        Some((_, sender)) => match sender.send(job) {
+            Ok(()) => return,
+            Err(mpsc::SendError(job)) => job,
+        },
+        None => job,
+    };
+    spawn(job);
+}
+
+fn spawn(job: Job) {
+    static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed) as u64;
+    let (sender, receiver) = mpsc::channel::<Job>();
+    sender.send(job).expect("the receiver is here");
+    let started = std::thread::Builder::new()
+        .name(format!("toolhost-call-{id}"))
+        .spawn(move || serve(id, &sender, &receiver));
+    if let Err(e) = started {
+        tracing::error!("could not start a call thread: {e}");
+    }
+}
+
+/// A call thread: runs jobs, then waits (spinning, then parked) for the next one.
+fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
+    while let Some(job) = next_job(id, receiver) {
+        // The plugin's own panics are caught by its glue; this catches the host's.
+        let _ = catch_unwind(AssertUnwindSafe(job));
+        IDLE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, sender.clone()));
+    }
+}
+
+/// The next job; `None` when this thread should end (idle too long, and nobody holds it).
+fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
+    let spin_until = Instant::now() + THREAD_SPIN;
+    loop {
+        match receiver.try_recv() {
+            Ok(job) => return Some(job),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) if Instant::now() < spin_until => std::hint::spin_loop(),
+            Err(TryRecvError::Empty) => break,
+        }
+    }
+    match receiver.recv_timeout(IDLE_EXIT) {
+        Ok(job) => return Some(job),
+        Err(RecvTimeoutError::Disconnected) => return None,
+        Err(RecvTimeoutError::Timeout) => {}
+    }
+    let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+    match idle.iter().position(|(i, _)| *i == id) {
+        Some(at) => {
+            idle.swap_remove(at);
+            None
+        }
+        // A caller took this thread from the idle list: its job is on the way.
+        None => {
+            drop(idle);
+            receiver.recv().ok()
+        }
+    }
+}

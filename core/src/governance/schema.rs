@@ -1,0 +1,188 @@
+//! A tool's JSON Schema, compiled once per loaded build: defaults filled in, then every failure
+//! listed in one `validation` error.
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
+use serde_json::{Map, Value};
+
+use crate::ToolError;
+
+/// How many failures one error lists before it says how many more there are.
+const MAX_LISTED: usize = 20;
+/// How deep defaults are filled into nested objects.
+const MAX_DEFAULT_DEPTH: usize = 8;
+
+/// A tool's compiled argument schema.
+pub(crate) struct ArgumentSchema {
+    schema: Value,
+    validator: Validator,
+}
+
+impl ArgumentSchema {
+    /// Compiles `schema` (drafts 2020-12, 2019-09, 7, 6 and 4, from its `$schema`); remote
+    /// references are not fetched. The error says what is wrong, for a "skipped" line.
+    pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(schema).map_err(|e| {
+            let at = e.instance_path().as_str();
+            match at.is_empty() {
+                true => format!("its parameters schema does not compile: {e}"),
+                false => format!("its parameters schema does not compile at {at}: {e}"),
+            }
+        })?;
+        Ok(Self {
+            schema: schema.clone(),
+            validator,
+        })
+    }
+
+    /// Fills in the schema's defaults, then checks the arguments. The error lists every
+    /// failing path, with what was expected and what was given.
+    pub(crate) fn check(&self, args: &mut Map<String, Value>) -> Result<(), ToolError> {
+        fill_defaults(&self.schema, &self.schema, args, 0);
+        let instance = Value::Object(std::mem::take(args));
+        let mut failures: Vec<String> = Vec::new();
+        let mut more = 0usize;
+        for error in self.validator.iter_errors(&instance) {
+            match failures.len() < MAX_LISTED {
+                true => failures.push(describe(&error)),
+                false => more += 1,
+            }
+        }
+        if let Value::Object(map) = instance {
+            *args = map;
+        }
+        if failures.is_empty() {
+            return Ok(());
+        }
+        let mut message = format!("invalid arguments: {}", failures.join("; "));
+        if more > 0 {
+            message.push_str(&format!("; and {more} more"));
+        }
+        Err(ToolError::validation(message))
+    }
+}
+
+/// One failure: `/units: must be one of "metric", "imperial", got "kelvin"`.
+fn describe(error: &ValidationError<'_>) -> String {
+    let path = match error.instance_path().as_str() {
+        "" => "/".to_owned(),
+        path => path.to_owned(),
+    };
+    let got = brief(error.instance());
+    let what = match error.kind() {
+        ValidationErrorKind::Enum { options } => {
+            let options: Vec<String> = match options.as_ref() {
+                Value::Array(items) => items.iter().map(brief).collect(),
+                other => vec![brief(other)],
+            };
+            format!("must be one of {}, got {got}", options.join(", "))
+        }
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(set) => format!("{set:?}"),
+            };
+            format!("must be of type {expected}, got {got}")
+        }
+        ValidationErrorKind::Required { property } => {
+            format!("missing required property {property}")
+        }
+        _ => format!("{error}"),
+    };
+    format!("{path}: {what}")
+}
+
+/// A short quotation of a value.
+fn brief(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
+/// Sets each missing property that has a `default` in the schema, in nested objects too.
+fn fill_defaults(root: &Value, schema: &Value, args: &mut Map<String, Value>, depth: usize) {
+    if depth > MAX_DEFAULT_DEPTH {
+        return;
+    }
+    let schema = resolve(root, schema);
+    let Some(Value::Object(properties)) = schema.get("properties") else {
+        return;
+    };
+    for (key, property) in properties {
+        let property = resolve(root, property);
+        match args.get_mut(key) {
+            None => {
+                if let Some(default) = property.get("default") {
+                    args.insert(key.clone(), default.clone());
+                }
+            }
+            Some(Value::Object(inner)) => fill_defaults(root, property, inner, depth + 1),
+            Some(_) => {}
+        }
+    }
+}
+
+/// A local `$ref` (`#/$defs/X`, `#/definitions/X`) followed once; anything else as it is.
+fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(pointer) if pointer.starts_with("#/") => {
+            root.pointer(&pointer[1..]).unwrap_or(schema)
+        }
+        _ => schema,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> ArgumentSchema {
+        ArgumentSchema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "top": {"type": "integer"},
+                "units": {"enum": ["metric", "imperial"], "default": "metric"},
+                "options": {"$ref": "#/$defs/Options"}
+            },
+            "required": ["city"],
+            "$defs": {"Options": {"type": "object", "properties": {"lang": {"type": "string", "default": "en"}}}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn every_failure_is_listed_with_its_path() {
+        let mut args = json!({"top": "2", "units": "kelvin"}).as_object().unwrap().clone();
+        let error = schema().check(&mut args).unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::Validation);
+        let message = error.message();
+        assert!(message.contains("/: missing required property \"city\""), "{message}");
+        assert!(message.contains("/top: must be of type integer, got \"2\""), "{message}");
+        assert!(
+            message.contains("/units: must be one of \"metric\", \"imperial\", got \"kelvin\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn defaults_are_filled_in_nested_objects_too() {
+        let mut args = json!({"city": "Oslo", "options": {}}).as_object().unwrap().clone();
+        schema().check(&mut args).unwrap();
+        assert_eq!(
+            Value::Object(args),
+            json!({"city": "Oslo", "units": "metric", "options": {"lang": "en"}})
+        );
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_says_why() {
+        let error = ArgumentSchema::compile(&json!({"type": "objekt"})).err().unwrap();
+        assert!(error.contains("does not compile"), "{error}");
+        assert!(ArgumentSchema::compile(&json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"})).is_ok());
+    }
+}

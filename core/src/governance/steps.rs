@@ -1,0 +1,160 @@
+//! The governed steps of a library tool's call: admission (readiness, breaker), validation,
+//! then `execute` under the deadline with retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::call_threads::{self, Ended};
+use super::{is_infrastructure, Backoff, BreakerSettings, Transition};
+use crate::context::CallContext;
+use crate::plugin::{PluginAnswer, ToolHandle};
+use crate::transcript::LogKind;
+use crate::{Agent, RiskLevel, ToolError, ToolName};
+
+/// What governs one call of a tool: its declared values, overridden by the config.
+#[derive(Debug, Clone)]
+pub(crate) struct CallRules {
+    /// How long one attempt may run; `None` for no deadline (`timeout_seconds = 0`).
+    pub(crate) timeout: Option<Duration>,
+    /// Attempts after the first, for infrastructure failures of a retryable tool.
+    pub(crate) max_retries: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) breaker: BreakerSettings,
+}
+
+impl CallRules {
+    /// The rules a tool declares, before any config.
+    pub(crate) fn declared(tool: &ToolHandle) -> Self {
+        let info = tool.info();
+        Self {
+            timeout: (info.timeout_seconds > 0).then(|| Duration::from_secs(info.timeout_seconds)),
+            max_retries: info.max_retries,
+            backoff: Backoff::default(),
+            breaker: BreakerSettings::default(),
+        }
+    }
+}
+
+/// Whether a tool's failed attempts may be retried: it only reads, or says it is idempotent.
+fn retryable(tool: &ToolHandle) -> bool {
+    let info = tool.info();
+    info.risk_level == RiskLevel::Read || info.capabilities.iter().any(|c| c == "idempotent")
+}
+
+impl Agent {
+    /// Refuses a call at once if the tool is not ready or its breaker is open.
+    pub(crate) fn admit(
+        &self,
+        tool: &ToolHandle,
+        rules: &CallRules,
+    ) -> Result<(), ToolError> {
+        if let Some(reason) = tool.readiness().reason() {
+            return Err(ToolError::dependency(format!(
+                "tool {} is not ready: {reason}",
+                tool.name()
+            )));
+        }
+        let transition = tool.breaker.admit(tool.name(), &rules.breaker)?;
+        self.breaker_moved(tool, transition);
+        Ok(())
+    }
+
+    /// Validates the arguments (defaults filled in), then runs `execute` under the deadline,
+    /// retrying infrastructure failures with backoff where the tool allows it.
+    pub(crate) async fn execute_governed(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        tool: &Arc<ToolHandle>,
+        args: &mut Map<String, Value>,
+        rules: &CallRules,
+    ) -> Result<PluginAnswer, ToolError> {
+        tool.schema.check(args)?;
+        let args = crate::extension_points::json_text(args);
+        let retries = if retryable(tool) { rules.max_retries } else { 0 };
+        let mut attempt = 1;
+        loop {
+            let result = self.attempt(call, tool, args.clone(), rules.timeout).await;
+            let outcome = result.as_ref().map(|_| ());
+            let transition = tool.breaker.record(outcome, &rules.breaker);
+            let opened = transition.as_ref().is_some_and(|t| t.to == "open");
+            self.breaker_moved(tool, transition);
+            let error = match result {
+                Ok(answer) => return Ok(answer),
+                Err(e) if attempt <= retries && !opened && is_infrastructure(e.kind()) => e,
+                Err(e) => return Err(e),
+            };
+            let delay = rules.backoff.delay(attempt);
+            self.add_note(
+                LogKind::Warning,
+                format!("Retrying tool '{request}' (attempt {} of {})", attempt + 1, retries + 1),
+                format!("after {} error: {}; waiting {delay:?}", error.kind(), error.message()),
+            );
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                e = self.intervention.stopped() => return Err(e),
+            }
+            attempt += 1;
+        }
+    }
+
+    /// One attempt: `execute` on a call thread, until it answers, the deadline passes or the
+    /// user intervenes. The plugin sees the cancellation through its context.
+    async fn attempt(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        tool: &Arc<ToolHandle>,
+        args: String,
+        timeout: Option<Duration>,
+    ) -> Result<PluginAnswer, ToolError> {
+        let call = call.for_attempt();
+        let running = {
+            let (tool, call) = (tool.clone(), call.clone());
+            async move { tool.execute(&call, args).await }
+        };
+        let deadline = timeout.unwrap_or(Duration::MAX);
+        let interrupt = self.intervention.stopped();
+        match call_threads::run(running, deadline, interrupt).await {
+            Ok(result) => result,
+            Err(Ended::Deadline) => {
+                call.cancel.cancel();
+                Err(ToolError::timeout(format!(
+                    "tool {} did not answer within {}: its deadline passed and the call was abandoned (set [tools.{}] timeout_seconds in toolhost.toml to allow longer)",
+                    tool.name(),
+                    seconds(deadline),
+                    tool.name()
+                )))
+            }
+            Err(Ended::Interrupted(error)) => {
+                call.cancel.cancel();
+                Err(error)
+            }
+        }
+    }
+
+    /// Logs a breaker's change of state.
+    fn breaker_moved(&self, tool: &ToolHandle, transition: Option<Transition>) {
+        let Some(t) = transition else {
+            return;
+        };
+        tracing::warn!(
+            "tool {}: circuit breaker {} -> {} ({})",
+            tool.name(),
+            t.from,
+            t.to,
+            t.reason
+        );
+        self.add_note(
+            LogKind::Warning,
+            format!("Circuit breaker of tool '{}': {} -> {}", tool.name(), t.from, t.to),
+            t.reason,
+        );
+    }
+}
+
+/// `2 s`, `0.5 s`.
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}

@@ -1,0 +1,45 @@
+//! Whether a tool can run now.
+
+/// A tool's answer to "can you run now?" ([`Tool::readiness`](crate::Tool::readiness)).
+///
+/// A tool that is not ready is left out of the tools prompt, shown in `toolhost list` with
+/// its reason, and a call of it fails at once with that reason (a `dependency` error), so the
+/// model is told why instead of getting a failure from deep inside the tool.
+///
+/// ```
+/// use plugin_api::Readiness;
+///
+/// let readiness = match std::env::var("WEATHER_API_KEY") {
+///     Ok(_) => Readiness::Ready,
+///     Err(_) => Readiness::not_ready("WEATHER_API_KEY not configured"),
+/// };
+/// assert!(readiness.is_ready() || readiness.reason().is_some());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Readiness {
+    /// The tool can run.
+    #[default]
+    Ready,
+    /// The tool cannot run, and why (for the user and the model: say what to configure).
+    NotReady(String),
+}
+
+impl Readiness {
+    /// Not ready, for `reason`.
+    pub fn not_ready(reason: impl Into<String>) -> Self {
+        Self::NotReady(reason.into())
+    }
+
+    /// Whether the tool can run.
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Self::Ready)
+    }
+
+    /// Why the tool cannot run, if it cannot.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Ready => None,
+            Self::NotReady(reason) => Some(reason),
+        }
+    }
+}

@@ -9,8 +9,8 @@ use plugin_api::points::{
 use serde_json::{Map, Value};
 
 use crate::context::CallContext;
-use crate::governance::CallRules;
 use crate::extension_points::json_text;
+use crate::governance::CallRules;
 use crate::intervention::Check;
 use crate::long_output::Answer;
 use crate::plugin::ToolHandle;

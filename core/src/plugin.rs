@@ -15,9 +15,9 @@ use plugin_api::__private::abi::{FfiExtension, FfiResponse, FfiTool};
 use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
 use crate::context::CallContext;
-use crate::governance::{ArgumentSchema, Breaker, BreakerState};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::generation::Generation;
+use crate::governance::{ArgumentSchema, Breaker, BreakerState};
 use crate::layout::Escaped;
 
 /// A tool instance from a loaded library.
@@ -124,6 +124,21 @@ impl ToolHandle {
         match unsafe { readiness(self.ffi.this) } {
             ROption::RNone => plugin_api::Readiness::Ready,
             ROption::RSome(reason) => plugin_api::Readiness::NotReady(reason.into_string()),
+        }
+    }
+
+    /// Why the tool cannot be called now, if it cannot: not ready (its reason), or its breaker
+    /// is open. Such a tool is left out of the tools prompt.
+    pub fn unavailable(&self) -> Option<String> {
+        if let Some(reason) = self.readiness().reason() {
+            return Some(format!("not ready: {reason}"));
+        }
+        match self.breaker.snapshot() {
+            BreakerState::Open { until, last } => Some(format!(
+                "circuit breaker open until {} (last failure: {last})",
+                crate::governance::clock(until)
+            )),
+            _ => None,
         }
     }
 

@@ -24,6 +24,9 @@ pub enum Fixture {
     Echo,
     /// `tests/fixtures/encoder`: returns its `text` argument in each common encoding.
     Encoder,
+    /// `tests/fixtures/governed`: a typed schema with a default; methods `spin`, `forever`,
+    /// `cooperative`, `flaky`, `metadata`, `unready` (not ready from then on).
+    Governed,
     /// `tests/fixtures/noop`: returns an empty response.
     Noop,
     /// `tests/fixtures/noop_ext`: an extension that does nothing.
@@ -60,9 +63,10 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 18] = [
+    pub const ALL: [Fixture; 19] = [
         Self::Echo,
         Self::Encoder,
+        Self::Governed,
         Self::Noop,
         Self::NoopExt,
         Self::Panicky,
@@ -86,6 +90,7 @@ impl Fixture {
         match self {
             Self::Echo => "fx-echo",
             Self::Encoder => "fx-encoder",
+            Self::Governed => "fx-governed",
             Self::Noop => "fx-noop",
             Self::NoopExt => "fx-noop-ext",
             Self::Panicky => "fx-panicky",

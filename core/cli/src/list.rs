@@ -43,6 +43,14 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
         for shadow in &tool.shadows {
             println!("               shadows {}", relative(host, shadow));
         }
+        if let Some(why) = tool.found.handle.unavailable() {
+            println!("               unavailable: {why}");
+        }
+    }
+    match toolhost::governance::overdue() {
+        0 => {}
+        1 => println!("1 call still running past its deadline or a stop"),
+        n => println!("{n} calls still running past their deadline or a stop"),
     }
     let points = host.extension_points(profile);
     if !points.is_empty() {
@@ -82,6 +90,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
         })
         .collect();
     json!({
+        "overdue_calls": toolhost::governance::overdue(),
         "extensions": extensions,
         "tools": listing.tools.iter().map(|t| {
             let info = t.found.handle.info();
@@ -96,6 +105,13 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                 "version": info.version,
                 "package": t.found.handle.package(),
                 "parameters": info.parameters,
+                "capabilities": info.capabilities,
+                "timeout_seconds": info.timeout_seconds,
+                "max_retries": info.max_retries,
+                "ready": t.found.handle.readiness().is_ready(),
+                "not_ready_reason": t.found.handle.readiness().reason(),
+                "breaker": t.found.handle.breaker_state().name(),
+                "unavailable": t.found.handle.unavailable(),
             })
         }).collect::<Vec<_>>(),
         "skipped": listing.skipped.iter().map(|e| json!({

@@ -68,9 +68,18 @@ pub(crate) struct Transition {
 }
 
 enum State {
-    Closed { failures: u32 },
-    Open { until: Instant, wall: SystemTime, failures: u32, last: String },
-    HalfOpen { probes: u32 },
+    Closed {
+        failures: u32,
+    },
+    Open {
+        until: Instant,
+        wall: SystemTime,
+        failures: u32,
+        last: String,
+    },
+    HalfOpen {
+        probes: u32,
+    },
 }
 
 /// One tool build's breaker.
@@ -97,7 +106,12 @@ impl Breaker {
         let mut state = self.state();
         match &mut *state {
             State::Closed { .. } => Ok(None),
-            State::Open { until, wall, failures, last } => {
+            State::Open {
+                until,
+                wall,
+                failures,
+                last,
+            } => {
                 if Instant::now() < *until {
                     return Err(ToolError::dependency(format!(
                         "tool {tool} is unavailable until {} after {failures} failures (last: {last})",
@@ -141,7 +155,11 @@ impl Breaker {
                 }
                 let failures = *failures;
                 *state = open(settings, failures, error);
-                Some(transition("closed", "open", &format!("{failures} failures in a row")))
+                Some(transition(
+                    "closed",
+                    "open",
+                    &format!("{failures} failures in a row"),
+                ))
             }
             (State::HalfOpen { .. }, Some(error)) => {
                 *state = open(settings, settings.failures, error);
@@ -218,13 +236,18 @@ mod tests {
     fn opens_refuses_probes_and_closes() {
         let (breaker, s) = (Breaker::default(), settings());
         let failure = ToolError::timeout("slow");
-        assert!(breaker.record(Err(&ToolError::validation("x")), &s).is_none());
+        assert!(breaker
+            .record(Err(&ToolError::validation("x")), &s)
+            .is_none());
         assert!(breaker.record(Err(&failure), &s).is_none());
         let opened = breaker.record(Err(&failure), &s).unwrap();
         assert_eq!((opened.from, opened.to), ("closed", "open"));
         let refusal = breaker.admit("t", &s).unwrap_err();
         assert!(refusal.message().contains("unavailable until"), "{refusal}");
-        assert!(refusal.message().contains("after 2 failures (last: slow)"), "{refusal}");
+        assert!(
+            refusal.message().contains("after 2 failures (last: slow)"),
+            "{refusal}"
+        );
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(breaker.admit("t", &s).unwrap().unwrap().to, "half_open");
         assert!(breaker.admit("t", &s).is_err(), "one probe at a time");

@@ -17,6 +17,6 @@ pub use backoff::Backoff;
 pub use breaker::{BreakerSettings, BreakerState};
 pub use call_threads::overdue;
 
-pub(crate) use breaker::{is_infrastructure, Breaker, Transition};
+pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};
 pub(crate) use schema::ArgumentSchema;
 pub(crate) use steps::CallRules;

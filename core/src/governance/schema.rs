@@ -80,7 +80,10 @@ fn describe(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::Type { kind } => {
             let expected = match kind {
                 TypeKind::Single(t) => t.to_string(),
-                TypeKind::Multiple(set) => format!("{set:?}"),
+                TypeKind::Multiple(set) => {
+                    let names: Vec<String> = set.iter().map(|t| t.to_string()).collect();
+                    names.join(" or ")
+                }
             };
             format!("must be of type {expected}, got {got}")
         }
@@ -111,10 +114,13 @@ fn fill_defaults(root: &Value, schema: &Value, args: &mut Map<String, Value>, de
         return;
     };
     for (key, property) in properties {
-        let property = resolve(root, property);
         match args.get_mut(key) {
             None => {
-                if let Some(default) = property.get("default") {
+                // Next to a `$ref` (as schemars writes it), or in the schema it points to.
+                let default = property
+                    .get("default")
+                    .or_else(|| resolve(root, property).get("default"));
+                if let Some(default) = default {
                     args.insert(key.clone(), default.clone());
                 }
             }
@@ -127,9 +133,7 @@ fn fill_defaults(root: &Value, schema: &Value, args: &mut Map<String, Value>, de
 /// A local `$ref` (`#/$defs/X`, `#/definitions/X`) followed once; anything else as it is.
 fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     match schema.get("$ref").and_then(Value::as_str) {
-        Some(pointer) if pointer.starts_with("#/") => {
-            root.pointer(&pointer[1..]).unwrap_or(schema)
-        }
+        Some(pointer) if pointer.starts_with("#/") => root.pointer(&pointer[1..]).unwrap_or(schema),
         _ => schema,
     }
 }
@@ -147,22 +151,32 @@ mod tests {
                 "city": {"type": "string"},
                 "top": {"type": "integer"},
                 "units": {"enum": ["metric", "imperial"], "default": "metric"},
-                "options": {"$ref": "#/$defs/Options"}
+                "options": {"$ref": "#/$defs/Options"},
+                "mode": {"$ref": "#/$defs/Mode", "default": "fast"}
             },
             "required": ["city"],
-            "$defs": {"Options": {"type": "object", "properties": {"lang": {"type": "string", "default": "en"}}}}
+            "$defs": {"Mode": {"enum": ["fast", "slow"]}, "Options": {"type": "object", "properties": {"lang": {"type": "string", "default": "en"}}}}
         }))
         .unwrap()
     }
 
     #[test]
     fn every_failure_is_listed_with_its_path() {
-        let mut args = json!({"top": "2", "units": "kelvin"}).as_object().unwrap().clone();
+        let mut args = json!({"top": "2", "units": "kelvin"})
+            .as_object()
+            .unwrap()
+            .clone();
         let error = schema().check(&mut args).unwrap_err();
         assert_eq!(error.kind(), crate::ErrorKind::Validation);
         let message = error.message();
-        assert!(message.contains("/: missing required property \"city\""), "{message}");
-        assert!(message.contains("/top: must be of type integer, got \"2\""), "{message}");
+        assert!(
+            message.contains("/: missing required property \"city\""),
+            "{message}"
+        );
+        assert!(
+            message.contains("/top: must be of type integer, got \"2\""),
+            "{message}"
+        );
         assert!(
             message.contains("/units: must be one of \"metric\", \"imperial\", got \"kelvin\""),
             "{message}"
@@ -171,18 +185,26 @@ mod tests {
 
     #[test]
     fn defaults_are_filled_in_nested_objects_too() {
-        let mut args = json!({"city": "Oslo", "options": {}}).as_object().unwrap().clone();
+        let mut args = json!({"city": "Oslo", "options": {}})
+            .as_object()
+            .unwrap()
+            .clone();
         schema().check(&mut args).unwrap();
         assert_eq!(
             Value::Object(args),
-            json!({"city": "Oslo", "units": "metric", "options": {"lang": "en"}})
+            json!({"city": "Oslo", "units": "metric", "mode": "fast", "options": {"lang": "en"}})
         );
     }
 
     #[test]
     fn a_schema_that_does_not_compile_says_why() {
-        let error = ArgumentSchema::compile(&json!({"type": "objekt"})).err().unwrap();
+        let error = ArgumentSchema::compile(&json!({"type": "objekt"}))
+            .err()
+            .unwrap();
         assert!(error.contains("does not compile"), "{error}");
-        assert!(ArgumentSchema::compile(&json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"})).is_ok());
+        assert!(ArgumentSchema::compile(
+            &json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"})
+        )
+        .is_ok());
     }
 }

@@ -45,11 +45,7 @@ fn retryable(tool: &ToolHandle) -> bool {
 
 impl Agent {
     /// Refuses a call at once if the tool is not ready or its breaker is open.
-    pub(crate) fn admit(
-        &self,
-        tool: &ToolHandle,
-        rules: &CallRules,
-    ) -> Result<(), ToolError> {
+    pub(crate) fn admit(&self, tool: &ToolHandle, rules: &CallRules) -> Result<(), ToolError> {
         if let Some(reason) = tool.readiness().reason() {
             return Err(ToolError::dependency(format!(
                 "tool {} is not ready: {reason}",
@@ -73,7 +69,11 @@ impl Agent {
     ) -> Result<PluginAnswer, ToolError> {
         tool.schema.check(args)?;
         let args = crate::extension_points::json_text(args);
-        let retries = if retryable(tool) { rules.max_retries } else { 0 };
+        let retries = if retryable(tool) {
+            rules.max_retries
+        } else {
+            0
+        };
         let mut attempt = 1;
         loop {
             let result = self.attempt(call, tool, args.clone(), rules.timeout).await;
@@ -89,8 +89,16 @@ impl Agent {
             let delay = rules.backoff.delay(attempt);
             self.add_note(
                 LogKind::Warning,
-                format!("Retrying tool '{request}' (attempt {} of {})", attempt + 1, retries + 1),
-                format!("after {} error: {}; waiting {delay:?}", error.kind(), error.message()),
+                format!(
+                    "Retrying tool '{request}' (attempt {} of {})",
+                    attempt + 1,
+                    retries + 1
+                ),
+                format!(
+                    "after {} error: {}; waiting {delay:?}",
+                    error.kind(),
+                    error.message()
+                ),
             );
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
@@ -148,7 +156,12 @@ impl Agent {
         );
         self.add_note(
             LogKind::Warning,
-            format!("Circuit breaker of tool '{}': {} -> {}", tool.name(), t.from, t.to),
+            format!(
+                "Circuit breaker of tool '{}': {} -> {}",
+                tool.name(),
+                t.from,
+                t.to
+            ),
             t.reason,
         );
     }

@@ -49,9 +49,18 @@ impl Host {
     }
 
     /// The tools section of the system prompt: every fragment, plus a generated one (from the
-    /// tool's description and parameters) for each tool that has no fragment of its own.
+    /// tool's description and parameters) for each tool that has no fragment of its own. A
+    /// tool that cannot be called now (not ready, breaker open) is left out, fragment and all.
     pub fn tools_prompt(&self, profile: &str) -> String {
-        let fragments = self.prompt_fragments(profile);
+        let listing = self.list(profile);
+        let unavailable: HashSet<String> = listing
+            .tools
+            .iter()
+            .filter(|t| t.found.handle.unavailable().is_some())
+            .map(|t| format!("{TOOL_FRAGMENT}{}.md", t.name))
+            .collect();
+        let mut fragments = self.prompt_fragments(profile);
+        fragments.retain(|(file, _)| !unavailable.contains(file));
         let covered: HashSet<String> = fragments
             .iter()
             .filter_map(|(file, _)| {
@@ -64,8 +73,9 @@ impl Host {
             .into_iter()
             .map(|(f, t)| (f, t.trim().to_owned()))
             .collect();
-        for tool in self.list(profile).tools {
-            if !covered.contains(&tool.name) {
+        for tool in listing.tools {
+            let file = format!("{TOOL_FRAGMENT}{}.md", tool.name);
+            if !covered.contains(&tool.name) && !unavailable.contains(&file) {
                 parts.insert(
                     format!("{TOOL_FRAGMENT}{}.md", tool.name),
                     generated_fragment(&tool.name, tool.found.handle.info()),

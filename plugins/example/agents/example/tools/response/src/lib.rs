@@ -7,7 +7,8 @@ struct SignedResponse;
 
 impl Tool for SignedResponse {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new("Ends the task with a final answer, signed by the agent.").risk(RiskLevel::Read)
+        ToolInfo::new("Ends the task with a final answer, signed by the agent.")
+            .risk(RiskLevel::Read)
     }
 
     async fn execute(&self, ctx: &Context, args: Args) -> Result<Response, ToolError> {

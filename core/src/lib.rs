@@ -91,6 +91,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Configuration
+//!
+//! [`config`] reads `usr/toolhost.toml` and a profile's `usr/agents/<P>/toolhost.toml` (which
+//! overrides it key by key) into a [`config::Config`]: output limit, call timeouts, retries and
+//! backoff, the circuit breaker, approval policy by risk level and by tool, access lists (by
+//! name or `cap:<tag>`) and the audit log. A typo or a bad value is one
+//! [`config::ConfigError`] line naming the file, the line and the key.
+//! [`config::save_tool_policy`] records an "always" answer in a file, comments kept.
+//!
 //! ## Failures
 //!
 //! A library that cannot be used (empty, truncated, not a plugin, built against another
@@ -101,6 +110,7 @@
 mod agent;
 mod cache;
 mod cancel;
+pub mod config;
 mod context;
 mod error;
 mod extension_points;

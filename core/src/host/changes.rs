@@ -37,7 +37,8 @@ impl Host {
                     }
                 }
                 FileRole::Prompt => self.emit(ReloadEvent::Changed { path: path.clone() }),
-                FileRole::Toggle | FileRole::Other => {}
+                // The configuration is not cached by the host (yet): nothing to drop.
+                FileRole::Config { .. } | FileRole::Toggle | FileRole::Other => {}
             }
         }
     }

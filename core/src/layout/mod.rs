@@ -33,6 +33,9 @@ pub use watch::WatchTargets;
 /// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
 pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
 
+/// The name of a configuration file: `usr/toolhost.toml`, `usr/agents/<P>/toolhost.toml`.
+pub const CONFIG_FILE_NAME: &str = "toolhost.toml";
+
 /// The file that switches a plugin folder off.
 pub const TOGGLE_OFF: &str = ".toggle-0";
 
@@ -124,6 +127,13 @@ pub enum FileRole<'a> {
     Toggle,
     /// `usr/secrets.env`.
     Secrets,
+    /// A configuration file: `usr/toolhost.toml`, or a profile's
+    /// `usr/agents/<profile>/toolhost.toml` (see [`crate::config`]).
+    Config {
+        /// The profile whose file it is; `None` for `usr/toolhost.toml`, which every profile
+        /// reads.
+        profile: Option<&'a str>,
+    },
     /// Anything else.
     Other,
 }
@@ -156,6 +166,8 @@ pub enum FileRole<'a> {
 /// assert!(matches!(role, FileRole::Extension { point: "monologue_start", name: "_10_hi", .. }));
 /// # }
 /// assert_eq!(layout.role(Path::new("/srv/agent/usr/secrets.env")), FileRole::Secrets);
+/// let role = layout.role(Path::new("/srv/agent/usr/agents/dev/toolhost.toml"));
+/// assert_eq!(role, FileRole::Config { profile: Some("dev") });
 /// ```
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -176,6 +188,20 @@ impl Layout {
     /// `usr/secrets.env`: `KEY=VALUE` lines.
     pub fn secrets_file(&self) -> PathBuf {
         self.root.join("usr").join("secrets.env")
+    }
+
+    /// `usr/toolhost.toml`: the configuration every profile reads (see [`crate::config`]).
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("usr").join(CONFIG_FILE_NAME)
+    }
+
+    /// `usr/agents/<profile>/toolhost.toml`: a profile's configuration, which overrides
+    /// [`config_file`](Self::config_file) key by key.
+    pub fn profile_config_file(&self, profile: &str) -> PathBuf {
+        self.root
+            .join("usr/agents")
+            .join(profile)
+            .join(CONFIG_FILE_NAME)
     }
 
     /// `usr/sessions/`: one folder per recorded session.
@@ -235,6 +261,9 @@ impl Layout {
         if path.file_name().is_some_and(|n| n == TOGGLE_OFF) {
             return FileRole::Toggle;
         }
+        if let Some(role) = self.config_role(path) {
+            return role;
+        }
         let Some(parent) = path.parent() else {
             return FileRole::Other;
         };
@@ -259,6 +288,25 @@ impl Layout {
             }
             _ => FileRole::Other,
         }
+    }
+}
+
+impl Layout {
+    /// [`FileRole::Config`] if `path` is `usr/toolhost.toml` or a profile's
+    /// `usr/agents/<profile>/toolhost.toml`.
+    fn config_role<'a>(&self, path: &'a Path) -> Option<FileRole<'a>> {
+        if path.file_name()? != CONFIG_FILE_NAME {
+            return None;
+        }
+        let dir = path.parent()?;
+        if dir == self.root.join("usr") {
+            return Some(FileRole::Config { profile: None });
+        }
+        let profile = name_of(dir).filter(|p| is_safe_name(p))?;
+        let agents = self.root.join("usr/agents");
+        (dir.parent()? == agents).then_some(FileRole::Config {
+            profile: Some(profile),
+        })
     }
 }
 

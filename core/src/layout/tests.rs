@@ -76,6 +76,25 @@ fn every_role_is_recognised() {
     );
     assert_eq!(role("/r/plugins/x/.toggle-0"), FileRole::Toggle);
     assert_eq!(role("/r/usr/secrets.env"), FileRole::Secrets);
+    assert_eq!(
+        role("/r/usr/toolhost.toml"),
+        FileRole::Config { profile: None }
+    );
+    assert_eq!(
+        role("/r/usr/agents/dev/toolhost.toml"),
+        FileRole::Config {
+            profile: Some("dev")
+        }
+    );
+    for other in [
+        "/r/toolhost.toml",
+        "/r/core/toolhost.toml",
+        "/r/plugins/a/agents/dev/toolhost.toml",
+        "/r/usr/agents/.hidden/toolhost.toml",
+        "/r/usr/agents/dev/tools/toolhost.toml",
+    ] {
+        assert_eq!(role(other), FileRole::Other, "{other}");
+    }
     assert_eq!(role("/r/usr/tools/readme.txt"), FileRole::Other);
     for other in [&hidden, &loose] {
         assert_eq!(layout.role(Path::new(other)), FileRole::Other, "{other}");
@@ -97,6 +116,11 @@ fn layer_paths() {
     assert_eq!(layer.prompts_dir(), Path::new("/r/usr/prompts"));
     let layout = Layout::new("/r");
     assert_eq!(layout.sessions_dir(), Path::new("/r/usr/sessions"));
+    assert_eq!(layout.config_file(), Path::new("/r/usr/toolhost.toml"));
+    assert_eq!(
+        layout.profile_config_file("dev"),
+        Path::new("/r/usr/agents/dev/toolhost.toml")
+    );
 }
 
 #[test]

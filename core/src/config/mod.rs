@@ -1,0 +1,166 @@
+//! The layered configuration, `toolhost.toml`: limits, call defaults, the circuit breaker,
+//! approval policy, access lists and the audit log.
+//!
+//! Two files, both optional: the user's `usr/toolhost.toml`, and each profile's
+//! `usr/agents/<P>/toolhost.toml`, which overrides it key by key (tables merge at any depth; a
+//! key the profile sets wins; an array is replaced, not appended to). A missing file, or a
+//! missing key, means the default. Both are read through the layout's safe reader (a regular
+//! file of at most [`HostOptions::max_text_bytes`](crate::HostOptions::max_text_bytes)), and
+//! every mistake (a typo in a key, a value of the wrong type or range, invalid TOML) is one
+//! [`ConfigError`] line naming the file, the line and the key.
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolhost::config::{Access, Config, PolicyDecision};
+//! use toolhost::{Layout, RiskLevel};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = std::env::temp_dir().join(format!("toolhost-config-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(root.join("usr/agents/dev"))?;
+//! std::fs::write(root.join("usr/toolhost.toml"), "[calls]\ntimeout_seconds = 20\n")?;
+//! std::fs::write(
+//!     root.join("usr/agents/dev/toolhost.toml"),
+//!     "[tools.weather]\ntimeout_seconds = 2.5\n\n[access]\ndeny = [\"cap:exec\"]\n",
+//! )?;
+//! let config = Config::load(&Layout::new(&root), "dev", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
+//! let declared = Duration::from_secs(30); // the tool's ToolInfo::timeout_seconds
+//! assert_eq!(config.timeout("weather", declared), Duration::from_millis(2500));
+//! assert_eq!(config.timeout("greet", declared), Duration::from_secs(20));
+//! assert!(matches!(config.access("shell", &["exec".into()]), Access::Denied { .. }));
+//! assert_eq!(config.policy("greet", RiskLevel::Read).0, PolicyDecision::Allow);
+//! # std::fs::remove_dir_all(&root)?;
+//! # Ok(()) }
+//! ```
+
+mod edit;
+mod error;
+mod load;
+mod locate;
+mod policy;
+mod schema;
+mod settings;
+mod source;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::layout::Layout;
+use schema::FileConfig;
+use source::Origins;
+
+pub use edit::save_tool_policy;
+pub use error::{ConfigError, ConfigErrorKind};
+pub use policy::{Access, PolicyDecision};
+pub use settings::{AuditSettings, Backoff, BreakerSettings};
+pub use source::{Origin, Source};
+
+pub use crate::layout::CONFIG_FILE_NAME;
+
+/// A profile's configuration: its files merged, each value resolved with its default, and
+/// where each value set came from ([`origin`](Self::origin)). [`Config::default`] is the
+/// configuration of no file at all.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    values: FileConfig,
+    origins: Origins,
+    files: Vec<PathBuf>,
+}
+
+impl Config {
+    /// Reads `usr/toolhost.toml` and `usr/agents/<profile>/toolhost.toml` under `layout`'s
+    /// root (see the [module docs](self)), each at most `max_text_bytes` long.
+    ///
+    /// Fails on the first mistake: a file that is not a regular file (a folder, a FIFO: it is
+    /// never waited on), is too large or cannot be read, is not valid TOML, or has a key the
+    /// schema does not know or a value it does not accept; or a profile name that is not a
+    /// safe name.
+    pub fn load(layout: &Layout, profile: &str, max_text_bytes: u64) -> Result<Self, ConfigError> {
+        let layered = load::load(layout, profile, max_text_bytes)?;
+        Ok(Self {
+            values: layered.values,
+            origins: layered.origins,
+            files: layered.files,
+        })
+    }
+
+    /// The files read, the global one first (missing files are left out).
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// Where the value at `keys` was set, if a file sets it: `&["tools", "weather",
+    /// "timeout_seconds"]`, `&["calls", "max_retries"]`. An array is one value
+    /// (`&["access", "allow"]`).
+    pub fn origin(&self, keys: &[&str]) -> Option<&Origin> {
+        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        self.origins.get(&keys)
+    }
+
+    /// [`origin`](Self::origin) as a [`Source`], for a value known to be set.
+    fn source(&self, keys: &[&str]) -> Source {
+        match self.origin(keys) {
+            Some(origin) => Source::File(origin.clone()),
+            None => Source::Default("toolhost.toml"),
+        }
+    }
+
+    /// How long one attempt of `tool` may run: `[tools.<tool>] timeout_seconds`, else
+    /// `[calls] timeout_seconds`, else `declared` (the tool's `ToolInfo::timeout_seconds`).
+    pub fn timeout(&self, tool: &str, declared: Duration) -> Duration {
+        let own = self.values.tools.get(tool).and_then(|t| t.timeout_seconds);
+        match own.or(self.values.calls.timeout_seconds) {
+            Some(seconds) => seconds.0,
+            None => declared,
+        }
+    }
+
+    /// How many times a failed call of `tool` is tried again: `[tools.<tool>] max_retries`,
+    /// else `[calls] max_retries`, else `declared` (the tool's `ToolInfo::max_retries`).
+    pub fn max_retries(&self, tool: &str, declared: u32) -> u32 {
+        let own = self.values.tools.get(tool).and_then(|t| t.max_retries);
+        match own.or(self.values.calls.max_retries) {
+            Some(count) => count.0,
+            None => declared,
+        }
+    }
+
+    /// The delays between retries (`[calls] backoff_ms`, `backoff_max_ms`).
+    pub fn backoff(&self) -> Backoff {
+        let (calls, default) = (&self.values.calls, Backoff::default());
+        Backoff {
+            first: calls.backoff_ms.map_or(default.first, |ms| ms.0),
+            max: calls.backoff_max_ms.map_or(default.max, |ms| ms.0),
+        }
+    }
+
+    /// The circuit breaker's settings (`[breaker]`).
+    pub fn breaker(&self) -> BreakerSettings {
+        let (breaker, default) = (&self.values.breaker, BreakerSettings::default());
+        BreakerSettings {
+            failures: breaker.failures.map_or(default.failures, |n| n.0),
+            cooldown: breaker.cooldown_seconds.map_or(default.cooldown, |s| s.0),
+            half_open_calls: breaker
+                .half_open_calls
+                .map_or(default.half_open_calls, |n| n.0),
+        }
+    }
+
+    /// The most bytes of a tool's answer that go on to the model and the history:
+    /// `[limits] max_output`, else `otherwise` (the host's
+    /// [`HostOptions::max_output`](crate::HostOptions::max_output), 64 KiB by default).
+    pub fn max_output(&self, otherwise: usize) -> usize {
+        self.values.limits.max_output.map_or(otherwise, |b| b.0)
+    }
+
+    /// The audit log's settings (`[audit]`).
+    pub fn audit(&self) -> AuditSettings {
+        let (audit, default) = (&self.values.audit, AuditSettings::default());
+        AuditSettings {
+            enabled: audit.enabled.unwrap_or(default.enabled),
+            fsync: audit.fsync.unwrap_or(default.fsync),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

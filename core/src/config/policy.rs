@@ -1,0 +1,113 @@
+//! Governance answers: may a tool be called at all (`[access]`), and does a call need a
+//! person's approval (`[tools.<name>] policy`, then `[policy]` by risk level, then defaults).
+
+use std::fmt;
+
+use plugin_api::RiskLevel;
+
+use super::source::{clean, Source};
+use super::Config;
+
+/// What happens when a tool is called: it runs, a person is asked first, or it is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PolicyDecision {
+    /// The call runs.
+    Allow,
+    /// A person approves the call first (once, for the session, always) or denies it.
+    Ask,
+    /// The call is refused.
+    Deny,
+}
+
+impl PolicyDecision {
+    /// `allow`, `ask` or `deny`, as written in `toolhost.toml`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for PolicyDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether `[access]` lets a tool be called at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// The tool may be called (the approval policy still applies).
+    Allowed,
+    /// The tool may not be called.
+    Denied {
+        /// One line: which entry of which file refuses it, e.g. ``tool `shell` is denied by
+        /// "cap:exec" in usr/toolhost.toml [access] deny (line 14)``.
+        reason: String,
+    },
+}
+
+impl Config {
+    /// Whether a call of `tool` runs, needs approval, or is refused, and where that was decided:
+    /// `[tools.<tool>] policy` if a file sets it, else `[policy] <risk>`, else the defaults
+    /// (`read` and `write` allow, `exec` asks).
+    ///
+    /// ```
+    /// use toolhost::config::{Config, PolicyDecision};
+    /// use toolhost::RiskLevel;
+    ///
+    /// let (decision, source) = Config::default().policy("shell", RiskLevel::Exec);
+    /// assert_eq!(decision, PolicyDecision::Ask);
+    /// assert_eq!(source.to_string(), "default: exec asks");
+    /// ```
+    pub fn policy(&self, tool: &str, risk: RiskLevel) -> (PolicyDecision, Source) {
+        let own = self.values.tools.get(tool).and_then(|t| t.policy);
+        if let Some(decision) = own {
+            return (decision, self.source(&["tools", tool, "policy"]));
+        }
+        let levels = &self.values.policy;
+        let (set, default, what) = match risk {
+            RiskLevel::Read => (levels.read, PolicyDecision::Allow, "default: read allows"),
+            RiskLevel::Write => (levels.write, PolicyDecision::Allow, "default: write allows"),
+            RiskLevel::Exec => (levels.exec, PolicyDecision::Ask, "default: exec asks"),
+        };
+        match set {
+            Some(decision) => (decision, self.source(&["policy", risk.as_str()])),
+            None => (default, Source::Default(what)),
+        }
+    }
+
+    /// Whether `[access]` lets `tool` (which declares `capabilities`) be called: never if an
+    /// entry of `deny` names it or one of its capabilities (`cap:<tag>`); else, if `allow` is
+    /// set, only if an entry of `allow` does; else always. Deny wins over allow.
+    ///
+    /// ```
+    /// use toolhost::config::{Access, Config};
+    ///
+    /// assert_eq!(Config::default().access("shell", &["exec".to_owned()]), Access::Allowed);
+    /// ```
+    pub fn access(&self, tool: &str, capabilities: &[String]) -> Access {
+        let lists = &self.values.access;
+        let tool_shown = clean(tool);
+        let denied_by = lists.deny.iter().flatten();
+        if let Some(entry) = denied_by
+            .into_iter()
+            .find(|e| e.matches(tool, capabilities))
+        {
+            let entry = clean(&entry.to_string());
+            let source = self.source(&["access", "deny"]);
+            let reason = format!("tool `{tool_shown}` is denied by \"{entry}\" in {source}");
+            return Access::Denied { reason };
+        }
+        match &lists.allow {
+            Some(allow) if !allow.iter().any(|e| e.matches(tool, capabilities)) => {
+                let source = self.source(&["access", "allow"]);
+                let reason = format!("tool `{tool_shown}` is not in {source}");
+                Access::Denied { reason }
+            }
+            _ => Access::Allowed,
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The schema of `toolhost.toml`: one struct per table, every key optional, unknown keys
+//! refused. Each value type checks its range while it is read, so a mistake is reported with
+//! the span of the value (see [`locate`](super::locate)), and its `expecting` text is what the
+//! error message says is expected.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, Unexpected, Visitor};
+use serde::Deserialize;
+
+use super::PolicyDecision;
+use crate::name::is_safe_name;
+
+/// One file, or several merged: what is not set is `None`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct FileConfig {
+    pub limits: Limits,
+    pub calls: Calls,
+    pub breaker: Breaker,
+    pub policy: Policy,
+    pub tools: BTreeMap<String, ToolEntry>,
+    pub access: AccessLists,
+    pub audit: Audit,
+}
+
+/// `[limits]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Limits {
+    pub max_output: Option<Bytes>,
+}
+
+/// `[calls]`: defaults for every tool.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Calls {
+    pub timeout_seconds: Option<Seconds>,
+    pub max_retries: Option<Count>,
+    pub backoff_ms: Option<Millis>,
+    pub backoff_max_ms: Option<Millis>,
+}
+
+/// `[breaker]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Breaker {
+    pub failures: Option<AtLeastOne>,
+    pub cooldown_seconds: Option<Seconds>,
+    pub half_open_calls: Option<AtLeastOne>,
+}
+
+/// `[policy]`: a decision per risk level.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Policy {
+    pub read: Option<PolicyDecision>,
+    pub write: Option<PolicyDecision>,
+    pub exec: Option<PolicyDecision>,
+}
+
+/// `[tools.<name>]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct ToolEntry {
+    pub timeout_seconds: Option<Seconds>,
+    pub max_retries: Option<Count>,
+    pub policy: Option<PolicyDecision>,
+}
+
+/// `[access]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct AccessLists {
+    pub allow: Option<Vec<AccessEntry>>,
+    pub deny: Option<Vec<AccessEntry>>,
+}
+
+/// `[audit]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Audit {
+    pub enabled: Option<bool>,
+    pub fsync: Option<bool>,
+}
+
+/// A number of seconds greater than 0, whole or not (`0.5`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Seconds(pub Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SecondsVisitor)
+    }
+}
+
+struct SecondsVisitor;
+
+impl Visitor<'_> for SecondsVisitor {
+    type Value = Seconds;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number of seconds greater than 0 (0.5 is half a second)")
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Seconds, E> {
+        match u64::try_from(v) {
+            Ok(secs) if secs > 0 => Ok(Seconds(Duration::from_secs(secs))),
+            _ => Err(E::invalid_value(Unexpected::Signed(v), &self)),
+        }
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Seconds, E> {
+        match v {
+            0 => Err(E::invalid_value(Unexpected::Unsigned(v), &self)),
+            secs => Ok(Seconds(Duration::from_secs(secs))),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Seconds, E> {
+        if v.is_nan() || v <= 0.0 {
+            return Err(E::invalid_value(Unexpected::Float(v), &self));
+        }
+        Duration::try_from_secs_f64(v)
+            .map(Seconds)
+            .map_err(|_| E::custom("expected a number of seconds that fits in a duration"))
+    }
+}
+
+/// A whole number within `min..=max`; `what` is what the message says it is.
+struct Whole {
+    min: u64,
+    max: u64,
+    what: &'static str,
+}
+
+impl Whole {
+    fn read<'de, D: Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for Whole {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, {} or more", self.what, self.min)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &self)),
+        }
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        if v < self.min {
+            return Err(E::invalid_value(Unexpected::Unsigned(v), &self));
+        }
+        if v > self.max {
+            let (what, max) = (self.what, self.max);
+            return Err(E::custom(format!("expected {what}, at most {max}")));
+        }
+        Ok(v)
+    }
+}
+
+/// A whole number of retries or calls, 0 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Count(pub u32);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (min, max, what) = (0, u32::MAX.into(), "a whole number");
+        let n = Whole { min, max, what }.read(d)?;
+        Ok(Self(n as u32))
+    }
+}
+
+/// A whole number, 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct AtLeastOne(pub u32);
+
+impl<'de> Deserialize<'de> for AtLeastOne {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (min, max, what) = (1, u32::MAX.into(), "a whole number");
+        let n = Whole { min, max, what }.read(d)?;
+        Ok(Self(n as u32))
+    }
+}
+
+/// A whole number of milliseconds, 0 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Millis(pub Duration);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (min, max, what) = (0, u64::MAX, "a whole number of milliseconds");
+        let n = Whole { min, max, what }.read(d)?;
+        Ok(Self(Duration::from_millis(n)))
+    }
+}
+
+/// A whole number of bytes, 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Bytes(pub usize);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let max = usize::MAX.try_into().unwrap_or(u64::MAX);
+        let what = "a whole number of bytes";
+        let n = Whole { min: 1, max, what }.read(d)?;
+        Ok(Self(usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyDecision {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DecisionVisitor)
+    }
+}
+
+struct DecisionVisitor;
+
+impl Visitor<'_> for DecisionVisitor {
+    type Value = PolicyDecision;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(r#""allow", "ask" or "deny""#)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<PolicyDecision, E> {
+        match v {
+            "allow" => Ok(PolicyDecision::Allow),
+            "ask" => Ok(PolicyDecision::Ask),
+            "deny" => Ok(PolicyDecision::Deny),
+            _ => Err(E::invalid_value(Unexpected::Str(v), &self)),
+        }
+    }
+}
+
+/// An entry of `[access] allow` or `deny`: a tool's name, or `cap:<capability tag>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum AccessEntry {
+    /// A tool, by name.
+    Tool(String),
+    /// Every tool that declares this capability tag.
+    Capability(String),
+}
+
+impl AccessEntry {
+    /// Whether this entry names the tool `name`, or one of its capability tags.
+    pub(super) fn matches(&self, name: &str, capabilities: &[String]) -> bool {
+        match self {
+            Self::Tool(tool) => tool == name,
+            Self::Capability(tag) => capabilities.iter().any(|c| c == tag),
+        }
+    }
+}
+
+impl fmt::Display for AccessEntry {
+    /// As written in the file: `weather`, `cap:network`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tool(name) => f.write_str(name),
+            Self::Capability(tag) => write!(f, "cap:{tag}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AccessEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(AccessEntryVisitor)
+    }
+}
+
+struct AccessEntryVisitor;
+
+impl Visitor<'_> for AccessEntryVisitor {
+    type Value = AccessEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool name or cap:<capability tag>")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<AccessEntry, E> {
+        match v.strip_prefix("cap:") {
+            Some(tag) if !tag.is_empty() && !tag.chars().any(char::is_control) => {
+                Ok(AccessEntry::Capability(tag.to_owned()))
+            }
+            None if is_safe_name(v) => Ok(AccessEntry::Tool(v.to_owned())),
+            _ => Err(E::invalid_value(Unexpected::Str(v), &self)),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! The resolved settings of the tables that apply to every tool: `[calls]` backoff,
+//! `[breaker]` and `[audit]`, each with its default.
+
+use std::time::Duration;
+
+/// How long to wait before each retry (`[calls] backoff_ms`, `backoff_max_ms`): the first
+/// delay, doubled per retry up to the largest, with jitter.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolhost::config::Backoff;
+///
+/// let backoff = Backoff::default(); // 200 ms, at most 10 s
+/// assert_eq!(backoff.delay(1, 1.0), Duration::from_millis(200));
+/// assert_eq!(backoff.delay(3, 1.0), Duration::from_millis(800));
+/// assert_eq!(backoff.delay(3, 0.0), Duration::from_millis(400)); // half, with no jitter drawn
+/// assert_eq!(backoff.delay(30, 1.0), Duration::from_secs(10));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The delay before the first retry. Default 200 ms.
+    pub first: Duration,
+    /// The longest delay. Default 10 s.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            first: Duration::from_millis(200),
+            max: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before retry number `retry` (1 for the first retry; 0 counts as 1):
+    /// `first · 2^(retry-1)`, at most `max`, then scaled by jitter ("equal jitter"): `jitter`,
+    /// a number the caller draws in `0.0..=1.0`, picks a delay between half that and all of it,
+    /// so retries of many calls that failed together spread out.
+    pub fn delay(&self, retry: u32, jitter: f64) -> Duration {
+        let mut delay = self.first.min(self.max);
+        for _ in 1..retry {
+            if delay >= self.max {
+                break;
+            }
+            delay = delay.saturating_mul(2).min(self.max);
+        }
+        let jitter = if jitter.is_nan() {
+            0.0
+        } else {
+            jitter.clamp(0.0, 1.0)
+        };
+        delay / 2 + (delay / 2).mul_f64(jitter)
+    }
+}
+
+/// The circuit breaker of each tool (`[breaker]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerSettings {
+    /// Failures of the infrastructure in a row (not the tool saying no) that open the breaker.
+    /// Default 5.
+    pub failures: u32,
+    /// How long an open breaker refuses calls before it lets probes through. Default 60 s.
+    pub cooldown: Duration,
+    /// Probe calls let through once the cool-down is over; if they succeed, the breaker closes.
+    /// Default 2.
+    pub half_open_calls: u32,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            failures: 5,
+            cooldown: Duration::from_secs(60),
+            half_open_calls: 2,
+        }
+    }
+}
+
+/// The audit log of calls (`[audit]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// Whether each call is written to the audit log. Default `true`.
+    pub enabled: bool,
+    /// Whether each audit record is flushed to the disk before the call goes on. Default
+    /// `false`.
+    pub fsync: bool,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            fsync: false,
+        }
+    }
+}

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Map, Value};
 
 use crate::error::HostError;
+use crate::governance::Approvals;
 use crate::intervention::{Check, Intervention};
 use crate::name::is_safe_name;
 use crate::output::{Output, OutputKind, Terminal};
@@ -32,6 +33,8 @@ pub struct Agent {
     pub(crate) transcript: Transcript,
     pub(crate) intervention: Intervention,
     pub(crate) output: Arc<dyn Output>,
+    /// Who is asked about calls the policy asks for, and what was approved for the session.
+    pub(crate) approvals: Approvals,
 }
 
 impl Agent {
@@ -58,6 +61,7 @@ impl Agent {
             state: Mutex::default(),
             transcript: Transcript::default(),
             intervention: Intervention::new(name),
+            approvals: Approvals::default(),
             output,
         }))
     }

@@ -83,7 +83,7 @@ impl Agent {
         let resolution = self.host.resolve(self.profile(), name);
 
         let target = match &resolution.found {
-            Some(found) => self.library_target(&found.handle),
+            Some(found) => self.library_target(&found.handle)?,
             // The built-in `parallel` (a library named `parallel` replaces it).
             None if name == "parallel" => Target::Parallel,
             None => {
@@ -94,7 +94,7 @@ impl Agent {
                     )));
                 }
                 match &self.host.resolve(self.profile(), "unknown").found {
-                    Some(found) => self.library_target(&found.handle),
+                    Some(found) => self.library_target(&found.handle)?,
                     None => Target::Unknown,
                 }
             }
@@ -300,9 +300,14 @@ impl Agent {
         });
     }
 
-    /// A library tool to call, with the rules for it.
-    fn library_target(&self, tool: &Arc<ToolHandle>) -> Target {
-        Target::Library(tool.clone(), CallRules::declared(tool))
+    /// A library tool to call, with the rules for it. A mistake in the profile's config fails
+    /// the call with that mistake's one line.
+    fn library_target(&self, tool: &Arc<ToolHandle>) -> Result<Target, ToolError> {
+        let config = self
+            .host
+            .config(self.profile())
+            .map_err(|e| ToolError::dependency(e.to_string()))?;
+        Ok(Target::Library(tool.clone(), CallRules::new(tool, config)))
     }
 
     /// The built-in Unknown tool: names the missing tool and lists the available ones.

@@ -150,6 +150,7 @@ fn ctrl_c_in_run_ends_a_spinning_call_at_once_and_saves_the_session() {
 #[test]
 fn infrastructure_failures_are_retried_with_backoff_and_others_are_not() {
     let root = root();
+    root.write("usr/toolhost.toml", "[tools.governed]\nmax_retries = 2\n");
     let (agent, _) = root.agent("default");
     let started = Instant::now();
     let args = json!({"city": "x", "key": "a", "fail_times": 2, "kind": "dependency"});
@@ -175,6 +176,7 @@ fn infrastructure_failures_are_retried_with_backoff_and_others_are_not() {
 #[test]
 fn the_breaker_opens_hides_the_tool_answers_at_once_and_a_new_build_closes_it() {
     let root = root();
+    root.write("usr/toolhost.toml", "[tools.governed]\nmax_retries = 2\n");
     let host = root.host();
     let agent = toolhost::Agent::new(host.clone(), "A0", "default").unwrap();
     // Each call makes 3 attempts (2 retries): two calls make 6 failures, the breaker opens at 5.
@@ -258,4 +260,58 @@ fn result_metadata_goes_to_the_log_and_never_to_the_model() {
         .unwrap();
     assert_eq!(item.metadata.as_ref().unwrap().get()["rows"], 3);
     assert!(agent.history().iter().all(|m| !m.content.contains("rows")));
+}
+
+#[test]
+fn the_config_allows_and_denies_tools_by_name_and_capability() {
+    let root = root();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.write("usr/toolhost.toml", "[access]\ndeny = [\"echo\"]\n");
+    let (agent, _) = root.agent("default");
+    let e = block_on(agent.call_tool("echo", json!({}))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Repairable);
+    assert!(e.message().contains("tool echo is not allowed"), "{e}");
+    let prompt = agent.host().tools_prompt("default");
+    assert!(
+        !prompt.contains("echo") && prompt.contains("governed"),
+        "{prompt}"
+    );
+    block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap();
+}
+
+#[test]
+fn the_policy_denies_asks_without_a_terminal_and_yes_approves_writes_only() {
+    let root = root();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.write(
+        "usr/toolhost.toml",
+        "[policy]\nwrite = \"ask\"\n[tools.governed]\npolicy = \"deny\"\n",
+    );
+    let (agent, _) = root.agent("default");
+    let e = block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Repairable);
+    assert!(
+        e.message()
+            .contains("was not approved (policy: usr/toolhost.toml [tools.governed] policy"),
+        "{e}"
+    );
+    let e = block_on(agent.call_tool("echo", json!({"a": 1}))).unwrap_err();
+    assert!(e.message().contains("no terminal to ask on"), "{e}");
+    agent.approve_writes(true);
+    block_on(agent.call_tool("echo", json!({"a": 1}))).unwrap();
+}
+
+#[test]
+fn a_mistake_in_the_config_is_one_line_naming_the_file_line_and_key() {
+    let root = root();
+    root.write("usr/toolhost.toml", "[calls]\ntimeout = 5\n");
+    let out = root.run_cli(&["call", "governed", "--args", r#"{"city": "x"}"#]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("usr/toolhost.toml line 2: unknown key `timeout` in [calls]"),
+        "{stderr}"
+    );
 }

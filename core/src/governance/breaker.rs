@@ -7,30 +7,10 @@
 //! closed.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
+use crate::config::BreakerSettings;
 use crate::{ErrorKind, ToolError};
-
-/// The breaker's settings (the `[breaker]` table of `toolhost.toml`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BreakerSettings {
-    /// Consecutive infrastructure failures that open it.
-    pub failures: u32,
-    /// How long it stays open.
-    pub cooldown: Duration,
-    /// Probe calls allowed while half-open.
-    pub half_open_calls: u32,
-}
-
-impl Default for BreakerSettings {
-    fn default() -> Self {
-        Self {
-            failures: 5,
-            cooldown: Duration::from_secs(60),
-            half_open_calls: 2,
-        }
-    }
-}
 
 /// The state of a breaker, as `list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,16 +5,19 @@
 //!
 //! - `schema.rs`: the compiled schema, defaults and the validation error;
 //! - `call_threads.rs`: plugin code on call threads, so deadlines and interventions hold;
-//! - `breaker.rs`, `backoff.rs`: the breaker and the retry delays.
+//! - `breaker.rs`: the circuit breaker;
+//! - `approval.rs`: approvals by risk level, asked of an [`Approver`];
+//! - `steps.rs`: the governed steps of a call, in order.
 
-mod backoff;
+mod approval;
 mod breaker;
 pub(crate) mod call_threads;
 mod schema;
 mod steps;
 
-pub use backoff::Backoff;
-pub use breaker::{BreakerSettings, BreakerState};
+pub(crate) use approval::Approvals;
+pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
+pub use breaker::BreakerState;
 pub use call_threads::overdue;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::call_threads::{self, Ended};
-use super::{is_infrastructure, Backoff, BreakerSettings, Transition};
+use super::{is_infrastructure, Transition};
+use crate::config::{Access, Backoff, BreakerSettings, Config};
 use crate::context::CallContext;
 use crate::plugin::{PluginAnswer, ToolHandle};
 use crate::transcript::LogKind;
@@ -22,17 +23,22 @@ pub(crate) struct CallRules {
     pub(crate) max_retries: u32,
     pub(crate) backoff: Backoff,
     pub(crate) breaker: BreakerSettings,
+    /// The profile's configuration (policy, access).
+    pub(crate) config: Arc<Config>,
 }
 
 impl CallRules {
-    /// The rules a tool declares, before any config.
-    pub(crate) fn declared(tool: &ToolHandle) -> Self {
+    /// The rules for a call of `tool`: what it declares, overridden by the profile's config.
+    pub(crate) fn new(tool: &ToolHandle, config: Arc<Config>) -> Self {
         let info = tool.info();
+        let declared = Duration::from_secs(info.timeout_seconds);
+        let timeout = config.timeout(tool.name(), declared);
         Self {
-            timeout: (info.timeout_seconds > 0).then(|| Duration::from_secs(info.timeout_seconds)),
-            max_retries: info.max_retries,
-            backoff: Backoff::default(),
-            breaker: BreakerSettings::default(),
+            timeout: (!timeout.is_zero()).then_some(timeout),
+            max_retries: config.max_retries(tool.name(), info.max_retries),
+            backoff: config.backoff(),
+            breaker: config.breaker(),
+            config,
         }
     }
 }
@@ -44,8 +50,16 @@ fn retryable(tool: &ToolHandle) -> bool {
 }
 
 impl Agent {
-    /// Refuses a call at once if the tool is not ready or its breaker is open.
+    /// Refuses a call at once if the config denies the tool, if it is not ready, or if its
+    /// breaker is open.
     pub(crate) fn admit(&self, tool: &ToolHandle, rules: &CallRules) -> Result<(), ToolError> {
+        let capabilities = &tool.info().capabilities;
+        if let Access::Denied { reason } = rules.config.access(tool.name(), capabilities) {
+            return Err(ToolError::repairable(format!(
+                "tool {} is not allowed for this agent ({reason}): choose another tool",
+                tool.name()
+            )));
+        }
         if let Some(reason) = tool.readiness().reason() {
             return Err(ToolError::dependency(format!(
                 "tool {} is not ready: {reason}",
@@ -68,6 +82,16 @@ impl Agent {
         rules: &CallRules,
     ) -> Result<PluginAnswer, ToolError> {
         tool.schema.check(args)?;
+        let decision = self
+            .approve(
+                &rules.config,
+                tool.name(),
+                request.method(),
+                tool.info().risk_level,
+                args,
+            )
+            .await?;
+        tracing::debug!("call of {request} approved: {}", decision.source);
         let args = crate::extension_points::json_text(args);
         let retries = if retryable(tool) {
             rules.max_retries
@@ -86,7 +110,7 @@ impl Agent {
                 Err(e) if attempt <= retries && !opened && is_infrastructure(e.kind()) => e,
                 Err(e) => return Err(e),
             };
-            let delay = rules.backoff.delay(attempt);
+            let delay = rules.backoff.delay(attempt, jitter());
             self.add_note(
                 LogKind::Warning,
                 format!(
@@ -165,6 +189,22 @@ impl Agent {
             t.reason,
         );
     }
+}
+
+/// A number in [0, 1] for the backoff's jitter, from a shared xorshift generator.
+fn jitter() -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut x = STATE.load(Ordering::Relaxed);
+    if x == 0 {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        x = now.map_or(0x9E37_79B9_7F4A_7C15, |d| d.as_nanos() as u64) | 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    STATE.store(x, Ordering::Relaxed);
+    (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// `2 s`, `0.5 s`.

@@ -37,8 +37,9 @@ impl Host {
                     }
                 }
                 FileRole::Prompt => self.emit(ReloadEvent::Changed { path: path.clone() }),
-                // The configuration is not cached by the host (yet): nothing to drop.
-                FileRole::Config { .. } | FileRole::Toggle | FileRole::Other => {}
+                // Read again on next use (a global file applies to every profile).
+                FileRole::Config { .. } => drop(self.configs.clear()),
+                FileRole::Toggle | FileRole::Other => {}
             }
         }
     }
@@ -129,5 +130,6 @@ impl Host {
         self.layers.clear();
         self.tools.clear();
         self.extensions.clear();
+        self.configs.clear();
     }
 }

@@ -4,6 +4,7 @@
 //! [`prompt`] assembles the system prompt.
 
 mod changes;
+mod config;
 mod listing;
 mod lookup;
 mod prompt;
@@ -13,6 +14,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use crate::cache::{Epoch, Found, ProfileCache};
+use crate::config::{Config, ConfigError};
 use crate::error::HostError;
 use crate::layout::{Layer, Layout};
 use crate::libraries::Libraries;
@@ -163,6 +165,8 @@ pub struct Host {
     layers: ProfileCache<[Layer]>,
     tools: ProfileCache<Resolution>,
     extensions: ProfileCache<[Arc<ExtensionHandle>]>,
+    /// Each profile's `toolhost.toml` configuration, or the mistake in it.
+    configs: ProfileCache<Result<Arc<Config>, ConfigError>>,
 }
 
 impl Host {
@@ -191,6 +195,7 @@ impl Host {
             layers: ProfileCache::default(),
             tools: ProfileCache::default(),
             extensions: ProfileCache::default(),
+            configs: ProfileCache::default(),
         })
     }
 

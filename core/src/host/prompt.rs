@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::Host;
+use crate::config::Access;
 use crate::layout::{prompt_files, read_text, Escaped};
 use crate::ToolInfo;
 
@@ -50,13 +51,21 @@ impl Host {
 
     /// The tools section of the system prompt: every fragment, plus a generated one (from the
     /// tool's description and parameters) for each tool that has no fragment of its own. A
-    /// tool that cannot be called now (not ready, breaker open) is left out, fragment and all.
+    /// tool that cannot be called now (denied by the profile's config, not ready, breaker open)
+    /// is left out, fragment and all.
     pub fn tools_prompt(&self, profile: &str) -> String {
         let listing = self.list(profile);
+        let config = self.config(profile).ok();
+        let denied = |t: &super::ToolListing| {
+            let capabilities = &t.found.handle.info().capabilities;
+            config
+                .as_ref()
+                .is_some_and(|c| matches!(c.access(&t.name, capabilities), Access::Denied { .. }))
+        };
         let unavailable: HashSet<String> = listing
             .tools
             .iter()
-            .filter(|t| t.found.handle.unavailable().is_some())
+            .filter(|t| t.found.handle.unavailable().is_some() || denied(t))
             .map(|t| format!("{TOOL_FRAGMENT}{}.md", t.name))
             .collect();
         let mut fragments = self.prompt_fragments(profile);

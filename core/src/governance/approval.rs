@@ -1,0 +1,183 @@
+//! Approvals by risk level: the policy says allow, ask or deny; "ask" goes to the agent's
+//! [`Approver`] (a terminal prompt in the CLI), and with none, the call is denied.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+
+use crate::config::{save_tool_policy, Config, PolicyDecision};
+use crate::{Agent, RiskLevel, ToolError};
+
+/// A call waiting for the user's approval. The arguments are masked.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The agent's name.
+    pub agent: String,
+    /// The tool (`name`, without the method).
+    pub tool: String,
+    /// The method of a `name:method` call.
+    pub method: Option<String>,
+    /// The tool's risk level.
+    pub risk: RiskLevel,
+    /// The arguments, with every secret masked, as pretty JSON.
+    pub args: String,
+}
+
+/// The user's answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// This call only.
+    Once,
+    /// Every call of this tool by this agent, until it ends.
+    Session,
+    /// Every call of this tool, from now on: saved to the policy file.
+    Always,
+    /// Not this call.
+    Deny,
+}
+
+/// Asks the user about a call. It may block (a terminal prompt); the host runs it off the
+/// async threads.
+pub trait Approver: Send + Sync {
+    /// The user's answer.
+    fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer;
+}
+
+/// An agent's approval settings and what its user approved for the session.
+#[derive(Default)]
+pub(crate) struct Approvals {
+    approver: Mutex<Option<Arc<dyn Approver>>>,
+    /// `--yes`: asks for `write` tools are approved (never `exec`).
+    yes_to_writes: std::sync::atomic::AtomicBool,
+    session: Mutex<HashSet<String>>,
+}
+
+/// A decision and where it came from, for the log and the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) allowed: bool,
+    pub(crate) source: String,
+}
+
+impl Agent {
+    /// Sets who is asked when the policy says "ask" (without one, such calls are denied).
+    pub fn set_approver(&self, approver: Arc<dyn Approver>) {
+        *lock(&self.approvals.approver) = Some(approver);
+    }
+
+    /// Approves the asks for `write` tools without asking (`--yes`); `exec` tools are still
+    /// asked.
+    pub fn approve_writes(&self, yes: bool) {
+        let flag = &self.approvals.yes_to_writes;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The policy's decision for a call, asking the user where it says "ask". A denial is a
+    /// repairable error: the model is told the user did not approve the call.
+    pub(crate) async fn approve(
+        &self,
+        config: &Config,
+        tool: &str,
+        method: Option<&str>,
+        risk: RiskLevel,
+        args: &Map<String, Value>,
+    ) -> Result<Decision, ToolError> {
+        let (policy, source) = config.policy(tool, risk);
+        let decision = match policy {
+            PolicyDecision::Allow => allowed(format!("policy: {source}")),
+            PolicyDecision::Deny => refused(format!("policy: {source}")),
+            PolicyDecision::Ask => self.ask_user(tool, method, risk, args).await,
+        };
+        if decision.allowed {
+            return Ok(decision);
+        }
+        Err(ToolError::repairable(format!(
+            "the call of tool {tool} was not approved ({}): do not retry it; tell the user or choose another way",
+            decision.source
+        )))
+    }
+
+    async fn ask_user(
+        &self,
+        tool: &str,
+        method: Option<&str>,
+        risk: RiskLevel,
+        args: &Map<String, Value>,
+    ) -> Decision {
+        if lock(&self.approvals.session).contains(tool) {
+            return allowed("user: approved for this session".to_owned());
+        }
+        let yes = self
+            .approvals
+            .yes_to_writes
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if yes && risk == RiskLevel::Write {
+            return allowed("--yes (write)".to_owned());
+        }
+        let Some(approver) = lock(&self.approvals.approver).clone() else {
+            return refused("policy asks, and there is no terminal to ask on".to_owned());
+        };
+        let pretty = serde_json::to_string_pretty(args).unwrap_or_default();
+        let request = ApprovalRequest {
+            agent: self.name().to_owned(),
+            tool: tool.to_owned(),
+            method: method.map(str::to_owned),
+            risk,
+            args: self.mask(pretty).into_inner(),
+        };
+        let answer = tokio::task::spawn_blocking(move || approver.ask(&request))
+            .await
+            .unwrap_or(ApprovalAnswer::Deny);
+        match answer {
+            ApprovalAnswer::Once => allowed("user: approved once".to_owned()),
+            ApprovalAnswer::Session => {
+                lock(&self.approvals.session).insert(tool.to_owned());
+                allowed("user: approved for this session".to_owned())
+            }
+            ApprovalAnswer::Always => self.approve_always(tool),
+            ApprovalAnswer::Deny => refused("user: denied".to_owned()),
+        }
+    }
+
+    /// Saves "allow" for the tool in the profile's policy file (the global one for the
+    /// default profile).
+    fn approve_always(&self, tool: &str) -> Decision {
+        let layout = self.host.layout();
+        let file = match self.profile() {
+            "default" => layout.config_file(),
+            profile => layout.profile_config_file(profile),
+        };
+        match save_tool_policy(&file, tool, PolicyDecision::Allow) {
+            Ok(()) => {
+                self.host.config_changed();
+                allowed(format!(
+                    "user: approved always (saved to {})",
+                    file.display()
+                ))
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                allowed(format!("user: approved always (not saved: {e})"))
+            }
+        }
+    }
+}
+
+fn allowed(source: String) -> Decision {
+    Decision {
+        allowed: true,
+        source,
+    }
+}
+
+fn refused(source: String) -> Decision {
+    Decision {
+        allowed: false,
+        source,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

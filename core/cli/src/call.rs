@@ -38,12 +38,14 @@ pub(crate) fn call(
     profile: &str,
     agent: &str,
     json: bool,
+    yes: bool,
 ) -> Result<ExitCode> {
     let args: Value =
         serde_json::from_str(args).with_context(|| format!("--args is not valid JSON ({args})"))?;
     // The response goes to stdout below, so the live log (stderr) leaves it out.
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
     let agent = Agent::with_output(host, agent, profile, output)?;
+    crate::approve::set_up(&agent, yes, None);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

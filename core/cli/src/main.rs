@@ -1,6 +1,7 @@
 //! `toolhost`: list, call and describe the tools a profile sees, run scripted sessions, and
 //! watch plugin folders while developing. One file per command.
 
+mod approve;
 mod call;
 mod list;
 mod run;
@@ -28,6 +29,10 @@ struct Cli {
     /// Show debug logging (including abi_stable's full load-error reports).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// Approve the calls of `write` tools that the policy asks about, without asking (never
+    /// `exec` tools).
+    #[arg(long, global = true)]
+    yes: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -131,6 +136,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let root = cli.root;
     let options = HostOptions::default().with_max_output(cli.max_output);
     let host = || Host::with_options(&root, options.clone());
+    let yes = cli.yes;
     match cli.command {
         Command::Watch {
             profile,
@@ -139,7 +145,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let debounce = std::time::Duration::from_millis(debounce_ms);
             let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
-            watch::watch(Arc::new(host), &profile, &agent)
+            watch::watch(Arc::new(host), &profile, &agent, yes)
         }
         Command::List { profile, json } => list::list(&host()?, &profile, json),
         Command::Prompt { profile } => {
@@ -162,7 +168,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let options = LoopOptions::default()
                 .with_max_iterations(max_iterations)
                 .with_max_unusable(max_unusable);
-            run::run_script(host, &script, &profile, &agent, &options)
+            run::run_script(host, &script, &profile, &agent, &options, yes)
         }
         Command::Call {
             name,
@@ -170,7 +176,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             profile,
             agent,
             json,
-        } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json),
+        } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json, yes),
     }
 }
 

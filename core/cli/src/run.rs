@@ -7,6 +7,7 @@ use anyhow::{Context as _, Result};
 use toolhost::output::Terminal;
 use toolhost::{Agent, Host, LoopOptions, Script, ScriptedModel};
 
+use crate::approve::Lines;
 use crate::check_profile;
 
 /// `toolhost run`: each user message of the script starts a monologue; the final answers go to
@@ -17,6 +18,7 @@ pub(crate) fn run_script(
     profile: &str,
     agent: &str,
     options: &LoopOptions,
+    yes: bool,
 ) -> Result<ExitCode> {
     check_profile(profile)?;
     let script = Script::load(script).map_err(anyhow::Error::msg)?;
@@ -31,10 +33,13 @@ pub(crate) fn run_script(
         .enable_all()
         .build()?;
     // A line typed while the agent works is sent to it.
+    // (or answers a pending approval).
     let typed = agent.clone();
+    let lines = Arc::new(Lines::default());
+    crate::approve::set_up(&agent, yes, Some(lines.clone()));
     std::thread::spawn(move || {
         for line in std::io::stdin().lines().map_while(Result::ok) {
-            if !line.trim().is_empty() {
+            if !lines.answer(&line) && !line.trim().is_empty() {
                 typed.interject(line.trim());
             }
         }

@@ -13,7 +13,7 @@ use crate::list::print_listing;
 use crate::{check_profile, relative};
 
 /// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
-pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str) -> Result<ExitCode> {
+pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> Result<ExitCode> {
     check_profile(profile)?;
     let listing = host.list(profile);
     let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
@@ -35,6 +35,7 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str) -> Result<ExitC
     });
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
     let agent = Agent::with_output(host.clone(), agent, profile, output)?;
+    crate::approve::set_up(&agent, yes, None);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -26,7 +26,11 @@ pub(crate) struct Lines {
 impl Lines {
     /// Gives `line` to a waiting approval; `false` if none waits.
     pub(crate) fn answer(&self, line: &str) -> bool {
-        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         match waiting {
             Some(sender) => sender.send(line.to_owned()).is_ok(),
             None => false,
@@ -59,14 +63,20 @@ impl Approver for TerminalApprover {
             request.risk.as_str(),
             request.args
         );
-        let _ = write!(err, "Approve? [o]nce, for this [s]ession, [a]lways, [d]eny: ");
+        let _ = write!(
+            err,
+            "Approve? [o]nce, for this [s]ession, [a]lways, [d]eny: "
+        );
         let _ = err.flush();
         drop(err);
         let line = match &self.lines {
             Some(lines) => lines.next(),
             // The terminal itself: standard input may be held by the command's own reader.
             None => match std::fs::File::open("/dev/tty") {
-                Ok(tty) => std::io::BufReader::new(tty).lines().next().and_then(Result::ok),
+                Ok(tty) => std::io::BufReader::new(tty)
+                    .lines()
+                    .next()
+                    .and_then(Result::ok),
                 Err(_) => std::io::stdin().lock().lines().next().and_then(Result::ok),
             },
         };

@@ -72,12 +72,14 @@ pub(crate) fn last_lines(file: &File, len: u64, n: usize) -> io::Result<Vec<RawL
         }
         chunk_len = (chunk_len * 2).min(MAX_LINE_BYTES as u64);
     }
-    let data: Vec<u8> = chunks.into_iter().rev().flatten().collect();
+    chunks.reverse();
+    let data = chunks.concat();
     Ok(split_tail(&data, pos == 0, n))
 }
 
 /// The last `n` lines of `data`, the file's bytes from some offset to its end; `at_start`
-/// says whether that offset is the file's start (else the first piece is part of a line).
+/// says whether that offset is the file's start (else the bytes before the first newline
+/// are the end of a line that starts earlier).
 fn split_tail(data: &[u8], at_start: bool, n: usize) -> Vec<RawLine> {
     let ends_complete = data.last() == Some(&b'\n');
     let body = if ends_complete {
@@ -85,16 +87,24 @@ fn split_tail(data: &[u8], at_start: bool, n: usize) -> Vec<RawLine> {
     } else {
         data
     };
-    let mut pieces: Vec<&[u8]> = body.split(|&b| b == b'\n').collect();
-    let first_partial = !at_start;
-    let count = pieces.len();
-    let mut out = Vec::with_capacity(n.min(count));
-    let skip = count.saturating_sub(n);
-    for (i, piece) in pieces.drain(..).enumerate().skip(skip) {
-        let line = if i == 0 && first_partial || piece.len() > MAX_LINE_BYTES {
+    // Where each of the last `n` lines starts, last first.
+    let mut starts: Vec<usize> = memchr::memrchr_iter(b'\n', body)
+        .take(n)
+        .map(|newline| newline + 1)
+        .collect();
+    if starts.len() < n {
+        starts.push(0);
+    }
+    starts.reverse();
+    let mut out = Vec::with_capacity(starts.len());
+    for (k, &start) in starts.iter().enumerate() {
+        let last = k + 1 == starts.len();
+        let end = if last { body.len() } else { starts[k + 1] - 1 };
+        let piece = &body[start..end];
+        let line = if start == 0 && !at_start || piece.len() > MAX_LINE_BYTES {
             // Read back to the limit without finding where it starts: too long.
             RawLine::TooLong
-        } else if i == count - 1 && !ends_complete {
+        } else if last && !ends_complete {
             RawLine::Incomplete(piece.to_vec())
         } else {
             RawLine::Complete(piece.to_vec())

@@ -368,3 +368,32 @@ fn last_lines_reads_long_files_backwards() {
         .collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn last_lines_reports_lines_too_long_to_read_back() {
+    use lines::RawLine::{Complete, Incomplete, TooLong};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lines");
+    let mut text = vec![b'x'; 3 * MAX_LINE_BYTES];
+    text.extend_from_slice(b"\nshort\n\nend");
+    std::fs::write(&path, &text).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let len = text.len() as u64;
+    let got = lines::last_lines(&file, len, 4).unwrap();
+    let end = Incomplete(b"end".to_vec());
+    let want = [
+        TooLong,
+        Complete(b"short".to_vec()),
+        Complete(Vec::new()),
+        end.clone(),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(lines::last_lines(&file, len, 1).unwrap(), [end]);
+    assert_eq!(
+        lines::last_lines(&file, 1, 2).unwrap(),
+        [Incomplete(b"x".to_vec())]
+    );
+    // The last line alone is past the limit read back: its start is never found.
+    let len = 3 * MAX_LINE_BYTES as u64 + 1;
+    assert_eq!(lines::last_lines(&file, len, 1).unwrap(), [TooLong]);
+}

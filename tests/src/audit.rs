@@ -3,7 +3,7 @@
 use serde_json::json;
 use toolhost::audit::{ApprovalDecision, Attempt, AuditRecord, CallRecord, Decision};
 
-/// A typical call record (about 600 bytes on disk): the `i`-th call of `writer`, whose
+/// A typical call record (about 870 bytes on disk): the `i`-th call of `writer`, whose
 /// `execution_id` is `<writer>-<i>`.
 pub fn call_record(writer: &str, i: u64) -> AuditRecord {
     let started_ms = 1_764_531_200_000 + i;

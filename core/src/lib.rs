@@ -100,6 +100,13 @@
 //! [`config::ConfigError`] line naming the file, the line and the key.
 //! [`config::save_tool_policy`] records an "always" answer in a file, comments kept.
 //!
+//! ## Audit log
+//!
+//! [`audit::Audit`] appends each tool call, approval decision and circuit-breaker change to
+//! `usr/audit/audit.jsonl` ([`Layout::audit_dir`]), one JSON line each, chained by SHA-256 so
+//! that [`audit::verify`] finds the first line edited, deleted, moved or cut. Several host
+//! processes may append at once.
+//!
 //! ## Failures
 //!
 //! A library that cannot be used (empty, truncated, not a plugin, built against another
@@ -108,6 +115,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+pub mod audit;
 mod cache;
 mod cancel;
 pub mod config;

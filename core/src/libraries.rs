@@ -329,7 +329,7 @@ impl Libraries {
 
     fn count_generation(&self) {
         let loaded = self.loaded.fetch_add(1, Ordering::Relaxed) + 1;
-        if loaded % self.warn_every == 0 {
+        if loaded.is_multiple_of(self.warn_every) {
             tracing::warn!(
                 "{loaded} library generations have been loaded in this process; libraries are \
                  never unmapped, so each keeps about its file size of memory: restart the host \

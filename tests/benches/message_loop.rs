@@ -32,7 +32,7 @@ fn masking() {
     // 64 KiB of words with a secret value every ~1 KiB.
     let mut text = String::new();
     while text.len() < 64 * 1024 {
-        if rng.next() % 150 == 0 {
+        if rng.next().is_multiple_of(150) {
             text.push_str(&pairs[(rng.next() % 1000) as usize].1);
         } else {
             let len = 1 + (rng.next() % 9) as usize;

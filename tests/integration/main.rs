@@ -1,6 +1,7 @@
 //! The integration tests: one binary, real plugin libraries built from this workspace, each test
 //! in its own temporary root.
 
+mod audit;
 mod cli;
 mod extensions;
 mod governance;

@@ -2,6 +2,7 @@
 //! watch plugin folders while developing. One file per command.
 
 mod approve;
+mod audit;
 mod call;
 mod list;
 mod run;
@@ -100,11 +101,29 @@ enum Command {
         #[arg(long)]
         secrets: Option<PathBuf>,
     },
+    /// The audit log (usr/audit/audit.jsonl): check its hash chain, or show its last records.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
         #[arg(long, short, default_value = "default")]
         profile: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check every record's hash and link: exit 0 if the chain is intact, 1 naming the first
+    /// broken record.
+    Verify,
+    /// The last records, one line each: time, seq, type, tool, outcome, duration, decision.
+    Tail {
+        /// How many records.
+        #[arg(short, default_value_t = 20)]
+        n: usize,
     },
 }
 
@@ -147,6 +166,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
             watch::watch(Arc::new(host), &profile, &agent, yes)
         }
+        Command::Audit { command } => match command {
+            AuditCommand::Verify => audit::verify(&root),
+            AuditCommand::Tail { n } => audit::tail(&root, n),
+        },
         Command::List { profile, json } => list::list(&host()?, &profile, json),
         Command::Prompt { profile } => {
             check_profile(&profile)?;

@@ -209,6 +209,11 @@ impl Layout {
         self.root.join("usr").join("sessions")
     }
 
+    /// `usr/audit/`: the audit log, `audit.jsonl` (see [`audit`](crate::audit)).
+    pub fn audit_dir(&self) -> PathBuf {
+        self.root.join("usr").join("audit")
+    }
+
     /// The search order for `profile` (see [`Layout`]); first occurrence wins.
     /// A plugin folder holding a `.toggle-0` file is left out.
     pub fn layers(&self, profile: &str) -> Vec<Layer> {

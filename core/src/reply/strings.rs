@@ -44,7 +44,7 @@ impl Parser<'_> {
                 return Ok(out);
             }
             // An inner quote that opens a quotation follows a space or a sign, not a word.
-            if inner_quotes % 2 == 0 && out.ends_with(char::is_alphanumeric) {
+            if inner_quotes.is_multiple_of(2) && out.ends_with(char::is_alphanumeric) {
                 return Err("unescaped quotes inside a string do not pair up");
             }
             inner_quotes += 1;

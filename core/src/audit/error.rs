@@ -1,0 +1,56 @@
+//! The audit log's error type.
+
+use std::path::{Path, PathBuf};
+
+use crate::layout::Escaped;
+
+/// What kind of audit failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuditErrorKind {
+    /// The file or its folder could not be created, opened, locked, read or written.
+    Io,
+    /// The log's last line is not a record this writer can continue the chain from (cut off,
+    /// or not a record line): appending would hide the damage.
+    Corrupt,
+    /// A record could not be written as JSON.
+    Encode,
+}
+
+impl AuditErrorKind {
+    /// `io`, `corrupt` or `encode`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Io => "io",
+            Self::Corrupt => "corrupt",
+            Self::Encode => "encode",
+        }
+    }
+}
+
+/// An audit log that could not be written or read. Displayed as one line naming the file.
+#[derive(Debug, thiserror::Error)]
+#[error("audit log {}: {message}", Escaped(path))]
+pub struct AuditError {
+    /// What kind of failure.
+    pub kind: AuditErrorKind,
+    /// The log file (or its folder).
+    pub path: PathBuf,
+    /// One line: what failed, why, and what to do.
+    pub message: String,
+}
+
+impl AuditError {
+    pub(crate) fn new(kind: AuditErrorKind, path: &Path, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            path: path.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error while `doing` something.
+    pub(crate) fn io(path: &Path, doing: &str, error: std::io::Error) -> Self {
+        Self::new(AuditErrorKind::Io, path, format!("cannot {doing}: {error}"))
+    }
+}

@@ -1,0 +1,175 @@
+//! What the audit log records: a tool call, an approval decision, a circuit-breaker change.
+//! Plain structs with public fields; the caller masks arguments and metadata before it
+//! builds them (the log never sees a secret).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One entry of the audit log. On disk its fields follow the line's chain header, with
+/// `"type": "call" | "approval" | "breaker"` first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AuditRecord {
+    /// A tool call, from request to result.
+    Call(CallRecord),
+    /// An approval decision on its own (asked before the call ran, or a denial).
+    Approval(ApprovalRecord),
+    /// A circuit breaker changed state.
+    Breaker(BreakerRecord),
+}
+
+impl AuditRecord {
+    /// `call`, `approval` or `breaker`.
+    pub const fn type_name(&self) -> &'static str {
+        match self {
+            Self::Call(_) => "call",
+            Self::Approval(_) => "approval",
+            Self::Breaker(_) => "breaker",
+        }
+    }
+}
+
+/// A tool call through the lifecycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The call's execution id.
+    pub execution_id: String,
+    /// The agent's name (`A0`).
+    pub agent: String,
+    /// The agent's profile.
+    pub profile: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The method (`name:method`), if one was asked for.
+    pub method: Option<String>,
+    /// The layer the tool came from (`usr`, `plugins/web`, ...).
+    pub layer: String,
+    /// The library file, relative to the root.
+    pub file: String,
+    /// The hex SHA-256 of the library's bytes, when known.
+    pub library_sha256: Option<String>,
+    /// The arguments, masked by the caller.
+    pub args: Value,
+    /// The approval decision, if the call needed one.
+    pub approval: Option<ApprovalDecision>,
+    /// Each attempt, in order (retries add attempts).
+    pub attempts: Vec<Attempt>,
+    /// When the call started, Unix milliseconds.
+    pub started_ms: u64,
+    /// When the call ended, Unix milliseconds.
+    pub ended_ms: u64,
+    /// How long the call took, in milliseconds.
+    pub duration_ms: f64,
+    /// `success`, an error kind, `denied` or `unavailable`.
+    pub outcome: String,
+    /// The tool's result metadata, masked by the caller.
+    pub metadata: Option<Value>,
+}
+
+/// One attempt of a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The attempt's number, from 1.
+    pub attempt: u32,
+    /// The error kind it failed with, or `None` if it succeeded.
+    pub error_kind: Option<String>,
+    /// When it started, Unix milliseconds.
+    pub started_ms: u64,
+    /// How long it took, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// Allowed or denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The call may run.
+    Allowed,
+    /// The call may not run.
+    Denied,
+}
+
+impl Decision {
+    /// `allowed` or `denied`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::Denied => "denied",
+        }
+    }
+}
+
+/// A decision and who made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDecision {
+    /// Allowed or denied.
+    pub decision: Decision,
+    /// Who or what decided: `policy: read allowed`, `user: approved once`, `--yes`, ...
+    pub source: String,
+}
+
+/// An approval decision, recorded when it is made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// The call's execution id.
+    pub execution_id: String,
+    /// The agent's name.
+    pub agent: String,
+    /// The agent's profile.
+    pub profile: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The method, if one was asked for.
+    pub method: Option<String>,
+    /// The arguments, masked by the caller.
+    pub args: Value,
+    /// Allowed or denied.
+    pub decision: Decision,
+    /// Who or what decided.
+    pub source: String,
+    /// When it was decided, Unix milliseconds. Written as `at_ms`: the line's own `time_ms`
+    /// is when it was appended.
+    #[serde(rename = "at_ms")]
+    pub time_ms: u64,
+}
+
+/// A circuit breaker's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerState {
+    /// Calls go through.
+    Closed,
+    /// Calls are refused.
+    Open,
+    /// One trial call goes through.
+    HalfOpen,
+}
+
+impl BreakerState {
+    /// `closed`, `open` or `half_open`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Open => "open",
+            Self::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// A circuit breaker changed state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerRecord {
+    /// The tool.
+    pub tool: String,
+    /// The profile.
+    pub profile: String,
+    /// The state before.
+    pub from: BreakerState,
+    /// The state after.
+    pub to: BreakerState,
+    /// Why (`5 failures in a row`, `trial call succeeded`, ...).
+    pub reason: String,
+    /// When it changed, Unix milliseconds. Written as `at_ms` (see [`ApprovalRecord::time_ms`]).
+    #[serde(rename = "at_ms")]
+    pub time_ms: u64,
+}

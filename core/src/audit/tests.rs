@@ -1,0 +1,399 @@
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::*;
+
+fn call(i: u64) -> AuditRecord {
+    AuditRecord::Call(CallRecord {
+        execution_id: format!("exec-{i}"),
+        agent: "A0".into(),
+        profile: "default".into(),
+        tool: "echo".into(),
+        method: i.is_multiple_of(2).then(|| "sleep".into()),
+        layer: "usr".into(),
+        file: "usr/tools/echo.so".into(),
+        library_sha256: Some("ab".repeat(32)),
+        args: json!({"text": format!("hello {i}"), "token": "§§secret(API_KEY)"}),
+        approval: Some(ApprovalDecision {
+            decision: Decision::Allowed,
+            source: "policy: read allowed".into(),
+        }),
+        attempts: vec![Attempt {
+            attempt: 1,
+            error_kind: None,
+            started_ms: 1_700_000_000_000 + i,
+            duration_ms: 1.25,
+        }],
+        started_ms: 1_700_000_000_000 + i,
+        ended_ms: 1_700_000_000_002 + i,
+        duration_ms: 1.5,
+        outcome: "success".into(),
+        metadata: Some(json!({"bytes": 12})),
+    })
+}
+
+fn approval(i: u64) -> AuditRecord {
+    AuditRecord::Approval(ApprovalRecord {
+        execution_id: format!("exec-{i}"),
+        agent: "A0".into(),
+        profile: "default".into(),
+        tool: "shell".into(),
+        method: None,
+        args: json!({"command": "ls"}),
+        decision: Decision::Denied,
+        source: "user: denied".into(),
+        time_ms: 1_700_000_000_000,
+    })
+}
+
+fn breaker() -> AuditRecord {
+    AuditRecord::Breaker(BreakerRecord {
+        tool: "web".into(),
+        profile: "default".into(),
+        from: BreakerState::Closed,
+        to: BreakerState::HalfOpen,
+        reason: "cool-down over".into(),
+        time_ms: 1_700_000_000_000,
+    })
+}
+
+/// A log of `n` records (calls, with an approval and a breaker change among them).
+fn log(n: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    for i in 1..=n {
+        let record = match i % 5 {
+            3 => approval(i),
+            4 => breaker(),
+            _ => call(i),
+        };
+        audit.append(&record).unwrap();
+    }
+    let path = audit.path().to_owned();
+    (dir, path)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+fn broken(path: &Path) -> Broken {
+    let report = verify(path).unwrap();
+    assert!(!report.is_intact());
+    report.broken.unwrap()
+}
+
+#[test]
+fn good_chain_verifies() {
+    let (_dir, path) = log(10);
+    let report = verify(&path).unwrap();
+    assert_eq!(report.broken, None);
+    assert_eq!(report.records, 10);
+    let lines = lines(&path);
+    let last: serde_json::Value = serde_json::from_str(&lines[9]).unwrap();
+    assert_eq!(
+        report.last,
+        Some((10, last["hash"].as_str().unwrap().to_owned()))
+    );
+    assert!(
+        lines[0].starts_with("{\"seq\":1,\"time_ms\":"),
+        "{}",
+        lines[0]
+    );
+    let header = format!(",\"prev\":\"{GENESIS_PREV}\",\"hash\":\"");
+    assert!(lines[0].contains(&header), "{}", lines[0]);
+    assert!(lines[0].contains("\",\"type\":\"call\",\"execution_id\":\"exec-1\""));
+    assert!(lines[2].contains("\"type\":\"approval\""));
+    assert!(lines[2].contains("\"at_ms\":1700000000000"));
+}
+
+#[test]
+fn an_empty_log_is_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    let report = verify(audit.path()).unwrap();
+    assert_eq!(
+        (report.records, report.last, report.broken),
+        (0, None, None)
+    );
+}
+
+#[test]
+fn an_edited_line_is_found() {
+    let (_dir, path) = log(10);
+    let mut lines = lines(&path);
+    lines[6] = lines[6].replace("hello 7", "hello 8");
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!(
+        (broken.line, broken.seq, broken.kind),
+        (7, Some(7), BrokenKind::Edited)
+    );
+    assert_eq!(
+        broken.to_string(),
+        "line 7 (seq 7): edited: its hash does not match its content"
+    );
+    assert_eq!(verify(&path).unwrap().records, 6);
+}
+
+#[test]
+fn an_edited_hash_is_found() {
+    let (_dir, path) = log(5);
+    let mut lines = lines(&path);
+    let at = lines[1].find("\"hash\":\"").unwrap() + 8;
+    let digit = if &lines[1][at..=at] == "0" { "1" } else { "0" };
+    lines[1].replace_range(at..=at, digit);
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!((broken.line, broken.kind), (2, BrokenKind::Edited));
+}
+
+#[test]
+fn a_rehashed_edit_breaks_the_next_link() {
+    let (_dir, path) = log(6);
+    let mut lines = lines(&path);
+    // Edit line 4 and give it the right hash for its new content.
+    let edited = lines[3].replace("cool-down over", "nothing happened");
+    let header = chain::header(edited.as_bytes()).unwrap();
+    let without = edited.replace(&format!("\"hash\":\"{}\",", header.hash), "");
+    let mut out = Vec::new();
+    let start = chain::Link {
+        seq: 3,
+        hash: header.prev.as_bytes().try_into().unwrap(),
+    };
+    let body = format!("{{{}", &without[without.find("\"type\"").unwrap()..]);
+    chain::encode(&start, header.time_ms, body.as_bytes(), &mut out);
+    lines[3] = String::from_utf8(out).unwrap().trim_end().to_owned();
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!(
+        (broken.line, broken.seq, broken.kind),
+        (5, Some(5), BrokenKind::Edited)
+    );
+    assert!(broken.reason.contains("line 4's hash"), "{broken}");
+}
+
+#[test]
+fn a_deleted_line_is_found() {
+    let (_dir, path) = log(10);
+    let mut lines = lines(&path);
+    lines.remove(3);
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!(
+        (broken.line, broken.seq, broken.kind),
+        (4, Some(5), BrokenKind::Missing)
+    );
+    assert_eq!(broken.reason, "record 4 was deleted or moved");
+}
+
+#[test]
+fn a_deleted_first_line_is_found() {
+    let (_dir, path) = log(3);
+    let mut lines = lines(&path);
+    lines.remove(0);
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!(
+        (broken.line, broken.seq, broken.kind),
+        (1, Some(2), BrokenKind::Missing)
+    );
+}
+
+#[test]
+fn swapped_lines_are_found() {
+    let (_dir, path) = log(10);
+    let mut lines = lines(&path);
+    lines.swap(2, 3);
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!((broken.line, broken.seq), (3, Some(4)));
+}
+
+#[test]
+fn a_repeated_line_is_found() {
+    let (_dir, path) = log(5);
+    let mut lines = lines(&path);
+    lines.insert(3, lines[2].clone());
+    write_lines(&path, &lines);
+    let broken = broken(&path);
+    assert_eq!(
+        (broken.line, broken.seq, broken.kind),
+        (4, Some(3), BrokenKind::OutOfOrder)
+    );
+}
+
+#[test]
+fn a_truncated_last_line_is_found() {
+    let (_dir, path) = log(10);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last_start = text.trim_end().rfind('\n').unwrap() + 1;
+    let cut = last_start + (text.len() - last_start) / 2;
+    std::fs::write(&path, &text[..cut]).unwrap();
+    let broken = broken(&path);
+    assert_eq!((broken.line, broken.kind), (10, BrokenKind::Truncated));
+    assert_eq!(verify(&path).unwrap().records, 9);
+}
+
+#[test]
+fn a_cut_from_the_middle_is_found() {
+    let (_dir, path) = log(10);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let starts: Vec<usize> = text.match_indices('\n').map(|(i, _)| i + 1).collect();
+    // From the middle of line 5 to the middle of line 7.
+    let (from, to) = (starts[3] + 40, starts[5] + 90);
+    std::fs::write(&path, format!("{}{}", &text[..from], &text[to..])).unwrap();
+    let broken = broken(&path);
+    assert_eq!(broken.line, 5, "{broken}");
+}
+
+#[test]
+fn any_content_is_reported_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let huge = vec![b'x'; MAX_LINE_BYTES + 10];
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+    let noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng as u8
+        })
+        .collect();
+    let cases: [(&[u8], BrokenKind); 6] = [
+        (b"\n", BrokenKind::BadJson),
+        (b"{}\n", BrokenKind::BadJson),
+        (b"\xff\xfe{\"seq\":1}\n", BrokenKind::BadJson),
+        (
+            b"{\"seq\":1,\"time_ms\":1,\"prev\":\"x\",\"hash\":\"y\"}\n",
+            BrokenKind::BadJson,
+        ),
+        (&huge, BrokenKind::TooLong),
+        (&noise, BrokenKind::BadJson),
+    ];
+    for (bytes, kind) in cases {
+        std::fs::write(&path, bytes).unwrap();
+        let broken = broken(&path);
+        assert_eq!((broken.line, broken.kind), (1, kind), "{broken}");
+        // tail reads any content too.
+        assert!(!tail(&path, 3).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn the_writer_continues_the_chain_after_reopening_and_other_writers() {
+    let (dir, path) = log(3);
+    let first = Audit::open(dir.path(), AuditOptions { fsync: true }).unwrap();
+    let second = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    for i in 0..10 {
+        let audit = if i % 3 == 0 { &first } else { &second };
+        audit.append(&call(i)).unwrap();
+    }
+    let report = verify(&path).unwrap();
+    assert_eq!((report.records, report.broken), (13, None));
+}
+
+#[test]
+fn the_writer_refuses_to_continue_a_cut_off_line() {
+    let (dir, path) = log(3);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 20]).unwrap();
+    let error = Audit::open(dir.path(), AuditOptions::default()).unwrap_err();
+    assert_eq!(error.kind, AuditErrorKind::Corrupt);
+    assert!(error.to_string().contains("cut off"), "{error}");
+    // A writer opened before the damage finds it at its next append.
+    std::fs::write(&path, &text).unwrap();
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    std::fs::write(&path, b"not a record\n").unwrap();
+    let error = audit.append(&breaker()).unwrap_err();
+    assert_eq!(error.kind, AuditErrorKind::Corrupt);
+}
+
+#[test]
+fn tail_returns_the_last_records_in_order() {
+    let (_dir, path) = log(12);
+    let entries = tail(&path, 4).unwrap();
+    let seqs: Vec<u64> = entries
+        .iter()
+        .map(|line| match line {
+            TailLine::Entry(entry) => entry.seq,
+            TailLine::Unreadable(why) => panic!("{why}"),
+        })
+        .collect();
+    assert_eq!(seqs, [9, 10, 11, 12]);
+    let TailLine::Entry(entry) = &entries[0] else {
+        unreachable!()
+    };
+    assert_eq!(entry.record, breaker());
+    let TailLine::Entry(entry) = &entries[3] else {
+        unreachable!()
+    };
+    assert_eq!(entry.record, call(12));
+    assert_eq!(tail(&path, 100).unwrap().len(), 12);
+    assert!(tail(&path, 0).unwrap().is_empty());
+}
+
+#[test]
+fn tail_reports_unreadable_lines() {
+    let (_dir, path) = log(2);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("garbage\n{\"seq\":3");
+    std::fs::write(&path, text).unwrap();
+    let entries = tail(&path, 3).unwrap();
+    assert!(matches!(&entries[0], TailLine::Entry(e) if e.seq == 2));
+    assert!(matches!(&entries[1], TailLine::Unreadable(why) if why.starts_with("not a record")));
+    assert!(matches!(&entries[2], TailLine::Unreadable(why) if why.contains("cut off")));
+}
+
+#[test]
+fn last_lines_reads_long_files_backwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lines");
+    let text: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(&path, &text).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let got = lines::last_lines(&file, text.len() as u64, 3).unwrap();
+    let want: Vec<lines::RawLine> = (49_997..50_000)
+        .map(|i| lines::RawLine::Complete(format!("line {i}").into_bytes()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn last_lines_reports_lines_too_long_to_read_back() {
+    use lines::RawLine::{Complete, Incomplete, TooLong};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lines");
+    let mut text = vec![b'x'; 3 * MAX_LINE_BYTES];
+    text.extend_from_slice(b"\nshort\n\nend");
+    std::fs::write(&path, &text).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let len = text.len() as u64;
+    let got = lines::last_lines(&file, len, 4).unwrap();
+    let end = Incomplete(b"end".to_vec());
+    let want = [
+        TooLong,
+        Complete(b"short".to_vec()),
+        Complete(Vec::new()),
+        end.clone(),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(lines::last_lines(&file, len, 1).unwrap(), [end]);
+    assert_eq!(
+        lines::last_lines(&file, 1, 2).unwrap(),
+        [Incomplete(b"x".to_vec())]
+    );
+    // The last line alone is past the limit read back: its start is never found.
+    let len = 3 * MAX_LINE_BYTES as u64 + 1;
+    assert_eq!(lines::last_lines(&file, len, 1).unwrap(), [TooLong]);
+}

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::context::CallContext;
 use crate::extension_points::json_text;
 use crate::governance::CallRules;
+use crate::host::FoundTool;
 use crate::intervention::Check;
 use crate::long_output::Answer;
 use crate::plugin::ToolHandle;
@@ -83,7 +84,7 @@ impl Agent {
         let resolution = self.host.resolve(self.profile(), name);
 
         let target = match &resolution.found {
-            Some(found) => self.library_target(&found.handle)?,
+            Some(found) => self.library_target(found)?,
             // The built-in `parallel` (a library named `parallel` replaces it).
             None if name == "parallel" => Target::Parallel,
             None => {
@@ -94,7 +95,7 @@ impl Agent {
                     )));
                 }
                 match &self.host.resolve(self.profile(), "unknown").found {
-                    Some(found) => self.library_target(&found.handle)?,
+                    Some(found) => self.library_target(found)?,
                     None => Target::Unknown,
                 }
             }
@@ -302,12 +303,17 @@ impl Agent {
 
     /// A library tool to call, with the rules for it. A mistake in the profile's config fails
     /// the call with that mistake's one line.
-    fn library_target(&self, tool: &Arc<ToolHandle>) -> Result<Target, ToolError> {
+    fn library_target(&self, found: &FoundTool) -> Result<Target, ToolError> {
+        let tool = &found.handle;
         let config = self
             .host
             .config(self.profile())
             .map_err(|e| ToolError::dependency(e.to_string()))?;
-        Ok(Target::Library(tool.clone(), CallRules::new(tool, config)))
+        let layer = found.layer.kind.as_str();
+        Ok(Target::Library(
+            tool.clone(),
+            CallRules::new(tool, layer, config),
+        ))
     }
 
     /// The built-in Unknown tool: names the missing tool and lists the available ones.

@@ -30,6 +30,8 @@ pub struct ToolHandle {
     pub(crate) schema: ArgumentSchema,
     /// This build's circuit breaker: a new build starts closed.
     pub(crate) breaker: Breaker,
+    /// The file's SHA-256 for the audit, computed on first use.
+    sha256: std::sync::OnceLock<Option<String>>,
     source: PathBuf,
     package: String,
     /// Dropped after the instance (fields drop after `Drop::drop`): shuts the library down.
@@ -73,6 +75,7 @@ impl ToolHandle {
             info,
             schema,
             breaker: Breaker::default(),
+            sha256: std::sync::OnceLock::new(),
             source: source.to_owned(),
             package: module.package().as_str().to_owned(),
             generation,
@@ -140,6 +143,14 @@ impl ToolHandle {
             )),
             _ => None,
         }
+    }
+
+    /// The SHA-256 of the library file (hex), as the audit records it: computed when first
+    /// asked, from the file in its layer.
+    pub fn sha256(&self) -> Option<String> {
+        self.sha256
+            .get_or_init(|| crate::governance::file_sha256(&self.source))
+            .clone()
     }
 
     /// The state of this build's circuit breaker.
@@ -212,6 +223,12 @@ impl Drop for ToolHandle {
 pub(crate) struct PluginAnswer(FfiResponse);
 
 impl PluginAnswer {
+    /// The answer's metadata, read for the audit.
+    pub(crate) fn metadata(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let text = self.0.metadata.as_ref().into_option()?;
+        serde_json::from_str(text).ok()
+    }
+
     /// The answer's text.
     pub(crate) fn message(&self) -> &str {
         self.0.message.as_str()

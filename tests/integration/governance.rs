@@ -373,3 +373,41 @@ fn on_a_terminal_the_user_approves_once_or_always_or_denies() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn every_call_is_audited_masked_and_the_chain_verifies() {
+    let root = root();
+    root.write("usr/secrets.env", "TOKEN=s3cr3t-value-42\n");
+    let ok = root.run_cli(&[
+        "call",
+        "governed",
+        "--args",
+        r#"{"city": "s3cr3t-value-42"}"#,
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = root.run_cli(&["call", "governed", "--args", r#"{"units": "kelvin"}"#]);
+    assert!(!bad.status.success());
+    let log = std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap();
+    assert!(!log.contains("s3cr3t-value-42"), "{log}");
+    let records: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{log}");
+    assert_eq!(records[0]["tool"], "governed");
+    assert_eq!(records[0]["outcome"], "success");
+    assert_eq!(records[0]["layer"], "user");
+    assert_eq!(records[0]["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(records[0]["library_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(records[1]["outcome"], "validation");
+    let verify = root.run_cli(&["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

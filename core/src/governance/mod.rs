@@ -10,6 +10,7 @@
 //! - `steps.rs`: the governed steps of a call, in order.
 
 mod approval;
+mod audit_trail;
 mod breaker;
 pub(crate) mod call_threads;
 mod schema;
@@ -17,6 +18,7 @@ mod steps;
 
 pub(crate) use approval::Approvals;
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
+pub(crate) use audit_trail::file_sha256;
 pub use breaker::BreakerState;
 pub use call_threads::overdue;
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::audit_trail::{now_ms, Trail};
 use super::call_threads::{self, Ended};
 use super::{is_infrastructure, Transition};
 use crate::config::{Access, Backoff, BreakerSettings, Config};
@@ -25,11 +26,13 @@ pub(crate) struct CallRules {
     pub(crate) breaker: BreakerSettings,
     /// The profile's configuration (policy, access).
     pub(crate) config: Arc<Config>,
+    /// The kind of layer the tool was found in, for the audit.
+    pub(crate) layer: &'static str,
 }
 
 impl CallRules {
     /// The rules for a call of `tool`: what it declares, overridden by the profile's config.
-    pub(crate) fn new(tool: &ToolHandle, config: Arc<Config>) -> Self {
+    pub(crate) fn new(tool: &ToolHandle, layer: &'static str, config: Arc<Config>) -> Self {
         let info = tool.info();
         let declared = Duration::from_secs(info.timeout_seconds);
         let timeout = config.timeout(tool.name(), declared);
@@ -39,6 +42,7 @@ impl CallRules {
             backoff: config.backoff(),
             breaker: config.breaker(),
             config,
+            layer,
         }
     }
 }
@@ -71,8 +75,9 @@ impl Agent {
         Ok(())
     }
 
-    /// Validates the arguments (defaults filled in), then runs `execute` under the deadline,
-    /// retrying infrastructure failures with backoff where the tool allows it.
+    /// Validates the arguments (defaults filled in), asks for approval, then runs `execute`
+    /// under the deadline, retrying infrastructure failures with backoff where the tool allows
+    /// it. The call is audited, however it ends.
     pub(crate) async fn execute_governed(
         self: &Arc<Self>,
         call: &Arc<CallContext>,
@@ -81,17 +86,39 @@ impl Agent {
         args: &mut Map<String, Value>,
         rules: &CallRules,
     ) -> Result<PluginAnswer, ToolError> {
+        let mut trail = Trail::start();
+        let result = self
+            .govern(call, request, tool, args, rules, &mut trail)
+            .await;
+        let metadata = result.as_ref().ok().and_then(PluginAnswer::metadata);
+        let outcome = match &result {
+            Ok(_) => Ok(metadata.as_ref()),
+            Err(e) => Err(e),
+        };
+        let settings = rules.config.audit();
+        self.audit_call(request, tool, rules.layer, args, trail, outcome, settings);
+        result
+    }
+
+    async fn govern(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        tool: &Arc<ToolHandle>,
+        args: &mut Map<String, Value>,
+        rules: &CallRules,
+        trail: &mut Trail,
+    ) -> Result<PluginAnswer, ToolError> {
         tool.schema.check(args)?;
-        let decision = self
-            .approve(
-                &rules.config,
-                tool.name(),
-                request.method(),
-                tool.info().risk_level,
-                args,
-            )
-            .await?;
-        tracing::debug!("call of {request} approved: {}", decision.source);
+        let risk = tool.info().risk_level;
+        let approved = self
+            .approve(&rules.config, tool.name(), request.method(), risk, args)
+            .await;
+        trail.approval = Some(match &approved {
+            Ok(decision) => (true, decision.source.clone()),
+            Err(e) => (false, e.message().to_owned()),
+        });
+        approved?;
         let args = crate::extension_points::json_text(args);
         let retries = if retryable(tool) {
             rules.max_retries
@@ -100,7 +127,9 @@ impl Agent {
         };
         let mut attempt = 1;
         loop {
+            let (started, started_ms) = (std::time::Instant::now(), now_ms());
             let result = self.attempt(call, tool, args.clone(), rules.timeout).await;
+            trail.attempt(started, started_ms, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
             let transition = tool.breaker.record(outcome, &rules.breaker);
             let opened = transition.as_ref().is_some_and(|t| t.to == "open");

@@ -167,6 +167,8 @@ pub struct Host {
     extensions: ProfileCache<[Arc<ExtensionHandle>]>,
     /// Each profile's `toolhost.toml` configuration, or the mistake in it.
     configs: ProfileCache<Result<Arc<Config>, ConfigError>>,
+    /// The audit log, opened on first use.
+    pub(crate) audit: std::sync::OnceLock<Option<crate::audit::Audit>>,
 }
 
 impl Host {
@@ -196,6 +198,7 @@ impl Host {
             tools: ProfileCache::default(),
             extensions: ProfileCache::default(),
             configs: ProfileCache::default(),
+            audit: std::sync::OnceLock::new(),
         })
     }
 

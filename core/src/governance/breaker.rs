@@ -202,6 +202,8 @@ pub(crate) fn clock(time: SystemTime) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn settings() -> BreakerSettings {

@@ -99,6 +99,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod ask;
 mod cache;
 mod context;
 mod error;
@@ -116,6 +117,7 @@ mod long_output;
 mod message_loop;
 mod model;
 mod name;
+pub mod openai;
 pub mod output;
 mod parallel;
 mod plugin;
@@ -124,6 +126,7 @@ mod reload;
 mod reply;
 mod secrets;
 mod session;
+mod tool_calls;
 mod transcript;
 mod watcher;
 
@@ -139,7 +142,10 @@ pub use layout::{
 };
 pub use loader::version_compatible;
 pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
-pub use model::{Model, ModelError, ModelFuture, ModelRequest, Script, ScriptedModel};
+pub use model::{
+    Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
+    ScriptedModel, ToolProtocol, ToolSpec, Usage,
+};
 pub use name::{is_safe_name, ToolName};
 pub use parallel::MAX_PARALLEL;
 pub use plugin::{ExtensionHandle, ToolHandle};
@@ -151,5 +157,5 @@ pub use secrets::{
     PLACEHOLDER_START,
 };
 pub use session::Session;
-pub use transcript::{HistoryMessage, LogItem, LogKind, Role};
+pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};
 pub use watcher::Watcher;

@@ -9,6 +9,7 @@ mod lifecycle;
 mod load_errors;
 mod long_output;
 mod message_loop;
+mod models;
 mod names;
 mod panics;
 mod private_copies;

@@ -10,6 +10,8 @@
 //! assert_eq!(listing.tools[0].name, "echo");
 //! ```
 
+pub mod fake_llm;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};

@@ -3,6 +3,7 @@
 
 mod cli;
 mod extensions;
+mod fakellm;
 mod hostile_files;
 mod layers;
 mod lifecycle;

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod fake_llm;
+pub mod peers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -28,6 +28,8 @@ pub enum Piece {
     Bytes(Vec<u8>),
     /// A pause.
     Pause(Duration),
+    /// Records the time ([`FakeLlm::stamps`]) just before the next piece is sent.
+    Stamp,
 }
 
 /// What the server answers to one request.
@@ -35,6 +37,8 @@ pub enum Piece {
 pub enum Answer {
     /// `text/event-stream`: the pieces, then the body ends.
     Stream(Vec<Piece>),
+    /// A whole `text/event-stream` body, sent at once.
+    Whole(Vec<u8>),
     /// The pieces, then the connection is cut (the body never ends).
     Cut(Vec<Piece>),
     /// A status, headers and a body.
@@ -56,6 +60,7 @@ pub struct Recorded {
 struct State {
     answers: Mutex<VecDeque<Answer>>,
     requests: Mutex<Vec<Recorded>>,
+    stamps: Mutex<Vec<std::time::Instant>>,
 }
 
 /// The server; it stops when dropped.
@@ -110,6 +115,11 @@ impl FakeLlm {
         self.state.answers.lock().unwrap().push_back(answer);
     }
 
+    /// When each [`Piece::Stamp`] was reached.
+    pub fn stamps(&self) -> Vec<std::time::Instant> {
+        self.state.stamps.lock().unwrap().clone()
+    }
+
     /// The requests so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
@@ -152,8 +162,19 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
             vec![("content-type", "application/json".to_owned())],
             value.to_string(),
         ),
-        Some(Answer::Stream(pieces)) => streamed(pieces, false),
-        Some(Answer::Cut(pieces)) => streamed(pieces, true),
+        Some(Answer::Whole(bytes)) => {
+            let mut response = status(200, Vec::new(), String::new());
+            let body = Full::new(Bytes::from(bytes))
+                .map_err(|never| match never {})
+                .boxed();
+            *response.body_mut() = body;
+            response
+                .headers_mut()
+                .insert("content-type", "text/event-stream".parse().unwrap());
+            response
+        }
+        Some(Answer::Stream(pieces)) => streamed(pieces, false, state.clone()),
+        Some(Answer::Cut(pieces)) => streamed(pieces, true, state.clone()),
     };
     Ok(response)
 }
@@ -169,7 +190,7 @@ fn status(code: u16, headers: Vec<(&'static str, String)>, body: String) -> Resp
     response.body(body).expect("response")
 }
 
-fn streamed(pieces: Vec<Piece>, cut: bool) -> Response<Body> {
+fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
     tokio::spawn(async move {
         for piece in pieces {
@@ -181,6 +202,7 @@ fn streamed(pieces: Vec<Piece>, cut: bool) -> Response<Body> {
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
                 Piece::Pause(pause) => tokio::time::sleep(pause).await,
+                Piece::Stamp => state.stamps.lock().unwrap().push(std::time::Instant::now()),
             }
         }
         if cut {
@@ -231,6 +253,16 @@ pub fn text_events(text: &str, usage: Option<(u64, u64)>) -> Vec<Value> {
     events.push(chunk(json!({}), Some("stop")));
     events.extend(usage.map(|(p, c)| usage_chunk(p, c)));
     events
+}
+
+/// The bytes of a whole event stream: each event as `data: <json>\n\n`, then `[DONE]`.
+pub fn sse_bytes(events: &[Value]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for e in events {
+        bytes.extend(format!("data: {e}\n\n").into_bytes());
+    }
+    bytes.extend(b"data: [DONE]\n\n");
+    bytes
 }
 
 /// A streamed text reply.

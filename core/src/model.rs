@@ -38,6 +38,16 @@ pub enum ToolProtocol {
     Native,
 }
 
+impl ToolProtocol {
+    /// `json` or `native`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Native => "native",
+        }
+    }
+}
+
 /// A tool as a function definition: its name, description and JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {

@@ -10,6 +10,7 @@ mod lifecycle;
 mod load_errors;
 mod long_output;
 mod message_loop;
+mod model_failures;
 mod models;
 mod names;
 mod panics;

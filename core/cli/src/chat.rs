@@ -41,8 +41,11 @@ pub(crate) fn chat(
     if interactive {
         let c = model.config();
         eprintln!(
-            "chatting with '{}' ({} at {}, {:?} tool protocol); type a message, /quit to end",
-            c.name, c.model, c.base_url, c.tool_protocol
+            "chatting with '{}' ({} at {}, {} tool protocol); type a message, /quit to end",
+            c.name,
+            c.model,
+            c.base_url,
+            c.tool_protocol.as_str()
         );
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

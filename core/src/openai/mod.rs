@@ -192,7 +192,12 @@ impl OpenAiModel {
                 )));
             }
             Ok(Err(e)) => {
-                let reason = self.hide_key(chain(&e));
+                // The innermost cause says it best ("Connection refused"); the URL is ours.
+                let reason = match e.is_connect() {
+                    true => root_cause(&e),
+                    false => chain(&e),
+                };
+                let reason = self.hide_key(reason);
                 let message = format!("cannot reach {url} ({reason}): is the server running?");
                 let error = ModelError::request(ModelErrorKind::Unreachable, message);
                 return Err(Failure::Retry(error, None));
@@ -242,6 +247,15 @@ impl OpenAiModel {
         };
         ModelError::request(kind, format!("{url} answered {status}{said}; {fix}"))
     }
+}
+
+/// The innermost source of an error.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 /// The message of an error body (`{"error": {"message": ...}}` or text), on one line, short.

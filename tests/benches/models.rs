@@ -17,8 +17,6 @@ use toolhost_tests::fake_llm::{
 };
 use toolhost_tests::{Fixture, TestRoot};
 
-const ITERATIONS: usize = 100;
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -75,18 +73,24 @@ fn answers(protocol: &str, n: usize) -> Vec<Answer> {
         .collect()
 }
 
-fn monologue(runtime: &tokio::runtime::Runtime, root: &TestRoot, model: &dyn Model) -> Duration {
+fn monologue(
+    runtime: &tokio::runtime::Runtime,
+    root: &TestRoot,
+    model: &dyn Model,
+    n: usize,
+) -> Duration {
     let agent = Agent::with_output(root.host(), "A0", "default", Arc::new(Silent)).unwrap();
-    let options = LoopOptions::default().with_max_iterations(ITERATIONS + 1);
+    let options = LoopOptions::default().with_max_iterations(n + 1);
     let start = Instant::now();
     let answer = runtime
         .block_on(agent.monologue(model, "go", &options))
         .unwrap();
     assert_eq!(answer, "done");
-    start.elapsed() / (ITERATIONS as u32 + 1)
+    start.elapsed() / (n as u32 + 1)
 }
 
-fn iteration(runtime: &tokio::runtime::Runtime) {
+/// `n` iterations per run: the history, sent whole with every request, grows with `n`.
+fn iteration(runtime: &tokio::runtime::Runtime, n: usize) {
     let mut line = Vec::new();
     for protocol in ["json", "native"] {
         let server = FakeLlm::start();
@@ -94,10 +98,10 @@ fn iteration(runtime: &tokio::runtime::Runtime) {
         let model = model(&root);
         let runs: Vec<Duration> = (0..12)
             .map(|_| {
-                answers(protocol, ITERATIONS)
+                answers(protocol, n)
                     .into_iter()
                     .for_each(|a| server.push(a));
-                monologue(runtime, &root, &model)
+                monologue(runtime, &root, &model, n)
             })
             .skip(1) // warm up: load the libraries, open the connection
             .collect();
@@ -110,12 +114,12 @@ fn iteration(runtime: &tokio::runtime::Runtime) {
     let root = root(&server, "json");
     let scripted: Vec<Duration> = (0..12)
         .map(|_| {
-            let replies = (0..ITERATIONS)
+            let replies = (0..n)
                 .map(|i| json!({"tool_name": "noop", "tool_args": {"a": i}}).to_string())
                 .chain([
                     json!({"tool_name": "response", "tool_args": {"text": "done"}}).to_string(),
                 ]);
-            monologue(runtime, &root, &ScriptedModel::new(replies))
+            monologue(runtime, &root, &ScriptedModel::new(replies), n)
         })
         .skip(1)
         .collect();
@@ -124,7 +128,7 @@ fn iteration(runtime: &tokio::runtime::Runtime) {
         median(scripted).as_secs_f64() * 1e6
     ));
     println!(
-        "one loop iteration with a no-op tool, server on loopback answering at once, {ITERATIONS} \
+        "one loop iteration with a no-op tool, server on loopback answering at once, {n} \
          per run, median of 11 runs: {}",
         line.join(", ")
     );
@@ -184,6 +188,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    iteration(&runtime);
+    iteration(&runtime, 10);
+    iteration(&runtime, 100);
     first_character(&runtime);
 }

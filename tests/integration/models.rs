@@ -125,6 +125,8 @@ fn a_streamed_json_protocol_session_calls_a_tool_and_sums_the_usage() {
         "{messages:?}"
     );
     assert!(!everything_written(&root, &agent, &output).contains(KEY));
+    // Both requests went over one connection.
+    assert_eq!(server.connections(), 1);
 }
 
 #[test]

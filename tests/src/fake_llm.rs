@@ -61,6 +61,7 @@ struct State {
     answers: Mutex<VecDeque<Answer>>,
     requests: Mutex<Vec<Recorded>>,
     stamps: Mutex<Vec<std::time::Instant>>,
+    connections: std::sync::atomic::AtomicUsize,
 }
 
 /// The server; it stops when dropped.
@@ -88,6 +89,10 @@ impl FakeLlm {
         let served = state.clone();
         runtime.spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                served
+                    .connections
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let state = served.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| answer(req, state.clone()));
@@ -113,6 +118,13 @@ impl FakeLlm {
     /// Queues an answer.
     pub fn push(&self, answer: Answer) {
         self.state.answers.lock().unwrap().push_back(answer);
+    }
+
+    /// How many connections clients opened.
+    pub fn connections(&self) -> usize {
+        self.state
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// When each [`Piece::Stamp`] was reached.
@@ -193,13 +205,18 @@ fn status(code: u16, headers: Vec<(&'static str, String)>, body: String) -> Resp
 fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
     tokio::spawn(async move {
+        let mut after_bytes = false;
         for piece in pieces {
             match piece {
                 Piece::Bytes(bytes) => {
+                    // A pause between two pieces makes each its own read; none after the last.
+                    if after_bytes {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
                     if tx.send(Ok(Frame::data(Bytes::from(bytes)))).await.is_err() {
                         return;
                     }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    after_bytes = true;
                 }
                 Piece::Pause(pause) => tokio::time::sleep(pause).await,
                 Piece::Stamp => state.stamps.lock().unwrap().push(std::time::Instant::now()),

@@ -223,6 +223,8 @@ fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> 
             }
         }
         if cut {
+            // Cut once the pieces have surely been read.
+            tokio::time::sleep(Duration::from_millis(20)).await;
             let _ = tx.send(Err(std::io::Error::other("cut"))).await;
         }
     });

@@ -172,12 +172,11 @@ pub(crate) async fn read_events(
             Some(Err(e)) => return Err(reply.broken(format!("the stream was cut: {}", chain(&e)))),
             Some(Ok(event)) if event.data.trim() == "[DONE]" => {
                 reply.finished = true;
-                // The body's last bytes are read in the background, so the connection goes
-                // back to the pool (a body dropped before its end closes the connection).
-                tokio::spawn(async move {
-                    let rest = async { while events.next().await.is_some() {} };
-                    let _ = tokio::time::timeout(Duration::from_secs(5), rest).await;
-                });
+                // The body's end is read too (it follows at once; at most 100 ms are
+                // given), so the connection goes back to the pool: a body dropped before its
+                // end closes the connection.
+                let rest = async { while events.next().await.is_some() {} };
+                let _ = tokio::time::timeout(Duration::from_millis(100), rest).await;
                 break;
             }
             Some(Ok(event)) if event.data.trim().is_empty() => {}

@@ -134,6 +134,35 @@ fn iteration(runtime: &tokio::runtime::Runtime, n: usize) {
     );
 }
 
+/// One request through the adapter alone (no loop): build the body, send it, read the stream.
+fn request_alone(runtime: &tokio::runtime::Runtime) {
+    let server = FakeLlm::start();
+    let root = root(&server, "json");
+    let model = model(&root);
+    let system = toolhost::Secrets::empty().mask("You are A0.");
+    let reply = json!({"tool_name": "noop", "tool_args": {}}).to_string();
+    let times: Vec<Duration> = (0..201)
+        .map(|_| {
+            server.push(Answer::Whole(sse_bytes(&text_events(&reply, Some((1, 1))))));
+            let request = toolhost::ModelRequest {
+                system: &system,
+                history: &[],
+                tools: &[],
+            };
+            let start = Instant::now();
+            runtime
+                .block_on(model.respond(request, &mut |_| {}))
+                .unwrap();
+            start.elapsed()
+        })
+        .skip(1)
+        .collect();
+    println!(
+        "one request through the adapter alone (empty history, loopback, 200 runs): median {:.0} µs",
+        median(times).as_secs_f64() * 1e6
+    );
+}
+
 /// Records when the first piece of the reply is shown.
 #[derive(Default)]
 struct FirstShown(Mutex<Option<Instant>>);
@@ -190,5 +219,6 @@ fn main() {
         .unwrap();
     iteration(&runtime, 10);
     iteration(&runtime, 100);
+    request_alone(&runtime);
     first_character(&runtime);
 }

@@ -28,7 +28,7 @@ pub enum Piece {
     Bytes(Vec<u8>),
     /// A pause.
     Pause(Duration),
-    /// Records the time ([`FakeLlm::stamps`]) just before the next piece is sent.
+    /// Records the time ([`FakeLlm::stamps`]) just as the next piece of bytes is sent.
     Stamp,
 }
 
@@ -205,7 +205,7 @@ fn status(code: u16, headers: Vec<(&'static str, String)>, body: String) -> Resp
 fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
     tokio::spawn(async move {
-        let mut after_bytes = false;
+        let (mut after_bytes, mut stamp) = (false, false);
         for piece in pieces {
             match piece {
                 Piece::Bytes(bytes) => {
@@ -213,13 +213,19 @@ fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> 
                     if after_bytes {
                         tokio::time::sleep(Duration::from_millis(2)).await;
                     }
+                    if std::mem::take(&mut stamp) {
+                        state.stamps.lock().unwrap().push(std::time::Instant::now());
+                    }
                     if tx.send(Ok(Frame::data(Bytes::from(bytes)))).await.is_err() {
                         return;
                     }
                     after_bytes = true;
                 }
-                Piece::Pause(pause) => tokio::time::sleep(pause).await,
-                Piece::Stamp => state.stamps.lock().unwrap().push(std::time::Instant::now()),
+                Piece::Pause(pause) => {
+                    tokio::time::sleep(pause).await;
+                    after_bytes = false;
+                }
+                Piece::Stamp => stamp = true,
             }
         }
         if cut {

@@ -15,7 +15,15 @@ pub(crate) fn tokens(text: &str) -> u64 {
 }
 
 fn message_tokens(message: &Wire) -> u64 {
-    let calls: usize = message.tool_calls.iter().map(|c| c.to_string().len()).sum();
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| {
+            let function = &c["function"];
+            let text = |key: &str| function[key].as_str().map_or(0, str::len);
+            40 + text("name") + text("arguments")
+        })
+        .sum();
     4 + tokens(message.content.as_deref().unwrap_or_default()) + calls as u64 / 3
 }
 
@@ -34,44 +42,49 @@ pub(crate) fn budget(config: &ModelConfig) -> u64 {
 /// Fits `messages` (the system prompt first) into `budget` tokens. Returns what was done, if
 /// anything.
 pub(crate) fn fit(messages: &mut Vec<Wire>, budget: u64) -> Option<String> {
-    if total(messages) <= budget {
+    let mut total = total(messages);
+    if total <= budget {
         return None;
     }
     let last = messages.len().saturating_sub(1);
     let mut shortened = 0;
-    for i in 1..last {
-        if total(messages) <= budget {
+    for message in &mut messages[1..last] {
+        if total <= budget {
             break;
         }
-        if messages[i].tool_result && shorten(&mut messages[i], KEPT, "an old tool result") {
+        let before = message_tokens(message);
+        if message.tool_result && shorten(message, KEPT, "an old tool result") {
+            total = total - before + message_tokens(message);
             shortened += 1;
         }
     }
-    let mut dropped = 0;
-    while total(messages) > budget && messages.len() > 2 {
-        messages.remove(1);
-        dropped += 1;
-        // A tool result whose call was left out cannot stay.
-        while messages.len() > 2 && messages[1].role == "tool" {
-            messages.remove(1);
-            dropped += 1;
-        }
+    // The oldest messages go, from just after the system prompt up to `end`; a tool result
+    // whose call went cannot stay.
+    let mut end = 1;
+    while end < last && (total > budget || messages[end].role == "tool") {
+        total -= message_tokens(&messages[end]);
+        end += 1;
     }
+    let dropped = end - 1;
     if dropped > 0 {
+        messages.drain(1..end);
         let note =
             format!("[{dropped} older messages were left out to fit the model's context window]");
         messages.insert(1, Wire::note(note));
+        total += message_tokens(&messages[1]);
     }
     // Still too long: the longest messages left are cut down (the system prompt too).
-    while total(messages) > budget {
+    while total > budget {
         let Some(longest) = (0..messages.len()).max_by_key(|&i| message_tokens(&messages[i]))
         else {
             break;
         };
+        let before = message_tokens(&messages[longest]);
         let len = messages[longest].content.as_deref().map_or(0, str::len);
         if len <= KEPT || !shorten(&mut messages[longest], len / 2, "a message") {
             break;
         }
+        total = total - before + message_tokens(&messages[longest]);
     }
     let what = format!("{shortened} old tool results shortened, {dropped} older messages left out");
     tracing::debug!("fitting the history to the context window: {what}");

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::error::HostError;
 use crate::governance::Approvals;
 use crate::intervention::{Check, Intervention};
+use crate::model::Usage;
 use crate::name::is_safe_name;
 use crate::output::{Output, OutputKind, Terminal};
 use crate::secrets::Masked;
@@ -22,6 +23,7 @@ struct State {
     loop_data: Map<String, Value>,
     current_tool: Option<String>,
     initialised: bool,
+    usage: Usage,
 }
 
 /// An agent using a [`Host`]'s tools under one profile.
@@ -110,6 +112,16 @@ impl Agent {
     /// on, as JSON Lines; returns the session's folder.
     pub fn record_session(&self, parent: &Path) -> std::io::Result<PathBuf> {
         self.transcript.record(parent, &self.name)
+    }
+
+    /// The tokens the model spent on this agent's requests so far, summed over its
+    /// monologues (as far as the model reported them).
+    pub fn usage(&self) -> Usage {
+        self.state().usage
+    }
+
+    pub(crate) fn add_usage(&self, usage: Usage) {
+        self.state().usage += usage;
     }
 
     /// A loop-data value.

@@ -277,6 +277,8 @@ unsafe extern "C" fn ctx_history_add(data: *const c_void, role: RStr<'_>, conten
             content: call.agent.mask(content.into_string()),
             tool_name: Some(call.tool_name.to_string()),
             additional: None,
+            tool_calls: Default::default(),
+            tool_call_id: None,
         });
     })
 }

@@ -51,6 +51,8 @@ impl Agent {
                 content: text,
                 tool_name: Some(call.tool_name.to_string()),
                 additional: additional.map(|a| self.host.secret_store().map(a)),
+                tool_calls: Default::default(),
+                tool_call_id: None,
             });
         }
     }

@@ -172,6 +172,15 @@ impl Intervention {
         }
     }
 
+    /// Resolves once the agent is stopped or interrupted by a message (never while only
+    /// paused): what the message loop races a model's streamed reply against.
+    pub(crate) async fn stopped_or_interrupted(&self) {
+        let mut rx = self.flags.subscribe();
+        if rx.wait_for(|f| f.stopped || f.interrupted).await.is_err() {
+            std::future::pending::<()>().await; // the sender lives as long as `self`
+        }
+    }
+
     /// The message loop's checkpoint: waits while paused, fails if stopped, and returns the
     /// messages sent meanwhile (empty when there are none: the iteration may start).
     pub(crate) async fn checkpoint(&self) -> Result<Vec<String>, Stopped> {

@@ -115,6 +115,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+mod ask;
 pub mod audit;
 mod cache;
 mod cancel;
@@ -136,6 +137,7 @@ mod long_output;
 mod message_loop;
 mod model;
 mod name;
+pub mod openai;
 pub mod output;
 mod parallel;
 mod plugin;
@@ -144,6 +146,7 @@ mod reload;
 mod reply;
 mod secrets;
 mod session;
+mod tool_calls;
 mod transcript;
 mod watcher;
 
@@ -159,7 +162,10 @@ pub use layout::{
 };
 pub use loader::version_compatible;
 pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
-pub use model::{Model, ModelError, ModelFuture, ModelRequest, Script, ScriptedModel};
+pub use model::{
+    Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
+    ScriptedModel, ToolProtocol, ToolSpec, Usage,
+};
 pub use name::{is_safe_name, ToolName};
 pub use parallel::MAX_PARALLEL;
 pub use plugin::{ExtensionHandle, ToolHandle};
@@ -171,5 +177,5 @@ pub use secrets::{
     PLACEHOLDER_START,
 };
 pub use session::Session;
-pub use transcript::{HistoryMessage, LogItem, LogKind, Role};
+pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};
 pub use watcher::Watcher;

@@ -298,6 +298,8 @@ impl Agent {
             content: self.mask(content),
             tool_name: Some(request.to_string()),
             additional: None,
+            tool_calls: Default::default(),
+            tool_call_id: None,
         });
     }
 

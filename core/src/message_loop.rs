@@ -3,19 +3,19 @@
 
 use std::sync::Arc;
 
+use crate::ask::Asked;
+use crate::intervention::Stopped;
+use crate::model::{Model, ModelError};
+use crate::output::OutputKind;
+use crate::reply::{Misformat, ToolRequest};
+use crate::secrets::{Masked, MaskedError};
+use crate::tool_calls::{request_of, signature};
+use crate::transcript::{HistoryMessage, LogKind, Role, ToolCall};
+use crate::{Agent, ErrorKind, Response, ToolError};
 use plugin_api::points::{
     AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
     MonologueEnd, MonologueStart, SystemPrompt,
 };
-use serde_json::{json, Map};
-
-use crate::intervention::Stopped;
-use crate::model::{Model, ModelError, ModelRequest};
-use crate::output::OutputKind;
-use crate::reply::{parse_reply, read_reply, Misformat, ToolRequest};
-use crate::secrets::MaskedError;
-use crate::transcript::{HistoryMessage, LogKind, Role};
-use crate::{Agent, ErrorKind, Response, ToolError};
 
 /// Limits of one monologue.
 #[derive(Debug, Clone)]
@@ -109,6 +109,8 @@ enum Step {
     Interrupted,
     /// A reply without a usable request (or the same reply again).
     Unusable,
+    /// The reply broke off (counts as unusable; the last one ends the loop with this error).
+    Broken(ModelError),
     /// The final answer (masked).
     Answer(String),
 }
@@ -154,6 +156,8 @@ impl Agent {
                 content,
                 tool_name: None,
                 additional: None,
+                tool_calls: Default::default(),
+                tool_call_id: None,
             });
         }
         self.transcript.flush_session_log();
@@ -191,21 +195,33 @@ impl Agent {
                         return Err(LoopError::Unusable(unusable));
                     }
                 }
+                Step::Broken(error) => {
+                    unusable += 1;
+                    if unusable >= options.max_unusable {
+                        return Err(error.into());
+                    }
+                }
             }
         }
         Err(LoopError::IterationLimit(options.max_iterations))
     }
 
-    /// One iteration after its checkpoint: the model's reply, and the tool it asks for.
+    /// One iteration after its checkpoint: the model's reply, and the tool it asks for (a
+    /// native call's result is marked with the call's id).
     async fn iteration(
         self: &Arc<Self>,
         model: &dyn Model,
         last_reply: &mut Option<String>,
     ) -> Result<Step, LoopError> {
-        let reply = self.ask(model).await?;
-        let request = read_reply(&reply);
-        let repeated = last_reply.as_deref() == Some(reply.as_str());
-        *last_reply = Some(reply);
+        let reply = match self.ask(model).await? {
+            Asked::Reply(reply) => reply,
+            Asked::Interrupted => return Ok(Step::Interrupted),
+            Asked::Broken(error) => return Ok(Step::Broken(error)),
+        };
+        let request = request_of(&reply, model.protocol());
+        let signature = signature(&reply);
+        let repeated = last_reply.as_deref() == Some(signature.as_str());
+        *last_reply = Some(signature);
         let request = match request {
             _ if repeated => return self.unusable(REPEAT_WARNING.to_owned()).await,
             Ok(request) => request,
@@ -215,7 +231,14 @@ impl Agent {
                 return self.unusable(warning).await;
             }
         };
-        match self.call_tool(&request.tool, request.args.clone()).await {
+        let call_id = match reply.tool_calls.as_slice() {
+            [call] => Some(call.id.clone()),
+            _ => None,
+        };
+        self.transcript.expect_result_of(call_id);
+        let result = self.call_tool(&request.tool, request.args.clone()).await;
+        self.transcript.expect_result_of(None);
+        match result {
             Ok(response) => self.tool_answered(&request, response).await,
             Err(error) => self.tool_failed(request, error).await,
         }
@@ -285,54 +308,6 @@ impl Agent {
         }
     }
 
-    /// Asks the model, streaming its reply (masked) to the output; the reply joins the history.
-    async fn ask(self: &Arc<Self>, model: &dyn Model) -> Result<String, LoopError> {
-        let system = self.system_prompt().await?;
-        let system = self.mask(system);
-        let history = self.history();
-        let secrets = self.host.secrets();
-        let mut stream = secrets.stream();
-        let output = self.output.clone();
-        let streaming = output.enabled();
-        let request = ModelRequest {
-            system: &system,
-            history: &history,
-        };
-        let reply = {
-            let mut shown = |chunk: &str| {
-                if streaming {
-                    let text = stream.push(chunk);
-                    if !text.is_empty() {
-                        output.print(OutputKind::ModelChunk, &text);
-                    }
-                }
-            };
-            model.reply(request, &mut shown).await?
-        };
-        if streaming {
-            self.output.print(OutputKind::ModelEnd, &stream.finish());
-        }
-        self.log_reply(&reply);
-        self.hist_add(Role::Ai, reply.clone()).await?;
-        Ok(reply)
-    }
-
-    /// The model's reply in the log, headed by its `headline`, with its tool and thoughts.
-    fn log_reply(&self, reply: &str) {
-        let parsed = parse_reply(reply);
-        let mut kvps = Map::new();
-        if let Some(request) = &parsed {
-            kvps.insert("tool".to_owned(), json!(request.tool));
-            if let Some(thoughts) = &request.thoughts {
-                kvps.insert("thoughts".to_owned(), thoughts.clone());
-            }
-        }
-        let heading = parsed
-            .and_then(|r| r.headline)
-            .unwrap_or_else(|| format!("{}: reply", self.name()));
-        self.add_log(LogKind::Agent, heading, reply.to_owned(), kvps, true);
-    }
-
     /// The system prompt: the profile's `agent.system.*.md` fragments, then the tools
     /// section, passed through `system_prompt`.
     pub async fn system_prompt(self: &Arc<Self>) -> Result<String, LoopError> {
@@ -365,6 +340,16 @@ impl Agent {
 
     /// Adds a message to the history through `hist_add_before` (which may change its content).
     async fn hist_add(self: &Arc<Self>, role: Role, content: String) -> Result<(), LoopError> {
+        self.hist_add_with(role, content, Masked::default()).await
+    }
+
+    /// [`hist_add`](Self::hist_add) of a reply with native tool calls.
+    pub(crate) async fn hist_add_with(
+        self: &Arc<Self>,
+        role: Role,
+        content: String,
+        tool_calls: Masked<Vec<ToolCall>>,
+    ) -> Result<(), LoopError> {
         // Masked before extensions see it, and again after they changed it.
         let data = HistAddBefore::new(role.as_str().to_owned(), content);
         let content = self.fire(data).await?.content;
@@ -374,6 +359,8 @@ impl Agent {
             content,
             tool_name: None,
             additional: None,
+            tool_calls,
+            tool_call_id: None,
         });
         Ok(())
     }

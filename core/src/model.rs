@@ -5,8 +5,11 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Mutex;
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
 use crate::secrets::Masked;
-use crate::transcript::HistoryMessage;
+use crate::transcript::{HistoryMessage, ToolCall};
 
 /// What the model is asked: the system prompt and the history so far (already masked: secret
 /// values never reach a model).
@@ -16,12 +19,137 @@ pub struct ModelRequest<'a> {
     pub system: &'a Masked,
     /// The conversation so far, oldest first.
     pub history: &'a [HistoryMessage],
+    /// The tools the model may call, as function definitions: filled in for a model whose
+    /// [`protocol`](Model::protocol) is [`ToolProtocol::Native`], empty otherwise (the system
+    /// prompt describes the tools).
+    pub tools: &'a [ToolSpec],
+}
+
+/// How a model asks for a tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolProtocol {
+    /// Agent Zero's: the system prompt describes the tools and the reply's text is a JSON tool
+    /// request.
+    #[default]
+    Json,
+    /// The tools are sent as function definitions and the model answers with tool calls;
+    /// several calls in one reply run as one `parallel` request.
+    Native,
+}
+
+impl ToolProtocol {
+    /// `json` or `native`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Native => "native",
+        }
+    }
+}
+
+/// A tool as a function definition: its name, description and JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub parameters: Value,
+}
+
+/// Tokens a model spent on requests.
+///
+/// ```
+/// use toolhost::Usage;
+/// let mut sum = Usage::default();
+/// sum += Usage { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+/// sum += Usage { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
+/// assert_eq!(sum.total_tokens, 18);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the request (system prompt, history, tools).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Tokens of the reply.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Both.
+    #[serde(default)]
+    pub total_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            out,
+            "{} tokens ({} prompt, {} completion)",
+            self.total_tokens, self.prompt_tokens, self.completion_tokens
+        )
+    }
+}
+
+/// A model's whole reply: its text, the tool calls it made (native protocol) and what it cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelReply {
+    /// The text (for the JSON protocol, the tool request).
+    pub text: String,
+    /// Native tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// The tokens of this request, if the server said.
+    pub usage: Option<Usage>,
+}
+
+impl ModelReply {
+    /// A reply of text only.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// A boxed future, so that [`Model`] can be used as `dyn Model`.
 pub type ModelFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ModelError>> + Send + 'a>>;
 
-/// Why the model gave no reply.
+/// A boxed future of a whole reply ([`Model::respond`]).
+pub type ReplyFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ModelReply, ModelError>> + Send + 'a>>;
+
+/// What kind of failure a [`ModelError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// A scripted model has no more replies.
+    Script,
+    /// The model's configuration is wrong (`usr/models.toml`).
+    Config,
+    /// The API key is missing or refused.
+    Key,
+    /// The server could not be reached.
+    Unreachable,
+    /// No answer in time.
+    Timeout,
+    /// The server answered with an error status.
+    Status,
+    /// The reply broke off mid-way: this iteration fails, the loop asks again.
+    Broken,
+    /// Anything else.
+    Other,
+}
+
+/// Why the model gave no reply. Each is one line that says what failed and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelError {
@@ -31,12 +159,51 @@ pub enum ModelError {
     /// The model failed.
     #[error("the model failed: {0}")]
     Failed(String),
+    /// The request failed: configuration, key, network, server.
+    #[error("{message}")]
+    Request {
+        /// What kind of failure.
+        kind: ModelErrorKind,
+        /// One line: what failed and how to fix it.
+        message: String,
+    },
+    /// The reply broke off mid-way (a stream cut, a chunk that could not be read): an error of
+    /// this iteration; the message loop logs the partial reply and asks again.
+    #[error("the model's reply broke off: {reason}")]
+    Broken {
+        /// What happened.
+        reason: String,
+        /// The text received before it broke off.
+        partial: String,
+    },
+}
+
+impl ModelError {
+    /// A request error of `kind`.
+    pub fn request(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        Self::Request {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ModelErrorKind {
+        match self {
+            Self::ScriptEnded => ModelErrorKind::Script,
+            Self::Failed(_) => ModelErrorKind::Other,
+            Self::Request { kind, .. } => *kind,
+            Self::Broken { .. } => ModelErrorKind::Broken,
+        }
+    }
 }
 
 /// A language model: one required method.
 ///
 /// `reply` streams the reply's text through `chunk` as it arrives (the loop masks secrets in it
-/// and shows it live) and returns the whole text.
+/// and shows it live) and returns the whole text. A model that makes native tool calls or
+/// reports token usage implements [`respond`](Self::respond) too, and says which
+/// [`protocol`](Self::protocol) it speaks.
 pub trait Model: Send + Sync {
     /// Answers `request`.
     fn reply<'a>(
@@ -44,6 +211,22 @@ pub trait Model: Send + Sync {
         request: ModelRequest<'a>,
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ModelFuture<'a>;
+
+    /// Answers `request` with the whole reply: text, native tool calls and usage. The message
+    /// loop calls this; by default it is [`reply`](Self::reply)'s text alone.
+    fn respond<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        chunk: &'a mut (dyn FnMut(&str) + Send),
+    ) -> ReplyFuture<'a> {
+        let reply = self.reply(request, chunk);
+        Box::pin(async move { reply.await.map(ModelReply::text) })
+    }
+
+    /// How this model asks for tools. Default [`ToolProtocol::Json`].
+    fn protocol(&self) -> ToolProtocol {
+        ToolProtocol::Json
+    }
 }
 
 /// A conversation to replay: user messages and the model's replies, in order.

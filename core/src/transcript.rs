@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::secrets::Masked;
@@ -58,6 +58,29 @@ pub struct HistoryMessage {
     pub tool_name: Option<String>,
     /// For tool results: the response's `additional` data.
     pub additional: Option<Masked<Map<String, Value>>>,
+    /// For the model's replies under the native tool protocol: the tool calls it made.
+    #[serde(skip_serializing_if = "no_calls")]
+    pub tool_calls: Masked<Vec<ToolCall>>,
+    /// For a tool result under the native tool protocol: the id of the call it answers (the
+    /// result of several calls, run as one `parallel` request, has none: its `additional`
+    /// holds one result per call, in the order of the calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+fn no_calls(calls: &Masked<Vec<ToolCall>>) -> bool {
+    calls.is_empty()
+}
+
+/// A tool call a model made under the native tool protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The model's id for the call; the result goes back with it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the JSON text the model wrote.
+    pub arguments: String,
 }
 
 /// What a log item is about.
@@ -127,6 +150,8 @@ struct Inner {
     history: Vec<HistoryMessage>,
     log: Vec<LogItem>,
     session: Option<Session>,
+    /// The id of the native tool call whose result the next tool result is.
+    pending_call: Option<String>,
 }
 
 /// History, log and session of one agent, behind one lock.
@@ -145,14 +170,23 @@ impl Transcript {
         self.inner().history.clone()
     }
 
+    /// The next tool result answers the native tool call `id` (`None`: no call is pending).
+    pub(crate) fn expect_result_of(&self, id: Option<String>) {
+        self.inner().pending_call = id;
+    }
+
     /// A copy of the log.
     pub(crate) fn log(&self) -> Vec<LogItem> {
         self.inner().log.clone()
     }
 
-    /// Adds a message to the history (and the session).
-    pub(crate) fn add_history(&self, message: HistoryMessage) {
+    /// Adds a message to the history (and the session). The first tool result after
+    /// [`expect_result_of`](Self::expect_result_of) gets that call's id.
+    pub(crate) fn add_history(&self, mut message: HistoryMessage) {
         let mut inner = self.inner();
+        if message.role == Role::Tool && message.tool_call_id.is_none() {
+            message.tool_call_id = inner.pending_call.take();
+        }
         if let Some(session) = &mut inner.session {
             session.history(&message);
         }

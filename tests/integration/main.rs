@@ -4,6 +4,7 @@
 mod audit;
 mod cli;
 mod extensions;
+mod fakellm;
 mod governance;
 mod hostile_files;
 mod layers;
@@ -11,6 +12,8 @@ mod lifecycle;
 mod load_errors;
 mod long_output;
 mod message_loop;
+mod model_failures;
+mod models;
 mod names;
 mod panics;
 mod private_copies;

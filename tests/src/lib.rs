@@ -11,6 +11,8 @@
 //! ```
 
 pub mod audit;
+pub mod fake_llm;
+pub mod peers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

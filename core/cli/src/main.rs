@@ -1,9 +1,10 @@
-//! `toolhost`: list, call and describe the tools a profile sees, run scripted sessions, and
-//! watch plugin folders while developing. One file per command.
+//! `toolhost`: list, call and describe the tools a profile sees, run scripted sessions, chat
+//! with a real model, and watch plugin folders while developing. One file per command.
 
 mod approve;
 mod audit;
 mod call;
+mod chat;
 mod list;
 mod run;
 mod watch;
@@ -106,6 +107,31 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// An interactive session with a real model from models.toml: its text streams, tools
+    /// run with live progress, a line typed meanwhile interjects, Ctrl-C stops the turn (twice
+    /// quits), /quit ends. With standard input not a terminal: one user message per line, each
+    /// final answer on standard output. The session is saved under usr/sessions/.
+    Chat {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The model: a [models.NAME] table of models.toml (default: its `default`, or the
+        /// only one).
+        #[arg(long, short)]
+        model: Option<String>,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// Iterations per user message before the loop gives up.
+        #[arg(long, default_value_t = 25)]
+        max_iterations: usize,
+        /// Unusable replies in a row before the loop gives up.
+        #[arg(long, default_value_t = 3)]
+        max_unusable: usize,
+        /// Read the secrets from this file instead of usr/secrets.env.
+        #[arg(long)]
+        secrets: Option<PathBuf>,
+    },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
@@ -192,6 +218,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .with_max_iterations(max_iterations)
                 .with_max_unusable(max_unusable);
             run::run_script(host, &script, &profile, &agent, &options, yes)
+        }
+        Command::Chat {
+            profile,
+            model,
+            agent,
+            max_iterations,
+            max_unusable,
+            secrets,
+        } => {
+            let host = Arc::new(host()?);
+            if let Some(file) = secrets {
+                host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
+            }
+            let options = LoopOptions::default()
+                .with_max_iterations(max_iterations)
+                .with_max_unusable(max_unusable);
+            chat::chat(host, &profile, model.as_deref(), &agent, &options)
         }
         Command::Call {
             name,

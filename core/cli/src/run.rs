@@ -71,6 +71,7 @@ pub(crate) fn run_script(
         }
         ExitCode::SUCCESS
     });
+    crate::chat::print_usage(&agent);
     eprintln!("session saved in {}", session.display());
     Ok(code)
 }

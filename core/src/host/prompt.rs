@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::Host;
 use crate::config::Access;
 use crate::layout::{prompt_files, read_text, Escaped};
-use crate::ToolInfo;
+use crate::{ToolInfo, ToolSpec};
 
 /// The file-name prefix of a tool's prompt fragment: `agent.system.tool.<name>.md`.
 const TOOL_FRAGMENT: &str = "agent.system.tool.";
@@ -98,6 +98,30 @@ impl Host {
             prompt.push('\n');
         }
         prompt
+    }
+}
+
+impl Host {
+    /// Every tool the profile sees as a function definition (for models that call tools
+    /// natively): its name, description and the JSON Schema of its arguments (an empty object
+    /// schema when it declares none).
+    pub fn tool_specs(&self, profile: &str) -> Vec<ToolSpec> {
+        self.list(profile)
+            .tools
+            .into_iter()
+            .map(|tool| {
+                let info = tool.found.handle.info();
+                let parameters = match info.parameters.get("type") {
+                    Some(kind) if kind == "object" => info.parameters.clone(),
+                    _ => serde_json::json!({"type": "object", "properties": {}}),
+                };
+                ToolSpec {
+                    description: info.description.trim().to_owned(),
+                    name: tool.name,
+                    parameters,
+                }
+            })
+            .collect()
     }
 }
 

@@ -23,6 +23,8 @@ use crate::{ErrorKind, ToolError};
 ///     content: String::from("the key is sk-12345"), // a plain String: does not compile
 ///     tool_name: None,
 ///     additional: None,
+///     tool_calls: Default::default(),
+///     tool_call_id: None,
 /// };
 /// ```
 ///
@@ -34,6 +36,8 @@ use crate::{ErrorKind, ToolError};
 ///     content: secrets.mask("the key is sk-12345"),
 ///     tool_name: None,
 ///     additional: None,
+///     tool_calls: Default::default(),
+///     tool_call_id: None,
 /// };
 /// assert_eq!(message.content, "the key is §§secret(KEY)");
 /// ```

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Masked, MaskedError, Secrets};
+use crate::transcript::ToolCall;
 use crate::ToolError;
 
 /// The secrets a host masks with right now.
@@ -61,6 +62,18 @@ impl SecretStore {
             Some(secrets) => secrets.mask_map(map),
             None => Masked::new(map),
         }
+    }
+
+    /// A model's native tool calls, each field masked.
+    pub(crate) fn calls(&self, mut calls: Vec<ToolCall>) -> Masked<Vec<ToolCall>> {
+        if let Some(secrets) = self.active() {
+            for call in &mut calls {
+                for field in [&mut call.id, &mut call.name, &mut call.arguments] {
+                    *field = secrets.mask_owned(std::mem::take(field)).into_inner();
+                }
+            }
+        }
+        Masked::new(calls)
     }
 
     /// The error with its message masked.

@@ -1,0 +1,184 @@
+//! `toolhost chat`: an interactive session with a real model (`models.toml`), or, with
+//! standard input not a terminal, one user message per line and each final answer on
+//! standard output.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use tokio::sync::mpsc::UnboundedReceiver;
+use toolhost::openai::{ModelsConfig, OpenAiModel};
+use toolhost::output::Terminal;
+use toolhost::{Agent, Host, LoopError, LoopOptions};
+
+use crate::check_profile;
+
+/// What the session is doing, for Ctrl-C.
+const IDLE: u8 = 0;
+const BUSY: u8 = 1;
+const STOPPING: u8 = 2;
+
+/// `toolhost chat`.
+pub(crate) fn chat(
+    host: Arc<Host>,
+    profile: &str,
+    model: Option<&str>,
+    agent: &str,
+    options: &LoopOptions,
+) -> Result<ExitCode> {
+    check_profile(profile)?;
+    let models = ModelsConfig::load(host.layout(), profile)?;
+    let config = models.get(model)?.clone();
+    let model = OpenAiModel::new(config, &host.secrets())?;
+    let sessions = host.layout().sessions_dir();
+    let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
+    let session = agent
+        .record_session(&sessions)
+        .with_context(|| format!("cannot create a session folder in {}", sessions.display()))?;
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        let c = model.config();
+        eprintln!(
+            "chatting with '{}' ({} at {}, {} tool protocol); type a message, /quit to end",
+            c.name,
+            c.model,
+            c.base_url,
+            c.tool_protocol.as_str()
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let state = Arc::new(AtomicU8::new(IDLE));
+    let failed = runtime.block_on(async {
+        tokio::spawn(ctrl_c(agent.clone(), state.clone(), session.clone()));
+        let chat = Chat {
+            agent: &agent,
+            model: &model,
+            options,
+            state: &state,
+            interactive,
+        };
+        chat.run(lines).await
+    });
+    print_usage(&agent);
+    eprintln!("session saved in {}", session.display());
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The total of the session's token usage, if the model reported any.
+pub(crate) fn print_usage(agent: &Agent) {
+    let usage = agent.usage();
+    if usage.total_tokens > 0 {
+        eprintln!("usage: {usage}");
+    }
+}
+
+/// Ctrl-C stops the turn that is running; a second one, or one while idle, quits.
+async fn ctrl_c(agent: Arc<Agent>, state: Arc<AtomicU8>, session: std::path::PathBuf) {
+    while tokio::signal::ctrl_c().await.is_ok() {
+        if state
+            .compare_exchange(BUSY, STOPPING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            eprintln!("\nstopping this turn (Ctrl-C again quits)...");
+            agent.stop();
+            continue;
+        }
+        eprintln!("\nquitting");
+        print_usage(&agent);
+        eprintln!("session saved in {}", session.display());
+        std::process::exit(130);
+    }
+}
+
+struct Chat<'a> {
+    agent: &'a Arc<Agent>,
+    model: &'a OpenAiModel,
+    options: &'a LoopOptions,
+    state: &'a AtomicU8,
+    interactive: bool,
+}
+
+impl Chat<'_> {
+    /// Each line starts a turn; returns whether any turn failed.
+    async fn run(&self, mut lines: UnboundedReceiver<String>) -> bool {
+        let mut failed = false;
+        let mut quit = false;
+        while !quit {
+            if self.interactive {
+                eprint!("> ");
+            }
+            let Some(line) = lines.recv().await else {
+                break;
+            };
+            let message = line.trim();
+            if message == "/quit" {
+                break;
+            }
+            if message.is_empty() {
+                continue;
+            }
+            self.state.store(BUSY, Ordering::SeqCst);
+            let result = self.turn(message, &mut lines, &mut quit).await;
+            self.state.store(IDLE, Ordering::SeqCst);
+            self.agent.clear_stop();
+            match result {
+                Ok(answer) => println!("{answer}"),
+                Err(LoopError::Stopped) => eprintln!("(turn stopped)"),
+                Err(e) => {
+                    // Any error text may quote a tool or the server: masked like the rest.
+                    let text = self.agent.host().secrets().mask(&e.to_string());
+                    eprintln!("error: {text}");
+                    failed = true;
+                }
+            }
+        }
+        failed
+    }
+
+    /// One monologue. Interactively, a line typed meanwhile interjects (`/quit` stops the
+    /// turn and ends the session); otherwise lines wait their turn.
+    async fn turn(
+        &self,
+        message: &str,
+        lines: &mut UnboundedReceiver<String>,
+        quit: &mut bool,
+    ) -> Result<String, LoopError> {
+        let turn = self.agent.monologue(self.model, message, self.options);
+        if !self.interactive {
+            return turn.await;
+        }
+        tokio::pin!(turn);
+        let mut open = true;
+        loop {
+            tokio::select! {
+                result = &mut turn => return result,
+                line = lines.recv(), if open => match line {
+                    None => open = false,
+                    Some(line) if line.trim() == "/quit" => {
+                        *quit = true;
+                        self.agent.stop();
+                    }
+                    Some(line) if !line.trim().is_empty() => self.agent.interject(line.trim()),
+                    Some(_) => {}
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! `models.toml`: the models a profile can talk to, layered like everything else, and the API
+//! key each one uses (read once, never shown).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::{Table, Value};
+
+use crate::layout::{read_text, Escaped, ReadErrorKind};
+use crate::model::{ModelError, ModelErrorKind, ToolProtocol};
+use crate::{Layout, Secrets};
+
+/// The file name of a layer's model configuration.
+pub const MODELS_FILE: &str = "models.toml";
+
+/// One model: a `[models.NAME]` table of `models.toml`.
+///
+/// ```
+/// let config: toolhost::openai::ModelConfig = toml::from_str(r#"
+///     base_url = "http://127.0.0.1:8080/v1"
+///     model = "qwen2.5-7b-instruct"
+///     tool_protocol = "native"
+/// "#).unwrap();
+/// assert_eq!(config.tool_protocol, toolhost::ToolProtocol::Native);
+/// assert!(config.stream);
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ModelConfig {
+    /// The table's name (`local` for `[models.local]`).
+    #[serde(skip)]
+    pub name: String,
+    /// The server's OpenAI-compatible base URL, up to `/v1`: `/chat/completions` is appended.
+    pub base_url: String,
+    /// The model's name on that server.
+    pub model: String,
+    /// `json` (the default: Agent Zero's JSON request in the text) or `native` (function calls).
+    #[serde(default)]
+    pub tool_protocol: ToolProtocol,
+    /// Under the JSON protocol, send `response_format` with a JSON Schema of the tool request
+    /// (servers that support it constrain the reply to it). Default false.
+    #[serde(default)]
+    pub structured_output: bool,
+    /// The environment variable that holds the API key.
+    pub api_key_env: Option<String>,
+    /// The key in `usr/secrets.env` that holds the API key.
+    pub api_key_secret: Option<String>,
+    /// The model's context window in tokens; older history is shortened to fit. Default 8192.
+    #[serde(default = "defaults::context_tokens")]
+    pub context_tokens: u64,
+    /// Stream the reply (server-sent events). Default true.
+    #[serde(default = "defaults::yes")]
+    pub stream: bool,
+    /// The longest wait for the server: for its answer to begin, and between two pieces of a
+    /// streamed reply. Default 120.
+    #[serde(default = "defaults::timeout_seconds")]
+    pub timeout_seconds: f64,
+    /// Retries of a request that got 429, a 5xx status or no connection. Default 3.
+    #[serde(default = "defaults::max_retries")]
+    pub max_retries: u32,
+    /// The first retry's wait in milliseconds (doubled each time, unless the server says
+    /// `Retry-After`). Default 500.
+    #[serde(default = "defaults::retry_initial_ms")]
+    pub retry_initial_ms: u64,
+    /// The sampling temperature, if set.
+    pub temperature: Option<f64>,
+    /// The most tokens of a reply, if set.
+    pub max_tokens: Option<u64>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+mod defaults {
+    pub(super) fn context_tokens() -> u64 {
+        8192
+    }
+    pub(super) fn yes() -> bool {
+        true
+    }
+    pub(super) fn timeout_seconds() -> f64 {
+        120.0
+    }
+    pub(super) fn max_retries() -> u32 {
+        3
+    }
+    pub(super) fn retry_initial_ms() -> u64 {
+        500
+    }
+}
+
+/// Every model a profile sees, read from `models.toml` in each of its layers.
+///
+/// A profile `P` reads `usr/agents/P/models.toml`, each plugin's `agents/P/models.toml`,
+/// `core/agents/P/models.toml`, `usr/models.toml`, each plugin's `models.toml` and
+/// `core/models.toml`: the tables of one model are merged key by key, and the most specific
+/// layer wins each key; so does the top-level `default = "NAME"`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelsConfig {
+    /// The models by name.
+    pub models: BTreeMap<String, ModelConfig>,
+    /// The model used when none is named.
+    pub default: Option<String>,
+    /// The files read, most specific first.
+    pub files: Vec<PathBuf>,
+}
+
+fn config_error(message: String) -> ModelError {
+    ModelError::request(ModelErrorKind::Config, message)
+}
+
+impl ModelsConfig {
+    /// Reads and merges the `models.toml` files of `profile`'s layers.
+    pub fn load(layout: &Layout, profile: &str) -> Result<Self, ModelError> {
+        let mut merged = Table::new();
+        let mut default = None;
+        let mut files = Vec::new();
+        for layer in layout.layers(profile) {
+            let path = layer.dir.join(MODELS_FILE);
+            let text = match read_text(&path, crate::DEFAULT_MAX_TEXT_BYTES, "a 1 MiB limit") {
+                Ok(text) => text,
+                Err(e) if e.kind == ReadErrorKind::Missing => continue,
+                Err(e) => return Err(config_error(format!("cannot read {}: {e}", Escaped(&path)))),
+            };
+            let table: Table = text.parse().map_err(|e: toml::de::Error| {
+                let reason = e.message().replace('\n', " ");
+                config_error(format!("{}: {reason}; fix the file", Escaped(&path)))
+            })?;
+            merge_file(&mut merged, &mut default, table, &path)?;
+            files.push(path);
+        }
+        let mut models = BTreeMap::new();
+        for (name, table) in merged {
+            let mut config: ModelConfig = table.try_into().map_err(|e: toml::de::Error| {
+                let reason = e.message().replace('\n', " ");
+                config_error(format!("model '{name}' in {MODELS_FILE}: {reason}"))
+            })?;
+            config.name = name.clone();
+            models.insert(name, config);
+        }
+        Ok(Self {
+            models,
+            default,
+            files,
+        })
+    }
+
+    /// The model named `name`, else the default one, else the only one.
+    pub fn get(&self, name: Option<&str>) -> Result<&ModelConfig, ModelError> {
+        let names = || self.models.keys().cloned().collect::<Vec<_>>().join(", ");
+        if self.models.is_empty() {
+            return Err(config_error(
+                "no model is configured: add a [models.NAME] table with base_url and model to \
+                 usr/models.toml (see README \"Use a real model\")"
+                    .to_owned(),
+            ));
+        }
+        let name = match name.or(self.default.as_deref()) {
+            Some(name) => name,
+            None if self.models.len() == 1 => return Ok(self.models.values().next().unwrap()),
+            None => {
+                return Err(config_error(format!(
+                    "several models are configured ({}) and none is the default: pass --model \
+                     NAME or set default = \"NAME\" in usr/models.toml",
+                    names()
+                )))
+            }
+        };
+        self.models.get(name).ok_or_else(|| {
+            config_error(format!(
+                "no model named '{name}' in {MODELS_FILE}; configured: {}",
+                names()
+            ))
+        })
+    }
+}
+
+/// Merges one file into `merged`: keys already there (from a more specific layer) stay.
+fn merge_file(
+    merged: &mut Table,
+    default: &mut Option<String>,
+    table: Table,
+    path: &std::path::Path,
+) -> Result<(), ModelError> {
+    for (key, value) in table {
+        match (key.as_str(), value) {
+            ("default", Value::String(name)) => {
+                default.get_or_insert(name);
+            }
+            ("models", Value::Table(models)) => {
+                for (name, model) in models {
+                    let Value::Table(model) = model else {
+                        let message = format!("{}: models.{name} must be a table", Escaped(path));
+                        return Err(config_error(message));
+                    };
+                    let entry = merged
+                        .entry(name)
+                        .or_insert_with(|| Value::Table(Table::new()));
+                    if let Value::Table(entry) = entry {
+                        for (k, v) in model {
+                            entry.entry(k).or_insert(v);
+                        }
+                    }
+                }
+            }
+            (other, _) => {
+                return Err(config_error(format!(
+                    "{}: unknown key '{other}' (expected default = \"NAME\" and [models.NAME] \
+                     tables)",
+                    Escaped(path)
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An API key. It is only ever written into the `Authorization` header: it has no `Display`,
+/// and its `Debug` hides it.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ApiKey(pub(crate) String);
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        out.write_str("ApiKey(hidden)")
+    }
+}
+
+impl ModelConfig {
+    /// The API key, from `api_key_secret` (in `secrets`) or `api_key_env`; `None` when neither
+    /// is set (a local server). A key that is named but missing is an error that says where
+    /// to put it.
+    pub(crate) fn api_key(&self, secrets: &Secrets) -> Result<Option<ApiKey>, ModelError> {
+        let key_error = |message: String| ModelError::request(ModelErrorKind::Key, message);
+        if let Some(key) = &self.api_key_secret {
+            return match secrets.get(key) {
+                Some(value) if !value.is_empty() => Ok(Some(ApiKey(value.to_owned()))),
+                _ => Err(key_error(format!(
+                    "model '{}': the secret {key} (api_key_secret) is not in usr/secrets.env: add \
+                     a line {key}=<your key> to it",
+                    self.name
+                ))),
+            };
+        }
+        if let Some(var) = &self.api_key_env {
+            return match std::env::var(var) {
+                Ok(value) if !value.is_empty() => Ok(Some(ApiKey(value))),
+                _ => Err(key_error(format!(
+                    "model '{}': the environment variable {var} (api_key_env) is not set: export \
+                     {var}=<your key>, or use api_key_secret with a key in usr/secrets.env",
+                    self.name
+                ))),
+            };
+        }
+        Ok(None)
+    }
+}

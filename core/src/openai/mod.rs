@@ -1,0 +1,297 @@
+//! Real models through OpenAI-compatible chat completions, the protocol that OpenAI, vLLM,
+//! llama.cpp's server, Ollama (`/v1`), LM Studio, OpenRouter and LiteLLM all speak.
+//!
+//! [`OpenAiModel`] is a [`Model`]: it streams the reply (server-sent events) into the loop's
+//! masked output as it arrives, or reads one JSON body; it speaks either tool protocol
+//! ([`ToolProtocol`]); it reports the token usage of each request. A 429, a 5xx status or a
+//! failed connection is retried with a doubling backoff that honours `Retry-After`; each wait
+//! for the server has a timeout; a stream cut mid-way is [`ModelError::Broken`], an error of
+//! that iteration. The API key goes into the `Authorization` header and nowhere else: it is
+//! cut out of every error text and reply.
+//!
+//! Models are configured in `models.toml` ([`ModelsConfig`]):
+//!
+//! ```no_run
+//! use toolhost::openai::{ModelsConfig, OpenAiModel};
+//! use toolhost::{Agent, Host, LoopOptions};
+//! use std::sync::Arc;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = Arc::new(Host::new(".")?);
+//! let models = ModelsConfig::load(host.layout(), "default")?;
+//! let model = OpenAiModel::new(models.get(None)?.clone(), &host.secrets())?;
+//! let agent = Agent::new(host, "A0", "default")?;
+//! let answer = agent.monologue(&model, "What time is it?", &LoopOptions::default()).await?;
+//! println!("{answer} ({})", agent.usage());
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod request;
+mod retry;
+mod stream;
+mod window;
+
+use std::time::Duration;
+
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+
+pub use config::{ModelConfig, ModelsConfig, MODELS_FILE};
+pub use request::NATIVE_NOTE;
+
+use crate::model::{
+    Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
+    ToolProtocol,
+};
+use crate::Secrets;
+use config::ApiKey;
+use stream::chain;
+
+/// A model behind an OpenAI-compatible server.
+#[derive(Debug)]
+pub struct OpenAiModel {
+    config: ModelConfig,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+    url: String,
+}
+
+/// Why a request got no usable answer, and whether asking again may help.
+enum Failure {
+    Retry(ModelError, Option<Duration>),
+    Fatal(ModelError),
+}
+
+impl OpenAiModel {
+    /// A model for `config`; its API key is read now (from `secrets` or the environment), so a
+    /// missing key is an error here, before any request.
+    pub fn new(config: ModelConfig, secrets: &Secrets) -> Result<Self, ModelError> {
+        let key = config.api_key(secrets)?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ModelError::request(ModelErrorKind::Other, chain(&e)))?;
+        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        if reqwest::Url::parse(&url).is_err() {
+            let message = format!(
+                "model '{}': base_url {:?} is not a URL: write it like http://127.0.0.1:8080/v1",
+                config.name, config.base_url
+            );
+            return Err(ModelError::request(ModelErrorKind::Config, message));
+        }
+        Ok(Self {
+            config,
+            key,
+            client,
+            url,
+        })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The request body for `request`, as it would be sent (for tests and debugging).
+    pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
+        request::body(&self.config, request)
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.config.timeout_seconds.clamp(0.001, 86_400.0))
+    }
+
+    /// `text` with the API key cut out.
+    fn hide_key(&self, text: String) -> String {
+        match &self.key {
+            Some(ApiKey(key)) if !key.is_empty() && text.contains(key.as_str()) => {
+                text.replace(key.as_str(), "[the API key]")
+            }
+            _ => text,
+        }
+    }
+
+    /// Sends the request (again after a retryable failure) and reads the reply.
+    async fn complete(
+        &self,
+        request: ModelRequest<'_>,
+        shown: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelReply, ModelError> {
+        let body = request::body(&self.config, &request);
+        let initial = Duration::from_millis(self.config.retry_initial_ms);
+        let mut attempt = 0;
+        let response = loop {
+            let error = match self.send(&body).await {
+                Ok(response) => break response,
+                Err(Failure::Retry(error, asked)) if attempt < self.config.max_retries => {
+                    match asked {
+                        Some(wait) if wait > retry::MAX_RETRY_AFTER => {
+                            let message = format!(
+                                "{error}; the server asks to wait {} s: try again later",
+                                wait.as_secs()
+                            );
+                            return Err(ModelError::request(error.kind(), message));
+                        }
+                        _ => (error, asked),
+                    }
+                }
+                Err(Failure::Retry(error, _) | Failure::Fatal(error)) => return Err(error),
+            };
+            attempt += 1;
+            let wait = retry::backoff(attempt, initial, error.1);
+            tracing::warn!(
+                "{}; retrying in {:.1} s ({attempt} of {})",
+                error.0,
+                wait.as_secs_f64(),
+                self.config.max_retries
+            );
+            tokio::time::sleep(wait).await;
+        };
+        let reply = match self.config.stream {
+            true => stream::read_events(response, self.timeout(), shown).await,
+            false => stream::read_body(response, self.timeout(), shown).await,
+        };
+        let mut reply = reply.map_err(|e| match e {
+            ModelError::Broken { reason, partial } => ModelError::Broken {
+                reason: self.hide_key(reason),
+                partial: self.hide_key(partial),
+            },
+            other => other,
+        })?;
+        reply.text = self.hide_key(reply.text);
+        for call in &mut reply.tool_calls {
+            call.arguments = self.hide_key(std::mem::take(&mut call.arguments));
+        }
+        Ok(reply)
+    }
+
+    /// One request: the response if its status is a success.
+    async fn send(&self, body: &Value) -> Result<Response, Failure> {
+        let mut builder = self.client.post(&self.url).json(body);
+        for (name, value) in &self.config.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(ApiKey(key)) = &self.key {
+            builder = builder.bearer_auth(key);
+        }
+        let url = &self.url;
+        let response = match tokio::time::timeout(self.timeout(), builder.send()).await {
+            Err(_) => {
+                let message = format!(
+                    "no answer from {url} within {:.0} s: is the server overloaded? raise \
+                     timeout_seconds for model '{}' in models.toml",
+                    self.timeout().as_secs_f64(),
+                    self.config.name
+                );
+                return Err(Failure::Fatal(ModelError::request(
+                    ModelErrorKind::Timeout,
+                    message,
+                )));
+            }
+            Ok(Err(e)) => {
+                // The innermost cause says it best ("Connection refused"); the URL is ours.
+                let reason = match e.is_connect() {
+                    true => root_cause(&e),
+                    false => chain(&e),
+                };
+                let reason = self.hide_key(reason);
+                let message = format!("cannot reach {url} ({reason}): is the server running?");
+                let error = ModelError::request(ModelErrorKind::Unreachable, message);
+                return Err(Failure::Retry(error, None));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let asked = retry::retry_after(response.headers());
+        let detail = match tokio::time::timeout(Duration::from_secs(5), response.text()).await {
+            Ok(Ok(text)) => self.hide_key(error_detail(&text)),
+            _ => String::new(),
+        };
+        let error = self.status_error(status, &detail);
+        match retry::retryable(status) {
+            true => Err(Failure::Retry(error, asked)),
+            false => Err(Failure::Fatal(error)),
+        }
+    }
+
+    /// One line for an error status: what the server said, and what to check.
+    fn status_error(&self, status: StatusCode, detail: &str) -> ModelError {
+        let (url, name) = (&self.url, &self.config.name);
+        let said = match detail.is_empty() {
+            true => String::new(),
+            false => format!(": {detail}"),
+        };
+        let (kind, fix) = match status.as_u16() {
+            401 | 403 => (
+                ModelErrorKind::Key,
+                format!("check the API key of model '{name}' (api_key_env or api_key_secret)"),
+            ),
+            404 => (
+                ModelErrorKind::Status,
+                format!("check base_url (it usually ends in /v1) and model of model '{name}'"),
+            ),
+            429 => (
+                ModelErrorKind::Status,
+                "rate limited: try again later".to_owned(),
+            ),
+            _ => (
+                ModelErrorKind::Status,
+                format!("check the server and model '{name}'"),
+            ),
+        };
+        ModelError::request(kind, format!("{url} answered {status}{said}; {fix}"))
+    }
+}
+
+/// The innermost source of an error.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
+/// The message of an error body (`{"error": {"message": ...}}` or text), on one line, short.
+fn error_detail(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(|e| e.get("message").or(Some(e)))
+        .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
+        .unwrap_or_else(|| body.to_owned());
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(300) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line,
+    }
+}
+
+impl Model for OpenAiModel {
+    fn reply<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        chunk: &'a mut (dyn FnMut(&str) + Send),
+    ) -> ModelFuture<'a> {
+        Box::pin(async move { self.complete(request, chunk).await.map(|r| r.text) })
+    }
+
+    fn respond<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        chunk: &'a mut (dyn FnMut(&str) + Send),
+    ) -> ReplyFuture<'a> {
+        Box::pin(self.complete(request, chunk))
+    }
+
+    fn protocol(&self) -> ToolProtocol {
+        self.config.tool_protocol
+    }
+}

@@ -1,0 +1,236 @@
+//! The body of a chat-completions request: the history as OpenAI messages (tool results as
+//! user messages under the JSON protocol; `tool_calls` and `role: tool` messages under the
+//! native one), fitted to the context window, with the tools or a `response_format`.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::config::ModelConfig;
+use super::window;
+use crate::model::{ModelRequest, ToolProtocol};
+use crate::transcript::{HistoryMessage, Role};
+
+/// What the system prompt gains under the native protocol (the core prompt asks for JSON).
+pub const NATIVE_NOTE: &str = "# Tool calls\nIn this session the tools are functions: \
+call them with function calls, not with JSON in your text. Several calls in one reply run in \
+parallel. When you are done, call `response` with your final answer (a reply with text and no \
+call is taken as the final answer).";
+
+/// One message as the server reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Wire {
+    pub(crate) role: &'static str,
+    pub(crate) content: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tool_calls: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_call_id: Option<String>,
+    /// A tool result: shortened first when the history is too long.
+    #[serde(skip)]
+    pub(crate) tool_result: bool,
+}
+
+impl Wire {
+    fn new(role: &'static str, content: String) -> Self {
+        Self {
+            role,
+            content: Some(content),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_result: false,
+        }
+    }
+
+    fn result(role: &'static str, id: Option<String>, content: String) -> Self {
+        Self {
+            tool_call_id: id,
+            tool_result: true,
+            ..Self::new(role, content)
+        }
+    }
+}
+
+/// The JSON Schema of Agent Zero's tool request, for `response_format`.
+pub(crate) fn request_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "thoughts": {"type": "array", "items": {"type": "string"}},
+            "headline": {"type": "string"},
+            "tool_name": {"type": "string"},
+            "tool_args": {"type": "object"}
+        },
+        "required": ["thoughts", "headline", "tool_name", "tool_args"]
+    })
+}
+
+/// The request body for `request` under `config`.
+pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>) -> Value {
+    let native = config.tool_protocol == ToolProtocol::Native;
+    let mut system = request.system.as_str().to_owned();
+    if native {
+        system.push_str("\n\n");
+        system.push_str(NATIVE_NOTE);
+    }
+    let tools: Vec<Value> = match native {
+        true => request
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": t}))
+            .collect(),
+        false => Vec::new(),
+    };
+    let mut messages = vec![Wire::new("system", system)];
+    messages.extend(history(request.history, native));
+    let tools_tokens = window::tokens(&serde_json::to_string(&tools).unwrap_or_default());
+    window::fit(
+        &mut messages,
+        window::budget(config) - tools_tokens.min(window::budget(config)),
+    );
+    let mut body = json!({
+        "model": config.model,
+        "messages": merge_users(messages),
+        "stream": config.stream,
+    });
+    if config.stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if let Some(t) = config.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(n) = config.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    if !native && config.structured_output {
+        let schema = json!({"name": "tool_request", "schema": request_schema(), "strict": false});
+        body["response_format"] = json!({"type": "json_schema", "json_schema": schema});
+    }
+    body
+}
+
+/// The history as messages. Under the native protocol each call of an assistant message gets
+/// one `role: tool` message: the result marked with its id, else the next result or warning in
+/// order (the result of several calls, run as one `parallel`, is split into one per call); a
+/// call left without any gets a note.
+fn history(history: &[HistoryMessage], native: bool) -> Vec<Wire> {
+    let mut out = Vec::with_capacity(history.len());
+    let mut pending: VecDeque<String> = VecDeque::new();
+    for message in history {
+        let content = message.content.as_str().to_owned();
+        match message.role {
+            Role::Ai if native && !message.tool_calls.is_empty() => {
+                flush(&mut pending, &mut out);
+                let calls = message.tool_calls.iter().map(|c| {
+                    pending.push_back(c.id.clone());
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}})
+                });
+                out.push(Wire {
+                    tool_calls: calls.collect(),
+                    content: (!content.is_empty()).then_some(content),
+                    ..Wire::new("assistant", String::new())
+                });
+            }
+            Role::Tool | Role::Warning if !pending.is_empty() => {
+                answer_calls(message, &mut pending, &mut out)
+            }
+            role => {
+                flush(&mut pending, &mut out);
+                out.push(plain(role, message, content));
+            }
+        }
+    }
+    flush(&mut pending, &mut out);
+    out
+}
+
+/// A message outside native calls: tool results and warnings are the user's messages, as in
+/// Agent Zero; a reply that was only native calls shows them as JSON.
+fn plain(role: Role, message: &HistoryMessage, content: String) -> Wire {
+    match role {
+        Role::User | Role::Warning => Wire::new("user", content),
+        Role::Ai if content.is_empty() && !message.tool_calls.is_empty() => {
+            let calls: Vec<Value> = message
+                .tool_calls
+                .iter()
+                .map(|c| json!({"tool_name": c.name, "tool_args": c.arguments}))
+                .collect();
+            Wire::new("assistant", Value::Array(calls).to_string())
+        }
+        Role::Ai => Wire::new("assistant", content),
+        Role::Tool => {
+            let name = message.tool_name.as_deref().unwrap_or("tool");
+            let text = json!({"tool_name": name, "tool_result": content}).to_string();
+            Wire::result("user", None, text)
+        }
+    }
+}
+
+/// A tool result or warning that answers pending native calls.
+fn answer_calls(message: &HistoryMessage, pending: &mut VecDeque<String>, out: &mut Vec<Wire>) {
+    let results = message
+        .additional
+        .as_ref()
+        .and_then(|a| a.get().get("results"))
+        .and_then(Value::as_array)
+        .filter(|r| message.role == Role::Tool && r.len() == pending.len() && r.len() > 1);
+    if let Some(results) = results {
+        for (id, result) in pending.drain(..).zip(results) {
+            out.push(Wire::result("tool", Some(id), call_result(result)));
+        }
+        return;
+    }
+    let id = match &message.tool_call_id {
+        Some(id) if pending.contains(id) => {
+            pending.retain(|p| p != id);
+            id.clone()
+        }
+        _ => pending.pop_front().unwrap_or_default(),
+    };
+    out.push(Wire::result(
+        "tool",
+        Some(id),
+        message.content.as_str().to_owned(),
+    ));
+}
+
+/// One call's entry of a `parallel` result: its message, or its state and error.
+fn call_result(result: &Value) -> String {
+    match result.get("message").and_then(Value::as_str) {
+        Some(message) if result["state"] == "success" => message.to_owned(),
+        _ => result.to_string(),
+    }
+}
+
+/// Calls that got no result (the loop stopped before them) still get a `role: tool` message.
+fn flush(pending: &mut VecDeque<String>, out: &mut Vec<Wire>) {
+    for id in pending.drain(..) {
+        let note = "(no result: the call did not run)".to_owned();
+        out.push(Wire::result("tool", Some(id), note));
+    }
+}
+
+/// Consecutive user messages joined into one: some chat templates refuse two in a row.
+fn merge_users(messages: Vec<Wire>) -> Vec<Wire> {
+    let mut out: Vec<Wire> = Vec::with_capacity(messages.len());
+    for message in messages {
+        match out.last_mut() {
+            Some(last) if last.role == "user" && message.role == "user" => {
+                let text = last.content.get_or_insert_with(String::new);
+                text.push_str("\n\n");
+                text.push_str(message.content.as_deref().unwrap_or_default());
+            }
+            _ => out.push(message),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;

@@ -1,0 +1,288 @@
+//! Reading a reply: server-sent events (parsed by `eventsource-stream`) or one JSON body,
+//! assembled into a [`ModelReply`]: text pieces passed on as they arrive, `tool_calls` deltas
+//! joined per call (arguments may arrive in many pieces), and the usage, which may come in a
+//! last chunk with no choices.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::model::{ModelError, ModelReply, Usage};
+use crate::transcript::ToolCall;
+
+/// A call being assembled from its deltas.
+#[derive(Debug, Default)]
+struct Partial {
+    index: Option<u64>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// A reply being assembled.
+#[derive(Debug, Default)]
+pub(crate) struct Assembler {
+    text: String,
+    calls: Vec<Partial>,
+    usage: Option<Usage>,
+    /// A `finish_reason` or `[DONE]` was seen: the reply is whole.
+    finished: bool,
+}
+
+impl Assembler {
+    /// The reply broke off: `reason`, with the text so far.
+    pub(crate) fn broken(&self, reason: String) -> ModelError {
+        ModelError::Broken {
+            reason,
+            partial: self.text.clone(),
+        }
+    }
+
+    /// One chunk (or a whole non-streamed body): `choices[0].delta` or `.message`, `usage`.
+    pub(crate) fn chunk(
+        &mut self,
+        data: &str,
+        shown: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), ModelError> {
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            let seen: String = data.chars().take(80).collect();
+            self.broken(format!("a chunk of the stream is not JSON ({e}): {seen}"))
+        })?;
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(self.broken(format!("the server sent an error: {message}")));
+        }
+        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+            self.usage = serde_json::from_value(usage.clone()).ok();
+        }
+        let Some(choice) = value.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(()); // a usage chunk, or a keep-alive
+        };
+        let delta = choice.get("delta").or_else(|| choice.get("message"));
+        if let Some(delta) = delta {
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                if !text.is_empty() {
+                    self.text.push_str(text);
+                    shown(text);
+                }
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for (position, call) in calls.iter().enumerate() {
+                    self.call_delta(call, position);
+                }
+            }
+        }
+        if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+            self.finished = true;
+        }
+        Ok(())
+    }
+
+    /// Adds a `tool_calls` delta to its call: the one with its `index` (a different id at the
+    /// same index starts a new call, as some servers send whole calls all at index 0).
+    fn call_delta(&mut self, delta: &Value, position: usize) {
+        let index = delta.get("index").and_then(Value::as_u64);
+        let id = delta.get("id").and_then(Value::as_str).unwrap_or_default();
+        let function = delta.get("function");
+        let field = |name: &str| function.and_then(|f| f.get(name));
+        let same = |call: &Partial| id.is_empty() || call.id.is_empty() || call.id == id;
+        let found = match index {
+            Some(i) => self
+                .calls
+                .iter()
+                .rposition(|c| c.index == Some(i) && same(c)),
+            None if position == 0 => self
+                .calls
+                .len()
+                .checked_sub(1)
+                .filter(|&last| same(&self.calls[last])),
+            None => None,
+        };
+        let slot = found.unwrap_or_else(|| {
+            self.calls.push(Partial {
+                index,
+                ..Partial::default()
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[slot];
+        if call.id.is_empty() {
+            call.id = id.to_owned();
+        }
+        if let Some(name) = field("name").and_then(Value::as_str) {
+            if call.name != name {
+                call.name.push_str(name);
+            }
+        }
+        match field("arguments") {
+            Some(Value::String(piece)) => call.arguments.push_str(piece),
+            Some(Value::Null) | None => {}
+            Some(object) => call.arguments.push_str(&object.to_string()),
+        }
+    }
+
+    /// The whole reply; a stream that ended before its reply was finished broke off.
+    pub(crate) fn finish(self) -> Result<ModelReply, ModelError> {
+        if !self.finished {
+            return Err(self.broken("the stream ended before the reply was finished".to_owned()));
+        }
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .filter(|(_, c)| !c.name.is_empty())
+            .map(|(i, c)| ToolCall {
+                id: if c.id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    c.id
+                },
+                name: c.name,
+                arguments: c.arguments,
+            })
+            .collect();
+        Ok(ModelReply {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+        })
+    }
+}
+
+/// Reads a streamed reply; `idle` is the longest wait for the next event.
+pub(crate) async fn read_events(
+    response: reqwest::Response,
+    idle: Duration,
+    shown: &mut (dyn FnMut(&str) + Send),
+) -> Result<ModelReply, ModelError> {
+    let mut events = response.bytes_stream().eventsource();
+    let mut reply = Assembler::default();
+    loop {
+        let Ok(next) = tokio::time::timeout(idle, events.next()).await else {
+            let reason = format!("no data for {:.0} s (timeout_seconds)", idle.as_secs_f64());
+            return Err(reply.broken(reason));
+        };
+        match next {
+            None => break,
+            Some(Err(e)) => return Err(reply.broken(format!("the stream was cut: {}", chain(&e)))),
+            Some(Ok(event)) if event.data.trim() == "[DONE]" => {
+                reply.finished = true;
+                // The body's end is read too (it follows at once; at most 100 ms are
+                // given), so the connection goes back to the pool: a body dropped before its
+                // end closes the connection.
+                let rest = async { while events.next().await.is_some() {} };
+                let _ = tokio::time::timeout(Duration::from_millis(100), rest).await;
+                break;
+            }
+            Some(Ok(event)) if event.data.trim().is_empty() => {}
+            Some(Ok(event)) => reply.chunk(&event.data, shown)?,
+        }
+    }
+    reply.finish()
+}
+
+/// Reads a reply that is one JSON body.
+pub(crate) async fn read_body(
+    response: reqwest::Response,
+    idle: Duration,
+    shown: &mut (dyn FnMut(&str) + Send),
+) -> Result<ModelReply, ModelError> {
+    let mut reply = Assembler::default();
+    let body = match tokio::time::timeout(idle, response.text()).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => return Err(reply.broken(format!("the body was cut: {}", chain(&e)))),
+        Err(_) => return Err(reply.broken(format!("no body within {:.0} s", idle.as_secs_f64()))),
+    };
+    reply.chunk(&body, shown)?;
+    reply.finished = true;
+    reply.finish()
+}
+
+/// An error and its sources, on one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(chunks: &[&str]) -> (Result<ModelReply, ModelError>, String) {
+        let mut shown = String::new();
+        let mut reply = Assembler::default();
+        for chunk in chunks {
+            if let Err(e) = reply.chunk(chunk, &mut |t| shown.push_str(t)) {
+                return (Err(e), shown);
+            }
+        }
+        (reply.finish(), shown)
+    }
+
+    #[test]
+    fn tool_call_arguments_in_pieces_are_joined_per_call() {
+        let (reply, _) = assemble(&[
+            r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"greet","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"n"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"noop","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ame\": \"Ada\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#,
+        ]);
+        let reply = reply.unwrap();
+        let calls: Vec<_> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [("a", "greet", r#"{"name": "Ada"}"#), ("b", "noop", "{}")]
+        );
+        assert_eq!(reply.usage.unwrap().total_tokens, 10);
+    }
+
+    #[test]
+    fn whole_calls_at_index_zero_with_new_ids_are_separate_calls() {
+        let (reply, _) = assemble(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":{"k":1}}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"y","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let reply = reply.unwrap();
+        assert_eq!(reply.tool_calls.len(), 2);
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"k":1}"#);
+    }
+
+    #[test]
+    fn text_is_shown_as_it_arrives_and_a_reply_without_an_end_broke_off() {
+        let (reply, shown) = assemble(&[
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"lo"}}]}"#,
+        ]);
+        assert_eq!(shown, "Hello");
+        match reply {
+            Err(ModelError::Broken { partial, .. }) => assert_eq!(partial, "Hello"),
+            other => panic!("{other:?}"),
+        }
+        let (bad, _) = assemble(&[r#"{"choices":[{"delta":{"content":"Hi"}}]}"#, "{not json"]);
+        assert!(
+            matches!(bad, Err(ModelError::Broken { ref reason, .. }) if reason.contains("not JSON")),
+            "{bad:?}"
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! Real models: the OpenAI-compatible adapter against the tests' own server
+//! (`toolhost_tests::fake_llm`), which replays streams byte for byte.
+
+use serde_json::{json, Value};
+use std::sync::Arc;
+use toolhost::openai::{ModelsConfig, OpenAiModel};
+use toolhost::output::{Captured, OutputKind};
+use toolhost::{Agent, LoopError, LoopOptions, Role};
+use toolhost_tests::fake_llm::{text_events, text_reply, tool_calls_reply, Answer, FakeLlm, Piece};
+use toolhost_tests::{Fixture, TestRoot};
+
+pub(crate) const KEY: &str = "sk-test-0123456789abcdef";
+
+/// A root with `response`, `echo` and the secret extensions, a secrets file holding the API
+/// key, and `usr/models.toml` pointing at `server` with `extra` lines.
+pub(crate) fn root(server: &FakeLlm, extra: &str) -> TestRoot {
+    let root = TestRoot::new();
+    root.tool("core", "response", Fixture::Response);
+    root.tool("usr", "echo", Fixture::Echo);
+    root.secret_extensions();
+    root.write("usr/secrets.env", format!("LLM_KEY={KEY}\n"));
+    let config = format!(
+        "[models.fake]\nbase_url = \"{}\"\nmodel = \"fake-1\"\napi_key_secret = \"LLM_KEY\"\n\
+         retry_initial_ms = 10\n{extra}\n",
+        server.url()
+    );
+    root.write("usr/models.toml", config);
+    root
+}
+
+pub(crate) fn model(root: &TestRoot, agent: &Agent) -> OpenAiModel {
+    let models = ModelsConfig::load(agent.host().layout(), "default").unwrap();
+    let _ = root;
+    OpenAiModel::new(models.get(None).unwrap().clone(), &agent.host().secrets()).unwrap()
+}
+
+pub(crate) fn run(
+    root: &TestRoot,
+    message: &str,
+) -> (Result<String, LoopError>, Arc<Agent>, Arc<Captured>) {
+    let (agent, output) = root.agent("default");
+    let model = model(root, &agent);
+    let result =
+        toolhost_tests::block_on(agent.monologue(&model, message, &LoopOptions::default()));
+    (result, agent, output)
+}
+
+pub(crate) fn request(tool: &str, args: Value) -> String {
+    json!({"thoughts": ["next"], "headline": format!("Calling {tool}"), "tool_name": tool, "tool_args": args}).to_string()
+}
+
+pub(crate) fn everything_written(root: &TestRoot, agent: &Agent, output: &Captured) -> String {
+    let mut all = format!("{:?}{:?}{:?}", agent.history(), agent.log(), output.lines());
+    if let Ok(sessions) = std::fs::read_dir(root.path().join("usr/sessions")) {
+        for dir in sessions.flatten() {
+            for file in ["history.jsonl", "log.jsonl"] {
+                all += &std::fs::read_to_string(dir.path().join(file)).unwrap_or_default();
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn a_streamed_json_protocol_session_calls_a_tool_and_sums_the_usage() {
+    let server = FakeLlm::start();
+    server.push(text_reply(
+        &request("echo", json!({"q": 1})),
+        Some((100, 20)),
+    ));
+    server.push(text_reply(
+        &request("response", json!({"text": "Echoed."})),
+        Some((150, 10)),
+    ));
+    let root = root(&server, "structured_output = true");
+    let (agent, output) = root.agent("default");
+    agent
+        .record_session(&root.path().join("usr/sessions"))
+        .unwrap();
+    let model = model(&root, &agent);
+    let result = toolhost_tests::block_on(agent.monologue(
+        &model,
+        "Echo, then answer.",
+        &LoopOptions::default(),
+    ));
+    assert_eq!(result.unwrap(), "Echoed.");
+    assert_eq!(agent.usage().total_tokens, 280);
+    assert_eq!(agent.usage().prompt_tokens, 250);
+    let roles: Vec<Role> = agent.history().iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Ai, Role::Tool, Role::Ai, Role::Tool]
+    );
+    // The text was shown as it streamed, in pieces.
+    let chunks = output
+        .lines()
+        .iter()
+        .filter(|(k, _)| *k == OutputKind::ModelChunk)
+        .count();
+    assert!(chunks > 10, "{chunks}");
+    // Usage is in the log, per reply.
+    let usage: Vec<Value> = agent
+        .log()
+        .iter()
+        .filter_map(|i| i.kvps.get().get("usage").cloned())
+        .collect();
+    assert_eq!(usage[0]["total_tokens"], 120);
+    // What was sent: the key in the header only; the tool result as a user message.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let auth = requests[0]
+        .headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .unwrap();
+    assert_eq!(auth.1, format!("Bearer {KEY}"));
+    assert_eq!(requests[1].body["model"], "fake-1");
+    assert_eq!(requests[1].body["response_format"]["type"], "json_schema");
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("tool_result"),
+        "{messages:?}"
+    );
+    assert!(!everything_written(&root, &agent, &output).contains(KEY));
+    // Both requests went over one connection.
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn split_lines_crlf_and_data_without_a_space_are_read() {
+    let server = FakeLlm::start();
+    let reply = request("response", json!({"text": "Split fine."}));
+    let mut bytes = Vec::new();
+    for (i, event) in text_events(&reply, Some((5, 5))).iter().enumerate() {
+        // Alternate `data: ` and `data:`, and end every line with CRLF.
+        let prefix = if i % 2 == 0 { "data: " } else { "data:" };
+        bytes.extend(format!("{prefix}{event}\r\n\r\n").into_bytes());
+    }
+    bytes.extend(b"data: [DONE]\r\n\r\n");
+    // Pieces of 7 bytes: every line is split across reads, CRLFs too.
+    let pieces = bytes.chunks(7).map(|c| Piece::Bytes(c.to_vec())).collect();
+    server.push(Answer::Stream(pieces));
+    let root = root(&server, "");
+    let (result, agent, _) = run(&root, "Answer.");
+    assert_eq!(result.unwrap(), "Split fine.");
+    assert_eq!(agent.usage().total_tokens, 10);
+}
+
+#[test]
+fn native_calls_in_pieces_run_in_parallel_and_results_go_back_by_id() {
+    let server = FakeLlm::start();
+    server.push(tool_calls_reply(&[
+        ("call_a", "echo", r#"{"who": "Ada", "n": 1}"#),
+        ("call_b", "echo", r#"{"who": "Bob"}"#),
+    ]));
+    server.push(tool_calls_reply(&[(
+        "call_c",
+        "echo",
+        r#"{"third": true}"#,
+    )]));
+    server.push(text_reply("All three echoed.", Some((1, 1))));
+    let root = root(&server, "tool_protocol = \"native\"");
+    let (result, agent, _) = run(&root, "Echo three times.");
+    assert_eq!(result.unwrap(), "All three echoed.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["echo", "response"]);
+    // The second request: the assistant's two calls, then one tool message per call.
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(
+        messages[n - 3]["tool_calls"][0]["function"]["arguments"],
+        r#"{"who": "Ada", "n": 1}"#
+    );
+    assert_eq!(
+        (
+            messages[n - 2]["role"].as_str(),
+            messages[n - 2]["tool_call_id"].as_str()
+        ),
+        (Some("tool"), Some("call_a"))
+    );
+    assert_eq!(messages[n - 1]["tool_call_id"], "call_b");
+    assert!(
+        messages[n - 2]["content"].as_str().unwrap().contains("Ada"),
+        "{messages:?}"
+    );
+    // The third: the single call's result carries its id, recorded in the history too.
+    let last = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["tool_call_id"], "call_c");
+    assert!(agent
+        .history()
+        .iter()
+        .any(|m| m.tool_call_id.as_deref() == Some("call_c")));
+    // Several calls ran as one `parallel` request.
+    assert!(agent
+        .log()
+        .iter()
+        .any(|i| i.heading == "Using tool 'parallel'"));
+}
+
+#[test]
+fn a_whole_json_body_works_without_streaming() {
+    let server = FakeLlm::start();
+    let reply = request("response", json!({"text": "Not streamed."}));
+    server.push(Answer::Json(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    })));
+    let root = root(&server, "stream = false");
+    let (result, agent, _) = run(&root, "Answer.");
+    assert_eq!(result.unwrap(), "Not streamed.");
+    assert_eq!(agent.usage().total_tokens, 7);
+    assert_eq!(server.requests()[0].body["stream"], false);
+}
+
+#[test]
+fn models_toml_is_layered_per_profile() {
+    let root = TestRoot::new();
+    root.write("usr/models.toml", "default = \"local\"\n[models.local]\nbase_url = \"http://a/v1\"\nmodel = \"small\"\ncontext_tokens = 4096\n[models.other]\nbase_url = \"http://b/v1\"\nmodel = \"o\"\n");
+    root.write(
+        "usr/agents/dev/models.toml",
+        "default = \"other\"\n[models.local]\nmodel = \"big\"\ntool_protocol = \"native\"\n",
+    );
+    let layout = toolhost::Layout::new(root.path());
+    let plain = ModelsConfig::load(&layout, "default").unwrap();
+    assert_eq!(plain.get(None).unwrap().model, "small");
+    let dev = ModelsConfig::load(&layout, "dev").unwrap();
+    assert_eq!(dev.get(None).unwrap().name, "other");
+    let local = dev.get(Some("local")).unwrap();
+    assert_eq!(
+        (
+            local.model.as_str(),
+            local.base_url.as_str(),
+            local.context_tokens
+        ),
+        ("big", "http://a/v1", 4096)
+    );
+    assert_eq!(local.tool_protocol, toolhost::ToolProtocol::Native);
+    let unknown = dev.get(Some("nope")).unwrap_err().to_string();
+    assert_eq!(
+        unknown,
+        "no model named 'nope' in models.toml; configured: local, other"
+    );
+    root.write(
+        "usr/models.toml",
+        "[models.x]\nbase_url = \"http://a/v1\"\nmodel = \"m\"\ncolour = \"red\"\n",
+    );
+    let bad = ModelsConfig::load(&layout, "default")
+        .unwrap_err()
+        .to_string();
+    assert!(bad.contains("model 'x'") && bad.contains("colour"), "{bad}");
+}
+
+#[test]
+fn a_long_session_keeps_going_within_a_small_context_window() {
+    let server = FakeLlm::start();
+    let big = "z".repeat(6000);
+    for i in 0..6 {
+        server.push(text_reply(
+            &request("echo", json!({"i": i, "blob": big})),
+            None,
+        ));
+    }
+    server.push(text_reply(
+        &request("response", json!({"text": "Survived."})),
+        None,
+    ));
+    let root = root(&server, "context_tokens = 6000");
+    let (agent, _) = root.agent("default");
+    let model = model(&root, &agent);
+    let options = LoopOptions::default();
+    let result = toolhost_tests::block_on(agent.monologue(&model, "Echo a lot.", &options));
+    assert_eq!(result.unwrap(), "Survived.");
+    let last = server.requests().last().unwrap().body.clone();
+    let sent = last["messages"].to_string();
+    // 6,000 tokens less a quarter for the reply, at 3 bytes a token.
+    assert!(sent.len() < 4500 * 3, "{}", sent.len());
+    assert!(
+        sent.contains("were cut to fit the model's context window"),
+        "{sent}"
+    );
+    assert!(sent.contains("older messages were left out"), "{sent}");
+}
+
+#[test]
+fn toolhost_chat_answers_each_line_and_prints_the_usage() {
+    let server = FakeLlm::start();
+    server.push(text_reply(&request("echo", json!({"x": 1})), Some((10, 5))));
+    server.push(text_reply(
+        &request("response", json!({"text": "First answer."})),
+        Some((20, 5)),
+    ));
+    server.push(text_reply(
+        &request("response", json!({"text": "Second answer."})),
+        Some((30, 5)),
+    ));
+    let root = root(&server, "");
+    let mut child = std::process::Command::new(toolhost_tests::toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .arg("chat")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Echo, then answer.\nAgain.\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "First answer.\nSecond answer.\n"
+    );
+    assert!(
+        stderr.contains("usage: 75 tokens (60 prompt, 15 completion)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("session saved in"), "{stderr}");
+    assert!(!stderr.contains(KEY));
+}

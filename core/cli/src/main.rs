@@ -177,6 +177,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// The host, with its secrets read from `secrets` instead of `usr/secrets.env` if given.
+fn with_secrets(host: Host, secrets: Option<PathBuf>) -> Result<Arc<Host>> {
+    let host = Arc::new(host);
+    if let Some(file) = secrets {
+        host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
+    }
+    Ok(host)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     let root = cli.root;
     let options = HostOptions::default().with_max_output(cli.max_output);
@@ -210,10 +219,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_unusable,
             secrets,
         } => {
-            let host = Arc::new(host()?);
-            if let Some(file) = secrets {
-                host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
-            }
+            let host = with_secrets(host()?, secrets)?;
             let options = LoopOptions::default()
                 .with_max_iterations(max_iterations)
                 .with_max_unusable(max_unusable);
@@ -227,10 +233,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_unusable,
             secrets,
         } => {
-            let host = Arc::new(host()?);
-            if let Some(file) = secrets {
-                host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
-            }
+            let host = with_secrets(host()?, secrets)?;
             let options = LoopOptions::default()
                 .with_max_iterations(max_iterations)
                 .with_max_unusable(max_unusable);

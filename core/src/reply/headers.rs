@@ -36,12 +36,7 @@ pub(super) fn named_before(text: &str, start: usize, args: &Value) -> Option<Rea
         .or_else(|| kimi(before))
         .or_else(|| deepseek(before))
         .or_else(|| bracketed(before))?;
-    Some(Reading::Request(ToolRequest {
-        tool,
-        args: args.clone(),
-        thoughts: None,
-        headline: None,
-    }))
+    Some(Reading::Request(ToolRequest::call(tool, args.clone())))
 }
 
 fn react(before: &str) -> Option<String> {

@@ -41,6 +41,18 @@ pub struct ToolRequest {
     pub headline: Option<String>,
 }
 
+impl ToolRequest {
+    /// A request for `tool` with `args`, without thoughts or headline.
+    pub(crate) fn call(tool: impl Into<String>, args: Value) -> Self {
+        Self {
+            tool: tool.into(),
+            args,
+            thoughts: None,
+            headline: None,
+        }
+    }
+}
+
 /// Why a reply holds no usable tool request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Misformat {

@@ -41,12 +41,9 @@ pub(super) fn read(text: &str) -> Option<Reading> {
         pos: name_end + 1,
     };
     let reading = match reader.arguments() {
-        Ok(args) if listed || reader.pos == inner.len() => Reading::Request(ToolRequest {
-            tool: tool.to_owned(),
-            args: Value::Object(args),
-            thoughts: None,
-            headline: None,
-        }),
+        Ok(args) if listed || reader.pos == inner.len() => {
+            Reading::Request(ToolRequest::call(tool.to_owned(), Value::Object(args)))
+        }
         Ok(_) => return None,
         Err(seen) => Reading::Unreadable(format!(
             "a call of tool `{tool}` written as Python whose arguments could not be read: {seen}"

@@ -137,12 +137,7 @@ fn with_args(tool: Value, map: &mut Map<String, Value>, optional: bool) -> Readi
             }
         },
     };
-    Reading::Request(ToolRequest {
-        tool: tool.to_owned(),
-        args,
-        thoughts: None,
-        headline: None,
-    })
+    Reading::Request(ToolRequest::call(tool.to_owned(), args))
 }
 
 /// The arguments as an object, or a description of what was there instead.

@@ -56,18 +56,17 @@ pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
         Some(i) => (&body[..i], at + open.len() + head_end + 1 + i + close.len()),
         None => (body, text.len()),
     };
-    let reading = match parameters(body) {
-        Ok(args) => Reading::Request(ToolRequest {
-            tool,
-            args: Value::Object(args),
-            thoughts: None,
-            headline: None,
-        }),
+    (call_reading(&tool, parameters(body)), end)
+}
+
+/// A call of `tool` in XML, or what could not be read of its parameters.
+fn call_reading(tool: &str, parameters: Result<Map<String, Value>, String>) -> Reading {
+    match parameters {
+        Ok(args) => Reading::Request(ToolRequest::call(tool, Value::Object(args))),
         Err(seen) => Reading::Unreadable(format!(
             "a call of tool `{tool}` in XML whose parameter could not be read: {seen}"
         )),
-    };
-    (reading, end)
+    }
 }
 
 /// A GLM call's parameters, from `body_start` to its closing tag (or the end of the reply).
@@ -77,18 +76,7 @@ fn read_glm(text: &str, tool: &str, body_start: usize) -> (Reading, usize) {
         Some(i) => (&rest[..i], body_start + i + GLM.1.len()),
         None => (rest, text.len()),
     };
-    let reading = match glm_parameters(body) {
-        Ok(args) => Reading::Request(ToolRequest {
-            tool: tool.to_owned(),
-            args: Value::Object(args),
-            thoughts: None,
-            headline: None,
-        }),
-        Err(seen) => Reading::Unreadable(format!(
-            "a call of tool `{tool}` in XML whose parameter could not be read: {seen}"
-        )),
-    };
-    (reading, end)
+    (call_reading(tool, glm_parameters(body)), end)
 }
 
 fn glm_parameters(body: &str) -> Result<Map<String, Value>, String> {

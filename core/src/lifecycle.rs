@@ -189,7 +189,11 @@ impl Agent {
         };
         // An interruption now waits for the loop's next checkpoint.
         self.intervention.check(Check::PauseOrStop).await?;
-        let mut response = self.limit_output(call, answer);
+        let config = match target {
+            Target::Library(_, rules) => Some(rules.config.clone()),
+            _ => self.host.config(self.profile()).ok(),
+        };
+        let mut response = self.limit_output(call, config.as_deref(), answer);
         if let Some(metadata) = response.metadata.take() {
             let metadata = self.host.secret_store().map(metadata);
             self.transcript

@@ -1,6 +1,7 @@
 //! Long tool answers: what goes on to the model and the history is cut to
-//! [`HostOptions::max_output`](crate::HostOptions::max_output) bytes, with a note; the whole
-//! answer, masked, goes to the session's `outputs/` folder.
+//! [`HostOptions::max_output`](crate::HostOptions::max_output) bytes (else the profile's
+//! `[limits] max_output`, else [`DEFAULT_MAX_OUTPUT`]), with a note; the whole answer, masked,
+//! goes to the session's `outputs/` folder.
 //!
 //! The cut happens right after `execute`, before the `tool_execute_after` extensions, and on
 //! the answer as it crossed the library boundary: the host copies only the part it keeps, and
@@ -13,9 +14,14 @@ use std::path::{Path, PathBuf};
 
 use plugin_api::Response;
 
+use crate::config::Config;
 use crate::context::CallContext;
 use crate::plugin::PluginAnswer;
 use crate::{Agent, Secrets};
+
+/// The most bytes of a tool's answer that go on to the model when neither the
+/// [`HostOptions`](crate::HostOptions) nor the config set a limit: 64 KiB.
+pub const DEFAULT_MAX_OUTPUT: usize = 64 * 1024;
 
 /// Masked text is written to the output file in pieces of this size.
 const PIECE: usize = 64 * 1024;
@@ -51,8 +57,15 @@ impl Answer {
 
 impl Agent {
     /// The response, its message cut to the host's limit (see the module docs).
-    pub(crate) fn limit_output(&self, call: &CallContext, answer: Answer) -> Response {
-        let limit = self.host.options().max_output;
+    pub(crate) fn limit_output(
+        &self,
+        call: &CallContext,
+        config: Option<&Config>,
+        answer: Answer,
+    ) -> Response {
+        let limit = self.host.options().max_output.unwrap_or_else(|| {
+            config.map_or(DEFAULT_MAX_OUTPUT, |c| c.max_output(DEFAULT_MAX_OUTPUT))
+        });
         let total = answer.message().len();
         if total <= limit {
             return answer.into_response(total);

@@ -299,6 +299,29 @@ fn the_policy_denies_asks_without_a_terminal_and_yes_approves_writes_only() {
     assert!(e.message().contains("no terminal to ask on"), "{e}");
     agent.approve_writes(true);
     block_on(agent.call_tool("echo", json!({"a": 1}))).unwrap();
+    // Each decision that was not a plain "allow" is a log item saying where it came from.
+    let notes: Vec<(String, String)> = agent
+        .log()
+        .into_iter()
+        .map(|i| (i.heading.into_inner(), i.content.into_inner()))
+        .filter(|(heading, _)| heading.starts_with("Call of tool"))
+        .collect();
+    let expected = [
+        (
+            "Call of tool 'governed' denied",
+            "policy: usr/toolhost.toml",
+        ),
+        (
+            "Call of tool 'echo' denied",
+            "policy asks, and there is no terminal",
+        ),
+        ("Call of tool 'echo' approved", "--yes (write)"),
+    ];
+    assert_eq!(notes.len(), expected.len(), "{notes:?}");
+    for ((heading, source), (want_heading, want_source)) in notes.iter().zip(expected) {
+        assert_eq!(heading, want_heading);
+        assert!(source.starts_with(want_source), "{source}");
+    }
 }
 
 #[test]

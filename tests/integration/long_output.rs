@@ -73,3 +73,28 @@ fn the_cli_takes_the_limit() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.trim_end(), "0123\n[... 5 more bytes cut (of 9)]");
 }
+
+#[test]
+fn the_config_sets_the_limit_per_profile_and_the_cli_wins_over_it() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.write("usr/toolhost.toml", "[limits]\nmax_output = 6\n");
+    root.write("usr/agents/dev/toolhost.toml", "[limits]\nmax_output = 3\n");
+    let call = |global: &[&str], profile: &str| {
+        let mut args = global.to_vec();
+        args.extend(["call", "echo:big", "--profile", profile]);
+        args.extend(["--args", r#"{"bytes": 9}"#]);
+        let out = root.run_cli(&args);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    };
+    assert_eq!(
+        call(&[], "default"),
+        "012345\n[... 3 more bytes cut (of 9)]"
+    );
+    assert_eq!(call(&[], "dev"), "012\n[... 6 more bytes cut (of 9)]");
+    assert_eq!(
+        call(&["--max-output", "4"], "dev"),
+        "0123\n[... 5 more bytes cut (of 9)]"
+    );
+}

@@ -2,6 +2,7 @@
 //! in its own temporary root.
 
 mod audit;
+mod breaker;
 mod cli;
 mod extensions;
 mod fakellm;

@@ -25,9 +25,10 @@ struct Cli {
     #[arg(long, global = true, env = "TOOLHOST_ROOT", default_value = ".")]
     root: PathBuf,
     /// The most bytes of a tool's answer that go on to the model and the history; the rest is
-    /// cut with a note (and kept whole in the session folder of `run`).
-    #[arg(long, global = true, default_value_t = 64 * 1024, value_name = "BYTES")]
-    max_output: usize,
+    /// cut with a note (and kept whole in the session folder of `run`). Default: `[limits]
+    /// max_output` in toolhost.toml, else 65536.
+    #[arg(long, global = true, value_name = "BYTES")]
+    max_output: Option<usize>,
     /// Show debug logging (including abi_stable's full load-error reports).
     #[arg(short, long, global = true)]
     verbose: bool,
@@ -188,7 +189,8 @@ fn with_secrets(host: Host, secrets: Option<PathBuf>) -> Result<Arc<Host>> {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let root = cli.root;
-    let options = HostOptions::default().with_max_output(cli.max_output);
+    let mut options = HostOptions::default();
+    options.max_output = cli.max_output;
     let host = || Host::with_options(&root, options.clone());
     let yes = cli.yes;
     match cli.command {

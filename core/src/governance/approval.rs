@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use crate::config::{save_tool_policy, Config, PolicyDecision};
+use crate::transcript::LogKind;
 use crate::{Agent, RiskLevel, ToolError};
 
 /// A call waiting for the user's approval. The arguments are masked.
@@ -89,6 +90,7 @@ impl Agent {
             PolicyDecision::Deny => refused(format!("policy: {source}")),
             PolicyDecision::Ask => self.ask_user(tool, method, risk, args).await,
         };
+        self.log_decision(tool, &policy, &decision);
         if decision.allowed {
             return Ok(decision);
         }
@@ -96,6 +98,26 @@ impl Agent {
             "the call of tool {tool} was not approved ({}): do not retry it; tell the user or choose another way",
             decision.source
         )))
+    }
+
+    /// Logs a decision that was not a plain "allow" of the policy: who approved or denied.
+    fn log_decision(&self, tool: &str, policy: &PolicyDecision, decision: &Decision) {
+        if decision.allowed && *policy == PolicyDecision::Allow {
+            return;
+        }
+        let verdict = if decision.allowed {
+            "approved"
+        } else {
+            "denied"
+        };
+        tracing::info!("tool {tool}: call {verdict} ({})", decision.source);
+        let kind = if decision.allowed {
+            LogKind::Tool
+        } else {
+            LogKind::Warning
+        };
+        let heading = format!("Call of tool '{tool}' {verdict}");
+        self.add_note(kind, heading, decision.source.clone());
     }
 
     async fn ask_user(

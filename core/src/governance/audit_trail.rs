@@ -7,10 +7,12 @@ use std::time::{Instant, SystemTime};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::Transition;
 use crate::audit::{
-    ApprovalDecision, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, CallRecord,
-    Decision,
+    ApprovalDecision, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord,
+    CallRecord, Decision,
 };
+use crate::config::AuditSettings;
 use crate::plugin::ToolHandle;
 use crate::{Agent, Host, ToolError, ToolName};
 
@@ -77,7 +79,7 @@ impl Agent {
         args: &Map<String, Value>,
         trail: Trail,
         outcome: Result<Option<&Map<String, Value>>, &ToolError>,
-        settings: crate::config::AuditSettings,
+        settings: AuditSettings,
     ) {
         if !settings.enabled {
             return;
@@ -149,6 +151,29 @@ impl Agent {
             if let Err(e) = audit.append(&approval) {
                 tracing::warn!("{e}");
             }
+        }
+    }
+}
+
+impl Agent {
+    /// Appends a breaker's change of state (when the profile's config enables the audit).
+    pub(crate) fn audit_breaker(&self, tool: &str, moved: Transition, settings: AuditSettings) {
+        if !settings.enabled {
+            return;
+        }
+        let Some(audit) = self.host.audit(settings.fsync) else {
+            return;
+        };
+        let record = AuditRecord::Breaker(BreakerRecord {
+            tool: tool.to_owned(),
+            profile: self.profile().to_owned(),
+            from: moved.from,
+            to: moved.to,
+            reason: moved.reason,
+            time_ms: now_ms(),
+        });
+        if let Err(e) = audit.append(&record) {
+            tracing::warn!("{e}");
         }
     }
 }

@@ -9,6 +9,7 @@
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
+use crate::audit::BreakerState as Side;
 use crate::config::BreakerSettings;
 use crate::{ErrorKind, ToolError};
 
@@ -42,8 +43,8 @@ impl BreakerState {
 /// A change of state, for the log and the audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Transition {
-    pub(crate) from: &'static str,
-    pub(crate) to: &'static str,
+    pub(crate) from: Side,
+    pub(crate) to: Side,
     pub(crate) reason: String,
 }
 
@@ -99,7 +100,11 @@ impl Breaker {
                     )));
                 }
                 *state = State::HalfOpen { probes: 1 };
-                Ok(Some(transition("open", "half_open", "the cool-down ended")))
+                Ok(Some(transition(
+                    Side::Open,
+                    Side::HalfOpen,
+                    "the cool-down ended",
+                )))
             }
             State::HalfOpen { probes } if *probes < settings.half_open_calls.max(1) => {
                 *probes += 1;
@@ -126,7 +131,11 @@ impl Breaker {
             }
             (State::HalfOpen { .. }, None) => {
                 *state = State::Closed { failures: 0 };
-                Some(transition("half_open", "closed", "a probe call succeeded"))
+                Some(transition(
+                    Side::HalfOpen,
+                    Side::Closed,
+                    "a probe call succeeded",
+                ))
             }
             (State::Closed { failures }, Some(error)) => {
                 *failures += 1;
@@ -136,14 +145,18 @@ impl Breaker {
                 let failures = *failures;
                 *state = open(settings, failures, error);
                 Some(transition(
-                    "closed",
-                    "open",
+                    Side::Closed,
+                    Side::Open,
                     &format!("{failures} failures in a row"),
                 ))
             }
             (State::HalfOpen { .. }, Some(error)) => {
                 *state = open(settings, settings.failures, error);
-                Some(transition("half_open", "open", "a probe call failed"))
+                Some(transition(
+                    Side::HalfOpen,
+                    Side::Open,
+                    "a probe call failed",
+                ))
             }
             (State::Open { .. }, _) => None,
         }
@@ -183,7 +196,7 @@ fn open(settings: &BreakerSettings, failures: u32, error: &ToolError) -> State {
     }
 }
 
-fn transition(from: &'static str, to: &'static str, reason: &str) -> Transition {
+fn transition(from: Side, to: Side, reason: &str) -> Transition {
     Transition {
         from,
         to,
@@ -223,7 +236,7 @@ mod tests {
             .is_none());
         assert!(breaker.record(Err(&failure), &s).is_none());
         let opened = breaker.record(Err(&failure), &s).unwrap();
-        assert_eq!((opened.from, opened.to), ("closed", "open"));
+        assert_eq!((opened.from, opened.to), (Side::Closed, Side::Open));
         let refusal = breaker.admit("t", &s).unwrap_err();
         assert!(refusal.message().contains("unavailable until"), "{refusal}");
         assert!(
@@ -231,10 +244,10 @@ mod tests {
             "{refusal}"
         );
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(breaker.admit("t", &s).unwrap().unwrap().to, "half_open");
+        assert_eq!(breaker.admit("t", &s).unwrap().unwrap().to, Side::HalfOpen);
         assert!(breaker.admit("t", &s).is_err(), "one probe at a time");
         let closed = breaker.record(Ok(()), &s).unwrap();
-        assert_eq!(closed.to, "closed");
+        assert_eq!(closed.to, Side::Closed);
         assert_eq!(breaker.snapshot(), BreakerState::Closed(0));
     }
 
@@ -246,7 +259,7 @@ mod tests {
         breaker.record(Err(&failure), &s);
         std::thread::sleep(Duration::from_millis(40));
         breaker.admit("t", &s).unwrap();
-        assert_eq!(breaker.record(Err(&failure), &s).unwrap().to, "open");
+        assert_eq!(breaker.record(Err(&failure), &s).unwrap().to, Side::Open);
         assert_eq!(breaker.snapshot().name(), "open");
     }
 }

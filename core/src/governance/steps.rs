@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::audit_trail::{now_ms, Trail};
 use super::call_threads::{self, Ended};
 use super::{is_infrastructure, Transition};
+use crate::audit::BreakerState;
 use crate::config::{Access, Backoff, BreakerSettings, Config};
 use crate::context::CallContext;
 use crate::plugin::{PluginAnswer, ToolHandle};
@@ -71,7 +72,7 @@ impl Agent {
             )));
         }
         let transition = tool.breaker.admit(tool.name(), &rules.breaker)?;
-        self.breaker_moved(tool, transition);
+        self.breaker_moved(tool, rules, transition);
         Ok(())
     }
 
@@ -132,8 +133,10 @@ impl Agent {
             trail.attempt(started, started_ms, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
             let transition = tool.breaker.record(outcome, &rules.breaker);
-            let opened = transition.as_ref().is_some_and(|t| t.to == "open");
-            self.breaker_moved(tool, transition);
+            let opened = transition
+                .as_ref()
+                .is_some_and(|t| t.to == BreakerState::Open);
+            self.breaker_moved(tool, rules, transition);
             let error = match result {
                 Ok(answer) => return Ok(answer),
                 Err(e) if attempt <= retries && !opened && is_infrastructure(e.kind()) => e,
@@ -195,28 +198,23 @@ impl Agent {
         }
     }
 
-    /// Logs a breaker's change of state.
-    fn breaker_moved(&self, tool: &ToolHandle, transition: Option<Transition>) {
+    /// Logs and audits a breaker's change of state.
+    fn breaker_moved(&self, tool: &ToolHandle, rules: &CallRules, transition: Option<Transition>) {
         let Some(t) = transition else {
             return;
         };
+        let (from, to) = (t.from.as_str(), t.to.as_str());
         tracing::warn!(
-            "tool {}: circuit breaker {} -> {} ({})",
+            "tool {}: circuit breaker {from} -> {to} ({})",
             tool.name(),
-            t.from,
-            t.to,
             t.reason
         );
         self.add_note(
             LogKind::Warning,
-            format!(
-                "Circuit breaker of tool '{}': {} -> {}",
-                tool.name(),
-                t.from,
-                t.to
-            ),
-            t.reason,
+            format!("Circuit breaker of tool '{}': {from} -> {to}", tool.name()),
+            t.reason.clone(),
         );
+        self.audit_breaker(tool.name(), t, rules.config.audit());
     }
 }
 

@@ -50,8 +50,11 @@ pub struct HostOptions {
     pub warn_generations: usize,
     /// The most bytes of a tool's answer that go on to the model and the history (cut at a
     /// character boundary, with a note saying how much was cut; the whole answer goes to the
-    /// session's `outputs/` folder when a session is recorded). Default 64 KiB.
-    pub max_output: usize,
+    /// session's `outputs/` folder when a session is recorded). `None` (the default): the
+    /// profile's `[limits] max_output` in `toolhost.toml`, else
+    /// [`DEFAULT_MAX_OUTPUT`](crate::DEFAULT_MAX_OUTPUT) (64 KiB); a value set here wins over
+    /// the config.
+    pub max_output: Option<usize>,
     /// The largest library file the host reads, in bytes; a larger one is skipped
     /// ([`LoadErrorKind::TooLarge`](crate::LoadErrorKind::TooLarge)) without being read.
     /// Default 256 MiB.
@@ -78,7 +81,7 @@ impl Default for HostOptions {
         Self {
             debounce: Duration::from_millis(40),
             warn_generations: 32,
-            max_output: 64 * 1024,
+            max_output: None,
             max_library_bytes: DEFAULT_MAX_LIBRARY_BYTES,
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
             settle: Duration::from_secs(1),
@@ -99,9 +102,9 @@ impl HostOptions {
         self
     }
 
-    /// Sets [`max_output`](Self::max_output).
+    /// Sets [`max_output`](Self::max_output), over what the config says.
     pub fn with_max_output(mut self, bytes: usize) -> Self {
-        self.max_output = bytes;
+        self.max_output = Some(bytes);
         self
     }
 

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::Transition;
+use super::{CallRules, Transition};
 use crate::audit::{
     ApprovalDecision, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord,
     CallRecord, Decision,
@@ -75,12 +75,12 @@ impl Agent {
         &self,
         request: &ToolName,
         tool: &Arc<ToolHandle>,
-        layer: &str,
+        rules: &CallRules,
         args: &Map<String, Value>,
         trail: Trail,
         outcome: Result<Option<&Map<String, Value>>, &ToolError>,
-        settings: AuditSettings,
     ) {
+        let settings = rules.config.audit();
         if !settings.enabled {
             return;
         }
@@ -101,7 +101,7 @@ impl Agent {
             profile: self.profile().to_owned(),
             tool: request.name().to_owned(),
             method: request.method().map(str::to_owned),
-            layer: layer.to_owned(),
+            layer: rules.layer.to_owned(),
             file: relative(&self.host, tool.source()),
             library_sha256: tool.sha256(),
             args: masked_args.clone(),

@@ -33,8 +33,11 @@ const CALLER_SPIN: Duration = Duration::from_micros(20);
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// An idle call thread: its number and where to send it a job.
+type Idle = (u64, Sender<Job>);
+
 /// Idle call threads, by the sender that hands them a job.
-static IDLE: LazyLock<Mutex<Vec<(u64, Sender<Job>)>>> = LazyLock::new(Mutex::default);
+static IDLE: LazyLock<Mutex<Vec<Idle>>> = LazyLock::new(Mutex::default);
 /// Calls abandoned at their deadline or at an intervention whose plugin code still runs.
 static OVERDUE: AtomicUsize = AtomicUsize::new(0);
 

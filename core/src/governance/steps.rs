@@ -96,8 +96,7 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        let settings = rules.config.audit();
-        self.audit_call(request, tool, rules.layer, args, trail, outcome, settings);
+        self.audit_call(request, tool, rules, args, trail, outcome);
         result
     }
 

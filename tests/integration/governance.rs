@@ -277,6 +277,30 @@ fn the_config_allows_and_denies_tools_by_name_and_capability() {
         "{prompt}"
     );
     block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap();
+    // `list` says why, and which policy applies where it is not "allow".
+    root.write(
+        "usr/toolhost.toml",
+        "[access]\ndeny = [\"echo\"]\n[policy]\nwrite = \"ask\"\n",
+    );
+    let out = root.run_cli(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not allowed: tool `echo` is denied by \"echo\" in usr/toolhost.toml"),
+        "{text}"
+    );
+    assert!(
+        text.contains("policy: ask (usr/toolhost.toml [policy] write"),
+        "{text}"
+    );
+    let out = root.run_cli(&["list", "--json"]);
+    let listing: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echo = &listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo");
+    assert!(echo.unwrap()["denied"].as_str().is_some(), "{listing}");
+    assert_eq!(echo.unwrap()["policy"], "ask");
 }
 
 #[test]

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::{json, Value};
-use toolhost::{Host, Listing};
+use toolhost::config::{Access, Config, PolicyDecision};
+use toolhost::{Host, Listing, ToolListing};
 
 use crate::{check_profile, relative};
 
@@ -20,7 +21,32 @@ pub(crate) fn list(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The profile's configuration; a mistake in it is a warning here (every call reports it).
+fn profile_config(host: &Host, profile: &str) -> Option<std::sync::Arc<Config>> {
+    host.config(profile)
+        .map_err(|e| eprintln!("warning: {e}"))
+        .ok()
+}
+
+/// Why the config refuses the tool (`[access]`), if it does.
+fn denial(config: Option<&Config>, tool: &ToolListing) -> Option<String> {
+    let capabilities = &tool.found.handle.info().capabilities;
+    match config?.access(&tool.name, capabilities) {
+        Access::Denied { reason } => Some(reason),
+        Access::Allowed => None,
+    }
+}
+
+/// The approval policy for the tool's calls, and where it was decided.
+fn policy(config: Option<&Config>, tool: &ToolListing) -> Option<(PolicyDecision, String)> {
+    let risk = tool.found.handle.info().risk_level;
+    let (decision, source) = config?.policy(&tool.name, risk);
+    Some((decision, source.to_string()))
+}
+
 pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
+    let config = profile_config(host, profile);
+    let config = config.as_deref();
     println!(
         "Tools for profile '{profile}' (root {}):",
         host.root().display()
@@ -45,6 +71,13 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
         }
         if let Some(why) = tool.found.handle.unavailable() {
             println!("               unavailable: {why}");
+        }
+        if let Some(why) = denial(config, tool) {
+            println!("               not allowed: {why}");
+        }
+        match policy(config, tool) {
+            Some((PolicyDecision::Allow, _)) | None => {}
+            Some((decision, source)) => println!("               policy: {decision} ({source})"),
         }
     }
     match toolhost::governance::overdue() {
@@ -71,6 +104,8 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
 }
 
 fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
+    let config = profile_config(host, profile);
+    let config = config.as_deref();
     let extensions: serde_json::Map<String, Value> = host
         .extension_points(profile)
         .into_iter()
@@ -112,6 +147,8 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                 "not_ready_reason": t.found.handle.readiness().reason(),
                 "breaker": t.found.handle.breaker_state().name(),
                 "unavailable": t.found.handle.unavailable(),
+                "denied": denial(config, t),
+                "policy": policy(config, t).map(|(decision, _)| decision.as_str()),
             })
         }).collect::<Vec<_>>(),
         "skipped": listing.skipped.iter().map(|e| json!({

@@ -1,5 +1,8 @@
 //! The cost of one tool call: a direct in-process call, the bare ABI call, and the full
-//! lifecycle (hooks, two extensions before and two after, intervention checks, log, history).
+//! lifecycle (hooks, two extensions before and two after, intervention checks, log, history),
+//! governed: the noop tool's 3-property schema validated, its breaker closed, the policy
+//! "allow", on a call thread under its deadline. Without the audit (`[audit] enabled = false`)
+//! and with it (the default).
 //!
 //! Run with `cargo bench -p toolhost-tests --bench lifecycle`.
 
@@ -54,15 +57,22 @@ fn fresh_agents(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Durat
     total
 }
 
+/// Turns the audit off for every profile of `root`.
+fn without_audit(root: &TestRoot) {
+    root.write("usr/toolhost.toml", "[audit]\nenabled = false\n");
+}
+
 fn bench(c: &mut Criterion) {
     let root = TestRoot::new();
+    without_audit(&root);
     root.tool("usr", "noop", Fixture::Noop);
     for point in ["tool_execute_before", "tool_execute_after"] {
         root.extension("usr", point, "_10_a", Fixture::NoopExt);
         root.extension("core", point, "_20_b", Fixture::NoopExt);
     }
     let agent = Agent::with_output(root.host(), "A0", "default", Arc::new(Silent)).unwrap();
-    let args = json!({});
+    // Three properties, as the noop tool's schema declares them.
+    let args = json!({"city": "Paris", "days": 3, "units": "metric"});
     // Warm the caches: the first call loads the libraries.
     ready(agent.call_tool("noop", args.clone())).unwrap();
     assert_eq!(
@@ -73,9 +83,10 @@ fn bench(c: &mut Criterion) {
         2
     );
 
+    let args_json = args.to_string();
     let mut group = c.benchmark_group("call");
     group.bench_function("direct in-process", |b| {
-        b.iter(|| ready(Noop.execute(black_box("{}"))).unwrap())
+        b.iter(|| ready(Noop.execute(black_box(&args_json))).unwrap())
     });
     let noop = agent
         .host()
@@ -88,6 +99,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| ready(agent.execute_bare(black_box(&noop), &args)).unwrap())
     });
     let bare_root = TestRoot::new();
+    without_audit(&bare_root);
     bare_root.tool("usr", "noop", Fixture::Noop);
     let plain = Agent::with_output(bare_root.host(), "A0", "default", Arc::new(Silent)).unwrap();
     ready(plain.call_tool("noop", args.clone())).unwrap();
@@ -95,26 +107,20 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| fresh_agents(plain.host(), iters, &args))
     });
 
+    let audited_root = TestRoot::new();
+    audited_root.tool("usr", "noop", Fixture::Noop);
+    let audited =
+        Agent::with_output(audited_root.host(), "A0", "default", Arc::new(Silent)).unwrap();
+    ready(audited.call_tool("noop", args.clone())).unwrap();
+    group.bench_function("full lifecycle, no extensions, audited", |b| {
+        b.iter_custom(|iters| fresh_agents(audited.host(), iters, &args))
+    });
+
     // Each call adds a log item and a history entry; a fresh agent every 1,000 calls keeps the
     // measurement at a realistic session size instead of timing the growth of huge vectors.
     let host = agent.host().clone();
     group.bench_function("full lifecycle, 2+2 extensions", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(1000);
-                left -= n;
-                let agent =
-                    Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
-                let start = Instant::now();
-                for _ in 0..n {
-                    ready(agent.call_tool(black_box("noop"), args.clone())).unwrap();
-                }
-                total += start.elapsed();
-            }
-            total
-        })
+        b.iter_custom(|iters| fresh_agents(&host, iters, &args))
     });
     group.finish();
 }

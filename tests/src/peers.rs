@@ -1,5 +1,7 @@
 //! Real peers installed by the tests themselves, pinned, into a cache under `target/peers/`
-//! (a fresh clone needs nothing else): `fakellm`, an OpenAI-compatible mock server from PyPI.
+//! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
+//! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
+//! server and with it the Python `mcp` client from PyPI.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -8,6 +10,108 @@ use std::time::{Duration, Instant};
 
 /// The pinned version of `fakellm`.
 pub const FAKELLM: &str = "fakellm==0.3.5";
+/// The pinned MCP time server from PyPI; it brings the Python `mcp` package (2.3.0), whose
+/// client (`ClientSession`) the tests drive this host's MCP server with.
+pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
+/// The pinned MCP reference server from npm.
+pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// `target/peers/<name>/`.
+fn peer_dir(name: &str) -> PathBuf {
+    let target = crate::build_dir().parent().expect("target dir").to_owned();
+    target.join("peers").join(name)
+}
+
+/// Runs an installing command; on failure, panics with one line naming what could not be
+/// installed and why (the registry, or the tool itself).
+fn install(what: &str, command: &mut Command) {
+    let out = command.stdin(Stdio::null()).output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => panic!(
+            "cannot install {what}: {:?} could not start: {e}",
+            command.get_program()
+        ),
+    };
+    if out.status.success() {
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let unreachable = [
+        "Could not find a version",
+        "Failed to establish",
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "ETIMEDOUT",
+        "Temporary failure in name resolution",
+        "No matching distribution",
+    ];
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if unreachable.iter().any(|m| stderr.contains(m)) {
+        panic!("cannot install {what}: its registry cannot be reached from this machine ({last})");
+    }
+    panic!("cannot install {what}: {last}");
+}
+
+/// The Python of a virtual environment in `target/peers/<name>/` holding `packages`, installed
+/// once (a marker file says it is complete; a half-done install is started again).
+///
+/// # Panics
+///
+/// With one line, if `python3 -m venv` or `pip install` fails (no Python, no registry).
+pub fn python_venv(name: &str, packages: &[&str]) -> PathBuf {
+    let dir = peer_dir(name);
+    let python = dir.join("bin").join("python");
+    let done = dir.join(".installed");
+    if done.exists() {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    install(
+        "a Python virtual environment",
+        Command::new("python3").arg("-m").arg("venv").arg(&dir),
+    );
+    let mut pip = Command::new(&python);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ]);
+    install(&packages.join(" "), pip.args(packages));
+    std::fs::write(&done, packages.join("\n")).expect("marker");
+    python
+}
+
+/// The folder `node_modules/<package>` of `spec` (`name@version`) installed with npm into
+/// `target/peers/<name>/`, once.
+///
+/// # Panics
+///
+/// With one line, if npm is missing or the install fails (no registry).
+pub fn npm_package(name: &str, spec: &str) -> PathBuf {
+    let dir = peer_dir(name);
+    let package = spec.rsplit_once('@').map_or(spec, |(p, _)| p);
+    let installed = dir.join("node_modules").join(package);
+    let done = dir.join(".installed");
+    if done.exists() {
+        return installed;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("peer folder");
+    let mut npm = Command::new("npm");
+    npm.args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&dir);
+    install(spec, npm.arg(spec));
+    std::fs::write(&done, spec).expect("marker");
+    installed
+}
 
 /// The Python of a virtual environment holding [`FAKELLM`], installed on first use (about a
 /// minute) into `target/peers/fakellm-0.3.5/`.
@@ -18,41 +122,37 @@ pub const FAKELLM: &str = "fakellm==0.3.5";
 pub fn fakellm_python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON
+        .get_or_init(|| python_venv("fakellm-0.3.5", &[FAKELLM]))
+        .clone()
+}
+
+/// The Python of a virtual environment holding [`MCP_SERVER_TIME`] and with it the Python
+/// `mcp` package (client and server), installed on first use into
+/// `target/peers/mcp-python-2026.10.19/`. Start the time server with
+/// `python -m mcp_server_time`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn mcp_python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| python_venv("mcp-python-2026.10.19", &[MCP_SERVER_TIME]))
+        .clone()
+}
+
+/// The entry point (`dist/index.js`) of [`SERVER_EVERYTHING`], installed on first use into
+/// `target/peers/server-everything-2026.8.31/`. Start it with `node <path> stdio`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn server_everything() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    ENTRY
         .get_or_init(|| {
-            let target = crate::build_dir().parent().expect("target dir").to_owned();
-            let dir = target.join("peers").join("fakellm-0.3.5");
-            let python = dir.join("bin").join("python");
-            let done = dir.join(".installed");
-            if done.exists() {
-                return python;
-            }
-            let _ = std::fs::remove_dir_all(&dir);
-            let venv = Command::new("python3")
-                .arg("-m")
-                .arg("venv")
-                .arg(&dir)
-                .status();
-            assert!(
-                venv.is_ok_and(|s| s.success()),
-                "python3 -m venv {} failed",
-                dir.display()
-            );
-            let pip = Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    FAKELLM,
-                ])
-                .status();
-            assert!(
-                pip.is_ok_and(|s| s.success()),
-                "pip install {FAKELLM} failed"
-            );
-            std::fs::write(&done, FAKELLM).expect("marker");
-            python
+            let package = npm_package("server-everything-2026.8.31", SERVER_EVERYTHING);
+            package.join("dist").join("index.js")
         })
         .clone()
 }

@@ -99,6 +99,14 @@ pub enum HostError {
     /// A profile name with characters outside `[A-Za-z0-9_.-]`.
     #[error("invalid profile name '{0}': use letters, digits, '_', '-' and '.' only")]
     InvalidProfile(String),
+    /// A profile that no layer has a folder for (a misspelling, most likely).
+    #[error("unknown profile '{name}': no layer has agents/{name}/ (known profiles: {})", known.join(", "))]
+    UnknownProfile {
+        /// The name given.
+        name: String,
+        /// The profiles the layers have.
+        known: Vec<String>,
+    },
     /// The private folder for loaded copies could not be made.
     #[error("cannot create the folder for loaded library copies {path}: {source}; point TMPDIR at a writable folder")]
     PrivateDir {

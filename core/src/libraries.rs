@@ -47,6 +47,33 @@ struct Entry {
     generations: u64,
 }
 
+thread_local! {
+    /// Events held back on this thread ([`Libraries::hold_events`]), with the nesting depth.
+    static HELD: std::cell::RefCell<Option<(usize, Vec<ReloadEvent>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Sends the held events when dropped (the outermost guard of the thread).
+pub(crate) struct HeldEvents<'a>(&'a Libraries);
+
+impl Drop for HeldEvents<'_> {
+    fn drop(&mut self) {
+        let events = HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            match &mut *held {
+                Some((depth, _)) if *depth > 1 => {
+                    *depth -= 1;
+                    Vec::new()
+                }
+                _ => held.take().map(|(_, events)| events).unwrap_or_default(),
+            }
+        });
+        for event in &events {
+            self.0.send(event);
+        }
+    }
+}
+
 /// Library files by path. A file is read again only when its stamp changes, and loaded again only
 /// when its bytes change. A new build that fails to load leaves the previous generation serving.
 pub(crate) struct Libraries {
@@ -120,7 +147,34 @@ impl Libraries {
     }
 
     pub(crate) fn emit(&self, event: ReloadEvent) {
+        let held = HELD.with(|held| match &mut *held.borrow_mut() {
+            Some((_, events)) => {
+                events.push(event.clone());
+                true
+            }
+            None => false,
+        });
+        if !held {
+            self.send(&event);
+        }
+    }
+
+    fn send(&self, event: &ReloadEvent) {
         lock(&self.subscribers).retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Holds back the events this thread emits until the guard is dropped: a change is
+    /// reported once the host's caches serve it, so a call made on seeing "reloaded" runs the
+    /// new build.
+    pub(crate) fn hold_events(&self) -> HeldEvents<'_> {
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            match &mut *held {
+                Some((depth, _)) => *depth += 1,
+                None => *held = Some((1, Vec::new())),
+            }
+        });
+        HeldEvents(self)
     }
 
     /// Whether `path` has an entry (it serves until [`forget`](Self::forget)).

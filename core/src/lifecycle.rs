@@ -62,6 +62,17 @@ impl Agent {
         self.call_tool_as(request, args, false).await
     }
 
+    /// Whether a call of `request` (`name` or `name:method`) reaches a tool of that name (a
+    /// library in the profile's layers, or the built-in `parallel`) rather than the Unknown
+    /// tool. An invalid name is not a tool.
+    pub fn has_tool(&self, request: &str) -> bool {
+        let Ok(request) = ToolName::parse(request) else {
+            return false;
+        };
+        let name = request.name();
+        name == "parallel" || self.host.resolve(self.profile(), name).found.is_some()
+    }
+
     /// `call_tool`, as a call of `parallel` when `nested`: its result goes into the combined
     /// result rather than the history, and it leaves the agent's current tool alone.
     pub(crate) async fn call_tool_as(

@@ -232,7 +232,8 @@ pub trait Model: Send + Sync {
 /// A conversation to replay: user messages and the model's replies, in order.
 ///
 /// The text format: blocks that each start with a line `=== user` or `=== model`; lines
-/// before the first block starting with `#` are comments.
+/// before the first block starting with `#` are comments. Any other line starting with `===`
+/// is an error naming its line (a misspelled header is never folded into a message).
 ///
 /// ```
 /// let script = toolhost::Script::parse("# demo\n=== user\nHi\n=== model\n{\"tool_name\": \"response\", \"tool_args\": {\"text\": \"Hello\"}}\n").unwrap();
@@ -249,6 +250,11 @@ pub struct Script {
 
 impl Script {
     /// Parses the text of a script.
+    ///
+    /// ```
+    /// let err = toolhost::Script::parse("=== user\nHi\n=== bogus\n").unwrap_err();
+    /// assert!(err.starts_with("line 3: unknown block header '=== bogus'"), "{err}");
+    /// ```
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut script = Self::default();
         let mut current: Option<(bool, Vec<&str>)> = None;
@@ -266,6 +272,14 @@ impl Script {
             match line.trim_end() {
                 "=== user" => flush(current.replace((true, Vec::new())), &mut script),
                 "=== model" => flush(current.replace((false, Vec::new())), &mut script),
+                header if header.starts_with("===") => {
+                    return Err(format!(
+                        "line {}: unknown block header '{}': a block starts with '=== user' or \
+                         '=== model'",
+                        i + 1,
+                        header.escape_debug()
+                    ))
+                }
                 other => match &mut current {
                     Some((_, lines)) => lines.push(other),
                     None if other.trim().is_empty() || other.starts_with('#') => {}

@@ -4,6 +4,7 @@
 mod audit;
 mod breaker;
 mod cli;
+mod cli_mistakes;
 mod extensions;
 mod fakellm;
 mod governance;

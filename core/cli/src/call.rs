@@ -8,6 +8,10 @@ use serde_json::{json, Map, Value};
 use toolhost::output::{OutputKind, Terminal};
 use toolhost::{Agent, Host, Masked, MaskedError, Response, ToolError};
 
+/// The exit code of `call` for a tool that no layer has (1 is a tool's failure, 2 a usage
+/// error).
+pub(crate) const UNKNOWN_TOOL: u8 = 3;
+
 /// A call's response with every secret value masked: what may be printed.
 pub(crate) struct Shown {
     pub(crate) message: Masked,
@@ -40,6 +44,7 @@ pub(crate) fn call(
     json: bool,
     yes: bool,
 ) -> Result<ExitCode> {
+    crate::check_profile(&host, profile)?;
     let args: Value =
         serde_json::from_str(args).with_context(|| format!("--args is not valid JSON ({args})"))?;
     // The response goes to stdout below, so the live log (stderr) leaves it out.
@@ -49,7 +54,18 @@ pub(crate) fn call(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    match masked(&agent, runtime.block_on(agent.call_tool(name, args))) {
+    let result = runtime.block_on(agent.call_tool(name, args));
+    if result.is_ok() && !agent.has_tool(name) {
+        // The Unknown tool answered: its text (what a model would get) on stdout, the
+        // mistake on stderr, and an exit code of its own.
+        if let Ok(shown) = masked(&agent, result) {
+            println!("{}", shown.message);
+        }
+        let name = toolhost::Escaped(std::path::Path::new(name));
+        eprintln!("error: no tool '{name}' in profile '{profile}' (see `toolhost list --profile {profile}`)");
+        return Ok(ExitCode::from(UNKNOWN_TOOL));
+    }
+    match masked(&agent, result) {
         Ok(shown) if json => {
             let value = json!({
                 "message": shown.message,

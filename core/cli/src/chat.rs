@@ -28,7 +28,7 @@ pub(crate) fn chat(
     agent: &str,
     options: &LoopOptions,
 ) -> Result<ExitCode> {
-    check_profile(profile)?;
+    check_profile(&host, profile)?;
     let models = ModelsConfig::load(host.layout(), profile)?;
     let config = models.get(model)?.clone();
     let model = OpenAiModel::new(config, &host.secrets())?;

@@ -10,7 +10,7 @@ use toolhost::{Host, Listing, ToolListing};
 use crate::{check_profile, relative};
 
 pub(crate) fn list(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
-    check_profile(profile)?;
+    check_profile(host, profile)?;
     let listing = host.list(profile);
     if json {
         let value = listing_json(host, profile, &listing);
@@ -47,6 +47,11 @@ fn policy(config: Option<&Config>, tool: &ToolListing) -> Option<(PolicyDecision
 pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     let config = profile_config(host, profile);
     let config = config.as_deref();
+    let fragments: std::collections::HashSet<String> = host
+        .prompt_fragments(profile)
+        .into_iter()
+        .map(|(file, _)| file)
+        .collect();
     println!(
         "Tools for profile '{profile}' (root {}):",
         host.root().display()
@@ -63,7 +68,14 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
             tool.found.layer.kind.as_str(),
             relative(host, &tool.found.path)
         );
-        if !info.description.is_empty() {
+        let fragment = format!("agent.system.tool.{}.md", tool.name);
+        if info.description.trim().is_empty() && !fragments.contains(&fragment) {
+            println!(
+                "               warning: no description: the model sees only the name; give \
+                 one in ToolInfo::new(\"...\") or a prompts/agent.system.tool.{}.md fragment",
+                tool.name
+            );
+        } else if !info.description.trim().is_empty() {
             println!("               {}", info.description);
         }
         for shadow in &tool.shadows {

@@ -2,6 +2,7 @@
 //! with a real model, and watch plugin folders while developing. One file per command.
 
 mod approve;
+mod args_error;
 mod audit;
 mod call;
 mod chat;
@@ -14,6 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
+use args_error::usage_error;
 use clap::{Parser, Subcommand};
 use toolhost::{Host, HostOptions, LoopOptions};
 
@@ -155,7 +157,10 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     // `list` reports skipped files in its own table; elsewhere each one is a warning line.
     let quiet = matches!(cli.command, Command::List { .. });
     tracing_subscriber::fmt()
@@ -169,20 +174,51 @@ fn main() -> ExitCode {
         .without_time()
         .with_target(false)
         .init();
-    match run(cli) {
-        Ok(code) => code,
-        Err(e) => {
+    quiet_on_closed_pipe();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
             ExitCode::FAILURE
         }
+        // The reader of standard output went away (`toolhost list | head -1`): stop quietly,
+        // as ripgrep does, after every destructor ran (child processes are ended).
+        Err(payload) if closed_pipe(payload.as_ref()) => ExitCode::SUCCESS,
+        Err(payload) => std::panic::resume_unwind(payload),
     }
+}
+
+/// Whether a panic is `println!` failing because standard output was closed.
+fn closed_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    text.starts_with("failed printing to std") && text.contains("Broken pipe")
+}
+
+/// Keeps the panic hook from printing a message and backtrace for a closed pipe.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !closed_pipe(info.payload()) {
+            default(info);
+        }
+    }));
 }
 
 /// The host, with its secrets read from `secrets` instead of `usr/secrets.env` if given.
 fn with_secrets(host: Host, secrets: Option<PathBuf>) -> Result<Arc<Host>> {
     let host = Arc::new(host);
     if let Some(file) = secrets {
-        host.set_secrets(toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?);
+        if std::fs::symlink_metadata(&file).is_err() {
+            let file = toolhost::Escaped(&file);
+            anyhow::bail!("--secrets {file}: no such file (give the path of a KEY=VALUE file)");
+        }
+        let secrets = toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?;
+        host.set_secrets(secrets.from_file(&file));
     }
     Ok(host)
 }
@@ -209,8 +245,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::List { profile, json } => list::list(&host()?, &profile, json),
         Command::Prompt { profile } => {
-            check_profile(&profile)?;
-            println!("{}", host()?.system_prompt_parts(&profile).join("\n\n"));
+            let host = host()?;
+            check_profile(&host, &profile)?;
+            println!("{}", host.system_prompt_parts(&profile).join("\n\n"));
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -251,12 +288,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn check_profile(profile: &str) -> Result<()> {
-    if toolhost::is_safe_name(profile) {
-        Ok(())
-    } else {
-        Err(toolhost::HostError::InvalidProfile(profile.to_owned()).into())
+/// Refuses a profile name that is not safe, or that no layer has a folder for (a misspelled
+/// `--profile` would otherwise run with the default tools, silently).
+fn check_profile(host: &Host, profile: &str) -> Result<()> {
+    if !toolhost::is_safe_name(profile) {
+        return Err(toolhost::HostError::InvalidProfile(profile.to_owned()).into());
     }
+    let known = host.layout().profiles();
+    if known.iter().any(|p| p == profile) {
+        return Ok(());
+    }
+    let name = profile.to_owned();
+    Err(toolhost::HostError::UnknownProfile { name, known }.into())
 }
 
 /// `path` relative to the host's root, for printing.

@@ -20,7 +20,7 @@ pub(crate) fn run_script(
     options: &LoopOptions,
     yes: bool,
 ) -> Result<ExitCode> {
-    check_profile(profile)?;
+    check_profile(&host, profile)?;
     let script = Script::load(script).map_err(anyhow::Error::msg)?;
     let sessions = host.layout().sessions_dir();
     let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;

@@ -14,7 +14,7 @@ use crate::{check_profile, relative};
 
 /// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
 pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> Result<ExitCode> {
-    check_profile(profile)?;
+    check_profile(&host, profile)?;
     let listing = host.list(profile);
     let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
     println!(

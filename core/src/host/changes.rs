@@ -19,7 +19,10 @@ impl Host {
     /// exactly the cached lookups the file takes part in are looked up again and replaced in
     /// place: the tool of that name, or the extensions of that point, in the profiles whose
     /// layers hold the file. Calls already running finish on the generation they started with.
+    /// The [`ReloadEvent`]s are sent after that, so a call made on one runs what it reports.
     pub fn files_changed(&self, paths: &[PathBuf]) {
+        // Reported once the caches serve the change (a call made on "reloaded" runs it).
+        let _held = self.libraries.hold_events();
         self.epoch.bump();
         for path in paths {
             match self.layout.role(path) {
@@ -93,6 +96,7 @@ impl Host {
     /// cache empty while files are being replaced. [`Host::watch`](crate::Host::watch) calls it
     /// when folders appear or go, or a plugin is switched on or off.
     pub fn refresh(&self) {
+        let _held = self.libraries.hold_events();
         self.epoch.bump();
         // A file whose folder is gone was removed (cargo's window never removes the folder).
         let gone = self

@@ -236,6 +236,26 @@ impl Layout {
         layers
     }
 
+    /// Every profile some layer has a folder for (`usr/agents/P`, `<plugin>/agents/P`,
+    /// `core/agents/P`), sorted, with `default` always among them.
+    pub fn profiles(&self) -> Vec<String> {
+        let mut parents = vec![self.root.join("usr/agents"), self.root.join("core/agents")];
+        parents.extend(
+            self.plugin_labels()
+                .iter()
+                .map(|p| self.root.join(p).join("agents")),
+        );
+        let mut names: Vec<String> = parents
+            .iter()
+            .flat_map(|parent| dirs_in(parent, true))
+            .filter_map(|dir| dir.file_name()?.to_str().map(str::to_owned))
+            .chain(std::iter::once("default".to_owned()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// `usr/plugins/<name>` and `plugins/<name>` labels in order, user first, each name once
     /// (a user plugin hides the built-in one of the same name), switched-off ones left out.
     fn plugin_labels(&self) -> Vec<String> {

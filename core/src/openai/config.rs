@@ -239,9 +239,10 @@ impl ModelConfig {
             return match secrets.get(key) {
                 Some(value) if !value.is_empty() => Ok(Some(ApiKey(value.to_owned()))),
                 _ => Err(key_error(format!(
-                    "model '{}': the secret {key} (api_key_secret) is not in usr/secrets.env: add \
-                     a line {key}=<your key> to it",
-                    self.name
+                    "model '{}': the secret {key} (api_key_secret) is not in {}: add a line \
+                     {key}=<your key> to it",
+                    self.name,
+                    secrets.origin()
                 ))),
             };
         }

@@ -55,6 +55,8 @@ pub struct Secrets {
     matcher: Option<matcher::Matcher>,
     /// The placeholder of each key, in the order of `pairs`.
     placeholders: Vec<String>,
+    /// The file they were read from, for messages (`None`: `usr/secrets.env`).
+    origin: Option<String>,
 }
 
 /// A line of `secrets.env` that is not `KEY=VALUE`.
@@ -141,7 +143,20 @@ impl Secrets {
             matcher,
             placeholders,
             pairs,
+            origin: None,
         }
+    }
+
+    /// Says which file these secrets came from (messages about a missing key name it).
+    pub fn from_file(mut self, path: &Path) -> Self {
+        self.origin = Some(crate::layout::Escaped(path).to_string());
+        self
+    }
+
+    /// The file these secrets came from, for messages: the one given to
+    /// [`from_file`](Self::from_file), else `usr/secrets.env`.
+    pub fn origin(&self) -> &str {
+        self.origin.as_deref().unwrap_or("usr/secrets.env")
     }
 
     /// How many forms of the values are masked (each value and its encodings), and the heap

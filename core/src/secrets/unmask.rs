@@ -48,7 +48,10 @@ impl Unknown {
             names.join(", "),
             if self.more { " and others" } else { "" },
             if known.is_empty() {
-                "none (no secrets are set: put KEY=VALUE lines in usr/secrets.env)".to_owned()
+                format!(
+                    "none (no secrets are set: put KEY=VALUE lines in {})",
+                    secrets.origin()
+                )
             } else {
                 known.join(", ")
             }

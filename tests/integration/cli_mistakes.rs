@@ -1,0 +1,162 @@
+//! The command line refuses mistakes clearly: an unknown tool, profile, secrets file or script
+//! header fails the command with one line saying what to do; a closed pipe ends it quietly.
+
+use std::process::{Command, Stdio};
+
+use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn root() -> TestRoot {
+    let root = TestRoot::new();
+    root.tool("core", "response", Fixture::Response);
+    root.tool("usr", "echo", Fixture::Echo);
+    root
+}
+
+#[test]
+fn calling_an_unknown_tool_prints_what_the_model_would_get_and_exits_3() {
+    let root = root();
+    let out = root.run_cli(&["call", "ehco"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Tool ehco not found"), "{stdout}");
+    assert!(
+        stderr(&out).contains("error: no tool 'ehco' in profile 'default'"),
+        "{}",
+        stderr(&out)
+    );
+    // A tool that fails is exit code 1, distinct from "no such tool".
+    let out = root.run_cli(&["call", "echo:fail"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+#[test]
+fn a_profile_that_no_layer_has_is_an_error_listing_the_known_ones() {
+    let root = root();
+    root.write("usr/agents/dev/toolhost.toml", "");
+    for command in [
+        &["list", "--profile", "dve"][..],
+        &["call", "echo", "--profile", "dve"],
+    ] {
+        let out = root.run_cli(command);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(
+            err.contains("unknown profile 'dve'") && err.contains("known profiles: default, dev"),
+            "{err}"
+        );
+    }
+    assert!(root.run_cli(&["list", "--profile", "dev"]).status.success());
+}
+
+#[test]
+fn a_missing_secrets_file_is_an_error_and_a_given_one_is_named_later() {
+    let root = root();
+    root.secret_extensions();
+    let script = root.write("s.txt", "=== user\nhi\n=== model\n{\"tool_name\": \"response\", \"tool_args\": {\"text\": \"x\"}}\n");
+    let script = script.to_str().unwrap();
+    let out = root.run_cli(&["run", script, "--secrets", "nope.env"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--secrets nope.env: no such file"),
+        "{}",
+        stderr(&out)
+    );
+    // An unknown key's message names the file that was given, not usr/secrets.env.
+    let empty = root.write("empty.env", "");
+    let out = root.run_cli(&["call", "echo", "--args", r#"{"x": "§§secret(KEY)"}"#]);
+    assert!(stderr(&out).contains("usr/secrets.env"), "{}", stderr(&out));
+    let given = "=== user\nhi\n=== model\n{\"tool_name\": \"echo\", \"tool_args\": {\"x\": \"§§secret(KEY)\"}}\n=== model\n{\"tool_name\": \"response\", \"tool_args\": {\"text\": \"x\"}}\n";
+    let script = root.write("t.txt", given);
+    let out = root.run_cli(&[
+        "run",
+        script.to_str().unwrap(),
+        "--secrets",
+        empty.to_str().unwrap(),
+    ]);
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(all.contains("empty.env"), "{all}");
+}
+
+#[test]
+fn an_unknown_script_header_is_an_error_with_its_line() {
+    let root = root();
+    let script = root.write("s.txt", "=== user\nhi\n=== bogus\nmore\n");
+    let out = root.run_cli(&["run", script.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("line 3: unknown block header '=== bogus'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_tool_without_a_description_is_warned_about_in_list() {
+    let root = root();
+    root.tool("usr", "noop", Fixture::Noop); // declares no description
+    let warnings = |root: &TestRoot| {
+        let out = root.run_cli(&["list"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        let warned: Vec<String> = lines
+            .windows(2)
+            .filter(|w| w[1].contains("warning: no description"))
+            .map(|w| w[0].split_whitespace().next().unwrap_or("").to_owned())
+            .collect();
+        (warned, text)
+    };
+    let (warned, text) = warnings(&root);
+    assert_eq!(warned, ["noop"], "{text}");
+    assert!(text.contains("ToolInfo::new"), "{text}");
+    // A prompt fragment of its own is a description too.
+    root.write(
+        "usr/prompts/agent.system.tool.noop.md",
+        "### noop\nDoes nothing.\n",
+    );
+    let (warned, text) = warnings(&root);
+    assert!(warned.is_empty(), "{text}");
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let root = root();
+    for i in 0..200 {
+        root.tool("usr", &format!("t{i:03}"), Fixture::Echo);
+    }
+    let mut child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader is gone before the first line
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(stderr(&out), "", "no panic, no backtrace");
+}
+
+#[test]
+fn an_argument_mistake_starts_with_one_clear_line() {
+    let root = root();
+    let out = root.run_cli(&["call"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("error: toolhost call: missing <NAME>"),
+        "{err}"
+    );
+    let out = root.run_cli(&["list", "--bogus"]);
+    let err = stderr(&out);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("error: toolhost list: unexpected argument '--bogus'"),
+        "{err}"
+    );
+}

@@ -28,23 +28,27 @@ pub(crate) struct Generation {
     pub(crate) number: u64,
     /// `CARGO_PKG_VERSION` of the crate that built it.
     pub(crate) version: String,
+    /// The plugin-api version it was built against.
+    pub(crate) contract: String,
     /// Generations of this host still held by a handle or a running call.
     live: Arc<AtomicUsize>,
 }
 
 impl Generation {
     pub(crate) fn new(
-        module: PluginModuleRef,
+        module: &crate::loader::Module,
         path: &Path,
         number: u64,
         live: Arc<AtomicUsize>,
     ) -> Self {
         live.fetch_add(1, Ordering::Relaxed);
+        let root = module.root;
         Self {
-            module,
+            module: root,
             path: path.to_owned(),
             number,
-            version: module.package_version().as_str().to_owned(),
+            version: root.package_version().as_str().to_owned(),
+            contract: module.contract.clone(),
             live,
         }
     }

@@ -128,6 +128,7 @@ pub mod governance;
 mod hooks;
 mod host;
 mod image;
+mod inspect;
 mod intervention;
 mod layout;
 mod libraries;
@@ -157,6 +158,7 @@ pub use host::{
     FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing,
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
+pub use inspect::{inspect, Declared, Inspection};
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };

@@ -317,7 +317,7 @@ impl Libraries {
         let module = self.loader.load(path, image)?;
         // Mapped for good from here on, even if creating the instance fails.
         self.count_generation();
-        let generation = Arc::new(Generation::new(module, path, number, self.live.clone()));
+        let generation = Arc::new(Generation::new(&module, path, number, self.live.clone()));
         match extension {
             None => ToolHandle::create(generation, path).map(|h| Loaded::Tool(Arc::new(h))),
             Some((point, name)) => ExtensionHandle::create(generation, path, point, name)

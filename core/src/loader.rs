@@ -59,7 +59,7 @@ impl Loader {
     /// Loads the library `image` (read from `path`) and checks it against this host's contract.
     /// abi_stable never unloads a library, so the module stays valid for the life of the
     /// process.
-    pub(crate) fn load(&self, path: &Path, image: &Image) -> Result<PluginModuleRef, LoadError> {
+    pub(crate) fn load(&self, path: &Path, image: &Image) -> Result<Module, LoadError> {
         let copy = self.private_copy(path, &image.bytes)?;
         let loaded = load_checked(&copy).map_err(|e| classify(path, e));
         // The mapping stays valid on Unix; on Windows the loaded copy cannot be deleted and is
@@ -138,21 +138,32 @@ impl Drop for Loader {
     }
 }
 
+/// A library's root module, loaded and checked.
+pub(crate) struct Module {
+    pub(crate) root: PluginModuleRef,
+    /// The plugin-api version it was built against.
+    pub(crate) contract: String,
+}
+
 /// What went wrong inside [`load_checked`], before it is worded for the user.
 enum RawLoadError {
     Library(LibraryError),
     Version { found: String },
 }
 
-fn load_checked(copy: &Path) -> Result<PluginModuleRef, RawLoadError> {
+fn load_checked(copy: &Path) -> Result<Module, RawLoadError> {
     let header = lib_header_from_path(copy).map_err(RawLoadError::Library)?;
     let found = header.version_strings().version.as_str().to_owned();
     if !version_compatible(plugin_api::API_VERSION, &found) {
         return Err(RawLoadError::Version { found });
     }
-    header
+    let root = header
         .init_root_module::<PluginModuleRef>()
-        .map_err(RawLoadError::Library)
+        .map_err(RawLoadError::Library)?;
+    Ok(Module {
+        root,
+        contract: found,
+    })
 }
 
 fn minor_series(version: &str) -> String {

@@ -45,6 +45,21 @@ unsafe impl Sync for ToolHandle {}
 
 impl ToolHandle {
     pub(crate) fn create(generation: Arc<Generation>, source: &Path) -> Result<Self, LoadError> {
+        let (handle, schema_error) = Self::instantiate(generation, source)?;
+        match schema_error {
+            None => Ok(handle),
+            // The instance is dropped with the handle: the plugin's own clean-up runs.
+            Some(e) => Err(LoadError::new(source, LoadErrorKind::BadSchema, e)),
+        }
+    }
+
+    /// Creates the tool instance and reads its metadata; a parameters schema that does not
+    /// compile is returned beside the handle (which then accepts any arguments), for
+    /// [`inspect`](crate::inspect) to show.
+    pub(crate) fn instantiate(
+        generation: Arc<Generation>,
+        source: &Path,
+    ) -> Result<(Self, Option<String>), LoadError> {
         let module = generation.module;
         let new_tool = module.new_tool().into_option().ok_or_else(|| {
             LoadError::new(
@@ -63,13 +78,15 @@ impl ToolHandle {
             );
             ToolInfo::default()
         });
-        let schema = ArgumentSchema::compile(&info.parameters)
-            .map_err(|e| LoadError::new(source, LoadErrorKind::BadSchema, e))?;
+        let (schema, schema_error) = match ArgumentSchema::compile(&info.parameters) {
+            Ok(schema) => (schema, None),
+            Err(e) => (ArgumentSchema::any(), Some(e)),
+        };
         let name = source
             .file_stem()
             .map(|s| s.to_string_lossy())
             .unwrap_or_default();
-        Ok(Self {
+        let handle = Self {
             ffi,
             name: name.as_ref().into(),
             info,
@@ -79,7 +96,8 @@ impl ToolHandle {
             source: source.to_owned(),
             package: module.package().as_str().to_owned(),
             generation,
-        })
+        };
+        Ok((handle, schema_error))
     }
 
     /// The name it is found by (its file name without extension).
@@ -110,6 +128,11 @@ impl ToolHandle {
     /// The version of the crate that built it (`CARGO_PKG_VERSION`).
     pub fn version(&self) -> &str {
         &self.generation.version
+    }
+
+    /// The plugin-api version it was built against.
+    pub fn contract(&self) -> &str {
+        &self.generation.contract
     }
 
     /// Which load of its file this is: 1 for the first, one more per reload (from 1 again

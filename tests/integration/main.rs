@@ -9,6 +9,7 @@ mod extensions;
 mod fakellm;
 mod governance;
 mod hostile_files;
+mod inspect;
 mod layers;
 mod lifecycle;
 mod load_errors;

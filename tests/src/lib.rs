@@ -55,6 +55,8 @@ pub enum Fixture {
     Versioned,
     /// `tests/fixtures/versioned_v2`: the same source built to answer `v2` (version 0.2.0).
     VersionedV2,
+    /// `tests/fixtures/bad_schema`: a tool whose parameters schema does not compile.
+    BadSchema,
     /// `core/extensions/tool_execute_before/_10_unmask_secrets`.
     UnmaskSecrets,
     /// `core/extensions/tool_execute_after/_10_mask_secrets`.
@@ -67,7 +69,7 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 19] = [
+    pub const ALL: [Fixture; 20] = [
         Self::Echo,
         Self::Encoder,
         Self::Governed,
@@ -83,6 +85,7 @@ impl Fixture {
         Self::InitPanic,
         Self::Versioned,
         Self::VersionedV2,
+        Self::BadSchema,
         Self::UnmaskSecrets,
         Self::MaskSecrets,
         Self::Response,
@@ -107,6 +110,7 @@ impl Fixture {
             Self::InitPanic => "fx-init-panic",
             Self::Versioned => "fx-versioned",
             Self::VersionedV2 => "fx-versioned-v2",
+            Self::BadSchema => "fx-bad-schema",
             Self::UnmaskSecrets => "core-unmask-secrets",
             Self::MaskSecrets => "core-mask-secrets",
             Self::Response => "core-response",

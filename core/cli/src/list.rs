@@ -151,6 +151,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                 "risk_level": info.risk_level.as_str(),
                 "version": info.version,
                 "package": t.found.handle.package(),
+                "contract": t.found.handle.contract(),
                 "parameters": info.parameters,
                 "capabilities": info.capabilities,
                 "timeout_seconds": info.timeout_seconds,

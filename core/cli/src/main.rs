@@ -6,6 +6,7 @@ mod args_error;
 mod audit;
 mod call;
 mod chat;
+mod inspect;
 mod list;
 mod run;
 mod watch;
@@ -135,6 +136,17 @@ enum Command {
         #[arg(long)]
         secrets: Option<PathBuf>,
     },
+    /// What a library file is: its plugin-api version, kind (tool or extension), metadata
+    /// (description, schema and whether it compiles, risk, timeout, retries, capabilities),
+    /// size and SHA-256; or the one-line reason discovery would skip it. Runs no plugin code
+    /// but its metadata.
+    Inspect {
+        /// The library file (`.so`, `.dylib`, `.dll`).
+        file: PathBuf,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
@@ -244,6 +256,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             AuditCommand::Tail { n } => audit::tail(&root, n),
         },
         Command::List { profile, json } => list::list(&host()?, &profile, json),
+        Command::Inspect { file, json } => inspect::inspect(&file, json),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;

@@ -19,6 +19,11 @@ pub(crate) struct ArgumentSchema {
 }
 
 impl ArgumentSchema {
+    /// A schema that accepts any arguments.
+    pub(crate) fn any() -> Self {
+        Self::compile(&Value::Object(Map::new())).unwrap_or_else(|_| unreachable!("{{}} compiles"))
+    }
+
     /// Compiles `schema` (drafts 2020-12, 2019-09, 7, 6 and 4, from its `$schema`); remote
     /// references are not fetched. The error says what is wrong, for a "skipped" line.
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {

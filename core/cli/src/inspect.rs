@@ -1,0 +1,103 @@
+//! `toolhost inspect FILE`: a library's contract version, kind, metadata, size and SHA-256,
+//! or the one-line reason discovery would skip it.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use toolhost::{Declared, Inspection};
+
+pub(crate) fn inspect(file: &Path, json: bool) -> Result<ExitCode> {
+    match toolhost::inspect(file) {
+        Ok(report) if json => {
+            println!("{}", serde_json::to_string_pretty(&as_json(&report))?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(report) => {
+            print(&report);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if json {
+                let value =
+                    json!({"file": file, "error": {"kind": e.kind.as_str(), "reason": e.reason}});
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            }
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn print(r: &Inspection) {
+    let file = toolhost::Escaped(&r.path);
+    println!("{file}");
+    println!("  contract     plugin-api {}", r.contract);
+    println!("  package      {} {}", r.package, r.version);
+    println!("  size         {} bytes", r.size);
+    println!("  sha256       {}", r.sha256);
+    match &r.kind {
+        Declared::Tool { info, schema_error } => {
+            println!("  kind         tool (goes in a tools/ folder)");
+            println!("  description  {}", shown(&info.description));
+            println!("  risk         {}", info.risk_level.as_str());
+            println!("  timeout      {} s", info.timeout_seconds);
+            println!("  retries      {}", info.max_retries);
+            let capabilities = match info.capabilities.is_empty() {
+                true => "(none)".to_owned(),
+                false => info.capabilities.join(", "),
+            };
+            println!("  capabilities {capabilities}");
+            let schema = match schema_error {
+                None => "compiles".to_owned(),
+                Some(e) => format!("does NOT compile: {e}"),
+            };
+            println!("  schema       {schema}");
+            println!("               {}", info.parameters);
+        }
+        Declared::Extension(info) => {
+            println!("  kind         extension (goes in an extensions/<point>/ folder)");
+            println!("  description  {}", shown(&info.description));
+        }
+    }
+}
+
+fn shown(text: &str) -> &str {
+    match text.trim() {
+        "" => "(none: the model would see only the name)",
+        text => text,
+    }
+}
+
+fn as_json(r: &Inspection) -> Value {
+    let mut value = json!({
+        "file": r.path,
+        "contract": r.contract,
+        "package": r.package,
+        "version": r.version,
+        "size": r.size,
+        "sha256": r.sha256,
+    });
+    let declared = match &r.kind {
+        Declared::Tool { info, schema_error } => json!({
+            "kind": "tool",
+            "description": info.description,
+            "risk_level": info.risk_level.as_str(),
+            "timeout_seconds": info.timeout_seconds,
+            "max_retries": info.max_retries,
+            "capabilities": info.capabilities,
+            "parameters": info.parameters,
+            "schema_compiles": schema_error.is_none(),
+            "schema_error": schema_error,
+        }),
+        Declared::Extension(info) => json!({
+            "kind": "extension",
+            "description": info.description,
+        }),
+    };
+    if let (Value::Object(out), Value::Object(more)) = (&mut value, declared) {
+        out.extend(more);
+    }
+    value
+}

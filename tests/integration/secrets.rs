@@ -99,3 +99,25 @@ fn placeholders_in_object_keys_are_filled_in() {
     let (_, stderr) = &places[1];
     assert!(stderr.contains(r#"{"abc":1,"n":{"x-abc":2}}"#), "{stderr}");
 }
+
+#[test]
+fn the_live_log_says_which_secrets_reached_a_tool_but_not_their_values() {
+    let root = root_with(&format!("API_KEY={KEY}\nPASSWORD={PASSWORD}\n"));
+    let replies = [
+        call(
+            "echo",
+            json!({"a": "§§secret(API_KEY)", "b": ["§§secret(PASSWORD)"]}),
+        ),
+        call("echo", json!({"plain": "no secret here"})),
+        call("response", json!({"text": "done"})),
+    ];
+    let places = run(&root, &replies);
+    let stderr = &places[1].1;
+    let filled: Vec<&str> = stderr.lines().filter(|l| l.contains("filled in")).collect();
+    assert_eq!(
+        filled,
+        ["  ... secrets API_KEY, PASSWORD filled in"],
+        "{stderr}"
+    );
+    assert!(!stderr.contains(KEY), "{stderr}");
+}

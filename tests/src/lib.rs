@@ -158,8 +158,10 @@ pub fn build_dir() -> &'static Path {
             .arg(target);
         match dir.file_name().and_then(|n| n.to_str()) {
             Some("debug") => {}
+            // Benchmarks run from target/release: their plugins are built like their binary,
+            // with the bench profile (the dist profile's LTO).
             Some("release") => {
-                cargo.arg("--release");
+                cargo.args(["--profile", "bench"]);
             }
             Some(other) => {
                 cargo.args(["--profile", other]);

@@ -20,8 +20,12 @@ enum Task {
     /// Build the built-in plugins and install each library beside its crate folder.
     Install {
         /// Build in debug mode (faster to build, slower to run).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "dist")]
         debug: bool,
+        /// Build with the dist profile (whole-program optimisation: smaller, faster-loading
+        /// libraries, several times the build time), for shipping.
+        #[arg(long)]
+        dist: bool,
     },
     /// Install, then show discovery, a call, an unknown tool and a profile override.
     Demo,
@@ -29,7 +33,14 @@ enum Task {
 
 fn main() -> Result<()> {
     match Cli::parse().task {
-        Task::Install { debug } => install(!debug).map(|_| ()),
+        Task::Install { debug, dist } => {
+            let profile = match (debug, dist) {
+                (true, _) => "dev",
+                (_, true) => "dist",
+                _ => "release",
+            };
+            install(profile).map(|_| ())
+        }
         Task::Demo => demo(),
     }
 }
@@ -106,7 +117,10 @@ fn installables(root: &Path) -> Result<(Vec<Installable>, PathBuf)> {
     Ok((found, target_dir))
 }
 
-fn install(release: bool) -> Result<PathBuf> {
+/// Builds the host and the built-in plugins with `profile` (`dev`, `release`, `dist`) and puts
+/// each library beside its crate folder. A library that is a symbolic link (a developer's live
+/// reload link) is left alone, and said so.
+fn install(profile: &str) -> Result<PathBuf> {
     let root = workspace_root();
     let (plugins, target_dir) = installables(&root)?;
     let mut build = cargo();
@@ -114,21 +128,22 @@ fn install(release: bool) -> Result<PathBuf> {
         .arg("build")
         .current_dir(&root)
         .args(["-p", "toolhost-cli"]);
-    if release {
-        build.arg("--release");
-    }
+    build.args(["--profile", profile]);
     for p in &plugins {
         build.args(["-p", &p.package]);
     }
     eprintln!(
         "building toolhost and {} plugins ({})",
         plugins.len(),
-        if release { "release" } else { "debug" }
+        profile
     );
     if !build.status().context("running cargo build")?.success() {
         bail!("cargo build failed");
     }
-    let profile_dir = target_dir.join(if release { "release" } else { "debug" });
+    let profile_dir = target_dir.join(match profile {
+        "dev" => "debug",
+        other => other,
+    });
     for p in &plugins {
         let built = profile_dir.join(format!(
             "{}{}{}",
@@ -137,21 +152,30 @@ fn install(release: bool) -> Result<PathBuf> {
             std::env::consts::DLL_SUFFIX
         ));
         let dest = p.dir.with_extension(std::env::consts::DLL_EXTENSION);
+        let shown = dest
+            .strip_prefix(&root)
+            .unwrap_or(&dest)
+            .display()
+            .to_string();
+        if dest
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            eprintln!("  left {shown}: it is a symbolic link (live reload of your own build)");
+            continue;
+        }
         // Copy then rename, so a running host never sees a half-written library.
         let tmp = p.dir.with_extension("installing");
         std::fs::copy(&built, &tmp).with_context(|| format!("copying {}", built.display()))?;
         std::fs::rename(&tmp, &dest).with_context(|| format!("installing {}", dest.display()))?;
-        eprintln!(
-            "  installed {}",
-            dest.strip_prefix(&root).unwrap_or(&dest).display()
-        );
+        eprintln!("  installed {shown}");
     }
     Ok(profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX)))
 }
 
 fn demo() -> Result<()> {
     let root = workspace_root();
-    let host = install(true)?;
+    let host = install("release")?;
     let (bold, plain) = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         ("\x1b[1m", "\x1b[0m")
     } else {

@@ -8,6 +8,7 @@ mod call;
 mod chat;
 mod inspect;
 mod list;
+mod new;
 mod run;
 mod watch;
 
@@ -136,6 +137,20 @@ enum Command {
         #[arg(long)]
         secrets: Option<PathBuf>,
     },
+    /// Start a plugin: a crate in usr/tools/NAME/ (or usr/extensions/POINT/NAME/, or a
+    /// profile's folder) whose debug build is linked into the layer, so `cargo build` in the
+    /// crate is the development loop. It has typed arguments, progress, a repairable error
+    /// and unit tests.
+    New {
+        /// The tool's (or extension's) name: lower-case letters, digits and '_'.
+        name: String,
+        /// Make an extension run at this point (e.g. `tool_execute_after`).
+        #[arg(long, value_name = "POINT")]
+        extension: Option<String>,
+        /// Put it in this profile's folder (usr/agents/P/), overriding the tool for P only.
+        #[arg(long, short)]
+        profile: Option<String>,
+    },
     /// What a library file is: its plugin-api version, kind (tool or extension), metadata
     /// (description, schema and whether it compiles, risk, timeout, retries, capabilities),
     /// size and SHA-256; or the one-line reason discovery would skip it. Runs no plugin code
@@ -257,6 +272,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::List { profile, json } => list::list(&host()?, &profile, json),
         Command::Inspect { file, json } => inspect::inspect(&file, json),
+        Command::New {
+            name,
+            extension,
+            profile,
+        } => new::new(
+            &root,
+            &new::NewPlugin {
+                name: &name,
+                extension: extension.as_deref(),
+                profile: profile.as_deref(),
+            },
+        ),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;

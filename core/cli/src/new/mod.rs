@@ -1,0 +1,193 @@
+//! `toolhost new NAME`: a plugin crate where its library goes (`usr/tools/NAME/` builds
+//! `usr/tools/NAME.so`), with the library linked into the layer, so that `cargo build` in the
+//! crate is the whole development loop.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _, Result};
+
+const CARGO_TOML: &str = include_str!("Cargo.toml.tmpl");
+const TOOL: &str = include_str!("tool.rs.tmpl");
+const EXTENSION: &str = include_str!("extension.rs.tmpl");
+const GITIGNORE: &str = "/target\n/Cargo.lock\n";
+
+/// What to scaffold.
+pub(crate) struct NewPlugin<'a> {
+    pub(crate) name: &'a str,
+    /// `Some(point)` for an extension.
+    pub(crate) extension: Option<&'a str>,
+    /// `Some(profile)` for a profile's override.
+    pub(crate) profile: Option<&'a str>,
+}
+
+pub(crate) fn new(root: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
+    check_names(plugin)?;
+    let plugin_api = root.join("plugin-api");
+    if !plugin_api.join("Cargo.toml").is_file() {
+        bail!(
+            "no plugin-api/ under {}: run `toolhost new` in the toolhost source tree (or pass \
+             --root to it)",
+            root.display()
+        );
+    }
+    let layer_dir = layer_dir(plugin);
+    let crate_dir = root.join(&layer_dir).join(plugin.name);
+    let library = format!("{}.{}", plugin.name, std::env::consts::DLL_EXTENSION);
+    let link = root.join(&layer_dir).join(&library);
+    if crate_dir.exists() || link.symlink_metadata().is_ok() {
+        bail!(
+            "{} already exists: choose another name or remove it",
+            shown(
+                root,
+                if crate_dir.exists() {
+                    &crate_dir
+                } else {
+                    &link
+                }
+            )
+        );
+    }
+    write_crate(&crate_dir, plugin, &layer_dir, &library)?;
+    let built = link_library(&link, plugin.name)?;
+    print_next(root, &crate_dir, plugin, &link, built);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_names(plugin: &NewPlugin<'_>) -> Result<()> {
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    if !valid(plugin.name) {
+        bail!(
+            "invalid plugin name '{}': use lower-case letters, digits and '_', starting with a \
+             letter (it is the tool's name and the crate's)",
+            plugin.name
+        );
+    }
+    for (what, value) in [
+        ("--extension", plugin.extension),
+        ("--profile", plugin.profile),
+    ] {
+        if let Some(v) = value.filter(|v| !toolhost::is_safe_name(v)) {
+            bail!("invalid {what} '{v}': use letters, digits, '_', '-' and '.' only");
+        }
+    }
+    Ok(())
+}
+
+/// `usr/tools`, `usr/extensions/<point>`, `usr/agents/<profile>/tools`, ...
+fn layer_dir(plugin: &NewPlugin<'_>) -> PathBuf {
+    let mut dir = PathBuf::from("usr");
+    if let Some(profile) = plugin.profile {
+        dir = dir.join("agents").join(profile);
+    }
+    match plugin.extension {
+        Some(point) => dir.join("extensions").join(point),
+        None => dir.join("tools"),
+    }
+}
+
+fn write_crate(dir: &Path, plugin: &NewPlugin<'_>, layer: &Path, library: &str) -> Result<()> {
+    let depth = layer.components().count() + 1;
+    let plugin_api = format!("{}plugin-api", "../".repeat(depth));
+    let camel = camel_case(plugin.name);
+    let (kind, description, source) = match plugin.extension {
+        Some(_) => ("extension", "Records that it ran.", EXTENSION),
+        None => ("tool", "Greets someone by name.", TOOL),
+    };
+    let fill = |text: &str| {
+        text.replace("{name}", plugin.name)
+            .replace("{camel}", &camel)
+            .replace("{point}", plugin.extension.unwrap_or_default())
+            .replace("{kind}", kind)
+            .replace("{description}", description)
+            .replace("{library}", &format!("{}/{library}", layer.display()))
+            .replace("{plugin_api}", &plugin_api)
+    };
+    std::fs::create_dir_all(dir.join("src"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    for (file, text) in [
+        ("Cargo.toml", fill(CARGO_TOML)),
+        ("src/lib.rs", fill(source)),
+        (".gitignore", GITIGNORE.to_owned()),
+    ] {
+        let path = dir.join(file);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Links `<layer>/NAME.so` to the crate's debug build; returns whether the link was made.
+fn link_library(link: &Path, name: &str) -> Result<bool> {
+    let built = format!(
+        "{name}/target/debug/{}{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&built, link)
+            .with_context(|| format!("cannot link {} to {built}", link.display()))?;
+        Ok(true)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (built, link);
+        Ok(false)
+    }
+}
+
+fn print_next(root: &Path, crate_dir: &Path, plugin: &NewPlugin<'_>, link: &Path, linked: bool) {
+    let kind = if plugin.extension.is_some() {
+        "extension"
+    } else {
+        "tool"
+    };
+    println!("created {kind} crate {}", shown(root, crate_dir));
+    if linked {
+        println!("linked  {} -> its target/debug build", shown(root, link));
+    } else {
+        println!(
+            "after each build, copy its target/debug library to {}",
+            shown(root, link)
+        );
+    }
+    let profile = plugin
+        .profile
+        .map(|p| format!(" --profile {p}"))
+        .unwrap_or_default();
+    println!("next:");
+    println!(
+        "  (cd {} && cargo build && cargo test)",
+        shown(root, crate_dir)
+    );
+    match plugin.extension {
+        None => println!(
+            "  toolhost call {}{profile} --args '{{\"name\": \"Ada\"}}'   (or `toolhost watch{profile}` while you edit)",
+            plugin.name
+        ),
+        Some(_) => println!("  toolhost watch{profile}   (rebuild and watch it reload)"),
+    }
+}
+
+fn shown(root: &Path, path: &Path) -> String {
+    toolhost::Escaped(path.strip_prefix(root).unwrap_or(path)).to_string()
+}
+
+/// `my_tool` -> `MyTool`.
+fn camel_case(name: &str) -> String {
+    name.split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}

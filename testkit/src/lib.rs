@@ -101,13 +101,13 @@ pub enum TestkitError {
 ///
 /// # Errors
 ///
-/// A [`TestkitError`]: no such crate or no `cdylib`, nothing built, or the host refused the
-/// library (built against another plugin-api, not a plugin, its constructor panicked...).
+/// A [`TestkitError`]: no such crate or no `cdylib`, the build failed, nothing built, or the
+/// host refused the library (built against another plugin-api, not a plugin, its constructor panicked...).
 pub fn load_built_tool(crate_dir: impl AsRef<Path>) -> Result<BuiltTool, TestkitError> {
     Loader::new(crate_dir).load()
 }
 
-/// Options of a load: the tool's name and the agent's profile.
+/// Options of a load: the tool's name, the agent's profile, and whether to build first.
 #[derive(Debug, Clone)]
 pub struct Loader {
     crate_dir: PathBuf,

@@ -63,6 +63,8 @@
 //! - tokio works inside `execute` (timers, I/O): the plugin has its own runtime, see
 //!   [`runtime`].
 //! - [`serde_json`] is re-exported, so a plugin needs no dependency of its own for JSON values.
+//! - With the feature `testing` (in `[dev-dependencies]`), `testing::TestContext` is a
+//!   [`Context`] without a host, to unit-test a tool like any Rust code.
 //!
 //! ## An extension
 //!
@@ -125,6 +127,8 @@ pub mod points;
 mod readiness;
 mod response;
 pub mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tool;
 
 pub use args::Args;

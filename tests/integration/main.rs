@@ -24,5 +24,6 @@ mod reload;
 mod reply_corpus;
 mod run_cli;
 mod secrets;
+mod testkit;
 mod unknown;
 mod watch_mode;

@@ -21,7 +21,7 @@ use super::abi::{
     FfiResult, FfiTool, PluginModule, PluginModuleRef, ToolVtable,
 };
 use super::guard::{catch_panic, Guarded};
-use crate::{Args, Extension, Readiness, Tool, ToolError, ToolHooks};
+use crate::{Args, Context, Extension, Readiness, Tool, ToolError, ToolHooks};
 
 /// What the macros learn from the plugin crate's `Cargo.toml`.
 pub struct Package {
@@ -192,10 +192,18 @@ unsafe extern "C" fn execute_glue<T: Tool>(
 ) -> FfiFuture<FfiResult<FfiResponse>> {
     // SAFETY: the host passes the pointer it got from `new_tool`, and its context reference.
     let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
-    to_ffi_future(async move {
-        let args = Args::from_json(&args)?;
-        tool.execute(&ctx, args).await.map(response_to_ffi)
-    })
+    to_ffi_future(async move { execute_json(&*tool, &ctx, &args).await })
+}
+
+/// A call of `execute` as it arrives from the host: JSON text in, the wire response out. The
+/// `testing` kit calls it too, so a test sees what the host would.
+pub(crate) async fn execute_json<T: Tool>(
+    tool: &T,
+    ctx: &Context,
+    args: &str,
+) -> Result<FfiResponse, ToolError> {
+    let args = Args::from_json(args)?;
+    tool.execute(ctx, args).await.map(response_to_ffi)
 }
 
 unsafe extern "C" fn readiness_glue<T: Tool>(this: *const c_void) -> ROption<RString> {

@@ -62,13 +62,18 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 ///
 /// Dropping it (the host cancelled the call) also runs inside the runtime and the panic guard,
 /// so a panicking `Drop` in plugin state cannot abort the process.
-pub struct Guarded<F> {
+///
+/// `ENTER` is whether polling enters the plugin's own runtime: always in a library (see
+/// [`runtime`](crate::runtime)); never in the `testing` kit, where the tool runs inside the
+/// test's runtime, as plain Rust (entering and forgetting another runtime's context there would
+/// break the test runtime's own context).
+pub struct Guarded<F, const ENTER: bool = true> {
     inner: ManuallyDrop<F>,
     done: bool,
 }
 
-impl<F> Guarded<F> {
-    /// Wraps a future.
+impl<F> Guarded<F, true> {
+    /// Wraps a future of plugin code called by the host.
     pub fn new(inner: F) -> Self {
         Self {
             inner: ManuallyDrop::new(inner),
@@ -77,17 +82,30 @@ impl<F> Guarded<F> {
     }
 }
 
-impl<F> Drop for Guarded<F> {
+#[cfg(feature = "testing")]
+impl<F> Guarded<F, false> {
+    /// Wraps a future that runs in the caller's own runtime (the `testing` kit).
+    pub(crate) fn in_place(inner: F) -> Self {
+        Self {
+            inner: ManuallyDrop::new(inner),
+            done: false,
+        }
+    }
+}
+
+impl<F, const ENTER: bool> Drop for Guarded<F, ENTER> {
     fn drop(&mut self) {
         // SAFETY: `inner` is dropped exactly once, here, and never used again.
         let _ = catch_panic(|| {
-            enter_runtime();
+            if ENTER {
+                enter_runtime();
+            }
             unsafe { ManuallyDrop::drop(&mut self.inner) }
         });
     }
 }
 
-impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<F> {
+impl<T, F: Future<Output = Result<T, ToolError>>, const ENTER: bool> Future for Guarded<F, ENTER> {
     type Output = Result<T, ToolError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
@@ -101,7 +119,9 @@ impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<F> {
         // SAFETY: see above.
         let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
         let polled = catch_panic(|| {
-            enter_runtime();
+            if ENTER {
+                enter_runtime();
+            }
             inner.poll(cx)
         });
         match polled {

@@ -43,3 +43,6 @@ impl Tool for Greet {
 }
 
 plugin_api::export_tool!(Greet);
+
+#[cfg(test)]
+mod tests;

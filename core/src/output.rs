@@ -75,6 +75,18 @@ impl Terminal {
         self.hidden.push(kind);
         self
     }
+
+    /// Ends a progress line that is still showing (on a terminal it is left open, to be
+    /// replaced by the next output): call it before printing anything elsewhere, such as a
+    /// result on standard output, so the two never run together.
+    pub fn end_progress(&self) {
+        if self
+            .progress_open
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            let _ = writeln!(std::io::stderr().lock());
+        }
+    }
 }
 
 impl Output for Terminal {

@@ -160,3 +160,20 @@ fn an_argument_mistake_starts_with_one_clear_line() {
         "{err}"
     );
 }
+
+#[test]
+fn on_a_terminal_the_progress_line_ends_before_the_result() {
+    let root = root();
+    let args = "call echo:progress";
+    let Some(shown) = root.run_on_terminal(args, "", true) else {
+        return;
+    };
+    let result = shown
+        .lines()
+        .find(|l| l.contains("progressed"))
+        .unwrap_or_else(|| panic!("no result line: {shown:?}"));
+    assert!(
+        !result.contains("almost there"),
+        "the result ran into the progress line: {shown:?}"
+    );
+}

@@ -366,41 +366,13 @@ fn a_mistake_in_the_config_is_one_line_naming_the_file_line_and_key() {
     );
 }
 
-/// Runs `toolhost` with `args` on a pseudo-terminal (util-linux `script`), typing `typed`.
-fn on_a_terminal(root: &TestRoot, args: &str, typed: &str) -> Option<String> {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("`script` (util-linux) is not installed: the terminal test is skipped");
-        return None;
-    }
-    let command = format!(
-        "{} --root {} {args}",
-        toolhost_bin().display(),
-        root.path().display()
-    );
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    use std::io::Write as _;
-    stdin.write_all(typed.as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 #[test]
 fn on_a_terminal_the_user_approves_once_or_always_or_denies() {
     let root = root();
     root.tool("usr", "echo", Fixture::Echo);
     root.write("usr/toolhost.toml", "# mine\n[policy]\nwrite = \"ask\"\n");
     let call = r#"call echo --args '{"token": "x"}'"#;
-    let Some(shown) = on_a_terminal(&root, call, "d\n") else {
+    let Some(shown) = root.run_on_terminal(call, "d\n", false) else {
         return;
     };
     assert!(
@@ -408,7 +380,7 @@ fn on_a_terminal_the_user_approves_once_or_always_or_denies() {
         "{shown}"
     );
     assert!(shown.contains("was not approved (user: denied)"), "{shown}");
-    let shown = on_a_terminal(&root, call, "a\n").unwrap();
+    let shown = root.run_on_terminal(call, "a\n", false).unwrap();
     assert!(shown.contains("\"token\""), "{shown}");
     let saved = std::fs::read_to_string(root.path().join("usr/toolhost.toml")).unwrap();
     assert!(

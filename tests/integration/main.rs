@@ -18,6 +18,7 @@ mod message_loop;
 mod model_failures;
 mod models;
 mod names;
+mod new_plugin;
 mod panics;
 mod private_copies;
 mod reload;

@@ -318,6 +318,40 @@ impl TestRoot {
         self.run_cli(&["run", path.to_str().expect("a UTF-8 temp path")])
     }
 
+    /// Runs `toolhost --root <this root> ARGS` on a pseudo-terminal (util-linux `script`),
+    /// typing `typed` after 1.5 s, in colour or not; returns what the terminal showed, or
+    /// `None` (said on stderr) where `script` is not installed.
+    pub fn run_on_terminal(&self, args: &str, typed: &str, color: bool) -> Option<String> {
+        if Command::new("script").arg("--version").output().is_err() {
+            eprintln!("`script` (util-linux) is not installed: the terminal test is skipped");
+            return None;
+        }
+        let command = format!(
+            "{} --root {} {args}",
+            toolhost_bin().display(),
+            self.path().display()
+        );
+        let mut script = Command::new("script");
+        match color {
+            true => script.env_remove("NO_COLOR"),
+            false => script.env("NO_COLOR", "1"),
+        };
+        let mut child = script
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("running script");
+        let mut stdin = child.stdin.take().expect("stdin");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        use std::io::Write as _;
+        stdin.write_all(typed.as_bytes()).expect("typing");
+        drop(stdin);
+        let out = child.wait_with_output().expect("script's output");
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// Runs the `toolhost` binary with `--root <this root>` and `args`.
     pub fn run_cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(toolhost_bin())

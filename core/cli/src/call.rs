@@ -49,12 +49,13 @@ pub(crate) fn call(
         serde_json::from_str(args).with_context(|| format!("--args is not valid JSON ({args})"))?;
     // The response goes to stdout below, so the live log (stderr) leaves it out.
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
-    let agent = Agent::with_output(host, agent, profile, output)?;
+    let agent = Agent::with_output(host, agent, profile, output.clone())?;
     crate::approve::set_up(&agent, yes, None);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = runtime.block_on(agent.call_tool(name, args));
+    output.end_progress();
     if result.is_ok() && !agent.has_tool(name) {
         // The Unknown tool answered: its text (what a model would get) on stdout, the
         // mistake on stderr, and an exit code of its own.

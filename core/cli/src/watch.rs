@@ -34,7 +34,7 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
         }
     });
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
-    let agent = Agent::with_output(host.clone(), agent, profile, output)?;
+    let agent = Agent::with_output(host.clone(), agent, profile, output.clone())?;
     crate::approve::set_up(&agent, yes, None);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -60,7 +60,9 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
             }
         };
         let started = std::time::Instant::now();
-        match masked(&agent, runtime.block_on(agent.call_tool(name, args))) {
+        let result = runtime.block_on(agent.call_tool(name, args));
+        output.end_progress();
+        match masked(&agent, result) {
             Ok(response) => println!("{}", response.message),
             Err(e) => println!("error: {} ({} error)", e.message(), e.kind()),
         }

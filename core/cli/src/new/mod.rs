@@ -48,7 +48,7 @@ pub(crate) fn new(root: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
             )
         );
     }
-    write_crate(&crate_dir, plugin, &layer_dir, &library)?;
+    write_crate(&crate_dir, plugin, &layer_dir, &library, &plugin_api)?;
     let built = link_library(&link, plugin.name)?;
     print_next(root, &crate_dir, plugin, &link, built);
     Ok(ExitCode::SUCCESS)
@@ -91,9 +91,16 @@ fn layer_dir(plugin: &NewPlugin<'_>) -> PathBuf {
     }
 }
 
-fn write_crate(dir: &Path, plugin: &NewPlugin<'_>, layer: &Path, library: &str) -> Result<()> {
-    let depth = layer.components().count() + 1;
-    let plugin_api = format!("{}plugin-api", "../".repeat(depth));
+fn write_crate(
+    dir: &Path,
+    plugin: &NewPlugin<'_>,
+    layer: &Path,
+    library: &str,
+    plugin_api: &Path,
+) -> Result<()> {
+    std::fs::create_dir_all(dir.join("src"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let plugin_api = relative_path(&dir.canonicalize()?, &plugin_api.canonicalize()?);
     let camel = camel_case(plugin.name);
     let (kind, description, source) = match plugin.extension {
         Some(_) => ("extension", "Records that it ran.", EXTENSION),
@@ -108,8 +115,6 @@ fn write_crate(dir: &Path, plugin: &NewPlugin<'_>, layer: &Path, library: &str) 
             .replace("{library}", &format!("{}/{library}", layer.display()))
             .replace("{plugin_api}", &plugin_api)
     };
-    std::fs::create_dir_all(dir.join("src"))
-        .with_context(|| format!("cannot create {}", dir.display()))?;
     for (file, text) in [
         ("Cargo.toml", fill(CARGO_TOML)),
         ("src/lib.rs", fill(source)),
@@ -121,13 +126,21 @@ fn write_crate(dir: &Path, plugin: &NewPlugin<'_>, layer: &Path, library: &str) 
     Ok(())
 }
 
-/// Links `<layer>/NAME.so` to the crate's debug build; returns whether the link was made.
+/// Links `<layer>/NAME.so` to the crate's debug build (in `$CARGO_TARGET_DIR` when that is
+/// set, as cargo will put it there); returns whether the link was made.
 fn link_library(link: &Path, name: &str) -> Result<bool> {
-    let built = format!(
-        "{name}/target/debug/{}{name}{}",
+    let file = format!(
+        "{}{name}{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
+    let built = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => std::path::absolute(PathBuf::from(dir))?
+            .join("debug")
+            .join(file),
+        None => Path::new(name).join("target/debug").join(file),
+    };
+    let built = built.display().to_string();
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(&built, link)
@@ -172,6 +185,18 @@ fn print_next(root: &Path, crate_dir: &Path, plugin: &NewPlugin<'_>, link: &Path
         ),
         Some(_) => println!("  toolhost watch{profile}   (rebuild and watch it reload)"),
     }
+}
+
+/// `to` relative to the folder `from` (both absolute, links resolved), with `/`: a crate
+/// moved along with the repository keeps building.
+fn relative_path(from: &Path, to: &Path) -> String {
+    let (from, to): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let up = std::iter::repeat_n("..".to_owned(), from.len() - common);
+    let down = to[common..]
+        .iter()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    up.chain(down).collect::<Vec<_>>().join("/")
 }
 
 fn shown(root: &Path, path: &Path) -> String {

@@ -1,0 +1,100 @@
+//! `toolhost new`: the scaffolded crate builds, its unit tests pass, the link in the layer
+//! makes the next call run the build, and no tracked file of the repository changes.
+
+use std::process::Command;
+
+use toolhost_tests::{build_dir, Fixture, TestRoot};
+
+/// A root whose `plugin-api/` is this repository's (scaffolded crates depend on it by path).
+fn root_with_plugin_api() -> TestRoot {
+    let root = TestRoot::new();
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(workspace.join("plugin-api"), root.path().join("plugin-api"))
+        .unwrap();
+    root.tool("core", "response", Fixture::Response);
+    root
+}
+
+/// `cargo <args>` in `dir`, with a shared target folder (the crate's dependencies are built
+/// once per test machine, not once per run).
+fn cargo(dir: &std::path::Path, args: &[&str], target: &std::path::Path) -> std::process::Output {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .expect("running cargo")
+}
+
+#[test]
+fn a_new_tool_builds_passes_its_tests_and_is_called_through_its_link() {
+    if !cfg!(unix) {
+        return; // the layer's link is a symbolic link
+    }
+    let root = root_with_plugin_api();
+    let target = build_dir().parent().unwrap().join("new-plugin");
+    let new = Command::new(toolhost_tests::toolhost_bin())
+        .args(["--root"])
+        .arg(root.path())
+        .args(["new", "hello"])
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&new.stdout);
+    assert!(
+        new.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&new.stderr)
+    );
+    assert!(said.contains("cargo build && cargo test"), "{said}");
+    let crate_dir = root.path().join("usr/tools/hello");
+    for args in [&["build"][..], &["test"]] {
+        let out = cargo(&crate_dir, args, &target);
+        assert!(
+            out.status.success(),
+            "cargo {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = root.run_cli(&["call", "hello", "--args", r#"{"name": "Ada", "times": 2}"#]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Hello, Ada!\nHello, Ada!"
+    );
+    let out = root.run_cli(&["call", "hello", "--args", r#"{"name": " "}"#]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("repairable error"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // An extension, and a name that is taken.
+    let ext = root.run_cli(&["new", "stamp", "--extension", "tool_execute_after"]);
+    assert!(
+        ext.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ext.stderr)
+    );
+    assert!(root
+        .path()
+        .join("usr/extensions/tool_execute_after/stamp/src/lib.rs")
+        .is_file());
+    let again = root.run_cli(&["new", "hello"]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
+
+#[test]
+fn the_repository_keeps_user_crates_out_of_its_workspace() {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let manifest = std::fs::read_to_string(workspace.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("exclude = [\"usr\"]"), "{manifest}");
+}

@@ -5,6 +5,7 @@ mod audit;
 mod breaker;
 mod cli;
 mod cli_mistakes;
+mod deadlines;
 mod extensions;
 mod fakellm;
 mod governance;

@@ -47,7 +47,10 @@ impl Approver for ElicitationApprover {
         if self.remembered(&request.tool) {
             return ApprovalAnswer::Once;
         }
-        let method = request.method.as_deref().map_or(String::new(), |m| format!(":{m}"));
+        let method = request
+            .method
+            .as_deref()
+            .map_or(String::new(), |m| format!(":{m}"));
         let message = format!(
             "Agent {} wants to call tool '{}{method}' (risk {}) with:\n{}\nApprove?",
             request.agent,
@@ -83,7 +86,10 @@ impl Approver for ElicitationApprover {
         if result.action != ElicitationAction::Accept {
             return ApprovalAnswer::Deny;
         }
-        let decision = result.content.as_ref().and_then(|c| c.get("decision")?.as_str().map(str::to_owned));
+        let decision = result
+            .content
+            .as_ref()
+            .and_then(|c| c.get("decision")?.as_str().map(str::to_owned));
         match decision.as_deref() {
             Some("once") => ApprovalAnswer::Once,
             Some("session") => {

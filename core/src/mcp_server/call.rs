@@ -9,7 +9,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::approval::ElicitationApprover;
-use super::progress::output_for;
+use super::progress::Progress;
 use crate::{Agent, Host};
 
 /// The name of the agents that run the calls of MCP clients (in the log, the audit and
@@ -29,7 +29,8 @@ pub(crate) async fn call(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> CallToolResult {
-    let output = output_for(&context.peer, context.meta.get_progress_token());
+    let progress = Progress::new(&context.peer, context.meta.get_progress_token());
+    let output = progress.output.clone();
     let agent = match Agent::with_output(host.clone(), AGENT_NAME, profile, output) {
         Ok(agent) => agent,
         Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
@@ -49,6 +50,7 @@ pub(crate) async fn call(
             running.await
         }
     };
+    progress.finish().await;
     let secrets = host.secrets();
     match result {
         Ok(response) => {

@@ -197,7 +197,9 @@ async fn route(
         if given.map(digest).as_ref() != Some(expected) {
             let mut response = plain(StatusCode::UNAUTHORIZED, "a bearer token is required");
             let challenge = hyper::header::HeaderValue::from_static("Bearer");
-            response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, challenge);
+            response
+                .headers_mut()
+                .insert(hyper::header::WWW_AUTHENTICATE, challenge);
             return response;
         }
     }
@@ -219,7 +221,10 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 /// Binds `options.addr`.
 pub(crate) async fn bind(options: HttpOptions) -> Result<HttpServer, McpServerError> {
     let listener = TcpListener::bind(options.addr).await.map_err(|e| {
-        McpServerError::new(McpServerErrorKind::Bind, format!("cannot listen on {}: {e}", options.addr))
+        McpServerError::new(
+            McpServerErrorKind::Bind,
+            format!("cannot listen on {}: {e}", options.addr),
+        )
     })?;
     Ok(HttpServer { listener, options })
 }

@@ -63,7 +63,10 @@ impl McpServer {
     pub fn new(host: Arc<Host>, profile: &str) -> Result<Self, McpServerError> {
         if !is_safe_name(profile) {
             let message = format!("invalid profile name '{profile}'");
-            return Err(McpServerError::new(McpServerErrorKind::InvalidProfile, message));
+            return Err(McpServerError::new(
+                McpServerErrorKind::InvalidProfile,
+                message,
+            ));
         }
         let shared = Shared {
             host,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RoleServer};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 use crate::output::{Output, OutputKind, Silent};
 use crate::secrets::Masked;
@@ -29,25 +30,68 @@ impl Output for ProgressOutput {
     }
 }
 
-/// The output for a call: with a progress token, one that reports to `peer` (the task that
-/// sends the notifications ends with the call); without one, nothing.
-pub(crate) fn output_for(peer: &Peer<RoleServer>, token: Option<ProgressToken>) -> Arc<dyn Output> {
-    let Some(token) = token else {
-        return Arc::new(Silent);
-    };
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let peer = peer.clone();
-    tokio::spawn(async move {
-        let mut progress = 0.0;
-        // Ends when the call's agent (the only sender) is dropped.
-        while let Some(message) = rx.recv().await {
-            progress += 1.0;
-            let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
-            if let Err(e) = peer.notify_progress(param).await {
-                tracing::debug!("progress notification not sent: {e}");
-                break;
-            }
+/// A call's output, and the task that sends its progress notifications.
+pub(crate) struct Progress {
+    pub(crate) output: Arc<dyn Output>,
+    sender: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
+}
+
+impl Progress {
+    /// The output for a call: with a progress token, one that reports to `peer`; without one,
+    /// nothing.
+    pub(crate) fn new(peer: &Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+        let Some(token) = token else {
+            return Self {
+                output: Arc::new(Silent),
+                sender: None,
+            };
+        };
+        let (lines, rx) = mpsc::unbounded_channel::<String>();
+        let (done, finished) = oneshot::channel();
+        let task = tokio::spawn(send(peer.clone(), token, rx, finished));
+        Self {
+            output: Arc::new(ProgressOutput { lines }),
+            sender: Some((done, task)),
         }
-    });
-    Arc::new(ProgressOutput { lines: tx })
+    }
+
+    /// Sends what the call reported and stops: every notification goes out before the
+    /// call's result does.
+    pub(crate) async fn finish(self) {
+        if let Some((done, task)) = self.sender {
+            let _ = done.send(());
+            let _ = task.await;
+        }
+    }
+}
+
+/// Sends each line as a notification, numbered from 1, until the call finishes.
+async fn send(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut lines: mpsc::UnboundedReceiver<String>,
+    mut finished: oneshot::Receiver<()>,
+) {
+    let (mut progress, mut done) = (0.0, false);
+    loop {
+        let line = if done {
+            lines.try_recv().ok() // what was reported before the call finished
+        } else {
+            tokio::select! {
+                biased;
+                line = lines.recv() => line,
+                _ = &mut finished => {
+                    done = true;
+                    lines.try_recv().ok()
+                }
+            }
+        };
+        let Some(message) = line else { break };
+        progress += 1.0;
+        let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+        if let Err(e) = peer.notify_progress(param).await {
+            tracing::debug!("progress notification not sent: {e}");
+            break;
+        }
+    }
 }

@@ -54,7 +54,9 @@ impl ServerHandler for Session {
         // A cold listing loads libraries: off the async threads.
         let listed = tokio::task::spawn_blocking(move || tools::list(&host, &profile))
             .await
-            .map_err(|e| ErrorData::internal_error(format!("listing the tools failed: {e}"), None))?;
+            .map_err(|e| {
+                ErrorData::internal_error(format!("listing the tools failed: {e}"), None)
+            })?;
         Ok(ListToolsResult::with_all_items(listed))
     }
 
@@ -64,7 +66,13 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
-        let result = call::call(&shared.host, &shared.profile, &self.approved, request, context);
+        let result = call::call(
+            &shared.host,
+            &shared.profile,
+            &self.approved,
+            request,
+            context,
+        );
         Ok(result.await.into())
     }
 

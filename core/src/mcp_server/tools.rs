@@ -32,8 +32,12 @@ pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
 /// `{"type": "object"}`.
 pub(crate) fn tool(name: &str, info: &ToolInfo) -> Tool {
     let description = info.description.trim().to_owned();
-    Tool::new(name.to_owned(), description, Arc::new(input_schema(&info.parameters)))
-        .with_annotations(annotations(info))
+    Tool::new(
+        name.to_owned(),
+        description,
+        Arc::new(input_schema(&info.parameters)),
+    )
+    .with_annotations(annotations(info))
 }
 
 /// The declared parameters as an object schema.
@@ -81,14 +85,23 @@ mod tests {
 
     #[test]
     fn schemas_are_objects() {
-        assert_eq!(Value::Object(input_schema(&json!({}))), json!({"type": "object"}));
-        assert_eq!(Value::Object(input_schema(&Value::Null)), json!({"type": "object"}));
+        assert_eq!(
+            Value::Object(input_schema(&json!({}))),
+            json!({"type": "object"})
+        );
+        assert_eq!(
+            Value::Object(input_schema(&Value::Null)),
+            json!({"type": "object"})
+        );
         let declared = json!({"type": "object", "properties": {"a": {"type": "string"}}});
         assert_eq!(Value::Object(input_schema(&declared)), declared);
         let untyped = json!({"properties": {"a": {}}});
         let typed = json!({"type": "object", "properties": {"a": {}}});
         assert_eq!(Value::Object(input_schema(&untyped)), typed);
-        assert_eq!(Value::Object(input_schema(&json!({"type": "string"}))), json!({"type": "object"}));
+        assert_eq!(
+            Value::Object(input_schema(&json!({"type": "string"}))),
+            json!({"type": "object"})
+        );
     }
 
     #[test]

@@ -51,31 +51,47 @@ async fn http_client(url: &str) -> Client {
     ().serve(transport).await.expect("initialize")
 }
 
-/// `toolhost serve-mcp --http 127.0.0.1:0 ARGS`, and its URL.
-fn http_server(root: &TestRoot, args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(toolhost_bin())
-        .arg("--root")
-        .arg(root.path())
-        .args(["serve-mcp", "--no-watch", "--http", "127.0.0.1:0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve-mcp --http");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("stderr") > 0,
-            "server exited"
-        );
-        if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
-            let url = url.to_owned();
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return (child, url);
+/// `toolhost serve-mcp --http 127.0.0.1:0 ARGS`, killed when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(root: &TestRoot, args: &[&str]) -> Self {
+        let child = Command::new(toolhost_bin())
+            .arg("--root")
+            .arg(root.path())
+            .args(["serve-mcp", "--no-watch", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve-mcp --http");
+        let mut server = Self {
+            child,
+            url: String::new(),
+        };
+        let mut stderr = BufReader::new(server.child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        while server.url.is_empty() {
+            line.clear();
+            let read = stderr.read_line(&mut line).expect("stderr");
+            assert!(read > 0, "serve-mcp exited before listening");
+            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
+                server.url = url.to_owned();
+            }
         }
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        server
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -138,7 +154,8 @@ async fn main() {
         ("http (stateless)", &[][..]),
         ("http (sessions)", &["--sessions"][..]),
     ] {
-        let (mut server, url) = http_server(&root, args);
+        let server = HttpServer::start(&root, args);
+        let url = server.url.clone();
         let client = http_client(&url).await;
         report(&format!("{name} round trip"), round_trips(&client).await);
         let _ = client.cancel().await;
@@ -148,8 +165,7 @@ async fn main() {
         }
         let rate = throughput(clients).await;
         println!("mcp_server/{name} throughput, {CLIENTS} clients: {rate:.0} calls/s");
-        let _ = server.kill();
-        let _ = server.wait();
+        drop(server);
     }
 
     let mut clients = Vec::new();

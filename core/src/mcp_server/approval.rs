@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::{ElicitationMode, Peer, RoleServer};
@@ -10,6 +11,9 @@ use serde_json::json;
 use tokio::runtime::Handle;
 
 use crate::governance::{ApprovalAnswer, ApprovalRequest, Approver};
+
+/// How long the user has to answer; then the call is denied.
+const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The answers offered, as the client shows them.
 const ANSWERS: [&str; 4] = ["once", "session", "always", "deny"];
@@ -22,15 +26,23 @@ pub(crate) struct ElicitationApprover {
     peer: Peer<RoleServer>,
     runtime: Handle,
     session: Arc<Mutex<HashSet<String>>>,
+    /// Why the transport cannot carry the question, if it cannot.
+    unavailable: Option<&'static str>,
 }
 
 impl ElicitationApprover {
-    /// An approver for `peer`'s session; `session` holds the tools it approved for the session.
-    pub(crate) fn new(peer: Peer<RoleServer>, session: Arc<Mutex<HashSet<String>>>) -> Self {
+    /// An approver for `peer`'s session; `session` holds the tools it approved for the session;
+    /// `unavailable` says why the transport cannot carry the question, if it cannot.
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        session: Arc<Mutex<HashSet<String>>>,
+        unavailable: Option<&'static str>,
+    ) -> Self {
         Self {
             peer,
             runtime: Handle::current(),
             session,
+            unavailable,
         }
     }
 
@@ -76,7 +88,10 @@ impl Approver for ElicitationApprover {
             message,
             requested_schema,
         };
-        let result = match self.runtime.block_on(self.peer.create_elicitation(params)) {
+        let asking = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(ASK_TIMEOUT));
+        let result = match self.runtime.block_on(asking) {
             Ok(result) => result,
             Err(e) => {
                 tracing::warn!("asking the MCP client for approval failed: {e}");
@@ -103,6 +118,9 @@ impl Approver for ElicitationApprover {
     }
 
     fn unavailable(&self) -> Option<String> {
+        if let Some(reason) = self.unavailable {
+            return Some(reason.to_owned());
+        }
         let modes = self.peer.supported_elicitation_modes();
         (!modes.contains(&ElicitationMode::Form)).then(|| {
             "policy asks, and the MCP client cannot be asked: it does not support elicitation"

@@ -16,6 +16,14 @@ use crate::{Agent, Host};
 /// intervention messages).
 pub const AGENT_NAME: &str = "mcp";
 
+/// How a session's calls are approved.
+pub(crate) struct Approvals<'a> {
+    /// The tools approved for the session.
+    pub(crate) session: &'a Arc<Mutex<HashSet<String>>>,
+    /// Why the client cannot be asked, if it cannot.
+    pub(crate) unavailable: Option<&'static str>,
+}
+
 /// Runs one call and turns its outcome into a result: the response's message as text, or
 /// the error's kind and message with `isError`. Both are masked.
 ///
@@ -25,7 +33,7 @@ pub const AGENT_NAME: &str = "mcp";
 pub(crate) async fn call(
     host: &Arc<Host>,
     profile: &str,
-    session: &Arc<Mutex<HashSet<String>>>,
+    approvals: Approvals<'_>,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> CallToolResult {
@@ -35,7 +43,8 @@ pub(crate) async fn call(
         Ok(agent) => agent,
         Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
     };
-    let approver = ElicitationApprover::new(context.peer.clone(), session.clone());
+    let session = approvals.session.clone();
+    let approver = ElicitationApprover::new(context.peer.clone(), session, approvals.unavailable);
     agent.set_approver(Arc::new(approver));
     let args = request.arguments.map_or(Value::Null, Value::Object);
     let running = agent.call_tool(&request.name, args);

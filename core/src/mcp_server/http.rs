@@ -140,9 +140,12 @@ impl HttpServer {
         server: McpServer,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), McpServerError> {
-        let shared = server.shared.clone();
+        let (shared, sessions) = (server.shared.clone(), self.options.sessions);
         let service = StreamableHttpService::new(
-            move || Ok(Session::new(shared.clone())),
+            move || match sessions {
+                true => Ok(Session::new(shared.clone())),
+                false => Ok(Session::stateless(shared.clone())),
+            },
             Arc::new(LocalSessionManager::default()),
             self.options.rmcp_config(),
         );

@@ -19,13 +19,28 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     /// The tools approved "for this session".
     approved: Arc<Mutex<HashSet<String>>>,
+    /// Why the client cannot be asked for approvals on this transport, if it cannot.
+    no_approvals: Option<&'static str>,
 }
 
 impl Session {
+    /// A session that can ask its client (stdio, HTTP with sessions).
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
             approved: Arc::default(),
+            no_approvals: None,
+        }
+    }
+
+    /// A session of one stateless HTTP request: the client's answer to an elicitation would
+    /// come back in another request, which this session never sees.
+    pub(crate) fn stateless(shared: Arc<Shared>) -> Self {
+        Self {
+            no_approvals: Some(
+                "policy asks, and a client of stateless HTTP cannot be asked: serve with --sessions",
+            ),
+            ..Self::new(shared)
         }
     }
 }
@@ -66,13 +81,11 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
-        let result = call::call(
-            &shared.host,
-            &shared.profile,
-            &self.approved,
-            request,
-            context,
-        );
+        let approvals = call::Approvals {
+            session: &self.approved,
+            unavailable: self.no_approvals,
+        };
+        let result = call::call(&shared.host, &shared.profile, approvals, request, context);
         Ok(result.await.into())
     }
 

@@ -256,6 +256,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 max_body_bytes,
                 sessions,
                 watch: !no_watch,
+                yes,
             };
             serve_mcp::serve(Arc::new(host()?), options)
         }

@@ -18,6 +18,8 @@ pub(crate) struct ServeOptions {
     pub(crate) max_body_bytes: usize,
     pub(crate) sessions: bool,
     pub(crate) watch: bool,
+    /// `--yes`: asks for `write` tools are approved.
+    pub(crate) yes: bool,
 }
 
 /// Serves until the client disconnects (stdio) or Ctrl-C (HTTP).
@@ -28,6 +30,7 @@ pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> 
         .build()?;
     runtime.block_on(async move {
         let server = McpServer::new(host.clone(), &options.profile)?;
+        server.approve_writes(options.yes);
         let _reloads = match options.watch {
             true => Some(server.watch()?),
             false => None,

@@ -22,6 +22,8 @@ pub(crate) struct Approvals<'a> {
     pub(crate) session: &'a Arc<Mutex<HashSet<String>>>,
     /// Why the client cannot be asked, if it cannot.
     pub(crate) unavailable: Option<&'static str>,
+    /// `--yes`: asks for `write` tools are approved.
+    pub(crate) yes_to_writes: bool,
 }
 
 /// Runs one call and turns its outcome into a result: the response's message as text, or
@@ -46,6 +48,7 @@ pub(crate) async fn call(
     let session = approvals.session.clone();
     let approver = ElicitationApprover::new(context.peer.clone(), session, approvals.unavailable);
     agent.set_approver(Arc::new(approver));
+    agent.approve_writes(approvals.yes_to_writes);
     let args = request.arguments.map_or(Value::Null, Value::Object);
     let running = agent.call_tool(&request.name, args);
     tokio::pin!(running);

@@ -49,6 +49,8 @@ pub(crate) struct Shared {
     host: Arc<Host>,
     profile: String,
     peers: Arc<Peers>,
+    /// `--yes`: asks for `write` tools are approved without asking (never `exec`).
+    yes_to_writes: std::sync::atomic::AtomicBool,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -72,6 +74,7 @@ impl McpServer {
             host,
             profile: profile.to_owned(),
             peers: Arc::default(),
+            yes_to_writes: Default::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),
@@ -81,6 +84,13 @@ impl McpServer {
     /// The tools a client is offered now, as `tools/list` gives them.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         tools::list(&self.shared.host, &self.shared.profile)
+    }
+
+    /// Approves the asks for `write` tools without asking the client (`--yes`); `exec` tools
+    /// are still asked.
+    pub fn approve_writes(&self, yes: bool) {
+        let flag = &self.shared.yes_to_writes;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// How many clients are connected (initialised sessions still open).

@@ -81,9 +81,13 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
+        let yes = shared
+            .yes_to_writes
+            .load(std::sync::atomic::Ordering::SeqCst);
         let approvals = call::Approvals {
             session: &self.approved,
             unavailable: self.no_approvals,
+            yes_to_writes: yes,
         };
         let result = call::call(&shared.host, &shared.profile, approvals, request, context);
         Ok(result.await.into())

@@ -126,3 +126,22 @@ async fn rmcp_client_over_http_lists_calls_with_progress_and_cancels() {
     exercise(&client, &recorder, &root).await;
     client.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yes_approves_the_asks_for_write_tools() {
+    let root = root();
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command
+        .arg("--root")
+        .arg(root.path())
+        .args(["serve-mcp", "--yes"]);
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let client = ().serve(transport).await.expect("initialize");
+    // `noop` is a write tool whose policy asks; this client cannot be asked.
+    let params = CallToolRequestParams::new("noop");
+    let result = client.call_tool(params).await.expect("tools/call");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let approval = audited_calls(&root, "noop")[0]["approval"].clone();
+    assert_eq!(approval["source"], "--yes (write)", "{approval}");
+    client.cancel().await.expect("close");
+}

@@ -91,13 +91,42 @@ async fn exercise(client: &Client, recorder: &Recorder, root: &TestRoot) {
     assert!(cancelled.elapsed() < Duration::from_secs(10));
     assert!(spun["duration_ms"].as_f64().unwrap() < 10_000.0, "{spun}");
 
+    // A rebuilt tool, a new one and a removed one are each announced.
     root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
+    let seen = list_changed_after(recorder, 0);
+    root.tool("usr", "extra", Fixture::Noop);
+    let seen = list_changed_after(recorder, seen);
+    listed(client, "extra", true).await;
+    std::fs::remove_file(root.path().join("usr/tools/extra.so")).unwrap();
+    list_changed_after(recorder, seen);
+    listed(client, "extra", false).await;
+}
+
+/// Waits (at most 10 s) until `tools/list` does or does not hold `name`: a notification of an
+/// earlier change may arrive first.
+async fn listed(client: &Client, name: &str, present: bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        if tools.iter().any(|t| t.name == name) == present {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} listed: {present}? {tools:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits for a `tools/list_changed` beyond the `seen` ones; returns how many came.
+fn list_changed_after(recorder: &Recorder, seen: usize) -> usize {
     wait_for("tools/list_changed", || {
         match recorder.list_changed.load(Ordering::SeqCst) {
-            0 => Err(0),
-            n => Ok(n),
+            n if n > seen => Ok(n),
+            n => Err(n),
         }
-    });
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -82,7 +82,7 @@ fn check_calls(root: &TestRoot, events: &[Value]) {
             .find(|c| c["method"] == "spin")
             .ok_or("none yet")
     });
-    assert_ne!(spun["outcome"], "success", "{spun}");
+    assert_eq!(spun["outcome"], "intervention", "{spun}");
     assert!(spun["duration_ms"].as_f64().unwrap() < 10_000.0, "{spun}");
     assert_eq!(spun["agent"], "mcp");
     assert!(
@@ -122,22 +122,39 @@ fn python_client_over_http_with_sessions_does_the_same() {
 }
 
 #[test]
-fn python_client_over_stateless_http_lists_and_calls_with_progress() {
+fn python_client_over_stateless_http_lists_calls_with_progress_and_cancels() {
     let root = root();
-    root.write("usr/secrets.env", "MCP_TOKEN=tok-123456789\n");
     let server = HttpServer::start(&root, &["--token-secret", "MCP_TOKEN"]);
-    let args = [
-        "http",
-        &server.url,
-        "token=tok-123456789",
-        "list",
-        "progress",
-    ];
+    let url = server.url.as_str();
+    let steps = ["--elicit", "list", "progress", "call|noop|{}", "cancel"];
+    let mut args = vec!["http", url, "token=tok-123456789"];
+    args.extend(steps);
     let events = run_python(&root, &args, || {});
     check_tools(&events);
     let progress = event(&events, "progress");
     assert_eq!(progress["text"], "progressed");
     assert_eq!(progress["seen"][0]["message"], "half way", "{progress}");
+    // The answer to an elicitation would come back in a request of its own: not asked.
+    let asked = event(&events, "call");
+    assert_eq!(asked["is_error"], true);
+    let text = asked["text"].as_str().unwrap();
+    let reason = "a client of stateless HTTP cannot be asked: serve with --sessions";
+    assert!(text.contains(reason), "{text}");
+    assert!(
+        !events.iter().any(|e| e["event"] == "elicited"),
+        "{events:?}"
+    );
+    // The client gives up the request (its stream, and a courtesy cancellation): the spinning
+    // call ends then, not at its deadline.
+    let spun = wait_for("the cancelled call's audit record", || {
+        let calls = audited_calls(&root, "governed");
+        calls
+            .into_iter()
+            .find(|c| c["method"] == "spin")
+            .ok_or("none yet")
+    });
+    assert_eq!(spun["outcome"], "intervention", "{spun}");
+    assert!(spun["duration_ms"].as_f64().unwrap() < 10_000.0, "{spun}");
 }
 
 #[test]

@@ -135,6 +135,7 @@ mod libraries;
 mod lifecycle;
 mod loader;
 mod long_output;
+pub mod mcp_server;
 mod message_loop;
 mod model;
 mod name;

@@ -10,6 +10,7 @@ mod inspect;
 mod list;
 mod new;
 mod run;
+mod serve_mcp;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -162,6 +163,36 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the profile's tools to MCP clients: over standard input and output (JSON-RPC
+    /// only; logs go to standard error), or over streamable HTTP with --http. Tools reload
+    /// live, and clients are told (`tools/list_changed`).
+    ServeMcp {
+        /// The agent profile whose tools are served.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// Serve streamable HTTP at ADDR (`/mcp`) instead of stdio: `127.0.0.1:8080`; another
+        /// machine may connect only with an explicit address such as `0.0.0.0:8080`.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// HTTP: require `Authorization: Bearer <value of secret NAME>` (from usr/secrets.env).
+        #[arg(long, value_name = "NAME", requires = "http")]
+        token_secret: Option<String>,
+        /// HTTP: also accept requests from this browser origin (`https://app.example.com:443`,
+        /// `:*` for any port); this machine's origins are always accepted. Repeatable.
+        #[arg(long, value_name = "ORIGIN", requires = "http")]
+        allow_origin: Vec<String>,
+        /// HTTP: the largest request body, in bytes (413 beyond).
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost::mcp_server::DEFAULT_MAX_BODY_BYTES)]
+        max_body_bytes: usize,
+        /// HTTP: keep a session per client (protocol versions before 2026-07-28), for
+        /// list_changed, approvals and cancellation outside a request's own stream. Without it
+        /// every request stands alone (instances can share a load balancer).
+        #[arg(long, requires = "http")]
+        sessions: bool,
+        /// Do not watch the plugin folders.
+        #[arg(long)]
+        no_watch: bool,
+    },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
@@ -284,6 +315,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 profile: profile.as_deref(),
             },
         ),
+        Command::ServeMcp {
+            profile,
+            http,
+            token_secret,
+            allow_origin,
+            max_body_bytes,
+            sessions,
+            no_watch,
+        } => {
+            let options = serve_mcp::ServeOptions {
+                profile,
+                http,
+                token_secret,
+                allow_origins: allow_origin,
+                max_body_bytes,
+                sessions,
+                watch: !no_watch,
+                yes,
+            };
+            serve_mcp::serve(Arc::new(host()?), options)
+        }
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;

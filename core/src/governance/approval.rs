@@ -43,6 +43,13 @@ pub enum ApprovalAnswer {
 pub trait Approver: Send + Sync {
     /// The user's answer.
     fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer;
+
+    /// Why nobody can be asked now (for example, a client that cannot show a prompt): the
+    /// call is denied with this reason, and [`ask`](Self::ask) is not called. `None` (the
+    /// default): ask.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An agent's approval settings and what its user approved for the session.
@@ -140,6 +147,9 @@ impl Agent {
         let Some(approver) = lock(&self.approvals.approver).clone() else {
             return refused("policy asks, and there is no terminal to ask on".to_owned());
         };
+        if let Some(reason) = approver.unavailable() {
+            return refused(reason);
+        }
         let pretty = serde_json::to_string_pretty(args).unwrap_or_default();
         let request = ApprovalRequest {
             agent: self.name().to_owned(),

@@ -1,0 +1,81 @@
+//! `toolhost serve-mcp`: the host's tools for any MCP client, over stdio or streamable HTTP.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use toolhost::mcp_server::{HttpOptions, McpServer, MCP_PATH};
+use toolhost::Host;
+
+/// How `serve-mcp` serves.
+pub(crate) struct ServeOptions {
+    pub(crate) profile: String,
+    /// `None`: stdio.
+    pub(crate) http: Option<SocketAddr>,
+    pub(crate) token_secret: Option<String>,
+    pub(crate) allow_origins: Vec<String>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) sessions: bool,
+    pub(crate) watch: bool,
+    /// `--yes`: asks for `write` tools are approved.
+    pub(crate) yes: bool,
+}
+
+/// Serves until the client disconnects (stdio) or Ctrl-C (HTTP).
+pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> {
+    crate::check_profile(&host, &options.profile)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let server = McpServer::new(host.clone(), &options.profile)?;
+        server.approve_writes(options.yes);
+        let _reloads = match options.watch {
+            true => Some(server.watch()?),
+            false => None,
+        };
+        match options.http {
+            None => server.serve_stdio().await?,
+            Some(addr) => serve_http(&host, server, addr, options).await?,
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn serve_http(
+    host: &Host,
+    server: McpServer,
+    addr: SocketAddr,
+    options: ServeOptions,
+) -> Result<()> {
+    let token = match &options.token_secret {
+        Some(name) => match host.secrets().get(name) {
+            Some(value) if !value.is_empty() => Some(value.to_owned()),
+            _ => bail!(
+                "--token-secret {name}: there is no secret {name} in {}",
+                host.layout().secrets_file().display()
+            ),
+        },
+        None => None,
+    };
+    if !addr.ip().is_loopback() && token.is_none() {
+        tracing::warn!("listening on {addr} for other machines without a token (--token-secret)");
+    }
+    let http = HttpOptions::new(addr)
+        .with_token(token)
+        .with_allowed_origins(options.allow_origins)
+        .with_max_body_bytes(options.max_body_bytes)
+        .with_sessions(options.sessions);
+    let bound = server.bind_http(http).await?;
+    let local = bound.local_addr()?;
+    // On standard error: scripts and tests read the port from it.
+    eprintln!("toolhost: serving MCP on http://{local}{MCP_PATH}");
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    bound
+        .serve(server, shutdown)
+        .await
+        .context("serving MCP over HTTP")
+}

@@ -1,0 +1,137 @@
+//! Approvals asked of the MCP client's user with an elicitation request: approve once, for
+//! this session, always, or deny.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::{ElicitationMode, Peer, RoleServer};
+use serde_json::json;
+use tokio::runtime::Handle;
+
+use crate::governance::{ApprovalAnswer, ApprovalRequest, Approver};
+
+/// How long the user has to answer; then the call is denied.
+const ASK_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The answers offered, as the client shows them.
+const ANSWERS: [&str; 4] = ["once", "session", "always", "deny"];
+
+/// Asks an MCP session's client (elicitation, form mode) about calls the policy asks for.
+/// Calls approved "for this session" are remembered for the MCP session (each call runs on an
+/// agent of its own). A client that did not declare elicitation is not asked: the call is
+/// denied, saying why.
+pub(crate) struct ElicitationApprover {
+    peer: Peer<RoleServer>,
+    runtime: Handle,
+    session: Arc<Mutex<HashSet<String>>>,
+    /// Why the transport cannot carry the question, if it cannot.
+    unavailable: Option<&'static str>,
+}
+
+impl ElicitationApprover {
+    /// An approver for `peer`'s session; `session` holds the tools it approved for the session;
+    /// `unavailable` says why the transport cannot carry the question, if it cannot.
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        session: Arc<Mutex<HashSet<String>>>,
+        unavailable: Option<&'static str>,
+    ) -> Self {
+        Self {
+            peer,
+            runtime: Handle::current(),
+            session,
+            unavailable,
+        }
+    }
+
+    fn remembered(&self, tool: &str) -> bool {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(tool)
+    }
+}
+
+impl Approver for ElicitationApprover {
+    fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        if self.remembered(&request.tool) {
+            return ApprovalAnswer::Once;
+        }
+        let method = request
+            .method
+            .as_deref()
+            .map_or(String::new(), |m| format!(":{m}"));
+        let message = format!(
+            "Agent {} wants to call tool '{}{method}' (risk {}) with:\n{}\nApprove?",
+            request.agent,
+            request.tool,
+            request.risk.as_str(),
+            request.args
+        );
+        let schema = json!({
+            "type": "object",
+            "properties": {"decision": {
+                "type": "string",
+                "title": "Decision",
+                "description": "once: this call; session: every call of this tool in this session; always: saved to the policy; deny: not this call",
+                "enum": ANSWERS,
+            }},
+            "required": ["decision"],
+        });
+        let Ok(requested_schema) = ElicitationSchema::from_json_schema(as_object(schema)) else {
+            return ApprovalAnswer::Deny;
+        };
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema,
+        };
+        let asking = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(ASK_TIMEOUT));
+        let result = match self.runtime.block_on(asking) {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::warn!("asking the MCP client for approval failed: {e}");
+                return ApprovalAnswer::Deny;
+            }
+        };
+        if result.action != ElicitationAction::Accept {
+            return ApprovalAnswer::Deny;
+        }
+        let decision = result
+            .content
+            .as_ref()
+            .and_then(|c| c.get("decision")?.as_str().map(str::to_owned));
+        match decision.as_deref() {
+            Some("once") => ApprovalAnswer::Once,
+            Some("session") => {
+                let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+                session.insert(request.tool.clone());
+                ApprovalAnswer::Session
+            }
+            Some("always") => ApprovalAnswer::Always,
+            _ => ApprovalAnswer::Deny,
+        }
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        if let Some(reason) = self.unavailable {
+            return Some(reason.to_owned());
+        }
+        let modes = self.peer.supported_elicitation_modes();
+        (!modes.contains(&ElicitationMode::Form)).then(|| {
+            "policy asks, and the MCP client cannot be asked: it does not support elicitation"
+                .to_owned()
+        })
+    }
+}
+
+fn as_object(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
+}

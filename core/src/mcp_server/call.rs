@@ -1,0 +1,78 @@
+//! One `tools/call`: the full lifecycle on an agent of its own, with progress notifications,
+//! cancellation and the result masked.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::Value;
+
+use super::approval::ElicitationApprover;
+use super::progress::Progress;
+use crate::{Agent, Host};
+
+/// The name of the agents that run the calls of MCP clients (in the log, the audit and
+/// intervention messages).
+pub const AGENT_NAME: &str = "mcp";
+
+/// How a session's calls are approved.
+pub(crate) struct Approvals<'a> {
+    /// The tools approved for the session.
+    pub(crate) session: &'a Arc<Mutex<HashSet<String>>>,
+    /// Why the client cannot be asked, if it cannot.
+    pub(crate) unavailable: Option<&'static str>,
+    /// `--yes`: asks for `write` tools are approved.
+    pub(crate) yes_to_writes: bool,
+}
+
+/// Runs one call and turns its outcome into a result: the response's message as text, or
+/// the error's kind and message with `isError`. Both are masked.
+///
+/// Each call runs on a fresh [`Agent`], dropped when it ends: its history and log never grow
+/// past one call, its progress goes to this call's token, and a cancellation stops this call
+/// only. What outlives a call (approvals "for this session") is kept by the session.
+pub(crate) async fn call(
+    host: &Arc<Host>,
+    profile: &str,
+    approvals: Approvals<'_>,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> CallToolResult {
+    let progress = Progress::new(&context.peer, context.meta.get_progress_token());
+    let output = progress.output.clone();
+    let agent = match Agent::with_output(host.clone(), AGENT_NAME, profile, output) {
+        Ok(agent) => agent,
+        Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+    };
+    let session = approvals.session.clone();
+    let approver = ElicitationApprover::new(context.peer.clone(), session, approvals.unavailable);
+    agent.set_approver(Arc::new(approver));
+    agent.approve_writes(approvals.yes_to_writes);
+    let args = request.arguments.map_or(Value::Null, Value::Object);
+    let running = agent.call_tool(&request.name, args);
+    tokio::pin!(running);
+    let result = tokio::select! {
+        result = &mut running => result,
+        () = context.ct.cancelled() => {
+            // `notifications/cancelled`: the lifecycle's intervention ends the call at once,
+            // abandoning plugin code that does not return.
+            tracing::info!("tool {}: cancelled by the client", request.name);
+            agent.stop();
+            running.await
+        }
+    };
+    progress.finish().await;
+    let secrets = host.secrets();
+    match result {
+        Ok(response) => {
+            let text = secrets.mask_owned(response.message).into_inner();
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        }
+        Err(e) => {
+            let e = secrets.mask_error(&e);
+            let text = format!("{} error: {}", e.kind(), e.message());
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Serving the host's native tools to any MCP client, with the official Rust SDK (`rmcp`).
+//!
+//! - `tools.rs`: a native tool as an MCP tool (schema, annotations), and which are listed;
+//! - `session.rs`: the handler of one MCP session;
+//! - `call.rs`: one `tools/call` through the lifecycle, on an agent of its own;
+//! - `progress.rs`: a call's progress as `notifications/progress`;
+//! - `approval.rs`: approvals asked with elicitation;
+//! - `peers.rs`: the connected clients, told when the tools change;
+//! - `http.rs`: the streamable HTTP transport and its checks;
+//! - `error.rs`: the errors.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::mcp_server::McpServer;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = Arc::new(toolhost::Host::new(".")?);
+//! let server = McpServer::new(host, "default")?;
+//! let _reloads = server.watch()?; // tools/list_changed on every reload
+//! server.serve_stdio().await?;
+//! # Ok(()) }
+//! ```
+
+mod approval;
+mod call;
+mod error;
+mod http;
+mod peers;
+mod progress;
+mod session;
+mod tools;
+
+use std::sync::Arc;
+
+pub use call::AGENT_NAME;
+pub use error::{McpServerError, McpServerErrorKind};
+pub use http::{HttpOptions, HttpServer, DEFAULT_MAX_BODY_BYTES, MCP_PATH};
+pub use peers::ReloadNotifier;
+
+use peers::Peers;
+use rmcp::ServiceExt;
+use session::Session;
+
+use crate::{is_safe_name, Host};
+
+/// What every session shares.
+pub(crate) struct Shared {
+    host: Arc<Host>,
+    profile: String,
+    peers: Arc<Peers>,
+    /// `--yes`: asks for `write` tools are approved without asking (never `exec`).
+    yes_to_writes: std::sync::atomic::AtomicBool,
+}
+
+/// An MCP server for one profile of a host: lists the tools the profile may call and runs
+/// each call through the lifecycle.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+impl McpServer {
+    /// A server for `profile`'s tools.
+    pub fn new(host: Arc<Host>, profile: &str) -> Result<Self, McpServerError> {
+        if !is_safe_name(profile) {
+            let message = format!("invalid profile name '{profile}'");
+            return Err(McpServerError::new(
+                McpServerErrorKind::InvalidProfile,
+                message,
+            ));
+        }
+        let shared = Shared {
+            host,
+            profile: profile.to_owned(),
+            peers: Arc::default(),
+            yes_to_writes: Default::default(),
+        };
+        Ok(Self {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The tools a client is offered now, as `tools/list` gives them.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        tools::list(&self.shared.host, &self.shared.profile)
+    }
+
+    /// Approves the asks for `write` tools without asking the client (`--yes`); `exec` tools
+    /// are still asked.
+    pub fn approve_writes(&self, yes: bool) {
+        let flag = &self.shared.yes_to_writes;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many clients are connected (initialised sessions still open).
+    pub fn sessions(&self) -> usize {
+        self.shared.peers.len()
+    }
+
+    /// Watches the host's folders and sends `notifications/tools/list_changed` to every
+    /// client when a library is loaded, reloaded, removed or fails, until the notifier is
+    /// dropped. Call it within a tokio runtime.
+    pub fn watch(&self) -> Result<ReloadNotifier, McpServerError> {
+        peers::watch(&self.shared.host, self.shared.peers.clone())
+    }
+
+    /// Serves one client over standard input and output (nothing else is written to standard
+    /// output), until it disconnects.
+    pub async fn serve_stdio(&self) -> Result<(), McpServerError> {
+        self.serve_io(rmcp::transport::stdio()).await
+    }
+
+    /// Serves one client over any byte stream pair (a pipe, a socket), until it disconnects.
+    pub async fn serve_io<R, W>(&self, io: (R, W)) -> Result<(), McpServerError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let session_error = |e: &dyn std::fmt::Display| {
+            McpServerError::new(McpServerErrorKind::Session, format!("MCP session: {e}"))
+        };
+        let running = Session::new(self.shared.clone())
+            .serve(io)
+            .await
+            .map_err(|e| session_error(&e))?;
+        running.waiting().await.map_err(|e| session_error(&e))?;
+        Ok(())
+    }
+
+    /// Binds the streamable HTTP transport; [`HttpServer::serve`] then serves it.
+    pub async fn bind_http(&self, options: HttpOptions) -> Result<HttpServer, McpServerError> {
+        http::bind(options).await
+    }
+}

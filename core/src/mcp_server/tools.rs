@@ -1,0 +1,121 @@
+//! A native tool as an MCP tool: its description, the JSON Schema of its arguments and
+//! annotations from its risk level and capabilities.
+
+use std::sync::Arc;
+
+use rmcp::model::{Tool, ToolAnnotations};
+use serde_json::{Map, Value};
+
+use crate::config::Access;
+use crate::{Host, RiskLevel, ToolInfo};
+
+/// The tools `profile` may call now, as MCP tools, sorted by name. Tools the tools prompt
+/// leaves out are left out here too: not ready, breaker open, or refused by the profile's
+/// `[access]`.
+pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
+    let config = host.config(profile).ok();
+    host.list(profile)
+        .tools
+        .into_iter()
+        .filter(|t| t.found.handle.unavailable().is_none())
+        .filter(|t| {
+            let capabilities = &t.found.handle.info().capabilities;
+            !config
+                .as_ref()
+                .is_some_and(|c| matches!(c.access(&t.name, capabilities), Access::Denied { .. }))
+        })
+        .map(|t| tool(&t.name, t.found.handle.info()))
+        .collect()
+}
+
+/// One tool: `inputSchema` is the declared parameters when they are an object schema, else
+/// `{"type": "object"}`.
+pub(crate) fn tool(name: &str, info: &ToolInfo) -> Tool {
+    let description = info.description.trim().to_owned();
+    Tool::new(
+        name.to_owned(),
+        description,
+        Arc::new(input_schema(&info.parameters)),
+    )
+    .with_annotations(annotations(info))
+}
+
+/// The declared parameters as an object schema.
+pub(crate) fn input_schema(parameters: &Value) -> Map<String, Value> {
+    let mut schema = match parameters {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    match schema.get("type") {
+        Some(kind) if kind == "object" => schema,
+        // A schema of another type cannot describe an arguments object: not offered.
+        Some(_) => Map::from_iter([("type".to_owned(), "object".into())]),
+        None => {
+            schema.insert("type".to_owned(), "object".into());
+            schema
+        }
+    }
+}
+
+/// `read` -> read-only; `write` and `exec` -> destructive; `network` -> open world;
+/// `idempotent` -> idempotent.
+pub(crate) fn annotations(info: &ToolInfo) -> ToolAnnotations {
+    let has = |tag: &str| info.capabilities.iter().any(|c| c == tag);
+    let read = info.risk_level == RiskLevel::Read;
+    let annotations = ToolAnnotations::new()
+        .read_only(read)
+        .open_world(has("network"));
+    let annotations = if read {
+        annotations
+    } else {
+        annotations.destructive(true)
+    };
+    if has("idempotent") {
+        annotations.idempotent(true)
+    } else {
+        annotations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn schemas_are_objects() {
+        assert_eq!(
+            Value::Object(input_schema(&json!({}))),
+            json!({"type": "object"})
+        );
+        assert_eq!(
+            Value::Object(input_schema(&Value::Null)),
+            json!({"type": "object"})
+        );
+        let declared = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert_eq!(Value::Object(input_schema(&declared)), declared);
+        let untyped = json!({"properties": {"a": {}}});
+        let typed = json!({"type": "object", "properties": {"a": {}}});
+        assert_eq!(Value::Object(input_schema(&untyped)), typed);
+        assert_eq!(
+            Value::Object(input_schema(&json!({"type": "string"}))),
+            json!({"type": "object"})
+        );
+    }
+
+    #[test]
+    fn annotations_follow_risk_and_capabilities() {
+        let read = annotations(&ToolInfo::new("r").risk(RiskLevel::Read));
+        assert_eq!(read.read_only_hint, Some(true));
+        assert_eq!(read.destructive_hint, None);
+        assert_eq!(read.open_world_hint, Some(false));
+        for risk in [RiskLevel::Write, RiskLevel::Exec] {
+            let info = ToolInfo::new("w").risk(risk).capability("network");
+            let hints = annotations(&info);
+            assert_eq!(hints.read_only_hint, Some(false));
+            assert_eq!(hints.destructive_hint, Some(true));
+            assert_eq!(hints.open_world_hint, Some(true));
+        }
+    }
+}

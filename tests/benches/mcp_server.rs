@@ -1,0 +1,179 @@
+//! A no-op tool served over MCP (`toolhost serve-mcp`), called by rmcp's client: the
+//! round-trip of one `tools/call` (median and p99, one client, sequential) over stdio and
+//! over streamable HTTP on loopback (stateless, and with sessions), and the throughput of 8
+//! concurrent clients (stdio: 8 server processes; HTTP: one server). Every call runs the
+//! whole lifecycle on the server, audit included.
+//!
+//! Run with `cargo bench -p toolhost-tests --bench mcp_server`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::json;
+use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+
+/// Sequential calls measured per transport (after a warm-up of a tenth as many).
+const CALLS: usize = 2000;
+/// Concurrent clients for the throughput runs.
+const CLIENTS: usize = 8;
+/// How long each throughput run lasts.
+const RUN: Duration = Duration::from_secs(3);
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn call(client: &Client) {
+    let args = json!({"city": "Paris"});
+    let serde_json::Value::Object(args) = args else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("noop").with_arguments(args);
+    let result = client.call_tool(params).await.expect("tools/call");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+}
+
+async fn stdio_client(root: &TestRoot) -> Client {
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command
+        .arg("--root")
+        .arg(root.path())
+        .args(["serve-mcp", "--no-watch"]);
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    ().serve(transport).await.expect("initialize")
+}
+
+async fn http_client(url: &str) -> Client {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    ().serve(transport).await.expect("initialize")
+}
+
+/// `toolhost serve-mcp --http 127.0.0.1:0 ARGS`, killed when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(root: &TestRoot, args: &[&str]) -> Self {
+        let child = Command::new(toolhost_bin())
+            .arg("--root")
+            .arg(root.path())
+            .args(["serve-mcp", "--no-watch", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve-mcp --http");
+        let mut server = Self {
+            child,
+            url: String::new(),
+        };
+        let mut stderr = BufReader::new(server.child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        while server.url.is_empty() {
+            line.clear();
+            let read = stderr.read_line(&mut line).expect("stderr");
+            assert!(read > 0, "serve-mcp exited before listening");
+            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
+                server.url = url.to_owned();
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        server
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Median and p99 of `CALLS` sequential calls, in µs.
+async fn round_trips(client: &Client) -> (f64, f64) {
+    for _ in 0..CALLS / 10 {
+        call(client).await;
+    }
+    let mut times = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let start = Instant::now();
+        call(client).await;
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    (times[CALLS / 2], times[CALLS * 99 / 100])
+}
+
+/// Calls per second of `clients` calling back to back for [`RUN`].
+async fn throughput(clients: Vec<Client>) -> f64 {
+    for client in &clients {
+        call(client).await; // warm
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|client| {
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while start.elapsed() < RUN {
+                    call(&client).await;
+                    n += 1;
+                }
+                let _ = client.cancel().await;
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.expect("client task");
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+fn report(what: &str, (median, p99): (f64, f64)) {
+    println!("mcp_server/{what}: median {median:.0} µs, p99 {p99:.0} µs");
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let root = TestRoot::new();
+    root.tool("usr", "noop", Fixture::Noop);
+
+    let client = stdio_client(&root).await;
+    report("stdio round trip", round_trips(&client).await);
+    let _ = client.cancel().await;
+
+    for (name, args) in [
+        ("http (stateless)", &[][..]),
+        ("http (sessions)", &["--sessions"][..]),
+    ] {
+        let server = HttpServer::start(&root, args);
+        let url = server.url.clone();
+        let client = http_client(&url).await;
+        report(&format!("{name} round trip"), round_trips(&client).await);
+        let _ = client.cancel().await;
+        let mut clients = Vec::new();
+        for _ in 0..CLIENTS {
+            clients.push(http_client(&url).await);
+        }
+        let rate = throughput(clients).await;
+        println!("mcp_server/{name} throughput, {CLIENTS} clients: {rate:.0} calls/s");
+        drop(server);
+    }
+
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        clients.push(stdio_client(&root).await);
+    }
+    let rate = throughput(clients).await;
+    println!(
+        "mcp_server/stdio throughput, {CLIENTS} clients (a server process each): {rate:.0} calls/s"
+    );
+}

@@ -1,0 +1,95 @@
+//! The HTTP transport's defaults: loopback only, a foreign `Origin` refused, a bearer token
+//! when one is configured, a cap on the body.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use super::{root, HttpServer};
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// POSTs `body` to `/mcp` with `headers`; returns the status code.
+fn post(server: &HttpServer, headers: &[(&str, &str)], body: &str) -> u16 {
+    let mut stream = TcpStream::connect(server.authority()).expect("connect");
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        server.authority(),
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("request head");
+    // A refused body may be cut short by the server: that is its answer.
+    let _ = stream.write_all(body.as_bytes());
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("status line");
+    let status = std::str::from_utf8(&head[9..12]).expect("status");
+    status.parse().expect("numeric status")
+}
+
+#[test]
+fn the_default_bind_is_loopback() {
+    let root = root();
+    let output = root.run_cli(&["serve-mcp", "--help"]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("--http <ADDR>"), "{help}");
+    let server = HttpServer::start_at(&root, "127.0.0.1:0", &[]);
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let options = toolhost::mcp_server::HttpOptions::default();
+    assert!(options.addr.ip().is_loopback(), "{:?}", options.addr);
+    assert!(options.token.is_none() && !options.sessions);
+}
+
+#[test]
+fn origins_are_checked() {
+    let root = root();
+    let server = HttpServer::start(&root, &["--allow-origin", "https://app.example.com:443"]);
+    assert_eq!(
+        post(&server, &[], INITIALIZE),
+        200,
+        "no Origin: a local client"
+    );
+    let local = [("Origin", "http://localhost:3000")];
+    assert_eq!(post(&server, &local, INITIALIZE), 200);
+    let allowed = [("Origin", "https://app.example.com")];
+    assert_eq!(post(&server, &allowed, INITIALIZE), 200);
+    let foreign = [("Origin", "https://evil.example.net")];
+    assert_eq!(post(&server, &foreign, INITIALIZE), 403);
+}
+
+#[test]
+fn a_token_is_required_when_configured() {
+    let root = root();
+    let server = HttpServer::start(&root, &["--token-secret", "MCP_TOKEN"]);
+    assert_eq!(post(&server, &[], INITIALIZE), 401);
+    let wrong = [("Authorization", "Bearer tok-000000000")];
+    assert_eq!(post(&server, &wrong, INITIALIZE), 401);
+    let right = [("Authorization", "Bearer tok-123456789")];
+    assert_eq!(post(&server, &right, INITIALIZE), 200);
+    let output = root.run_cli(&[
+        "serve-mcp",
+        "--http",
+        "127.0.0.1:0",
+        "--token-secret",
+        "NOPE",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("there is no secret NOPE"), "{stderr}");
+}
+
+#[test]
+fn an_oversized_body_is_refused() {
+    let root = root();
+    let server = HttpServer::start(&root, &["--max-body-bytes", "65536"]);
+    let padding = "x".repeat(70_000);
+    let big = INITIALIZE.replace("\"raw\"", &format!("\"{padding}\""));
+    assert_eq!(post(&server, &[], &big), 413);
+    assert_eq!(post(&server, &[], INITIALIZE), 200);
+}

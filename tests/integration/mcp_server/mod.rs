@@ -1,0 +1,156 @@
+//! `toolhost serve-mcp` driven by real MCP clients: the Python `mcp` package (stdio and
+//! streamable HTTP), rmcp's own client, and raw HTTP for the transport's checks.
+
+mod http_checks;
+mod python;
+mod rust_client;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
+
+/// A secret the tools may see but no client may.
+const SECRET: &str = "sk-live-4f9a8b7c6d5e";
+
+/// A root with `echo` (progress, failures), `governed` (spins for cancellation), `versioned`
+/// (replaced for a reload), `noop` (policy `ask`) and `hidden` (refused by `[access]`); the
+/// secret `API_KEY`; `governed`'s deadline is 60 s (TOOLHOST_FX_TIMEOUT, set for the server).
+fn root() -> TestRoot {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.tool("usr", "governed", Fixture::Governed);
+    root.tool("usr", "versioned", Fixture::Versioned);
+    root.tool("usr", "noop", Fixture::Noop);
+    root.tool("usr", "hidden", Fixture::Noop);
+    root.write(
+        "usr/toolhost.toml",
+        "[access]\ndeny = [\"hidden\"]\n[tools.noop]\npolicy = \"ask\"\n",
+    );
+    root.write(
+        "usr/secrets.env",
+        format!("API_KEY={SECRET}\nMCP_TOKEN=tok-123456789\n"),
+    );
+    root
+}
+
+/// The Python client script, written into the root.
+fn client_script(root: &TestRoot) -> PathBuf {
+    root.write("client.py", include_str!("client.py"))
+}
+
+/// Runs the Python client with `args`; `on_reload` runs when it asks for a reload. Returns
+/// the JSON events it printed.
+fn run_python(root: &TestRoot, args: &[&str], on_reload: impl FnOnce()) -> Vec<Value> {
+    let mut child = Command::new(peers::mcp_python())
+        .arg(client_script(root))
+        .args(args)
+        .env("TOOLHOST_FX_TIMEOUT", "60")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python client");
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let mut events = Vec::new();
+    let mut on_reload = Some(on_reload);
+    for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
+        let line = line.expect("client output");
+        let event: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("client printed a non-JSON line ({e}): {line}"));
+        if event["event"] == "reload-now" {
+            if let Some(reload) = on_reload.take() {
+                reload();
+            }
+        }
+        events.push(event);
+    }
+    let status = child.wait().expect("client exit");
+    let stderr = stderr.join().expect("stderr reader");
+    assert!(
+        status.success(),
+        "the Python client failed: {stderr}\nevents: {events:?}"
+    );
+    events
+}
+
+/// Reads a pipe to its end on a thread.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// The first event of `kind`.
+fn event<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["event"] == kind)
+        .unwrap_or_else(|| panic!("no '{kind}' event in {events:?}"))
+}
+
+/// A `toolhost serve-mcp --http 127.0.0.1:0 ARGS...` process, killed when dropped.
+struct HttpServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    url: String,
+}
+
+impl HttpServer {
+    fn start(root: &TestRoot, args: &[&str]) -> Self {
+        Self::start_at(root, "127.0.0.1:0", args)
+    }
+
+    fn start_at(root: &TestRoot, addr: &str, args: &[&str]) -> Self {
+        let mut child = Command::new(toolhost_bin())
+            .arg("--root")
+            .arg(root.path())
+            .args(["serve-mcp", "--http", addr])
+            .args(args)
+            .env("TOOLHOST_FX_TIMEOUT", "60")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolhost serve-mcp");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            let read = stderr.read_line(&mut line).expect("server stderr");
+            assert!(read > 0, "serve-mcp exited before listening");
+            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
+                break url.to_owned();
+            }
+        };
+        drain(stderr);
+        Self { child, url }
+    }
+
+    /// `127.0.0.1:PORT`.
+    fn authority(&self) -> &str {
+        let rest = self.url.strip_prefix("http://").expect("http URL");
+        rest.split('/').next().expect("authority")
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The audit records of `tool` (`usr/audit/audit.jsonl`).
+fn audited_calls(root: &TestRoot, tool: &str) -> Vec<Value> {
+    let log =
+        std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "call" && r["tool"] == tool)
+        .collect()
+}

@@ -1,19 +1,13 @@
 //! Deadlines hold wherever a call runs: inside `parallel` (the other calls finish normally)
 //! and in `toolhost watch` (the prompt comes back). Real plugin (`fx-governed`, 1 s deadline).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost_tests::{block_on, toolhost_bin, Fixture, TestRoot};
+use toolhost_tests::block_on;
 
-fn root() -> TestRoot {
-    let root = TestRoot::new();
-    root.tool("core", "response", Fixture::Response);
-    root.tool("usr", "governed", Fixture::Governed);
-    root
-}
+use super::governance::root;
+use super::watch_mode::WatchProcess;
 
 #[test]
 fn a_spinning_call_inside_parallel_times_out_and_the_others_finish() {
@@ -40,45 +34,19 @@ fn a_spinning_call_inside_parallel_times_out_and_the_others_finish() {
 #[test]
 fn watch_gets_its_prompt_back_at_the_deadline() {
     let root = root();
-    let mut child = Command::new(toolhost_bin())
-        .arg("--root")
-        .arg(root.path())
-        .arg("watch")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let next = |what: &str, pred: &dyn Fn(&str) -> bool| loop {
-        match lines.recv_timeout(Duration::from_secs(20)) {
-            Ok(line) if pred(&line) => return line,
-            Ok(_) => {}
-            Err(_) => panic!("no line {what}"),
-        }
-    };
-    next("announcing the tools", &|l| l.starts_with("watching "));
-    writeln!(stdin, r#"governed {{"city": "warm"}}"#).unwrap();
-    next("answering the warm-up", &|l| l.contains("warm"));
+    let mut watch = WatchProcess::start(&root);
+    watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
+    watch.send(r#"governed {"city": "warm"}"#);
+    watch.expect_line("answering the warm-up", |l| l.contains("warm"));
     let started = Instant::now();
-    writeln!(stdin, r#"governed:spin {{"city": "x", "ms": 4000}}"#).unwrap();
-    let line = next("with the timeout", &|l| l.starts_with("error:"));
+    watch.send(r#"governed:spin {"city": "x", "ms": 4000}"#);
+    let line = watch.expect_line("with the timeout", |l| l.starts_with("error:"));
     let took = started.elapsed();
     assert!(line.contains("did not answer within 1 s"), "{line}");
     assert!(
         took < Duration::from_millis(1500),
         "came back after {took:?}"
     );
-    writeln!(stdin, r#"governed {{"city": "after"}}"#).unwrap();
-    next("answering the next call", &|l| l.contains("after"));
-    writeln!(stdin, "/quit").unwrap();
-    let _ = child.wait();
+    watch.send(r#"governed {"city": "after"}"#);
+    watch.expect_line("answering the next call", |l| l.contains("after"));
 }

@@ -9,7 +9,8 @@ use serde_json::json;
 use toolhost::{ErrorKind, RiskLevel};
 use toolhost_tests::{block_on, toolhost_bin, Fixture, TestRoot};
 
-fn root() -> TestRoot {
+/// A root with `response` and the governed test tool (1 s deadline).
+pub(super) fn root() -> TestRoot {
     let root = TestRoot::new();
     root.tool("core", "response", Fixture::Response);
     root.tool("usr", "governed", Fixture::Governed);

@@ -9,14 +9,15 @@ use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
 
 const TOOL: &str = "usr/tools/ver.so";
 
-struct WatchProcess {
+/// A running `toolhost watch` with its standard input and output lines.
+pub(super) struct WatchProcess {
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
 }
 
 impl WatchProcess {
-    fn start(root: &TestRoot) -> Self {
+    pub(super) fn start(root: &TestRoot) -> Self {
         let mut child = Command::new(toolhost_bin())
             .args(["--root"])
             .arg(root.path())
@@ -44,13 +45,13 @@ impl WatchProcess {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(super) fn send(&mut self, line: &str) {
         writeln!(self.stdin, "{line}").expect("write to watch");
         self.stdin.flush().expect("flush");
     }
 
     /// Reads lines until one satisfies `pred` (10 s at most); returns it.
-    fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    pub(super) fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut seen = Vec::new();
         loop {

@@ -134,6 +134,7 @@ mod libraries;
 mod lifecycle;
 mod loader;
 mod long_output;
+pub mod mcp;
 mod message_loop;
 mod model;
 mod name;

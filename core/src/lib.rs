@@ -155,7 +155,7 @@ pub use agent::Agent;
 pub use error::{HostError, LoadError, LoadErrorKind};
 pub use hooks::{nice_key, sanitize};
 pub use host::{
-    FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing,
+    FoundTool, Generations, Host, HostOptions, Listing, McpListing, Resolution, ToolListing,
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
 pub use layout::{

@@ -6,6 +6,7 @@ mod audit;
 mod call;
 mod chat;
 mod list;
+mod mcp;
 mod run;
 mod watch;
 
@@ -133,6 +134,16 @@ enum Command {
         #[arg(long)]
         secrets: Option<PathBuf>,
     },
+    /// The profile's MCP servers (usr/mcp.json, usr/agents/<P>/mcp.json): each one's state
+    /// (starting, ready with N tools, failed with the reason), its tools and its last error.
+    Mcp {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
@@ -208,9 +219,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             AuditCommand::Tail { n } => audit::tail(&root, n),
         },
         Command::List { profile, json } => list::list(&host()?, &profile, json),
+        Command::Mcp { profile, json } => mcp::mcp(&host()?, &profile, json),
         Command::Prompt { profile } => {
             check_profile(&profile)?;
-            println!("{}", host()?.system_prompt_parts(&profile).join("\n\n"));
+            let host = host()?;
+            mcp::settle(&host, &profile)?;
+            println!("{}", host.system_prompt_parts(&profile).join("\n\n"));
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {

@@ -23,7 +23,7 @@ use crate::plugin::ExtensionHandle;
 use crate::reload::ReloadEvent;
 use crate::secrets::{SecretStore, Secrets};
 
-pub use listing::{Listing, ToolListing};
+pub use listing::{Listing, McpListing, ToolListing};
 pub use lookup::{FoundTool, Resolution};
 
 /// Settings of a [`Host`].

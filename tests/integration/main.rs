@@ -12,6 +12,7 @@ mod layers;
 mod lifecycle;
 mod load_errors;
 mod long_output;
+mod mcp_client;
 mod message_loop;
 mod model_failures;
 mod models;

@@ -151,6 +151,19 @@ impl McpTool {
     }
 }
 
+/// Whether `text` already says `structured`: it is the same JSON, or the structured content
+/// only wraps it (`{"result": text}`, as the Python SDK wraps a plain return value).
+fn says(text: &str, structured: &Value) -> bool {
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    if parsed.as_ref() == Some(structured) {
+        return true;
+    }
+    match structured.as_object().map(|o| (o.len(), o.get("result"))) {
+        Some((1, Some(inner))) => inner.as_str() == Some(text) || parsed.as_ref() == Some(inner),
+        _ => false,
+    }
+}
+
 /// A result as the model sees it: its text and its structured content become the message
 /// (structured content only when the text does not already say it); images and other
 /// content go to `additional.content`. `isError` is a repairable error with the text.
@@ -172,10 +185,7 @@ fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolErr
     }
     let mut message = texts.join("\n");
     if let Some(structured) = &result.structured_content {
-        let said = texts
-            .iter()
-            .any(|t| serde_json::from_str::<Value>(t).ok().as_ref() == Some(structured));
-        if !said {
+        if !texts.iter().any(|t| says(t, structured)) {
             if !message.is_empty() {
                 message.push('\n');
             }

@@ -1,0 +1,416 @@
+//! The MCP client against real servers: `server-everything` (npm), `mcp-server-time` (PyPI),
+//! and a tiny server written here with the Python SDK (`MCPServer`) that sleeps and can be
+//! killed. Each test has its own root, host and server processes.
+
+use std::time::{Duration, Instant};
+
+use plugin_api::ErrorKind;
+use serde_json::{json, Value};
+use toolhost::mcp::McpState;
+use toolhost::output::OutputKind;
+use toolhost::{Agent, Host};
+use toolhost_tests::{block_on, peers, spawn_call, Fixture, TestRoot};
+
+/// How long a test waits for its servers to start.
+const START: Duration = Duration::from_secs(60);
+
+/// A server that reports its pid, sleeps (writing `$MARKER` if its call is cancelled) and
+/// echoes; written with the Python SDK's `MCPServer`.
+const SLOW_SERVER: &str = r#"
+import asyncio, os
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("slow")
+
+@app.tool()
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+@app.tool()
+async def sleep(seconds: float) -> str:
+    """Sleeps, then says so."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        with open(os.environ["MARKER"], "w") as f:
+            f.write("cancelled")
+        raise
+    return "slept"
+
+app.run("stdio")
+"#;
+
+fn everything() -> Value {
+    let entry = peers::server_everything();
+    json!({"command": "node", "args": [entry, "stdio"]})
+}
+
+fn time() -> Value {
+    let python = peers::mcp_python();
+    json!({"command": python, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]})
+}
+
+fn slow(root: &TestRoot) -> Value {
+    let script = root.write("slow_server.py", SLOW_SERVER);
+    json!({
+        "command": peers::mcp_python(),
+        "args": [script],
+        "env": {"MARKER": "§§secret(MARKER_PATH)"},
+    })
+}
+
+/// Writes `usr/mcp.json` (or a profile's) with `servers`.
+fn servers(root: &TestRoot, rel: &str, servers: Value) {
+    let text = serde_json::to_string_pretty(&json!({"mcpServers": servers})).unwrap();
+    root.write(rel, text);
+}
+
+/// An agent whose profile's servers have all started.
+fn ready_agent(
+    root: &TestRoot,
+    profile: &str,
+) -> (
+    std::sync::Arc<Agent>,
+    std::sync::Arc<toolhost::output::Captured>,
+) {
+    let (agent, output) = root.agent(profile);
+    block_on(agent.host().wait_for_mcp(profile, START));
+    for server in agent.host().mcp_servers(profile) {
+        assert_eq!(
+            server.state,
+            McpState::Ready,
+            "{}: {:?}",
+            server.name,
+            server.last_error
+        );
+    }
+    (agent, output)
+}
+
+#[test]
+fn everything_lists_and_calls_echo_sum_and_a_long_operation_with_progress() {
+    let root = TestRoot::new();
+    servers(&root, "usr/mcp.json", json!({"everything": everything()}));
+    let (agent, output) = ready_agent(&root, "default");
+    let names: Vec<String> = agent
+        .host()
+        .mcp_tools("default")
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    for name in [
+        "everything.echo",
+        "everything.get-sum",
+        "everything.trigger-long-running-operation",
+    ] {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} missing from {names:?}"
+        );
+    }
+    let echo = block_on(agent.call_tool("everything.echo", json!({"message": "hello"}))).unwrap();
+    assert_eq!(echo.message, "Echo: hello");
+    let sum = block_on(agent.call_tool("everything.get-sum", json!({"a": 2, "b": 40}))).unwrap();
+    assert!(sum.message.contains("42"), "{}", sum.message);
+
+    let args = json!({"duration": 1, "steps": 3});
+    let long =
+        block_on(agent.call_tool("everything.trigger-long-running-operation", args)).unwrap();
+    assert!(long.message.contains("completed"), "{}", long.message);
+    let progress: Vec<String> = output
+        .lines()
+        .into_iter()
+        .filter(|(kind, _)| *kind == OutputKind::Progress)
+        .map(|(_, text)| text)
+        .collect();
+    assert!(
+        progress.len() >= 2,
+        "progress notifications reach the call: {progress:?}"
+    );
+    let item = agent
+        .log()
+        .into_iter()
+        .rev()
+        .find(|i| i.heading.contains("trigger-long"))
+        .unwrap();
+    assert!(
+        item.progress.contains("3/3") || item.progress.contains('3'),
+        "{}",
+        item.progress
+    );
+}
+
+#[test]
+fn a_bad_argument_is_a_validation_error_from_the_input_schema() {
+    let root = TestRoot::new();
+    servers(&root, "usr/mcp.json", json!({"everything": everything()}));
+    let (agent, _) = ready_agent(&root, "default");
+    let error = block_on(agent.call_tool("everything.get-sum", json!({"a": "two"}))).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Validation, "{error}");
+    assert!(
+        error.message().contains("/a: must be of type number"),
+        "{error}"
+    );
+}
+
+#[test]
+fn time_answers_and_a_bad_time_zone_is_repairable() {
+    let root = TestRoot::new();
+    servers(&root, "usr/mcp.json", json!({"time": time()}));
+    let (agent, _) = ready_agent(&root, "default");
+    let now =
+        block_on(agent.call_tool("time.get_current_time", json!({"timezone": "Europe/Oslo"})))
+            .unwrap();
+    let value: Value = serde_json::from_str(&now.message).expect("the structured result, once");
+    assert_eq!(value["timezone"], "Europe/Oslo");
+    let error =
+        block_on(agent.call_tool("time.get_current_time", json!({"timezone": "Mars/Olympus"})))
+            .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Repairable, "{error}");
+    assert!(error.message().contains("Mars/Olympus"), "{error}");
+    // The model sees it as a warning in the history, and the loop can go on.
+    let tool = agent
+        .host()
+        .mcp_tools("default")
+        .into_iter()
+        .find(|t| t.name() == "time.get_current_time")
+        .unwrap();
+    assert_eq!(
+        tool.breaker_state().name(),
+        "closed",
+        "a repairable error is not a failure"
+    );
+}
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_server_killed_mid_call_is_a_dependency_error_and_restarts_at_the_next_call() {
+    let root = TestRoot::new();
+    root.write(
+        "usr/secrets.env",
+        format!("MARKER_PATH={}\n", root.path().join("marker").display()),
+    );
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let pid: u32 = block_on(agent.call_tool("slow.pid", json!({})))
+        .unwrap()
+        .message
+        .parse()
+        .unwrap();
+    let result = block_on(async {
+        let call = spawn_call(&agent, "slow.sleep", json!({"seconds": 30}));
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        std::process::Command::new("kill")
+            .arg("-9")
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), call).await
+    });
+    let error = result
+        .expect("the call ends when its server dies")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Dependency, "{error}");
+    assert!(error.message().contains("MCP server 'slow'"), "{error}");
+    let again =
+        block_on(agent.call_tool("slow.pid", json!({}))).expect("restarted at the next call");
+    let new_pid: u32 = again.message.parse().unwrap();
+    assert_ne!(new_pid, pid);
+    let status = agent.host().mcp_servers("default");
+    assert!(
+        status[0]
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("exited"),
+        "{:?}",
+        status[0].last_error
+    );
+    drop(agent);
+    wait_until(
+        "the server is shut down with its host",
+        Duration::from_secs(10),
+        || gone(new_pid),
+    );
+}
+
+#[test]
+fn a_timeout_cancels_the_request_on_the_server() {
+    let root = TestRoot::new();
+    let marker = root.path().join("marker");
+    root.write(
+        "usr/secrets.env",
+        format!("MARKER_PATH={}\n", marker.display()),
+    );
+    root.write(
+        "usr/toolhost.toml",
+        "[tools.\"slow.sleep\"]\ntimeout_seconds = 1\n",
+    );
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let error = block_on(agent.call_tool("slow.sleep", json!({"seconds": 20}))).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    wait_until(
+        "notifications/cancelled reaches the server",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&marker).is_ok_and(|m| m == "cancelled"),
+    );
+    // The server is still usable.
+    let pid = block_on(agent.call_tool("slow.pid", json!({}))).unwrap();
+    assert!(pid.message.parse::<u32>().is_ok());
+}
+
+#[test]
+fn an_mcp_tool_wins_over_a_library_of_the_same_name_and_is_listed_and_prompted() {
+    let root = TestRoot::new();
+    root.tool("usr", "everything.echo", Fixture::Echo);
+    servers(&root, "usr/mcp.json", json!({"everything": everything()}));
+    let (agent, _) = ready_agent(&root, "default");
+    let echo =
+        block_on(agent.call_tool("everything.echo", json!({"message": "mcp first"}))).unwrap();
+    assert_eq!(echo.message, "Echo: mcp first");
+    let listing = agent.host().list("default");
+    assert!(
+        listing.tools.iter().all(|t| t.name != "everything.echo"),
+        "the library is hidden"
+    );
+    let listed = listing
+        .mcp
+        .iter()
+        .find(|m| m.tool.name() == "everything.echo")
+        .unwrap();
+    assert_eq!(listed.shadows.len(), 1);
+    let prompt = agent.host().tools_prompt("default");
+    assert!(
+        prompt.contains("### everything.echo\nEchoes back the input string"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("\"message\""),
+        "the inputSchema is in the prompt"
+    );
+
+    let out = root.run_cli(&["list", "--json"]);
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tool = value["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "everything.echo")
+        .unwrap();
+    assert_eq!(tool["layer"], "mcp:everything");
+    let out = root.run_cli(&["mcp"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("everything: ready with"), "{text}");
+    // `name:method` still parses; the method goes with the call.
+    let method =
+        block_on(agent.call_tool("everything.echo:loud", json!({"message": "m"}))).unwrap();
+    assert_eq!(method.message, "Echo: m");
+}
+
+#[test]
+fn a_profile_switches_a_server_off_and_a_bad_file_is_one_line() {
+    let root = TestRoot::new();
+    servers(
+        &root,
+        "usr/mcp.json",
+        json!({"time": time(), "off": {"command": "true"}}),
+    );
+    servers(
+        &root,
+        "usr/agents/dev/mcp.json",
+        json!({"off": {"disabled": true}, "time": {"disabled": true}}),
+    );
+    root.write(
+        "usr/agents/broken/mcp.json",
+        "{\"mcpServers\": {\"x\": [1]}",
+    );
+    let host = root.host();
+    block_on(host.wait_for_mcp("dev", START));
+    assert!(
+        host.mcp_servers("dev").is_empty(),
+        "both switched off for dev"
+    );
+    let agent = Agent::new(host.clone(), "A0", "dev").unwrap();
+    let unknown =
+        block_on(agent.call_tool("time.get_current_time", json!({"timezone": "UTC"}))).unwrap();
+    assert!(
+        unknown
+            .message
+            .starts_with("Tool time.get_current_time not found"),
+        "{}",
+        unknown.message
+    );
+
+    let errors = host.mcp_config_errors("broken");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let line = errors[0].to_string();
+    assert!(
+        line.starts_with("usr/agents/broken/mcp.json: invalid JSON"),
+        "{line}"
+    );
+    block_on(host.wait_for_mcp("broken", START));
+    let time = host
+        .mcp_servers("broken")
+        .into_iter()
+        .find(|s| s.name == "time")
+        .unwrap();
+    assert_eq!(
+        time.state,
+        McpState::Ready,
+        "the global file still works: {:?}",
+        time.last_error
+    );
+    let out = root.run_cli(&["mcp", "--profile", "broken"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mentions: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("broken/mcp.json"))
+        .collect();
+    assert_eq!(mentions.len(), 1, "{text}");
+}
+
+#[test]
+fn servers_start_in_the_background_and_a_call_waits_for_them() {
+    let root = TestRoot::new();
+    servers(&root, "usr/mcp.json", json!({"time": time()}));
+    let started = Instant::now();
+    let host = std::sync::Arc::new(Host::new(root.path()).unwrap());
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "the host does not wait for servers"
+    );
+    let states: Vec<McpState> = host
+        .mcp_servers("default")
+        .into_iter()
+        .map(|s| s.state)
+        .collect();
+    assert!(
+        matches!(states[..], [McpState::Starting | McpState::Ready]),
+        "{states:?}"
+    );
+    let agent = Agent::new(host, "A0", "default").unwrap();
+    let now =
+        block_on(agent.call_tool("time.get_current_time", json!({"timezone": "UTC"}))).unwrap();
+    assert!(now.message.contains("UTC"), "{}", now.message);
+}

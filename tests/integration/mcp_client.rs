@@ -414,3 +414,50 @@ fn servers_start_in_the_background_and_a_call_waits_for_them() {
         block_on(agent.call_tool("time.get_current_time", json!({"timezone": "UTC"}))).unwrap();
     assert!(now.message.contains("UTC"), "{}", now.message);
 }
+
+#[test]
+fn dotted_names_survive_every_reply_form() {
+    let replies = [
+        r#"{"tool_name": "everything.echo", "tool_args": {"message": "x"}}"#,
+        "<tool_call>\n{\"name\": \"everything.echo\", \"arguments\": {\"message\": \"x\"}}\n</tool_call>",
+        "<invoke name=\"everything.echo\"><parameter name=\"message\">x</parameter></invoke>",
+        r#"everything.echo(message="x")"#,
+    ];
+    for reply in replies {
+        let request = toolhost::read_reply(reply).unwrap_or_else(|e| panic!("{reply}: {e:?}"));
+        assert_eq!(request.tool, "everything.echo", "{reply}");
+        assert_eq!(request.args["message"], "x", "{reply}");
+    }
+    let method = toolhost::read_reply(r#"{"tool_name": "everything.echo:loud", "tool_args": {}}"#);
+    let name = toolhost::ToolName::parse(&method.unwrap().tool).unwrap();
+    assert_eq!(
+        (name.name(), name.method()),
+        ("everything.echo", Some("loud"))
+    );
+}
+
+#[test]
+fn the_message_loop_calls_an_mcp_tool_with_secrets_unmasked_and_masked_again() {
+    let root = TestRoot::new();
+    root.tool("core", "response", Fixture::Response);
+    root.secret_extensions();
+    root.write("usr/secrets.env", "GUEST=Ada Lovelace\n");
+    servers(&root, "usr/mcp.json", json!({"everything": everything()}));
+    let (agent, _) = ready_agent(&root, "default");
+    let replies = vec![
+        json!({"tool_name": "everything.echo", "tool_args": {"message": "§§secret(GUEST)"}})
+            .to_string(),
+        json!({"tool_name": "response", "tool_args": {"text": "done"}}).to_string(),
+    ];
+    let model = toolhost::ScriptedModel::new(replies);
+    let options = toolhost::LoopOptions::default();
+    let answer = block_on(agent.monologue(&model, "Echo our guest.", &options)).unwrap();
+    assert_eq!(answer, "done");
+    let history = agent.history();
+    let result = history
+        .iter()
+        .find(|m| m.tool_name.as_deref() == Some("everything.echo"))
+        .expect("the MCP tool's result is in the history");
+    // The server got the value; the model sees the placeholder again.
+    assert_eq!(&*result.content, "Echo: §§secret(GUEST)");
+}

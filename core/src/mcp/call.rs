@@ -2,7 +2,6 @@
 //! as the call's progress, `notifications/cancelled` at the deadline or an intervention, and
 //! the result as a [`Response`] (or a repairable error for `isError`).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,75 +59,79 @@ impl Governed for McpTool {
         (format!("mcp:{}", self.server_name), None)
     }
 
-    fn attempt(
+    async fn attempt(
         self: &Arc<Self>,
         agent: &Arc<Agent>,
         call: &Arc<CallContext>,
         args: &Map<String, Value>,
         timeout: Option<Duration>,
-    ) -> impl Future<Output = Result<Response, ToolError>> + Send {
-        async move {
-            let Some(server) = self.server.upgrade() else {
-                let name = &self.server_name;
-                return Err(ToolError::dependency(format!(
-                    "MCP server '{name}' was shut down"
-                )));
-            };
-            let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::MAX / 4);
-            let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let peer = server.ready(&agent.host.secrets(), wait).await?;
-            let params =
-                CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-            let options = PeerRequestOptions::no_options();
-            let mut handle = match peer.send_cancellable_request(request, options).await {
-                Ok(handle) => handle,
-                Err(e) => return Err(self.lost(&server, &e.to_string())),
-            };
-            let (to, mut progress) = tokio::sync::mpsc::unbounded_channel();
-            server.progress.register(handle.progress_token.clone(), to);
-            let _route = Route(&server.progress, handle.progress_token.clone());
-            let ended = loop {
-                tokio::select! {
-                    answer = &mut handle.rx => break Ok(answer),
-                    Some(text) = progress.recv() => self.progress(agent, call, text).await,
-                    () = tokio::time::sleep_until(deadline) => {
-                        let limit = timeout.unwrap_or_default();
-                        break Err(crate::governance::timed_out(&self.name, limit));
-                    }
-                    e = agent.intervention.stopped() => break Err(e),
+    ) -> Result<Response, ToolError> {
+        let Some(server) = self.server.upgrade() else {
+            let name = &self.server_name;
+            return Err(ToolError::dependency(format!(
+                "MCP server '{name}' was shut down"
+            )));
+        };
+        let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::MAX / 4);
+        let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let peer = server.ready(&agent.host.secrets(), wait).await?;
+        let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::no_options();
+        let mut handle = match peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.lost(&server, &e.to_string())),
+        };
+        let (to, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        server.progress.register(handle.progress_token.clone(), to);
+        let _route = Route(&server.progress, handle.progress_token.clone());
+        let ended = loop {
+            tokio::select! {
+                answer = &mut handle.rx => break Ok(answer),
+                Some(text) = progress.recv() => self.progress(agent, call, text).await,
+                () = tokio::time::sleep_until(deadline) => {
+                    let limit = timeout.unwrap_or_default();
+                    break Err(crate::governance::timed_out(&self.name, limit));
                 }
-            };
-            let answer = match ended {
-                Ok(answer) => answer,
-                Err(e) => {
-                    // The server is told to stop working on it.
-                    let reason = format!("{} ({})", e.message(), e.kind());
-                    let _ = handle.cancel(Some(reason)).await;
-                    return Err(e);
-                }
-            };
-            match answer {
-                Ok(Ok(ServerResult::CallToolResult(result))) => {
-                    server.call_succeeded();
-                    into_response(&self.name, result)
-                }
-                Ok(Ok(_)) => Err(ToolError::dependency(format!(
-                    "MCP server '{}' answered the call of {} with something other than a tool result",
-                    self.server_name, self.name
-                ))),
-                Ok(Err(ServiceError::McpError(e))) => Err(ToolError::dependency(format!(
-                    "MCP server '{}' refused the call of {}: {} (code {})",
-                    self.server_name, self.name, e.message, e.code.0
-                ))),
-                Ok(Err(e)) => Err(self.lost(&server, &e.to_string())),
-                Err(_) => Err(self.lost(&server, "its connection closed")),
+                e = agent.intervention.stopped() => break Err(e),
+            }
+        };
+        match ended {
+            Ok(answer) => self.outcome(&server, answer),
+            Err(e) => {
+                // The server is told to stop working on it.
+                let reason = format!("{} ({})", e.message(), e.kind());
+                let _ = handle.cancel(Some(reason)).await;
+                Err(e)
             }
         }
     }
 }
 
+/// What the server's answer channel gave.
+type Answer = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
+
 impl McpTool {
+    /// The call's result from the server's answer.
+    fn outcome(&self, server: &Server, answer: Answer) -> Result<Response, ToolError> {
+        match answer {
+            Ok(Ok(ServerResult::CallToolResult(result))) => {
+                server.call_succeeded();
+                into_response(&self.name, result)
+            }
+            Ok(Ok(_)) => Err(ToolError::dependency(format!(
+                "MCP server '{}' answered the call of {} with something other than a tool result",
+                self.server_name, self.name
+            ))),
+            Ok(Err(ServiceError::McpError(e))) => Err(ToolError::dependency(format!(
+                "MCP server '{}' refused the call of {}: {} (code {})",
+                self.server_name, self.name, e.message, e.code.0
+            ))),
+            Ok(Err(e)) => Err(self.lost(server, &e.to_string())),
+            Err(_) => Err(self.lost(server, "its connection closed")),
+        }
+    }
+
     /// Shows a progress notification as the call's progress.
     async fn progress(&self, agent: &Arc<Agent>, call: &Arc<CallContext>, text: String) {
         if let Err(e) = agent.clone().set_progress(call, text).await {

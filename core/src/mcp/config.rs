@@ -150,12 +150,11 @@ impl McpConfig {
     }
 }
 
+/// The `mcpServers` entries of one file, by server name.
+type Entries = Vec<(String, Map<String, Value>)>;
+
 /// The `mcpServers` entries of one file; `Err(None)` for a missing file.
-fn read_servers(
-    path: &Path,
-    label: &Path,
-    cap: u64,
-) -> Result<Vec<(String, Map<String, Value>)>, Option<McpConfigError>> {
+fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<McpConfigError>> {
     let text = match read_text(path, cap, "HostOptions::max_text_bytes") {
         Ok(text) => text,
         Err(e) if e.kind == ReadErrorKind::Missing => return Err(None),

@@ -148,7 +148,7 @@ impl Server {
             let mut inner = self.inner();
             if inner.state == McpState::Stopped {
                 drop(inner);
-                let _ = self.runtime.spawn(shutdown(service));
+                drop(self.runtime.spawn(shutdown(service)));
                 return;
             }
             inner.service = Some(service);

@@ -15,10 +15,10 @@ use toolhost_tests::{block_on, peers, spawn_call, Fixture, TestRoot};
 const START: Duration = Duration::from_secs(60);
 
 /// A server that reports its pid, sleeps (writing `$MARKER` if its call is cancelled) and
-/// echoes; written with the Python SDK's `MCPServer`.
+/// grows a tool; written with the Python SDK's `MCPServer`.
 const SLOW_SERVER: &str = r#"
 import asyncio, os
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("slow")
 
@@ -37,6 +37,16 @@ async def sleep(seconds: float) -> str:
             f.write("cancelled")
         raise
     return "slept"
+
+@app.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `extra`, then says the tool list changed."""
+    def extra() -> str:
+        """A tool added later."""
+        return "extra"
+    app.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 app.run("stdio")
 "#;
@@ -460,4 +470,24 @@ fn the_message_loop_calls_an_mcp_tool_with_secrets_unmasked_and_masked_again() {
         .expect("the MCP tool's result is in the history");
     // The server got the value; the model sees the placeholder again.
     assert_eq!(&*result.content, "Echo: §§secret(GUEST)");
+}
+
+#[test]
+fn tools_list_changed_refreshes_the_servers_tools() {
+    let root = TestRoot::new();
+    root.write("usr/secrets.env", "MARKER_PATH=/dev/null\n");
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let names = || -> Vec<String> {
+        let tools = agent.host().mcp_tools("default");
+        tools.iter().map(|t| t.name().to_owned()).collect()
+    };
+    assert!(!names().contains(&"slow.extra".to_owned()));
+    let grown = block_on(agent.call_tool("slow.grow", json!({}))).unwrap();
+    assert_eq!(grown.message, "grown");
+    wait_until("the new tool is listed", Duration::from_secs(10), || {
+        names().contains(&"slow.extra".to_owned())
+    });
+    let extra = block_on(agent.call_tool("slow.extra", json!({}))).unwrap();
+    assert_eq!(extra.message, "extra");
 }

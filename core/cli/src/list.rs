@@ -81,6 +81,33 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
             Some((decision, source)) => println!("               policy: {decision} ({source})"),
         }
     }
+    print_mcp(host, profile, listing);
+    match toolhost::governance::overdue() {
+        0 => {}
+        1 => println!("1 call still running past its deadline or a stop"),
+        n => println!("{n} calls still running past their deadline or a stop"),
+    }
+    let points = host.extension_points(profile);
+    if !points.is_empty() {
+        println!("Extensions, in the order they run:");
+    }
+    for point in points {
+        println!("  {point}:");
+        for ext in host.extensions(profile, &point).iter() {
+            println!("    {:<24} {}", ext.name(), relative(host, ext.source()));
+        }
+    }
+    if !listing.skipped.is_empty() {
+        println!("Skipped:");
+        for e in &listing.skipped {
+            println!("  {}: {}", relative(host, &e.path), e.reason);
+        }
+    }
+}
+
+/// The profile's MCP tools (layer `mcp:<server>`), servers not ready, and mistakes in its
+/// `mcp.json` files.
+fn print_mcp(host: &Host, profile: &str, listing: &Listing) {
     for listed in &listing.mcp {
         let (tool, info) = (&listed.tool, listed.tool.info());
         println!(
@@ -112,27 +139,33 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     for e in host.mcp_config_errors(profile) {
         println!("  {e}");
     }
-    match toolhost::governance::overdue() {
-        0 => {}
-        1 => println!("1 call still running past its deadline or a stop"),
-        n => println!("{n} calls still running past their deadline or a stop"),
-    }
-    let points = host.extension_points(profile);
-    if !points.is_empty() {
-        println!("Extensions, in the order they run:");
-    }
-    for point in points {
-        println!("  {point}:");
-        for ext in host.extensions(profile, &point).iter() {
-            println!("    {:<24} {}", ext.name(), relative(host, ext.source()));
-        }
-    }
-    if !listing.skipped.is_empty() {
-        println!("Skipped:");
-        for e in &listing.skipped {
-            println!("  {}: {}", relative(host, &e.path), e.reason);
-        }
-    }
+}
+
+/// The profile's MCP tools as rows of the `tools` array.
+fn mcp_json(host: &Host, config: Option<&Config>, listing: &Listing) -> Vec<Value> {
+    listing
+        .mcp
+        .iter()
+        .map(|m| {
+            let info = m.tool.info();
+            json!({
+                "name": m.tool.name(),
+                "layer": format!("mcp:{}", m.tool.server()),
+                "server": m.tool.server(),
+                "shadows": m.shadows.iter().map(|p| relative(host, p)).collect::<Vec<_>>(),
+                "description": info.description,
+                "risk_level": info.risk_level.as_str(),
+                "parameters": info.parameters,
+                "capabilities": info.capabilities,
+                "breaker": m.tool.breaker_state().name(),
+                "unavailable": m.tool.unavailable(),
+                "denied": config.and_then(|c| match c.access(m.tool.name(), &info.capabilities) {
+                    Access::Denied { reason } => Some(reason),
+                    Access::Allowed => None,
+                }),
+            })
+        })
+        .collect::<Vec<_>>()
 }
 
 fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
@@ -156,29 +189,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
             (point, Value::Array(list))
         })
         .collect();
-    let mcp_tools = listing
-        .mcp
-        .iter()
-        .map(|m| {
-            let info = m.tool.info();
-            json!({
-                "name": m.tool.name(),
-                "layer": format!("mcp:{}", m.tool.server()),
-                "server": m.tool.server(),
-                "shadows": m.shadows.iter().map(|p| relative(host, p)).collect::<Vec<_>>(),
-                "description": info.description,
-                "risk_level": info.risk_level.as_str(),
-                "parameters": info.parameters,
-                "capabilities": info.capabilities,
-                "breaker": m.tool.breaker_state().name(),
-                "unavailable": m.tool.unavailable(),
-                "denied": config.and_then(|c| match c.access(m.tool.name(), &info.capabilities) {
-                    Access::Denied { reason } => Some(reason),
-                    Access::Allowed => None,
-                }),
-            })
-        })
-        .collect::<Vec<_>>();
+    let mcp_tools = mcp_json(host, config, listing);
     json!({
         "overdue_calls": toolhost::governance::overdue(),
         "extensions": extensions,

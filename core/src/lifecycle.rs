@@ -122,12 +122,21 @@ impl Agent {
     }
 
     /// The MCP tool `name` (`<server>.<tool>`) if a server of the profile offers it, waiting
-    /// for a server that is still starting (at most the call's deadline). A name without a
-    /// `.` costs one byte search.
+    /// for a server that is still starting (at most the call's deadline); `<server>__<tool>`
+    /// finds it too. A name with neither `.` nor `__` costs two byte searches.
     async fn mcp_target(&self, name: &str) -> Result<Option<Target>, ToolError> {
-        if !name.contains('.') {
-            return Ok(None);
-        }
+        let alias; // `server__tool`, as models that call tools natively name it
+        let name = match name.contains('.') {
+            true => name,
+            false if !name.contains("__") => return Ok(None),
+            false => match crate::mcp::from_native_name(name) {
+                Some(dotted) => {
+                    alias = dotted;
+                    &alias
+                }
+                None => return Ok(None),
+            },
+        };
         let Ok(config) = self.host.config(self.profile()) else {
             return Ok(None); // the layers' lookup reports the mistake
         };

@@ -191,6 +191,14 @@ fn an_mcp_tool_wins_over_a_library_of_the_same_name_and_is_listed_and_prompted()
     let out = root.run_cli(&["mcp"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("everything: ready with"), "{text}");
+    // Models that call tools natively get `<server>__<tool>` (no `.` in function names).
+    let specs = agent.host().tool_specs("default");
+    assert!(
+        specs.iter().any(|s| s.name == "everything__echo"),
+        "{specs:?}"
+    );
+    let native = block_on(agent.call_tool("everything__echo", json!({"message": "n"}))).unwrap();
+    assert_eq!(native.message, "Echo: n");
     // `name:method` still parses; the method goes with the call.
     let method =
         block_on(agent.call_tool("everything.echo:loud", json!({"message": "m"}))).unwrap();

@@ -115,13 +115,14 @@ impl Host {
 impl Host {
     /// Every tool the profile sees as a function definition (for models that call tools
     /// natively): its name, description and the JSON Schema of its arguments (an empty object
-    /// schema when it declares none).
+    /// schema when it declares none). An MCP tool is named `<server>__<tool>` there, since
+    /// function names may not hold a `.`; a call by that name finds it.
     pub fn tool_specs(&self, profile: &str) -> Vec<ToolSpec> {
         let listing = self.list(profile);
         let mcp = listing
             .mcp
             .iter()
-            .map(|m| spec(m.tool.name().to_owned(), m.tool.info()));
+            .map(|m| spec(m.tool.native_name(), m.tool.info()));
         let libraries = listing
             .tools
             .iter()

@@ -31,7 +31,7 @@ use server::Server;
 
 pub use server::McpState;
 pub use tool::McpTool;
-pub(crate) use tool::DEFAULT_TIMEOUT_SECONDS;
+pub(crate) use tool::{from_native_name, DEFAULT_TIMEOUT_SECONDS};
 
 /// How long shutting the servers down may take when the host is dropped.
 const SHUTDOWN: Duration = Duration::from_secs(6);

@@ -62,6 +62,12 @@ impl McpTool {
         &self.name
     }
 
+    /// The name given to models that call tools natively, whose function names may not hold
+    /// a `.`: `<server>__<tool>` (`everything__echo`). A call by that name finds this tool.
+    pub fn native_name(&self) -> String {
+        format!("{}__{}", self.server_name, self.remote)
+    }
+
     /// The server's name.
     pub fn server(&self) -> &str {
         &self.server_name
@@ -112,4 +118,11 @@ fn info(tool: &Tool, parameters: serde_json::Value) -> ToolInfo {
         info.capabilities.push("idempotent".to_owned());
     }
     info
+}
+
+/// `<server>.<tool>` for a native function name `<server>__<tool>` ([`McpTool::native_name`]).
+pub(crate) fn from_native_name(name: &str) -> Option<String> {
+    let (server, tool) = name.split_once("__")?;
+    let ok = super::config::is_server_name(server) && !tool.is_empty();
+    ok.then(|| format!("{server}.{tool}"))
 }

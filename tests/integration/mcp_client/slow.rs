@@ -171,3 +171,31 @@ fn tools_list_changed_refreshes_the_servers_tools() {
     let extra = block_on(agent.call_tool("slow.extra", json!({}))).unwrap();
     assert_eq!(extra.message, "extra");
 }
+
+#[test]
+fn a_stop_cancels_the_request_on_the_server() {
+    let root = TestRoot::new();
+    let marker = root.path().join("marker");
+    root.write(
+        "usr/secrets.env",
+        format!("MARKER_PATH={}\n", marker.display()),
+    );
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let result = block_on(async {
+        let call = spawn_call(&agent, "slow.sleep", json!({"seconds": 20}));
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        agent.stop();
+        tokio::time::timeout(Duration::from_secs(10), call).await
+    });
+    let error = result
+        .expect("a stop ends the call at once")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Intervention, "{error}");
+    wait_until(
+        "notifications/cancelled reaches the server",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&marker).is_ok_and(|m| m == "cancelled"),
+    );
+}

@@ -103,18 +103,16 @@ pub struct McpConfig {
 
 impl McpConfig {
     /// Reads `usr/mcp.json`, then the profile's `usr/agents/<profile>/mcp.json` over it; a
-    /// missing file is no server. `profile` must be a safe name.
+    /// missing file is no server. A profile name that is not a safe name
+    /// ([`is_safe_name`](crate::is_safe_name)) has no file of its own.
     pub fn load(layout: &Layout, profile: &str, max_text_bytes: u64) -> Self {
         let mut config = Self::default();
         let mut merged: BTreeMap<String, (PathBuf, Map<String, Value>)> = BTreeMap::new();
-        let files = [
-            layout.root().join("usr").join(MCP_FILE_NAME),
-            layout
-                .root()
-                .join("usr/agents")
-                .join(profile)
-                .join(MCP_FILE_NAME),
-        ];
+        let mut files = vec![layout.root().join("usr").join(MCP_FILE_NAME)];
+        if crate::is_safe_name(profile) {
+            let dir = layout.root().join("usr/agents").join(profile);
+            files.push(dir.join(MCP_FILE_NAME));
+        }
         for path in files {
             let label = path.strip_prefix(layout.root()).unwrap_or(&path).to_owned();
             match read_servers(&path, &label, max_text_bytes) {

@@ -171,10 +171,16 @@ impl Server {
 
     /// Reads its tool list again (after `notifications/tools/list_changed`).
     pub(crate) async fn refresh_tools(self: &Arc<Self>, peer: Peer<RoleClient>) {
-        match self.list_tools(&peer).await {
-            Ok(tools) => self.inner().tools = tools,
-            Err(reason) => self.inner().last_error = Some(reason),
+        let listed = self.list_tools(&peer).await;
+        let mut inner = self.inner();
+        if !matches!(inner.state, McpState::Ready | McpState::Starting) {
+            return; // it failed or stopped meanwhile: it offers no tools
         }
+        match listed {
+            Ok(tools) => inner.tools = tools,
+            Err(reason) => inner.last_error = Some(reason),
+        }
+        drop(inner);
         self.bump();
     }
 

@@ -258,6 +258,20 @@ fn a_profile_switches_a_server_off_and_a_bad_file_is_one_line() {
         "the global file still works: {:?}",
         time.last_error
     );
+    // A streamable HTTP server is read and checked, and says it is not supported yet.
+    let remote = json!({"remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "k"}}});
+    servers(&root, "usr/agents/web/mcp.json", remote);
+    block_on(host.wait_for_mcp("web", START));
+    let remote = host
+        .mcp_servers("web")
+        .into_iter()
+        .find(|s| s.name == "remote")
+        .unwrap();
+    assert!(
+        matches!(&remote.state, McpState::Failed(why) if why.contains("streamable HTTP")),
+        "{:?}",
+        remote.state
+    );
     let out = root.run_cli(&["mcp", "--profile", "broken"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let mentions: Vec<&str> = text

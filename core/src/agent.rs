@@ -56,6 +56,8 @@ impl Agent {
         if !is_safe_name(profile) {
             return Err(HostError::InvalidProfile(profile.to_owned()));
         }
+        // The profile's MCP servers start in the background (never waited for here).
+        host.mcp_profile(profile);
         Ok(Arc::new(Self {
             host,
             name: name.to_owned(),

@@ -100,6 +100,14 @@
 //! [`config::ConfigError`] line naming the file, the line and the key.
 //! [`config::save_tool_policy`] records an "always" answer in a file, comments kept.
 //!
+//! ## MCP servers
+//!
+//! [`mcp`] offers the tools of the MCP servers listed in `usr/mcp.json` (and a profile's
+//! `usr/agents/<P>/mcp.json`) as `<server>.<tool>`, looked up before the layers and called
+//! through the same lifecycle and governance. Servers start in the background with the host;
+//! [`Host::mcp_servers`] says where each one is (starting, ready, failed), and dropping the host
+//! shuts them down.
+//!
 //! ## Audit log
 //!
 //! [`audit::Audit`] appends each tool call, approval decision and circuit-breaker change to
@@ -135,6 +143,7 @@ mod libraries;
 mod lifecycle;
 mod loader;
 mod long_output;
+pub mod mcp;
 pub mod mcp_server;
 mod message_loop;
 mod model;
@@ -156,7 +165,7 @@ pub use agent::Agent;
 pub use error::{HostError, LoadError, LoadErrorKind};
 pub use hooks::{nice_key, sanitize};
 pub use host::{
-    FoundTool, Generations, Host, HostOptions, Listing, Resolution, ToolListing,
+    FoundTool, Generations, Host, HostOptions, Listing, McpListing, Resolution, ToolListing,
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
 pub use inspect::{inspect, Declared, Inspection};

@@ -2,6 +2,7 @@
 //! checks, in the order documented on [`Agent::call_tool`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use plugin_api::points::{
     ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE,
@@ -14,6 +15,7 @@ use crate::governance::CallRules;
 use crate::host::FoundTool;
 use crate::intervention::Check;
 use crate::long_output::Answer;
+use crate::mcp::McpTool;
 use crate::plugin::ToolHandle;
 use crate::transcript::{HistoryMessage, LogKind, Role};
 use crate::{Agent, ErrorKind, Response, ToolError, ToolName};
@@ -31,6 +33,8 @@ impl Drop for ClearCurrentTool<'_> {
 enum Target {
     /// A library tool, and the rules that govern its call.
     Library(Arc<ToolHandle>, CallRules),
+    /// A tool of an MCP server, and the rules that govern its call.
+    Mcp(Arc<McpTool>, CallRules),
     /// No layer has the tool: the built-in Unknown tool answers.
     Unknown,
     /// The built-in `parallel` tool.
@@ -63,14 +67,20 @@ impl Agent {
     }
 
     /// Whether a call of `request` (`name` or `name:method`) reaches a tool of that name (a
-    /// library in the profile's layers, or the built-in `parallel`) rather than the Unknown
-    /// tool. An invalid name is not a tool.
+    /// library in the profile's layers, a ready MCP server's tool, or the built-in `parallel`)
+    /// rather than the Unknown tool. An invalid name is not a tool.
     pub fn has_tool(&self, request: &str) -> bool {
         let Ok(request) = ToolName::parse(request) else {
             return false;
         };
         let name = request.name();
-        name == "parallel" || self.host.resolve(self.profile(), name).found.is_some()
+        let dotted = crate::mcp::from_native_name(name);
+        let mcp = |tool: &Arc<crate::mcp::McpTool>| {
+            *tool.name == *name || dotted.as_deref() == Some(&*tool.name)
+        };
+        name == "parallel"
+            || self.host.resolve(self.profile(), name).found.is_some()
+            || self.host.mcp_tools(self.profile()).iter().any(mcp)
     }
 
     /// `call_tool`, as a call of `parallel` when `nested`: its result goes into the combined
@@ -92,9 +102,24 @@ impl Agent {
             }
         };
         let name = request_name.name();
-        let resolution = self.host.resolve(self.profile(), name);
+        let target = match self.mcp_target(name).await? {
+            Some(target) => target,
+            None => self.layer_target(name)?,
+        };
+        if nested {
+            return self.run_lifecycle(&request_name, target, args, true).await;
+        }
+        self.set_current_tool(Some(request));
+        // Cleared however the call ends: returned, failed, or cancelled mid-way.
+        let _current = ClearCurrentTool(self);
+        self.run_lifecycle(&request_name, target, args, false).await
+    }
 
-        let target = match &resolution.found {
+    /// The tool `name` resolves to along the layers: a library, the built-in `parallel`, or
+    /// the Unknown tool.
+    fn layer_target(&self, name: &str) -> Result<Target, ToolError> {
+        let resolution = self.host.resolve(self.profile(), name);
+        Ok(match &resolution.found {
             Some(found) => self.library_target(found)?,
             // The built-in `parallel` (a library named `parallel` replaces it).
             None if name == "parallel" => Target::Parallel,
@@ -110,14 +135,39 @@ impl Agent {
                     None => Target::Unknown,
                 }
             }
+        })
+    }
+
+    /// The MCP tool `name` (`<server>.<tool>`) if a server of the profile offers it, waiting
+    /// for a server that is still starting (at most the call's deadline); `<server>__<tool>`
+    /// finds it too. A name with neither `.` nor `__` costs two byte searches.
+    async fn mcp_target(&self, name: &str) -> Result<Option<Target>, ToolError> {
+        let alias; // `server__tool`, as models that call tools natively name it
+        let name = match name.contains('.') {
+            true => name,
+            false if !name.contains("__") => return Ok(None),
+            false => match crate::mcp::from_native_name(name) {
+                Some(dotted) => {
+                    alias = dotted;
+                    &alias
+                }
+                None => return Ok(None),
+            },
         };
-        if nested {
-            return self.run_lifecycle(&request_name, target, args, true).await;
-        }
-        self.set_current_tool(Some(request));
-        // Cleared however the call ends: returned, failed, or cancelled mid-way.
-        let _current = ClearCurrentTool(self);
-        self.run_lifecycle(&request_name, target, args, false).await
+        let Ok(config) = self.host.config(self.profile()) else {
+            return Ok(None); // the layers' lookup reports the mistake
+        };
+        let declared = Duration::from_secs(crate::mcp::DEFAULT_TIMEOUT_SECONDS);
+        let wait = match config.timeout(name, declared) {
+            d if d.is_zero() => Duration::from_secs(365 * 86_400),
+            d => d,
+        };
+        let Some(tool) = self.host.mcp_tool(self.profile(), name, wait).await? else {
+            return Ok(None);
+        };
+        let layer = format!("mcp:{}", tool.server()).into();
+        let rules = CallRules::new(&*tool, layer, config);
+        Ok(Some(Target::Mcp(tool, rules)))
     }
 
     /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
@@ -160,6 +210,7 @@ impl Agent {
         let heading = format!("Using tool '{request}'");
         let log_id = self.add_log(LogKind::Tool, heading, String::new(), args.clone(), false);
         let tool_name = match &target {
+            Target::Mcp(tool, _) => tool.name.clone(),
             Target::Library(tool, _) if tool.name() == request.name() => tool.shared_name().clone(),
             _ => request.name().into(),
         };
@@ -186,12 +237,18 @@ impl Agent {
         target: &Target,
         args: Map<String, Value>,
     ) -> Result<Response, ToolError> {
-        if let Target::Library(tool, rules) = target {
-            self.admit(tool, rules)?;
+        match target {
+            Target::Library(tool, rules) => self.admit(&**tool, rules)?,
+            Target::Mcp(tool, rules) => self.admit(&**tool, rules)?,
+            _ => {}
         }
         let mut args = self.before_steps(call, request, target, args).await?;
         let answer = match target {
             Target::Library(tool, rules) => Answer::Plugin(
+                self.execute_governed(call, request, tool, &mut args, rules)
+                    .await?,
+            ),
+            Target::Mcp(tool, rules) => Answer::Host(
                 self.execute_governed(call, request, tool, &mut args, rules)
                     .await?,
             ),
@@ -201,7 +258,7 @@ impl Agent {
         // An interruption now waits for the loop's next checkpoint.
         self.intervention.check(Check::PauseOrStop).await?;
         let config = match target {
-            Target::Library(_, rules) => Some(rules.config.clone()),
+            Target::Library(_, rules) | Target::Mcp(_, rules) => Some(rules.config.clone()),
             _ => self.host.config(self.profile()).ok(),
         };
         let mut response = self.limit_output(call, config.as_deref(), answer);
@@ -326,10 +383,10 @@ impl Agent {
             .host
             .config(self.profile())
             .map_err(|e| ToolError::dependency(e.to_string()))?;
-        let layer = found.layer.kind.as_str();
+        let layer = found.layer.kind.as_str().into();
         Ok(Target::Library(
             tool.clone(),
-            CallRules::new(tool, layer, config),
+            CallRules::new(&**tool, layer, config),
         ))
     }
 

@@ -15,6 +15,7 @@ mod layers;
 mod lifecycle;
 mod load_errors;
 mod long_output;
+mod mcp_client;
 mod mcp_server;
 mod message_loop;
 mod model_failures;

@@ -11,6 +11,7 @@ use crate::{check_profile, relative};
 
 pub(crate) fn list(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
     check_profile(host, profile)?;
+    crate::mcp::settle(host, profile)?;
     let listing = host.list(profile);
     if json {
         let value = listing_json(host, profile, &listing);
@@ -92,6 +93,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
             Some((decision, source)) => println!("               policy: {decision} ({source})"),
         }
     }
+    print_mcp(host, profile, listing);
     match toolhost::governance::overdue() {
         0 => {}
         1 => println!("1 call still running past its deadline or a stop"),
@@ -115,6 +117,69 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     }
 }
 
+/// The profile's MCP tools (layer `mcp:<server>`), servers not ready, and mistakes in its
+/// `mcp.json` files.
+fn print_mcp(host: &Host, profile: &str, listing: &Listing) {
+    for listed in &listing.mcp {
+        let (tool, info) = (&listed.tool, listed.tool.info());
+        println!(
+            "  {:<12} {:<5} [mcp:{} layer]",
+            tool.name(),
+            info.risk_level.as_str(),
+            tool.server()
+        );
+        if !info.description.is_empty() {
+            println!(
+                "               {}",
+                info.description.lines().next().unwrap_or_default()
+            );
+        }
+        for shadow in &listed.shadows {
+            println!("               shadows {}", relative(host, shadow));
+        }
+        if let Some(why) = tool.unavailable() {
+            println!("               unavailable: {why}");
+        }
+    }
+    for server in host.mcp_servers(profile) {
+        if let toolhost::mcp::McpState::Failed(why) = &server.state {
+            println!("  MCP server {} failed: {why}", server.name);
+        } else if server.state.name() == "starting" {
+            println!("  MCP server {} is still starting", server.name);
+        }
+    }
+    for e in host.mcp_config_errors(profile) {
+        println!("  {e}");
+    }
+}
+
+/// The profile's MCP tools as rows of the `tools` array.
+fn mcp_json(host: &Host, config: Option<&Config>, listing: &Listing) -> Vec<Value> {
+    listing
+        .mcp
+        .iter()
+        .map(|m| {
+            let info = m.tool.info();
+            json!({
+                "name": m.tool.name(),
+                "layer": format!("mcp:{}", m.tool.server()),
+                "server": m.tool.server(),
+                "shadows": m.shadows.iter().map(|p| relative(host, p)).collect::<Vec<_>>(),
+                "description": info.description,
+                "risk_level": info.risk_level.as_str(),
+                "parameters": info.parameters,
+                "capabilities": info.capabilities,
+                "breaker": m.tool.breaker_state().name(),
+                "unavailable": m.tool.unavailable(),
+                "denied": config.and_then(|c| match c.access(m.tool.name(), &info.capabilities) {
+                    Access::Denied { reason } => Some(reason),
+                    Access::Allowed => None,
+                }),
+            })
+        })
+        .collect::<Vec<_>>()
+}
+
 fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
     let config = profile_config(host, profile);
     let config = config.as_deref();
@@ -136,10 +201,11 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
             (point, Value::Array(list))
         })
         .collect();
+    let mcp_tools = mcp_json(host, config, listing);
     json!({
         "overdue_calls": toolhost::governance::overdue(),
         "extensions": extensions,
-        "tools": listing.tools.iter().map(|t| {
+        "tools": mcp_tools.into_iter().chain(listing.tools.iter().map(|t| {
             let info = t.found.handle.info();
             json!({
                 "name": t.name,
@@ -163,7 +229,8 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                 "denied": denial(config, t),
                 "policy": policy(config, t).map(|(decision, _)| decision.as_str()),
             })
-        }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "mcp_errors": host.mcp_config_errors(profile).iter().map(|e| e.to_string()).collect::<Vec<_>>(),
         "skipped": listing.skipped.iter().map(|e| json!({
             "file": relative(host, &e.path),
             "kind": e.kind.as_str(),

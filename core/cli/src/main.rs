@@ -8,6 +8,7 @@ mod call;
 mod chat;
 mod inspect;
 mod list;
+mod mcp;
 mod new;
 mod run;
 mod serve_mcp;
@@ -193,6 +194,16 @@ enum Command {
         #[arg(long)]
         no_watch: bool,
     },
+    /// The profile's MCP servers (usr/mcp.json, usr/agents/<P>/mcp.json): each one's state
+    /// (starting, ready with N tools, failed with the reason), its tools and its last error.
+    Mcp {
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
         /// The agent profile.
@@ -336,9 +347,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             serve_mcp::serve(Arc::new(host()?), options)
         }
+        Command::Mcp { profile, json } => mcp::mcp(&host()?, &profile, json),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;
+            mcp::settle(&host, &profile)?;
             println!("{}", host.system_prompt_parts(&profile).join("\n\n"));
             Ok(ExitCode::SUCCESS)
         }

@@ -1,7 +1,7 @@
 //! A governed call's audit record: what was asked, decided and tried, and how it ended. One
 //! hash-chained line per call in `usr/audit/audit.jsonl` (see [`crate::audit`]).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Instant, SystemTime};
 
 use serde_json::{Map, Value};
@@ -13,7 +13,6 @@ use crate::audit::{
     CallRecord, Decision,
 };
 use crate::config::AuditSettings;
-use crate::plugin::ToolHandle;
 use crate::{Agent, Host, ToolError, ToolName};
 
 /// What a governed call did, gathered while it runs.
@@ -74,7 +73,7 @@ impl Agent {
     pub(crate) fn audit_call(
         &self,
         request: &ToolName,
-        tool: &Arc<ToolHandle>,
+        (file, library_sha256): (String, Option<String>),
         rules: &CallRules,
         args: &Map<String, Value>,
         trail: Trail,
@@ -101,9 +100,9 @@ impl Agent {
             profile: self.profile().to_owned(),
             tool: request.name().to_owned(),
             method: request.method().map(str::to_owned),
-            layer: rules.layer.to_owned(),
-            file: relative(&self.host, tool.source()),
-            library_sha256: tool.sha256(),
+            layer: rules.layer.to_string(),
+            file,
+            library_sha256,
             args: masked_args.clone(),
             approval: trail
                 .approval
@@ -176,12 +175,6 @@ impl Agent {
             tracing::warn!("{e}");
         }
     }
-}
-
-/// `path` relative to the host's root, with `/`.
-fn relative(host: &Host, path: &std::path::Path) -> String {
-    let relative = path.strip_prefix(host.root()).unwrap_or(path);
-    relative.to_string_lossy().replace('\\', "/")
 }
 
 /// The SHA-256 of a file, in hex (`None` if it cannot be read).

@@ -7,12 +7,14 @@
 //! - `call_threads.rs`: plugin code on call threads, so deadlines and interventions hold;
 //! - `breaker.rs`: the circuit breaker;
 //! - `approval.rs`: approvals by risk level, asked of an [`Approver`];
+//! - `governed.rs`: what a call targets (a library tool or an MCP tool);
 //! - `steps.rs`: the governed steps of a call, in order.
 
 mod approval;
 mod audit_trail;
 mod breaker;
 pub(crate) mod call_threads;
+mod governed;
 mod schema;
 mod steps;
 
@@ -23,5 +25,6 @@ pub use breaker::BreakerState;
 pub use call_threads::overdue;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};
+pub(crate) use governed::Governed;
 pub(crate) use schema::ArgumentSchema;
-pub(crate) use steps::CallRules;
+pub(crate) use steps::{timed_out, CallRules};

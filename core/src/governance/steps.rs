@@ -1,20 +1,21 @@
-//! The governed steps of a library tool's call: admission (readiness, breaker), validation,
-//! then `execute` under the deadline with retries.
+//! The governed steps of a tool's call, for a library tool and an MCP tool alike (see
+//! `governed.rs`): admission (access, readiness, breaker), validation, approval, then the
+//! attempts under the deadline with retries.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use super::audit_trail::{now_ms, Trail};
-use super::call_threads::{self, Ended};
+use super::governed::Governed;
 use super::{is_infrastructure, Transition};
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff, BreakerSettings, Config};
 use crate::context::CallContext;
-use crate::plugin::{PluginAnswer, ToolHandle};
 use crate::transcript::LogKind;
-use crate::{Agent, RiskLevel, ToolError, ToolName};
+use crate::{Agent, RiskLevel, ToolError, ToolInfo, ToolName};
 
 /// What governs one call of a tool: its declared values, overridden by the config.
 #[derive(Debug, Clone)]
@@ -27,13 +28,18 @@ pub(crate) struct CallRules {
     pub(crate) breaker: BreakerSettings,
     /// The profile's configuration (policy, access).
     pub(crate) config: Arc<Config>,
-    /// The kind of layer the tool was found in, for the audit.
-    pub(crate) layer: &'static str,
+    /// The kind of layer the tool was found in (`mcp:<server>` for an MCP tool), for the
+    /// audit.
+    pub(crate) layer: Cow<'static, str>,
 }
 
 impl CallRules {
     /// The rules for a call of `tool`: what it declares, overridden by the profile's config.
-    pub(crate) fn new(tool: &ToolHandle, layer: &'static str, config: Arc<Config>) -> Self {
+    pub(crate) fn new<T: Governed>(
+        tool: &T,
+        layer: Cow<'static, str>,
+        config: Arc<Config>,
+    ) -> Self {
         let info = tool.info();
         let declared = Duration::from_secs(info.timeout_seconds);
         let timeout = config.timeout(tool.name(), declared);
@@ -49,15 +55,27 @@ impl CallRules {
 }
 
 /// Whether a tool's failed attempts may be retried: it only reads, or says it is idempotent.
-fn retryable(tool: &ToolHandle) -> bool {
-    let info = tool.info();
+fn retryable(info: &ToolInfo) -> bool {
     info.risk_level == RiskLevel::Read || info.capabilities.iter().any(|c| c == "idempotent")
+}
+
+/// The error of an attempt whose deadline passed.
+pub(crate) fn timed_out(tool: &str, deadline: Duration) -> ToolError {
+    // A dotted name (an MCP tool's) is quoted as a TOML key.
+    let key = match tool.contains('.') {
+        true => format!("\"{tool}\""),
+        false => tool.to_owned(),
+    };
+    ToolError::timeout(format!(
+        "tool {tool} did not answer within {}: its deadline passed and the call was abandoned (set [tools.{key}] timeout_seconds in toolhost.toml to allow longer)",
+        seconds(deadline),
+    ))
 }
 
 impl Agent {
     /// Refuses a call at once if the config denies the tool, if it is not ready, or if its
     /// breaker is open.
-    pub(crate) fn admit(&self, tool: &ToolHandle, rules: &CallRules) -> Result<(), ToolError> {
+    pub(crate) fn admit<T: Governed>(&self, tool: &T, rules: &CallRules) -> Result<(), ToolError> {
         let capabilities = &tool.info().capabilities;
         if let Access::Denied { reason } = rules.config.access(tool.name(), capabilities) {
             return Err(ToolError::repairable(format!(
@@ -65,51 +83,52 @@ impl Agent {
                 tool.name()
             )));
         }
-        if let Some(reason) = tool.readiness().reason() {
+        if let Some(reason) = tool.not_ready() {
             return Err(ToolError::dependency(format!(
                 "tool {} is not ready: {reason}",
                 tool.name()
             )));
         }
-        let transition = tool.breaker.admit(tool.name(), &rules.breaker)?;
-        self.breaker_moved(tool, rules, transition);
+        let transition = tool.breaker().admit(tool.name(), &rules.breaker)?;
+        self.breaker_moved(tool.name(), rules, transition);
         Ok(())
     }
 
-    /// Validates the arguments (defaults filled in), asks for approval, then runs `execute`
+    /// Validates the arguments (defaults filled in), asks for approval, then runs the tool
     /// under the deadline, retrying infrastructure failures with backoff where the tool allows
     /// it. The call is audited, however it ends.
-    pub(crate) async fn execute_governed(
+    pub(crate) async fn execute_governed<T: Governed>(
         self: &Arc<Self>,
         call: &Arc<CallContext>,
         request: &ToolName,
-        tool: &Arc<ToolHandle>,
+        tool: &Arc<T>,
         args: &mut Map<String, Value>,
         rules: &CallRules,
-    ) -> Result<PluginAnswer, ToolError> {
+    ) -> Result<T::Answer, ToolError> {
         let mut trail = Trail::start();
         let result = self
             .govern(call, request, tool, args, rules, &mut trail)
             .await;
-        let metadata = result.as_ref().ok().and_then(PluginAnswer::metadata);
+        let metadata = result.as_ref().ok().and_then(T::metadata);
         let outcome = match &result {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        self.audit_call(request, tool, rules, args, trail, outcome);
+        let source = tool.audit_source(&self.host);
+        self.audit_call(request, source, rules, args, trail, outcome);
         result
     }
 
-    async fn govern(
+    async fn govern<T: Governed>(
         self: &Arc<Self>,
         call: &Arc<CallContext>,
         request: &ToolName,
-        tool: &Arc<ToolHandle>,
+        tool: &Arc<T>,
         args: &mut Map<String, Value>,
         rules: &CallRules,
         trail: &mut Trail,
-    ) -> Result<PluginAnswer, ToolError> {
-        tool.schema.check(args)?;
+    ) -> Result<T::Answer, ToolError> {
+        tool.schema().check(args)?;
         let risk = tool.info().risk_level;
         let approved = self
             .approve(&rules.config, tool.name(), request.method(), risk, args)
@@ -119,101 +138,74 @@ impl Agent {
             Err(e) => (false, e.message().to_owned()),
         });
         approved?;
-        let args = crate::extension_points::json_text(args);
-        let retries = if retryable(tool) {
-            rules.max_retries
-        } else {
-            0
+        let retries = match retryable(tool.info()) {
+            true => rules.max_retries,
+            false => 0,
         };
         let mut attempt = 1;
         loop {
             let (started, started_ms) = (std::time::Instant::now(), now_ms());
-            let result = self.attempt(call, tool, args.clone(), rules.timeout).await;
+            let result = tool.attempt(self, call, args, rules.timeout).await;
             trail.attempt(started, started_ms, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
-            let transition = tool.breaker.record(outcome, &rules.breaker);
+            let transition = tool.breaker().record(outcome, &rules.breaker);
             let opened = transition
                 .as_ref()
                 .is_some_and(|t| t.to == BreakerState::Open);
-            self.breaker_moved(tool, rules, transition);
+            self.breaker_moved(tool.name(), rules, transition);
             let error = match result {
                 Ok(answer) => return Ok(answer),
                 Err(e) if attempt <= retries && !opened && is_infrastructure(e.kind()) => e,
                 Err(e) => return Err(e),
             };
-            let delay = rules.backoff.delay(attempt, jitter());
-            self.add_note(
-                LogKind::Warning,
-                format!(
-                    "Retrying tool '{request}' (attempt {} of {})",
-                    attempt + 1,
-                    retries + 1
-                ),
-                format!(
-                    "after {} error: {}; waiting {delay:?}",
-                    error.kind(),
-                    error.message()
-                ),
-            );
-            tokio::select! {
-                () = tokio::time::sleep(delay) => {}
-                e = self.intervention.stopped() => return Err(e),
-            }
+            self.wait_to_retry(request, attempt, retries, &rules.backoff, &error)
+                .await?;
             attempt += 1;
         }
     }
 
-    /// One attempt: `execute` on a call thread, until it answers, the deadline passes or the
-    /// user intervenes. The plugin sees the cancellation through its context.
-    async fn attempt(
-        self: &Arc<Self>,
-        call: &Arc<CallContext>,
-        tool: &Arc<ToolHandle>,
-        args: String,
-        timeout: Option<Duration>,
-    ) -> Result<PluginAnswer, ToolError> {
-        let call = call.for_attempt();
-        let running = {
-            let (tool, call) = (tool.clone(), call.clone());
-            async move { tool.execute(&call, args).await }
-        };
-        let deadline = timeout.unwrap_or(Duration::MAX);
-        let interrupt = self.intervention.stopped();
-        match call_threads::run(running, deadline, interrupt).await {
-            Ok(result) => result,
-            Err(Ended::Deadline) => {
-                call.cancel.cancel();
-                Err(ToolError::timeout(format!(
-                    "tool {} did not answer within {}: its deadline passed and the call was abandoned (set [tools.{}] timeout_seconds in toolhost.toml to allow longer)",
-                    tool.name(),
-                    seconds(deadline),
-                    tool.name()
-                )))
-            }
-            Err(Ended::Interrupted(error)) => {
-                call.cancel.cancel();
-                Err(error)
-            }
+    /// Notes the retry, then waits for its backoff (or a stop).
+    async fn wait_to_retry(
+        &self,
+        request: &ToolName,
+        attempt: u32,
+        retries: u32,
+        backoff: &Backoff,
+        error: &ToolError,
+    ) -> Result<(), ToolError> {
+        let delay = backoff.delay(attempt, jitter());
+        self.add_note(
+            LogKind::Warning,
+            format!(
+                "Retrying tool '{request}' (attempt {} of {})",
+                attempt + 1,
+                retries + 1
+            ),
+            format!(
+                "after {} error: {}; waiting {delay:?}",
+                error.kind(),
+                error.message()
+            ),
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => Ok(()),
+            e = self.intervention.stopped() => Err(e),
         }
     }
 
     /// Logs and audits a breaker's change of state.
-    fn breaker_moved(&self, tool: &ToolHandle, rules: &CallRules, transition: Option<Transition>) {
+    fn breaker_moved(&self, tool: &str, rules: &CallRules, transition: Option<Transition>) {
         let Some(t) = transition else {
             return;
         };
         let (from, to) = (t.from.as_str(), t.to.as_str());
-        tracing::warn!(
-            "tool {}: circuit breaker {from} -> {to} ({})",
-            tool.name(),
-            t.reason
-        );
+        tracing::warn!("tool {tool}: circuit breaker {from} -> {to} ({})", t.reason);
         self.add_note(
             LogKind::Warning,
-            format!("Circuit breaker of tool '{}': {from} -> {to}", tool.name()),
+            format!("Circuit breaker of tool '{tool}': {from} -> {to}"),
             t.reason.clone(),
         );
-        self.audit_breaker(tool.name(), t, rules.config.audit());
+        self.audit_breaker(tool, t, rules.config.audit());
     }
 }
 

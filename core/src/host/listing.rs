@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{FoundTool, Host, Resolution};
 use crate::error::LoadError;
+use crate::mcp::McpTool;
 
 /// One row of [`Host::list`].
 #[derive(Clone)]
@@ -19,11 +20,23 @@ pub struct ToolListing {
     pub shadows: Vec<PathBuf>,
 }
 
+/// One tool of an MCP server in [`Host::list`].
+#[derive(Clone)]
+pub struct McpListing {
+    /// The tool (`<server>.<tool>`).
+    pub tool: Arc<McpTool>,
+    /// Library files of the same name that it hides (MCP tools are looked up first).
+    pub shadows: Vec<PathBuf>,
+}
+
 /// Everything a profile sees: the tools that win, and the files that were skipped.
 #[derive(Clone, Default)]
 pub struct Listing {
-    /// Tools sorted by name.
+    /// Library tools sorted by name (those an MCP tool of the same name hides are left out).
     pub tools: Vec<ToolListing>,
+    /// The tools of the profile's MCP servers that are ready now, sorted by name; they are
+    /// looked up before the layers.
+    pub mcp: Vec<McpListing>,
     /// Tool and extension files that failed to load, with the reason.
     pub skipped: Vec<LoadError>,
 }
@@ -56,11 +69,30 @@ impl Host {
                 });
             }
         }
+        listing.mcp = self.mcp_listing(profile, &mut listing.tools);
         for point in self.extension_points(profile) {
             let skipped = self.skipped_extensions(profile, &point);
             listing.skipped.extend(skipped);
         }
         listing
+    }
+
+    /// The profile's MCP tools; library tools of the same name move to their `shadows`.
+    fn mcp_listing(&self, profile: &str, tools: &mut Vec<ToolListing>) -> Vec<McpListing> {
+        let mut listed = Vec::new();
+        for tool in self.mcp_tools(profile) {
+            let mut shadows = Vec::new();
+            tools.retain(|t| {
+                if t.name != tool.name() {
+                    return true;
+                }
+                shadows.push(t.found.path.clone());
+                shadows.extend(t.shadows.iter().cloned());
+                false
+            });
+            listed.push(McpListing { tool, shadows });
+        }
+        listed
     }
 
     /// Resolves many names, loading libraries on as many threads as there are cores (copying

@@ -7,6 +7,7 @@ mod changes;
 mod config;
 mod listing;
 mod lookup;
+mod mcp;
 mod prompt;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use crate::plugin::ExtensionHandle;
 use crate::reload::ReloadEvent;
 use crate::secrets::{SecretStore, Secrets};
 
-pub use listing::{Listing, ToolListing};
+pub use listing::{Listing, McpListing, ToolListing};
 pub use lookup::{FoundTool, Resolution};
 
 /// Settings of a [`Host`].
@@ -172,6 +173,8 @@ pub struct Host {
     configs: ProfileCache<Result<Arc<Config>, ConfigError>>,
     /// The audit log, opened on first use.
     pub(crate) audit: std::sync::OnceLock<Option<crate::audit::Audit>>,
+    /// The MCP servers, by profile. Dropped with the host: every server is shut down.
+    mcp: crate::mcp::McpClients,
 }
 
 impl Host {
@@ -191,7 +194,7 @@ impl Host {
                 tracing::warn!("{e}; running without secrets");
                 Secrets::empty()
             });
-        Ok(Self {
+        let host = Self {
             secrets: SecretStore::new(secrets),
             libraries: Libraries::new(&options)?,
             layout,
@@ -202,7 +205,11 @@ impl Host {
             extensions: ProfileCache::default(),
             configs: ProfileCache::default(),
             audit: std::sync::OnceLock::new(),
-        })
+            mcp: Default::default(),
+        };
+        // The default profile's MCP servers start now, in the background.
+        host.mcp_profile("default");
+        Ok(host)
     }
 
     /// The root folder.

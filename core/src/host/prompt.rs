@@ -50,9 +50,10 @@ impl Host {
     }
 
     /// The tools section of the system prompt: every fragment, plus a generated one (from the
-    /// tool's description and parameters) for each tool that has no fragment of its own. A
-    /// tool that cannot be called now (denied by the profile's config, not ready, breaker open)
-    /// is left out, fragment and all.
+    /// tool's description and parameters) for each tool that has no fragment of its own, the
+    /// tools of the profile's MCP servers that are ready included (their description and
+    /// `inputSchema`). A tool that cannot be called now (denied by the profile's config, not
+    /// ready, breaker open) is left out, fragment and all.
     pub fn tools_prompt(&self, profile: &str) -> String {
         let listing = self.list(profile);
         let config = self.config(profile).ok();
@@ -91,6 +92,16 @@ impl Host {
                 );
             }
         }
+        for listed in listing.mcp {
+            let (name, info) = (listed.tool.name(), listed.tool.info());
+            let denied = config.as_ref().is_some_and(|c| {
+                matches!(c.access(name, &info.capabilities), Access::Denied { .. })
+            });
+            if !covered.contains(name) && !denied && listed.tool.unavailable().is_none() {
+                let file = format!("{TOOL_FRAGMENT}{name}.md");
+                parts.insert(file, generated_fragment(name, info));
+            }
+        }
         let mut prompt = String::from("## Tools available:\n");
         for text in parts.values() {
             prompt.push('\n');
@@ -104,24 +115,32 @@ impl Host {
 impl Host {
     /// Every tool the profile sees as a function definition (for models that call tools
     /// natively): its name, description and the JSON Schema of its arguments (an empty object
-    /// schema when it declares none).
+    /// schema when it declares none). An MCP tool is named `<server>__<tool>` there, since
+    /// function names may not hold a `.`; a call by that name finds it.
     pub fn tool_specs(&self, profile: &str) -> Vec<ToolSpec> {
-        self.list(profile)
+        let listing = self.list(profile);
+        let mcp = listing
+            .mcp
+            .iter()
+            .map(|m| spec(m.tool.native_name(), m.tool.info()));
+        let libraries = listing
             .tools
-            .into_iter()
-            .map(|tool| {
-                let info = tool.found.handle.info();
-                let parameters = match info.parameters.get("type") {
-                    Some(kind) if kind == "object" => info.parameters.clone(),
-                    _ => serde_json::json!({"type": "object", "properties": {}}),
-                };
-                ToolSpec {
-                    description: info.description.trim().to_owned(),
-                    name: tool.name,
-                    parameters,
-                }
-            })
-            .collect()
+            .iter()
+            .map(|t| spec(t.name.clone(), t.found.handle.info()));
+        mcp.chain(libraries).collect()
+    }
+}
+
+/// A tool as a function definition.
+fn spec(name: String, info: &ToolInfo) -> ToolSpec {
+    let parameters = match info.parameters.get("type") {
+        Some(kind) if kind == "object" => info.parameters.clone(),
+        _ => serde_json::json!({"type": "object", "properties": {}}),
+    };
+    ToolSpec {
+        description: info.description.trim().to_owned(),
+        name,
+        parameters,
     }
 }
 

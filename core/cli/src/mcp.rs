@@ -1,0 +1,85 @@
+//! `toolhost mcp`: the profile's MCP servers, each with its state, its tools and its last
+//! error.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use toolhost::mcp::McpServerStatus;
+use toolhost::Host;
+
+use crate::check_profile;
+
+/// How long a command that shows the servers waits for those still starting.
+pub(crate) const SETTLE: Duration = Duration::from_secs(20);
+
+/// Waits (at most [`SETTLE`]) until none of the profile's servers is still starting.
+pub(crate) fn settle(host: &Host, profile: &str) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(host.wait_for_mcp(profile, SETTLE));
+    Ok(())
+}
+
+pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
+    check_profile(host, profile)?;
+    settle(host, profile)?;
+    let servers = host.mcp_servers(profile);
+    let errors = host.mcp_config_errors(profile);
+    if json {
+        let value = json!({
+            "servers": servers.iter().map(server_json).collect::<Vec<_>>(),
+            "config_errors": errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in &errors {
+        println!("config error: {e}");
+    }
+    if servers.is_empty() {
+        println!("No MCP servers for profile '{profile}' (list them in usr/mcp.json).");
+    }
+    for server in &servers {
+        let state = match server.state.name() {
+            "ready" => format!("ready with {} tools", server.tools.len()),
+            other => other.to_owned(),
+        };
+        println!("{}: {state}", server.name);
+        for tool in &server.tools {
+            let info = tool.info();
+            let line = info.description.lines().next().unwrap_or_default();
+            println!(
+                "  {:<32} {:<5} {line}",
+                tool.name(),
+                info.risk_level.as_str()
+            );
+        }
+        if let Some(error) = &server.last_error {
+            println!("  last error: {error}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn server_json(server: &McpServerStatus) -> Value {
+    json!({
+        "name": server.name,
+        "state": server.state.name(),
+        "reason": match &server.state {
+            toolhost::mcp::McpState::Failed(why) => Some(why.as_str()),
+            _ => None,
+        },
+        "tools": server.tools.iter().map(|t| json!({
+            "name": t.name(),
+            "description": t.info().description,
+            "risk_level": t.info().risk_level.as_str(),
+            "capabilities": t.info().capabilities,
+            "input_schema": t.info().parameters,
+            "breaker": t.breaker_state().name(),
+        })).collect::<Vec<_>>(),
+        "last_error": server.last_error,
+    })
+}

@@ -1,0 +1,111 @@
+//! What a governed call targets: a library's tool or an MCP server's tool. The governed steps
+//! (`steps.rs`) are generic over it, so each target is compiled into its own copy and the
+//! library path costs what it did before.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::call_threads::{self, Ended};
+use super::{ArgumentSchema, Breaker};
+use crate::context::CallContext;
+use crate::plugin::{PluginAnswer, ToolHandle};
+use crate::{Agent, Host, ToolError, ToolInfo};
+
+/// A tool the governed steps can call.
+pub(crate) trait Governed: Send + Sync + 'static {
+    /// What one successful attempt gives.
+    type Answer: Send + 'static;
+
+    /// The name the tool is called by.
+    fn name(&self) -> &str;
+    /// Its metadata (risk, capabilities, retries, declared deadline).
+    fn info(&self) -> &ToolInfo;
+    /// Its circuit breaker.
+    fn breaker(&self) -> &Breaker;
+    /// Its compiled argument schema.
+    fn schema(&self) -> &ArgumentSchema;
+    /// Why it is not ready, if it is not.
+    fn not_ready(&self) -> Option<String>;
+    /// The answer's metadata, for the audit.
+    fn metadata(answer: &Self::Answer) -> Option<Map<String, Value>>;
+    /// Where it comes from for the audit: a file (relative to the root) and its SHA-256.
+    fn audit_source(&self, host: &Host) -> (String, Option<String>);
+    /// One attempt, until it answers, `timeout` passes or the user intervenes.
+    fn attempt(
+        self: &Arc<Self>,
+        agent: &Arc<Agent>,
+        call: &Arc<CallContext>,
+        args: &Map<String, Value>,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Self::Answer, ToolError>> + Send;
+}
+
+impl Governed for ToolHandle {
+    type Answer = PluginAnswer;
+
+    fn name(&self) -> &str {
+        ToolHandle::name(self)
+    }
+
+    fn info(&self) -> &ToolInfo {
+        ToolHandle::info(self)
+    }
+
+    fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    fn schema(&self) -> &ArgumentSchema {
+        &self.schema
+    }
+
+    fn not_ready(&self) -> Option<String> {
+        self.readiness().reason().map(str::to_owned)
+    }
+
+    fn metadata(answer: &PluginAnswer) -> Option<Map<String, Value>> {
+        answer.metadata()
+    }
+
+    fn audit_source(&self, host: &Host) -> (String, Option<String>) {
+        let path = self.source();
+        let relative = path.strip_prefix(host.root()).unwrap_or(path);
+        let file = relative.to_string_lossy().replace('\\', "/");
+        (file, self.sha256())
+    }
+
+    /// `execute` on a call thread, until it answers, the deadline passes or the user
+    /// intervenes. The plugin sees the cancellation through its context.
+    fn attempt(
+        self: &Arc<Self>,
+        agent: &Arc<Agent>,
+        call: &Arc<CallContext>,
+        args: &Map<String, Value>,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send {
+        let args = crate::extension_points::json_text(args);
+        let call = call.for_attempt();
+        let running = {
+            let (tool, call) = (self.clone(), call.clone());
+            async move { tool.execute(&call, args).await }
+        };
+        let deadline = timeout.unwrap_or(Duration::MAX);
+        let interrupt = agent.intervention.stopped();
+        async move {
+            match call_threads::run(running, deadline, interrupt).await {
+                Ok(result) => result,
+                Err(Ended::Deadline) => {
+                    call.cancel.cancel();
+                    Err(super::timed_out(self.name(), deadline))
+                }
+                Err(Ended::Interrupted(error)) => {
+                    call.cancel.cancel();
+                    Err(error)
+                }
+            }
+        }
+    }
+}

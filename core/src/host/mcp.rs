@@ -1,0 +1,69 @@
+//! The host's MCP servers: started in the background per profile, looked up before the
+//! layers, and listed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Host;
+use crate::mcp::config::McpConfigError;
+use crate::mcp::{McpServerStatus, McpTool, ProfileServers};
+use crate::ToolError;
+
+impl Host {
+    /// The profile's MCP servers (`usr/mcp.json`, `usr/agents/<profile>/mcp.json`), started in
+    /// the background the first time the profile is seen; this never waits for them.
+    pub(crate) fn mcp_profile(&self, profile: &str) -> Arc<ProfileServers> {
+        let secrets = self.secrets();
+        let cap = self.options.max_text_bytes;
+        self.mcp.profile(&self.layout, profile, cap, &secrets)
+    }
+
+    /// Each MCP server of the profile: its state (starting, ready, failed), its tools and its
+    /// last error. Starts the profile's servers if they were not started yet.
+    pub fn mcp_servers(&self, profile: &str) -> Vec<McpServerStatus> {
+        self.mcp_profile(profile).status()
+    }
+
+    /// The mistakes in the profile's `mcp.json` files, one line each.
+    pub fn mcp_config_errors(&self, profile: &str) -> Vec<McpConfigError> {
+        self.mcp_profile(profile).config.errors.clone()
+    }
+
+    /// The tools of the profile's MCP servers that are ready now, sorted by name.
+    pub fn mcp_tools(&self, profile: &str) -> Vec<Arc<McpTool>> {
+        self.mcp_profile(profile).tools()
+    }
+
+    /// Waits until none of the profile's MCP servers is still starting, at most `wait` (for
+    /// commands that show what the servers offer, such as `toolhost list`).
+    pub async fn wait_for_mcp(&self, profile: &str, wait: Duration) {
+        let servers = self.mcp_profile(profile);
+        let deadline = tokio::time::Instant::now() + wait;
+        for server in &servers.servers {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            server.settled(left).await;
+        }
+    }
+
+    /// The MCP tool `name` (`<server>.<tool>`) of the profile. `Ok(None)` when no server of
+    /// the profile has that name, or the ready server has no such tool. Waits for a server
+    /// that is starting (at most `wait`); a server that is down is started again (after its
+    /// backoff) and the error names it.
+    pub(crate) async fn mcp_tool(
+        &self,
+        profile: &str,
+        name: &str,
+        wait: Duration,
+    ) -> Result<Option<Arc<McpTool>>, ToolError> {
+        let Some((server_name, tool)) = name.split_once('.') else {
+            return Ok(None);
+        };
+        let servers = self.mcp_profile(profile);
+        let Some(server) = servers.get(server_name) else {
+            return Ok(None);
+        };
+        server.ready(&self.secrets(), wait).await?;
+        let (_, tools, _) = server.snapshot();
+        Ok(tools.iter().find(|t| t.remote == tool).cloned())
+    }
+}

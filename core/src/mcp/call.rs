@@ -1,0 +1,214 @@
+//! One attempt of an MCP tool's call: `tools/call` with a progress token, the server's progress
+//! as the call's progress, `notifications/cancelled` at the deadline or an intervention, and
+//! the result as a [`Response`] (or a repairable error for `isError`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ProgressToken,
+    ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::{Map, Value};
+
+use super::handler::ProgressRoutes;
+use super::server::Server;
+use super::tool::McpTool;
+use crate::context::CallContext;
+use crate::governance::{ArgumentSchema, Breaker, Governed};
+use crate::{Agent, Host, Response, ToolError, ToolInfo};
+
+/// Stops routing a call's progress when the attempt ends, however it ends.
+struct Route<'a>(&'a ProgressRoutes, ProgressToken);
+
+impl Drop for Route<'_> {
+    fn drop(&mut self) {
+        self.0.unregister(&self.1);
+    }
+}
+
+impl Governed for McpTool {
+    type Answer = Response;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    fn schema(&self) -> &ArgumentSchema {
+        &self.schema
+    }
+
+    fn not_ready(&self) -> Option<String> {
+        None // a server that is not ready fails the call with its reason
+    }
+
+    fn metadata(answer: &Response) -> Option<Map<String, Value>> {
+        answer.metadata.clone()
+    }
+
+    fn audit_source(&self, _host: &Host) -> (String, Option<String>) {
+        (format!("mcp:{}", self.server_name), None)
+    }
+
+    async fn attempt(
+        self: &Arc<Self>,
+        agent: &Arc<Agent>,
+        call: &Arc<CallContext>,
+        args: &Map<String, Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Response, ToolError> {
+        let Some(server) = self.server.upgrade() else {
+            let name = &self.server_name;
+            return Err(ToolError::dependency(format!(
+                "MCP server '{name}' was shut down"
+            )));
+        };
+        let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::MAX / 4);
+        let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let peer = server.ready(&agent.host.secrets(), wait).await?;
+        let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = PeerRequestOptions::no_options();
+        let mut handle = match peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.lost(&server, &e.to_string())),
+        };
+        let (to, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        server.progress.register(handle.progress_token.clone(), to);
+        let _route = Route(&server.progress, handle.progress_token.clone());
+        let ended = loop {
+            tokio::select! {
+                answer = &mut handle.rx => break Ok(answer),
+                Some(text) = progress.recv() => self.progress(agent, call, text).await,
+                () = tokio::time::sleep_until(deadline) => {
+                    let limit = timeout.unwrap_or_default();
+                    break Err(crate::governance::timed_out(&self.name, limit));
+                }
+                e = agent.intervention.stopped() => break Err(e),
+            }
+        };
+        match ended {
+            Ok(answer) => self.outcome(&server, answer),
+            Err(e) => {
+                // The server is told to stop working on it.
+                let reason = format!("{} ({})", e.message(), e.kind());
+                let _ = handle.cancel(Some(reason)).await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What the server's answer channel gave.
+type Answer = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
+
+impl McpTool {
+    /// The call's result from the server's answer.
+    fn outcome(&self, server: &Server, answer: Answer) -> Result<Response, ToolError> {
+        match answer {
+            Ok(Ok(ServerResult::CallToolResult(result))) => {
+                server.call_succeeded();
+                into_response(&self.name, result)
+            }
+            Ok(Ok(_)) => Err(ToolError::dependency(format!(
+                "MCP server '{}' answered the call of {} with something other than a tool result",
+                self.server_name, self.name
+            ))),
+            Ok(Err(ServiceError::McpError(e))) => Err(ToolError::dependency(format!(
+                "MCP server '{}' refused the call of {}: {} (code {})",
+                self.server_name, self.name, e.message, e.code.0
+            ))),
+            Ok(Err(e)) => Err(self.lost(server, &e.to_string())),
+            Err(_) => Err(self.lost(server, "its connection closed")),
+        }
+    }
+
+    /// Shows a progress notification as the call's progress.
+    async fn progress(&self, agent: &Arc<Agent>, call: &Arc<CallContext>, text: String) {
+        if let Err(e) = agent.clone().set_progress(call, text).await {
+            let e = agent.host.secret_store().error(&e);
+            tracing::warn!("a tool_output_update extension failed: {e}");
+        }
+    }
+
+    /// The server went away during a call: it is marked failed (started again at the next
+    /// use) and the error names it.
+    fn lost(&self, server: &Server, why: &str) -> ToolError {
+        server.failed(format!(
+            "the server exited during a call of {} ({why})",
+            self.name
+        ));
+        ToolError::dependency(format!(
+            "MCP server '{}' exited during the call of {} ({why}); it is started again at the next call",
+            self.server_name, self.name
+        ))
+    }
+}
+
+/// Whether `text` already says `structured`: it is the same JSON, or the structured content
+/// only wraps it (`{"result": text}`, as the Python SDK wraps a plain return value).
+fn says(text: &str, structured: &Value) -> bool {
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    if parsed.as_ref() == Some(structured) {
+        return true;
+    }
+    match structured.as_object().map(|o| (o.len(), o.get("result"))) {
+        Some((1, Some(inner))) => inner.as_str() == Some(text) || parsed.as_ref() == Some(inner),
+        _ => false,
+    }
+}
+
+/// A result as the model sees it: its text and its structured content become the message
+/// (structured content only when the text does not already say it); images and other
+/// content go to `additional.content`. `isError` is a repairable error with the text.
+fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolError> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut other: Vec<Value> = Vec::new();
+    for block in &result.content {
+        let value = serde_json::to_value(block).unwrap_or(Value::Null);
+        match value.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = value
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                texts.push(text.to_owned());
+            }
+            _ => other.push(value),
+        }
+    }
+    let mut message = texts.join("\n");
+    if let Some(structured) = &result.structured_content {
+        if !texts.iter().any(|t| says(t, structured)) {
+            if !message.is_empty() {
+                message.push('\n');
+            }
+            message.push_str(&structured.to_string());
+        }
+    }
+    if result.is_error == Some(true) {
+        let message = match message.trim() {
+            "" => "(no text)",
+            text => text,
+        };
+        return Err(ToolError::repairable(format!(
+            "tool {name} failed: {message}"
+        )));
+    }
+    let mut response = Response::text(message);
+    if !other.is_empty() {
+        let mut additional = Map::new();
+        additional.insert("content".to_owned(), Value::Array(other));
+        response.additional = Some(additional);
+    }
+    Ok(response)
+}

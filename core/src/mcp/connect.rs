@@ -1,0 +1,85 @@
+//! Connecting to a server: the child process (its environment's secret placeholders filled
+//! in, its standard error kept for the failure reason), the handshake, all bounded in time.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::config::{ServerConfig, Transport};
+use super::handler::Handler;
+use super::server::Service;
+use crate::secrets::Secrets;
+
+/// How long the process may take to answer `initialize`.
+const HANDSHAKE: Duration = Duration::from_secs(30);
+/// How many lines of the server's standard error are kept for a failure's reason.
+const STDERR_LINES: usize = 3;
+
+/// Starts the server and completes the handshake; the error is one line.
+pub(crate) async fn connect(
+    config: &ServerConfig,
+    secrets: &Secrets,
+    handler: Handler,
+) -> Result<Service, String> {
+    match &config.transport {
+        Transport::Stdio { command, args, env } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).kill_on_drop(true);
+            for (key, value) in env {
+                let value = secrets
+                    .unmask(value)
+                    .map_err(|e| format!("env {key}: {}", e.message()))?;
+                cmd.env(key, value.as_ref());
+            }
+            let (process, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let tail = Arc::new(Mutex::new(Vec::<String>::new()));
+            if let Some(stderr) = stderr {
+                tokio::spawn(keep_stderr(config.name.clone(), stderr, tail.clone()));
+            }
+            let served = tokio::time::timeout(HANDSHAKE, handler.serve(process)).await;
+            let said = || {
+                let lines = tail.lock().unwrap_or_else(|e| e.into_inner()).join(" | ");
+                match lines.is_empty() {
+                    true => String::new(),
+                    false => format!(" (its standard error: {lines})"),
+                }
+            };
+            match served {
+                Ok(Ok(service)) => Ok(service),
+                Ok(Err(e)) => Err(format!("the handshake failed: {e}{}", said())),
+                Err(_) => Err(format!(
+                    "no answer to `initialize` within {} s{}",
+                    HANDSHAKE.as_secs(),
+                    said()
+                )),
+            }
+        }
+        Transport::Http { url, .. } => Err(format!(
+            "streamable HTTP ({url}) is not supported by this build yet: use a stdio server"
+        )),
+    }
+}
+
+/// Logs the server's standard error at debug level and keeps its last lines.
+async fn keep_stderr(
+    server: String,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<Vec<String>>>,
+) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!("MCP server {server}: {line}");
+        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        if tail.len() == STDERR_LINES {
+            tail.remove(0);
+        }
+        tail.push(line.chars().take(200).collect());
+    }
+}

@@ -1,0 +1,106 @@
+//! What the client answers to a server: its name, and the notifications it acts on. Progress
+//! goes to the call that sent the token; `notifications/tools/list_changed` refreshes the
+//! server's tools.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ClientHandler;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::server::Server;
+
+/// Progress that arrived before its call registered its token is kept, up to this many.
+const MAX_EARLY: usize = 64;
+
+/// Where each running call's progress goes, by its progress token.
+#[derive(Default)]
+pub(crate) struct ProgressRoutes {
+    routes: Mutex<HashMap<ProgressToken, UnboundedSender<String>>>,
+    /// Progress for tokens not registered yet (the server can answer before the caller has
+    /// registered the token the SDK gave the request).
+    early: Mutex<Vec<(ProgressToken, String)>>,
+}
+
+impl ProgressRoutes {
+    /// Sends the progress of `token` to `to` from now on (and what came early).
+    pub(crate) fn register(&self, token: ProgressToken, to: UnboundedSender<String>) {
+        let mut early = lock(&self.early);
+        early.retain(|(t, text)| {
+            if *t == token {
+                let _ = to.send(text.clone());
+                return false;
+            }
+            true
+        });
+        lock(&self.routes).insert(token, to);
+    }
+
+    /// Stops routing `token`.
+    pub(crate) fn unregister(&self, token: &ProgressToken) {
+        lock(&self.routes).remove(token);
+    }
+
+    fn deliver(&self, token: ProgressToken, text: String) {
+        let early = lock(&self.early);
+        if let Some(to) = lock(&self.routes).get(&token) {
+            let _ = to.send(text);
+            return;
+        }
+        let mut early = early;
+        if early.len() >= MAX_EARLY {
+            early.remove(0);
+        }
+        early.push((token, text));
+    }
+}
+
+/// A progress notification as one line: `Step 2 of 5 (2/5)`, `40%`, `3`.
+pub(crate) fn progress_text(params: &ProgressNotificationParam) -> String {
+    let amount = match params.total {
+        Some(total) => format!("{}/{}", params.progress, total),
+        None => format!("{}", params.progress),
+    };
+    match params.message.as_deref().map(str::trim) {
+        Some(message) if !message.is_empty() => format!("{message} ({amount})"),
+        _ => amount,
+    }
+}
+
+/// The client side of one connection.
+pub(crate) struct Handler {
+    pub(crate) server: Weak<Server>,
+    pub(crate) progress: Arc<ProgressRoutes>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = progress_text(&params);
+        self.progress.deliver(params.progress_token, text);
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Some(server) = self.server.upgrade() {
+            server.refresh_tools(context.peer).await;
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,184 @@
+//! The MCP client: tools of the MCP servers listed in `usr/mcp.json` (and a profile's
+//! `usr/agents/<P>/mcp.json`, see [`config`]) offered to agents as `<server>.<tool>`.
+//!
+//! - `config.rs`: the `mcpServers` files, layered;
+//! - `server.rs`: one server's state, restarts with backoff, shutdown;
+//! - `connect.rs`: starting the process and the handshake;
+//! - `handler.rs`: progress and `tools/list_changed` notifications;
+//! - `tool.rs`: one tool, its metadata and breaker;
+//! - `call.rs`: one governed call of a tool (progress, cancellation, the result).
+//!
+//! Servers run on a runtime of their own (one thread), so they outlive the runtime of any
+//! caller and start in the background as soon as the host (or an agent of a profile) exists.
+//! A call of a server's tool is looked up before the layers: an MCP tool wins over a library
+//! of the same name.
+
+mod call;
+pub mod config;
+mod connect;
+mod handler;
+mod server;
+mod tool;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::layout::Layout;
+use crate::secrets::Secrets;
+use config::{McpConfig, ServerConfig};
+use server::Server;
+
+pub use server::McpState;
+pub use tool::McpTool;
+pub(crate) use tool::{from_native_name, DEFAULT_TIMEOUT_SECONDS};
+
+/// How long shutting the servers down may take when the host is dropped.
+const SHUTDOWN: Duration = Duration::from_secs(6);
+
+/// One server of a profile, as `toolhost mcp` shows it.
+#[derive(Clone)]
+pub struct McpServerStatus {
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: McpState,
+    /// Its tools (none unless ready).
+    pub tools: Vec<Arc<McpTool>>,
+    /// The last thing that went wrong, if anything did.
+    pub last_error: Option<String>,
+}
+
+/// A profile's servers.
+pub(crate) struct ProfileServers {
+    pub(crate) config: McpConfig,
+    pub(crate) servers: Vec<Arc<Server>>,
+}
+
+/// Every server the host started, shared by the profiles whose configuration is the same.
+#[derive(Default)]
+pub(crate) struct McpClients {
+    runtime: OnceLock<tokio::runtime::Runtime>,
+    servers: Mutex<HashMap<ServerConfig, Arc<Server>>>,
+    profiles: Mutex<HashMap<String, Arc<ProfileServers>>>,
+}
+
+impl McpClients {
+    /// The profile's servers, started in the background the first time the profile is seen.
+    pub(crate) fn profile(
+        &self,
+        layout: &Layout,
+        profile: &str,
+        max_text_bytes: u64,
+        secrets: &Arc<Secrets>,
+    ) -> Arc<ProfileServers> {
+        if let Some(found) = lock(&self.profiles).get(profile) {
+            return found.clone();
+        }
+        let config = McpConfig::load(layout, profile, max_text_bytes);
+        for e in &config.errors {
+            tracing::warn!("{e}");
+        }
+        let servers = config
+            .servers
+            .iter()
+            .map(|c| self.server(c, secrets))
+            .collect();
+        let found = Arc::new(ProfileServers { config, servers });
+        let mut profiles = lock(&self.profiles);
+        profiles.entry(profile.to_owned()).or_insert(found).clone()
+    }
+
+    /// The running server for `config`, started if it is new.
+    fn server(&self, config: &ServerConfig, secrets: &Arc<Secrets>) -> Arc<Server> {
+        let mut servers = lock(&self.servers);
+        if let Some(server) = servers.get(config) {
+            return server.clone();
+        }
+        let server = Server::new(config.clone(), self.runtime().handle().clone());
+        server.start(secrets);
+        servers.insert(config.clone(), server.clone());
+        server
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("toolhost-mcp")
+                .enable_all()
+                .build()
+                .expect("the MCP client's runtime (one thread) could not start")
+        })
+    }
+}
+
+impl ProfileServers {
+    /// The server named `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers.iter().find(|s| s.config.name == name)
+    }
+
+    /// Each server's state, tools and last error.
+    pub(crate) fn status(&self) -> Vec<McpServerStatus> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let (state, tools, last_error) = server.snapshot();
+                McpServerStatus {
+                    name: server.config.name.clone(),
+                    state,
+                    tools: tools.to_vec(),
+                    last_error,
+                }
+            })
+            .collect()
+    }
+
+    /// Every tool of the servers that are ready.
+    pub(crate) fn tools(&self) -> Vec<Arc<McpTool>> {
+        let mut tools: Vec<Arc<McpTool>> = self
+            .servers
+            .iter()
+            .flat_map(|s| s.snapshot().1.to_vec())
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+}
+
+impl Drop for McpClients {
+    /// Shuts every server down (input closed, then SIGTERM, then killed), bounded in time; a
+    /// child still running after that is killed when its handle drops with the runtime.
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        let services: Vec<_> = lock(&self.servers)
+            .drain()
+            .filter_map(|(_, server)| server.stop())
+            .collect();
+        // On a thread of its own: the host may be dropped inside an async context, where
+        // blocking on a runtime is not allowed.
+        let stopping = std::thread::spawn(move || {
+            runtime.block_on(async {
+                let all: Vec<_> = services
+                    .into_iter()
+                    .map(|service| tokio::spawn(server::shutdown(service)))
+                    .collect();
+                let joined = async {
+                    for task in all {
+                        let _ = task.await;
+                    }
+                };
+                let _ = tokio::time::timeout(SHUTDOWN, joined).await;
+            });
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        });
+        let _ = stopping.join();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

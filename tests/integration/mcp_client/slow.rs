@@ -1,0 +1,201 @@
+//! The MCP client against a tiny server written here with the Python SDK (`MCPServer`):
+//! a server killed mid-call, a timeout that cancels the request, a tool list that changes.
+
+use std::time::{Duration, Instant};
+
+use plugin_api::ErrorKind;
+use serde_json::{json, Value};
+use toolhost_tests::{block_on, peers, spawn_call, TestRoot};
+
+use super::{ready_agent, servers};
+
+/// A server that reports its pid, sleeps (writing `$MARKER` if its call is cancelled) and
+/// grows a tool; written with the Python SDK's `MCPServer`.
+const SLOW_SERVER: &str = r#"
+import asyncio, os
+from mcp.server.mcpserver import Context, MCPServer
+
+app = MCPServer("slow")
+
+@app.tool()
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+@app.tool()
+async def sleep(seconds: float) -> str:
+    """Sleeps, then says so."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        with open(os.environ["MARKER"], "w") as f:
+            f.write("cancelled")
+        raise
+    return "slept"
+
+@app.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `extra`, then says the tool list changed."""
+    def extra() -> str:
+        """A tool added later."""
+        return "extra"
+    app.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+app.run("stdio")
+"#;
+
+fn slow(root: &TestRoot) -> Value {
+    let script = root.write("slow_server.py", SLOW_SERVER);
+    json!({
+        "command": peers::mcp_python(),
+        "args": [script],
+        "env": {"MARKER": "§§secret(MARKER_PATH)"},
+    })
+}
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_server_killed_mid_call_is_a_dependency_error_and_restarts_at_the_next_call() {
+    let root = TestRoot::new();
+    root.write(
+        "usr/secrets.env",
+        format!("MARKER_PATH={}\n", root.path().join("marker").display()),
+    );
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let pid: u32 = block_on(agent.call_tool("slow.pid", json!({})))
+        .unwrap()
+        .message
+        .parse()
+        .unwrap();
+    let result = block_on(async {
+        let call = spawn_call(&agent, "slow.sleep", json!({"seconds": 30}));
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        std::process::Command::new("kill")
+            .arg("-9")
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), call).await
+    });
+    let error = result
+        .expect("the call ends when its server dies")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Dependency, "{error}");
+    assert!(error.message().contains("MCP server 'slow'"), "{error}");
+    let again =
+        block_on(agent.call_tool("slow.pid", json!({}))).expect("restarted at the next call");
+    let new_pid: u32 = again.message.parse().unwrap();
+    assert_ne!(new_pid, pid);
+    let status = agent.host().mcp_servers("default");
+    assert!(
+        status[0]
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("exited"),
+        "{:?}",
+        status[0].last_error
+    );
+    drop(agent);
+    wait_until(
+        "the server is shut down with its host",
+        Duration::from_secs(10),
+        || gone(new_pid),
+    );
+}
+
+#[test]
+fn a_timeout_cancels_the_request_on_the_server() {
+    let root = TestRoot::new();
+    let marker = root.path().join("marker");
+    root.write(
+        "usr/secrets.env",
+        format!("MARKER_PATH={}\n", marker.display()),
+    );
+    root.write(
+        "usr/toolhost.toml",
+        "[tools.\"slow.sleep\"]\ntimeout_seconds = 1\n",
+    );
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let error = block_on(agent.call_tool("slow.sleep", json!({"seconds": 20}))).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    wait_until(
+        "notifications/cancelled reaches the server",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&marker).is_ok_and(|m| m == "cancelled"),
+    );
+    // The server is still usable.
+    let pid = block_on(agent.call_tool("slow.pid", json!({}))).unwrap();
+    assert!(pid.message.parse::<u32>().is_ok());
+}
+
+#[test]
+fn tools_list_changed_refreshes_the_servers_tools() {
+    let root = TestRoot::new();
+    root.write("usr/secrets.env", "MARKER_PATH=/dev/null\n");
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let names = || -> Vec<String> {
+        let tools = agent.host().mcp_tools("default");
+        tools.iter().map(|t| t.name().to_owned()).collect()
+    };
+    assert!(!names().contains(&"slow.extra".to_owned()));
+    let grown = block_on(agent.call_tool("slow.grow", json!({}))).unwrap();
+    assert_eq!(grown.message, "grown");
+    wait_until("the new tool is listed", Duration::from_secs(10), || {
+        names().contains(&"slow.extra".to_owned())
+    });
+    let extra = block_on(agent.call_tool("slow.extra", json!({}))).unwrap();
+    assert_eq!(extra.message, "extra");
+}
+
+#[test]
+fn a_stop_cancels_the_request_on_the_server() {
+    let root = TestRoot::new();
+    let marker = root.path().join("marker");
+    root.write(
+        "usr/secrets.env",
+        format!("MARKER_PATH={}\n", marker.display()),
+    );
+    servers(&root, "usr/mcp.json", json!({"slow": slow(&root)}));
+    let (agent, _) = ready_agent(&root, "default");
+    let result = block_on(async {
+        let call = spawn_call(&agent, "slow.sleep", json!({"seconds": 20}));
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        agent.stop();
+        tokio::time::timeout(Duration::from_secs(10), call).await
+    });
+    let error = result
+        .expect("a stop ends the call at once")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Intervention, "{error}");
+    wait_until(
+        "notifications/cancelled reaches the server",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&marker).is_ok_and(|m| m == "cancelled"),
+    );
+}

@@ -11,6 +11,7 @@ use toolhost::output::OutputKind;
 use toolhost::{Agent, Host};
 use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
+mod over_http;
 mod slow;
 
 /// How long a test waits for its servers to start.

@@ -1,11 +1,16 @@
 //! Connecting to a server: the child process (its environment's secret placeholders filled
-//! in, its standard error kept for the failure reason), the handshake, all bounded in time.
+//! in, its standard error kept for the failure reason) or the streamable HTTP endpoint (its
+//! headers' placeholders filled in), the handshake, all bounded in time.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::transport::TokioChildProcess;
+use std::collections::BTreeMap;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -61,10 +66,53 @@ pub(crate) async fn connect(
                 )),
             }
         }
-        Transport::Http { url, .. } => Err(format!(
-            "streamable HTTP ({url}) is not supported by this build yet: use a stdio server"
-        )),
+        Transport::Http { url, headers } => {
+            let config = http_config(url, headers, secrets)?;
+            // HTTPS through rustls with ring (installed once; a provider set earlier stays).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let transport = StreamableHttpClientTransport::from_config(config);
+            match tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await {
+                Ok(Ok(service)) => Ok(service),
+                Ok(Err(e)) if e.to_string().to_lowercase().contains("auth required") => {
+                    Err(format!(
+                        "{url} refused the credentials (HTTP 401): check the Authorization header \
+                     of this server in mcp.json and the secret it names"
+                    ))
+                }
+                Ok(Err(e)) => Err(format!("the handshake with {url} failed: {e}")),
+                Err(_) => Err(format!(
+                    "no answer to `initialize` from {url} within {} s",
+                    HANDSHAKE.as_secs()
+                )),
+            }
+        }
     }
+}
+
+/// The HTTP transport's settings: the URL, and each header with its secret placeholders
+/// filled in (`Authorization: Bearer …` becomes the transport's bearer token).
+fn http_config(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    secrets: &Secrets,
+) -> Result<StreamableHttpClientTransportConfig, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    for (name, value) in headers {
+        let value = secrets
+            .unmask(value)
+            .map_err(|e| format!("header {name}: {}", e.message()))?;
+        if name.eq_ignore_ascii_case("authorization") {
+            let token = value.strip_prefix("Bearer ").unwrap_or(&value);
+            config.auth_header = Some(token.to_owned());
+            continue;
+        }
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header {name}: not a valid header name"))?;
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| format!("header {name}: not a valid header value"))?;
+        config.custom_headers.insert(header, value);
+    }
+    Ok(config)
 }
 
 /// Logs the server's standard error at debug level and keeps its last lines.

@@ -18,7 +18,7 @@ const SECRET: &str = "sk-live-4f9a8b7c6d5e";
 /// A root with `echo` (progress, failures), `governed` (spins for cancellation), `versioned`
 /// (replaced for a reload), `noop` (policy `ask`) and `hidden` (refused by `[access]`); the
 /// secret `API_KEY`; `governed`'s deadline is 60 s (TOOLHOST_FX_TIMEOUT, set for the server).
-fn root() -> TestRoot {
+pub(crate) fn root() -> TestRoot {
     let root = TestRoot::new();
     root.tool("usr", "echo", Fixture::Echo);
     root.tool("usr", "governed", Fixture::Governed);
@@ -94,14 +94,14 @@ fn event<'a>(events: &'a [Value], kind: &str) -> &'a Value {
 }
 
 /// A `toolhost serve-mcp --http 127.0.0.1:0 ARGS...` process, killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
-    url: String,
+    pub(crate) url: String,
 }
 
 impl HttpServer {
-    fn start(root: &TestRoot, args: &[&str]) -> Self {
+    pub(crate) fn start(root: &TestRoot, args: &[&str]) -> Self {
         Self::start_at(root, "127.0.0.1:0", args)
     }
 

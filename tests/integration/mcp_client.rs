@@ -268,7 +268,7 @@ fn a_profile_switches_a_server_off_and_a_bad_file_is_one_line() {
         "the global file still works: {:?}",
         time.last_error
     );
-    // A streamable HTTP server is read and checked, and says it is not supported yet.
+    // A streamable HTTP server that nobody serves fails with the reason, naming its URL.
     let remote = json!({"remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "k"}}});
     servers(&root, "usr/agents/web/mcp.json", remote);
     block_on(host.wait_for_mcp("web", START));
@@ -278,7 +278,7 @@ fn a_profile_switches_a_server_off_and_a_bad_file_is_one_line() {
         .find(|s| s.name == "remote")
         .unwrap();
     assert!(
-        matches!(&remote.state, McpState::Failed(why) if why.contains("streamable HTTP")),
+        matches!(&remote.state, McpState::Failed(why) if why.contains("cannot reach http://127.0.0.1:9/mcp")),
         "{:?}",
         remote.state
     );

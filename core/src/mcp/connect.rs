@@ -79,6 +79,10 @@ pub(crate) async fn connect(
                      of this server in mcp.json and the secret it names"
                     ))
                 }
+                Ok(Err(e)) if e.to_string().contains("error sending request") => Err(format!(
+                    "cannot reach {url}: no server answered there (is it running, and is the \
+                     url in mcp.json right?)"
+                )),
                 Ok(Err(e)) => Err(format!("the handshake with {url} failed: {e}")),
                 Err(_) => Err(format!(
                     "no answer to `initialize` from {url} within {} s",

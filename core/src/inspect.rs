@@ -11,7 +11,6 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use plugin_api::{ExtensionInfo, ToolInfo};
-use sha2::{Digest, Sha256};
 
 use crate::generation::Generation;
 use crate::image::Image;
@@ -62,7 +61,7 @@ pub enum Declared {
 pub fn inspect(path: &Path) -> Result<Inspection, LoadError> {
     let image = Image::read(path, DEFAULT_MAX_LIBRARY_BYTES)?;
     let size = image.bytes.len() as u64;
-    let sha256 = hex::encode(Sha256::digest(&image.bytes));
+    let sha256 = crate::governance::sha256_hex(&image.bytes);
     let loader =
         Loader::new().map_err(|e| LoadError::new(path, crate::LoadErrorKind::Io, e.to_string()))?;
     let module = loader.load(path, &image)?;

@@ -2,7 +2,9 @@
 //! lifecycle (hooks, two extensions before and two after, intervention checks, log, history),
 //! governed: the noop tool's 3-property schema validated, its breaker closed, the policy
 //! "allow", on a call thread under its deadline. Without the audit (`[audit] enabled = false`)
-//! and with it (the default).
+//! and with it (the default). Without a tokio runtime `execute` runs on the caller's thread;
+//! the "tokio runtime" row awaits the calls inside one (as the CLI does), where `execute` runs
+//! on a call thread under its deadline.
 //!
 //! Run with `cargo bench -p toolhost-tests --bench lifecycle`.
 
@@ -57,6 +59,35 @@ fn fresh_agents(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Durat
     total
 }
 
+/// As [`fresh_agents`], awaited inside a tokio runtime, as the CLI and an embedding program
+/// call: `execute` then runs on a call thread under its deadline (without a runtime it runs on
+/// the caller's thread, with no deadline).
+fn fresh_agents_on(
+    runtime: &tokio::runtime::Runtime,
+    host: &Arc<Host>,
+    iters: u64,
+    args: &serde_json::Value,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(1000);
+        left -= n;
+        let agent = Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
+        total += runtime.block_on(async {
+            let start = Instant::now();
+            for _ in 0..n {
+                agent
+                    .call_tool(black_box("noop"), args.clone())
+                    .await
+                    .unwrap();
+            }
+            start.elapsed()
+        });
+    }
+    total
+}
+
 /// Turns the audit off for every profile of `root`.
 fn without_audit(root: &TestRoot) {
     root.write("usr/toolhost.toml", "[audit]\nenabled = false\n");
@@ -105,6 +136,14 @@ fn bench(c: &mut Criterion) {
     ready(plain.call_tool("noop", args.clone())).unwrap();
     group.bench_function("full lifecycle, no extensions", |b| {
         b.iter_custom(|iters| fresh_agents(plain.host(), iters, &args))
+    });
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    group.bench_function("full lifecycle, no extensions, tokio runtime", |b| {
+        b.iter_custom(|iters| fresh_agents_on(&runtime, plain.host(), iters, &args))
     });
 
     let audited_root = TestRoot::new();

@@ -90,20 +90,19 @@ impl Config {
     /// ```
     pub fn access(&self, tool: &str, capabilities: &[String]) -> Access {
         let lists = &self.values.access;
-        let tool_shown = clean(tool);
         let denied_by = lists.deny.iter().flatten();
         if let Some(entry) = denied_by
             .into_iter()
             .find(|e| e.matches(tool, capabilities))
         {
-            let entry = clean(&entry.to_string());
+            let (tool_shown, entry) = (clean(tool), clean(&entry.to_string()));
             let source = self.source(&["access", "deny"]);
             let reason = format!("tool `{tool_shown}` is denied by \"{entry}\" in {source}");
             return Access::Denied { reason };
         }
         match &lists.allow {
             Some(allow) if !allow.iter().any(|e| e.matches(tool, capabilities)) => {
-                let source = self.source(&["access", "allow"]);
+                let (tool_shown, source) = (clean(tool), self.source(&["access", "allow"]));
                 let reason = format!("tool `{tool_shown}` is not in {source}");
                 Access::Denied { reason }
             }

@@ -1,12 +1,14 @@
 //! Approvals by risk level: the policy says allow, ask or deny; "ask" goes to the agent's
 //! [`Approver`] (a terminal prompt in the CLI), and with none, the call is denied.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::config::{save_tool_policy, Config, PolicyDecision};
+use crate::config::{save_tool_policy, Config, PolicyDecision, Source};
 use crate::transcript::LogKind;
 use crate::{Agent, RiskLevel, ToolError};
 
@@ -65,7 +67,32 @@ pub(crate) struct Approvals {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Decision {
     pub(crate) allowed: bool,
-    pub(crate) source: String,
+    pub(crate) source: DecisionSource,
+}
+
+/// Where a decision came from; formatted only when the log or the audit needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DecisionSource {
+    /// The policy, set where [`Source`] says (`policy: default: write allows`).
+    Policy(Source),
+    /// The user, `--yes`, or why nobody could be asked.
+    Said(Cow<'static, str>),
+}
+
+impl DecisionSource {
+    /// Whether the user decided (an approval record of its own in the audit).
+    pub(crate) fn is_user(&self) -> bool {
+        matches!(self, Self::Said(said) if said.starts_with("user"))
+    }
+}
+
+impl fmt::Display for DecisionSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Policy(source) => write!(f, "policy: {source}"),
+            Self::Said(said) => f.write_str(said),
+        }
+    }
 }
 
 impl Agent {
@@ -93,8 +120,8 @@ impl Agent {
     ) -> Result<Decision, ToolError> {
         let (policy, source) = config.policy(tool, risk);
         let decision = match policy {
-            PolicyDecision::Allow => allowed(format!("policy: {source}")),
-            PolicyDecision::Deny => refused(format!("policy: {source}")),
+            PolicyDecision::Allow => allowed(DecisionSource::Policy(source)),
+            PolicyDecision::Deny => refused(DecisionSource::Policy(source)),
             PolicyDecision::Ask => self.ask_user(tool, method, risk, args).await,
         };
         self.log_decision(tool, &policy, &decision);
@@ -124,7 +151,7 @@ impl Agent {
             LogKind::Warning
         };
         let heading = format!("Call of tool '{tool}' {verdict}");
-        self.add_note(kind, heading, decision.source.clone());
+        self.add_note(kind, heading, decision.source.to_string());
     }
 
     async fn ask_user(
@@ -135,20 +162,20 @@ impl Agent {
         args: &Map<String, Value>,
     ) -> Decision {
         if lock(&self.approvals.session).contains(tool) {
-            return allowed("user: approved for this session".to_owned());
+            return allowed(said("user: approved for this session"));
         }
         let yes = self
             .approvals
             .yes_to_writes
             .load(std::sync::atomic::Ordering::SeqCst);
         if yes && risk == RiskLevel::Write {
-            return allowed("--yes (write)".to_owned());
+            return allowed(said("--yes (write)"));
         }
         let Some(approver) = lock(&self.approvals.approver).clone() else {
-            return refused("policy asks, and there is no terminal to ask on".to_owned());
+            return refused(said("policy asks, and there is no terminal to ask on"));
         };
         if let Some(reason) = approver.unavailable() {
-            return refused(reason);
+            return refused(DecisionSource::Said(reason.into()));
         }
         let pretty = serde_json::to_string_pretty(args).unwrap_or_default();
         let request = ApprovalRequest {
@@ -162,13 +189,13 @@ impl Agent {
             .await
             .unwrap_or(ApprovalAnswer::Deny);
         match answer {
-            ApprovalAnswer::Once => allowed("user: approved once".to_owned()),
+            ApprovalAnswer::Once => allowed(said("user: approved once")),
             ApprovalAnswer::Session => {
                 lock(&self.approvals.session).insert(tool.to_owned());
-                allowed("user: approved for this session".to_owned())
+                allowed(said("user: approved for this session"))
             }
             ApprovalAnswer::Always => self.approve_always(tool),
-            ApprovalAnswer::Deny => refused("user: denied".to_owned()),
+            ApprovalAnswer::Deny => refused(said("user: denied")),
         }
     }
 
@@ -183,27 +210,32 @@ impl Agent {
         match save_tool_policy(&file, tool, PolicyDecision::Allow) {
             Ok(()) => {
                 self.host.config_changed();
-                allowed(format!(
-                    "user: approved always (saved to {})",
-                    file.display()
+                allowed(DecisionSource::Said(
+                    format!("user: approved always (saved to {})", file.display()).into(),
                 ))
             }
             Err(e) => {
                 tracing::warn!("{e}");
-                allowed(format!("user: approved always (not saved: {e})"))
+                allowed(DecisionSource::Said(
+                    format!("user: approved always (not saved: {e})").into(),
+                ))
             }
         }
     }
 }
 
-fn allowed(source: String) -> Decision {
+fn said(text: &'static str) -> DecisionSource {
+    DecisionSource::Said(Cow::Borrowed(text))
+}
+
+fn allowed(source: DecisionSource) -> Decision {
     Decision {
         allowed: true,
         source,
     }
 }
 
-fn refused(source: String) -> Decision {
+fn refused(source: DecisionSource) -> Decision {
     Decision {
         allowed: false,
         source,

@@ -12,29 +12,49 @@ use crate::audit::{
     ApprovalDecision, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord,
     CallRecord, Decision,
 };
+use super::approval::DecisionSource;
 use crate::config::AuditSettings;
 use crate::{Agent, Host, ToolError, ToolName};
 
-/// What a governed call did, gathered while it runs.
+/// What a governed call did, gathered while it runs; nothing (not even the clock) when the
+/// call is not audited.
 pub(crate) struct Trail {
-    started: Instant,
-    started_ms: u64,
-    pub(crate) approval: Option<(bool, String)>,
+    /// When the call started; `None` when it is not audited.
+    started: Option<(Instant, u64)>,
+    pub(crate) approval: Option<(bool, DecisionSource)>,
     pub(crate) attempts: Vec<Attempt>,
 }
 
+/// When one attempt started, for its record; `None` when the call is not audited.
+pub(crate) struct AttemptStart(Option<(Instant, u64)>);
+
 impl Trail {
-    pub(crate) fn start() -> Self {
+    /// A new trail; `audited` says whether it will be written.
+    pub(crate) fn start(audited: bool) -> Self {
         Self {
-            started: Instant::now(),
-            started_ms: now_ms(),
+            started: audited.then(|| (Instant::now(), now_ms())),
             approval: None,
             attempts: Vec::new(),
         }
     }
 
-    /// Records one attempt of `execute` that started at `started`.
-    pub(crate) fn attempt(&mut self, started: Instant, started_ms: u64, error: Option<&ToolError>) {
+    /// Notes the decision on the call's approval.
+    pub(crate) fn approval(&mut self, allowed: bool, source: impl FnOnce() -> DecisionSource) {
+        if self.started.is_some() {
+            self.approval = Some((allowed, source()));
+        }
+    }
+
+    /// The start of an attempt.
+    pub(crate) fn attempt_starts(&self) -> AttemptStart {
+        AttemptStart(self.started.map(|_| (Instant::now(), now_ms())))
+    }
+
+    /// Records one attempt of `execute`, and how it ended.
+    pub(crate) fn attempt(&mut self, start: AttemptStart, error: Option<&ToolError>) {
+        let Some((started, started_ms)) = start.0 else {
+            return;
+        };
         self.attempts.push(Attempt {
             attempt: self.attempts.len() as u32 + 1,
             error_kind: error.map(|e| e.kind().as_str().to_owned()),
@@ -73,26 +93,26 @@ impl Agent {
     pub(crate) fn audit_call(
         &self,
         request: &ToolName,
-        (file, library_sha256): (String, Option<String>),
+        source: impl FnOnce() -> (String, Option<String>),
         rules: &CallRules,
         args: &Map<String, Value>,
         trail: Trail,
         outcome: Result<Option<&Map<String, Value>>, &ToolError>,
     ) {
-        let settings = rules.config.audit();
-        if !settings.enabled {
-            return;
-        }
-        let Some(audit) = self.host.audit(settings.fsync) else {
+        let Some((started, started_ms)) = trail.started else {
             return;
         };
+        let Some(audit) = self.host.audit(rules.config.audit().fsync) else {
+            return;
+        };
+        let (file, library_sha256) = source();
         let secrets = self.host.secret_store();
         let masked_args = Value::Object(secrets.map(args.clone()).into_inner());
         let execution_id = format!(
             "{}-{}-{}",
             std::process::id(),
             self.name(),
-            trail.started_ms
+            started_ms
         );
         let record = AuditRecord::Call(CallRecord {
             execution_id: execution_id.clone(),
@@ -106,19 +126,19 @@ impl Agent {
             args: masked_args.clone(),
             approval: trail
                 .approval
-                .clone()
+                .as_ref()
                 .map(|(allowed, source)| ApprovalDecision {
-                    decision: if allowed {
+                    decision: if *allowed {
                         Decision::Allowed
                     } else {
                         Decision::Denied
                     },
-                    source,
+                    source: source.to_string(),
                 }),
             attempts: trail.attempts,
-            started_ms: trail.started_ms,
+            started_ms,
             ended_ms: now_ms(),
-            duration_ms: trail.started.elapsed().as_secs_f64() * 1e3,
+            duration_ms: started.elapsed().as_secs_f64() * 1e3,
             outcome: match outcome {
                 Ok(_) => "success".to_owned(),
                 Err(e) => e.kind().as_str().to_owned(),
@@ -131,7 +151,7 @@ impl Agent {
         if let Err(e) = audit.append(&record) {
             tracing::warn!("{e}");
         }
-        if let Some((allowed, source)) = trail.approval.filter(|(_, s)| s.starts_with("user")) {
+        if let Some((allowed, source)) = trail.approval.filter(|(_, s)| s.is_user()) {
             let approval = AuditRecord::Approval(ApprovalRecord {
                 execution_id,
                 agent: self.name().to_owned(),
@@ -144,7 +164,7 @@ impl Agent {
                 } else {
                     Decision::Denied
                 },
-                source,
+                source: source.to_string(),
                 time_ms: now_ms(),
             });
             if let Err(e) = audit.append(&approval) {

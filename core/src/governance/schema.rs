@@ -16,6 +16,8 @@ const MAX_DEFAULT_DEPTH: usize = 8;
 pub(crate) struct ArgumentSchema {
     schema: Value,
     validator: Validator,
+    /// Whether any object of the schema has a `default` (else nothing is filled in).
+    has_defaults: bool,
 }
 
 impl ArgumentSchema {
@@ -37,14 +39,26 @@ impl ArgumentSchema {
         Ok(Self {
             schema: schema.clone(),
             validator,
+            has_defaults: has_default(schema, 0),
         })
     }
 
     /// Fills in the schema's defaults, then checks the arguments. The error lists every
     /// failing path, with what was expected and what was given.
     pub(crate) fn check(&self, args: &mut Map<String, Value>) -> Result<(), ToolError> {
-        fill_defaults(&self.schema, &self.schema, args, 0);
+        if self.has_defaults {
+            fill_defaults(&self.schema, &self.schema, args, 0);
+        }
         let instance = Value::Object(std::mem::take(args));
+        // The common case, valid arguments, without collecting errors.
+        let valid = self.validator.is_valid(&instance);
+        let instance = match (valid, instance) {
+            (true, Value::Object(map)) => {
+                *args = map;
+                return Ok(());
+            }
+            (_, instance) => instance,
+        };
         let mut failures: Vec<String> = Vec::new();
         let mut more = 0usize;
         for error in self.validator.iter_errors(&instance) {
@@ -132,6 +146,20 @@ fn fill_defaults(root: &Value, schema: &Value, args: &mut Map<String, Value>, de
             Some(Value::Object(inner)) => fill_defaults(root, property, inner, depth + 1),
             Some(_) => {}
         }
+    }
+}
+
+/// Whether `schema` has a `default` anywhere (`$defs` included; no deeper than JSON parses).
+fn has_default(schema: &Value, depth: usize) -> bool {
+    if depth > 128 {
+        return false;
+    }
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("default") || map.values().any(|v| has_default(v, depth + 1))
+        }
+        Value::Array(items) => items.iter().any(|v| has_default(v, depth + 1)),
+        _ => false,
     }
 }
 

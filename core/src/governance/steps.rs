@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::audit_trail::{now_ms, Trail};
+use super::approval::DecisionSource;
+use super::audit_trail::Trail;
 use super::governed::Governed;
 use super::{is_infrastructure, Transition};
 use crate::audit::BreakerState;
@@ -105,7 +106,7 @@ impl Agent {
         args: &mut Map<String, Value>,
         rules: &CallRules,
     ) -> Result<T::Answer, ToolError> {
-        let mut trail = Trail::start();
+        let mut trail = Trail::start(rules.config.audit().enabled);
         let result = self
             .govern(call, request, tool, args, rules, &mut trail)
             .await;
@@ -114,7 +115,7 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        let source = tool.audit_source(&self.host);
+        let source = || tool.audit_source(&self.host);
         self.audit_call(request, source, rules, args, trail, outcome);
         result
     }
@@ -133,10 +134,10 @@ impl Agent {
         let approved = self
             .approve(&rules.config, tool.name(), request.method(), risk, args)
             .await;
-        trail.approval = Some(match &approved {
-            Ok(decision) => (true, decision.source.clone()),
-            Err(e) => (false, e.message().to_owned()),
-        });
+        match &approved {
+            Ok(decision) => trail.approval(true, || decision.source.clone()),
+            Err(e) => trail.approval(false, || DecisionSource::Said(e.message().to_owned().into())),
+        }
         approved?;
         let retries = match retryable(tool.info()) {
             true => rules.max_retries,
@@ -144,9 +145,9 @@ impl Agent {
         };
         let mut attempt = 1;
         loop {
-            let (started, started_ms) = (std::time::Instant::now(), now_ms());
+            let start = trail.attempt_starts();
             let result = tool.attempt(self, call, args, rules.timeout).await;
-            trail.attempt(started, started_ms, result.as_ref().err());
+            trail.attempt(start, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
             let transition = tool.breaker().record(outcome, &rules.breaker);
             let opened = transition

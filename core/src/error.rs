@@ -35,6 +35,9 @@ pub enum LoadErrorKind {
     TooLarge,
     /// The tool's parameters schema does not compile.
     BadSchema,
+    /// Pinning is on, and the library is not pinned in `usr/plugins.lock` or its bytes changed
+    /// since (see [`crate::pins`]).
+    Unpinned,
 }
 
 impl LoadErrorKind {
@@ -53,6 +56,7 @@ impl LoadErrorKind {
             Self::NotAFile => "not-a-file",
             Self::TooLarge => "too-large",
             Self::BadSchema => "bad-schema",
+            Self::Unpinned => "unpinned",
         }
     }
 }

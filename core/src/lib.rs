@@ -151,6 +151,7 @@ mod name;
 pub mod openai;
 pub mod output;
 mod parallel;
+pub mod pins;
 mod plugin;
 mod read_back;
 mod reload;

@@ -12,6 +12,7 @@ use crate::host::HostOptions;
 use crate::image::{Image, Stamp};
 use crate::layout::Escaped;
 use crate::loader::Loader;
+use crate::pins::Pins;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::reload::{ReloadEvent, Served};
 
@@ -45,6 +46,10 @@ struct Entry {
     current: Arc<Loaded>,
     /// Generations loaded from this path so far.
     generations: u64,
+    /// The last bytes read were refused as unpinned (pinning is on).
+    unpinned: bool,
+    /// To be read again at the next lookup, whatever its stamp (the pins changed).
+    stale: bool,
 }
 
 thread_local! {
@@ -95,10 +100,12 @@ pub(crate) struct Libraries {
     settle: Duration,
     /// Watchers running: they look at a fresh file again once it settles.
     watchers: AtomicUsize,
+    /// The pin check, when pinning is on.
+    pins: Option<Pins>,
 }
 
 impl Libraries {
-    pub(crate) fn new(options: &HostOptions) -> Result<Self, HostError> {
+    pub(crate) fn new(options: &HostOptions, pins: Option<Pins>) -> Result<Self, HostError> {
         Ok(Self {
             loader: Loader::new()?,
             entries: Mutex::default(),
@@ -110,6 +117,7 @@ impl Libraries {
             max_bytes: options.max_library_bytes,
             settle: options.settle,
             watchers: AtomicUsize::new(0),
+            pins,
         })
     }
 
@@ -206,6 +214,18 @@ impl Libraries {
         gone.into_iter().filter(|p| self.forget(p)).collect()
     }
 
+    /// Marks the files whose last bytes were refused as unpinned to be read again at their
+    /// next lookup (the lock changed; a build still serving keeps serving until then);
+    /// returns how many.
+    pub(crate) fn retry_unpinned(&self) -> usize {
+        let mut entries = lock(&self.entries);
+        let mut count = 0;
+        for entry in entries.values_mut().filter(|e| e.unpinned) {
+            (entry.hash, entry.stale, count) = (None, true, count + 1);
+        }
+        count
+    }
+
     /// Drops the entry of a removed file. Running calls keep their generation.
     pub(crate) fn forget(&self, path: &Path) -> bool {
         lock(&self.loading).remove(path);
@@ -220,7 +240,8 @@ impl Libraries {
         let stamp = Stamp::of(path);
         let entries = lock(&self.entries);
         let entry = entries.get(path)?;
-        (stamp.is_none() || Some(entry.stamp) == stamp).then(|| entry.current.clone())
+        let fresh = !entry.stale && (stamp.is_none() || Some(entry.stamp) == stamp);
+        fresh.then(|| entry.current.clone())
     }
 
     /// What `path` serves; `extension` is `(point, name)` for an extension.
@@ -291,6 +312,8 @@ impl Libraries {
             hash: Some(image.hash),
             current: loaded.clone(),
             generations: number,
+            unpinned: false,
+            stale: false,
         };
         self.replace(path, entry);
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
@@ -314,6 +337,10 @@ impl Libraries {
         number: u64,
         extension: Option<(&str, &str)>,
     ) -> Result<Loaded, LoadError> {
+        if let Some(pins) = &self.pins {
+            pins.check(path, &image.bytes)
+                .map_err(|reason| LoadError::new(path, LoadErrorKind::Unpinned, reason))?;
+        }
         let module = self.loader.load(path, image)?;
         // Mapped for good from here on, even if creating the instance fails.
         self.count_generation();
@@ -373,6 +400,8 @@ impl Libraries {
                 hash,
                 current,
                 generations,
+                unpinned: error.kind == LoadErrorKind::Unpinned,
+                stale: false,
             };
             let replaced = entries.insert(path.to_owned(), entry);
             drop(entries);

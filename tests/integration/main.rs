@@ -23,6 +23,7 @@ mod models;
 mod names;
 mod new_plugin;
 mod panics;
+mod pinning;
 mod private_copies;
 mod reload;
 mod reply_corpus;

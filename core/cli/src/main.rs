@@ -10,6 +10,7 @@ mod inspect;
 mod list;
 mod mcp;
 mod new;
+mod pin;
 mod run;
 mod serve_mcp;
 mod watch;
@@ -42,6 +43,10 @@ struct Cli {
     /// `exec` tools).
     #[arg(long, global = true)]
     yes: bool,
+    /// With `pinning = true` in usr/toolhost.toml, load libraries that are not pinned in
+    /// usr/plugins.lock (or whose bytes changed) anyway, with a warning: for development.
+    #[arg(long, global = true)]
+    allow_unpinned: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -163,6 +168,15 @@ enum Command {
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
+    },
+    /// Write usr/plugins.lock with the SHA-256 of every library in the layers (tools and
+    /// extensions of every profile). With `pinning = true` in usr/toolhost.toml, a library
+    /// missing from the lock, or whose bytes changed, is then refused.
+    Pin {
+        /// Compare the layers with the lock instead of writing it: list what is not pinned,
+        /// changed or gone, and exit 1 if anything is.
+        #[arg(long)]
+        check: bool,
     },
     /// Serve the profile's tools to MCP clients: over standard input and output (JSON-RPC
     /// only; logs go to standard error), or over streamable HTTP with --http. Tools reload
@@ -296,6 +310,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let root = cli.root;
     let mut options = HostOptions::default();
     options.max_output = cli.max_output;
+    options.allow_unpinned = cli.allow_unpinned;
     let host = || Host::with_options(&root, options.clone());
     let yes = cli.yes;
     match cli.command {
@@ -314,6 +329,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::List { profile, json } => list::list(&host()?, &profile, json),
         Command::Inspect { file, json } => inspect::inspect(&file, json),
+        Command::Pin { check } => pin::pin(&host()?, check),
         Command::New {
             name,
             extension,

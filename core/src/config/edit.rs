@@ -116,7 +116,7 @@ fn child_table<'a>(parent: &'a mut Item, key: &str, implicit: bool) -> Option<&'
 /// Replaces the file at `path` (or the target of the link at `path`) with `bytes`: written to
 /// a new file in the same folder, flushed, renamed over it, and the folder flushed. The
 /// file's permissions are kept.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let target = match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(path)?,

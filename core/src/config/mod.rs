@@ -49,6 +49,7 @@ use schema::FileConfig;
 use source::Origins;
 
 pub use edit::save_tool_policy;
+pub(crate) use edit::write_atomically;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
 pub use settings::{AuditSettings, Backoff, BreakerSettings};
@@ -150,6 +151,12 @@ impl Config {
     /// [`HostOptions::max_output`](crate::HostOptions::max_output), 64 KiB by default).
     pub fn max_output(&self, otherwise: usize) -> usize {
         self.values.limits.max_output.map_or(otherwise, |b| b.0)
+    }
+
+    /// Whether libraries must be pinned in `usr/plugins.lock` (`pinning`, default `false`;
+    /// see [`crate::pins`]). The host reads it from `usr/toolhost.toml` once, when it starts.
+    pub fn pinning(&self) -> bool {
+        self.values.pinning.unwrap_or(false)
     }
 
     /// The audit log's settings (`[audit]`).

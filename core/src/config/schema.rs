@@ -17,6 +17,8 @@ use crate::name::is_safe_name;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct FileConfig {
+    /// `pinning = true`: refuse libraries not pinned in `usr/plugins.lock`.
+    pub pinning: Option<bool>,
     pub limits: Limits,
     pub calls: Calls,
     pub breaker: Breaker,

@@ -7,12 +7,12 @@ use std::time::{Instant, SystemTime};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::approval::DecisionSource;
 use super::{CallRules, Transition};
 use crate::audit::{
     ApprovalDecision, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord,
     CallRecord, Decision,
 };
-use super::approval::DecisionSource;
 use crate::config::AuditSettings;
 use crate::{Agent, Host, ToolError, ToolName};
 
@@ -108,12 +108,7 @@ impl Agent {
         let (file, library_sha256) = source();
         let secrets = self.host.secret_store();
         let masked_args = Value::Object(secrets.map(args.clone()).into_inner());
-        let execution_id = format!(
-            "{}-{}-{}",
-            std::process::id(),
-            self.name(),
-            started_ms
-        );
+        let execution_id = format!("{}-{}-{}", std::process::id(), self.name(), started_ms);
         let record = AuditRecord::Call(CallRecord {
             execution_id: execution_id.clone(),
             agent: self.name().to_owned(),

@@ -136,7 +136,9 @@ impl Agent {
             .await;
         match &approved {
             Ok(decision) => trail.approval(true, || decision.source.clone()),
-            Err(e) => trail.approval(false, || DecisionSource::Said(e.message().to_owned().into())),
+            Err(e) => trail.approval(false, || {
+                DecisionSource::Said(e.message().to_owned().into())
+            }),
         }
         approved?;
         let retries = match retryable(tool.info()) {

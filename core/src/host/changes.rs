@@ -25,6 +25,13 @@ impl Host {
         let _held = self.libraries.hold_events();
         self.epoch.bump();
         for path in paths {
+            if *path == self.layout.pins_file() {
+                // Libraries refused as unpinned may be pinned now: look them up again.
+                if self.libraries.retry_unpinned() > 0 {
+                    self.refresh();
+                }
+                continue;
+            }
             match self.layout.role(path) {
                 FileRole::Secrets => self.reload_secrets(),
                 FileRole::Tool { layer, name } => {

@@ -19,6 +19,7 @@ use crate::config::{Config, ConfigError};
 use crate::error::HostError;
 use crate::layout::{Layer, Layout};
 use crate::libraries::Libraries;
+use crate::pins::Pins;
 use crate::plugin::ExtensionHandle;
 use crate::reload::ReloadEvent;
 use crate::secrets::{SecretStore, Secrets};
@@ -69,6 +70,10 @@ pub struct HostOptions {
     /// then, once. A library that loads is reported at once; a lookup (a call, `list`) always
     /// gets the reason. Default 1 s.
     pub settle: Duration,
+    /// With `pinning = true` in `usr/toolhost.toml`, load a library that is not pinned (or
+    /// whose bytes changed) anyway, with a warning, instead of refusing it (see
+    /// [`crate::pins`]). Default `false`.
+    pub allow_unpinned: bool,
 }
 
 /// [`HostOptions::max_library_bytes`] by default: 256 MiB.
@@ -86,11 +91,18 @@ impl Default for HostOptions {
             max_library_bytes: DEFAULT_MAX_LIBRARY_BYTES,
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
             settle: Duration::from_secs(1),
+            allow_unpinned: false,
         }
     }
 }
 
 impl HostOptions {
+    /// Sets [`allow_unpinned`](Self::allow_unpinned).
+    pub fn with_allow_unpinned(mut self, allow: bool) -> Self {
+        self.allow_unpinned = allow;
+        self
+    }
+
     /// Sets [`debounce`](Self::debounce).
     pub fn with_debounce(mut self, debounce: Duration) -> Self {
         self.debounce = debounce;
@@ -196,7 +208,7 @@ impl Host {
             });
         let host = Self {
             secrets: SecretStore::new(secrets),
-            libraries: Libraries::new(&options)?,
+            libraries: Libraries::new(&options, pins(&layout, &options))?,
             layout,
             options,
             epoch: Epoch::default(),
@@ -285,4 +297,22 @@ impl Host {
             .settle(&self.epoch, ticket, profile, LAYERS, found);
         layers
     }
+}
+
+/// The pin check, if `usr/toolhost.toml` turns pinning on (read once, at the host's start).
+fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
+    let pinning = match Config::load(layout, "default", options.max_text_bytes) {
+        Ok(config) => config.pinning(),
+        Err(e) => {
+            tracing::warn!("{e}; pinning is off until it is fixed");
+            false
+        }
+    };
+    pinning.then(|| {
+        Pins::new(
+            layout.clone(),
+            options.max_text_bytes,
+            options.allow_unpinned,
+        )
+    })
 }

@@ -204,6 +204,11 @@ impl Layout {
             .join(CONFIG_FILE_NAME)
     }
 
+    /// `usr/plugins.lock`: the SHA-256 of every pinned library (see [`crate::pins`]).
+    pub fn pins_file(&self) -> PathBuf {
+        self.root.join("usr").join(crate::pins::PINS_FILE_NAME)
+    }
+
     /// `usr/sessions/`: one folder per recorded session.
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("usr").join("sessions")
@@ -410,7 +415,7 @@ pub(crate) fn prompt_files(
 
 /// The folders in `dir`, following symbolic links (a profile folder may be one), hidden ones
 /// (starting with `.`) left out: what a watcher watches.
-fn subdirs(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn subdirs(dir: &Path) -> Vec<PathBuf> {
     dirs_in(dir, true)
 }
 

@@ -98,7 +98,10 @@ fn an_unpinned_or_changed_library_is_refused_with_one_line() {
     assert_eq!(r.message, "pinned");
     let e = block_on(agent.call_tool("stranger", json!({}))).unwrap_err();
     assert_eq!(e.kind(), toolhost::ErrorKind::Dependency);
-    assert!(e.message().contains("not pinned in usr/plugins.lock"), "{e:?}");
+    assert!(
+        e.message().contains("not pinned in usr/plugins.lock"),
+        "{e:?}"
+    );
 
     // `list` on the command line shows the refusal.
     let out = root.run_cli(&["list"]);

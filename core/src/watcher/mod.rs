@@ -241,6 +241,23 @@ impl WatchState {
         }
     }
 
+    /// Whether a new folder at `dir` can hold plugins or their folders: `usr`, `plugins` or
+    /// `core` in the root; a profile, plugin or extension point folder; or a `tools`,
+    /// `extensions`, `prompts`, `agents` or `plugins` folder.
+    fn can_hold_plugins(&self, dir: &Path) -> bool {
+        let name = |p: &Path| p.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+        let (Some(own), Some(parent)) = (name(dir), dir.parent()) else {
+            return true;
+        };
+        if parent == self.layout.root() {
+            return matches!(own.as_str(), "usr" | "plugins" | "core");
+        }
+        let folders = ["tools", "extensions", "prompts", "agents", "plugins"];
+        folders.contains(&own.as_str())
+            || name(parent)
+                .is_some_and(|p| matches!(p.as_str(), "agents" | "plugins" | "extensions"))
+    }
+
     /// Sorts one event into changed files, changed folders and watches to drop.
     fn sort_event(&self, host: &Host, event: &Path, changes: &mut Changes) {
         if event.as_os_str().is_empty() {
@@ -268,7 +285,12 @@ impl WatchState {
             named.push(dir.join(file));
         }
         for path in named {
-            if path.is_dir() || self.layout.role(&path) == FileRole::Toggle {
+            if path.is_dir() {
+                // A new folder matters only where plugins can live (not usr/audit, .deps).
+                if self.can_hold_plugins(&path) {
+                    changes.structure.push(path);
+                }
+            } else if self.layout.role(&path) == FileRole::Toggle {
                 changes.structure.push(path);
             } else {
                 changes.files.insert(path);

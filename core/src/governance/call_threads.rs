@@ -9,9 +9,11 @@
 //! until the plugin returns; it is counted meanwhile ([`overdue`]), and the tool's build stays
 //! loaded because the future holds its handle.
 //!
-//! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides spin
+//! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides poll
 //! for a few microseconds first (a thread after a call, waiting for the next; a caller, waiting
-//! for a quick result), so back-to-back short calls rarely park. Threads left idle for
+//! for a quick result), so back-to-back short calls rarely park. They yield the processor
+//! between polls instead of spinning on it: on a busy machine (or one core) a spinning caller
+//! would hold the very core its call thread needs. Threads left idle for
 //! [`IDLE_EXIT`] end; new ones start when none is idle.
 
 use std::future::Future;
@@ -87,7 +89,7 @@ where
     while Instant::now() < spin_until {
         match rx.try_recv() {
             Ok(out) => return Ok(out),
-            Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
+            Err(oneshot::error::TryRecvError::Empty) => std::thread::yield_now(),
             Err(oneshot::error::TryRecvError::Closed) => break,
         }
     }
@@ -158,7 +160,7 @@ fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
         match receiver.try_recv() {
             Ok(job) => return Some(job),
             Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) if Instant::now() < spin_until => std::hint::spin_loop(),
+            Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
             Err(TryRecvError::Empty) => break,
         }
     }

@@ -138,6 +138,7 @@ mod host;
 mod image;
 mod inspect;
 mod intervention;
+pub mod isolation;
 mod layout;
 mod libraries;
 mod lifecycle;
@@ -169,6 +170,7 @@ pub use host::{
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
 pub use inspect::{inspect, Declared, Inspection};
+pub use isolation::IsolationSettings;
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };

@@ -11,18 +11,32 @@ use std::task::{Context as TaskContext, Poll};
 use abi_stable::std_types::{ROption, RString};
 use async_ffi::FfiFuture;
 use plugin_api::__private::abi::{error_from_ffi, response_from_ffi, response_to_ffi, FfiResult};
-use plugin_api::__private::abi::{FfiExtension, FfiResponse, FfiTool};
+use plugin_api::__private::abi::{FfiContext, FfiExtension, FfiResponse, FfiTool};
 use plugin_api::{ExtensionInfo, Response, ToolError, ToolInfo};
 
 use crate::context::CallContext;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::generation::Generation;
 use crate::governance::{ArgumentSchema, Breaker, BreakerState};
+use crate::isolation::protocol::{Op, WireResponse};
+use crate::isolation::IsolatedTool;
 use crate::layout::Escaped;
 
-/// A tool instance from a loaded library.
+/// Where a tool's code runs.
+enum Backend {
+    /// In this process: the instance, and the generation of the library that made it
+    /// (dropped after the instance: shuts the library down).
+    InProcess {
+        ffi: FfiTool,
+        generation: Arc<Generation>,
+    },
+    /// In a worker process, with the number of the load it is.
+    Worker(IsolatedTool, u64),
+}
+
+/// A tool instance from a loaded library, in this process or in a worker process.
 pub struct ToolHandle {
-    ffi: FfiTool,
+    backend: Backend,
     /// The file stem: the name the tool is found by.
     name: Arc<str>,
     info: ToolInfo,
@@ -34,8 +48,6 @@ pub struct ToolHandle {
     sha256: std::sync::OnceLock<Option<String>>,
     source: PathBuf,
     package: String,
-    /// Dropped after the instance (fields drop after `Drop::drop`): shuts the library down.
-    generation: Arc<Generation>,
 }
 
 // SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
@@ -78,6 +90,39 @@ impl ToolHandle {
             );
             ToolInfo::default()
         });
+        let package = module.package().as_str().to_owned();
+        let backend = Backend::InProcess { ffi, generation };
+        Ok(Self::with_backend(backend, source, info, package))
+    }
+
+    /// A tool served by the worker process of `isolated`, load number `number` of `source`.
+    pub(crate) fn isolated(
+        isolated: IsolatedTool,
+        source: &Path,
+        number: u64,
+    ) -> Result<Self, LoadError> {
+        let hello = &isolated.hello;
+        let info = serde_json::from_str(&hello.info).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{}: unreadable tool metadata ({e}); using defaults",
+                Escaped(source)
+            );
+            ToolInfo::default()
+        });
+        let package = hello.package.clone();
+        let backend = Backend::Worker(isolated, number);
+        match Self::with_backend(backend, source, info, package) {
+            (handle, None) => Ok(handle),
+            (_, Some(e)) => Err(LoadError::new(source, LoadErrorKind::BadSchema, e)),
+        }
+    }
+
+    fn with_backend(
+        backend: Backend,
+        source: &Path,
+        info: ToolInfo,
+        package: String,
+    ) -> (Self, Option<String>) {
         let (schema, schema_error) = match ArgumentSchema::compile(&info.parameters) {
             Ok(schema) => (schema, None),
             Err(e) => (ArgumentSchema::any(), Some(e)),
@@ -87,17 +132,34 @@ impl ToolHandle {
             .map(|s| s.to_string_lossy())
             .unwrap_or_default();
         let handle = Self {
-            ffi,
+            backend,
             name: name.as_ref().into(),
             info,
             schema,
             breaker: Breaker::default(),
             sha256: std::sync::OnceLock::new(),
             source: source.to_owned(),
-            package: module.package().as_str().to_owned(),
-            generation,
+            package,
         };
-        Ok((handle, schema_error))
+        (handle, schema_error)
+    }
+
+    /// The worker process that runs this tool, if it is isolated.
+    pub(crate) fn worker(&self) -> Option<&IsolatedTool> {
+        match &self.backend {
+            Backend::Worker(isolated, _) => Some(isolated),
+            Backend::InProcess { .. } => None,
+        }
+    }
+
+    /// Whether the tool runs in a worker process (see the README, "Isolated plugins").
+    pub fn is_isolated(&self) -> bool {
+        self.worker().is_some()
+    }
+
+    /// The process id of the tool's worker, if it is isolated and its worker runs.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.worker().and_then(IsolatedTool::worker_pid)
     }
 
     /// The name it is found by (its file name without extension).
@@ -127,27 +189,45 @@ impl ToolHandle {
 
     /// The version of the crate that built it (`CARGO_PKG_VERSION`).
     pub fn version(&self) -> &str {
-        &self.generation.version
+        match &self.backend {
+            Backend::InProcess { generation, .. } => &generation.version,
+            Backend::Worker(isolated, _) => &isolated.hello.version,
+        }
     }
 
     /// The plugin-api version it was built against.
     pub fn contract(&self) -> &str {
-        &self.generation.contract
+        match &self.backend {
+            Backend::InProcess { generation, .. } => &generation.contract,
+            Backend::Worker(isolated, _) => &isolated.hello.contract,
+        }
     }
 
     /// Which load of its file this is: 1 for the first, one more per reload (from 1 again
     /// after the file was removed).
     pub fn generation(&self) -> u64 {
-        self.generation.number
+        match &self.backend {
+            Backend::InProcess { generation, .. } => generation.number,
+            Backend::Worker(_, number) => *number,
+        }
     }
 
     /// Whether the tool can run now (its `readiness`); a plugin built before 0.4 is ready.
     pub fn readiness(&self) -> plugin_api::Readiness {
-        let Some(readiness) = self.ffi.vtable.readiness() else {
+        let ffi = match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi,
+            Backend::Worker(isolated, _) => {
+                return match isolated.readiness() {
+                    None => plugin_api::Readiness::Ready,
+                    Some(reason) => plugin_api::Readiness::NotReady(reason),
+                }
+            }
+        };
+        let Some(readiness) = ffi.vtable.readiness() else {
             return plugin_api::Readiness::Ready;
         };
         // SAFETY: `this` is ours until drop; the glue catches the plugin's panics.
-        match unsafe { readiness(self.ffi.this) } {
+        match unsafe { readiness(ffi.this) } {
             ROption::RNone => plugin_api::Readiness::Ready,
             ROption::RSome(reason) => plugin_api::Readiness::NotReady(reason.into_string()),
         }
@@ -182,11 +262,39 @@ impl ToolHandle {
     }
 
     pub(crate) fn has_before_hook(&self) -> bool {
-        self.ffi.vtable.before_execution().is_some()
+        match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi.vtable.before_execution().is_some(),
+            Backend::Worker(isolated, _) => isolated.hello.before_hook,
+        }
     }
 
     pub(crate) fn has_after_hook(&self) -> bool {
-        self.ffi.vtable.after_execution().is_some()
+        match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi.vtable.after_execution().is_some(),
+            Backend::Worker(isolated, _) => isolated.hello.after_hook,
+        }
+    }
+
+    pub(crate) fn has_readiness(&self) -> bool {
+        match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi.vtable.readiness().is_some(),
+            Backend::Worker(isolated, _) => isolated.hello.readiness,
+        }
+    }
+
+    /// Runs `op` in the tool's worker, with no deadline (the hooks, and `execute_bare`).
+    async fn in_worker(
+        &self,
+        isolated: &IsolatedTool,
+        op: Op,
+        ctx: &Arc<CallContext>,
+    ) -> Result<Option<WireResponse>, ToolError> {
+        let never = std::future::pending();
+        match isolated.call(&self.name, op, ctx, None, never).await {
+            Ok(answer) => Ok(answer),
+            Err(Ok(e)) => Err(e),
+            Err(Err(_)) => Err(ToolError::internal("the call was stopped")),
+        }
     }
 
     pub(crate) async fn execute(
@@ -194,11 +302,34 @@ impl ToolHandle {
         ctx: &Arc<CallContext>,
         args: String,
     ) -> Result<PluginAnswer, ToolError> {
-        // SAFETY: `this` is ours until drop; the context reference is handed over.
-        let fut = unsafe {
-            (self.ffi.vtable.execute())(self.ffi.this, ctx.to_ffi(), RString::from(args))
+        match &self.backend {
+            Backend::InProcess { .. } => self.execute_ffi(ctx.to_ffi(), args).await,
+            Backend::Worker(isolated, _) => {
+                let answer = self.in_worker(isolated, Op::Execute(args), ctx).await?;
+                Ok(PluginAnswer(answer.unwrap_or_default().into()))
+            }
+        }
+    }
+
+    /// `execute` in this process with a context of any host (the worker's, in a worker).
+    pub(crate) fn execute_ffi(
+        &self,
+        ctx: FfiContext,
+        args: String,
+    ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send + 'static {
+        let fut = match &self.backend {
+            // SAFETY: `this` is ours until drop; the context reference is handed over.
+            Backend::InProcess { ffi, .. } => {
+                Some(unsafe { (ffi.vtable.execute())(ffi.this, ctx, RString::from(args)) })
+            }
+            Backend::Worker(..) => None,
         };
-        settle(fut).await.map(PluginAnswer)
+        async move {
+            match fut {
+                Some(fut) => settle(fut).await.map(PluginAnswer),
+                None => Err(ToolError::internal("not an in-process tool")),
+            }
+        }
     }
 
     pub(crate) async fn before_execution(
@@ -206,12 +337,43 @@ impl ToolHandle {
         ctx: &Arc<CallContext>,
         args: String,
     ) -> Result<(), ToolError> {
-        let Some(hook) = self.ffi.vtable.before_execution().into_option() else {
-            return Ok(());
+        match &self.backend {
+            Backend::InProcess { .. } => self.before_ffi(ctx.to_ffi(), args).await,
+            Backend::Worker(isolated, _) => self
+                .in_worker(isolated, Op::Before(args), ctx)
+                .await
+                .map(drop),
+        }
+    }
+
+    /// The tool's own `before_execution` in this process, with a context of any host.
+    pub(crate) fn before_ffi(
+        &self,
+        ctx: FfiContext,
+        args: String,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
+        let hook = match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi
+                .vtable
+                .before_execution()
+                .into_option()
+                .map(|hook| (hook, ffi.this)),
+            Backend::Worker(..) => None,
         };
-        // SAFETY: as in `execute`.
-        let fut = unsafe { hook(self.ffi.this, ctx.to_ffi(), RString::from(args)) };
-        settle(fut).await
+        // SAFETY: as in `execute_ffi`; without a hook the reference is given back.
+        let fut = match hook {
+            Some((hook, this)) => Some(unsafe { hook(this, ctx, RString::from(args)) }),
+            None => {
+                drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
+                None
+            }
+        };
+        async move {
+            match fut {
+                Some(fut) => settle(fut).await,
+                None => Ok(()),
+            }
+        }
     }
 
     pub(crate) async fn after_execution(
@@ -219,25 +381,53 @@ impl ToolHandle {
         ctx: &Arc<CallContext>,
         response: &Response,
     ) -> Result<(), ToolError> {
-        let Some(hook) = self.ffi.vtable.after_execution().into_option() else {
-            return Ok(());
+        let response = response_to_ffi(response.clone());
+        match &self.backend {
+            Backend::InProcess { .. } => self.after_ffi(ctx.to_ffi(), response).await,
+            Backend::Worker(isolated, _) => {
+                let op = Op::After(response.into());
+                self.in_worker(isolated, op, ctx).await.map(drop)
+            }
+        }
+    }
+
+    /// The tool's own `after_execution` in this process, with a context of any host.
+    pub(crate) fn after_ffi(
+        &self,
+        ctx: FfiContext,
+        response: FfiResponse,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
+        let hook = match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi
+                .vtable
+                .after_execution()
+                .into_option()
+                .map(|hook| (hook, ffi.this)),
+            Backend::Worker(..) => None,
         };
-        // SAFETY: as in `execute`.
-        let fut = unsafe {
-            hook(
-                self.ffi.this,
-                ctx.to_ffi(),
-                response_to_ffi(response.clone()),
-            )
+        // SAFETY: as in `execute_ffi`; without a hook the reference is given back.
+        let fut = match hook {
+            Some((hook, this)) => Some(unsafe { hook(this, ctx, response) }),
+            None => {
+                drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
+                None
+            }
         };
-        settle(fut).await
+        async move {
+            match fut {
+                Some(fut) => settle(fut).await,
+                None => Ok(()),
+            }
+        }
     }
 }
 
 impl Drop for ToolHandle {
     fn drop(&mut self) {
-        // SAFETY: gives back the instance reference `new_tool` returned, once.
-        unsafe { (self.ffi.vtable.drop())(self.ffi.this) }
+        if let Backend::InProcess { ffi, .. } = &self.backend {
+            // SAFETY: gives back the instance reference `new_tool` returned, once.
+            unsafe { (ffi.vtable.drop())(ffi.this) }
+        }
     }
 }
 
@@ -250,6 +440,11 @@ impl PluginAnswer {
     pub(crate) fn metadata(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         let text = self.0.metadata.as_ref().into_option()?;
         serde_json::from_str(text).ok()
+    }
+
+    /// The answer in its wire form.
+    pub(crate) fn into_ffi(self) -> FfiResponse {
+        self.0
     }
 
     /// The answer's text.

@@ -1,0 +1,175 @@
+//! The worker process: loads one tool library with the host's checks, says hello, then serves
+//! the host's calls over the pipe until the host closes it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tokio::runtime::Handle;
+
+use super::protocol::{read_frame, FromWorker, Hello, Op, ToWorker, WireResponse};
+use super::worker_context::{wire_error, Reply, WorkerCall, WorkerLink};
+use super::worker_process::lock;
+use crate::cancel::Cancel;
+use crate::generation::Generation;
+use crate::governance::call_threads;
+use crate::plugin::ToolHandle;
+use crate::ToolError;
+
+/// Ends the worker at once, without running destructors or exit handlers (a plugin's state
+/// may be anything by then).
+pub(super) fn exit_now() -> ! {
+    #[cfg(unix)]
+    // SAFETY: ends the process.
+    unsafe {
+        libc::_exit(0)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(0)
+}
+
+/// Runs a worker process for the library copy `library`, found at `source` (the hidden
+/// `toolhost __worker` command). Never returns: the worker ends when the host closes its
+/// standard input, or when the host is gone.
+pub fn serve_worker(library: &Path, source: &Path) -> ! {
+    let (input, output) = match take_stdio() {
+        Ok(pipes) => pipes,
+        Err(e) => {
+            eprintln!("toolhost worker: cannot set up its pipes: {e}");
+            exit_now()
+        }
+    };
+    let link = Arc::new(WorkerLink::new(output));
+    let tool = match load(library, source) {
+        Ok((tool, hello)) => {
+            link.send(&FromWorker::Hello(hello));
+            Arc::new(tool)
+        }
+        Err(e) => {
+            let (kind, reason) = (e.kind.as_str().to_owned(), e.reason);
+            link.send(&FromWorker::LoadFailed { kind, reason });
+            exit_now()
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("toolhost-worker-rt")
+        .build();
+    let Ok(runtime) = runtime else {
+        eprintln!("toolhost worker: cannot start its runtime");
+        exit_now()
+    };
+    serve(&mut BufReader::new(input), &link, &tool, runtime.handle());
+    exit_now()
+}
+
+/// Keeps the pipes to the host for the frames, and points standard output at standard error
+/// and standard input at `/dev/null`, so a plugin's prints and reads never touch the frames.
+#[cfg(unix)]
+fn take_stdio() -> std::io::Result<(File, File)> {
+    use std::os::fd::FromRawFd;
+    let dup = |fd| match unsafe { libc::dup(fd) } {
+        -1 => Err(std::io::Error::last_os_error()),
+        // SAFETY: a new descriptor that nothing else owns.
+        copy => Ok(unsafe { File::from_raw_fd(copy) }),
+    };
+    let (input, output) = (dup(0)?, dup(1)?);
+    let null = File::open("/dev/null")?;
+    // SAFETY: plain system calls on descriptors this process owns.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        if libc::dup2(2, 1) == -1 || libc::dup2(null.as_raw_fd(), 0) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok((input, output))
+}
+
+#[cfg(not(unix))]
+fn take_stdio() -> std::io::Result<(File, File)> {
+    Err(std::io::Error::other("isolated plugins need a Unix system"))
+}
+
+/// Loads the tool, as the host would in its own process.
+fn load(library: &Path, source: &Path) -> Result<(ToolHandle, Hello), crate::LoadError> {
+    let module = crate::loader::load_staged(library, source)?;
+    let generation = Arc::new(Generation::new(&module, source, 1, Arc::default()));
+    let (tool, _) = ToolHandle::instantiate(generation, source)?;
+    let hello = Hello {
+        info: serde_json::to_string(tool.info()).unwrap_or_default(),
+        package: tool.package().to_owned(),
+        version: tool.version().to_owned(),
+        contract: tool.contract().to_owned(),
+        before_hook: tool.has_before_hook(),
+        after_hook: tool.has_after_hook(),
+        readiness: tool.has_readiness(),
+    };
+    Ok((tool, hello))
+}
+
+/// The calls of this worker that have not ended, by number.
+type Running = Arc<Mutex<HashMap<u64, Arc<Cancel>>>>;
+
+/// Reads the host's messages until its pipe closes.
+fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<ToolHandle>, rt: &Handle) {
+    let running = Running::default();
+    let mut buf = Vec::new();
+    while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
+        match message {
+            ToWorker::Call { id, op, info } => {
+                let cancel = Arc::new(Cancel::default());
+                lock(&running).insert(id, cancel.clone());
+                let link = link.clone();
+                let call = Arc::new(WorkerCall {
+                    id,
+                    info,
+                    cancel,
+                    link,
+                });
+                let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
+                call_threads::dispatch(Box::new(move || {
+                    let result = rt.block_on(run(&tool, &call, op));
+                    lock(&running).remove(&id);
+                    call.link.send(&FromWorker::Done { id, result });
+                }));
+            }
+            ToWorker::Cancel { id } => {
+                if let Some(cancel) = lock(&running).get(&id) {
+                    cancel.cancel();
+                }
+            }
+            ToWorker::Answer { req, answer } => match lock(&link.waiting).remove(&req) {
+                Some(Reply::Blocking(tx)) => drop(tx.send(answer)),
+                Some(Reply::Awaiting(tx)) => drop(tx.send(answer)),
+                None => {}
+            },
+            ToWorker::Readiness { id } => {
+                let (tool, link) = (tool.clone(), link.clone());
+                call_threads::dispatch(Box::new(move || {
+                    let reason = tool.readiness().reason().map(str::to_owned);
+                    link.send(&FromWorker::Ready { id, reason });
+                }));
+            }
+        }
+    }
+}
+
+/// Runs one call of the tool with the worker's context.
+async fn run(
+    tool: &ToolHandle,
+    call: &Arc<WorkerCall>,
+    op: Op,
+) -> Result<Option<WireResponse>, super::protocol::WireError> {
+    let ctx = call.to_ffi();
+    let result = match op {
+        Op::Execute(args) => tool
+            .execute_ffi(ctx, args)
+            .await
+            .map(|answer| Some(answer.into_ffi().into())),
+        Op::Before(args) => tool.before_ffi(ctx, args).await.map(|()| None),
+        Op::After(response) => tool.after_ffi(ctx, response.into()).await.map(|()| None),
+    };
+    result.map_err(|e: ToolError| wire_error(plugin_api::__private::abi::error_to_ffi(e)))
+}

@@ -306,7 +306,7 @@ impl ToolHandle {
             Backend::InProcess { .. } => self.execute_ffi(ctx.to_ffi(), args).await,
             Backend::Worker(isolated, _) => {
                 let answer = self.in_worker(isolated, Op::Execute(args), ctx).await?;
-                Ok(PluginAnswer(answer.unwrap_or_default().into()))
+                Ok(PluginAnswer::from_wire(answer.unwrap_or_default()))
             }
         }
     }
@@ -440,6 +440,11 @@ impl PluginAnswer {
     pub(crate) fn metadata(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         let text = self.0.metadata.as_ref().into_option()?;
         serde_json::from_str(text).ok()
+    }
+
+    /// An answer that came from a worker process.
+    pub(crate) fn from_wire(answer: WireResponse) -> Self {
+        Self(answer.into())
     }
 
     /// The answer in its wire form.

@@ -62,8 +62,12 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     }
     for tool in &listing.tools {
         let info = tool.found.handle.info();
+        let isolated = match tool.found.handle.is_isolated() {
+            true => " (isolated: runs in a worker process)",
+            false => "",
+        };
         println!(
-            "  {:<12} {:<5} [{} layer] {}",
+            "  {:<12} {:<5} [{} layer] {}{isolated}",
             tool.name,
             info.risk_level.as_str(),
             tool.found.layer.kind.as_str(),
@@ -217,6 +221,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                 "risk_level": info.risk_level.as_str(),
                 "version": info.version,
                 "package": t.found.handle.package(),
+                "isolated": t.found.handle.is_isolated(),
                 "contract": t.found.handle.contract(),
                 "parameters": info.parameters,
                 "capabilities": info.capabilities,

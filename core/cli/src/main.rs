@@ -42,6 +42,10 @@ struct Cli {
     /// `exec` tools).
     #[arg(long, global = true)]
     yes: bool,
+    /// Run every tool in a worker process of its own (as `isolate = ["*"]` in toolhost.toml):
+    /// a crash of plugin code fails its call, not the host. See the README, "Isolated plugins".
+    #[arg(long, global = true)]
+    isolate: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -226,6 +230,12 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
+    // A worker process of an isolated tool (`toolhost __worker LIBRARY SOURCE`): started by
+    // the host, never by hand, so it skips argument parsing and logging set-up.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().take(4).collect();
+    if args.len() == 4 && args[1] == toolhost::isolation::WORKER_COMMAND {
+        toolhost::isolation::serve_worker(Path::new(&args[2]), Path::new(&args[3]));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -296,6 +306,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let root = cli.root;
     let mut options = HostOptions::default();
     options.max_output = cli.max_output;
+    options.isolate_all = cli.isolate;
     let host = || Host::with_options(&root, options.clone());
     let yes = cli.yes;
     match cli.command {

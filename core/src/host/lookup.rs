@@ -8,7 +8,7 @@ use super::Host;
 use crate::cache::Found;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::layout::{entry_exists, library_files, Layer};
-use crate::libraries::Loaded;
+use crate::libraries::{Loaded, Mode};
 use crate::plugin::{ExtensionHandle, ToolHandle};
 
 /// Where a tool came from.
@@ -67,7 +67,8 @@ impl Host {
             if !entry_exists(&path) && !self.libraries.contains(&path) {
                 continue;
             }
-            match &*self.load(&path, None) {
+            let mode = self.tool_mode(profile, layer, name);
+            match &*self.libraries.load(&path, None, mode) {
                 Loaded::Tool(handle) => {
                     let (handle, layer) = (handle.clone(), layer.clone());
                     found = Some(FoundTool {
@@ -166,8 +167,23 @@ impl Host {
         files
     }
 
-    /// What the library at `path` serves; `extension` is `(point, name)` for extensions.
+    /// What the library at `path` serves; `extension` is `(point, name)` for extensions. A
+    /// tool is loaded where it was loaded before (in this process if it is new).
     pub(super) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
-        self.libraries.load(path, extension)
+        self.libraries.load(path, extension, Mode::AsBefore)
+    }
+
+    /// Where the tool `name` of `layer` runs for `profile`: in a worker process if
+    /// [`HostOptions::isolate_all`](crate::HostOptions::isolate_all) or the profile's `isolate`
+    /// says so (a profile whose config has a mistake runs it in this process).
+    fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
+        let config = self.config(profile).ok();
+        let isolated = self.options.isolate_all
+            || config.as_ref().is_some_and(|c| c.isolated(name, layer));
+        match (isolated, config) {
+            (false, _) => Mode::InProcess,
+            (true, Some(config)) => Mode::Isolated(config.isolation()),
+            (true, None) => Mode::Isolated(Default::default()),
+        }
     }
 }

@@ -249,7 +249,8 @@ impl Libraries {
             Mode::Isolated(settings) => entry.isolated == Some(settings),
             _ => entry.isolated.is_none(),
         };
-        (same_mode && (stamp.is_none() || Some(entry.stamp) == stamp)).then(|| entry.current.clone())
+        (same_mode && (stamp.is_none() || Some(entry.stamp) == stamp))
+            .then(|| entry.current.clone())
     }
 
     /// What `path` serves; `extension` is `(point, name)` for an extension. A tool is loaded

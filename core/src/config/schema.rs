@@ -45,7 +45,13 @@ pub(super) struct Mebibytes(pub u64);
 impl<'de> Deserialize<'de> for Mebibytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let what = "a whole number of MiB";
-        Whole { min: 1, max: 1 << 40, what }.read(d).map(Self)
+        Whole {
+            min: 1,
+            max: 1 << 40,
+            what,
+        }
+        .read(d)
+        .map(Self)
     }
 }
 
@@ -56,7 +62,13 @@ pub(super) struct WholeSeconds(pub u64);
 impl<'de> Deserialize<'de> for WholeSeconds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let what = "a whole number of seconds";
-        Whole { min: 1, max: 1 << 40, what }.read(d).map(Self)
+        Whole {
+            min: 1,
+            max: 1 << 40,
+            what,
+        }
+        .read(d)
+        .map(Self)
     }
 }
 

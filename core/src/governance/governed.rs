@@ -127,7 +127,10 @@ async fn isolated_attempt(
     interrupt: impl Future<Output = ToolError>,
 ) -> Result<PluginAnswer, ToolError> {
     let op = Op::Execute(args);
-    match isolated.call(tool.name(), op, call, timeout, interrupt).await {
+    match isolated
+        .call(tool.name(), op, call, timeout, interrupt)
+        .await
+    {
         Ok(answer) => Ok(PluginAnswer::from_wire(answer.unwrap_or_default())),
         Err(Ok(error)) => Err(error),
         Err(Err(stopped)) => {

@@ -178,8 +178,8 @@ impl Host {
     /// says so (a profile whose config has a mistake runs it in this process).
     fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
         let config = self.config(profile).ok();
-        let isolated = self.options.isolate_all
-            || config.as_ref().is_some_and(|c| c.isolated(name, layer));
+        let isolated =
+            self.options.isolate_all || config.as_ref().is_some_and(|c| c.isolated(name, layer));
         match (isolated, config) {
             (false, _) => Mode::InProcess,
             (true, Some(config)) => Mode::Isolated(config.isolation()),

@@ -181,21 +181,24 @@ impl IsolatedTool {
         Err(Err(stopped))
     }
 
-    /// Kills the worker if call `id` is still running after the grace period.
+    /// Kills the worker if call `id` is still running after the grace period (timed on a
+    /// thread of its own: the caller's runtime may not run meanwhile).
     fn watch_grace(&self, link: Arc<super::worker_process::Link>, id: u64) {
         let grace = self.settings.grace;
-        let Ok(runtime) = Handle::try_current() else {
-            return;
-        };
-        runtime.spawn(async move {
-            tokio::time::sleep(grace).await;
-            if lock(&link.calls).contains_key(&id) {
-                link.kill(format!(
-                    "a cancelled call did not stop within its grace period of {} ms ([isolation] grace_ms)",
-                    grace.as_millis()
-                ));
-            }
-        });
+        let watcher = std::thread::Builder::new()
+            .name("toolhost-grace".into())
+            .spawn(move || {
+                std::thread::sleep(grace);
+                if lock(&link.calls).contains_key(&id) {
+                    link.kill(format!(
+                        "a cancelled call did not stop within its grace period of {} ms ([isolation] grace_ms)",
+                        grace.as_millis()
+                    ));
+                }
+            });
+        if let Err(e) = watcher {
+            tracing::warn!("no thread to time a cancelled call's grace period: {e}");
+        }
     }
 }
 

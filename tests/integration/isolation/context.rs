@@ -1,0 +1,118 @@
+//! Everything the context offers works across the worker's pipe: fields, progress,
+//! intervention and cancellation, loop data, history, masking and unmasking, and extension
+//! points fired by the plugin.
+
+use std::time::Duration;
+
+use plugin_api::ErrorKind;
+use serde_json::json;
+use toolhost::Secrets;
+use toolhost_tests::{block_on, spawn_call, wait_for, Fixture, TestRoot};
+
+/// A root where every tool is isolated.
+fn isolated_root() -> TestRoot {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.tool("usr", "crashy", Fixture::Crashy);
+    root.write("usr/toolhost.toml", "isolate = [\"*\"]\n");
+    root
+}
+
+#[test]
+fn fields_progress_loop_data_and_history_cross_the_pipe() {
+    let root = isolated_root();
+    let (agent, output) = root.agent("default");
+    let handle = agent
+        .host()
+        .resolve("default", "echo")
+        .found
+        .clone()
+        .unwrap()
+        .handle;
+    assert!(handle.is_isolated());
+    let r = block_on(agent.call_tool("echo:context", json!({}))).unwrap();
+    let fields: serde_json::Value = serde_json::from_str(&r.message).unwrap();
+    assert_eq!(fields["agent"], "A0");
+    assert_eq!(fields["tool"], "echo");
+    assert_eq!(fields["method"], "context");
+    assert!(fields["log_id"].as_u64().unwrap() > 0);
+
+    block_on(agent.call_tool("echo:progress", json!({"text": "half way"}))).unwrap();
+    let log = agent.log();
+    let item = log
+        .iter()
+        .rev()
+        .find(|i| i.heading.contains("echo:progress"))
+        .unwrap();
+    assert_eq!(item.progress.as_str(), "half way, almost there");
+    let printed: Vec<String> = output.lines().into_iter().map(|(_, l)| l).collect();
+    assert!(
+        printed.iter().any(|l| l.contains("half way")),
+        "{printed:?}"
+    );
+
+    let r = block_on(agent.call_tool("crashy:history", json!({}))).unwrap();
+    let pid = block_on(agent.call_tool("crashy:pid", json!({})))
+        .unwrap()
+        .message;
+    assert_eq!(r.message, format!(r#"{{"from":{pid}}}"#));
+    assert_eq!(
+        agent.loop_data("crashy"),
+        Some(json!({"from": pid.parse::<u64>().unwrap()}))
+    );
+    assert!(agent
+        .history()
+        .iter()
+        .any(|m| m.content.as_str() == "crashy was here"));
+}
+
+#[test]
+fn masking_and_unmasking_cross_the_pipe() {
+    let root = isolated_root();
+    let (agent, _) = root.agent("default");
+    let pairs = [("API_KEY".to_owned(), "sk-very-secret-value".to_owned())];
+    agent.host().set_secrets(Secrets::from_pairs(pairs));
+    let args = json!({"text": "key sk-very-secret-value here", "placeholder": "§§secret(API_KEY)"});
+    let r = block_on(agent.call_tool("crashy:secrets", args)).unwrap();
+    assert_eq!(r.message, "key §§secret(API_KEY) here | 20");
+    let args = json!({"text": "x", "placeholder": "§§secret(NOPE)"});
+    let e = block_on(agent.call_tool("crashy:secrets", args)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Repairable, "{}", e.message());
+    assert!(e.message().contains("API_KEY"), "{}", e.message());
+}
+
+#[test]
+fn an_extension_point_fired_by_the_plugin_runs_in_the_host() {
+    let root = isolated_root();
+    root.extension("usr", "echo_custom", "_10_record", Fixture::RecorderExt);
+    let (agent, _) = root.agent("default");
+    let r = block_on(agent.call_tool("echo:fire", json!({}))).unwrap();
+    assert!(r.message.contains("echo"), "{}", r.message);
+    let trace = agent.loop_data("trace").unwrap_or_default().to_string();
+    assert!(trace.contains("echo_custom/_10_record"), "{trace}");
+}
+
+#[test]
+fn an_intervention_reaches_a_tool_in_its_worker() {
+    let root = isolated_root();
+    let (agent, _) = root.agent("default");
+    block_on(async {
+        let call = spawn_call(&agent, "echo:wait", json!({"report": true}));
+        wait_for("a few steps", || match agent.loop_data("wait_steps") {
+            Some(steps) if steps.as_u64() >= Some(3) => Ok(()),
+            other => Err(other),
+        });
+        agent.stop();
+        let e = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("the call ends")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Intervention, "{}", e.message());
+    });
+    let steps = agent
+        .loop_data("wait_steps")
+        .and_then(|v| v.as_u64())
+        .unwrap();
+    assert!(steps < 200, "stopped early: {steps}");
+}

@@ -17,9 +17,6 @@ use crate::name::is_safe_name;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct FileConfig {
-    /// Which tools run in a worker process (top-level `isolate = [...]`).
-    pub isolate: Option<Vec<IsolateEntry>>,
-    pub isolation: Isolation,
     pub limits: Limits,
     pub calls: Calls,
     pub breaker: Breaker,
@@ -27,6 +24,9 @@ pub(super) struct FileConfig {
     pub tools: BTreeMap<String, ToolEntry>,
     pub access: AccessLists,
     pub audit: Audit,
+    /// Which tools run in a worker process (top-level `isolate = [...]`).
+    pub isolate: Option<Vec<IsolateEntry>>,
+    pub isolation: Isolation,
 }
 
 /// `[isolation]`: the limits of worker processes.

@@ -31,7 +31,7 @@ enum Backend {
         generation: Arc<Generation>,
     },
     /// In a worker process, with the number of the load it is.
-    Worker(IsolatedTool, u64),
+    Worker(Box<IsolatedTool>, u64),
 }
 
 /// A tool instance from a loaded library, in this process or in a worker process.
@@ -110,7 +110,7 @@ impl ToolHandle {
             ToolInfo::default()
         });
         let package = hello.package.clone();
-        let backend = Backend::Worker(isolated, number);
+        let backend = Backend::Worker(Box::new(isolated), number);
         match Self::with_backend(backend, source, info, package) {
             (handle, None) => Ok(handle),
             (_, Some(e)) => Err(LoadError::new(source, LoadErrorKind::BadSchema, e)),

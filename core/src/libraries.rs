@@ -253,18 +253,14 @@ impl Libraries {
             .then(|| entry.current.clone())
     }
 
-    /// What `path` serves; `extension` is `(point, name)` for an extension. A tool is loaded
-    /// as `mode` says (an extension always in this process); a tool loaded the other way
-    /// before is loaded again.
+    /// What `path` serves; `extension` is `(point, name)` for an extension. It is loaded as
+    /// `mode` says; a library loaded the other way before is loaded again.
     pub(crate) fn load(
         &self,
         path: &Path,
         extension: Option<(&str, &str)>,
         mut mode: Mode,
     ) -> Arc<Loaded> {
-        if extension.is_some() {
-            mode = Mode::InProcess;
-        }
         if let Some(current) = self.cached(path, &mut mode) {
             return current;
         }
@@ -363,11 +359,18 @@ impl Libraries {
         extension: Option<(&str, &str)>,
         isolated: Option<IsolationSettings>,
     ) -> Result<Loaded, LoadError> {
-        if let (Some(settings), None) = (isolated, extension) {
+        if let Some(settings) = isolated {
             // Never mapped in this process: its worker loads the private copy.
             let copy = self.loader.stage(path, image)?;
-            let tool = IsolatedTool::start(&self.worker_program, copy, path, settings)?;
-            return ToolHandle::isolated(tool, path, number).map(|h| Loaded::Tool(Arc::new(h)));
+            let owned = extension.map(|(p, n)| (p.to_owned(), n.to_owned()));
+            let worker = IsolatedTool::start(&self.worker_program, copy, path, owned, settings)?;
+            return Ok(match extension {
+                None => Loaded::Tool(Arc::new(ToolHandle::isolated(worker, path, number)?)),
+                Some(ext) => {
+                    let handle = ExtensionHandle::isolated(worker, path, ext, number);
+                    Loaded::Extension(Arc::new(handle))
+                }
+            });
         }
         let module = self.loader.load(path, image)?;
         // Mapped for good from here on, even if creating the instance fails.

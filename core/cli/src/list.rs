@@ -110,7 +110,12 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     for point in points {
         println!("  {point}:");
         for ext in host.extensions(profile, &point).iter() {
-            println!("    {:<24} {}", ext.name(), relative(host, ext.source()));
+            let isolated = match ext.is_isolated() {
+                true => " (isolated)",
+                false => "",
+            };
+            let file = relative(host, ext.source());
+            println!("    {:<24} {file}{isolated}", ext.name());
         }
     }
     if !listing.skipped.is_empty() {
@@ -199,6 +204,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                         "name": e.name(),
                         "file": relative(host, e.source()),
                         "description": e.info().description,
+                        "isolated": e.is_isolated(),
                     })
                 })
                 .collect::<Vec<_>>();

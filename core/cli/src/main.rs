@@ -230,11 +230,13 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
-    // A worker process of an isolated tool (`toolhost __worker LIBRARY SOURCE`): started by
-    // the host, never by hand, so it skips argument parsing and logging set-up.
-    let args: Vec<std::ffi::OsString> = std::env::args_os().take(4).collect();
-    if args.len() == 4 && args[1] == toolhost::isolation::WORKER_COMMAND {
-        toolhost::isolation::serve_worker(Path::new(&args[2]), Path::new(&args[3]));
+    // A worker process of an isolated plugin (`toolhost __worker LIBRARY SOURCE [POINT
+    // NAME]`): started by the host, never by hand, so it skips argument parsing and logging.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().take(6).collect();
+    if args.len() >= 4 && args[1] == toolhost::isolation::WORKER_COMMAND {
+        let text = |i: usize| args.get(i).and_then(|a| a.to_str()).unwrap_or_default();
+        let extension = (args.len() == 6).then(|| (text(4), text(5)));
+        toolhost::isolation::serve_worker(Path::new(&args[2]), Path::new(&args[3]), extension);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -156,6 +156,16 @@ impl Config {
     /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
     /// `*`. See the README, "Isolated plugins".
     pub fn isolated(&self, tool: &str, layer: &crate::Layer) -> bool {
+        self.isolates(Some(tool), layer)
+    }
+
+    /// Whether an extension found in `layer` runs in a worker process: `isolate` names its
+    /// plugin, its kind of layer, or `*` (tool names do not pick extensions).
+    pub fn isolated_extension(&self, layer: &crate::Layer) -> bool {
+        self.isolates(None, layer)
+    }
+
+    fn isolates(&self, tool: Option<&str>, layer: &crate::Layer) -> bool {
         use schema::IsolateEntry;
         let Some(entries) = &self.values.isolate else {
             return false;
@@ -164,7 +174,7 @@ impl Config {
         entries.iter().any(|entry| match entry {
             IsolateEntry::All => true,
             IsolateEntry::Layer(kind) => *kind == layer.kind,
-            IsolateEntry::Tool(name) => name == tool,
+            IsolateEntry::Tool(name) => Some(name.as_str()) == tool,
             IsolateEntry::Plugin(folder) => label
                 .strip_prefix("plugins/")
                 .and_then(|rest| rest.strip_prefix(folder.as_str()))

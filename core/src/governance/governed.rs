@@ -12,7 +12,7 @@ use super::call_threads::{self, Ended};
 use super::{ArgumentSchema, Breaker};
 use crate::context::CallContext;
 use crate::isolation::isolated_tool::Stopped;
-use crate::isolation::protocol::Op;
+use crate::isolation::protocol::{Op, Outcome};
 use crate::isolation::IsolatedTool;
 use crate::plugin::{PluginAnswer, ToolHandle};
 use crate::{Agent, Host, ToolError, ToolInfo};
@@ -131,7 +131,8 @@ async fn isolated_attempt(
         .call(tool.name(), op, call, timeout, interrupt)
         .await
     {
-        Ok(answer) => Ok(PluginAnswer::from_wire(answer.unwrap_or_default())),
+        Ok(Outcome::Response(answer)) => Ok(PluginAnswer::from_wire(answer)),
+        Ok(_) => Ok(PluginAnswer::from_wire(Default::default())),
         Err(Ok(error)) => Err(error),
         Err(Err(stopped)) => {
             call.cancel.cancel();

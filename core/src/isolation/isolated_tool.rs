@@ -10,7 +10,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::limits::IsolationSettings;
-use super::protocol::{CallInfo, Hello, Op, ToWorker, WireResponse};
+use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
 use super::worker_process::{lock, CallResult, Pending, StartError, WorkerProcess};
 use crate::context::CallContext;
 use crate::error::{LoadError, LoadErrorKind};
@@ -19,12 +19,14 @@ use crate::ToolError;
 /// The longest wait before a worker that keeps dying is started again.
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(5);
 
-/// A tool served by a worker process.
+/// A tool (or an extension) served by a worker process.
 pub(crate) struct IsolatedTool {
     program: PathBuf,
     /// The host's private copy of the library, which every worker of this build loads.
     library: PathBuf,
     source: PathBuf,
+    /// For an extension: its point and file name.
+    extension: Option<(String, String)>,
     settings: IsolationSettings,
     /// What the first worker said about the tool.
     pub(crate) hello: Hello,
@@ -50,14 +52,17 @@ pub(crate) enum Stopped {
 }
 
 impl IsolatedTool {
-    /// Starts the first worker of the library copy `library` (found at `source`).
+    /// Starts the first worker of the library copy `library` (found at `source`; an extension
+    /// at `(point, name)`).
     pub(crate) fn start(
         program: &Path,
         library: PathBuf,
         source: &Path,
+        extension: Option<(String, String)>,
         settings: IsolationSettings,
     ) -> Result<Self, LoadError> {
-        let worker = WorkerProcess::start(program, &library, source, &settings).map_err(|e| {
+        let worker = WorkerProcess::start(program, &library, source, extension.as_ref(), &settings);
+        let worker = worker.map_err(|e| {
             let _ = std::fs::remove_file(&library);
             start_error(source, e)
         })?;
@@ -65,6 +70,7 @@ impl IsolatedTool {
             program: program.to_owned(),
             library,
             source: source.to_owned(),
+            extension,
             settings,
             hello: worker.hello.clone(),
             slot: Mutex::new(Slot {
@@ -112,7 +118,14 @@ impl IsolatedTool {
                 wait.as_millis()
             )));
         }
-        match WorkerProcess::start(&self.program, &self.library, &self.source, &self.settings) {
+        let extension = self.extension.as_ref();
+        match WorkerProcess::start(
+            &self.program,
+            &self.library,
+            &self.source,
+            extension,
+            &self.settings,
+        ) {
             Ok(worker) => {
                 let worker = Arc::new(worker);
                 slot.worker = Some(worker.clone());
@@ -145,7 +158,7 @@ impl IsolatedTool {
         ctx: &Arc<CallContext>,
         deadline: Option<Duration>,
         interrupt: impl Future<Output = ToolError>,
-    ) -> Result<Option<WireResponse>, Result<ToolError, Stopped>> {
+    ) -> Result<Outcome, Result<ToolError, Stopped>> {
         let worker = self.worker(tool).map_err(Ok)?;
         let link = worker.link.clone();
         let id = link.next_id();
@@ -179,6 +192,21 @@ impl IsolatedTool {
         let _ = link.send(&ToWorker::Cancel { id });
         self.watch_grace(link, id);
         Err(Err(stopped))
+    }
+
+    /// Runs `op` in the worker with no deadline (the hooks, extensions, `execute_bare`).
+    pub(crate) async fn call_to_end(
+        &self,
+        name: &str,
+        op: Op,
+        ctx: &Arc<CallContext>,
+    ) -> Result<Outcome, ToolError> {
+        let never = std::future::pending();
+        match self.call(name, op, ctx, None, never).await {
+            Ok(outcome) => Ok(outcome),
+            Err(Ok(e)) => Err(e),
+            Err(Err(_)) => Err(ToolError::internal("the call was stopped")),
+        }
     }
 
     /// Kills the worker if call `id` is still running after the grace period (timed on a

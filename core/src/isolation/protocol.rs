@@ -56,6 +56,19 @@ pub(crate) enum Op {
     Before(String),
     /// The tool's own `after_execution`, with the response.
     After(WireResponse),
+    /// An extension's `execute`, with the point's data as JSON.
+    Extension(String),
+}
+
+/// What a finished call gives.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Outcome {
+    /// `execute`'s response.
+    Response(WireResponse),
+    /// A hook ran.
+    Done,
+    /// An extension ran: the new data (JSON) if it changed it.
+    Data(Option<String>),
 }
 
 /// The text fields of a call's context (read by the plugin without a round trip).
@@ -86,8 +99,8 @@ pub(crate) enum FromWorker {
     Done {
         /// The call.
         id: u64,
-        /// Its result: a response for `execute`, none for the hooks.
-        result: Result<Option<WireResponse>, WireError>,
+        /// Its result.
+        result: Result<Outcome, WireError>,
     },
     /// The answer to [`ToWorker::Readiness`]: `None` if ready, else why not.
     Ready {
@@ -107,10 +120,11 @@ pub(crate) enum FromWorker {
     },
 }
 
-/// A worker's tool, as the host needs to know it.
+/// A worker's tool or extension, as the host needs to know it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Hello {
-    /// The tool's [`ToolInfo`](plugin_api::ToolInfo) as JSON.
+    /// The tool's [`ToolInfo`](plugin_api::ToolInfo) (or the extension's `ExtensionInfo`) as
+    /// JSON.
     pub info: String,
     /// The crate that built it.
     pub package: String,

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Handle;
 
-use super::protocol::{read_frame, FromWorker, Hello, Op, ToWorker, WireResponse};
+use super::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
 use super::worker_context::{wire_error, Reply, WorkerCall, WorkerLink};
 use super::worker_process::lock;
 use crate::cancel::Cancel;
 use crate::generation::Generation;
 use crate::governance::call_threads;
-use crate::plugin::ToolHandle;
+use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::ToolError;
 
 /// Ends the worker at once, without running destructors or exit handlers (a plugin's state
@@ -30,10 +30,17 @@ pub(super) fn exit_now() -> ! {
     std::process::exit(0)
 }
 
+/// What a worker serves.
+enum Served {
+    Tool(ToolHandle),
+    Extension(ExtensionHandle),
+}
+
 /// Runs a worker process for the library copy `library`, found at `source` (the hidden
-/// `toolhost __worker` command). Never returns: the worker ends when the host closes its
+/// `toolhost __worker LIBRARY SOURCE [POINT NAME]` command; with `extension`, the point and
+/// file name of an extension). Never returns: the worker ends when the host closes its
 /// standard input, or when the host is gone.
-pub fn serve_worker(library: &Path, source: &Path) -> ! {
+pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str)>) -> ! {
     let (input, output) = match take_stdio() {
         Ok(pipes) => pipes,
         Err(e) => {
@@ -42,7 +49,7 @@ pub fn serve_worker(library: &Path, source: &Path) -> ! {
         }
     };
     let link = Arc::new(WorkerLink::new(output));
-    let tool = match load(library, source) {
+    let tool = match load(library, source, extension) {
         Ok((tool, hello)) => {
             link.send(&FromWorker::Hello(hello));
             Arc::new(tool)
@@ -92,28 +99,47 @@ fn take_stdio() -> std::io::Result<(File, File)> {
     Err(std::io::Error::other("isolated plugins need a Unix system"))
 }
 
-/// Loads the tool, as the host would in its own process.
-fn load(library: &Path, source: &Path) -> Result<(ToolHandle, Hello), crate::LoadError> {
+/// Loads the tool or extension, as the host would in its own process.
+fn load(
+    library: &Path,
+    source: &Path,
+    extension: Option<(&str, &str)>,
+) -> Result<(Served, Hello), crate::LoadError> {
     let module = crate::loader::load_staged(library, source)?;
     let generation = Arc::new(Generation::new(&module, source, 1, Arc::default()));
+    let package = module.root.package().as_str().to_owned();
+    let contract = module.contract.clone();
+    if let Some((point, name)) = extension {
+        let handle = ExtensionHandle::create(generation, source, point, name)?;
+        let hello = Hello {
+            info: serde_json::to_string(handle.info()).unwrap_or_default(),
+            package,
+            version: handle.version().to_owned(),
+            contract,
+            before_hook: false,
+            after_hook: false,
+            readiness: false,
+        };
+        return Ok((Served::Extension(handle), hello));
+    }
     let (tool, _) = ToolHandle::instantiate(generation, source)?;
     let hello = Hello {
         info: serde_json::to_string(tool.info()).unwrap_or_default(),
-        package: tool.package().to_owned(),
+        package,
         version: tool.version().to_owned(),
-        contract: tool.contract().to_owned(),
+        contract,
         before_hook: tool.has_before_hook(),
         after_hook: tool.has_after_hook(),
         readiness: tool.has_readiness(),
     };
-    Ok((tool, hello))
+    Ok((Served::Tool(tool), hello))
 }
 
 /// The calls of this worker that have not ended, by number.
 type Running = Arc<Mutex<HashMap<u64, Arc<Cancel>>>>;
 
 /// Reads the host's messages until its pipe closes.
-fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<ToolHandle>, rt: &Handle) {
+fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>, rt: &Handle) {
     let running = Running::default();
     let mut buf = Vec::new();
     while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
@@ -148,7 +174,10 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<ToolHan
             ToWorker::Readiness { id } => {
                 let (tool, link) = (tool.clone(), link.clone());
                 call_threads::dispatch(Box::new(move || {
-                    let reason = tool.readiness().reason().map(str::to_owned);
+                    let reason = match &*tool {
+                        Served::Tool(tool) => tool.readiness().reason().map(str::to_owned),
+                        Served::Extension(_) => None,
+                    };
                     link.send(&FromWorker::Ready { id, reason });
                 }));
             }
@@ -156,20 +185,32 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<ToolHan
     }
 }
 
-/// Runs one call of the tool with the worker's context.
-async fn run(
-    tool: &ToolHandle,
-    call: &Arc<WorkerCall>,
-    op: Op,
-) -> Result<Option<WireResponse>, super::protocol::WireError> {
+/// Runs one call of the tool or extension with the worker's context.
+async fn run(served: &Served, call: &Arc<WorkerCall>, op: Op) -> Result<Outcome, WireError> {
     let ctx = call.to_ffi();
-    let result = match op {
-        Op::Execute(args) => tool
+    let result = match (served, op) {
+        (Served::Tool(tool), Op::Execute(args)) => tool
             .execute_ffi(ctx, args)
             .await
-            .map(|answer| Some(answer.into_ffi().into())),
-        Op::Before(args) => tool.before_ffi(ctx, args).await.map(|()| None),
-        Op::After(response) => tool.after_ffi(ctx, response.into()).await.map(|()| None),
+            .map(|answer| Outcome::Response(answer.into_ffi().into())),
+        (Served::Tool(tool), Op::Before(args)) => {
+            tool.before_ffi(ctx, args).await.map(|()| Outcome::Done)
+        }
+        (Served::Tool(tool), Op::After(response)) => tool
+            .after_ffi(ctx, response.into())
+            .await
+            .map(|()| Outcome::Done),
+        (Served::Extension(extension), Op::Extension(data)) => extension
+            .execute_ffi(ctx, data.into())
+            .await
+            .map(|changed| Outcome::Data(changed.map(|d| d.into_string()))),
+        (_, op) => {
+            // SAFETY: gives back the reference `to_ffi` made; nothing else holds it.
+            drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
+            Err(ToolError::internal(format!(
+                "this worker cannot run {op:?}"
+            )))
+        }
     };
     result.map_err(|e: ToolError| wire_error(plugin_api::__private::abi::error_to_ffi(e)))
 }

@@ -13,7 +13,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
-use super::protocol::{read_frame, write_frame, FromWorker, Hello, ToWorker, WireResponse};
+use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
 use crate::context::CallContext;
 use crate::ToolError;
 
@@ -22,8 +22,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
 /// How much of a worker's standard error is kept to explain its end.
 const STDERR_TAIL: usize = 4096;
 
-/// What a call of a worker gives: a response for `execute`, none for the hooks.
-pub(crate) type CallResult = Result<Option<WireResponse>, ToolError>;
+/// What a call of a worker gives.
+pub(crate) type CallResult = Result<Outcome, ToolError>;
 
 /// A call the worker has not finished: the context that answers its requests, and the caller
 /// waiting for its end (gone once the caller stopped waiting).
@@ -97,19 +97,21 @@ pub(crate) enum StartError {
 }
 
 impl WorkerProcess {
-    /// Starts `program __worker` for the library copy `library` (found at `source`), with
-    /// `settings`' limits, and waits for its hello.
+    /// Starts `program __worker` for the library copy `library` (found at `source`; an
+    /// extension at `(point, name)`), with `settings`' limits, and waits for its hello.
     pub(crate) fn start(
         program: &Path,
         library: &Path,
         source: &Path,
+        extension: Option<&(String, String)>,
         settings: &IsolationSettings,
     ) -> Result<Self, StartError> {
         let mut command = Command::new(program);
         command
-            .arg("__worker")
+            .arg(super::WORKER_COMMAND)
             .arg(library)
             .arg(source)
+            .args(extension.iter().flat_map(|(point, name)| [point, name]))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -10,7 +10,7 @@ use plugin_api::__private::abi::{FfiContext, FfiResponse};
 use plugin_api::{Response, ToolError};
 
 use crate::context::CallContext;
-use crate::isolation::protocol::{Op, WireResponse};
+use crate::isolation::protocol::{Op, Outcome, WireResponse};
 use crate::isolation::IsolatedTool;
 
 use super::{settle, Backend, PluginAnswer, ToolHandle};
@@ -44,11 +44,9 @@ impl ToolHandle {
         op: Op,
         ctx: &Arc<CallContext>,
     ) -> Result<Option<WireResponse>, ToolError> {
-        let never = std::future::pending();
-        match isolated.call(&self.name, op, ctx, None, never).await {
-            Ok(answer) => Ok(answer),
-            Err(Ok(e)) => Err(e),
-            Err(Err(_)) => Err(ToolError::internal("the call was stopped")),
+        match isolated.call_to_end(&self.name, op, ctx).await? {
+            Outcome::Response(response) => Ok(Some(response)),
+            _ => Ok(None),
         }
     }
 

@@ -116,3 +116,39 @@ fn an_intervention_reaches_a_tool_in_its_worker() {
         .unwrap();
     assert!(steps < 200, "stopped early: {steps}");
 }
+
+#[test]
+fn extensions_can_be_isolated_too() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.tool("usr", "crashy", Fixture::Crashy);
+    root.secret_extensions();
+    root.extension("usr", "echo_custom", "_10_record", Fixture::RecorderExt);
+    root.write("usr/toolhost.toml", "isolate = [\"core\", \"usr\"]\n");
+    let (agent, _) = root.agent("default");
+    let pairs = [("API_KEY".to_owned(), "sk-very-secret-value".to_owned())];
+    agent.host().set_secrets(Secrets::from_pairs(pairs));
+    for point in ["tool_execute_before", "tool_execute_after", "echo_custom"] {
+        let list = agent.host().extensions("default", point);
+        assert!(
+            !list.is_empty() && list.iter().all(|e| e.is_isolated()),
+            "{point}"
+        );
+    }
+    // The core's secret extensions, in their workers, unmask the arguments and mask the answer.
+    let r = block_on(agent.call_tool("echo", json!({"key": "§§secret(API_KEY)"}))).unwrap();
+    assert_eq!(r.message, r#"{"key":"§§secret(API_KEY)"}"#);
+    let r = block_on(agent.call_tool("echo:lengths", json!({"key": "§§secret(API_KEY)"}))).unwrap();
+    assert_eq!(r.message, r#"{"key":20}"#, "the tool got the value");
+    // An extension fired by an isolated tool, itself isolated, records through loop data.
+    let r = block_on(agent.call_tool("echo:fire", json!({}))).unwrap();
+    assert!(r.message.contains("echo"), "{}", r.message);
+    let trace = agent.loop_data("trace").unwrap_or_default().to_string();
+    assert!(trace.contains("echo_custom/_10_record"), "{trace}");
+    let out = root.run_cli(&["list"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("usr/extensions/echo_custom/_10_record.so (isolated)"),
+        "{stdout}"
+    );
+}

@@ -101,6 +101,9 @@ pub(crate) enum FromWorker {
         id: u64,
         /// Its result.
         result: Result<Outcome, WireError>,
+        /// After an `execute` of a tool with a readiness function: whether it is ready now
+        /// (`None` inside if ready, else why not), so the host need not ask before the next.
+        ready: Option<Option<String>>,
     },
     /// The answer to [`ToWorker::Readiness`]: `None` if ready, else why not.
     Ready {

@@ -156,9 +156,16 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                 });
                 let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
                 call_threads::dispatch(Box::new(move || {
+                    let execute = matches!(op, Op::Execute(_));
                     let result = rt.block_on(run(&tool, &call, op));
+                    let ready = match &*tool {
+                        Served::Tool(tool) if execute && tool.has_readiness() => {
+                            Some(tool.readiness().reason().map(str::to_owned))
+                        }
+                        _ => None,
+                    };
                     lock(&running).remove(&id);
-                    call.link.send(&FromWorker::Done { id, result });
+                    call.link.send(&FromWorker::Done { id, result, ready });
                 }));
             }
             ToWorker::Cancel { id } => {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
@@ -19,6 +19,8 @@ use crate::ToolError;
 
 /// How long a new worker may take to load its library and say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a readiness the worker reported (after a call, or asked) stands.
+const READINESS_FRESH: Duration = Duration::from_secs(1);
 /// How much of a worker's standard error is kept to explain its end.
 const STDERR_TAIL: usize = 4096;
 
@@ -44,6 +46,8 @@ pub(crate) struct Link {
     /// Why the host killed it, if it did.
     killed: OnceLock<String>,
     next_id: AtomicU64,
+    /// The tool's readiness as the worker last reported it, and when.
+    readiness: Mutex<Option<(Instant, Option<String>)>>,
     /// The worker's process id.
     pub(crate) pid: u32,
 }
@@ -139,6 +143,7 @@ impl WorkerProcess {
             death: OnceLock::new(),
             killed: OnceLock::new(),
             next_id: AtomicU64::new(0),
+            readiness: Mutex::default(),
             pid: child.id(),
         });
         let (hello_tx, hello_rx) = mpsc::channel();
@@ -172,6 +177,11 @@ impl WorkerProcess {
     /// Asks the tool whether it is ready; `None` if ready (or if it does not answer within
     /// `wait`: the call that follows finds out).
     pub(crate) fn readiness(&self, wait: Duration) -> Option<String> {
+        if let Some((at, ready)) = &*lock(&self.link.readiness) {
+            if at.elapsed() < READINESS_FRESH {
+                return ready.clone();
+            }
+        }
         let id = self.link.next_id();
         let (tx, rx) = mpsc::channel();
         lock(&self.link.ready).insert(id, tx);
@@ -179,8 +189,10 @@ impl WorkerProcess {
             lock(&self.link.ready).remove(&id);
             return None;
         }
-        let answer = rx.recv_timeout(wait).ok().flatten();
+        let answer = rx.recv_timeout(wait);
         lock(&self.link.ready).remove(&id);
+        let answer = answer.ok()?;
+        *lock(&self.link.readiness) = Some((Instant::now(), answer.clone()));
         answer
     }
 }
@@ -246,7 +258,10 @@ fn send_hello(hello: &mut Option<HelloSender>, message: Result<Hello, StartError
 /// One message of a running worker.
 fn handle(link: &Arc<Link>, message: FromWorker) {
     match message {
-        FromWorker::Done { id, result } => {
+        FromWorker::Done { id, result, ready } => {
+            if let Some(ready) = ready {
+                *lock(&link.readiness) = Some((Instant::now(), ready));
+            }
             let pending = lock(&link.calls).remove(&id);
             if let Some(done) = pending.and_then(|p| p.done) {
                 let _ = done.send(result.map_err(ToolError::from));

@@ -152,3 +152,31 @@ fn extensions_can_be_isolated_too() {
         "{stdout}"
     );
 }
+
+#[test]
+fn readiness_is_reported_by_the_worker() {
+    let root = TestRoot::new();
+    root.tool("usr", "governed", Fixture::Governed);
+    root.write("usr/toolhost.toml", "isolate = [\"governed\"]\n");
+    let (agent, _) = root.agent("default");
+    block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap();
+    block_on(agent.call_tool("governed:unready", json!({"city": "x"}))).unwrap();
+    let e = block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Dependency);
+    assert_eq!(
+        e.message(),
+        "tool governed is not ready: GOVERNED_KEY not configured"
+    );
+    let found = agent
+        .host()
+        .resolve("default", "governed")
+        .found
+        .clone()
+        .unwrap();
+    assert!(found.handle.is_isolated());
+    assert_eq!(
+        found.handle.unavailable().as_deref(),
+        Some("not ready: GOVERNED_KEY not configured")
+    );
+    assert!(!agent.host().tools_prompt("default").contains("governed"));
+}

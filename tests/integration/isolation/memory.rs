@@ -59,6 +59,9 @@ fn a_hundred_reloads_of_an_isolated_tool_keep_memory_bounded() {
     root.copy(Fixture::Versioned, TOOL);
     let mut watch = Watch::start(&root);
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
+    // Answered once the watcher runs: a rebuild from now on is seen.
+    watch.send("ver");
+    watch.expect_line("the first build's answer", |l| l == "v1");
     let host = watch.child.id();
     let mut first = None;
     for n in 1..=100u32 {

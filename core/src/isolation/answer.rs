@@ -73,13 +73,13 @@ pub(super) fn answer(
                 .map(|f| unsafe { f(data, text.clone().into()) });
             Some(Answer::Text(masked.map_or(text, RString::into_string)))
         }
-        HostRequest::Unmask(json) => {
-            let f = vt.unmask_json().expect("this host has unmask_json");
-            let out = unsafe { f(data, json.into()) }.into_result();
-            Some(Answer::TextResult(
-                out.map(RString::into_string).map_err(WireError::from),
-            ))
-        }
+        HostRequest::Unmask(json) => Some(Answer::TextResult(match vt.unmask_json() {
+            Some(f) => unsafe { f(data, json.into()) }
+                .into_result()
+                .map(RString::into_string)
+                .map_err(WireError::from),
+            None => Err(WireError::from(ToolError::dependency("no secrets service"))),
+        })),
         waiting => {
             let link = link.clone();
             let task = async move {
@@ -121,7 +121,10 @@ async fn wait_for(ctx: &Borrowed, request: HostRequest) -> Answer {
             Answer::Status(result.into_result().map_err(WireError::from))
         }
         HostRequest::CallExtensions { point, json } => {
-            let f = vt.call_extensions().expect("this host has call_extensions");
+            let Some(f) = vt.call_extensions() else {
+                let e = ToolError::dependency("this host cannot run extension points");
+                return Answer::TextResult(Err(WireError::from(e)));
+            };
             let out = unsafe { f(data, point.into(), json.into()) }.await;
             Answer::TextResult(
                 out.into_result()

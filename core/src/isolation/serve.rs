@@ -32,7 +32,7 @@ pub(super) fn exit_now() -> ! {
 
 /// What a worker serves.
 enum Served {
-    Tool(ToolHandle),
+    Tool(Box<ToolHandle>),
     Extension(ExtensionHandle),
 }
 
@@ -132,7 +132,7 @@ fn load(
         after_hook: tool.has_after_hook(),
         readiness: tool.has_readiness(),
     };
-    Ok((Served::Tool(tool), hello))
+    Ok((Served::Tool(Box::new(tool)), hello))
 }
 
 /// The calls of this worker that have not ended, by number.

@@ -110,26 +110,7 @@ impl WorkerProcess {
         extension: Option<&(String, String)>,
         settings: &IsolationSettings,
     ) -> Result<Self, StartError> {
-        let mut command = Command::new(program);
-        command
-            .arg(super::WORKER_COMMAND)
-            .arg(library)
-            .arg(source)
-            .args(extension.iter().flat_map(|(point, name)| [point, name]))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if settings.memory_mb.is_some() {
-            // glibc reserves 64 MiB of address space per malloc arena: keep them few.
-            command.env("MALLOC_ARENA_MAX", "2");
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            let settings = *settings;
-            // SAFETY: `apply` only makes system calls, as required between fork and exec.
-            unsafe { command.pre_exec(move || limits::apply(&settings)) };
-        }
+        let mut command = command(program, library, source, extension, settings);
         let mut child = command.spawn().map_err(|e| {
             StartError::Spawn(format!(
                 "cannot start the worker program {}: {e}",
@@ -195,6 +176,37 @@ impl WorkerProcess {
         *lock(&self.link.readiness) = Some((Instant::now(), answer.clone()));
         answer
     }
+}
+
+/// The command that starts a worker, with `settings`' limits set in the child.
+fn command(
+    program: &Path,
+    library: &Path,
+    source: &Path,
+    extension: Option<&(String, String)>,
+    settings: &IsolationSettings,
+) -> Command {
+    let mut command = Command::new(program);
+    command
+        .arg(super::WORKER_COMMAND)
+        .arg(library)
+        .arg(source)
+        .args(extension.iter().flat_map(|(point, name)| [point, name]))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if settings.memory_mb.is_some() {
+        // glibc reserves 64 MiB of address space per malloc arena: keep them few.
+        command.env("MALLOC_ARENA_MAX", "2");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let settings = *settings;
+        // SAFETY: `apply` only makes system calls, as required between fork and exec.
+        unsafe { command.pre_exec(move || limits::apply(&settings)) };
+    }
+    command
 }
 
 type HelloSender = mpsc::Sender<Result<Hello, StartError>>;

@@ -81,6 +81,11 @@ impl Link {
 
 /// A running worker. Dropping it closes its standard input: it exits once its calls are
 /// done (nobody holds it while a call runs).
+///
+/// A worker also exits when its standard input ends because the host is gone, however it
+/// ended (the kernel closes the pipe). `PR_SET_PDEATHSIG` is not used: it fires when the
+/// *thread* that started the child ends, and workers are started from call threads that end
+/// when idle.
 pub(crate) struct WorkerProcess {
     pub(crate) link: Arc<Link>,
     pub(crate) hello: Hello,

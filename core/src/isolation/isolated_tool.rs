@@ -96,7 +96,7 @@ impl IsolatedTool {
             if !worker.is_dead() {
                 return Ok(worker.clone());
             }
-            let reason = worker.link.death.get().cloned().unwrap_or_default();
+            let reason = worker.death();
             slot.worker = None;
             slot.deaths += 1;
             // The first restart is immediate; then 100 ms, doubled per death, at most 5 s.

@@ -155,9 +155,19 @@ impl WorkerProcess {
         }
     }
 
-    /// Whether it has ended.
+    /// Whether it has ended, or is ending because the host killed it (its reader may not
+    /// have seen the end yet).
     pub(crate) fn is_dead(&self) -> bool {
-        self.link.death.get().is_some()
+        self.link.death.get().is_some() || self.link.killed.get().is_some()
+    }
+
+    /// Why it ended (or why the host killed it).
+    pub(crate) fn death(&self) -> String {
+        match (self.link.death.get(), self.link.killed.get()) {
+            (Some(reason), _) => reason.clone(),
+            (None, Some(killed)) => format!("the plugin process was killed: {killed}"),
+            (None, None) => String::new(),
+        }
     }
 
     /// Asks the tool whether it is ready; `None` if ready (or if it does not answer within

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use plugin_api::ErrorKind;
 use serde_json::json;
-use toolhost_tests::block_on;
+use toolhost_tests::{block_on, Fixture, TestRoot};
 
 use super::{alive, root_with_crashy, wait_gone};
 
@@ -70,4 +70,38 @@ fn a_call_past_its_deadline_times_out_and_a_worker_that_does_not_stop_is_killed(
         .unwrap();
     assert_ne!(next, pid);
     assert!(alive(next));
+}
+
+#[test]
+fn a_cooperative_tool_sees_its_cancellation_and_its_worker_lives_on() {
+    let root = TestRoot::new();
+    root.tool("usr", "governed", Fixture::Governed);
+    root.write(
+        "usr/toolhost.toml",
+        "isolate = [\"governed\"]\n\n[isolation]\ngrace_ms = 5000\n\n[tools.governed]\ntimeout_seconds = 0.3\n",
+    );
+    let (agent, _) = root.agent("default");
+    let handle = agent
+        .host()
+        .resolve("default", "governed")
+        .found
+        .clone()
+        .unwrap()
+        .handle;
+    let pid = handle.worker_pid().expect("a worker");
+    let note = root.path().join("note.txt");
+    let args = json!({"city": "x", "note": note.to_str().unwrap()});
+    let e = block_on(agent.call_tool("governed:cooperative", args)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{}", e.message());
+    toolhost_tests::wait_for(
+        "the tool to see its cancellation",
+        || match std::fs::read_to_string(&note) {
+            Ok(text) if !text.is_empty() => Ok(text),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "cancelled true");
+    // It stopped within its grace period: the same worker serves the next call.
+    block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap();
+    assert_eq!(handle.worker_pid(), Some(pid));
 }

@@ -59,6 +59,27 @@ impl LoadErrorKind {
             Self::Unpinned => "unpinned",
         }
     }
+
+    /// The kind named `name` ([`as_str`](Self::as_str)); an unknown name is `InitFailed`.
+    pub(crate) fn from_name(name: &str) -> Self {
+        const ALL: [LoadErrorKind; 12] = [
+            LoadErrorKind::Empty,
+            LoadErrorKind::Io,
+            LoadErrorKind::Changing,
+            LoadErrorKind::NotALibrary,
+            LoadErrorKind::NotAPlugin,
+            LoadErrorKind::IncompatibleVersion,
+            LoadErrorKind::IncompatibleLayout,
+            LoadErrorKind::InitFailed,
+            LoadErrorKind::WrongKind,
+            LoadErrorKind::NotAFile,
+            LoadErrorKind::TooLarge,
+            LoadErrorKind::BadSchema,
+        ];
+        ALL.into_iter()
+            .find(|k| k.as_str() == name)
+            .unwrap_or(Self::InitFailed)
+    }
 }
 
 /// A library file that could not be used. The host skips it and keeps serving the rest.

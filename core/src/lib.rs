@@ -119,7 +119,10 @@
 //!
 //! A library that cannot be used (empty, truncated, not a plugin, built against another
 //! contract, failing at start-up) is skipped with one [`LoadError`] line; the rest keeps working.
-//! A plugin's panic becomes an error of that call.
+//! A plugin's panic becomes an error of that call. What no process survives (an abort, a
+//! segmentation fault, a stack overflow, running out of memory) fails only its call when the
+//! plugin is [isolated](isolation): `isolate = [...]` in `toolhost.toml` runs it in a worker
+//! process, with memory and CPU limits.
 #![deny(missing_docs)]
 
 mod agent;
@@ -138,6 +141,7 @@ mod host;
 mod image;
 mod inspect;
 mod intervention;
+pub mod isolation;
 mod layout;
 mod libraries;
 mod lifecycle;
@@ -170,6 +174,7 @@ pub use host::{
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
 pub use inspect::{inspect, Declared, Inspection};
+pub use isolation::IsolationSettings;
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };

@@ -10,6 +10,7 @@ use crate::error::{HostError, LoadError, LoadErrorKind};
 use crate::generation::Generation;
 use crate::host::HostOptions;
 use crate::image::{Image, Stamp};
+use crate::isolation::{IsolatedTool, IsolationSettings};
 use crate::layout::Escaped;
 use crate::loader::Loader;
 use crate::pins::Pins;
@@ -37,7 +38,18 @@ impl Loaded {
     }
 }
 
+/// Where a tool is loaded: in this process, or in a worker process with these settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Mode {
+    InProcess,
+    Isolated(IsolationSettings),
+    /// As the file's entry was (a rebuild seen by the watcher); in this process if none.
+    AsBefore,
+}
+
 struct Entry {
+    /// Where it was loaded; `None`: in this process.
+    isolated: Option<IsolationSettings>,
     /// The file's stamp when it was last read.
     stamp: Stamp,
     /// The hash of the bytes last read, loaded or not.
@@ -102,6 +114,8 @@ pub(crate) struct Libraries {
     watchers: AtomicUsize,
     /// The pin check, when pinning is on.
     pins: Option<Pins>,
+    /// The program that runs worker processes.
+    worker_program: PathBuf,
 }
 
 impl Libraries {
@@ -118,6 +132,10 @@ impl Libraries {
             settle: options.settle,
             watchers: AtomicUsize::new(0),
             pins,
+            worker_program: options
+                .worker_program
+                .clone()
+                .unwrap_or_else(crate::isolation::default_worker_program),
         })
     }
 
@@ -236,17 +254,34 @@ impl Libraries {
     /// What `path` serves now, if its file did not change since it was read. A file that is
     /// gone keeps serving until its removal is confirmed with [`forget`](Self::forget): cargo
     /// deletes a library before it links the new one in place.
-    fn cached(&self, path: &Path) -> Option<Arc<Loaded>> {
+    fn cached(&self, path: &Path, mode: &mut Mode) -> Option<Arc<Loaded>> {
         let stamp = Stamp::of(path);
         let entries = lock(&self.entries);
-        let entry = entries.get(path)?;
-        let fresh = !entry.stale && (stamp.is_none() || Some(entry.stamp) == stamp);
-        fresh.then(|| entry.current.clone())
+        let entry = entries.get(path);
+        let was = entry.map(|e| e.isolated);
+        *mode = match (*mode, was) {
+            (Mode::AsBefore, Some(Some(settings))) => Mode::Isolated(settings),
+            (Mode::AsBefore, _) => Mode::InProcess,
+            (mode, _) => mode,
+        };
+        let entry = entry?;
+        let same_mode = match *mode {
+            Mode::Isolated(settings) => entry.isolated == Some(settings),
+            _ => entry.isolated.is_none(),
+        };
+        (same_mode && !entry.stale && (stamp.is_none() || Some(entry.stamp) == stamp))
+            .then(|| entry.current.clone())
     }
 
-    /// What `path` serves; `extension` is `(point, name)` for an extension.
-    pub(crate) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
-        if let Some(current) = self.cached(path) {
+    /// What `path` serves; `extension` is `(point, name)` for an extension. It is loaded as
+    /// `mode` says; a library loaded the other way before is loaded again.
+    pub(crate) fn load(
+        &self,
+        path: &Path,
+        extension: Option<(&str, &str)>,
+        mut mode: Mode,
+    ) -> Arc<Loaded> {
+        if let Some(current) = self.cached(path, &mut mode) {
             return current;
         }
         // One load per file at a time, so the one that reads last is the one that stays; other
@@ -256,14 +291,20 @@ impl Libraries {
             .or_default()
             .clone();
         let _loading = lock(&file_lock);
-        if let Some(current) = self.cached(path) {
+        if let Some(current) = self.cached(path, &mut mode) {
             return current; // loaded by another thread while this one waited
         }
-        let previous = lock(&self.entries)
-            .get(path)
-            .map(|e| (e.current.clone(), e.hash, e.generations));
+        let isolated = match mode {
+            Mode::Isolated(settings) => Some(settings),
+            _ => None,
+        };
+        let previous = lock(&self.entries).get(path).map(|e| {
+            // Loaded the other way: its bytes are loaded again, this way.
+            let hash = e.hash.filter(|_| e.isolated == isolated);
+            (e.current.clone(), hash, e.generations)
+        });
         // Read and loaded without holding the lock, so `list` can load several at once.
-        self.read_and_load(path, extension, previous)
+        self.read_and_load(path, extension, previous, isolated)
     }
 
     /// Reads `path` and, if its bytes changed since `previous` (what it serves, the hash of its
@@ -273,6 +314,7 @@ impl Libraries {
         path: &Path,
         extension: Option<(&str, &str)>,
         previous: Option<(Arc<Loaded>, Option<u128>, u64)>,
+        isolated: Option<IsolationSettings>,
     ) -> Arc<Loaded> {
         let (previous, hash, generations) = match previous {
             Some((current, hash, generations)) => (Some(current), hash, generations),
@@ -289,7 +331,7 @@ impl Libraries {
                     LoadErrorKind::Changing | LoadErrorKind::Io => None,
                     _ => Stamp::of_entry(path).map(|s| (s, None)),
                 };
-                return self.failed(path, error, previous, kept, record);
+                return self.failed(path, error, previous, kept, record, isolated);
             }
         };
         if hash == Some(image.hash) {
@@ -300,14 +342,15 @@ impl Libraries {
             return previous.unwrap_or_else(|| unreachable!("a hash is only kept with an entry"));
         }
         let number = generations + 1;
-        let loaded = match self.instantiate(path, &image, number, extension) {
+        let loaded = match self.instantiate(path, &image, number, extension, isolated) {
             Ok(loaded) => Arc::new(loaded),
             Err(error) => {
                 let record = Some((image.stamp, Some(image.hash)));
-                return self.failed(path, error, previous, kept, record);
+                return self.failed(path, error, previous, kept, record, isolated);
             }
         };
         let entry = Entry {
+            isolated,
             stamp: image.stamp,
             hash: Some(image.hash),
             current: loaded.clone(),
@@ -336,10 +379,24 @@ impl Libraries {
         image: &Image,
         number: u64,
         extension: Option<(&str, &str)>,
+        isolated: Option<IsolationSettings>,
     ) -> Result<Loaded, LoadError> {
         if let Some(pins) = &self.pins {
             pins.check(path, &image.bytes)
                 .map_err(|reason| LoadError::new(path, LoadErrorKind::Unpinned, reason))?;
+        }
+        if let Some(settings) = isolated {
+            // Never mapped in this process: its worker loads the private copy.
+            let copy = self.loader.stage(path, image)?;
+            let owned = extension.map(|(p, n)| (p.to_owned(), n.to_owned()));
+            let worker = IsolatedTool::start(&self.worker_program, copy, path, owned, settings)?;
+            return Ok(match extension {
+                None => Loaded::Tool(Arc::new(ToolHandle::isolated(worker, path, number)?)),
+                Some(ext) => {
+                    let handle = ExtensionHandle::isolated(worker, path, ext, number);
+                    Loaded::Extension(Arc::new(handle))
+                }
+            });
         }
         let module = self.loader.load(path, image)?;
         // Mapped for good from here on, even if creating the instance fails.
@@ -367,6 +424,7 @@ impl Libraries {
         previous: Option<Arc<Loaded>>,
         kept: Option<Served>,
         record: Option<(Stamp, Option<u128>)>,
+        isolated: Option<IsolationSettings>,
     ) -> Arc<Loaded> {
         let current = match previous {
             Some(previous) if !matches!(*previous, Loaded::Failed(_)) => previous,
@@ -396,6 +454,7 @@ impl Libraries {
             let generations = entries.get(path).map_or(0, |e| e.generations);
             let current = current.clone();
             let entry = Entry {
+                isolated,
                 stamp,
                 hash,
                 current,

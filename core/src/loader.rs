@@ -68,6 +68,12 @@ impl Loader {
         loaded
     }
 
+    /// A private copy of `image` (read from `path`) for a worker process to load; the caller
+    /// deletes it when no worker needs it any more.
+    pub(crate) fn stage(&self, path: &Path, image: &Image) -> Result<PathBuf, LoadError> {
+        self.private_copy(path, &image.bytes)
+    }
+
     /// Writes `bytes` to a new file in the first private folder that takes it.
     fn private_copy(&self, path: &Path, bytes: &[u8]) -> Result<PathBuf, LoadError> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
@@ -136,6 +142,12 @@ impl Drop for Loader {
             let _ = fs::remove_dir_all(dir);
         }
     }
+}
+
+/// Loads a private copy made by [`Loader::stage`] (in a worker process), with the same checks
+/// and the same errors as [`Loader::load`]; `source` is the file as found in its layer.
+pub(crate) fn load_staged(copy: &Path, source: &Path) -> Result<Module, LoadError> {
+    load_checked(copy).map_err(|e| classify(source, e))
 }
 
 /// A library's root module, loaded and checked.

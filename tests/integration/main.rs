@@ -11,6 +11,7 @@ mod fakellm;
 mod governance;
 mod hostile_files;
 mod inspect;
+mod isolation;
 mod layers;
 mod lifecycle;
 mod load_errors;

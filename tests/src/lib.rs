@@ -57,6 +57,10 @@ pub enum Fixture {
     VersionedV2,
     /// `tests/fixtures/bad_schema`: a tool whose parameters schema does not compile.
     BadSchema,
+    /// `tests/fixtures/crashy`: ends its process (`abort`, `segv`, `overflow`, `alloc`,
+    /// `double_panic`), never stops (`spin`), or uses the context (`pid`, `secrets`,
+    /// `history`).
+    Crashy,
     /// `core/extensions/tool_execute_before/_10_unmask_secrets`.
     UnmaskSecrets,
     /// `core/extensions/tool_execute_after/_10_mask_secrets`.
@@ -69,7 +73,7 @@ pub enum Fixture {
 
 impl Fixture {
     /// Every fixture.
-    pub const ALL: [Fixture; 20] = [
+    pub const ALL: [Fixture; 21] = [
         Self::Echo,
         Self::Encoder,
         Self::Governed,
@@ -86,6 +90,7 @@ impl Fixture {
         Self::Versioned,
         Self::VersionedV2,
         Self::BadSchema,
+        Self::Crashy,
         Self::UnmaskSecrets,
         Self::MaskSecrets,
         Self::Response,
@@ -111,6 +116,7 @@ impl Fixture {
             Self::Versioned => "fx-versioned",
             Self::VersionedV2 => "fx-versioned-v2",
             Self::BadSchema => "fx-bad-schema",
+            Self::Crashy => "fx-crashy",
             Self::UnmaskSecrets => "core-unmask-secrets",
             Self::MaskSecrets => "core-mask-secrets",
             Self::Response => "core-response",

@@ -62,8 +62,12 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     }
     for tool in &listing.tools {
         let info = tool.found.handle.info();
+        let isolated = match tool.found.handle.is_isolated() {
+            true => " (isolated: runs in a worker process)",
+            false => "",
+        };
         println!(
-            "  {:<12} {:<5} [{} layer] {}",
+            "  {:<12} {:<5} [{} layer] {}{isolated}",
             tool.name,
             info.risk_level.as_str(),
             tool.found.layer.kind.as_str(),
@@ -106,7 +110,12 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
     for point in points {
         println!("  {point}:");
         for ext in host.extensions(profile, &point).iter() {
-            println!("    {:<24} {}", ext.name(), relative(host, ext.source()));
+            let isolated = match ext.is_isolated() {
+                true => " (isolated)",
+                false => "",
+            };
+            let file = relative(host, ext.source());
+            println!("    {:<24} {file}{isolated}", ext.name());
         }
     }
     if !listing.skipped.is_empty() {
@@ -195,6 +204,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                         "name": e.name(),
                         "file": relative(host, e.source()),
                         "description": e.info().description,
+                        "isolated": e.is_isolated(),
                     })
                 })
                 .collect::<Vec<_>>();
@@ -217,6 +227,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
                 "risk_level": info.risk_level.as_str(),
                 "version": info.version,
                 "package": t.found.handle.package(),
+                "isolated": t.found.handle.is_isolated(),
                 "contract": t.found.handle.contract(),
                 "parameters": info.parameters,
                 "capabilities": info.capabilities,

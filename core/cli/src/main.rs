@@ -47,6 +47,10 @@ struct Cli {
     /// usr/plugins.lock (or whose bytes changed) anyway, with a warning: for development.
     #[arg(long, global = true)]
     allow_unpinned: bool,
+    /// Run every tool in a worker process of its own (as `isolate = ["*"]` in toolhost.toml):
+    /// a crash of plugin code fails its call, not the host. See the README, "Isolated plugins".
+    #[arg(long, global = true)]
+    isolate: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -240,6 +244,14 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
+    // A worker process of an isolated plugin (`toolhost __worker LIBRARY SOURCE [POINT
+    // NAME]`): started by the host, never by hand, so it skips argument parsing and logging.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().take(6).collect();
+    if args.len() >= 4 && args[1] == toolhost::isolation::WORKER_COMMAND {
+        let text = |i: usize| args.get(i).and_then(|a| a.to_str()).unwrap_or_default();
+        let extension = (args.len() == 6).then(|| (text(4), text(5)));
+        toolhost::isolation::serve_worker(Path::new(&args[2]), Path::new(&args[3]), extension);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -311,6 +323,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let mut options = HostOptions::default();
     options.max_output = cli.max_output;
     options.allow_unpinned = cli.allow_unpinned;
+    options.isolate_all = cli.isolate;
     let host = || Host::with_options(&root, options.clone());
     let yes = cli.yes;
     match cli.command {

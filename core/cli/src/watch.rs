@@ -15,8 +15,14 @@ use crate::{check_profile, relative};
 /// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
 pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> Result<ExitCode> {
     check_profile(&host, profile)?;
-    let listing = host.list(profile);
-    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    // The listing holds the tools it lists: dropped at once, so a reload lets the first
+    // generation go (an isolated tool's old worker exits).
+    let names: Vec<String> = host
+        .list(profile)
+        .tools
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     println!(
         "watching {} for profile '{profile}': {} tool{} ({})",
         host.root().display(),

@@ -159,6 +159,46 @@ impl Config {
         self.values.pinning.unwrap_or(false)
     }
 
+    /// Whether `tool`, found in `layer`, runs in a worker process: `isolate` names it, its
+    /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
+    /// `*`. See the README, "Isolated plugins".
+    pub fn isolated(&self, tool: &str, layer: &crate::Layer) -> bool {
+        self.isolates(Some(tool), layer)
+    }
+
+    /// Whether an extension found in `layer` runs in a worker process: `isolate` names its
+    /// plugin, its kind of layer, or `*` (tool names do not pick extensions).
+    pub fn isolated_extension(&self, layer: &crate::Layer) -> bool {
+        self.isolates(None, layer)
+    }
+
+    fn isolates(&self, tool: Option<&str>, layer: &crate::Layer) -> bool {
+        use schema::IsolateEntry;
+        let Some(entries) = &self.values.isolate else {
+            return false;
+        };
+        let label = layer.label.strip_prefix("usr/").unwrap_or(&layer.label);
+        entries.iter().any(|entry| match entry {
+            IsolateEntry::All => true,
+            IsolateEntry::Layer(kind) => *kind == layer.kind,
+            IsolateEntry::Tool(name) => Some(name.as_str()) == tool,
+            IsolateEntry::Plugin(folder) => label
+                .strip_prefix("plugins/")
+                .and_then(|rest| rest.strip_prefix(folder.as_str()))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+        })
+    }
+
+    /// The limits of worker processes (`[isolation]`).
+    pub fn isolation(&self) -> crate::IsolationSettings {
+        let (table, default) = (&self.values.isolation, crate::IsolationSettings::default());
+        crate::IsolationSettings {
+            memory_mb: table.memory_mb.map(|m| m.0),
+            cpu_seconds: table.cpu_seconds.map(|s| s.0),
+            grace: table.grace_ms.map_or(default.grace, |ms| ms.0),
+        }
+    }
+
     /// The audit log's settings (`[audit]`).
     pub fn audit(&self) -> AuditSettings {
         let (audit, default) = (&self.values.audit, AuditSettings::default());

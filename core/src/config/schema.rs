@@ -26,6 +26,97 @@ pub(super) struct FileConfig {
     pub tools: BTreeMap<String, ToolEntry>,
     pub access: AccessLists,
     pub audit: Audit,
+    /// Which tools run in a worker process (top-level `isolate = [...]`).
+    pub isolate: Option<Vec<IsolateEntry>>,
+    pub isolation: Isolation,
+}
+
+/// `[isolation]`: the limits of worker processes.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Isolation {
+    pub memory_mb: Option<Mebibytes>,
+    pub cpu_seconds: Option<WholeSeconds>,
+    pub grace_ms: Option<Millis>,
+}
+
+/// A whole number of MiB, 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Mebibytes(pub u64);
+
+impl<'de> Deserialize<'de> for Mebibytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let what = "a whole number of MiB";
+        Whole {
+            min: 1,
+            max: 1 << 40,
+            what,
+        }
+        .read(d)
+        .map(Self)
+    }
+}
+
+/// A whole number of seconds, 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct WholeSeconds(pub u64);
+
+impl<'de> Deserialize<'de> for WholeSeconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let what = "a whole number of seconds";
+        Whole {
+            min: 1,
+            max: 1 << 40,
+            what,
+        }
+        .read(d)
+        .map(Self)
+    }
+}
+
+/// An entry of `isolate`: which tools run in a worker process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum IsolateEntry {
+    /// `*`: every tool.
+    All,
+    /// A kind of layer: `usr`, `plugins`, `core`, `profile`.
+    Layer(crate::layout::LayerKind),
+    /// `plugin:<folder>`: the tools of one plugin (its own folder and its profiles' folders).
+    Plugin(String),
+    /// A tool, by name.
+    Tool(String),
+}
+
+impl<'de> Deserialize<'de> for IsolateEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(IsolateEntryVisitor)
+    }
+}
+
+struct IsolateEntryVisitor;
+
+impl Visitor<'_> for IsolateEntryVisitor {
+    type Value = IsolateEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(r#"a tool name, plugin:<folder>, "usr", "plugins", "core", "profile" or "*""#)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<IsolateEntry, E> {
+        use crate::layout::LayerKind;
+        Ok(match v {
+            "*" => IsolateEntry::All,
+            "usr" | "user" => IsolateEntry::Layer(LayerKind::User),
+            "plugins" => IsolateEntry::Layer(LayerKind::Plugin),
+            "core" => IsolateEntry::Layer(LayerKind::Core),
+            "profile" => IsolateEntry::Layer(LayerKind::Profile),
+            _ => match v.strip_prefix("plugin:") {
+                Some(folder) if is_safe_name(folder) => IsolateEntry::Plugin(folder.to_owned()),
+                None if is_safe_name(v) => IsolateEntry::Tool(v.to_owned()),
+                _ => return Err(E::invalid_value(Unexpected::Str(v), &self)),
+            },
+        })
+    }
 }
 
 /// `[limits]`

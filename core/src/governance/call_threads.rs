@@ -117,7 +117,7 @@ where
 }
 
 /// Hands a job to an idle call thread, or to a new one.
-fn dispatch(job: Job) {
+pub(crate) fn dispatch(job: Job) {
     let idle = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop();
     let job = match idle {
         Some((_, sender)) => match sender.send(job) {

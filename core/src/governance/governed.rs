@@ -11,6 +11,9 @@ use serde_json::{Map, Value};
 use super::call_threads::{self, Ended};
 use super::{ArgumentSchema, Breaker};
 use crate::context::CallContext;
+use crate::isolation::isolated_tool::Stopped;
+use crate::isolation::protocol::{Op, Outcome};
+use crate::isolation::IsolatedTool;
 use crate::plugin::{PluginAnswer, ToolHandle};
 use crate::{Agent, Host, ToolError, ToolInfo};
 
@@ -88,24 +91,55 @@ impl Governed for ToolHandle {
     ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send {
         let args = crate::extension_points::json_text(args);
         let call = call.for_attempt();
-        let running = {
-            let (tool, call) = (self.clone(), call.clone());
-            async move { tool.execute(&call, args).await }
-        };
-        let deadline = timeout.unwrap_or(Duration::MAX);
+        let tool = self.clone();
         let interrupt = agent.intervention.stopped();
         async move {
+            if let Some(isolated) = tool.worker() {
+                return isolated_attempt(&tool, isolated, &call, args, timeout, interrupt).await;
+            }
+            let running = {
+                let (tool, call) = (tool.clone(), call.clone());
+                async move { tool.execute(&call, args).await }
+            };
+            let deadline = timeout.unwrap_or(Duration::MAX);
             match call_threads::run(running, deadline, interrupt).await {
                 Ok(result) => result,
                 Err(Ended::Deadline) => {
                     call.cancel.cancel();
-                    Err(super::timed_out(self.name(), deadline))
+                    Err(super::timed_out(tool.name(), deadline))
                 }
                 Err(Ended::Interrupted(error)) => {
                     call.cancel.cancel();
                     Err(error)
                 }
             }
+        }
+    }
+}
+
+/// One attempt of a tool in its worker process: the same errors as in this process.
+async fn isolated_attempt(
+    tool: &ToolHandle,
+    isolated: &IsolatedTool,
+    call: &Arc<CallContext>,
+    args: String,
+    timeout: Option<Duration>,
+    interrupt: impl Future<Output = ToolError>,
+) -> Result<PluginAnswer, ToolError> {
+    let op = Op::Execute(args);
+    match isolated
+        .call(tool.name(), op, call, timeout, interrupt)
+        .await
+    {
+        Ok(Outcome::Response(answer)) => Ok(PluginAnswer::from_wire(answer)),
+        Ok(_) => Ok(PluginAnswer::from_wire(Default::default())),
+        Err(Ok(error)) => Err(error),
+        Err(Err(stopped)) => {
+            call.cancel.cancel();
+            Err(match stopped {
+                Stopped::Deadline => super::timed_out(tool.name(), timeout.unwrap_or_default()),
+                Stopped::Interrupted(error) => error,
+            })
         }
     }
 }

@@ -8,7 +8,7 @@ use super::Host;
 use crate::cache::Found;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::layout::{entry_exists, library_files, Layer};
-use crate::libraries::Loaded;
+use crate::libraries::{Loaded, Mode};
 use crate::plugin::{ExtensionHandle, ToolHandle};
 
 /// Where a tool came from.
@@ -67,7 +67,8 @@ impl Host {
             if !entry_exists(&path) && !self.libraries.contains(&path) {
                 continue;
             }
-            match &*self.load(&path, None) {
+            let mode = self.tool_mode(profile, layer, name);
+            match &*self.libraries.load(&path, None, mode) {
                 Loaded::Tool(handle) => {
                     let (handle, layer) = (handle.clone(), layer.clone());
                     found = Some(FoundTool {
@@ -109,12 +110,13 @@ impl Host {
         let list: Arc<[Arc<ExtensionHandle>]> = self
             .extension_files(profile, point)
             .iter()
-            .filter_map(
-                |(stem, path)| match &*self.load(path, Some((point, stem))) {
+            .filter_map(|(stem, (path, layer))| {
+                let mode = self.extension_mode(profile, layer);
+                match &*self.libraries.load(path, Some((point, stem)), mode) {
                     Loaded::Extension(handle) => Some(handle.clone()),
                     _ => None,
-                },
-            )
+                }
+            })
             .collect();
         let keep = Found::Keep(list.clone());
         self.extensions
@@ -126,12 +128,13 @@ impl Host {
     pub fn skipped_extensions(&self, profile: &str, point: &str) -> Vec<LoadError> {
         self.extension_files(profile, point)
             .iter()
-            .filter_map(
-                |(stem, path)| match &*self.load(path, Some((point, stem))) {
+            .filter_map(|(stem, (path, layer))| {
+                let mode = self.extension_mode(profile, layer);
+                match &*self.libraries.load(path, Some((point, stem)), mode) {
                     Loaded::Failed(e) => Some(e.clone()),
                     _ => None,
-                },
-            )
+                }
+            })
             .collect()
     }
 
@@ -140,12 +143,13 @@ impl Host {
         crate::layout::extension_points(&self.layers(profile))
     }
 
-    /// The extension files of `point` that win, by file name (first occurrence across layers).
-    fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, PathBuf> {
-        let mut winners: BTreeMap<String, PathBuf> = BTreeMap::new();
+    /// The extension files of `point` that win, by file name (first occurrence across
+    /// layers), with their layers.
+    fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, (PathBuf, Layer)> {
+        let mut winners: BTreeMap<String, (PathBuf, Layer)> = BTreeMap::new();
         for layer in self.layers(profile).iter() {
             for (stem, path) in self.served_files(&layer.point_dir(point)) {
-                winners.entry(stem).or_insert(path);
+                winners.entry(stem).or_insert_with(|| (path, layer.clone()));
             }
         }
         winners
@@ -166,8 +170,31 @@ impl Host {
         files
     }
 
-    /// What the library at `path` serves; `extension` is `(point, name)` for extensions.
+    /// What the library at `path` serves; `extension` is `(point, name)` for extensions. A
+    /// tool is loaded where it was loaded before (in this process if it is new).
     pub(super) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
-        self.libraries.load(path, extension)
+        self.libraries.load(path, extension, Mode::AsBefore)
+    }
+
+    /// Where the tool `name` of `layer` runs for `profile`: in a worker process if
+    /// [`HostOptions::isolate_all`](crate::HostOptions::isolate_all) or the profile's `isolate`
+    /// says so (a profile whose config has a mistake runs it in this process).
+    fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
+        self.mode(profile, |c| c.isolated(name, layer))
+    }
+
+    /// Where an extension of `layer` runs for `profile` (as [`tool_mode`](Self::tool_mode)).
+    fn extension_mode(&self, profile: &str, layer: &Layer) -> Mode {
+        self.mode(profile, |c| c.isolated_extension(layer))
+    }
+
+    fn mode(&self, profile: &str, isolates: impl Fn(&crate::config::Config) -> bool) -> Mode {
+        let config = self.config(profile).ok();
+        let isolated = self.options.isolate_all || config.as_deref().is_some_and(isolates);
+        match (isolated, config) {
+            (false, _) => Mode::InProcess,
+            (true, Some(config)) => Mode::Isolated(config.isolation()),
+            (true, None) => Mode::Isolated(Default::default()),
+        }
     }
 }

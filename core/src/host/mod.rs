@@ -74,6 +74,13 @@ pub struct HostOptions {
     /// whose bytes changed) anyway, with a warning, instead of refusing it (see
     /// [`crate::pins`]). Default `false`.
     pub allow_unpinned: bool,
+    /// Runs every tool in a worker process, whatever `isolate` in `toolhost.toml` says (the
+    /// command line's `--isolate`). Default `false`.
+    pub isolate_all: bool,
+    /// The program that runs worker processes (`toolhost __worker`). `None` (the default):
+    /// `TOOLHOST_WORKER` if set, else this program if it is `toolhost`, else a `toolhost`
+    /// binary beside it or one folder up.
+    pub worker_program: Option<PathBuf>,
 }
 
 /// [`HostOptions::max_library_bytes`] by default: 256 MiB.
@@ -92,6 +99,8 @@ impl Default for HostOptions {
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
             settle: Duration::from_secs(1),
             allow_unpinned: false,
+            isolate_all: false,
+            worker_program: None,
         }
     }
 }
@@ -130,6 +139,12 @@ impl HostOptions {
     /// Sets [`max_text_bytes`](Self::max_text_bytes).
     pub fn with_max_text_bytes(mut self, bytes: u64) -> Self {
         self.max_text_bytes = bytes;
+        self
+    }
+
+    /// Sets [`isolate_all`](Self::isolate_all).
+    pub fn with_isolate_all(mut self, isolate: bool) -> Self {
+        self.isolate_all = isolate;
         self
     }
 

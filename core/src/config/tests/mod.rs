@@ -4,6 +4,7 @@
 
 mod edit;
 mod errors;
+mod isolation;
 mod resolve;
 
 use std::fs;

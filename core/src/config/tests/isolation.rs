@@ -1,0 +1,80 @@
+//! `isolate` and `[isolation]`: which tools run in a worker process, and its limits.
+
+use super::*;
+use crate::layout::{Layer, LayerKind};
+
+fn layer(kind: LayerKind, label: &str) -> Layer {
+    Layer {
+        kind,
+        label: label.to_owned(),
+        dir: Path::new("/root").join(label),
+    }
+}
+
+#[test]
+fn selectors_pick_tools_by_name_plugin_layer_or_all() {
+    let text = "isolate = [\"shell\", \"plugin:web\", \"core\"]\n";
+    let config = load(&root(&[(GLOBAL, text)])).unwrap();
+    let usr = layer(LayerKind::User, "usr");
+    assert!(config.isolated("shell", &usr));
+    assert!(!config.isolated("greet", &usr));
+    for web in ["plugins/web", "usr/plugins/web", "plugins/web/agents/dev"] {
+        let kind = match web.contains("agents") {
+            true => LayerKind::Profile,
+            false => LayerKind::Plugin,
+        };
+        assert!(config.isolated("fetch", &layer(kind, web)), "{web}");
+    }
+    assert!(!config.isolated("fetch", &layer(LayerKind::Plugin, "plugins/webby")));
+    assert!(config.isolated("response", &layer(LayerKind::Core, "core")));
+
+    let all = load(&root(&[(DEV, "isolate = [\"*\"]\n")])).unwrap();
+    assert!(all.isolated("anything", &usr));
+    let by_layer = load(&root(&[(GLOBAL, "isolate = [\"usr\", \"profile\"]\n")])).unwrap();
+    assert!(by_layer.isolated("x", &usr));
+    assert!(by_layer.isolated("x", &layer(LayerKind::Profile, "usr/agents/dev")));
+    assert!(!by_layer.isolated("x", &layer(LayerKind::Plugin, "plugins/web")));
+    assert!(
+        !load(&root(&[])).unwrap().isolated("x", &usr),
+        "in-process by default"
+    );
+}
+
+#[test]
+fn the_profile_replaces_the_list_and_limits_have_defaults() {
+    let global = "isolate = [\"shell\"]\n\n[isolation]\nmemory_mb = 512\n";
+    let dev = "isolate = [\"greet\"]\n\n[isolation]\ncpu_seconds = 30\ngrace_ms = 250\n";
+    let config = load(&root(&[(GLOBAL, global), (DEV, dev)])).unwrap();
+    let usr = layer(LayerKind::User, "usr");
+    assert!(config.isolated("greet", &usr));
+    assert!(
+        !config.isolated("shell", &usr),
+        "an array is replaced, not appended to"
+    );
+    let settings = config.isolation();
+    assert_eq!(settings.memory_mb, Some(512));
+    assert_eq!(settings.cpu_seconds, Some(30));
+    assert_eq!(settings.grace, Duration::from_millis(250));
+    assert_eq!(
+        load(&root(&[])).unwrap().isolation(),
+        crate::IsolationSettings::default()
+    );
+}
+
+#[test]
+fn mistakes_are_one_line_naming_file_line_and_key() {
+    let line = error(&[(GLOBAL, "isolate = [\"plugin:\"]\n")]);
+    assert!(line.starts_with("usr/toolhost.toml line 1: "), "{line}");
+    assert!(line.contains("plugin:<folder>"), "{line}");
+    let line = error(&[(DEV, "[isolation]\nmemory_mb = 0\n")]);
+    assert!(
+        line.starts_with("usr/agents/dev/toolhost.toml line 2: [isolation] memory_mb = 0"),
+        "{line}"
+    );
+    let line = error(&[(GLOBAL, "[isolation]\nmemory = 5\n")]);
+    assert!(
+        line.contains("unknown key `memory` in [isolation]"),
+        "{line}"
+    );
+    assert!(line.contains("memory_mb, cpu_seconds, grace_ms"), "{line}");
+}

@@ -1,0 +1,275 @@
+//! A tool whose library runs in a worker process: its worker (started again after a crash,
+//! with backoff if it keeps dying), and its calls across the pipe, deadline and grace included.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+use super::limits::IsolationSettings;
+use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
+use super::worker_process::{lock, CallResult, Pending, StartError, WorkerProcess};
+use crate::context::CallContext;
+use crate::error::{LoadError, LoadErrorKind};
+use crate::ToolError;
+
+/// The longest wait before a worker that keeps dying is started again.
+const MAX_RESTART_DELAY: Duration = Duration::from_secs(5);
+
+/// A tool (or an extension) served by a worker process.
+pub(crate) struct IsolatedTool {
+    program: PathBuf,
+    /// The host's private copy of the library, which every worker of this build loads.
+    library: PathBuf,
+    source: PathBuf,
+    /// For an extension: its point and file name.
+    extension: Option<(String, String)>,
+    settings: IsolationSettings,
+    /// What the first worker said about the tool.
+    pub(crate) hello: Hello,
+    slot: Mutex<Slot>,
+}
+
+#[derive(Default)]
+struct Slot {
+    worker: Option<Arc<WorkerProcess>>,
+    /// Workers that died in a row (a call that succeeds resets it).
+    deaths: u32,
+    /// When the next worker may start, after a death.
+    not_before: Option<Instant>,
+    last_death: String,
+}
+
+/// Why the caller stopped waiting for a call.
+pub(crate) enum Stopped {
+    /// The deadline passed.
+    Deadline,
+    /// The user intervened, with this error.
+    Interrupted(ToolError),
+}
+
+impl IsolatedTool {
+    /// Starts the first worker of the library copy `library` (found at `source`; an extension
+    /// at `(point, name)`).
+    pub(crate) fn start(
+        program: &Path,
+        library: PathBuf,
+        source: &Path,
+        extension: Option<(String, String)>,
+        settings: IsolationSettings,
+    ) -> Result<Self, LoadError> {
+        let worker = WorkerProcess::start(program, &library, source, extension.as_ref(), &settings);
+        let worker = worker.map_err(|e| {
+            let _ = std::fs::remove_file(&library);
+            start_error(source, e)
+        })?;
+        Ok(Self {
+            program: program.to_owned(),
+            library,
+            source: source.to_owned(),
+            extension,
+            settings,
+            hello: worker.hello.clone(),
+            slot: Mutex::new(Slot {
+                worker: Some(Arc::new(worker)),
+                ..Slot::default()
+            }),
+        })
+    }
+
+    /// The process id of the current worker, if one runs.
+    pub(crate) fn worker_pid(&self) -> Option<u32> {
+        let slot = lock(&self.slot);
+        slot.worker
+            .as_ref()
+            .filter(|w| !w.is_dead())
+            .map(|w| w.link.pid)
+    }
+
+    /// The running worker, or a new one (unless the last ones died too recently).
+    fn worker(&self, tool: &str) -> Result<Arc<WorkerProcess>, ToolError> {
+        let mut slot = lock(&self.slot);
+        if let Some(worker) = &slot.worker {
+            if !worker.is_dead() {
+                return Ok(worker.clone());
+            }
+            let reason = worker.death();
+            slot.worker = None;
+            slot.deaths += 1;
+            // The first restart is immediate; then 100 ms, doubled per death, at most 5 s.
+            let delay = match slot.deaths {
+                0 | 1 => Duration::ZERO,
+                n => {
+                    (Duration::from_millis(100) * 2u32.saturating_pow(n - 2)).min(MAX_RESTART_DELAY)
+                }
+            };
+            slot.not_before = Some(Instant::now() + delay);
+            slot.last_death = reason;
+        }
+        if let Some(at) = slot.not_before.filter(|at| *at > Instant::now()) {
+            let wait = at - Instant::now();
+            return Err(ToolError::internal(format!(
+                "the plugin process of tool {tool} died {} times in a row (last: {}); it is started again in {} ms",
+                slot.deaths,
+                slot.last_death,
+                wait.as_millis()
+            )));
+        }
+        let extension = self.extension.as_ref();
+        match WorkerProcess::start(
+            &self.program,
+            &self.library,
+            &self.source,
+            extension,
+            &self.settings,
+        ) {
+            Ok(worker) => {
+                let worker = Arc::new(worker);
+                slot.worker = Some(worker.clone());
+                Ok(worker)
+            }
+            Err(e) => Err(ToolError::internal(format!(
+                "tool {tool}: {}",
+                start_error(&self.source, e).reason
+            ))),
+        }
+    }
+
+    /// Whether the tool is ready (`None`), asking its worker; a tool without a readiness
+    /// function, or whose worker is down (the next call starts one), is ready.
+    pub(crate) fn readiness(&self) -> Option<String> {
+        if !self.hello.readiness {
+            return None;
+        }
+        let worker = lock(&self.slot).worker.clone()?;
+        worker.readiness(Duration::from_secs(2))
+    }
+
+    /// Runs `op` in the worker for the call `ctx`, until it ends, `deadline` passes or
+    /// `interrupt` completes. A call abandoned that way is cancelled in the worker; if it is
+    /// still running after the grace period, the worker is killed.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        op: Op,
+        ctx: &Arc<CallContext>,
+        deadline: Option<Duration>,
+        interrupt: impl Future<Output = ToolError>,
+    ) -> Result<Outcome, Result<ToolError, Stopped>> {
+        let worker = self.worker(tool).map_err(Ok)?;
+        let link = worker.link.clone();
+        let id = link.next_id();
+        let (tx, rx) = oneshot::channel::<CallResult>();
+        let pending = Pending {
+            ctx: ctx.clone(),
+            done: Some(tx),
+            runtime: Handle::try_current().ok(),
+        };
+        lock(&link.calls).insert(id, pending);
+        if let Some(reason) = link.death.get() {
+            // It died after `worker` looked: its reader may have failed its calls already.
+            lock(&link.calls).remove(&id);
+            return Err(Ok(ToolError::internal(reason.clone())));
+        }
+        let info = call_info(ctx);
+        // A worker that is gone fails the call through its reader, with the reason it ended.
+        let _ = link.send(&ToWorker::Call { id, op, info });
+        let stopped = tokio::select! {
+            done = rx => return match done {
+                Ok(Ok(answer)) => {
+                    lock(&self.slot).deaths = 0;
+                    Ok(answer)
+                }
+                Ok(Err(e)) => Err(Ok(e)),
+                Err(_) => Err(Ok(ToolError::internal("the plugin process is gone"))),
+            },
+            () = sleep(deadline) => Stopped::Deadline,
+            e = interrupt => Stopped::Interrupted(e),
+        };
+        let _ = link.send(&ToWorker::Cancel { id });
+        self.watch_grace(link, id);
+        Err(Err(stopped))
+    }
+
+    /// Runs `op` in the worker with no deadline (the hooks, extensions, `execute_bare`).
+    pub(crate) async fn call_to_end(
+        &self,
+        name: &str,
+        op: Op,
+        ctx: &Arc<CallContext>,
+    ) -> Result<Outcome, ToolError> {
+        let never = std::future::pending();
+        match self.call(name, op, ctx, None, never).await {
+            Ok(outcome) => Ok(outcome),
+            Err(Ok(e)) => Err(e),
+            Err(Err(_)) => Err(ToolError::internal("the call was stopped")),
+        }
+    }
+
+    /// Kills the worker if call `id` is still running after the grace period (timed on a
+    /// thread of its own: the caller's runtime may not run meanwhile).
+    fn watch_grace(&self, link: Arc<super::worker_process::Link>, id: u64) {
+        let grace = self.settings.grace;
+        let watcher = std::thread::Builder::new()
+            .name("toolhost-grace".into())
+            .spawn(move || {
+                std::thread::sleep(grace);
+                if lock(&link.calls).contains_key(&id) {
+                    link.kill(format!(
+                        "a cancelled call did not stop within its grace period of {} ms ([isolation] grace_ms)",
+                        grace.as_millis()
+                    ));
+                }
+            });
+        if let Err(e) = watcher {
+            tracing::warn!("no thread to time a cancelled call's grace period: {e}");
+        }
+    }
+}
+
+impl Drop for IsolatedTool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.library);
+    }
+}
+
+async fn sleep(deadline: Option<Duration>) {
+    match deadline {
+        Some(d) if Handle::try_current().is_ok() => tokio::time::sleep(d).await,
+        _ => std::future::pending().await,
+    }
+}
+
+/// The text fields of `ctx`, for the worker's context.
+fn call_info(ctx: &CallContext) -> CallInfo {
+    let (point, name) = match &ctx.extension {
+        Some((p, n)) => (p.to_string(), n.to_string()),
+        None => Default::default(),
+    };
+    CallInfo {
+        agent_name: ctx.agent.name().to_owned(),
+        profile: ctx.agent.profile().to_owned(),
+        tool_name: ctx.tool_name.to_string(),
+        method: ctx.method.as_deref().unwrap_or_default().to_owned(),
+        extension_point: point,
+        extension_name: name,
+        log_id: ctx.log_id,
+    }
+}
+
+/// A worker that did not start, as a load error of `source`.
+fn start_error(source: &Path, error: StartError) -> LoadError {
+    match error {
+        StartError::Load { kind, reason } => {
+            LoadError::new(source, LoadErrorKind::from_name(&kind), reason)
+        }
+        StartError::Spawn(reason) => LoadError::new(
+            source,
+            LoadErrorKind::InitFailed,
+            format!("its worker process did not start: {reason}"),
+        ),
+    }
+}

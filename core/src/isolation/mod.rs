@@ -1,0 +1,56 @@
+//! Isolated plugins: a tool's library, unchanged, loaded in a worker process instead of the
+//! host, so that whatever its code does (abort, a segmentation fault, a stack overflow, running
+//! out of memory, a panic while panicking) ends that process, not the host; and so that a
+//! rebuilt library's memory is given back when its old worker exits.
+//!
+//! - `protocol.rs`: the messages and their frames (postcard, length-prefixed);
+//! - `worker_process.rs`: starting a worker with its limits, the pipe, its reader thread, and
+//!   turning its end into one line (`limits.rs` names signals and limits);
+//! - `isolated_tool.rs`: a tool's worker, restarted with backoff, and its calls with deadline
+//!   and grace period;
+//! - `answer.rs`: the host answers the plugin's context requests with the call's real context;
+//! - `serve.rs` and `worker_context.rs`: the worker process itself, and the context it gives
+//!   the plugin (a second host vtable whose functions ask the host over the pipe).
+//!
+//! Which tools are isolated is configured in `toolhost.toml` (`isolate = [...]`, see
+//! [`Config::isolated`](crate::config::Config::isolated)) or for every tool with
+//! [`HostOptions::isolate_all`](crate::HostOptions::isolate_all).
+
+mod answer;
+pub(crate) mod isolated_tool;
+mod limits;
+pub(crate) mod protocol;
+mod serve;
+mod worker_context;
+mod worker_process;
+
+use std::path::PathBuf;
+
+pub(crate) use isolated_tool::IsolatedTool;
+pub use limits::IsolationSettings;
+pub use serve::serve_worker;
+
+/// The name of the hidden command that runs a worker (`toolhost __worker LIBRARY SOURCE`).
+pub const WORKER_COMMAND: &str = "__worker";
+
+/// The program that runs workers: `TOOLHOST_WORKER` if set; else this program if it is the
+/// `toolhost` binary; else a `toolhost` binary beside it or one folder up (a test or bench
+/// binary in `target/<profile>/deps/`).
+pub(crate) fn default_worker_program() -> PathBuf {
+    if let Some(program) = std::env::var_os("TOOLHOST_WORKER") {
+        return PathBuf::from(program);
+    }
+    let name = format!("toolhost{}", std::env::consts::EXE_SUFFIX);
+    let Ok(exe) = std::env::current_exe() else {
+        return PathBuf::from(name);
+    };
+    if exe.file_name().is_some_and(|n| n == name.as_str()) {
+        return exe;
+    }
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join(&name))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}

@@ -1,0 +1,223 @@
+//! The worker process: loads one tool library with the host's checks, says hello, then serves
+//! the host's calls over the pipe until the host closes it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tokio::runtime::Handle;
+
+use super::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
+use super::worker_context::{wire_error, Reply, WorkerCall, WorkerLink};
+use super::worker_process::lock;
+use crate::cancel::Cancel;
+use crate::generation::Generation;
+use crate::governance::call_threads;
+use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::ToolError;
+
+/// Ends the worker at once, without running destructors or exit handlers (a plugin's state
+/// may be anything by then).
+pub(super) fn exit_now() -> ! {
+    #[cfg(unix)]
+    // SAFETY: ends the process.
+    unsafe {
+        libc::_exit(0)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(0)
+}
+
+/// What a worker serves.
+enum Served {
+    Tool(Box<ToolHandle>),
+    Extension(ExtensionHandle),
+}
+
+/// Runs a worker process for the library copy `library`, found at `source` (the hidden
+/// `toolhost __worker LIBRARY SOURCE [POINT NAME]` command; with `extension`, the point and
+/// file name of an extension). Never returns: the worker ends when the host closes its
+/// standard input, or when the host is gone.
+pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str)>) -> ! {
+    let (input, output) = match take_stdio() {
+        Ok(pipes) => pipes,
+        Err(e) => {
+            eprintln!("toolhost worker: cannot set up its pipes: {e}");
+            exit_now()
+        }
+    };
+    let link = Arc::new(WorkerLink::new(output));
+    let tool = match load(library, source, extension) {
+        Ok((tool, hello)) => {
+            link.send(&FromWorker::Hello(hello));
+            Arc::new(tool)
+        }
+        Err(e) => {
+            let (kind, reason) = (e.kind.as_str().to_owned(), e.reason);
+            link.send(&FromWorker::LoadFailed { kind, reason });
+            exit_now()
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("toolhost-worker-rt")
+        .build();
+    let Ok(runtime) = runtime else {
+        eprintln!("toolhost worker: cannot start its runtime");
+        exit_now()
+    };
+    serve(&mut BufReader::new(input), &link, &tool, runtime.handle());
+    exit_now()
+}
+
+/// Keeps the pipes to the host for the frames, and points standard output at standard error
+/// and standard input at `/dev/null`, so a plugin's prints and reads never touch the frames.
+#[cfg(unix)]
+fn take_stdio() -> std::io::Result<(File, File)> {
+    use std::os::fd::FromRawFd;
+    let dup = |fd| match unsafe { libc::dup(fd) } {
+        -1 => Err(std::io::Error::last_os_error()),
+        // SAFETY: a new descriptor that nothing else owns.
+        copy => Ok(unsafe { File::from_raw_fd(copy) }),
+    };
+    let (input, output) = (dup(0)?, dup(1)?);
+    let null = File::open("/dev/null")?;
+    // SAFETY: plain system calls on descriptors this process owns.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        if libc::dup2(2, 1) == -1 || libc::dup2(null.as_raw_fd(), 0) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok((input, output))
+}
+
+#[cfg(not(unix))]
+fn take_stdio() -> std::io::Result<(File, File)> {
+    Err(std::io::Error::other("isolated plugins need a Unix system"))
+}
+
+/// Loads the tool or extension, as the host would in its own process.
+fn load(
+    library: &Path,
+    source: &Path,
+    extension: Option<(&str, &str)>,
+) -> Result<(Served, Hello), crate::LoadError> {
+    let module = crate::loader::load_staged(library, source)?;
+    let generation = Arc::new(Generation::new(&module, source, 1, Arc::default()));
+    let package = module.root.package().as_str().to_owned();
+    let contract = module.contract.clone();
+    if let Some((point, name)) = extension {
+        let handle = ExtensionHandle::create(generation, source, point, name)?;
+        let hello = Hello {
+            info: serde_json::to_string(handle.info()).unwrap_or_default(),
+            package,
+            version: handle.version().to_owned(),
+            contract,
+            before_hook: false,
+            after_hook: false,
+            readiness: false,
+        };
+        return Ok((Served::Extension(handle), hello));
+    }
+    let (tool, _) = ToolHandle::instantiate(generation, source)?;
+    let hello = Hello {
+        info: serde_json::to_string(tool.info()).unwrap_or_default(),
+        package,
+        version: tool.version().to_owned(),
+        contract,
+        before_hook: tool.has_before_hook(),
+        after_hook: tool.has_after_hook(),
+        readiness: tool.has_readiness(),
+    };
+    Ok((Served::Tool(Box::new(tool)), hello))
+}
+
+/// The calls of this worker that have not ended, by number.
+type Running = Arc<Mutex<HashMap<u64, Arc<Cancel>>>>;
+
+/// Reads the host's messages until its pipe closes.
+fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>, rt: &Handle) {
+    let running = Running::default();
+    let mut buf = Vec::new();
+    while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
+        match message {
+            ToWorker::Call { id, op, info } => {
+                let cancel = Arc::new(Cancel::default());
+                lock(&running).insert(id, cancel.clone());
+                let link = link.clone();
+                let call = Arc::new(WorkerCall {
+                    id,
+                    info,
+                    cancel,
+                    link,
+                });
+                let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
+                call_threads::dispatch(Box::new(move || {
+                    let execute = matches!(op, Op::Execute(_));
+                    let result = rt.block_on(run(&tool, &call, op));
+                    let ready = match &*tool {
+                        Served::Tool(tool) if execute && tool.has_readiness() => {
+                            Some(tool.readiness().reason().map(str::to_owned))
+                        }
+                        _ => None,
+                    };
+                    lock(&running).remove(&id);
+                    call.link.send(&FromWorker::Done { id, result, ready });
+                }));
+            }
+            ToWorker::Cancel { id } => {
+                if let Some(cancel) = lock(&running).get(&id) {
+                    cancel.cancel();
+                }
+            }
+            ToWorker::Answer { req, answer } => match lock(&link.waiting).remove(&req) {
+                Some(Reply::Blocking(tx)) => drop(tx.send(answer)),
+                Some(Reply::Awaiting(tx)) => drop(tx.send(answer)),
+                None => {}
+            },
+            ToWorker::Readiness { id } => {
+                let (tool, link) = (tool.clone(), link.clone());
+                call_threads::dispatch(Box::new(move || {
+                    let reason = match &*tool {
+                        Served::Tool(tool) => tool.readiness().reason().map(str::to_owned),
+                        Served::Extension(_) => None,
+                    };
+                    link.send(&FromWorker::Ready { id, reason });
+                }));
+            }
+        }
+    }
+}
+
+/// Runs one call of the tool or extension with the worker's context.
+async fn run(served: &Served, call: &Arc<WorkerCall>, op: Op) -> Result<Outcome, WireError> {
+    let ctx = call.to_ffi();
+    let result = match (served, op) {
+        (Served::Tool(tool), Op::Execute(args)) => tool
+            .execute_ffi(ctx, args)
+            .await
+            .map(|answer| Outcome::Response(answer.into_ffi().into())),
+        (Served::Tool(tool), Op::Before(args)) => {
+            tool.before_ffi(ctx, args).await.map(|()| Outcome::Done)
+        }
+        (Served::Tool(tool), Op::After(response)) => tool
+            .after_ffi(ctx, response.into())
+            .await
+            .map(|()| Outcome::Done),
+        (Served::Extension(extension), Op::Extension(data)) => extension
+            .execute_ffi(ctx, data.into())
+            .await
+            .map(|changed| Outcome::Data(changed.map(|d| d.into_string()))),
+        (_, op) => {
+            // SAFETY: gives back the reference `to_ffi` made; nothing else holds it.
+            drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
+            Err(ToolError::internal(format!(
+                "this worker cannot run {op:?}"
+            )))
+        }
+    };
+    result.map_err(|e: ToolError| wire_error(plugin_api::__private::abi::error_to_ffi(e)))
+}

@@ -1,0 +1,335 @@
+//! The host's side of one worker process: starting it (with its limits), the pipe to it, the
+//! thread that reads its messages, and what happens when it ends.
+
+use std::collections::HashMap;
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+use super::limits::{self, IsolationSettings};
+use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
+use crate::context::CallContext;
+use crate::ToolError;
+
+/// How long a new worker may take to load its library and say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a readiness the worker reported (after a call, or asked) stands.
+const READINESS_FRESH: Duration = Duration::from_secs(1);
+/// How much of a worker's standard error is kept to explain its end.
+const STDERR_TAIL: usize = 4096;
+
+/// What a call of a worker gives.
+pub(crate) type CallResult = Result<Outcome, ToolError>;
+
+/// A call the worker has not finished: the context that answers its requests, and the caller
+/// waiting for its end (gone once the caller stopped waiting).
+pub(crate) struct Pending {
+    pub(crate) ctx: Arc<CallContext>,
+    pub(crate) done: Option<oneshot::Sender<CallResult>>,
+    /// The caller's runtime, where requests that wait (progress, intervention) are answered.
+    pub(crate) runtime: Option<Handle>,
+}
+
+/// What the host shares with a worker's reader thread.
+pub(crate) struct Link {
+    input: Mutex<Option<ChildStdin>>,
+    pub(crate) calls: Mutex<HashMap<u64, Pending>>,
+    ready: Mutex<HashMap<u64, mpsc::Sender<Option<String>>>>,
+    /// Why the worker ended, once it has.
+    pub(crate) death: OnceLock<String>,
+    /// Why the host killed it, if it did.
+    killed: OnceLock<String>,
+    next_id: AtomicU64,
+    /// The tool's readiness as the worker last reported it, and when.
+    readiness: Mutex<Option<(Instant, Option<String>)>>,
+    /// The worker's process id.
+    pub(crate) pid: u32,
+}
+
+impl Link {
+    /// Sends one message; fails if the worker is gone.
+    pub(crate) fn send(&self, message: &ToWorker) -> std::io::Result<()> {
+        match &mut *lock(&self.input) {
+            Some(input) => write_frame(input, message),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    /// A new call or question number.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Kills the worker (SIGKILL), saying why; its calls fail with that reason.
+    pub(crate) fn kill(&self, why: String) {
+        if self.death.get().is_some() || self.killed.set(why).is_err() {
+            return;
+        }
+        #[cfg(unix)]
+        // SAFETY: a plain system call; the process is not reaped before `death` is set.
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+}
+
+/// A running worker. Dropping it closes its standard input: it exits once its calls are
+/// done (nobody holds it while a call runs).
+///
+/// A worker also exits when its standard input ends because the host is gone, however it
+/// ended (the kernel closes the pipe). `PR_SET_PDEATHSIG` is not used: it fires when the
+/// *thread* that started the child ends, and workers are started from call threads that end
+/// when idle.
+pub(crate) struct WorkerProcess {
+    pub(crate) link: Arc<Link>,
+    pub(crate) hello: Hello,
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        drop(lock(&self.link.input).take());
+    }
+}
+
+/// Why a worker did not start.
+pub(crate) enum StartError {
+    /// The library could not be used: its load error's kind and reason.
+    Load { kind: String, reason: String },
+    /// The worker could not be started, or died before it said hello.
+    Spawn(String),
+}
+
+impl WorkerProcess {
+    /// Starts `program __worker` for the library copy `library` (found at `source`; an
+    /// extension at `(point, name)`), with `settings`' limits, and waits for its hello.
+    pub(crate) fn start(
+        program: &Path,
+        library: &Path,
+        source: &Path,
+        extension: Option<&(String, String)>,
+        settings: &IsolationSettings,
+    ) -> Result<Self, StartError> {
+        let mut command = command(program, library, source, extension, settings);
+        let mut child = command.spawn().map_err(|e| {
+            StartError::Spawn(format!(
+                "cannot start the worker program {}: {e}",
+                program.display()
+            ))
+        })?;
+        let link = Arc::new(Link {
+            input: Mutex::new(child.stdin.take()),
+            calls: Mutex::default(),
+            ready: Mutex::default(),
+            death: OnceLock::new(),
+            killed: OnceLock::new(),
+            next_id: AtomicU64::new(0),
+            readiness: Mutex::default(),
+            pid: child.id(),
+        });
+        let (hello_tx, hello_rx) = mpsc::channel();
+        let reader = {
+            let link = link.clone();
+            let settings = *settings;
+            std::thread::Builder::new()
+                .name(format!("toolhost-worker-{}", child.id()))
+                .spawn(move || read_worker(child, &link, &settings, hello_tx))
+        };
+        if let Err(e) = reader {
+            link.kill(format!("no thread to read it: {e}"));
+            return Err(StartError::Spawn(format!("cannot start a thread: {e}")));
+        }
+        match hello_rx.recv_timeout(HELLO_TIMEOUT) {
+            Ok(Ok(hello)) => Ok(Self { link, hello }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                let why = format!("it did not load its library within {HELLO_TIMEOUT:?}");
+                link.kill(why.clone());
+                Err(StartError::Spawn(why))
+            }
+        }
+    }
+
+    /// Whether it has ended, or is ending because the host killed it (its reader may not
+    /// have seen the end yet).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.link.death.get().is_some() || self.link.killed.get().is_some()
+    }
+
+    /// Why it ended (or why the host killed it).
+    pub(crate) fn death(&self) -> String {
+        match (self.link.death.get(), self.link.killed.get()) {
+            (Some(reason), _) => reason.clone(),
+            (None, Some(killed)) => format!("the plugin process was killed: {killed}"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Asks the tool whether it is ready; `None` if ready (or if it does not answer within
+    /// `wait`: the call that follows finds out).
+    pub(crate) fn readiness(&self, wait: Duration) -> Option<String> {
+        if let Some((at, ready)) = &*lock(&self.link.readiness) {
+            if at.elapsed() < READINESS_FRESH {
+                return ready.clone();
+            }
+        }
+        let id = self.link.next_id();
+        let (tx, rx) = mpsc::channel();
+        lock(&self.link.ready).insert(id, tx);
+        if self.link.send(&ToWorker::Readiness { id }).is_err() {
+            lock(&self.link.ready).remove(&id);
+            return None;
+        }
+        let answer = rx.recv_timeout(wait);
+        lock(&self.link.ready).remove(&id);
+        let answer = answer.ok()?;
+        *lock(&self.link.readiness) = Some((Instant::now(), answer.clone()));
+        answer
+    }
+}
+
+/// The command that starts a worker, with `settings`' limits set in the child.
+fn command(
+    program: &Path,
+    library: &Path,
+    source: &Path,
+    extension: Option<&(String, String)>,
+    settings: &IsolationSettings,
+) -> Command {
+    let mut command = Command::new(program);
+    command
+        .arg(super::WORKER_COMMAND)
+        .arg(library)
+        .arg(source)
+        .args(extension.iter().flat_map(|(point, name)| [point, name]))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if settings.memory_mb.is_some() {
+        // glibc reserves 64 MiB of address space per malloc arena: keep them few.
+        command.env("MALLOC_ARENA_MAX", "2");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let settings = *settings;
+        // SAFETY: `apply` only makes system calls, as required between fork and exec.
+        unsafe { command.pre_exec(move || limits::apply(&settings)) };
+    }
+    command
+}
+
+type HelloSender = mpsc::Sender<Result<Hello, StartError>>;
+
+/// The reader thread: the hello, then every message until the worker's output ends; then the
+/// worker is reaped and every call still waiting fails with the reason it ended.
+fn read_worker(
+    mut child: Child,
+    link: &Arc<Link>,
+    settings: &IsolationSettings,
+    hello: HelloSender,
+) {
+    let stderr = child.stderr.take().map(|err| {
+        std::thread::Builder::new()
+            .name(format!("toolhost-worker-{}-err", child.id()))
+            .spawn(move || tail_stderr(err))
+    });
+    let mut hello = Some(hello);
+    if let Some(out) = child.stdout.take() {
+        let mut out = BufReader::with_capacity(64 << 10, out);
+        let mut buf = Vec::new();
+        while let Ok(Some(message)) = read_frame::<FromWorker>(&mut out, &mut buf) {
+            match message {
+                FromWorker::Hello(h) => send_hello(&mut hello, Ok(h)),
+                FromWorker::LoadFailed { kind, reason } => {
+                    send_hello(&mut hello, Err(StartError::Load { kind, reason }))
+                }
+                other => handle(link, other),
+            }
+        }
+    }
+    drop(lock(&link.input).take());
+    let status = child.wait().ok();
+    let tail = match stderr {
+        Some(Ok(thread)) => thread.join().unwrap_or_default(),
+        _ => String::new(),
+    };
+    let reason = limits::death_reason(
+        status,
+        &tail,
+        settings,
+        link.killed.get().map(|s| s.as_str()),
+    );
+    let _ = link.death.set(reason.clone());
+    send_hello(&mut hello, Err(StartError::Spawn(reason.clone())));
+    let pending: Vec<Pending> = lock(&link.calls).drain().map(|(_, p)| p).collect();
+    for call in pending {
+        if let Some(done) = call.done {
+            let _ = done.send(Err(ToolError::internal(reason.clone())));
+        }
+    }
+    lock(&link.ready).clear();
+}
+
+fn send_hello(hello: &mut Option<HelloSender>, message: Result<Hello, StartError>) {
+    if let Some(tx) = hello.take() {
+        let _ = tx.send(message);
+    }
+}
+
+/// One message of a running worker.
+fn handle(link: &Arc<Link>, message: FromWorker) {
+    match message {
+        FromWorker::Done { id, result, ready } => {
+            if let Some(ready) = ready {
+                *lock(&link.readiness) = Some((Instant::now(), ready));
+            }
+            let pending = lock(&link.calls).remove(&id);
+            if let Some(done) = pending.and_then(|p| p.done) {
+                let _ = done.send(result.map_err(ToolError::from));
+            }
+        }
+        FromWorker::Ready { id, reason } => {
+            if let Some(tx) = lock(&link.ready).remove(&id) {
+                let _ = tx.send(reason);
+            }
+        }
+        FromWorker::Request { id, req, request } => {
+            let found = lock(&link.calls)
+                .get(&id)
+                .map(|p| (p.ctx.clone(), p.runtime.clone()));
+            super::answer::answer(link, found, req, request);
+        }
+        FromWorker::Hello(_) | FromWorker::LoadFailed { .. } => {}
+    }
+}
+
+/// Reads the worker's standard error to its end: each line is logged, the end is kept.
+fn tail_stderr(mut err: impl Read) -> String {
+    let mut tail: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match err.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                for line in String::from_utf8_lossy(&chunk[..n]).lines() {
+                    tracing::info!("worker: {line}");
+                }
+                tail.extend_from_slice(&chunk[..n]);
+                if tail.len() > 2 * STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&tail).into_owned()
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,273 @@
+//! Safe host-side handles to the tool and extension instances a library created: a tool's
+//! metadata here, its calls (in this process or its worker) in `calls.rs`, the answer and the
+//! guard around plugin futures in `answer.rs`, extensions in `extension.rs`.
+
+mod answer;
+mod calls;
+mod extension;
+
+pub(crate) use answer::PluginAnswer;
+use answer::{init_failed, settle};
+pub use extension::ExtensionHandle;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use abi_stable::std_types::ROption;
+use plugin_api::__private::abi::FfiTool;
+use plugin_api::ToolInfo;
+
+use crate::error::{LoadError, LoadErrorKind};
+use crate::generation::Generation;
+use crate::governance::{ArgumentSchema, Breaker, BreakerState};
+use crate::isolation::IsolatedTool;
+use crate::layout::Escaped;
+
+/// Where a tool's code runs.
+enum Backend {
+    /// In this process: the instance, and the generation of the library that made it
+    /// (dropped after the instance: shuts the library down).
+    InProcess {
+        ffi: FfiTool,
+        generation: Arc<Generation>,
+    },
+    /// In a worker process, with the number of the load it is.
+    Worker(Box<IsolatedTool>, u64),
+}
+
+/// A tool instance from a loaded library, in this process or in a worker process.
+pub struct ToolHandle {
+    backend: Backend,
+    /// The file stem: the name the tool is found by.
+    name: Arc<str>,
+    info: ToolInfo,
+    /// `info.parameters`, compiled once for this build.
+    pub(crate) schema: ArgumentSchema,
+    /// This build's circuit breaker: a new build starts closed.
+    pub(crate) breaker: Breaker,
+    /// The file's SHA-256 for the audit, computed on first use.
+    sha256: std::sync::OnceLock<Option<String>>,
+    source: PathBuf,
+    package: String,
+}
+
+// SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
+// vtable function may be called from any thread.
+unsafe impl Send for ToolHandle {}
+unsafe impl Sync for ToolHandle {}
+
+impl ToolHandle {
+    pub(crate) fn create(generation: Arc<Generation>, source: &Path) -> Result<Self, LoadError> {
+        let (handle, schema_error) = Self::instantiate(generation, source)?;
+        match schema_error {
+            None => Ok(handle),
+            // The instance is dropped with the handle: the plugin's own clean-up runs.
+            Some(e) => Err(LoadError::new(source, LoadErrorKind::BadSchema, e)),
+        }
+    }
+
+    /// Creates the tool instance and reads its metadata; a parameters schema that does not
+    /// compile is returned beside the handle (which then accepts any arguments), for
+    /// [`inspect`](crate::inspect) to show.
+    pub(crate) fn instantiate(
+        generation: Arc<Generation>,
+        source: &Path,
+    ) -> Result<(Self, Option<String>), LoadError> {
+        let module = generation.module;
+        let new_tool = module.new_tool().into_option().ok_or_else(|| {
+            LoadError::new(
+                source,
+                LoadErrorKind::WrongKind,
+                "this library is an extension, not a tool: move it to an extensions/<point>/ folder",
+            )
+        })?;
+        let ffi = new_tool()
+            .into_result()
+            .map_err(|e| init_failed(source, e))?;
+        let info = serde_json::from_str(&ffi.info).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{}: unreadable tool metadata ({e}); using defaults",
+                Escaped(source)
+            );
+            ToolInfo::default()
+        });
+        let package = module.package().as_str().to_owned();
+        let backend = Backend::InProcess { ffi, generation };
+        Ok(Self::with_backend(backend, source, info, package))
+    }
+
+    /// A tool served by the worker process of `isolated`, load number `number` of `source`.
+    pub(crate) fn isolated(
+        isolated: IsolatedTool,
+        source: &Path,
+        number: u64,
+    ) -> Result<Self, LoadError> {
+        let hello = &isolated.hello;
+        let info = serde_json::from_str(&hello.info).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{}: unreadable tool metadata ({e}); using defaults",
+                Escaped(source)
+            );
+            ToolInfo::default()
+        });
+        let package = hello.package.clone();
+        let backend = Backend::Worker(Box::new(isolated), number);
+        match Self::with_backend(backend, source, info, package) {
+            (handle, None) => Ok(handle),
+            (_, Some(e)) => Err(LoadError::new(source, LoadErrorKind::BadSchema, e)),
+        }
+    }
+
+    fn with_backend(
+        backend: Backend,
+        source: &Path,
+        info: ToolInfo,
+        package: String,
+    ) -> (Self, Option<String>) {
+        let (schema, schema_error) = match ArgumentSchema::compile(&info.parameters) {
+            Ok(schema) => (schema, None),
+            Err(e) => (ArgumentSchema::any(), Some(e)),
+        };
+        let name = source
+            .file_stem()
+            .map(|s| s.to_string_lossy())
+            .unwrap_or_default();
+        let handle = Self {
+            backend,
+            name: name.as_ref().into(),
+            info,
+            schema,
+            breaker: Breaker::default(),
+            sha256: std::sync::OnceLock::new(),
+            source: source.to_owned(),
+            package,
+        };
+        (handle, schema_error)
+    }
+
+    /// The worker process that runs this tool, if it is isolated.
+    pub(crate) fn worker(&self) -> Option<&IsolatedTool> {
+        match &self.backend {
+            Backend::Worker(isolated, _) => Some(isolated),
+            Backend::InProcess { .. } => None,
+        }
+    }
+
+    /// Whether the tool runs in a worker process (see the README, "Isolated plugins").
+    pub fn is_isolated(&self) -> bool {
+        self.worker().is_some()
+    }
+
+    /// The process id of the tool's worker, if it is isolated and its worker runs.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.worker().and_then(IsolatedTool::worker_pid)
+    }
+
+    /// The name it is found by (its file name without extension).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name as a shared string, to avoid copying it per call.
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The tool's metadata.
+    pub fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    /// The file it was loaded from.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// The crate that built it.
+    pub fn package(&self) -> &str {
+        &self.package
+    }
+
+    /// The version of the crate that built it (`CARGO_PKG_VERSION`).
+    pub fn version(&self) -> &str {
+        match &self.backend {
+            Backend::InProcess { generation, .. } => &generation.version,
+            Backend::Worker(isolated, _) => &isolated.hello.version,
+        }
+    }
+
+    /// The plugin-api version it was built against.
+    pub fn contract(&self) -> &str {
+        match &self.backend {
+            Backend::InProcess { generation, .. } => &generation.contract,
+            Backend::Worker(isolated, _) => &isolated.hello.contract,
+        }
+    }
+
+    /// Which load of its file this is: 1 for the first, one more per reload (from 1 again
+    /// after the file was removed).
+    pub fn generation(&self) -> u64 {
+        match &self.backend {
+            Backend::InProcess { generation, .. } => generation.number,
+            Backend::Worker(_, number) => *number,
+        }
+    }
+
+    /// Whether the tool can run now (its `readiness`); a plugin built before 0.4 is ready.
+    pub fn readiness(&self) -> plugin_api::Readiness {
+        let ffi = match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi,
+            Backend::Worker(isolated, _) => {
+                return match isolated.readiness() {
+                    None => plugin_api::Readiness::Ready,
+                    Some(reason) => plugin_api::Readiness::NotReady(reason),
+                }
+            }
+        };
+        let Some(readiness) = ffi.vtable.readiness() else {
+            return plugin_api::Readiness::Ready;
+        };
+        // SAFETY: `this` is ours until drop; the glue catches the plugin's panics.
+        match unsafe { readiness(ffi.this) } {
+            ROption::RNone => plugin_api::Readiness::Ready,
+            ROption::RSome(reason) => plugin_api::Readiness::NotReady(reason.into_string()),
+        }
+    }
+
+    /// Why the tool cannot be called now, if it cannot: not ready (its reason), or its breaker
+    /// is open. Such a tool is left out of the tools prompt.
+    pub fn unavailable(&self) -> Option<String> {
+        if let Some(reason) = self.readiness().reason() {
+            return Some(format!("not ready: {reason}"));
+        }
+        match self.breaker.snapshot() {
+            BreakerState::Open { until, last } => Some(format!(
+                "circuit breaker open until {} (last failure: {last})",
+                crate::governance::clock(until)
+            )),
+            _ => None,
+        }
+    }
+
+    /// The SHA-256 of the library file (hex), as the audit records it: computed when first
+    /// asked, from the file in its layer.
+    pub fn sha256(&self) -> Option<String> {
+        self.sha256
+            .get_or_init(|| crate::governance::file_sha256(&self.source))
+            .clone()
+    }
+
+    /// The state of this build's circuit breaker.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.snapshot()
+    }
+}
+
+impl Drop for ToolHandle {
+    fn drop(&mut self) {
+        if let Backend::InProcess { ffi, .. } = &self.backend {
+            // SAFETY: gives back the instance reference `new_tool` returned, once.
+            unsafe { (ffi.vtable.drop())(ffi.this) }
+        }
+    }
+}

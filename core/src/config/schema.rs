@@ -17,8 +17,6 @@ use crate::name::is_safe_name;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct FileConfig {
-    /// `pinning = true`: refuse libraries not pinned in `usr/plugins.lock`.
-    pub pinning: Option<bool>,
     pub limits: Limits,
     pub calls: Calls,
     pub breaker: Breaker,
@@ -29,6 +27,8 @@ pub(super) struct FileConfig {
     /// Which tools run in a worker process (top-level `isolate = [...]`).
     pub isolate: Option<Vec<IsolateEntry>>,
     pub isolation: Isolation,
+    /// `pinning = true`: refuse libraries not pinned in `usr/plugins.lock`.
+    pub pinning: Option<bool>,
 }
 
 /// `[isolation]`: the limits of worker processes.

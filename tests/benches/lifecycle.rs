@@ -44,19 +44,13 @@ impl Noop {
 
 /// Times `iters` lifecycle calls of `noop`, with a fresh agent every 1,000 calls (not timed).
 fn fresh_agents(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut left = iters;
-    while left > 0 {
-        let n = left.min(1000);
-        left -= n;
-        let agent = Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
+    in_batches(host, iters, |agent, n| {
         let start = Instant::now();
         for _ in 0..n {
             ready(agent.call_tool(black_box("noop"), args.clone())).unwrap();
         }
-        total += start.elapsed();
-    }
-    total
+        start.elapsed()
+    })
 }
 
 /// As [`fresh_agents`], awaited inside a tokio runtime, as the CLI and an embedding program
@@ -68,22 +62,32 @@ fn fresh_agents_on(
     iters: u64,
     args: &serde_json::Value,
 ) -> Duration {
+    in_batches(host, iters, |agent, n| {
+        runtime.block_on(async {
+            let start = Instant::now();
+            for _ in 0..n {
+                let call = agent.call_tool(black_box("noop"), args.clone());
+                call.await.unwrap();
+            }
+            start.elapsed()
+        })
+    })
+}
+
+/// Runs `iters` calls in batches of at most 1,000, each on a fresh agent (made untimed);
+/// `batch` times its `n` calls.
+fn in_batches(
+    host: &Arc<Host>,
+    iters: u64,
+    batch: impl Fn(&Arc<Agent>, u64) -> Duration,
+) -> Duration {
     let mut total = Duration::ZERO;
     let mut left = iters;
     while left > 0 {
         let n = left.min(1000);
         left -= n;
         let agent = Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
-        total += runtime.block_on(async {
-            let start = Instant::now();
-            for _ in 0..n {
-                agent
-                    .call_tool(black_box("noop"), args.clone())
-                    .await
-                    .unwrap();
-            }
-            start.elapsed()
-        });
+        total += batch(&agent, n);
     }
     total
 }

@@ -11,16 +11,28 @@ const TOOL: &str = "usr/tools/ver.so";
 
 /// A running `toolhost watch` with its standard input and output lines.
 pub(super) struct WatchProcess {
-    child: Child,
+    pub(super) child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
+    /// How long [`expect_line`](Self::expect_line) waits.
+    patience: Duration,
 }
 
 impl WatchProcess {
     pub(super) fn start(root: &TestRoot) -> Self {
+        Self::start_with(root, &[], Duration::from_secs(10))
+    }
+
+    /// `toolhost --isolate watch`: every tool in a worker (which takes longer to start).
+    pub(super) fn isolated(root: &TestRoot) -> Self {
+        Self::start_with(root, &["--isolate"], Duration::from_secs(20))
+    }
+
+    fn start_with(root: &TestRoot, options: &[&str], patience: Duration) -> Self {
         let mut child = Command::new(toolhost_bin())
             .args(["--root"])
             .arg(root.path())
+            .args(options)
             .arg("watch")
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
@@ -42,6 +54,7 @@ impl WatchProcess {
             child,
             stdin,
             lines,
+            patience,
         }
     }
 
@@ -50,16 +63,16 @@ impl WatchProcess {
         self.stdin.flush().expect("flush");
     }
 
-    /// Reads lines until one satisfies `pred` (10 s at most); returns it.
+    /// Reads lines until one satisfies `pred` (10 s at most, 20 s isolated); returns it.
     pub(super) fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + self.patience;
         let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) if pred(&line) => return line,
                 Ok(line) => seen.push(line),
-                Err(_) => panic!("no line {what} within 10 s; saw {seen:?}"),
+                Err(_) => panic!("no line {what} within {:?}; saw {seen:?}", self.patience),
             }
         }
     }

@@ -1,79 +1,12 @@
 //! Crashes through the `toolhost` binary: `call`, `run` and `watch` with isolated tools; and
 //! the worker of a host that was killed exits.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
 use serde_json::json;
-use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+use toolhost_tests::{Fixture, TestRoot};
 
+use super::super::watch_mode::WatchProcess;
 use super::crashes::CRASHES;
 use super::{root_with_crashy, wait_gone};
-
-/// A running `toolhost --isolate watch`, its standard input and its output lines.
-pub(super) struct Watch {
-    pub(super) child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Watch {
-    pub(super) fn start(root: &TestRoot) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .arg("--root")
-            .arg(root.path())
-            .args(["--isolate", "watch"])
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolhost watch");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    pub(super) fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("write to watch");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Reads lines until one satisfies `pred` (20 s at most); returns it.
-    pub(super) fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if pred(&line) => return line,
-                Ok(line) => seen.push(line),
-                Err(_) => panic!("no line {what} within 20 s; saw {seen:?}"),
-            }
-        }
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn call_reports_each_crash_as_its_error() {
@@ -158,7 +91,7 @@ fn session_text(root: &TestRoot) -> String {
 #[test]
 fn watch_goes_on_after_each_crash() {
     let root = root_with_crashy("");
-    let mut watch = Watch::start(&root);
+    let mut watch = WatchProcess::isolated(&root);
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
     for (method, expected) in CRASHES {
         watch.send(&format!("crashy:{method}"));
@@ -180,7 +113,7 @@ fn watch_goes_on_after_each_crash() {
 fn the_worker_of_a_killed_host_exits() {
     let root = TestRoot::new();
     root.tool("usr", "crashy", Fixture::Crashy);
-    let mut watch = Watch::start(&root);
+    let mut watch = WatchProcess::isolated(&root);
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
     watch.send("crashy:pid");
     let pid: u32 = watch

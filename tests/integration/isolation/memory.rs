@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use toolhost_tests::{wait_for, Fixture, TestRoot};
 
-use super::cli::Watch;
+use super::super::watch_mode::WatchProcess;
 
 const TOOL: &str = "usr/tools/ver.so";
 
@@ -57,7 +57,7 @@ fn settled_rss(host: u32) -> (u64, u64) {
 fn a_hundred_reloads_of_an_isolated_tool_keep_memory_bounded() {
     let root = TestRoot::new();
     root.copy(Fixture::Versioned, TOOL);
-    let mut watch = Watch::start(&root);
+    let mut watch = WatchProcess::isolated(&root);
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
     // Answered once the watcher runs: a rebuild from now on is seen.
     watch.send("ver");

@@ -11,9 +11,10 @@
 //!
 //! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides poll
 //! for a few microseconds first (a thread after a call, waiting for the next; a caller, waiting
-//! for a quick result), so back-to-back short calls rarely park. They yield the processor
-//! between polls instead of spinning on it: on a busy machine (or one core) a spinning caller
-//! would hold the very core its call thread needs. Threads left idle for
+//! for a quick result), so back-to-back short calls rarely park. They spin for the first few
+//! microseconds only, then yield the processor between polls: on a busy machine (or one core)
+//! a caller that kept spinning would hold the very core its call thread needs, while a
+//! yield is a system call that costs more than a short call. Threads left idle for
 //! [`IDLE_EXIT`] end; new ones start when none is idle.
 
 use std::future::Future;
@@ -28,10 +29,15 @@ use tokio::sync::oneshot;
 
 /// How long an idle call thread waits for work before it ends.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(10);
-/// How long a call thread spins for the next call before it parks.
-const THREAD_SPIN: Duration = Duration::from_micros(50);
-/// How long a caller spins for a quick result before it awaits.
-const CALLER_SPIN: Duration = Duration::from_micros(20);
+/// How long a call thread polls for the next call before it parks.
+const THREAD_POLL: Duration = Duration::from_micros(50);
+/// How long a caller polls for a quick result before it awaits.
+const CALLER_POLL: Duration = Duration::from_micros(20);
+/// For how much of its polling a side spins on the processor before it yields between polls:
+/// long enough to cover a short call, or the caller's work between two calls, without a
+/// system call; short enough that on one busy core a spinning side delays the other by
+/// no more than this.
+const SPIN: Duration = Duration::from_micros(4);
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -85,13 +91,13 @@ where
             }
         }
     }));
-    let spin_until = Instant::now() + CALLER_SPIN;
-    while Instant::now() < spin_until {
-        match rx.try_recv() {
-            Ok(out) => return Ok(out),
-            Err(oneshot::error::TryRecvError::Empty) => std::thread::yield_now(),
-            Err(oneshot::error::TryRecvError::Closed) => break,
-        }
+    let quick = poll(CALLER_POLL, || match rx.try_recv() {
+        Ok(out) => Some(Some(out)),
+        Err(oneshot::error::TryRecvError::Empty) => None,
+        Err(oneshot::error::TryRecvError::Closed) => Some(None),
+    });
+    if let Some(Some(out)) = quick {
+        return Ok(out);
     }
     let ended = tokio::select! {
         out = &mut rx => match out {
@@ -113,6 +119,26 @@ where
             Ok(out) => Ok(out),
             Err(_) => Err(ended),
         },
+    }
+}
+
+/// Calls `ready` until it returns a value or `limit` has passed: spinning for the first
+/// [`SPIN`], then yielding the processor between polls.
+pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = ready() {
+            return Some(v);
+        }
+        let waited = start.elapsed();
+        if waited >= limit {
+            return None;
+        }
+        if waited < SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -155,14 +181,13 @@ fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
 
 /// The next job; `None` when this thread should end (idle too long, and nobody holds it).
 fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
-    let spin_until = Instant::now() + THREAD_SPIN;
-    loop {
-        match receiver.try_recv() {
-            Ok(job) => return Some(job),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) if Instant::now() < spin_until => std::thread::yield_now(),
-            Err(TryRecvError::Empty) => break,
-        }
+    let polled = poll(THREAD_POLL, || match receiver.try_recv() {
+        Ok(job) => Some(Some(job)),
+        Err(TryRecvError::Disconnected) => Some(None),
+        Err(TryRecvError::Empty) => None,
+    });
+    if let Some(job) = polled {
+        return job;
     }
     match receiver.recv_timeout(IDLE_EXIT) {
         Ok(job) => return Some(job),

@@ -69,6 +69,8 @@ impl OpenAiModel {
     /// missing key is an error here, before any request.
     pub fn new(config: ModelConfig, secrets: &Secrets) -> Result<Self, ModelError> {
         let key = config.api_key(secrets)?;
+        // HTTPS through rustls with ring (installed once; a provider set earlier stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))

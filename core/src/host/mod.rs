@@ -18,7 +18,9 @@ use crate::cache::{Epoch, Found, ProfileCache};
 use crate::config::{Config, ConfigError};
 use crate::error::HostError;
 use crate::layout::{Layer, Layout};
+use crate::layout_checks::LayoutChecks;
 use crate::libraries::Libraries;
+use crate::loader::LoadStats;
 use crate::pins::Pins;
 use crate::plugin::ExtensionHandle;
 use crate::reload::ReloadEvent;
@@ -223,7 +225,11 @@ impl Host {
             });
         let host = Self {
             secrets: SecretStore::new(secrets),
-            libraries: Libraries::new(&options, pins(&layout, &options))?,
+            libraries: Libraries::new(
+                &options,
+                pins(&layout, &options),
+                LayoutChecks::in_root(layout.root()),
+            )?,
             layout,
             options,
             epoch: Epoch::default(),
@@ -297,6 +303,13 @@ impl Host {
     pub fn generations(&self) -> Generations {
         let (loaded, live) = self.libraries.generations();
         Generations { loaded, live }
+    }
+
+    /// What loading libraries took so far: how many were mapped from in-memory files or from
+    /// file copies, and how many layout checks ran or were skipped (the same bytes passed
+    /// against this host's contract before; recorded in `usr/.cache/checked-layouts`).
+    pub fn load_stats(&self) -> LoadStats {
+        self.libraries.load_stats()
     }
 
     /// The profile's layers, most specific first ([`Layout::layers`], cached).

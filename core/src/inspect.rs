@@ -63,7 +63,7 @@ pub fn inspect(path: &Path) -> Result<Inspection, LoadError> {
     let image = Image::read(path, DEFAULT_MAX_LIBRARY_BYTES)?;
     let size = image.bytes.len() as u64;
     let sha256 = crate::governance::sha256_hex(&image.bytes);
-    let loader = Loader::new(LayoutChecks::new(None))
+    let loader = Loader::new(LayoutChecks::new(None), false)
         .map_err(|e| LoadError::new(path, crate::LoadErrorKind::Io, e.to_string()))?;
     let module = loader.load(path, &image)?;
     let generation = Arc::new(Generation::new(

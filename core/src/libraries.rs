@@ -126,7 +126,7 @@ impl Libraries {
         checks: LayoutChecks,
     ) -> Result<Self, HostError> {
         Ok(Self {
-            loader: Loader::new(checks)?,
+            loader: Loader::new(checks, options.file_copies)?,
             entries: Mutex::default(),
             loading: Mutex::default(),
             live: Arc::default(),

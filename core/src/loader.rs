@@ -28,12 +28,6 @@ pub struct LoadStats {
     pub layout_checks_skipped: u64,
 }
 
-/// `TOOLHOST_LOAD_COPY=1`: load from file copies, never from in-memory files (to compare the
-/// two, and a way out should in-memory files misbehave somewhere).
-fn copy_forced() -> bool {
-    std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1")
-}
-
 /// Loads libraries from private copies.
 ///
 /// The dynamic loader hands back the image it already has for a path (or inode) it has seen, and
@@ -48,6 +42,8 @@ fn copy_forced() -> bool {
 /// is in `/dev/shm` (memory): copying there is about three times faster than to a disk-backed
 /// temporary folder and writes nothing to disk. If a copy cannot be made there (a small
 /// `/dev/shm` in a container), the system's temporary folder is used.
+/// [`HostOptions::file_copies`](crate::HostOptions::file_copies) (`TOOLHOST_LOAD_COPY=1`)
+/// always copies to a file.
 ///
 /// A library whose bytes passed abi_stable's layout check against this host's contract before
 /// is not walked again ([`LayoutChecks`]).
@@ -65,8 +61,8 @@ pub struct Loader {
 
 impl Loader {
     /// A loader with its own private folders, recording the layout checks that pass in
-    /// `checks`.
-    pub fn new(checks: LayoutChecks) -> Result<Self, HostError> {
+    /// `checks`; with `file_copies`, never from in-memory files.
+    pub fn new(checks: LayoutChecks, file_copies: bool) -> Result<Self, HostError> {
         static INSTANCE: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "toolhost-{}-{}",
@@ -88,7 +84,7 @@ impl Loader {
         Ok(Self {
             private_dirs,
             counter: AtomicU64::new(0),
-            in_memory: AtomicBool::new(memfd::available() && !copy_forced()),
+            in_memory: AtomicBool::new(memfd::available() && !file_copies),
             checks,
             via_memfd: AtomicU64::new(0),
             via_copy: AtomicU64::new(0),

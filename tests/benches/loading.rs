@@ -8,7 +8,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use toolhost::Host;
+use toolhost::{Host, HostOptions};
 use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -29,21 +29,17 @@ fn main() {
 
     // One library, each time in a fresh host so nothing but the record of checked layouts is
     // kept. Four ways, taken in turn in each round so that the machine's load hits all alike:
-    // mapped from a file copy (`TOOLHOST_LOAD_COPY=1`, before in-memory files) or from an
+    // mapped from a file copy (`HostOptions::file_copies`, as before in-memory files) or from an
     // in-memory file; with abi_stable's layout walk (no record: cold) or without (warm).
     let root = TestRoot::new();
     root.tool("usr", "noop", Fixture::Noop);
     let record = root.path().join("usr/.cache/checked-layouts");
     let load = |copy: bool, warm: bool| {
-        if copy {
-            std::env::set_var("TOOLHOST_LOAD_COPY", "1");
-        } else {
-            std::env::remove_var("TOOLHOST_LOAD_COPY");
-        }
         if !warm {
             let _ = std::fs::remove_file(&record);
         }
-        let host = Host::new(root.path()).unwrap();
+        let options = HostOptions::default().with_file_copies(copy);
+        let host = Host::with_options(root.path(), options).unwrap();
         let start = Instant::now();
         let found = host.resolve("default", "noop").found.is_some();
         let took = start.elapsed();
@@ -71,7 +67,6 @@ fn main() {
             loads[i].push(load(*copy, *warm));
         }
     }
-    std::env::remove_var("TOOLHOST_LOAD_COPY");
 
     // 200 copies of one library under 200 names.
     let root = TestRoot::new();

@@ -83,6 +83,10 @@ pub struct HostOptions {
     /// `TOOLHOST_WORKER` if set, else this program if it is `toolhost`, else a `toolhost`
     /// binary beside it or one folder up.
     pub worker_program: Option<PathBuf>,
+    /// Load every library from a file copy in a private folder, never from an in-memory file
+    /// (Linux's `memfd_create`; other systems always copy). Default `false`, or `true` when
+    /// `TOOLHOST_LOAD_COPY=1` is set.
+    pub file_copies: bool,
 }
 
 /// [`HostOptions::max_library_bytes`] by default: 256 MiB.
@@ -103,6 +107,7 @@ impl Default for HostOptions {
             allow_unpinned: false,
             isolate_all: false,
             worker_program: None,
+            file_copies: std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1"),
         }
     }
 }
@@ -141,6 +146,12 @@ impl HostOptions {
     /// Sets [`max_text_bytes`](Self::max_text_bytes).
     pub fn with_max_text_bytes(mut self, bytes: u64) -> Self {
         self.max_text_bytes = bytes;
+        self
+    }
+
+    /// Sets [`file_copies`](Self::file_copies).
+    pub fn with_file_copies(mut self, copies: bool) -> Self {
+        self.file_copies = copies;
         self
     }
 

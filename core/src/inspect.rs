@@ -14,6 +14,7 @@ use plugin_api::{ExtensionInfo, ToolInfo};
 
 use crate::generation::Generation;
 use crate::image::Image;
+use crate::layout_checks::LayoutChecks;
 use crate::loader::Loader;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::{LoadError, DEFAULT_MAX_LIBRARY_BYTES};
@@ -62,8 +63,8 @@ pub fn inspect(path: &Path) -> Result<Inspection, LoadError> {
     let image = Image::read(path, DEFAULT_MAX_LIBRARY_BYTES)?;
     let size = image.bytes.len() as u64;
     let sha256 = crate::governance::sha256_hex(&image.bytes);
-    let loader =
-        Loader::new().map_err(|e| LoadError::new(path, crate::LoadErrorKind::Io, e.to_string()))?;
+    let loader = Loader::new(LayoutChecks::new(None), false)
+        .map_err(|e| LoadError::new(path, crate::LoadErrorKind::Io, e.to_string()))?;
     let module = loader.load(path, &image)?;
     let generation = Arc::new(Generation::new(
         &module,

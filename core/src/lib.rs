@@ -143,6 +143,7 @@ mod inspect;
 mod intervention;
 pub mod isolation;
 mod layout;
+mod layout_checks;
 mod libraries;
 mod lifecycle;
 mod loader;
@@ -178,7 +179,7 @@ pub use isolation::IsolationSettings;
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };
-pub use loader::version_compatible;
+pub use loader::{version_compatible, LoadStats};
 pub use long_output::DEFAULT_MAX_OUTPUT;
 pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use model::{

@@ -12,7 +12,8 @@ use crate::host::HostOptions;
 use crate::image::{Image, Stamp};
 use crate::isolation::{IsolatedTool, IsolationSettings};
 use crate::layout::Escaped;
-use crate::loader::Loader;
+use crate::layout_checks::LayoutChecks;
+use crate::loader::{LoadStats, Loader};
 use crate::pins::Pins;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::reload::{ReloadEvent, Served};
@@ -119,9 +120,13 @@ pub(crate) struct Libraries {
 }
 
 impl Libraries {
-    pub(crate) fn new(options: &HostOptions, pins: Option<Pins>) -> Result<Self, HostError> {
+    pub(crate) fn new(
+        options: &HostOptions,
+        pins: Option<Pins>,
+        checks: LayoutChecks,
+    ) -> Result<Self, HostError> {
         Ok(Self {
-            loader: Loader::new()?,
+            loader: Loader::new(checks, options.file_copies)?,
             entries: Mutex::default(),
             loading: Mutex::default(),
             live: Arc::default(),
@@ -164,6 +169,11 @@ impl Libraries {
             self.loaded.load(Ordering::Relaxed),
             self.live.load(Ordering::Relaxed),
         )
+    }
+
+    /// What the loader did so far.
+    pub(crate) fn load_stats(&self) -> LoadStats {
+        self.loader.stats()
     }
 
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<ReloadEvent> {

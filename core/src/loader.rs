@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use plugin_api::__private::abi::PluginModuleRef;
@@ -12,26 +12,57 @@ pub use plugin_api::__private::version_compatible;
 
 use crate::error::{HostError, LoadError, LoadErrorKind};
 use crate::image::Image;
+use crate::layout_checks::LayoutChecks;
+
+/// What a host's loader did so far (see [`Host::load_stats`](crate::Host::load_stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadStats {
+    /// Libraries mapped from an in-memory file (Linux's `memfd_create`).
+    pub in_memory: u64,
+    /// Libraries mapped from a file copy in a private folder (elsewhere, or as a fallback).
+    pub copied: u64,
+    /// abi_stable layout checks run (the library's bytes were not recorded as checked).
+    pub layout_checks: u64,
+    /// Layout checks skipped: the same bytes passed against this host's contract before.
+    pub layout_checks_skipped: u64,
+}
 
 /// Loads libraries from private copies.
 ///
 /// The dynamic loader hands back the image it already has for a path (or inode) it has seen, and
-/// overwriting a loaded file in place crashes the process. So every load copies the file to a
-/// new name in a private folder and loads that; the copy is deleted once loaded (on Unix the
-/// mapping stays valid). A later rebuild of the original can never be confused with the image.
+/// overwriting a loaded file in place crashes the process. So every load maps a private copy of
+/// the bytes read: a rebuild of the original can never be confused with the image.
 ///
-/// On Linux the private folder is in `/dev/shm` (memory): copying there is about three times
-/// faster than to a disk-backed temporary folder and writes nothing to disk. If a copy cannot be
-/// made there (a small `/dev/shm` in a container), the system's temporary folder is used.
+/// On Linux the copy is an anonymous in-memory file (`memfd_create`), written from the bytes
+/// already in memory, sealed against any change, and opened through `/proc/self/fd/N` (see
+/// [`memfd`]): no folder, no name to clean up, a new inode each time. Where that is not
+/// possible (another system, no `/proc`, memfds refused), the copy is a file with a new name in
+/// a private folder, deleted once loaded (on Unix the mapping stays valid). On Linux that folder
+/// is in `/dev/shm` (memory): copying there is about three times faster than to a disk-backed
+/// temporary folder and writes nothing to disk. If a copy cannot be made there (a small
+/// `/dev/shm` in a container), the system's temporary folder is used.
+/// [`HostOptions::file_copies`](crate::HostOptions::file_copies) (`TOOLHOST_LOAD_COPY=1`)
+/// always copies to a file.
+///
+/// A library whose bytes passed abi_stable's layout check against this host's contract before
+/// is not walked again ([`LayoutChecks`]).
 #[derive(Debug)]
 pub struct Loader {
     private_dirs: Vec<PathBuf>,
     counter: AtomicU64,
+    /// Load through an in-memory file; cleared for good when that fails where a file copy works.
+    in_memory: AtomicBool,
+    checks: LayoutChecks,
+    /// Loads through an in-memory file, and through a file copy.
+    via_memfd: AtomicU64,
+    via_copy: AtomicU64,
 }
 
 impl Loader {
-    /// A loader with its own private folders.
-    pub fn new() -> Result<Self, HostError> {
+    /// A loader with its own private folders, recording the layout checks that pass in
+    /// `checks`; with `file_copies`, never from in-memory files.
+    pub fn new(checks: LayoutChecks, file_copies: bool) -> Result<Self, HostError> {
         static INSTANCE: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "toolhost-{}-{}",
@@ -53,6 +84,10 @@ impl Loader {
         Ok(Self {
             private_dirs,
             counter: AtomicU64::new(0),
+            in_memory: AtomicBool::new(memfd::available() && !file_copies),
+            checks,
+            via_memfd: AtomicU64::new(0),
+            via_copy: AtomicU64::new(0),
         })
     }
 
@@ -60,12 +95,60 @@ impl Loader {
     /// abi_stable never unloads a library, so the module stays valid for the life of the
     /// process.
     pub(crate) fn load(&self, path: &Path, image: &Image) -> Result<Module, LoadError> {
+        if self.in_memory.load(Ordering::Relaxed) {
+            match memfd::InMemory::new(path, &image.bytes) {
+                Ok(file) => match load_checked(file.path(), Some((&self.checks, image.hash))) {
+                    // The dynamic loader could not open or map it: perhaps in-memory files
+                    // may not hold code here (vm.memfd_noexec, a noexec policy). Tried again
+                    // from a file copy below; if that works, this loader stops trying.
+                    Err(RawLoadError::Library(LibraryError::OpenError { .. })) => {
+                        drop(file);
+                        let loaded = self.load_copy(path, image);
+                        if loaded.is_ok() {
+                            tracing::debug!(
+                                "loading {} from an in-memory file failed but a file copy \
+                                 worked: this host loads from file copies from now on",
+                                path.display()
+                            );
+                            self.in_memory.store(false, Ordering::Relaxed);
+                        }
+                        return loaded;
+                    }
+                    loaded => {
+                        self.via_memfd.fetch_add(1, Ordering::Relaxed);
+                        return loaded.map_err(|e| classify(path, e));
+                    }
+                },
+                Err(e) => tracing::debug!(
+                    "cannot make an in-memory file for {}: {e}; copying it to a file",
+                    path.display()
+                ),
+            }
+        }
+        self.load_copy(path, image)
+    }
+
+    /// [`load`](Self::load) through a private file copy.
+    fn load_copy(&self, path: &Path, image: &Image) -> Result<Module, LoadError> {
         let copy = self.private_copy(path, &image.bytes)?;
-        let loaded = load_checked(&copy).map_err(|e| classify(path, e));
+        self.via_copy.fetch_add(1, Ordering::Relaxed);
+        let loaded =
+            load_checked(&copy, Some((&self.checks, image.hash))).map_err(|e| classify(path, e));
         // The mapping stays valid on Unix; on Windows the loaded copy cannot be deleted and is
         // removed with the folder when the loader is dropped (best effort).
         let _ = fs::remove_file(&copy);
         loaded
+    }
+
+    /// What this loader did so far.
+    pub(crate) fn stats(&self) -> LoadStats {
+        let (layout_checks, layout_checks_skipped) = self.checks.counts();
+        LoadStats {
+            in_memory: self.via_memfd.load(Ordering::Relaxed),
+            copied: self.via_copy.load(Ordering::Relaxed),
+            layout_checks,
+            layout_checks_skipped,
+        }
     }
 
     /// A private copy of `image` (read from `path`) for a worker process to load; the caller
@@ -147,7 +230,8 @@ impl Drop for Loader {
 /// Loads a private copy made by [`Loader::stage`] (in a worker process), with the same checks
 /// and the same errors as [`Loader::load`]; `source` is the file as found in its layer.
 pub(crate) fn load_staged(copy: &Path, source: &Path) -> Result<Module, LoadError> {
-    load_checked(copy).map_err(|e| classify(source, e))
+    // A worker loads one library: nothing to gain from a record, so the layout is walked.
+    load_checked(copy, None).map_err(|e| classify(source, e))
 }
 
 /// A library's root module, loaded and checked.
@@ -157,21 +241,61 @@ pub(crate) struct Module {
     pub(crate) contract: String,
 }
 
+#[cfg(target_os = "linux")]
+mod memfd;
+#[cfg(not(target_os = "linux"))]
+mod memfd {
+    //! In-memory files are Linux's: elsewhere every load copies to a file.
+    use std::path::Path;
+
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    pub(super) struct InMemory(std::convert::Infallible);
+
+    impl InMemory {
+        pub(super) fn new(_: &Path, _: &[u8]) -> std::io::Result<Self> {
+            Err(std::io::ErrorKind::Unsupported.into())
+        }
+
+        pub(super) fn path(&self) -> &Path {
+            match self.0 {}
+        }
+    }
+}
+
 /// What went wrong inside [`load_checked`], before it is worded for the user.
 enum RawLoadError {
     Library(LibraryError),
     Version { found: String },
 }
 
-fn load_checked(copy: &Path) -> Result<Module, RawLoadError> {
-    let header = lib_header_from_path(copy).map_err(RawLoadError::Library)?;
+/// Loads the library at `file` (a private copy) and checks it: the contract version always, and
+/// the layout unless `checks` (the record, and the content hash of the bytes) holds that these
+/// bytes passed it against this host's contract.
+fn load_checked(
+    file: &Path,
+    checks: Option<(&LayoutChecks, u128)>,
+) -> Result<Module, RawLoadError> {
+    let header = lib_header_from_path(file).map_err(RawLoadError::Library)?;
     let found = header.version_strings().version.as_str().to_owned();
     if !version_compatible(plugin_api::API_VERSION, &found) {
         return Err(RawLoadError::Version { found });
     }
-    let root = header
-        .init_root_module::<PluginModuleRef>()
-        .map_err(RawLoadError::Library)?;
+    let root = if checks.is_some_and(|(checks, hash)| checks.passed(hash)) {
+        // SAFETY: these very bytes (same content hash) passed `init_root_module`'s layout
+        // check against this host's contract (same identity, see `layout_checks`) before.
+        // abi_stable's version check still runs.
+        unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
+    } else {
+        let root = header.init_root_module::<PluginModuleRef>();
+        if let (Ok(_), Some((checks, hash))) = (&root, checks) {
+            checks.record(hash);
+        }
+        root
+    }
+    .map_err(RawLoadError::Library)?;
     Ok(Module {
         root,
         contract: found,

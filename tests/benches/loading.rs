@@ -1,5 +1,6 @@
-//! Loading costs: one plugin library (copy, checks, dlopen, layout check, instance), and
-//! `list` over 200 tool libraries, in-process and through the CLI.
+//! Loading costs: one plugin library (private copy in memory or in a file, checks, dlopen,
+//! layout check walked or skipped, instance), and `list` over 200 tool libraries, in-process
+//! and through the CLI.
 //!
 //! Run with `cargo bench -p toolhost-tests --bench loading`. A plain bench binary: each load
 //! maps a new copy that is never unloaded, so the iteration counts are fixed and small.
@@ -7,7 +8,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use toolhost::Host;
+use toolhost::{Host, HostOptions};
 use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -26,16 +27,45 @@ fn main() {
     }
     let size = std::fs::metadata(Fixture::Noop.path()).unwrap().len();
 
-    // One library, each time in a fresh host so nothing is cached.
+    // One library, each time in a fresh host so nothing but the record of checked layouts is
+    // kept. Four ways, taken in turn in each round so that the machine's load hits all alike:
+    // mapped from a file copy (`HostOptions::file_copies`, as before in-memory files) or from an
+    // in-memory file; with abi_stable's layout walk (no record: cold) or without (warm).
     let root = TestRoot::new();
     root.tool("usr", "noop", Fixture::Noop);
-    let mut loads = Vec::new();
-    for _ in 0..101 {
-        let host = Host::new(root.path()).unwrap();
+    let record = root.path().join("usr/.cache/checked-layouts");
+    let load = |copy: bool, warm: bool| {
+        if !warm {
+            let _ = std::fs::remove_file(&record);
+        }
+        let options = HostOptions::default().with_file_copies(copy);
+        let host = Host::with_options(root.path(), options).unwrap();
         let start = Instant::now();
         let found = host.resolve("default", "noop").found.is_some();
-        loads.push(start.elapsed());
+        let took = start.elapsed();
         assert!(found);
+        let stats = host.load_stats();
+        assert_eq!(stats.copied == 1, copy, "{stats:?}");
+        assert_eq!(stats.layout_checks_skipped == 1, warm, "{stats:?}");
+        took
+    };
+    // The first load of the process also computes the host's contract identity (once).
+    let first = load(false, false);
+    let ways = [
+        (true, false, "file copy, layout walked (before)"),
+        (false, false, "in-memory file, layout walked (cold record)"),
+        (true, true, "file copy, walk skipped"),
+        (
+            false,
+            true,
+            "in-memory file, walk skipped (warm record: the usual case)",
+        ),
+    ];
+    let mut loads = vec![Vec::new(); ways.len()];
+    for _ in 0..101 {
+        for (i, (copy, warm, _)) in ways.iter().enumerate() {
+            loads[i].push(load(*copy, *warm));
+        }
     }
 
     // 200 copies of one library under 200 names.
@@ -64,11 +94,17 @@ fn main() {
 
     println!("| measurement | median | other |");
     println!("|---|---|---|");
+    for ((_, _, what), loads) in ways.iter().zip(loads) {
+        println!(
+            "| load one plugin library ({} KiB, 101 loads): {what} | {:.0} µs | p90 {:.0} µs |",
+            size / 1024,
+            median(loads.clone()).as_secs_f64() * 1e6,
+            percentile(loads, 0.9).as_secs_f64() * 1e6
+        );
+    }
     println!(
-        "| load one plugin library ({} KiB, 101 loads) | {:.0} µs | p90 {:.0} µs |",
-        size / 1024,
-        median(loads.clone()).as_secs_f64() * 1e6,
-        percentile(loads, 0.9).as_secs_f64() * 1e6
+        "| the first load of the process (in-memory file, walked; computes the contract identity) | {:.0} µs | one sample |",
+        first.as_secs_f64() * 1e6
     );
     println!(
         "| `Host::list` over 200 tool libraries (7 runs) | {:.1} ms | min {:.1} ms |",

@@ -8,6 +8,7 @@ mod cli_mistakes;
 mod deadlines;
 mod extensions;
 mod fakellm;
+mod fast_loading;
 mod governance;
 mod hostile_files;
 mod inspect;

@@ -27,8 +27,11 @@ fn copies_are_removed_once_loaded_and_the_original_can_change() {
     let root = TestRoot::new();
     // A name no other test uses: other hosts of this test process share the folder prefix.
     let original = root.tool("usr", "copy_check", Fixture::Echo);
-    let host = root.host();
+    // File copies as on systems without in-memory files (Linux uses those by default).
+    let options = toolhost::HostOptions::default().with_file_copies(true);
+    let host = std::sync::Arc::new(toolhost::Host::with_options(root.path(), options).unwrap());
     assert!(host.resolve("default", "copy_check").found.is_some());
+    assert_eq!(host.load_stats().copied, 1, "{:?}", host.load_stats());
     let dirs = own_private_dirs();
     assert!(!dirs.is_empty(), "the host made a private folder");
     for dir in &dirs {

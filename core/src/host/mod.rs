@@ -18,7 +18,9 @@ use crate::cache::{Epoch, Found, ProfileCache};
 use crate::config::{Config, ConfigError};
 use crate::error::HostError;
 use crate::layout::{Layer, Layout};
+use crate::layout_checks::LayoutChecks;
 use crate::libraries::Libraries;
+use crate::loader::LoadStats;
 use crate::pins::Pins;
 use crate::plugin::ExtensionHandle;
 use crate::reload::ReloadEvent;
@@ -81,6 +83,10 @@ pub struct HostOptions {
     /// `TOOLHOST_WORKER` if set, else this program if it is `toolhost`, else a `toolhost`
     /// binary beside it or one folder up.
     pub worker_program: Option<PathBuf>,
+    /// Load every library from a file copy in a private folder, never from an in-memory file
+    /// (Linux's `memfd_create`; other systems always copy). Default `false`, or `true` when
+    /// `TOOLHOST_LOAD_COPY=1` is set.
+    pub file_copies: bool,
 }
 
 /// [`HostOptions::max_library_bytes`] by default: 256 MiB.
@@ -101,6 +107,7 @@ impl Default for HostOptions {
             allow_unpinned: false,
             isolate_all: false,
             worker_program: None,
+            file_copies: std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1"),
         }
     }
 }
@@ -139,6 +146,12 @@ impl HostOptions {
     /// Sets [`max_text_bytes`](Self::max_text_bytes).
     pub fn with_max_text_bytes(mut self, bytes: u64) -> Self {
         self.max_text_bytes = bytes;
+        self
+    }
+
+    /// Sets [`file_copies`](Self::file_copies).
+    pub fn with_file_copies(mut self, copies: bool) -> Self {
+        self.file_copies = copies;
         self
     }
 
@@ -223,7 +236,11 @@ impl Host {
             });
         let host = Self {
             secrets: SecretStore::new(secrets),
-            libraries: Libraries::new(&options, pins(&layout, &options))?,
+            libraries: Libraries::new(
+                &options,
+                pins(&layout, &options),
+                LayoutChecks::in_root(layout.root()),
+            )?,
             layout,
             options,
             epoch: Epoch::default(),
@@ -297,6 +314,13 @@ impl Host {
     pub fn generations(&self) -> Generations {
         let (loaded, live) = self.libraries.generations();
         Generations { loaded, live }
+    }
+
+    /// What loading libraries took so far: how many were mapped from in-memory files or from
+    /// file copies, and how many layout checks ran or were skipped (the same bytes passed
+    /// against this host's contract before; recorded in `usr/.cache/checked-layouts`).
+    pub fn load_stats(&self) -> LoadStats {
+        self.libraries.load_stats()
     }
 
     /// The profile's layers, most specific first ([`Layout::layers`], cached).

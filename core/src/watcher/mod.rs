@@ -243,7 +243,7 @@ impl WatchState {
 
     /// Whether a new folder at `dir` can hold plugins or their folders: `usr`, `plugins` or
     /// `core` in the root; a profile, plugin or extension point folder; or a `tools`,
-    /// `extensions`, `prompts`, `agents` or `plugins` folder.
+    /// `extensions`, `prompts`, `agents` or `plugins` folder. Never `usr/.cache`.
     fn can_hold_plugins(&self, dir: &Path) -> bool {
         let name = |p: &Path| p.file_name().and_then(|n| n.to_str()).map(str::to_owned);
         let (Some(own), Some(parent)) = (name(dir), dir.parent()) else {
@@ -251,6 +251,9 @@ impl WatchState {
         };
         if parent == self.layout.root() {
             return matches!(own.as_str(), "usr" | "plugins" | "core");
+        }
+        if own == ".cache" && parent == self.layout.root().join("usr") {
+            return false; // the host's own caches (checked layouts), written while it loads
         }
         let folders = ["tools", "extensions", "prompts", "agents", "plugins"];
         folders.contains(&own.as_str())

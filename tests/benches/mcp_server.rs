@@ -47,6 +47,8 @@ async fn stdio_client(root: &TestRoot) -> Client {
 }
 
 async fn http_client(url: &str) -> Client {
+    // rmcp's reqwest has no crypto provider of its own (a provider set earlier stays).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
     ().serve(transport).await.expect("initialize")
 }

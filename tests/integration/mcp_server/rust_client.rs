@@ -149,6 +149,8 @@ async fn rmcp_client_over_stdio_lists_calls_with_progress_and_cancels() {
 async fn rmcp_client_over_http_lists_calls_with_progress_and_cancels() {
     let root = root();
     let server = HttpServer::start(&root, &["--sessions"]);
+    // rmcp's reqwest has no crypto provider of its own (a provider set earlier stays).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
     let recorder = Recorder::default();
     let client = recorder.clone().serve(transport).await.expect("initialize");

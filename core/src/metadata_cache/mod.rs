@@ -101,8 +101,12 @@ impl MetadataCache {
 
     /// Records what loading the library of SHA-256 `sha256` gave.
     pub(crate) fn record(&self, sha256: &str, extension: bool, outcome: Outcome) {
+        let written = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let record = LibraryRecord {
             host: key::host_contract().to_owned(),
+            written,
             outcome,
         };
         let key = library_key(sha256, extension);

@@ -16,6 +16,10 @@ const FORMAT: u32 = 1;
 /// The largest cache file read; a larger one is ignored.
 const MAX_BYTES: u64 = 256 << 20;
 
+/// Records of libraries no indexed file holds now (an earlier build, a removed plugin) that are
+/// kept, the most recently written first: switching back to a build does not load it again.
+const KEEP_UNUSED: usize = 256;
+
 /// Everything the file holds.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Store {
@@ -41,6 +45,9 @@ pub(crate) struct FileRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct LibraryRecord {
     pub(crate) host: String,
+    /// When it was written (seconds since the Unix epoch): the oldest unused records go first.
+    #[serde(default)]
+    pub(crate) written: u64,
     pub(crate) outcome: Outcome,
 }
 
@@ -99,7 +106,8 @@ impl Store {
     }
 
     /// Merges `files` and `libraries` into what the file holds now and writes it atomically.
-    /// Files that are gone leave the index, and records no indexed file refers to are dropped.
+    /// Files that are gone leave the index, and of the records no indexed file refers to only
+    /// the [`KEEP_UNUSED`] most recent stay.
     pub(crate) fn merge_and_write(
         path: &Path,
         files: BTreeMap<String, FileRecord>,
@@ -113,10 +121,20 @@ impl Store {
             .files
             .retain(|file, _| FileKey::of(Path::new(file)).is_some());
         let used: BTreeSet<&str> = store.files.values().map(|f| f.sha256.as_str()).collect();
-        store.libraries.retain(|key, _| {
+        let is_used = |key: &str| {
             key.rsplit_once(':')
                 .is_some_and(|(sha, _)| used.contains(sha))
-        });
+        };
+        let mut unused: Vec<(u64, String)> = store
+            .libraries
+            .iter()
+            .filter(|(key, _)| !is_used(key))
+            .map(|(key, record)| (record.written, key.clone()))
+            .collect();
+        unused.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, key) in unused.into_iter().skip(KEEP_UNUSED) {
+            store.libraries.remove(&key);
+        }
         let bytes = serde_json::to_vec(&store).map_err(std::io::Error::other)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;

@@ -142,7 +142,7 @@ fn on_every_core<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -
         }
     };
     let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads).map(|_| scope.spawn(&worker)).collect();
+        let workers: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
         workers
             .into_iter()
             .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))

@@ -18,6 +18,8 @@
 
 mod key;
 mod store;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -52,7 +52,7 @@ pub(crate) struct LibraryRecord {
 }
 
 /// What loading a library gave, as far as `list` and the tools prompt need it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum Outcome {
     /// A tool, with its metadata and the readiness it reported when it was loaded.

@@ -159,18 +159,9 @@ impl Host {
     /// Records in the metadata cache what loading `path` gave, if what the loader read is the
     /// content `seen` (the file may have changed in between).
     fn learn(&self, path: &Path, extension: bool, mode: Mode, seen: Seen, loaded: &Loaded) {
-        let xxh3 = match seen.xxh3 {
-            Some(xxh3) => Some(xxh3),
-            None => read(path, self.options.max_library_bytes)
-                .filter(|again| again.sha256 == seen.sha256)
-                .and_then(|again| again.xxh3),
-        };
         let Some((hash, failing)) = self.libraries.last_read(path) else {
             return;
         };
-        if xxh3 != Some(hash) {
-            return;
-        }
         let outcome = match loaded {
             Loaded::Tool(handle) if !failing => Outcome::Tool {
                 info: handle.info().clone(),
@@ -194,7 +185,18 @@ impl Host {
             }
             _ => return,
         };
-        self.metadata.record(&seen.sha256, extension, outcome);
+        if self.metadata.outcome(&seen.sha256, extension).as_ref() == Some(&outcome) {
+            return; // known already (`list --load`): no need to read the file again
+        }
+        let xxh3 = match seen.xxh3 {
+            Some(xxh3) => Some(xxh3),
+            None => read(path, self.options.max_library_bytes)
+                .filter(|again| again.sha256 == seen.sha256)
+                .and_then(|again| again.xxh3),
+        };
+        if xxh3 == Some(hash) {
+            self.metadata.record(&seen.sha256, extension, outcome);
+        }
     }
 }
 

@@ -151,6 +151,7 @@ mod long_output;
 pub mod mcp;
 pub mod mcp_server;
 mod message_loop;
+mod metadata_cache;
 mod model;
 mod name;
 pub mod openai;
@@ -171,7 +172,8 @@ pub use agent::Agent;
 pub use error::{HostError, LoadError, LoadErrorKind};
 pub use hooks::{nice_key, sanitize};
 pub use host::{
-    FoundTool, Generations, Host, HostOptions, Listing, McpListing, Resolution, ToolListing,
+    CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
+    ListedTool, Listing, McpListing, Resolution, ToolListing, ToolSource,
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
 pub use inspect::{inspect, Declared, Inspection};
@@ -182,6 +184,7 @@ pub use layout::{
 pub use loader::{version_compatible, LoadStats};
 pub use long_output::DEFAULT_MAX_OUTPUT;
 pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
+pub use metadata_cache::{CACHE_DIR_NAME, METADATA_FILE_NAME};
 pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,

@@ -63,6 +63,8 @@ struct Entry {
     unpinned: bool,
     /// To be read again at the next lookup, whatever its stamp (the pins changed).
     stale: bool,
+    /// The last bytes read failed to load (`current` is an older generation, or the failure).
+    failing: bool,
 }
 
 thread_local! {
@@ -283,6 +285,26 @@ impl Libraries {
             .then(|| entry.current.clone())
     }
 
+    /// What `path` serves now without reading it, if its file did not change since it was read
+    /// and it was loaded as `mode` says.
+    pub(crate) fn peek(&self, path: &Path, mut mode: Mode) -> Option<Arc<Loaded>> {
+        self.cached(path, &mut mode)
+    }
+
+    /// The hash of the bytes of `path` last read, and whether they failed to load.
+    pub(crate) fn last_read(&self, path: &Path) -> Option<(u128, bool)> {
+        let entries = lock(&self.entries);
+        let entry = entries.get(path)?;
+        Some((entry.hash?, entry.failing))
+    }
+
+    /// The pin check of the library at `path` whose bytes have SHA-256 `sha256` (hex): `None`
+    /// when pinning is off; the error is its "skipped" reason.
+    pub(crate) fn pin_check(&self, path: &Path, sha256: &str) -> Option<Result<(), String>> {
+        let pins = self.pins.as_ref()?;
+        Some(pins.check_pin(path, &format!("sha256:{sha256}")))
+    }
+
     /// What `path` serves; `extension` is `(point, name)` for an extension. It is loaded as
     /// `mode` says; a library loaded the other way before is loaded again.
     pub(crate) fn load(
@@ -367,6 +389,7 @@ impl Libraries {
             generations: number,
             unpinned: false,
             stale: false,
+            failing: false,
         };
         self.replace(path, entry);
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
@@ -471,6 +494,7 @@ impl Libraries {
                 generations,
                 unpinned: error.kind == LoadErrorKind::Unpinned,
                 stale: false,
+                failing: true,
             };
             let replaced = entries.insert(path.to_owned(), entry);
             drop(entries);

@@ -135,9 +135,15 @@ impl PinLock {
     /// Whether `bytes` are what the lock pins for `relative` (a path relative to the root);
     /// the error says why not and what to do.
     pub fn check(&self, relative: &str, bytes: &[u8]) -> Result<(), String> {
+        self.check_pin(relative, &pin_of(bytes))
+    }
+
+    /// Whether `pin` (`sha256:<hex>`) is what the lock pins for `relative`, as
+    /// [`check`](Self::check) says.
+    pub(crate) fn check_pin(&self, relative: &str, pin: &str) -> Result<(), String> {
         match self.libraries.get(relative) {
             None => Err("it is not pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust it, or pass --allow-unpinned while developing".to_owned()),
-            Some(pinned) if *pinned == pin_of(bytes) => Ok(()),
+            Some(pinned) if pinned == pin => Ok(()),
             Some(_) => Err("its bytes changed since it was pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust the new build, or pass --allow-unpinned while developing".to_owned()),
         }
     }
@@ -201,6 +207,11 @@ impl Pins {
 
     /// Whether the library at `path` with `bytes` may load; the error is its "skipped" reason.
     pub(crate) fn check(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        self.check_pin(path, &pin_of(bytes))
+    }
+
+    /// As [`check`](Self::check), for bytes whose pin (`sha256:<hex>`) is `pin`.
+    pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
         let file = self.layout.pins_file();
         let stamp = Stamp::of(&file);
         let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
@@ -209,7 +220,7 @@ impl Pins {
             *read = Some((stamp, lock));
         }
         let verdict = match &read.as_ref().expect("just read").1 {
-            Ok(lock) => lock.check(&relative(&self.layout, path), bytes),
+            Ok(lock) => lock.check_pin(&relative(&self.layout, path), pin),
             Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
         };
         match verdict {

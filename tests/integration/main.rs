@@ -20,6 +20,7 @@ mod long_output;
 mod mcp_client;
 mod mcp_server;
 mod message_loop;
+mod metadata_cache;
 mod model_failures;
 mod models;
 mod names;

@@ -5,14 +5,18 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde_json::{json, Value};
 use toolhost::config::{Access, Config, PolicyDecision};
-use toolhost::{Host, Listing, ToolListing};
+use toolhost::{Catalog, CatalogMode, Host, ListedTool};
 
 use crate::{check_profile, relative};
 
-pub(crate) fn list(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
+pub(crate) fn list(host: &Host, profile: &str, json: bool, load: bool) -> Result<ExitCode> {
     check_profile(host, profile)?;
     crate::mcp::settle(host, profile)?;
-    let listing = host.list(profile);
+    let mode = match load {
+        true => CatalogMode::Load,
+        false => CatalogMode::Cached,
+    };
+    let listing = host.catalog_with(profile, mode);
     if json {
         let value = listing_json(host, profile, &listing);
         println!("{}", serde_json::to_string_pretty(&value)?);
@@ -30,8 +34,8 @@ fn profile_config(host: &Host, profile: &str) -> Option<std::sync::Arc<Config>> 
 }
 
 /// Why the config refuses the tool (`[access]`), if it does.
-fn denial(config: Option<&Config>, tool: &ToolListing) -> Option<String> {
-    let capabilities = &tool.found.handle.info().capabilities;
+fn denial(config: Option<&Config>, tool: &ListedTool) -> Option<String> {
+    let capabilities = &tool.info().capabilities;
     match config?.access(&tool.name, capabilities) {
         Access::Denied { reason } => Some(reason),
         Access::Allowed => None,
@@ -39,13 +43,13 @@ fn denial(config: Option<&Config>, tool: &ToolListing) -> Option<String> {
 }
 
 /// The approval policy for the tool's calls, and where it was decided.
-fn policy(config: Option<&Config>, tool: &ToolListing) -> Option<(PolicyDecision, String)> {
-    let risk = tool.found.handle.info().risk_level;
+fn policy(config: Option<&Config>, tool: &ListedTool) -> Option<(PolicyDecision, String)> {
+    let risk = tool.info().risk_level;
     let (decision, source) = config?.policy(&tool.name, risk);
     Some((decision, source.to_string()))
 }
 
-pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
+pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
     let config = profile_config(host, profile);
     let config = config.as_deref();
     let fragments: std::collections::HashSet<String> = host
@@ -61,8 +65,8 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
         println!("  (none: run `cargo xtask install` to build the built-in plugins)");
     }
     for tool in &listing.tools {
-        let info = tool.found.handle.info();
-        let isolated = match tool.found.handle.is_isolated() {
+        let info = tool.info();
+        let isolated = match tool.is_isolated() {
             true => " (isolated: runs in a worker process)",
             false => "",
         };
@@ -70,8 +74,8 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
             "  {:<12} {:<5} [{} layer] {}{isolated}",
             tool.name,
             info.risk_level.as_str(),
-            tool.found.layer.kind.as_str(),
-            relative(host, &tool.found.path)
+            tool.layer.kind.as_str(),
+            relative(host, &tool.path)
         );
         let fragment = format!("agent.system.tool.{}.md", tool.name);
         if info.description.trim().is_empty() && !fragments.contains(&fragment) {
@@ -86,7 +90,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
         for shadow in &tool.shadows {
             println!("               shadows {}", relative(host, shadow));
         }
-        if let Some(why) = tool.found.handle.unavailable() {
+        if let Some(why) = tool.unavailable() {
             println!("               unavailable: {why}");
         }
         if let Some(why) = denial(config, tool) {
@@ -103,19 +107,18 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
         1 => println!("1 call still running past its deadline or a stop"),
         n => println!("{n} calls still running past their deadline or a stop"),
     }
-    let points = host.extension_points(profile);
-    if !points.is_empty() {
+    if !listing.extensions.is_empty() {
         println!("Extensions, in the order they run:");
     }
-    for point in points {
+    for (point, run) in &listing.extensions {
         println!("  {point}:");
-        for ext in host.extensions(profile, &point).iter() {
-            let isolated = match ext.is_isolated() {
+        for ext in run {
+            let isolated = match ext.isolated {
                 true => " (isolated)",
                 false => "",
             };
-            let file = relative(host, ext.source());
-            println!("    {:<24} {file}{isolated}", ext.name());
+            let file = relative(host, &ext.path);
+            println!("    {:<24} {file}{isolated}", ext.name);
         }
     }
     if !listing.skipped.is_empty() {
@@ -128,7 +131,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Listing) {
 
 /// The profile's MCP tools (layer `mcp:<server>`), servers not ready, and mistakes in its
 /// `mcp.json` files.
-fn print_mcp(host: &Host, profile: &str, listing: &Listing) {
+fn print_mcp(host: &Host, profile: &str, listing: &Catalog) {
     for listed in &listing.mcp {
         let (tool, info) = (&listed.tool, listed.tool.info());
         println!(
@@ -163,7 +166,7 @@ fn print_mcp(host: &Host, profile: &str, listing: &Listing) {
 }
 
 /// The profile's MCP tools as rows of the `tools` array.
-fn mcp_json(host: &Host, config: Option<&Config>, listing: &Listing) -> Vec<Value> {
+fn mcp_json(host: &Host, config: Option<&Config>, listing: &Catalog) -> Vec<Value> {
     listing
         .mcp
         .iter()
@@ -189,26 +192,25 @@ fn mcp_json(host: &Host, config: Option<&Config>, listing: &Listing) -> Vec<Valu
         .collect::<Vec<_>>()
 }
 
-fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
+fn listing_json(host: &Host, profile: &str, listing: &Catalog) -> Value {
     let config = profile_config(host, profile);
     let config = config.as_deref();
-    let extensions: serde_json::Map<String, Value> = host
-        .extension_points(profile)
-        .into_iter()
-        .map(|point| {
-            let list = host
-                .extensions(profile, &point)
+    let extensions: serde_json::Map<String, Value> = listing
+        .extensions
+        .iter()
+        .map(|(point, run)| {
+            let list = run
                 .iter()
                 .map(|e| {
                     json!({
-                        "name": e.name(),
-                        "file": relative(host, e.source()),
-                        "description": e.info().description,
-                        "isolated": e.is_isolated(),
+                        "name": e.name,
+                        "file": relative(host, &e.path),
+                        "description": e.info.description,
+                        "isolated": e.isolated,
                     })
                 })
                 .collect::<Vec<_>>();
-            (point, Value::Array(list))
+            (point.clone(), Value::Array(list))
         })
         .collect();
     let mcp_tools = mcp_json(host, config, listing);
@@ -216,27 +218,27 @@ fn listing_json(host: &Host, profile: &str, listing: &Listing) -> Value {
         "overdue_calls": toolhost::governance::overdue(),
         "extensions": extensions,
         "tools": mcp_tools.into_iter().chain(listing.tools.iter().map(|t| {
-            let info = t.found.handle.info();
+            let info = t.info();
             json!({
                 "name": t.name,
-                "layer": t.found.layer.kind.as_str(),
-                "layer_dir": t.found.layer.label,
-                "file": relative(host, &t.found.path),
+                "layer": t.layer.kind.as_str(),
+                "layer_dir": t.layer.label,
+                "file": relative(host, &t.path),
                 "shadows": t.shadows.iter().map(|p| relative(host, p)).collect::<Vec<_>>(),
                 "description": info.description,
                 "risk_level": info.risk_level.as_str(),
                 "version": info.version,
-                "package": t.found.handle.package(),
-                "isolated": t.found.handle.is_isolated(),
-                "contract": t.found.handle.contract(),
+                "package": t.package(),
+                "isolated": t.is_isolated(),
+                "contract": t.contract(),
                 "parameters": info.parameters,
                 "capabilities": info.capabilities,
                 "timeout_seconds": info.timeout_seconds,
                 "max_retries": info.max_retries,
-                "ready": t.found.handle.readiness().is_ready(),
-                "not_ready_reason": t.found.handle.readiness().reason(),
-                "breaker": t.found.handle.breaker_state().name(),
-                "unavailable": t.found.handle.unavailable(),
+                "ready": t.readiness().is_ready(),
+                "not_ready_reason": t.readiness().reason(),
+                "breaker": t.breaker_state().name(),
+                "unavailable": t.unavailable(),
                 "denied": denial(config, t),
                 "policy": policy(config, t).map(|(decision, _)| decision.as_str()),
             })

@@ -65,6 +65,10 @@ enum Command {
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
+        /// Load every library, as a call would, instead of trusting the metadata cache
+        /// (usr/.cache/metadata.json) for libraries whose bytes it knows.
+        #[arg(long)]
+        load: bool,
     },
     /// Call one tool through the full lifecycle and print its response.
     Call {
@@ -340,7 +344,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             AuditCommand::Verify => audit::verify(&root),
             AuditCommand::Tail { n } => audit::tail(&root, n),
         },
-        Command::List { profile, json } => list::list(&host()?, &profile, json),
+        Command::List {
+            profile,
+            json,
+            load,
+        } => list::list(&host()?, &profile, json, load),
         Command::Inspect { file, json } => inspect::inspect(&file, json),
         Command::Pin { check } => pin::pin(&host()?, check),
         Command::New {

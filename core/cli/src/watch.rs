@@ -53,7 +53,7 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
             "" => continue,
             "/quit" | "/exit" => break,
             "/list" => {
-                print_listing(&host, profile, &host.list(profile));
+                print_listing(&host, profile, &host.catalog(profile));
                 continue;
             }
             _ => {}

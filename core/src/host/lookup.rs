@@ -145,7 +145,11 @@ impl Host {
 
     /// The extension files of `point` that win, by file name (first occurrence across
     /// layers), with their layers.
-    fn extension_files(&self, profile: &str, point: &str) -> BTreeMap<String, (PathBuf, Layer)> {
+    pub(super) fn extension_files(
+        &self,
+        profile: &str,
+        point: &str,
+    ) -> BTreeMap<String, (PathBuf, Layer)> {
         let mut winners: BTreeMap<String, (PathBuf, Layer)> = BTreeMap::new();
         for layer in self.layers(profile).iter() {
             for (stem, path) in self.served_files(&layer.point_dir(point)) {
@@ -179,12 +183,12 @@ impl Host {
     /// Where the tool `name` of `layer` runs for `profile`: in a worker process if
     /// [`HostOptions::isolate_all`](crate::HostOptions::isolate_all) or the profile's `isolate`
     /// says so (a profile whose config has a mistake runs it in this process).
-    fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
+    pub(super) fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
         self.mode(profile, |c| c.isolated(name, layer))
     }
 
     /// Where an extension of `layer` runs for `profile` (as [`tool_mode`](Self::tool_mode)).
-    fn extension_mode(&self, profile: &str, layer: &Layer) -> Mode {
+    pub(super) fn extension_mode(&self, profile: &str, layer: &Layer) -> Mode {
         self.mode(profile, |c| c.isolated_extension(layer))
     }
 

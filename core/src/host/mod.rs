@@ -3,6 +3,7 @@
 //! extensions, [`changes`] reacts to file changes, [`listing`] lists what a profile sees, and
 //! [`prompt`] assembles the system prompt.
 
+mod catalog;
 mod changes;
 mod config;
 mod listing;
@@ -26,6 +27,7 @@ use crate::plugin::ExtensionHandle;
 use crate::reload::ReloadEvent;
 use crate::secrets::{SecretStore, Secrets};
 
+pub use catalog::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 pub use listing::{Listing, McpListing, ToolListing};
 pub use lookup::{FoundTool, Resolution};
 
@@ -215,6 +217,8 @@ pub struct Host {
     pub(crate) audit: std::sync::OnceLock<Option<crate::audit::Audit>>,
     /// The MCP servers, by profile. Dropped with the host: every server is shut down.
     mcp: crate::mcp::McpClients,
+    /// What `list` and the tools prompt know of libraries without loading them.
+    metadata: crate::metadata_cache::MetadataCache,
 }
 
 impl Host {
@@ -234,6 +238,7 @@ impl Host {
                 tracing::warn!("{e}; running without secrets");
                 Secrets::empty()
             });
+        let metadata = crate::metadata_cache::MetadataCache::new(layout.metadata_cache_file());
         let host = Self {
             secrets: SecretStore::new(secrets),
             libraries: Libraries::new(
@@ -250,6 +255,7 @@ impl Host {
             configs: ProfileCache::default(),
             audit: std::sync::OnceLock::new(),
             mcp: Default::default(),
+            metadata,
         };
         // The default profile's MCP servers start now, in the background.
         host.mcp_profile("default");

@@ -55,10 +55,10 @@ impl Host {
     /// `inputSchema`). A tool that cannot be called now (denied by the profile's config, not
     /// ready, breaker open) is left out, fragment and all.
     pub fn tools_prompt(&self, profile: &str) -> String {
-        let listing = self.list(profile);
+        let listing = self.catalog(profile);
         let config = self.config(profile).ok();
-        let denied = |t: &super::ToolListing| {
-            let capabilities = &t.found.handle.info().capabilities;
+        let denied = |t: &super::ListedTool| {
+            let capabilities = &t.info().capabilities;
             config
                 .as_ref()
                 .is_some_and(|c| matches!(c.access(&t.name, capabilities), Access::Denied { .. }))
@@ -66,7 +66,7 @@ impl Host {
         let unavailable: HashSet<String> = listing
             .tools
             .iter()
-            .filter(|t| t.found.handle.unavailable().is_some() || denied(t))
+            .filter(|t| t.unavailable().is_some() || denied(t))
             .map(|t| format!("{TOOL_FRAGMENT}{}.md", t.name))
             .collect();
         let mut fragments = self.prompt_fragments(profile);
@@ -88,7 +88,7 @@ impl Host {
             if !covered.contains(&tool.name) && !unavailable.contains(&file) {
                 parts.insert(
                     format!("{TOOL_FRAGMENT}{}.md", tool.name),
-                    generated_fragment(&tool.name, tool.found.handle.info()),
+                    generated_fragment(&tool.name, tool.info()),
                 );
             }
         }
@@ -118,15 +118,12 @@ impl Host {
     /// schema when it declares none). An MCP tool is named `<server>__<tool>` there, since
     /// function names may not hold a `.`; a call by that name finds it.
     pub fn tool_specs(&self, profile: &str) -> Vec<ToolSpec> {
-        let listing = self.list(profile);
+        let listing = self.catalog(profile);
         let mcp = listing
             .mcp
             .iter()
             .map(|m| spec(m.tool.native_name(), m.tool.info()));
-        let libraries = listing
-            .tools
-            .iter()
-            .map(|t| spec(t.name.clone(), t.found.handle.info()));
+        let libraries = listing.tools.iter().map(|t| spec(t.name.clone(), t.info()));
         mcp.chain(libraries).collect()
     }
 }

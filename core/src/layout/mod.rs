@@ -204,6 +204,21 @@ impl Layout {
             .join(CONFIG_FILE_NAME)
     }
 
+    /// `usr/.cache/`: what the host keeps to save time (the metadata cache); it never holds
+    /// plugins, and the watcher ignores it.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root
+            .join("usr")
+            .join(crate::metadata_cache::CACHE_DIR_NAME)
+    }
+
+    /// `usr/.cache/metadata.json`: what `list` and the tools prompt know of each library
+    /// without loading it (see the README, "Metadata cache").
+    pub fn metadata_cache_file(&self) -> PathBuf {
+        self.cache_dir()
+            .join(crate::metadata_cache::METADATA_FILE_NAME)
+    }
+
     /// `usr/plugins.lock`: the SHA-256 of every pinned library (see [`crate::pins`]).
     pub fn pins_file(&self) -> PathBuf {
         self.root.join("usr").join(crate::pins::PINS_FILE_NAME)

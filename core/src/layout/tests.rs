@@ -131,6 +131,7 @@ fn watch_targets_cover_existing_layer_folders_and_follow_links() {
         "plugins/a/extensions/monologue_start/",
         "plugins/a/.toggle-0",
         "target/debug/",
+        "usr/.cache/metadata.json",
     ]);
     let root = dir.path();
     #[cfg(unix)]
@@ -157,6 +158,18 @@ fn watch_targets_cover_existing_layer_folders_and_follow_links() {
         );
     }
     assert!(!targets.dirs.contains(&root.join("target/debug")));
+    // The metadata cache's folder holds no plugins: not watched, never a layer.
+    assert!(!targets.dirs.contains(&root.join("usr/.cache")));
+    let layout = Layout::new(root);
+    assert_eq!(
+        layout.metadata_cache_file(),
+        root.join("usr/.cache/metadata.json")
+    );
+    assert!(layout
+        .layers("default")
+        .iter()
+        .all(|l| !l.label.contains(".cache")));
+    assert!(layout.profiles().iter().all(|p| !p.contains("cache")));
     assert!(
         !targets.dirs.contains(&root.join("usr/prompts")),
         "missing folders are not listed"

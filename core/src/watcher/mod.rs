@@ -289,7 +289,8 @@ impl WatchState {
         }
         for path in named {
             if path.is_dir() {
-                // A new folder matters only where plugins can live (not usr/audit, .deps).
+                // A new folder matters only where plugins can live (not usr/audit, usr/.cache,
+                // .deps).
                 if self.can_hold_plugins(&path) {
                     changes.structure.push(path);
                 }

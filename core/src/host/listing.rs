@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::{FoundTool, Host, Resolution};
@@ -101,29 +100,6 @@ impl Host {
         if let Some(all) = self.tools.get_all(profile, names) {
             return all; // nothing to load: no threads to start
         }
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(names.len());
-        if threads <= 1 {
-            return names.iter().map(|n| self.resolve(profile, n)).collect();
-        }
-        let next = AtomicUsize::new(0);
-        let worker = || {
-            let mut done = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(name) = names.get(i) else { break done };
-                done.push((i, self.resolve(profile, name)));
-            }
-        };
-        let mut results: Vec<(usize, Arc<Resolution>)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        results.sort_by_key(|(i, _)| *i);
-        results.into_iter().map(|(_, r)| r).collect()
+        super::catalog::on_every_core(names, |name| self.resolve(profile, name))
     }
 }

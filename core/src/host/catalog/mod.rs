@@ -125,7 +125,10 @@ impl Host {
 
 /// `work` on every item, on as many threads as there are cores (loading a library the cache
 /// does not know dominates a cold `list`). Results are in the order of `items`.
-fn on_every_core<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(super) fn on_every_core<T: Sync, R: Send>(
+    items: &[T],
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(items.len());

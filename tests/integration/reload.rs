@@ -413,6 +413,31 @@ fn removing_or_renaming_a_profile_folder_falls_back() {
 }
 
 #[test]
+fn a_folder_removed_just_after_another_change_falls_back() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "core/tools/ver.so");
+    root.copy(Fixture::VersionedV2, "usr/agents/dev/tools/ver.so");
+    root.copy(Fixture::VersionedV2, "usr/agents/ops/tools/ver.so");
+    let live = Live::new(root);
+    assert_eq!(live.call("dev", "ver", json!({})), "v2");
+    assert_eq!(live.call("ops", "ver", json!({})), "v2");
+    let debounce = live.host.options().debounce;
+
+    // An unrelated change (as the first call's `usr/audit/` is) is handled while the folder is
+    // already gone but before the folder's own events come: the watcher finds it gone then.
+    live.root.write("usr/notes.md", "one");
+    std::thread::sleep(debounce / 2);
+    std::fs::remove_dir_all(live.root.path().join("usr/agents/dev")).unwrap();
+    live.wait_answer("dev", "ver", "v1");
+
+    // The same for a `tools` folder inside a profile folder that stays.
+    live.root.write("usr/notes.md", "two");
+    std::thread::sleep(debounce / 2);
+    std::fs::remove_dir_all(live.root.path().join("usr/agents/ops/tools")).unwrap();
+    live.wait_answer("ops", "ver", "v1");
+}
+
+#[test]
 fn a_folder_removed_and_recreated_at_once_is_still_watched() {
     let root = TestRoot::new();
     root.copy(Fixture::Versioned, "usr/agents/dev/tools/ver.so");

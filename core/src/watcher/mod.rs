@@ -117,6 +117,14 @@ struct Changes {
     stale: Vec<PathBuf>,
 }
 
+/// What [`WatchState::rescan`] found.
+struct Rescan {
+    /// The files in newly watched folders.
+    fresh: Vec<PathBuf>,
+    /// Folders (as the host names them) no longer watched: gone, or no longer wanted.
+    gone: Vec<PathBuf>,
+}
+
 struct WatchState {
     host: Weak<Host>,
     layout: Layout,
@@ -229,7 +237,16 @@ impl WatchState {
         }
         // Folders may have appeared or gone, and links may point elsewhere: look again, and
         // treat what is in newly watched folders as changed (it may predate the watch).
-        changes.files.extend(self.rescan(false));
+        let found = self.rescan(false);
+        changes.files.extend(found.fresh);
+        // A folder can be gone before its own events come (they are debounced, and any event
+        // triggers this look): once its watch is dropped, its events and those of its files
+        // are not recognised any more, so its removal is reported here.
+        for dir in found.gone {
+            if !changes.structure.contains(&dir) {
+                changes.structure.push(dir);
+            }
+        }
         let files = self.hold_back_removals(changes.files);
         host.files_changed(&files);
         self.until_settled(&files);
@@ -327,8 +344,9 @@ impl WatchState {
         files
     }
 
-    /// Brings the watches in line with the folders; returns the files of newly watched folders.
-    fn rescan(&mut self, first: bool) -> Vec<PathBuf> {
+    /// Brings the watches in line with the folders; returns the files of newly watched folders
+    /// and the folders whose watch was dropped.
+    fn rescan(&mut self, first: bool) -> Rescan {
         let targets = self.layout.watch_targets();
         let wanted: BTreeMap<PathBuf, PathBuf> = targets
             .dirs
@@ -344,10 +362,18 @@ impl WatchState {
             new_links.entry(target).or_default().push(link);
         }
         let old: Vec<PathBuf> = self.watched.keys().cloned().collect();
+        let mut gone = Vec::new();
         for os in old {
             if !wanted.contains_key(&os) && !link_dirs.contains(&os) {
                 let _ = self.debouncer.watcher().unwatch(&os);
-                self.watched.remove(&os);
+                // A link target's folder is named `""`: its links are looked at through `links`.
+                if let Some(dir) = self
+                    .watched
+                    .remove(&os)
+                    .filter(|d| !d.as_os_str().is_empty())
+                {
+                    gone.push(dir);
+                }
             }
         }
         let mut fresh = self.watch_new(&wanted, &link_dirs, !first);
@@ -359,7 +385,7 @@ impl WatchState {
             }
         }
         self.links = new_links;
-        fresh
+        Rescan { fresh, gone }
     }
 
     /// Watches the folders in `wanted` (OS name -> host name) and `link_dirs` that are not

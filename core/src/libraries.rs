@@ -352,6 +352,7 @@ impl Libraries {
             Some((current, hash, generations)) => (Some(current), hash, generations),
             None => (None, None, 0),
         };
+        let had_entry = previous.is_some();
         let kept = previous.as_deref().and_then(Loaded::served);
         let started = Instant::now();
         let image = match Image::read(path, self.max_bytes) {
@@ -391,7 +392,7 @@ impl Libraries {
             stale: false,
             failing: false,
         };
-        self.replace(path, entry);
+        self.replace(path, entry, had_entry);
         let new = loaded.served().unwrap_or_else(|| unreachable!("loaded"));
         tracing::debug!("loaded {} ({new})", Escaped(path));
         let took = started.elapsed();
@@ -442,10 +443,16 @@ impl Libraries {
         }
     }
 
-    /// Stores `entry` for `path`; the entry it replaces is dropped outside the lock (dropping
-    /// an instance runs plugin code).
-    fn replace(&self, path: &Path, entry: Entry) {
-        let replaced = lock(&self.entries).insert(path.to_owned(), entry);
+    /// Stores `entry` for `path`, read by a load that found an entry there if `had_entry`;
+    /// the entry it replaces is dropped outside the lock (dropping an instance runs plugin
+    /// code). Not if the file was removed and forgotten while it loaded (see [`forgotten`]).
+    fn replace(&self, path: &Path, entry: Entry, had_entry: bool) {
+        let mut entries = lock(&self.entries);
+        if forgotten(&entries, path, had_entry) {
+            return;
+        }
+        let replaced = entries.insert(path.to_owned(), entry);
+        drop(entries);
         drop(replaced);
     }
 
@@ -459,6 +466,7 @@ impl Libraries {
         record: Option<(Stamp, Option<u128>)>,
         isolated: Option<IsolationSettings>,
     ) -> Arc<Loaded> {
+        let previous_entry = previous.is_some();
         let current = match previous {
             Some(previous) if !matches!(*previous, Loaded::Failed(_)) => previous,
             _ => Arc::new(Loaded::Failed(error.clone())),
@@ -484,6 +492,9 @@ impl Libraries {
         });
         if let Some((stamp, hash)) = record {
             let mut entries = lock(&self.entries);
+            if forgotten(&entries, path, previous_entry) {
+                return current;
+            }
             let generations = entries.get(path).map_or(0, |e| e.generations);
             let current = current.clone();
             let entry = Entry {
@@ -512,6 +523,18 @@ impl Libraries {
                  to give it back (the threshold is HostOptions::warn_generations)"
             );
         }
+    }
+}
+
+/// Whether the entry of `path` was forgotten while a load that found one (`had_entry`), or
+/// none, read it: its file is gone and the watcher has already said so (or will find nothing
+/// to say). Storing it would keep a removed library serving for good, as a missing file serves
+/// while it has an entry. Checked under the entries' lock, after the removal (a removal is
+/// forgotten only once seen), so a file removed later is forgotten later, as usual.
+fn forgotten(entries: &HashMap<PathBuf, Entry>, path: &Path, had_entry: bool) -> bool {
+    match had_entry {
+        true => !entries.contains_key(path),
+        false => !entries.contains_key(path) && !crate::layout::entry_exists(path),
     }
 }
 

@@ -425,7 +425,10 @@ impl Libraries {
             let owned = extension.map(|(p, n)| (p.to_owned(), n.to_owned()));
             let worker = IsolatedTool::start(&self.worker_program, copy, path, owned, settings)?;
             return Ok(match extension {
-                None => Loaded::Tool(Arc::new(ToolHandle::isolated(worker, path, number)?)),
+                None => {
+                    let handle = ToolHandle::isolated(worker, path, number)?;
+                    Loaded::Tool(Arc::new(handle.loaded_from(image.hash)))
+                }
                 Some(ext) => {
                     let handle = ExtensionHandle::isolated(worker, path, ext, number);
                     Loaded::Extension(Arc::new(handle))
@@ -437,7 +440,8 @@ impl Libraries {
         self.count_generation();
         let generation = Arc::new(Generation::new(&module, path, number, self.live.clone()));
         match extension {
-            None => ToolHandle::create(generation, path).map(|h| Loaded::Tool(Arc::new(h))),
+            None => ToolHandle::create(generation, path)
+                .map(|h| Loaded::Tool(Arc::new(h.loaded_from(image.hash)))),
             Some((point, name)) => ExtensionHandle::create(generation, path, point, name)
                 .map(|h| Loaded::Extension(Arc::new(h))),
         }

@@ -192,12 +192,6 @@ impl Agent {
     }
 }
 
-/// The SHA-256 of a file, in hex (`None` if it cannot be read).
-pub(crate) fn file_sha256(path: &std::path::Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(sha256_hex(&bytes))
-}
-
 /// The SHA-256 of `bytes`, in hex: how the audit and `inspect` name a library's build.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

@@ -20,7 +20,7 @@ mod steps;
 
 pub(crate) use approval::Approvals;
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
-pub(crate) use audit_trail::{file_sha256, sha256_hex};
+pub(crate) use audit_trail::sha256_hex;
 pub use breaker::BreakerState;
 pub use call_threads::overdue;
 

@@ -47,6 +47,9 @@ pub struct ToolHandle {
     pub(crate) breaker: Breaker,
     /// The file's SHA-256 for the audit, computed on first use.
     sha256: std::sync::OnceLock<Option<String>>,
+    /// XXH3-128 of the bytes this build was loaded from (0 if unknown), so the SHA-256
+    /// computed later is known to be of the same bytes.
+    content_hash: u128,
     source: PathBuf,
     package: String,
 }
@@ -139,6 +142,7 @@ impl ToolHandle {
             schema,
             breaker: Breaker::default(),
             sha256: std::sync::OnceLock::new(),
+            content_hash: 0,
             source: source.to_owned(),
             package,
         };
@@ -250,11 +254,24 @@ impl ToolHandle {
     }
 
     /// The SHA-256 of the library file (hex), as the audit records it: computed when first
-    /// asked, from the file in its layer.
+    /// asked, from the file in its layer. `None` if the file can no longer be read, or if it
+    /// no longer holds the bytes this build was loaded from (it was replaced since): the audit
+    /// never names another build's hash.
     pub fn sha256(&self) -> Option<String> {
         self.sha256
-            .get_or_init(|| crate::governance::file_sha256(&self.source))
+            .get_or_init(|| {
+                let bytes = std::fs::read(&self.source).ok()?;
+                let same = self.content_hash == 0
+                    || xxhash_rust::xxh3::xxh3_128(&bytes) == self.content_hash;
+                same.then(|| crate::governance::sha256_hex(&bytes))
+            })
             .clone()
+    }
+
+    /// Notes the XXH3-128 of the bytes this build was loaded from (see [`sha256`](Self::sha256)).
+    pub(crate) fn loaded_from(mut self, content_hash: u128) -> Self {
+        self.content_hash = content_hash;
+        self
     }
 
     /// The state of this build's circuit breaker.

@@ -6,7 +6,7 @@
 //! the tail is read again only when the length changed since (another process appended).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -129,11 +129,11 @@ impl State {
 
     /// Brings `last` up to date with the file (under the lock); returns the file's length.
     fn catch_up(&mut self, path: &Path) -> Result<u64, AuditError> {
-        let len = self
-            .file
-            .metadata()
-            .map_err(|e| AuditError::io(path, "read its length", e))?
-            .len();
+        // A seek to the end is the cheapest way to ask for the length (one light system call;
+        // `metadata` is a `statx`). The position is not where appends go (O_APPEND).
+        let len = (&self.file)
+            .seek(SeekFrom::End(0))
+            .map_err(|e| AuditError::io(path, "read its length", e))?;
         if self.known_len != Some(len) {
             self.last = last_link(&self.file, len, path)?;
             self.known_len = Some(len);

@@ -122,7 +122,8 @@ impl Agent {
         let decision = match policy {
             PolicyDecision::Allow => allowed(DecisionSource::Policy(source)),
             PolicyDecision::Deny => refused(DecisionSource::Policy(source)),
-            PolicyDecision::Ask => self.ask_user(tool, method, risk, args).await,
+            // Boxed: a rare path, whose large future would be moved on every call.
+            PolicyDecision::Ask => Box::pin(self.ask_user(tool, method, risk, args)).await,
         };
         self.log_decision(tool, &policy, &decision);
         if decision.allowed {

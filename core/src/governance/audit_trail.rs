@@ -38,6 +38,11 @@ impl Trail {
         }
     }
 
+    /// Whether the call will be written to the audit.
+    pub(crate) fn audited(&self) -> bool {
+        self.started.is_some()
+    }
+
     /// Notes the decision on the call's approval.
     pub(crate) fn approval(&mut self, allowed: bool, source: impl FnOnce() -> DecisionSource) {
         if self.started.is_some() {
@@ -110,7 +115,7 @@ impl Agent {
         let masked_args = Value::Object(secrets.map(args.clone()).into_inner());
         let execution_id = format!("{}-{}-{}", std::process::id(), self.name(), started_ms);
         let record = AuditRecord::Call(CallRecord {
-            execution_id: execution_id.clone(),
+            execution_id,
             agent: self.name().to_owned(),
             profile: self.profile().to_owned(),
             tool: request.name().to_owned(),
@@ -118,7 +123,7 @@ impl Agent {
             layer: rules.layer.to_string(),
             file,
             library_sha256,
-            args: masked_args.clone(),
+            args: masked_args,
             approval: trail
                 .approval
                 .as_ref()
@@ -146,25 +151,30 @@ impl Agent {
         if let Err(e) = audit.append(&record) {
             tracing::warn!("{e}");
         }
-        if let Some((allowed, source)) = trail.approval.filter(|(_, s)| s.is_user()) {
-            let approval = AuditRecord::Approval(ApprovalRecord {
-                execution_id,
-                agent: self.name().to_owned(),
-                profile: self.profile().to_owned(),
-                tool: request.name().to_owned(),
-                method: request.method().map(str::to_owned),
-                args: masked_args,
-                decision: if allowed {
-                    Decision::Allowed
-                } else {
-                    Decision::Denied
-                },
-                source: source.to_string(),
-                time_ms: now_ms(),
-            });
-            if let Err(e) = audit.append(&approval) {
-                tracing::warn!("{e}");
-            }
+        // The user's own decision gets a record of its own, with the call's id and arguments.
+        let Some((allowed, source)) = trail.approval.filter(|(_, s)| s.is_user()) else {
+            return;
+        };
+        let AuditRecord::Call(call) = record else {
+            unreachable!("the call's record")
+        };
+        let approval = AuditRecord::Approval(ApprovalRecord {
+            execution_id: call.execution_id,
+            agent: call.agent,
+            profile: call.profile,
+            tool: call.tool,
+            method: call.method,
+            args: call.args,
+            decision: if allowed {
+                Decision::Allowed
+            } else {
+                Decision::Denied
+            },
+            source: source.to_string(),
+            time_ms: now_ms(),
+        });
+        if let Err(e) = audit.append(&approval) {
+            tracing::warn!("{e}");
         }
     }
 }

@@ -17,6 +17,7 @@
 //! yield is a system call that costs more than a short call. Threads left idle for
 //! [`IDLE_EXIT`] end; new ones start when none is idle.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -84,6 +85,9 @@ where
     let worker_state = state.clone();
     dispatch(Box::new(move || {
         let out = handle.block_on(fut);
+        // Idle again before the caller has the result: its next call finds this thread
+        // instead of starting another one (which would then poll beside this one).
+        offer_this_thread();
         match worker_state.compare_exchange(RUNNING, DONE, Ordering::SeqCst, Ordering::SeqCst) {
             Ok(_) => drop(tx.send(out)),
             Err(_) => {
@@ -168,14 +172,26 @@ fn spawn(job: Job) {
     }
 }
 
+thread_local! {
+    /// On a call thread running a job: its entry for the idle list, until it is put there.
+    static THIS_THREAD: RefCell<Option<Idle>> = const { RefCell::new(None) };
+}
+
+/// Puts the current call thread on the idle list, once per job: as soon as the job's own work
+/// is done (before its result is handed over), or else when the job returns.
+fn offer_this_thread() {
+    if let Some(entry) = THIS_THREAD.with(|this| this.borrow_mut().take()) {
+        IDLE.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+    }
+}
+
 /// A call thread: runs jobs, then waits (spinning, then parked) for the next one.
 fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
     while let Some(job) = next_job(id, receiver) {
+        THIS_THREAD.with(|this| *this.borrow_mut() = Some((id, sender.clone())));
         // The plugin's own panics are caught by its glue; this catches the host's.
         let _ = catch_unwind(AssertUnwindSafe(job));
-        IDLE.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((id, sender.clone()));
+        offer_this_thread();
     }
 }
 

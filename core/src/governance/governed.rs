@@ -81,7 +81,8 @@ impl Governed for ToolHandle {
     }
 
     /// `execute` on a call thread, until it answers, the deadline passes or the user
-    /// intervenes. The plugin sees the cancellation through its context.
+    /// intervenes. The plugin sees the cancellation through its context. Without a tokio
+    /// runtime there is no deadline to keep: `execute` runs here, with the call's own context.
     fn attempt(
         self: &Arc<Self>,
         agent: &Arc<Agent>,
@@ -90,23 +91,29 @@ impl Governed for ToolHandle {
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send {
         let args = crate::extension_points::json_text(args);
-        let call = call.for_attempt();
-        let tool = self.clone();
-        let interrupt = agent.intervention.stopped();
         async move {
-            if let Some(isolated) = tool.worker() {
-                return isolated_attempt(&tool, isolated, &call, args, timeout, interrupt).await;
+            if let Some(isolated) = self.worker() {
+                let call = call.for_attempt();
+                let interrupt = agent.intervention.stopped();
+                // Boxed: a rare path, whose large future would be moved on every call.
+                let attempt = isolated_attempt(self, isolated, &call, args, timeout, interrupt);
+                return Box::pin(attempt).await;
             }
+            if tokio::runtime::Handle::try_current().is_err() {
+                return self.execute(call, args).await;
+            }
+            let call = call.for_attempt();
             let running = {
-                let (tool, call) = (tool.clone(), call.clone());
+                let (tool, call) = (self.clone(), call.clone());
                 async move { tool.execute(&call, args).await }
             };
             let deadline = timeout.unwrap_or(Duration::MAX);
+            let interrupt = agent.intervention.stopped();
             match call_threads::run(running, deadline, interrupt).await {
                 Ok(result) => result,
                 Err(Ended::Deadline) => {
                     call.cancel.cancel();
-                    Err(super::timed_out(tool.name(), deadline))
+                    Err(super::timed_out(self.name(), deadline))
                 }
                 Err(Ended::Interrupted(error)) => {
                     call.cancel.cancel();

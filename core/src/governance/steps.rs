@@ -110,7 +110,10 @@ impl Agent {
         let result = self
             .govern(call, request, tool, args, rules, &mut trail)
             .await;
-        let metadata = result.as_ref().ok().and_then(T::metadata);
+        let metadata = match trail.audited() {
+            true => result.as_ref().ok().and_then(T::metadata),
+            false => None,
+        };
         let outcome = match &result {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
@@ -161,8 +164,8 @@ impl Agent {
                 Err(e) if attempt <= retries && !opened && is_infrastructure(e.kind()) => e,
                 Err(e) => return Err(e),
             };
-            self.wait_to_retry(request, attempt, retries, &rules.backoff, &error)
-                .await?;
+            // Boxed: a rare path, whose large future would be moved on every call.
+            Box::pin(self.wait_to_retry(request, attempt, retries, &rules.backoff, &error)).await?;
             attempt += 1;
         }
     }

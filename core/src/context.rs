@@ -18,20 +18,45 @@ use crate::cancel::Cancel;
 use crate::transcript::{HistoryMessage, Role};
 use crate::Agent;
 
-/// One tool call (or one extension run within it), as plugins see it.
-pub(crate) struct CallContext {
+/// What every context of one tool call shares: the call's own, each attempt's and each
+/// extension's within it.
+pub(crate) struct Call {
     pub(crate) agent: Arc<Agent>,
     pub(crate) tool_name: Arc<str>,
     pub(crate) method: Option<Arc<str>>,
     pub(crate) log_id: u64,
-    pub(crate) extension: Option<(Arc<str>, Arc<str>)>,
     /// A call of `parallel`: no history entry of its own.
     pub(crate) nested: bool,
     /// Set when the host stops waiting for the call (deadline, intervention).
     pub(crate) cancel: Arc<Cancel>,
 }
 
+/// One tool call (or one extension run within it), as plugins see it. Its fields are the
+/// shared [`Call`]'s (through `Deref`), so an extension's context costs one allocation and
+/// three reference counts.
+pub(crate) struct CallContext {
+    call: Arc<Call>,
+    /// The extension's point and name, for a context handed to an extension.
+    pub(crate) extension: Option<(Arc<str>, Arc<str>)>,
+}
+
+impl std::ops::Deref for CallContext {
+    type Target = Call;
+
+    fn deref(&self) -> &Call {
+        &self.call
+    }
+}
+
 impl CallContext {
+    /// The context of a new call.
+    pub(crate) fn new(call: Call) -> Self {
+        Self {
+            call: Arc::new(call),
+            extension: None,
+        }
+    }
+
     /// A new reference for a plugin.
     pub(crate) fn to_ffi(self: &Arc<Self>) -> FfiContext {
         FfiContext {
@@ -42,40 +67,36 @@ impl CallContext {
 
     /// The agent itself, outside any tool call (the message loop's extension points).
     pub(crate) fn for_agent(agent: Arc<Agent>) -> Self {
-        Self {
+        Self::new(Call {
             agent,
             tool_name: "".into(),
             method: None,
             log_id: 0,
-            extension: None,
             nested: false,
             cancel: Arc::default(),
-        }
+        })
     }
 
     /// The same call for one more attempt of `execute`, with a cancellation of its own.
     pub(crate) fn for_attempt(self: &Arc<Self>) -> Arc<Self> {
         Arc::new(Self {
-            agent: self.agent.clone(),
-            tool_name: self.tool_name.clone(),
-            method: self.method.clone(),
-            log_id: self.log_id,
+            call: Arc::new(Call {
+                agent: self.agent.clone(),
+                tool_name: self.tool_name.clone(),
+                method: self.method.clone(),
+                log_id: self.log_id,
+                nested: self.nested,
+                cancel: Arc::default(),
+            }),
             extension: self.extension.clone(),
-            nested: self.nested,
-            cancel: Arc::default(),
         })
     }
 
     /// The same call, seen from the extension `name` at `point`.
     pub(crate) fn for_extension(self: &Arc<Self>, point: &Arc<str>, name: &Arc<str>) -> Arc<Self> {
         Arc::new(Self {
-            agent: self.agent.clone(),
-            tool_name: self.tool_name.clone(),
-            method: self.method.clone(),
-            log_id: self.log_id,
+            call: self.call.clone(),
             extension: Some((point.clone(), name.clone())),
-            nested: self.nested,
-            cancel: self.cancel.clone(),
         })
     }
 }

@@ -9,7 +9,7 @@ use plugin_api::points::{
 };
 use serde_json::{Map, Value};
 
-use crate::context::CallContext;
+use crate::context::{Call, CallContext};
 use crate::extension_points::json_text;
 use crate::governance::CallRules;
 use crate::host::FoundTool;
@@ -178,15 +178,14 @@ impl Agent {
         tool: &ToolHandle,
         args: &Value,
     ) -> Result<Response, ToolError> {
-        let call = Arc::new(CallContext {
+        let call = Arc::new(CallContext::new(Call {
             agent: self.clone(),
             tool_name: tool.shared_name().clone(),
             method: None,
             log_id: 0,
-            extension: None,
             nested: false,
             cancel: Arc::default(),
-        });
+        }));
         let answer = tool.execute(&call, json_text(args)).await?;
         let len = answer.message().len();
         Ok(answer.into_response(len))
@@ -214,15 +213,14 @@ impl Agent {
             Target::Library(tool, _) if tool.name() == request.name() => tool.shared_name().clone(),
             _ => request.name().into(),
         };
-        let call = Arc::new(CallContext {
+        let call = Arc::new(CallContext::new(Call {
             agent: self.clone(),
             tool_name,
             method: request.method().map(Into::into),
             log_id,
-            extension: None,
             nested,
             cancel: Arc::default(),
-        });
+        }));
         self.lifecycle_steps(&call, request, &target, args)
             .await
             .map_err(|e| self.finish_failed_call(&call, request, e))

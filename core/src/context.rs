@@ -28,7 +28,7 @@ pub(crate) struct Call {
     /// A call of `parallel`: no history entry of its own.
     pub(crate) nested: bool,
     /// Set when the host stops waiting for the call (deadline, intervention).
-    pub(crate) cancel: Arc<Cancel>,
+    pub(crate) cancel: Cancel,
 }
 
 /// One tool call (or one extension run within it), as plugins see it. Its fields are the
@@ -57,6 +57,11 @@ impl CallContext {
         }
     }
 
+    /// The shared part, for a future that outlives this borrow.
+    fn shared(&self) -> Arc<Call> {
+        self.call.clone()
+    }
+
     /// A new reference for a plugin.
     pub(crate) fn to_ffi(self: &Arc<Self>) -> FfiContext {
         FfiContext {
@@ -73,7 +78,7 @@ impl CallContext {
             method: None,
             log_id: 0,
             nested: false,
-            cancel: Arc::default(),
+            cancel: Cancel::default(),
         })
     }
 
@@ -86,7 +91,7 @@ impl CallContext {
                 method: self.method.clone(),
                 log_id: self.log_id,
                 nested: self.nested,
-                cancel: Arc::default(),
+                cancel: Cancel::default(),
             }),
             extension: self.extension.clone(),
         })
@@ -244,8 +249,8 @@ unsafe extern "C" fn ctx_is_cancelled(data: *const c_void) -> bool {
 
 unsafe extern "C" fn ctx_cancelled(data: *const c_void) -> FfiFuture<()> {
     // SAFETY: vtable contract.
-    let cancel = unsafe { call(data) }.cancel.clone();
-    async move { cancel.cancelled().await }.into_ffi()
+    let shared = unsafe { call(data) }.shared();
+    async move { shared.cancel.cancelled().await }.into_ffi()
 }
 
 unsafe extern "C" fn ctx_loop_data_get(data: *const c_void, key: RStr<'_>) -> ROption<RString> {

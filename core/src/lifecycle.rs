@@ -184,7 +184,7 @@ impl Agent {
             method: None,
             log_id: 0,
             nested: false,
-            cancel: Arc::default(),
+            cancel: Default::default(),
         }));
         let answer = tool.execute(&call, json_text(args)).await?;
         let len = answer.message().len();
@@ -219,7 +219,7 @@ impl Agent {
             method: request.method().map(Into::into),
             log_id,
             nested,
-            cancel: Arc::default(),
+            cancel: Default::default(),
         }));
         self.lifecycle_steps(&call, request, &target, args)
             .await

@@ -1,5 +1,6 @@
 //! Developer tasks: `cargo xtask install` builds every built-in plugin and puts each library
-//! where discovery looks; `cargo xtask demo` does that and runs the demo.
+//! where discovery looks (release profile); `cargo xtask demo` does that with the dev profile
+//! and runs the demo.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,7 +28,8 @@ enum Task {
         #[arg(long)]
         dist: bool,
     },
-    /// Install, then show discovery, a call, an unknown tool and a profile override.
+    /// Install (dev profile), then show discovery, a call, an unknown tool and a profile
+    /// override.
     Demo,
 }
 
@@ -175,7 +177,10 @@ fn install(profile: &str) -> Result<PathBuf> {
 
 fn demo() -> Result<()> {
     let root = workspace_root();
-    let host = install("release")?;
+    // The dev profile: the demo needs no speed, and `cargo test --workspace` afterwards reuses
+    // the same build of the host and every dependency instead of compiling them again (a
+    // release build on top took about as long as the tests' own on two cores).
+    let host = install("dev")?;
     let (bold, plain) = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         ("\x1b[1m", "\x1b[0m")
     } else {

@@ -19,12 +19,14 @@ fn root_with_plugin_api() -> TestRoot {
 }
 
 /// `cargo <args>` in `dir`, with a shared target folder (the crate's dependencies are built
-/// once per test machine, not once per run).
+/// once per test machine, not once per run), on one core: the other tests keep running beside
+/// it, and the timing ones (reload) failed when a build took every core of a two-core machine.
 fn cargo(dir: &std::path::Path, args: &[&str], target: &std::path::Path) -> std::process::Output {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_BUILD_JOBS", "1")
         .output()
         .expect("running cargo")
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use toolhost::openai::{ModelsConfig, OpenAiModel};
 use toolhost::output::{Captured, OutputKind};
 use toolhost::{Agent, LoopError, LoopOptions, Role};
-use toolhost_tests::fake_llm::{text_events, text_reply, tool_calls_reply, Answer, FakeLlm, Piece};
+use toolhost_tests::fake_llm::{
+    sse_bytes, text_events, text_reply, tool_calls_reply, Answer, FakeLlm, Piece,
+};
 use toolhost_tests::{Fixture, TestRoot};
 
 pub(crate) const KEY: &str = "sk-test-0123456789abcdef";
@@ -270,10 +272,10 @@ fn a_long_session_keeps_going_within_a_small_context_window() {
     let server = FakeLlm::start();
     let big = "z".repeat(6000);
     for i in 0..6 {
-        server.push(text_reply(
-            &request("echo", json!({"i": i, "blob": big})),
-            None,
-        ));
+        // Each big reply as one body: streamed in pieces of 5 characters, 2 ms apart, the six
+        // took 20 s, and the stream is not what this test is about.
+        let events = text_events(&request("echo", json!({"i": i, "blob": big})), None);
+        server.push(Answer::Whole(sse_bytes(&events)));
     }
     server.push(text_reply(
         &request("response", json!({"text": "Survived."})),

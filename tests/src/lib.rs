@@ -204,6 +204,11 @@ pub fn build_dir() -> &'static Path {
             .status()
             .expect("running cargo build for the fixtures");
         assert!(status.success(), "building the fixture plugins failed");
+        // The tests (debug profile; benchmarks run from target/release and need no peers):
+        // the peers install while they run.
+        if dir.file_name().is_some_and(|n| n == "debug") {
+            peers::prefetch();
+        }
         dir
     })
 }

@@ -157,6 +157,29 @@ pub fn server_everything() -> PathBuf {
         .clone()
 }
 
+/// Starts installing every peer in the background, one after another on one thread, so that
+/// the first run of a fresh clone installs them while other tests run rather than inside the
+/// first test that needs each (about a minute and a half on two cores). A test that needs a
+/// peer still calls its function: it waits for an install under way (each is behind a
+/// `OnceLock`), and an install that failed here is tried again, and reported, by that test.
+///
+/// Only for a whole run of the integration tests (no filter, no `--list`): a run of a few
+/// tests could end in the middle of an install.
+pub fn prefetch() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    let whole_run = std::env::args()
+        .skip(1)
+        .all(|a| a.starts_with('-') && a != "--list");
+    if !whole_run || STARTED.set(()).is_err() {
+        return;
+    }
+    std::thread::spawn(|| {
+        for install in [fakellm_python, server_everything, mcp_python] {
+            let _ = std::panic::catch_unwind(install);
+        }
+    });
+}
+
 /// A running `fakellm serve`, stopped when dropped.
 pub struct Fakellm {
     child: Child,

@@ -1,5 +1,6 @@
 //! Developer tasks: `cargo xtask install` builds every built-in plugin and puts each library
-//! where discovery looks; `cargo xtask demo` does that and runs the demo.
+//! where discovery looks (release profile); `cargo xtask demo` does that with the dev profile
+//! and runs the demo.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,7 +28,8 @@ enum Task {
         #[arg(long)]
         dist: bool,
     },
-    /// Install, then show discovery, a call, an unknown tool and a profile override.
+    /// Install (dev profile), then show discovery, a call, an unknown tool and a profile
+    /// override.
     Demo,
 }
 
@@ -61,7 +63,31 @@ fn workspace_root() -> PathBuf {
 }
 
 fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    // `cargo run` gives this process the variables of the xtask package (CARGO_PKG_NAME,
+    // CARGO_MANIFEST_DIR, ...). Build scripts that declare them as inputs (ring's does) would
+    // then be built here for xtask's values, and again (with everything above them: rustls,
+    // reqwest, rmcp, the host) by the next `cargo test`: the build must see the environment a
+    // shell gives it. The same list as the tests' own build (tests/src/lib.rs).
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let per_package = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "OUT_DIR",
+            ]
+            .contains(&&*name);
+        if per_package {
+            cargo.env_remove(&*name);
+        }
+    }
+    cargo
 }
 
 fn installables(root: &Path) -> Result<(Vec<Installable>, PathBuf)> {
@@ -175,7 +201,10 @@ fn install(profile: &str) -> Result<PathBuf> {
 
 fn demo() -> Result<()> {
     let root = workspace_root();
-    let host = install("release")?;
+    // The dev profile: the demo needs no speed, and `cargo test --workspace` afterwards reuses
+    // the same build of the host and every dependency instead of compiling them again (a
+    // release build on top took about as long as the tests' own on two cores).
+    let host = install("dev")?;
     let (bold, plain) = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         ("\x1b[1m", "\x1b[0m")
     } else {

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::error::{LoadError, LoadErrorKind};
-use crate::layout::{read_capped, ReadError, ReadErrorKind};
+use crate::layout::{read_at_most, read_capped, read_capped_with, ReadError, ReadErrorKind};
+use crate::loader::memfd::{Copied, Sealed};
 
 /// Identity of a file on disk: a change of any field means the file may have new content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +58,28 @@ impl Stamp {
     }
 }
 
+/// Where an [`Image`]'s bytes are.
+pub(crate) enum Bytes {
+    /// Read into memory.
+    Heap(Vec<u8>),
+    /// In a sealed in-memory file, mapped read-only: the loader maps that very file (Linux).
+    Sealed(Sealed),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Heap(bytes) => bytes,
+            Self::Sealed(sealed) => sealed.bytes(),
+        }
+    }
+}
+
 /// The content of a library file at one moment.
 pub(crate) struct Image {
-    pub(crate) bytes: Vec<u8>,
+    pub(crate) bytes: Bytes,
     /// XXH3-128 of `bytes`.
     pub(crate) hash: u128,
     pub(crate) stamp: Stamp,
@@ -69,10 +89,30 @@ impl Image {
     /// Reads `path`, at most `cap` bytes ([`read_capped`]). The file must be a regular file,
     /// must not change while it is read (same stamp before and after), must not be empty, and
     /// must hold a complete shared library.
-    pub(crate) fn read(path: &Path, cap: u64) -> Result<Self, LoadError> {
-        let read = read_capped(path, cap, "HostOptions::max_library_bytes")
-            .map_err(|e| load_error(path, e))?;
-        let (bytes, stamp) = (read.bytes, Stamp::from_metadata(&read.metadata));
+    ///
+    /// With `in_memory`, the bytes go through one small buffer into a sealed in-memory file,
+    /// hashed on the way, and are checked through a read-only mapping of that file, which the
+    /// loader then maps ([`Bytes::Sealed`]): no heap copy of the whole file to fault in and
+    /// read again. Where no in-memory file can be made, the file is read into memory.
+    pub(crate) fn read(path: &Path, cap: u64, in_memory: bool) -> Result<Self, LoadError> {
+        const LIMIT: &str = "HostOptions::max_library_bytes";
+        let ((bytes, hash), metadata) = if in_memory {
+            read_capped_with(path, cap, LIMIT, |file, limit| {
+                Ok(match Sealed::copy(path, file, limit)? {
+                    Copied::Sealed(sealed, len, hash) => ((Bytes::Sealed(sealed), Some(hash)), len),
+                    Copied::Unsupported => {
+                        let bytes = read_at_most(file, limit)?;
+                        let len = bytes.len() as u64;
+                        ((Bytes::Heap(bytes), None), len)
+                    }
+                })
+            })
+        } else {
+            read_capped(path, cap, LIMIT)
+                .map(|read| ((Bytes::Heap(read.bytes), None), read.metadata))
+        }
+        .map_err(|e| load_error(path, e))?;
+        let stamp = Stamp::from_metadata(&metadata);
         let stamp = stamp.unwrap_or_else(|| unreachable!("from_metadata always gives a stamp"));
         if bytes.is_empty() {
             return Err(LoadError::new(
@@ -82,7 +122,7 @@ impl Image {
             ));
         }
         check_image(&bytes).map_err(|r| LoadError::new(path, LoadErrorKind::NotALibrary, r))?;
-        let hash = xxhash_rust::xxh3::xxh3_128(&bytes);
+        let hash = hash.unwrap_or_else(|| xxhash_rust::xxh3::xxh3_128(&bytes));
         Ok(Self { bytes, hash, stamp })
     }
 }

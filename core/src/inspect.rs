@@ -60,11 +60,11 @@ pub enum Declared {
 ///
 /// The [`LoadError`] discovery would give for this file (one line, with its kind).
 pub fn inspect(path: &Path) -> Result<Inspection, LoadError> {
-    let image = Image::read(path, DEFAULT_MAX_LIBRARY_BYTES)?;
-    let size = image.bytes.len() as u64;
-    let sha256 = crate::governance::sha256_hex(&image.bytes);
     let loader = Loader::new(LayoutChecks::new(None), false)
         .map_err(|e| LoadError::new(path, crate::LoadErrorKind::Io, e.to_string()))?;
+    let image = Image::read(path, DEFAULT_MAX_LIBRARY_BYTES, loader.in_memory())?;
+    let size = image.bytes.len() as u64;
+    let sha256 = crate::governance::sha256_hex(&image.bytes);
     let module = loader.load(path, &image)?;
     let generation = Arc::new(Generation::new(
         &module,

@@ -355,7 +355,7 @@ impl Libraries {
         let had_entry = previous.is_some();
         let kept = previous.as_deref().and_then(Loaded::served);
         let started = Instant::now();
-        let image = match Image::read(path, self.max_bytes) {
+        let image = match Image::read(path, self.max_bytes, self.loader.in_memory()) {
             Ok(image) => image,
             Err(error) => {
                 // A file caught mid-write is read again at the next lookup; any other failure

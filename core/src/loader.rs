@@ -11,7 +11,7 @@ use plugin_api::__private::abi::PluginModuleRef;
 pub use plugin_api::__private::version_compatible;
 
 use crate::error::{HostError, LoadError, LoadErrorKind};
-use crate::image::Image;
+use crate::image::{Bytes, Image};
 use crate::layout_checks::LayoutChecks;
 
 /// What a host's loader did so far (see [`Host::load_stats`](crate::Host::load_stats)).
@@ -96,7 +96,13 @@ impl Loader {
     /// process.
     pub(crate) fn load(&self, path: &Path, image: &Image) -> Result<Module, LoadError> {
         if self.in_memory.load(Ordering::Relaxed) {
-            match memfd::InMemory::new(path, &image.bytes) {
+            // Read into a sealed in-memory file already: that file is loaded. Otherwise the
+            // bytes are written into a new one.
+            let file = match &image.bytes {
+                Bytes::Sealed(sealed) => sealed.path().map(InMemoryPath::Sealed),
+                Bytes::Heap(bytes) => memfd::InMemory::new(path, bytes).map(InMemoryPath::Own),
+            };
+            match file {
                 Ok(file) => match load_checked(file.path(), Some((&self.checks, image.hash))) {
                     // The dynamic loader could not open or map it: perhaps in-memory files
                     // may not hold code here (vm.memfd_noexec, a noexec policy). Tried again
@@ -138,6 +144,12 @@ impl Loader {
         // removed with the folder when the loader is dropped (best effort).
         let _ = fs::remove_file(&copy);
         loaded
+    }
+
+    /// Whether loads go through in-memory files (so a library is best read into one:
+    /// [`Image::read`]).
+    pub(crate) fn in_memory(&self) -> bool {
+        self.in_memory.load(Ordering::Relaxed)
     }
 
     /// What this loader did so far.
@@ -242,11 +254,34 @@ pub(crate) struct Module {
 }
 
 #[cfg(target_os = "linux")]
-mod memfd;
+pub(crate) mod memfd;
 #[cfg(not(target_os = "linux"))]
-mod memfd {
+pub(crate) mod memfd {
     //! In-memory files are Linux's: elsewhere every load copies to a file.
-    use std::path::Path;
+    use std::fs::File;
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    pub(crate) struct Sealed(std::convert::Infallible);
+
+    pub(crate) enum Copied {
+        Sealed(Sealed, u64, u128),
+        Unsupported,
+    }
+
+    impl Sealed {
+        pub(crate) fn copy(_: &Path, _: &mut File, _: u64) -> io::Result<Copied> {
+            Ok(Copied::Unsupported)
+        }
+
+        pub(crate) fn bytes(&self) -> &[u8] {
+            match self.0 {}
+        }
+
+        pub(crate) fn path(&self) -> io::Result<PathBuf> {
+            match self.0 {}
+        }
+    }
 
     pub(super) fn available() -> bool {
         false
@@ -261,6 +296,21 @@ mod memfd {
 
         pub(super) fn path(&self) -> &Path {
             match self.0 {}
+        }
+    }
+}
+
+/// The in-memory file a load maps: the image's own, or one written for this load.
+enum InMemoryPath {
+    Sealed(PathBuf),
+    Own(memfd::InMemory),
+}
+
+impl InMemoryPath {
+    fn path(&self) -> &Path {
+        match self {
+            Self::Sealed(path) => path,
+            Self::Own(file) => file.path(),
         }
     }
 }

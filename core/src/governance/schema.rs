@@ -4,6 +4,8 @@
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::ToolError;
 
@@ -12,10 +14,43 @@ const MAX_LISTED: usize = 20;
 /// How deep defaults are filled into nested objects.
 const MAX_DEFAULT_DEPTH: usize = 8;
 
+/// Validators compiled in this process, by their schema's JSON text: a tool's schema is
+/// compiled once, not again at every load of a new build of it (a reload) or in every host.
+/// Compiling depends on the schema alone (remote references are never fetched), so a validator
+/// is shared by every tool whose schema is the same. Bounded: emptied when full.
+fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
+    const MAX_CACHED: usize = 256;
+    static CACHE: Mutex<Option<HashMap<String, Arc<Validator>>>> = Mutex::new(None);
+    let key = schema.to_string();
+    let cached = CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|c| c.get(&key).cloned());
+    if let Some(validator) = cached {
+        return Ok(validator);
+    }
+    // Compiled outside the lock.
+    let validator = Arc::new(jsonschema::validator_for(schema).map_err(|e| {
+        let at = e.instance_path().as_str();
+        match at.is_empty() {
+            true => format!("its parameters schema does not compile: {e}"),
+            false => format!("its parameters schema does not compile at {at}: {e}"),
+        }
+    })?);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if cache.len() >= MAX_CACHED {
+        cache.clear();
+    }
+    cache.insert(key, validator.clone());
+    Ok(validator)
+}
+
 /// A tool's compiled argument schema.
 pub(crate) struct ArgumentSchema {
     schema: Value,
-    validator: Validator,
+    validator: Arc<Validator>,
     /// Whether any object of the schema has a `default` (else nothing is filled in).
     has_defaults: bool,
 }
@@ -29,13 +64,7 @@ impl ArgumentSchema {
     /// Compiles `schema` (drafts 2020-12, 2019-09, 7, 6 and 4, from its `$schema`); remote
     /// references are not fetched. The error says what is wrong, for a "skipped" line.
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
-        let validator = jsonschema::validator_for(schema).map_err(|e| {
-            let at = e.instance_path().as_str();
-            match at.is_empty() {
-                true => format!("its parameters schema does not compile: {e}"),
-                false => format!("its parameters schema does not compile at {at}: {e}"),
-            }
-        })?;
+        let validator = compiled(schema)?;
         Ok(Self {
             schema: schema.clone(),
             validator,

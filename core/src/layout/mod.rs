@@ -25,7 +25,9 @@ use crate::name::is_safe_name;
 mod read;
 mod watch;
 
-pub(crate) use read::{read_capped, read_text, ReadError, ReadErrorKind};
+pub(crate) use read::{
+    read_at_most, read_capped, read_capped_with, read_text, ReadError, ReadErrorKind,
+};
 pub use read::{Escaped, MAX_LINK_HOPS};
 pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;

@@ -156,6 +156,22 @@ fn what_it_is(meta: &fs::Metadata) -> Option<&'static str> {
 /// Reads the regular file at `path` (see the module docs), at most `cap` bytes; `what` names
 /// the limit in the error (`HostOptions::max_library_bytes`).
 pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> Result<FileBytes, ReadError> {
+    let (bytes, metadata) = read_capped_with(path, cap, what, |file, limit| {
+        let bytes = read_at_most(file, limit)?;
+        let len = bytes.len() as u64;
+        Ok((bytes, len))
+    })?;
+    Ok(FileBytes { bytes, metadata })
+}
+
+/// [`read_capped`], with the bytes read by `read`: given the opened file and its size, it reads
+/// until the end or until more than that size came, and says how many bytes it read.
+pub(crate) fn read_capped_with<T>(
+    path: &Path,
+    cap: u64,
+    what: &str,
+    read: impl FnOnce(&mut fs::File, u64) -> std::io::Result<(T, u64)>,
+) -> Result<(T, fs::Metadata), ReadError> {
     let checked = regular_file(path)?;
     let too_large = |len: u64| {
         ReadError::new(
@@ -182,7 +198,7 @@ pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> Result<FileBytes
     if before.len() > cap {
         return Err(too_large(before.len()));
     }
-    let bytes = read_at_most(&mut file, before.len()).map_err(io)?;
+    let (bytes, read_len) = read(&mut file, before.len()).map_err(io)?;
     let after = file.metadata().map_err(io)?;
     if stamp(&after) != stamp(&before) {
         return Err(ReadError::new(
@@ -190,18 +206,15 @@ pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> Result<FileBytes
             "the file changed while it was read (still being written?)",
         ));
     }
-    if bytes.len() as u64 != before.len() {
-        let (size, more) = (before.len(), bytes.len() as u64 > before.len());
+    if read_len != before.len() {
+        let (size, more) = (before.len(), read_len > before.len());
         let gives = if more { "more" } else { "fewer" };
         return Err(not_a_file(format!(
             "a file whose size says {size} bytes but reading it gives {gives} (a /proc or /sys \
              file?)"
         )));
     }
-    Ok(FileBytes {
-        bytes,
-        metadata: before,
-    })
+    Ok((bytes, before))
 }
 
 /// Reads a text file (UTF-8) of at most `cap` bytes; see [`read_capped`].
@@ -225,7 +238,7 @@ fn stamp(meta: &fs::Metadata) -> (u64, Option<SystemTime>) {
 /// Reads until the end, or until more than `limit` bytes came (at most one chunk more); the
 /// buffer grows with what arrives. Whole chunks are asked for even near the limit: some
 /// `/proc` files refuse small reads.
-fn read_at_most(file: &mut fs::File, limit: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_at_most(file: &mut fs::File, limit: u64) -> std::io::Result<Vec<u8>> {
     const CHUNK: usize = 64 * 1024;
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; CHUNK];

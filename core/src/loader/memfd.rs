@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,6 +74,143 @@ impl InMemory {
     }
 }
 
+/// A library file's bytes in a sealed in-memory file, mapped read-only so that they can be
+/// checked where they are: the bytes hashed, checked and loaded are the same, and nothing can
+/// change them once sealed.
+pub(crate) struct Sealed {
+    file: File,
+    map: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value (unmapped on drop), and the file
+// under it is sealed against writes and truncation.
+unsafe impl Send for Sealed {}
+unsafe impl Sync for Sealed {}
+
+/// What [`Sealed::copy`] gives.
+pub(crate) enum Copied {
+    /// The sealed copy, how many bytes the file gave (more than the limit: it grew), and their
+    /// XXH3-128.
+    Sealed(Sealed, u64, u128),
+    /// No in-memory file could be made or written, or the file is empty: the file is back
+    /// at its start, for the caller to read another way.
+    Unsupported,
+}
+
+/// The bytes read and written at a time: small enough to stay in the CPU's cache between the
+/// read, the hash and the write, and to come from the allocator's reused memory.
+const CHUNK: usize = 64 * 1024;
+
+impl Sealed {
+    /// Copies `from` (a regular file, at its start) into a new in-memory file named after
+    /// `source`, until its end or until more than `limit` bytes came, hashing the bytes on the
+    /// way; then seals and maps it.
+    ///
+    /// The bytes go through one small buffer: read, hashed, written. A whole-file buffer
+    /// would cost a fresh page for every 4 KiB of library (on a small virtual machine about
+    /// as much as the copy itself), and a second pass over bytes no longer in the cache.
+    pub(crate) fn copy(source: &Path, from: &mut File, limit: u64) -> io::Result<Copied> {
+        let Ok(memfd) = create(&name_for(source)) else {
+            return Ok(Copied::Unsupported);
+        };
+        let mut file = File::from(memfd);
+        let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+        let mut chunk = vec![0u8; CHUNK];
+        let mut total: u64 = 0;
+        // Whole chunks are asked for even near the limit, as `read_at_most` does.
+        while total <= limit {
+            match from.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&chunk[..n]);
+                    if let Err(e) = file.write_all(&chunk[..n]) {
+                        // Out of memory for it (a memory limit, a full tmpfs quota)?
+                        tracing::debug!("cannot write an in-memory file: {e}");
+                        return rewind(from);
+                    }
+                    total += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if total == 0 {
+            return rewind(from); // empty: nothing to map (and refused as empty)
+        }
+        let seals = SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL;
+        if let Err(e) = rustix::fs::fcntl_add_seals(&file, seals) {
+            tracing::debug!("cannot seal an in-memory file: {e}");
+            return rewind(from);
+        }
+        let Ok(len) = usize::try_from(total) else {
+            return rewind(from);
+        };
+        // SAFETY: a new read-only shared mapping of a file sealed against writes and
+        // truncation (so never past its end); unmapped only on drop. Not populated: the usual
+        // load touches only the headers through it.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        let map = match std::ptr::NonNull::new(map.cast::<u8>()) {
+            Some(map) if map.as_ptr() != libc::MAP_FAILED.cast() => map,
+            _ => {
+                tracing::debug!(
+                    "cannot map an in-memory file: {}",
+                    io::Error::last_os_error()
+                );
+                return rewind(from);
+            }
+        };
+        let sealed = Self { file, map, len };
+        Ok(Copied::Sealed(sealed, total, hasher.digest128()))
+    }
+
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` bytes mapped read-only for the life of `self`, which nothing changes.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.len) }
+    }
+
+    /// A path the dynamic loader opens it by (new to this process).
+    pub(crate) fn path(&self) -> io::Result<PathBuf> {
+        fresh_path(self.file.as_raw_fd())
+    }
+}
+
+impl Drop for Sealed {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `copy`, not used after this.
+        unsafe { libc::munmap(self.map.as_ptr().cast(), self.len) };
+    }
+}
+
+/// [`Copied::Unsupported`], with `from` back at its start.
+fn rewind(from: &mut File) -> io::Result<Copied> {
+    from.seek(io::SeekFrom::Start(0))?;
+    Ok(Copied::Unsupported)
+}
+
+/// `toolhost:<file name>`, within what the kernel takes.
+fn name_for(source: &Path) -> String {
+    let name = source
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let mut name = format!("toolhost:{name}");
+    while name.len() > 240 {
+        name.pop(); // the kernel takes at most 249 bytes
+    }
+    name
+}
+
 /// `memfd_create(name)`, close-on-exec and sealable, and executable where the kernel knows
 /// the flag (Linux 6.3 and later: otherwise a `vm.memfd_noexec` policy could make it
 /// non-executable, and the kernel warns about a memfd made without saying).
@@ -115,6 +252,50 @@ mod tests {
         let b = fresh_path(1_000_000).unwrap();
         assert_eq!(a, Path::new("/proc/self/fd/1000000"));
         assert_eq!(b, Path::new("/proc/self/fd//1000000"));
+    }
+
+    #[test]
+    fn a_copy_holds_the_bytes_it_hashed_sealed() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("lib.so");
+        // Several chunks and a part of one.
+        let bytes: Vec<u8> = (0..3 * CHUNK + 1234).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&source, &bytes).unwrap();
+        let mut from = File::open(&source).unwrap();
+        let Copied::Sealed(sealed, len, hash) = Sealed::copy(&source, &mut from, 1 << 30).unwrap()
+        else {
+            panic!("no in-memory file");
+        };
+        assert_eq!(len, bytes.len() as u64);
+        assert_eq!(
+            hash,
+            xxhash_rust::xxh3::xxh3_128(&bytes),
+            "the one-shot hash"
+        );
+        assert_eq!(sealed.bytes(), &bytes[..]);
+        let path = sealed.path().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert!(writer.write_all(b"x").is_err(), "sealed against writes");
+        assert!(writer.set_len(1).is_err(), "sealed against shrinking");
+    }
+
+    #[test]
+    fn a_copy_stops_after_the_limit_and_an_empty_file_is_not_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("lib.so");
+        std::fs::write(&source, vec![1u8; 2 * CHUNK]).unwrap();
+        let mut from = File::open(&source).unwrap();
+        let Copied::Sealed(_, len, _) = Sealed::copy(&source, &mut from, 10).unwrap() else {
+            panic!("no in-memory file");
+        };
+        assert!(len > 10 && len <= CHUNK as u64, "{len}");
+        std::fs::write(&source, b"").unwrap();
+        let mut from = File::open(&source).unwrap();
+        assert!(matches!(
+            Sealed::copy(&source, &mut from, 10).unwrap(),
+            Copied::Unsupported
+        ));
     }
 
     #[test]

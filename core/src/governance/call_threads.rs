@@ -9,20 +9,18 @@
 //! until the plugin returns; it is counted meanwhile ([`overdue`]), and the tool's build stays
 //! loaded because the future holds its handle.
 //!
-//! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides may
-//! poll for a few microseconds first (a thread after a call, waiting for the next; a caller,
-//! waiting for a quick result), so back-to-back short calls rarely park. They spin for the
-//! first few microseconds only, then yield the processor between polls. Whether a side polls
-//! at all is learnt ([`Spinner`]): on a busy machine the other side is often not running, and
-//! a spinning side then holds the very core it waits for (measured: 12 µs per call parked,
-//! 21 µs polling, with two compilers on two cores), and an agent whose calls come seconds
-//! apart gains nothing from a thread that polls after each. Threads left idle for
+//! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides poll
+//! for a few microseconds first (a thread after a call, waiting for the next; a caller, waiting
+//! for a quick result), so back-to-back short calls rarely park. They spin for the first few
+//! microseconds only, then yield the processor between polls: on a busy machine (or one core)
+//! a caller that kept spinning would hold the very core its call thread needs, while a
+//! yield is a system call that costs more than a short call. Threads left idle for
 //! [`IDLE_EXIT`] end; new ones start when none is idle.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -97,8 +95,7 @@ where
             }
         }
     }));
-    static CALLER: Spinner = Spinner::new();
-    let quick = CALLER.poll(CALLER_POLL, || match rx.try_recv() {
+    let quick = poll(CALLER_POLL, || match rx.try_recv() {
         Ok(out) => Some(Some(out)),
         Err(oneshot::error::TryRecvError::Empty) => None,
         Err(oneshot::error::TryRecvError::Closed) => Some(None),
@@ -131,16 +128,11 @@ where
 
 /// Calls `ready` until it returns a value or `limit` has passed: spinning for the first
 /// [`SPIN`], then yielding the processor between polls.
-pub(crate) fn poll<T>(limit: Duration, ready: impl FnMut() -> Option<T>) -> Option<T> {
-    poll_for(limit, ready).map(|(value, _)| value)
-}
-
-/// [`poll`], and whether the value came while spinning.
-fn poll_for<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<(T, bool)> {
+pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(v) = ready() {
-            return Some((v, start.elapsed() < SPIN));
+            return Some(v);
         }
         let waited = start.elapsed();
         if waited >= limit {
@@ -151,51 +143,6 @@ fn poll_for<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<
         } else {
             std::thread::yield_now();
         }
-    }
-}
-
-/// The highest and lowest [`Spinner`] score.
-const SCORE_LIMIT: i32 = 8;
-/// A side that stopped polling still polls one wait in this many, to notice when polling
-/// would pay again.
-const PROBE_EVERY: u32 = 16;
-
-/// Whether polling pays for one side of the hand-over, learnt from how its polls ended: a
-/// value found while spinning raises the score, one found only after yielding lowers it, and
-/// none found within the limit lowers it more. Below zero the side looks once and then parks
-/// (or awaits), except for one probe in [`PROBE_EVERY`].
-pub(crate) struct Spinner {
-    score: AtomicI32,
-    waits: AtomicU32,
-}
-
-impl Spinner {
-    /// A side that polls until it learns otherwise.
-    pub(crate) const fn new() -> Self {
-        Self {
-            score: AtomicI32::new(0),
-            waits: AtomicU32::new(0),
-        }
-    }
-
-    /// [`poll`], if polling has been paying; else one look.
-    pub(crate) fn poll<T>(
-        &self,
-        limit: Duration,
-        mut ready: impl FnMut() -> Option<T>,
-    ) -> Option<T> {
-        let score = self.score.load(Ordering::Relaxed);
-        if score < 0 && self.waits.fetch_add(1, Ordering::Relaxed) % PROBE_EVERY != 0 {
-            return ready();
-        }
-        let (value, change) = match poll_for(limit, &mut ready) {
-            Some((value, true)) => (Some(value), 1),
-            Some((value, false)) => (Some(value), -1),
-            None => (None, -2),
-        };
-        let score = (score + change).clamp(-SCORE_LIMIT, SCORE_LIMIT);
-        self.score.store(score, Ordering::Relaxed);
-        value
     }
 }
 
@@ -250,8 +197,7 @@ fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
 
 /// The next job; `None` when this thread should end (idle too long, and nobody holds it).
 fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
-    static THREAD: Spinner = Spinner::new();
-    let polled = THREAD.poll(THREAD_POLL, || match receiver.try_recv() {
+    let polled = poll(THREAD_POLL, || match receiver.try_recv() {
         Ok(job) => Some(Some(job)),
         Err(TryRecvError::Disconnected) => Some(None),
         Err(TryRecvError::Empty) => None,
@@ -274,53 +220,6 @@ fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
         None => {
             drop(idle);
             receiver.recv().ok()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_side_whose_polls_never_find_stops_polling_and_probes_now_and_then() {
-        let spinner = Spinner::new();
-        let mut looks = 0;
-        for _ in 0..4 {
-            looks = 0;
-            assert_eq!(
-                spinner.poll(Duration::from_micros(200), || {
-                    looks += 1;
-                    None::<()>
-                }),
-                None
-            );
-        }
-        // Three polls that found nothing: it now looks once per wait.
-        assert_eq!(looks, 1);
-        let polled = (0..PROBE_EVERY)
-            .filter(|_| {
-                let mut looks = 0;
-                spinner.poll(Duration::from_micros(200), || {
-                    looks += 1;
-                    None::<()>
-                });
-                looks > 1
-            })
-            .count();
-        assert_eq!(polled, 1, "one probe in {PROBE_EVERY}");
-    }
-
-    #[test]
-    fn a_side_whose_polls_find_while_spinning_keeps_polling() {
-        let spinner = Spinner::new();
-        for _ in 0..20 {
-            let mut looks = 0;
-            let found = spinner.poll(Duration::from_micros(200), || {
-                looks += 1;
-                (looks == 3).then_some(())
-            });
-            assert_eq!((found, looks), (Some(()), 3));
         }
     }
 }

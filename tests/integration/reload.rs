@@ -290,9 +290,16 @@ fn a_running_call_finishes_on_its_generation_which_then_shuts_down() {
     let running = {
         let agent = agent.clone();
         live.runtime
-            .spawn(async move { agent.call_tool("ver:sleep", json!({"ms": 400})).await })
+            .spawn(async move { agent.call_tool("ver:sleep", json!({"ms": 1500})).await })
     };
-    std::thread::sleep(Duration::from_millis(50)); // the call has started on v1
+    // The call holds v1 once it is the agent's current tool (set after the lookup). It sleeps
+    // long enough for the reload below to be served on a busy machine while it still runs.
+    wait_for("the call to start on v1", || {
+        agent
+            .current_tool()
+            .filter(|t| t == "ver:sleep")
+            .ok_or("not yet")
+    });
     live.root.replace(TOOL, Fixture::VersionedV2);
     live.wait_answer("default", "ver", "v2");
 

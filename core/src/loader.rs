@@ -34,8 +34,8 @@ pub struct LoadStats {
 /// overwriting a loaded file in place crashes the process. So every load maps a private copy of
 /// the bytes read: a rebuild of the original can never be confused with the image.
 ///
-/// On Linux the copy is an anonymous in-memory file (`memfd_create`), written from the bytes
-/// already in memory, sealed against any change, and opened through `/proc/self/fd/N` (see
+/// On Linux the copy is an anonymous in-memory file (`memfd_create`), written while the library
+/// is read ([`Image::read`]), sealed against any change, and opened through `/proc/self/fd/N` (see
 /// [`memfd`]): no folder, no name to clean up, a new inode each time. Where that is not
 /// possible (another system, no `/proc`, memfds refused), the copy is a file with a new name in
 /// a private folder, deleted once loaded (on Unix the mapping stays valid). On Linux that folder

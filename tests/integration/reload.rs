@@ -400,8 +400,8 @@ fn switching_a_plugin_off_and_on_moves_the_tool_between_layers() {
     live.wait_answer("default", "ver", "v2");
 }
 
-#[test]
-fn removing_or_renaming_a_profile_folder_falls_back() {
+/// `ver` v1 in core, overridden by v2 in profiles `dev` and `ops`, each called once.
+fn two_profiles_over_core() -> Live {
     let root = TestRoot::new();
     root.copy(Fixture::Versioned, "core/tools/ver.so");
     root.copy(Fixture::VersionedV2, "usr/agents/dev/tools/ver.so");
@@ -409,6 +409,12 @@ fn removing_or_renaming_a_profile_folder_falls_back() {
     let live = Live::new(root);
     assert_eq!(live.call("dev", "ver", json!({})), "v2");
     assert_eq!(live.call("ops", "ver", json!({})), "v2");
+    live
+}
+
+#[test]
+fn removing_or_renaming_a_profile_folder_falls_back() {
+    let live = two_profiles_over_core();
 
     std::fs::remove_dir_all(live.root.path().join("usr/agents/dev")).unwrap();
     live.wait_answer("dev", "ver", "v1");
@@ -421,13 +427,7 @@ fn removing_or_renaming_a_profile_folder_falls_back() {
 
 #[test]
 fn a_folder_removed_just_after_another_change_falls_back() {
-    let root = TestRoot::new();
-    root.copy(Fixture::Versioned, "core/tools/ver.so");
-    root.copy(Fixture::VersionedV2, "usr/agents/dev/tools/ver.so");
-    root.copy(Fixture::VersionedV2, "usr/agents/ops/tools/ver.so");
-    let live = Live::new(root);
-    assert_eq!(live.call("dev", "ver", json!({})), "v2");
-    assert_eq!(live.call("ops", "ver", json!({})), "v2");
+    let live = two_profiles_over_core();
     let debounce = live.host.options().debounce;
 
     // An unrelated change (as the first call's `usr/audit/` is) is handled while the folder is

@@ -13,6 +13,7 @@
 pub mod audit;
 pub mod fake_llm;
 pub mod peers;
+mod shell_env;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -156,28 +157,9 @@ pub fn build_dir() -> &'static Path {
             .parent()
             .expect("workspace");
         let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        // Cargo runs this binary with the variables of the package under test
-        // (CARGO_PKG_NAME, CARGO_MANIFEST_DIR, OUT_DIR, ...). Build scripts that declare them
-        // as inputs (ring's does) would then be rebuilt here, and again by the next outer
-        // `cargo test`: the inner build must see the environment the outer one saw.
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy();
-            let per_package = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
-                .iter()
-                .any(|p| name.starts_with(p))
-                || [
-                    "CARGO_CRATE_NAME",
-                    "CARGO_BIN_NAME",
-                    "CARGO_PRIMARY_PACKAGE",
-                    "CARGO_TARGET_TMPDIR",
-                    "CARGO_RUSTC_CURRENT_DIR",
-                    "OUT_DIR",
-                ]
-                .contains(&&*name);
-            if per_package {
-                cargo.env_remove(&*name);
-            }
-        }
+        // Cargo runs this binary with the variables of the package under test: the inner
+        // build must see the environment the outer one saw.
+        shell_env::as_from_a_shell(&mut cargo);
         cargo
             .current_dir(workspace)
             .arg("build")

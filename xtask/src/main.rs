@@ -9,6 +9,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
+// The environment a shell gives cargo: shared with the tests' own build of the fixtures.
+#[path = "../../tests/src/shell_env.rs"]
+mod shell_env;
+
 #[derive(Parser)]
 #[command(name = "cargo xtask")]
 struct Cli {
@@ -64,29 +68,9 @@ fn workspace_root() -> PathBuf {
 
 fn cargo() -> Command {
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    // `cargo run` gives this process the variables of the xtask package (CARGO_PKG_NAME,
-    // CARGO_MANIFEST_DIR, ...). Build scripts that declare them as inputs (ring's does) would
-    // then be built here for xtask's values, and again (with everything above them: rustls,
-    // reqwest, rmcp, the host) by the next `cargo test`: the build must see the environment a
-    // shell gives it. The same list as the tests' own build (tests/src/lib.rs).
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        let per_package = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
-            .iter()
-            .any(|p| name.starts_with(p))
-            || [
-                "CARGO_CRATE_NAME",
-                "CARGO_BIN_NAME",
-                "CARGO_PRIMARY_PACKAGE",
-                "CARGO_TARGET_TMPDIR",
-                "CARGO_RUSTC_CURRENT_DIR",
-                "OUT_DIR",
-            ]
-            .contains(&&*name);
-        if per_package {
-            cargo.env_remove(&*name);
-        }
-    }
+    // `cargo run` gives this process the variables of the xtask package: the build must see
+    // the environment a shell gives it.
+    shell_env::as_from_a_shell(&mut cargo);
     cargo
 }
 

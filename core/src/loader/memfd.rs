@@ -38,6 +38,12 @@ pub(super) fn available() -> bool {
     *AVAILABLE.get_or_init(|| Path::new("/proc/self/fd").is_dir())
 }
 
+/// What an in-memory copy is sealed against: writes, shrinking, growing, further seals.
+const SEALS: SealFlags = SealFlags::WRITE
+    .union(SealFlags::SHRINK)
+    .union(SealFlags::GROW)
+    .union(SealFlags::SEAL);
+
 /// A library's bytes in a sealed in-memory file, open until dropped.
 pub(super) struct InMemory {
     _file: File,
@@ -47,18 +53,9 @@ pub(super) struct InMemory {
 impl InMemory {
     /// An in-memory file holding `bytes` (read from `source`, which names it).
     pub(super) fn new(source: &Path, bytes: &[u8]) -> io::Result<Self> {
-        let name = source
-            .file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default();
-        let mut name = format!("toolhost:{name}");
-        while name.len() > 240 {
-            name.pop(); // the kernel takes at most 249 bytes
-        }
-        let mut file = File::from(create(&name)?);
+        let mut file = File::from(create(&name_for(source))?);
         file.write_all(bytes)?;
-        let seals = SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL;
-        if let Err(e) = rustix::fs::fcntl_add_seals(&file, seals) {
+        if let Err(e) = rustix::fs::fcntl_add_seals(&file, SEALS) {
             tracing::debug!(
                 "cannot seal the in-memory copy of {}: {e}",
                 source.display()
@@ -138,8 +135,7 @@ impl Sealed {
         if total == 0 {
             return rewind(from); // empty: nothing to map (and refused as empty)
         }
-        let seals = SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL;
-        if let Err(e) = rustix::fs::fcntl_add_seals(&file, seals) {
+        if let Err(e) = rustix::fs::fcntl_add_seals(&file, SEALS) {
             tracing::debug!("cannot seal an in-memory file: {e}");
             return rewind(from);
         }

@@ -18,8 +18,8 @@ use crate::cancel::Cancel;
 use crate::transcript::{HistoryMessage, Role};
 use crate::Agent;
 
-/// What every context of one tool call shares: the call's own, each attempt's and each
-/// extension's within it.
+/// One tool call: what its own context and each extension's within it share (an attempt gets
+/// a copy with a cancellation of its own).
 pub(crate) struct Call {
     pub(crate) agent: Arc<Agent>,
     pub(crate) tool_name: Arc<str>,
@@ -32,34 +32,44 @@ pub(crate) struct Call {
 }
 
 /// One tool call (or one extension run within it), as plugins see it. Its fields are the
-/// shared [`Call`]'s (through `Deref`), so an extension's context costs one allocation and
-/// three reference counts.
-pub(crate) struct CallContext {
-    call: Arc<Call>,
-    /// The extension's point and name, for a context handed to an extension.
-    pub(crate) extension: Option<(Arc<str>, Arc<str>)>,
+/// [`Call`]'s (through `Deref`). A call's context is one allocation; an extension's is one
+/// more, holding its call's context and its own point and name.
+pub(crate) struct CallContext(Kind);
+
+enum Kind {
+    /// A call's (or one attempt's) own context.
+    Call(Call),
+    /// An extension's, within the call `parent` (always a `Kind::Call`).
+    Extension {
+        parent: Arc<CallContext>,
+        point: Arc<str>,
+        name: Arc<str>,
+    },
 }
 
 impl std::ops::Deref for CallContext {
     type Target = Call;
 
     fn deref(&self) -> &Call {
-        &self.call
+        match &self.0 {
+            Kind::Call(call) => call,
+            Kind::Extension { parent, .. } => parent,
+        }
     }
 }
 
 impl CallContext {
     /// The context of a new call.
     pub(crate) fn new(call: Call) -> Self {
-        Self {
-            call: Arc::new(call),
-            extension: None,
-        }
+        Self(Kind::Call(call))
     }
 
-    /// The shared part, for a future that outlives this borrow.
-    fn shared(&self) -> Arc<Call> {
-        self.call.clone()
+    /// The extension's point and name, for a context handed to an extension.
+    pub(crate) fn extension(&self) -> Option<(&Arc<str>, &Arc<str>)> {
+        match &self.0 {
+            Kind::Call(_) => None,
+            Kind::Extension { point, name, .. } => Some((point, name)),
+        }
     }
 
     /// A new reference for a plugin.
@@ -84,25 +94,31 @@ impl CallContext {
 
     /// The same call for one more attempt of `execute`, with a cancellation of its own.
     pub(crate) fn for_attempt(self: &Arc<Self>) -> Arc<Self> {
-        Arc::new(Self {
-            call: Arc::new(Call {
-                agent: self.agent.clone(),
-                tool_name: self.tool_name.clone(),
-                method: self.method.clone(),
-                log_id: self.log_id,
-                nested: self.nested,
-                cancel: Cancel::default(),
-            }),
-            extension: self.extension.clone(),
-        })
+        let attempt = Arc::new(Self::new(Call {
+            agent: self.agent.clone(),
+            tool_name: self.tool_name.clone(),
+            method: self.method.clone(),
+            log_id: self.log_id,
+            nested: self.nested,
+            cancel: Cancel::default(),
+        }));
+        match self.extension() {
+            None => attempt,
+            Some((point, name)) => attempt.for_extension(point, name),
+        }
     }
 
     /// The same call, seen from the extension `name` at `point`.
     pub(crate) fn for_extension(self: &Arc<Self>, point: &Arc<str>, name: &Arc<str>) -> Arc<Self> {
-        Arc::new(Self {
-            call: self.call.clone(),
-            extension: Some((point.clone(), name.clone())),
-        })
+        let parent = match &self.0 {
+            Kind::Call(_) => self.clone(),
+            Kind::Extension { parent, .. } => parent.clone(),
+        };
+        Arc::new(Self(Kind::Extension {
+            parent,
+            point: point.clone(),
+            name: name.clone(),
+        }))
     }
 }
 
@@ -184,13 +200,11 @@ unsafe extern "C" fn ctx_field(data: *const c_void, field: ContextField) -> RStr
             ContextField::ToolName => call.tool_name.to_string(),
             ContextField::Method => call.method.as_deref().unwrap_or_default().to_owned(),
             ContextField::ExtensionPoint => call
-                .extension
-                .as_ref()
+                .extension()
                 .map(|(p, _)| p.to_string())
                 .unwrap_or_default(),
             ContextField::ExtensionName => call
-                .extension
-                .as_ref()
+                .extension()
                 .map(|(_, n)| n.to_string())
                 .unwrap_or_default(),
             ContextField::LogId => call.log_id.to_string(),
@@ -249,7 +263,7 @@ unsafe extern "C" fn ctx_is_cancelled(data: *const c_void) -> bool {
 
 unsafe extern "C" fn ctx_cancelled(data: *const c_void) -> FfiFuture<()> {
     // SAFETY: vtable contract.
-    let shared = unsafe { call(data) }.shared();
+    let shared = unsafe { call_arc(data) };
     async move { shared.cancel.cancelled().await }.into_ffi()
 }
 

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::Serialize;
+
 use super::chain::{self, Link};
 use super::lines::{last_lines, RawLine};
 use super::{AuditError, AuditErrorKind, AuditRecord, FILE_NAME};
@@ -96,6 +98,12 @@ impl Audit {
     /// Appends `record` as the chain's next line. Safe from several threads and processes at
     /// once: lines never interleave and the chain stays whole.
     pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        self.append_serialized(record)
+    }
+
+    /// [`append`](Self::append) for anything that serializes as a record's JSON object (a
+    /// record borrowed from the call it describes).
+    pub(crate) fn append_serialized(&self, record: &impl Serialize) -> Result<(), AuditError> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.body.clear();
         serde_json::to_writer(&mut state.body, record).map_err(|e| {

@@ -1,19 +1,22 @@
 //! A governed call's audit record: what was asked, decided and tried, and how it ended. One
 //! hash-chained line per call in `usr/audit/audit.jsonl` (see [`crate::audit`]).
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::OnceLock;
 use std::time::{Instant, SystemTime};
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::approval::DecisionSource;
 use super::{CallRules, Transition};
 use crate::audit::{
-    ApprovalDecision, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord,
-    CallRecord, Decision,
+    ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord, Decision,
 };
 use crate::config::AuditSettings;
+use crate::secrets::SecretStore;
 use crate::{Agent, Host, ToolError, ToolName};
 
 /// What a governed call did, gathered while it runs; nothing (not even the clock) when the
@@ -95,10 +98,14 @@ impl Host {
 
 impl Agent {
     /// Appends the call's record (when the profile's config enables the audit).
+    ///
+    /// The record is serialized from borrowed parts (a [`CallLine`]), so a call's audit costs
+    /// no copy of its arguments or names; the arguments and metadata are copied only when
+    /// there are secrets to mask in them.
     pub(crate) fn audit_call(
         &self,
         request: &ToolName,
-        source: impl FnOnce() -> (String, Option<String>),
+        source: (Cow<'_, str>, Option<&str>),
         rules: &CallRules,
         args: &Map<String, Value>,
         trail: Trail,
@@ -110,66 +117,55 @@ impl Agent {
         let Some(audit) = self.host.audit(rules.config.audit().fsync) else {
             return;
         };
-        let (file, library_sha256) = source();
         let secrets = self.host.secret_store();
-        let masked_args = Value::Object(secrets.map(args.clone()).into_inner());
-        let execution_id = format!("{}-{}-{}", std::process::id(), self.name(), started_ms);
-        let record = AuditRecord::Call(CallRecord {
-            execution_id,
-            agent: self.name().to_owned(),
-            profile: self.profile().to_owned(),
-            tool: request.name().to_owned(),
-            method: request.method().map(str::to_owned),
-            layer: rules.layer.to_string(),
-            file,
+        let execution_id = ExecutionId {
+            pid: std::process::id(),
+            agent: self.name(),
+            started_ms,
+        };
+        let (file, library_sha256) = source;
+        let line = CallLine {
+            execution_id: &execution_id,
+            agent: self.name(),
+            profile: self.profile(),
+            tool: request.name(),
+            method: request.method(),
+            layer: &rules.layer,
+            file: &file,
             library_sha256,
-            args: masked_args,
-            approval: trail
-                .approval
-                .as_ref()
-                .map(|(allowed, source)| ApprovalDecision {
-                    decision: if *allowed {
-                        Decision::Allowed
-                    } else {
-                        Decision::Denied
-                    },
-                    source: source.to_string(),
-                }),
-            attempts: trail.attempts,
+            args: MaybeMasked::new(&secrets, args),
+            approval: trail.approval.as_ref().map(|(allowed, source)| ApprovalLine {
+                decision: decision(*allowed),
+                source,
+            }),
+            attempts: &trail.attempts,
             started_ms,
             ended_ms: now_ms(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
             outcome: match outcome {
-                Ok(_) => "success".to_owned(),
-                Err(e) => e.kind().as_str().to_owned(),
+                Ok(_) => "success",
+                Err(e) => e.kind().as_str(),
             },
             metadata: match outcome {
-                Ok(Some(m)) => Some(Value::Object(secrets.map(m.clone()).into_inner())),
+                Ok(Some(m)) => Some(MaybeMasked::new(&secrets, m)),
                 _ => None,
             },
-        });
-        if let Err(e) = audit.append(&record) {
+        };
+        if let Err(e) = audit.append_serialized(&line) {
             tracing::warn!("{e}");
         }
         // The user's own decision gets a record of its own, with the call's id and arguments.
         let Some((allowed, source)) = trail.approval.filter(|(_, s)| s.is_user()) else {
             return;
         };
-        let AuditRecord::Call(call) = record else {
-            unreachable!("the call's record")
-        };
         let approval = AuditRecord::Approval(ApprovalRecord {
-            execution_id: call.execution_id,
-            agent: call.agent,
-            profile: call.profile,
-            tool: call.tool,
-            method: call.method,
-            args: call.args,
-            decision: if allowed {
-                Decision::Allowed
-            } else {
-                Decision::Denied
-            },
+            execution_id: execution_id.to_string(),
+            agent: self.name().to_owned(),
+            profile: self.profile().to_owned(),
+            tool: request.name().to_owned(),
+            method: request.method().map(str::to_owned),
+            args: Value::Object(secrets.map(args.clone()).into_inner()),
+            decision: decision(allowed),
             source: source.to_string(),
             time_ms: now_ms(),
         });
@@ -177,6 +173,79 @@ impl Agent {
             tracing::warn!("{e}");
         }
     }
+}
+
+fn decision(allowed: bool) -> Decision {
+    match allowed {
+        true => Decision::Allowed,
+        false => Decision::Denied,
+    }
+}
+
+/// A call's record as written: the fields of [`CallRecord`], in its order, borrowed from the
+/// call (a test checks that it reads back as a `CallRecord`).
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "call")]
+struct CallLine<'a> {
+    #[serde(serialize_with = "display")]
+    execution_id: &'a ExecutionId<'a>,
+    agent: &'a str,
+    profile: &'a str,
+    tool: &'a str,
+    method: Option<&'a str>,
+    layer: &'a str,
+    file: &'a str,
+    library_sha256: Option<&'a str>,
+    args: MaybeMasked<'a>,
+    approval: Option<ApprovalLine<'a>>,
+    attempts: &'a [Attempt],
+    started_ms: u64,
+    ended_ms: u64,
+    duration_ms: f64,
+    outcome: &'a str,
+    metadata: Option<MaybeMasked<'a>>,
+}
+
+/// [`ApprovalDecision`](crate::audit::ApprovalDecision), borrowed.
+#[derive(Serialize)]
+struct ApprovalLine<'a> {
+    decision: Decision,
+    #[serde(serialize_with = "display")]
+    source: &'a DecisionSource,
+}
+
+/// `<pid>-<agent>-<start ms>`: a call's execution id.
+struct ExecutionId<'a> {
+    pid: u32,
+    agent: &'a str,
+    started_ms: u64,
+}
+
+impl fmt::Display for ExecutionId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}-{}", self.pid, self.agent, self.started_ms)
+    }
+}
+
+/// A JSON object as the audit may hold it: as it is when no secret is set, masked otherwise.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MaybeMasked<'a> {
+    Plain(&'a Map<String, Value>),
+    Masked(Map<String, Value>),
+}
+
+impl<'a> MaybeMasked<'a> {
+    fn new(secrets: &SecretStore, map: &'a Map<String, Value>) -> Self {
+        match secrets.active() {
+            Some(_) => Self::Masked(secrets.map(map.clone()).into_inner()),
+            None => Self::Plain(map),
+        }
+    }
+}
+
+fn display<T: fmt::Display, S: serde::Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
 }
 
 impl Agent {
@@ -205,4 +274,76 @@ impl Agent {
 /// The SHA-256 of `bytes`, in hex: how the audit and `inspect` name a library's build.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::audit::{ApprovalDecision, CallRecord};
+
+    /// The borrowed line reads back as the public record, field for field.
+    #[test]
+    fn a_call_line_reads_back_as_a_call_record() {
+        let args = json!({"city": "Paris", "days": 3});
+        let metadata = json!({"rows": 2});
+        let source = DecisionSource::Said("user: approved once".into());
+        let attempts = vec![Attempt {
+            attempt: 1,
+            error_kind: Some("timeout".to_owned()),
+            started_ms: 5,
+            duration_ms: 1.5,
+        }];
+        let id = ExecutionId {
+            pid: 7,
+            agent: "A0",
+            started_ms: 5,
+        };
+        let line = CallLine {
+            execution_id: &id,
+            agent: "A0",
+            profile: "default",
+            tool: "weather",
+            method: Some("today"),
+            layer: "usr",
+            file: "usr/tools/weather.so",
+            library_sha256: Some("ab"),
+            args: MaybeMasked::Plain(args.as_object().unwrap()),
+            approval: Some(ApprovalLine {
+                decision: Decision::Allowed,
+                source: &source,
+            }),
+            attempts: &attempts,
+            started_ms: 5,
+            ended_ms: 9,
+            duration_ms: 4.25,
+            outcome: "timeout",
+            metadata: Some(MaybeMasked::Masked(metadata.as_object().unwrap().clone())),
+        };
+        let text = serde_json::to_string(&line).unwrap();
+        let expected = AuditRecord::Call(CallRecord {
+            execution_id: "7-A0-5".to_owned(),
+            agent: "A0".to_owned(),
+            profile: "default".to_owned(),
+            tool: "weather".to_owned(),
+            method: Some("today".to_owned()),
+            layer: "usr".to_owned(),
+            file: "usr/tools/weather.so".to_owned(),
+            library_sha256: Some("ab".to_owned()),
+            args,
+            approval: Some(ApprovalDecision {
+                decision: Decision::Allowed,
+                source: "user: approved once".to_owned(),
+            }),
+            attempts,
+            started_ms: 5,
+            ended_ms: 9,
+            duration_ms: 4.25,
+            outcome: "timeout".to_owned(),
+            metadata: Some(metadata),
+        });
+        assert_eq!(serde_json::from_str::<AuditRecord>(&text).unwrap(), expected);
+        assert_eq!(text, serde_json::to_string(&expected).unwrap(), "same fields, same order");
+    }
 }

@@ -6,7 +6,9 @@
 //! opens it again. The breaker lives in the tool's handle, so a new build of the tool starts
 //! closed.
 
-use std::sync::Mutex;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
 use crate::audit::BreakerState as Side;
@@ -64,17 +66,54 @@ enum State {
 }
 
 /// One tool build's breaker.
-pub(crate) struct Breaker(Mutex<State>);
+pub(crate) struct Breaker {
+    state: Mutex<State>,
+    /// Whether the state is closed with no failure counted: the usual case, in which a call is
+    /// admitted and a success recorded without taking the lock.
+    clean: AtomicBool,
+}
 
 impl Default for Breaker {
     fn default() -> Self {
-        Self(Mutex::new(State::Closed { failures: 0 }))
+        Self {
+            state: Mutex::new(State::Closed { failures: 0 }),
+            clean: AtomicBool::new(true),
+        }
+    }
+}
+
+/// The locked state; `clean` is brought up to date when it is released.
+struct Locked<'a> {
+    guard: MutexGuard<'a, State>,
+    clean: &'a AtomicBool,
+}
+
+impl Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let clean = matches!(*self.guard, State::Closed { failures: 0 });
+        self.clean.store(clean, Ordering::Release);
     }
 }
 
 impl Breaker {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> Locked<'_> {
+        Locked {
+            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            clean: &self.clean,
+        }
     }
 
     /// Whether a call may run now; an open breaker answers with a `dependency` error that says
@@ -84,6 +123,9 @@ impl Breaker {
         tool: &str,
         settings: &BreakerSettings,
     ) -> Result<Option<Transition>, ToolError> {
+        if self.clean.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         let mut state = self.state();
         match &mut *state {
             State::Closed { .. } => Ok(None),
@@ -122,8 +164,11 @@ impl Breaker {
         outcome: Result<(), &ToolError>,
         settings: &BreakerSettings,
     ) -> Option<Transition> {
-        let mut state = self.state();
         let infrastructure = outcome.err().filter(|e| is_infrastructure(e.kind()));
+        if infrastructure.is_none() && self.clean.load(Ordering::Acquire) {
+            return None; // closed, and stays closed with no failure counted
+        }
+        let mut state = self.state();
         match (&mut *state, infrastructure) {
             (State::Closed { failures }, None) => {
                 *failures = 0;

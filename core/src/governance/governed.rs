@@ -2,6 +2,7 @@
 //! (`steps.rs`) are generic over it, so each target is compiled into its own copy and the
 //! library path costs what it did before.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +36,7 @@ pub(crate) trait Governed: Send + Sync + 'static {
     /// The answer's metadata, for the audit.
     fn metadata(answer: &Self::Answer) -> Option<Map<String, Value>>;
     /// Where it comes from for the audit: a file (relative to the root) and its SHA-256.
-    fn audit_source(&self, host: &Host) -> (String, Option<String>);
+    fn audit_source(&self, host: &Host) -> (Cow<'_, str>, Option<&str>);
     /// One attempt, until it answers, `timeout` passes or the user intervenes.
     fn attempt(
         self: &Arc<Self>,
@@ -73,10 +74,13 @@ impl Governed for ToolHandle {
         answer.metadata()
     }
 
-    fn audit_source(&self, host: &Host) -> (String, Option<String>) {
+    fn audit_source(&self, host: &Host) -> (Cow<'_, str>, Option<&str>) {
         let path = self.source();
         let relative = path.strip_prefix(host.root()).unwrap_or(path);
-        let file = relative.to_string_lossy().replace('\\', "/");
+        let file = match relative.to_str() {
+            Some(file) if !file.contains('\\') => Cow::Borrowed(file),
+            _ => Cow::Owned(relative.to_string_lossy().replace('\\', "/")),
+        };
         (file, self.sha256())
     }
 

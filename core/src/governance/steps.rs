@@ -118,8 +118,10 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        let source = || tool.audit_source(&self.host);
-        self.audit_call(request, source, rules, args, trail, outcome);
+        if trail.audited() {
+            let source = tool.audit_source(&self.host);
+            self.audit_call(request, source, rules, args, trail, outcome);
+        }
         result
     }
 

@@ -260,7 +260,7 @@ async fn sleep(deadline: Option<Duration>) {
 
 /// The text fields of `ctx`, for the worker's context.
 fn call_info(ctx: &CallContext) -> CallInfo {
-    let (point, name) = match &ctx.extension {
+    let (point, name) = match ctx.extension() {
         Some((p, n)) => (p.to_string(), n.to_string()),
         None => Default::default(),
     };

@@ -2,6 +2,7 @@
 //! as the call's progress, `notifications/cancelled` at the deadline or an intervention, and
 //! the result as a [`Response`] (or a repairable error for `isError`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,8 +56,8 @@ impl Governed for McpTool {
         answer.metadata.clone()
     }
 
-    fn audit_source(&self, _host: &Host) -> (String, Option<String>) {
-        (format!("mcp:{}", self.server_name), None)
+    fn audit_source(&self, _host: &Host) -> (Cow<'_, str>, Option<&str>) {
+        (format!("mcp:{}", self.server_name).into(), None)
     }
 
     async fn attempt(

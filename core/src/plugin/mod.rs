@@ -257,7 +257,7 @@ impl ToolHandle {
     /// asked, from the file in its layer. `None` if the file can no longer be read, or if it
     /// no longer holds the bytes this build was loaded from (it was replaced since): the audit
     /// never names another build's hash.
-    pub fn sha256(&self) -> Option<String> {
+    pub fn sha256(&self) -> Option<&str> {
         self.sha256
             .get_or_init(|| {
                 let bytes = std::fs::read(&self.source).ok()?;
@@ -265,7 +265,7 @@ impl ToolHandle {
                     || xxhash_rust::xxh3::xxh3_128(&bytes) == self.content_hash;
                 same.then(|| crate::governance::sha256_hex(&bytes))
             })
-            .clone()
+            .as_deref()
     }
 
     /// Notes the XXH3-128 of the bytes this build was loaded from (see [`sha256`](Self::sha256)).

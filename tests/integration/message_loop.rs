@@ -583,12 +583,9 @@ fn an_interjection_after_the_tool_finished_keeps_its_result() {
         vec![call("echo:sleep", json!({"ms": 300})), answer("ok")],
         "go",
     );
-    wait_for("the tool to start", || {
-        agent
-            .current_tool()
-            .filter(|t| t == "echo:sleep")
-            .ok_or("not yet")
-    });
+    // Running `execute`, past the checks before it (an interjection before them would end
+    // the call before it started).
+    wait_for("the tool to run", || agent.loop_data("sleeping").ok_or("not yet"));
     agent.interject("By the way: hello.");
     assert_eq!(runtime.block_on(looping).unwrap().unwrap(), "ok");
     let history = agent.history();

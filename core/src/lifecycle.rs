@@ -246,9 +246,10 @@ impl Agent {
                 self.execute_governed(call, request, tool, &mut args, rules)
                     .await?,
             ),
+            // Boxed: an MCP call's state is 4 KiB (a network round trip, where an allocation
+            // is nothing), which every call's future would otherwise hold and copy.
             Target::Mcp(tool, rules) => Answer::Host(
-                self.execute_governed(call, request, tool, &mut args, rules)
-                    .await?,
+                Box::pin(self.execute_governed(call, request, tool, &mut args, rules)).await?,
             ),
             Target::Unknown => Answer::Host(self.unknown_tool(request.name())),
             Target::Parallel => Answer::Host(self.run_parallel(args).await?),

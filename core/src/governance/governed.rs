@@ -106,24 +106,39 @@ impl Governed for ToolHandle {
             if tokio::runtime::Handle::try_current().is_err() {
                 return self.execute(call, args).await;
             }
-            let call = call.for_attempt();
-            let running = {
-                let (tool, call) = (self.clone(), call.clone());
-                async move { tool.execute(&call, args).await }
-            };
-            let deadline = timeout.unwrap_or(Duration::MAX);
-            let interrupt = agent.intervention.stopped();
-            match call_threads::run(running, deadline, interrupt).await {
-                Ok(result) => result,
-                Err(Ended::Deadline) => {
-                    call.cancel.cancel();
-                    Err(super::timed_out(self.name(), deadline))
-                }
-                Err(Ended::Interrupted(error)) => {
-                    call.cancel.cancel();
-                    Err(error)
-                }
-            }
+            // Boxed: its state (the call's future until a call thread takes it, the deadline's
+            // timer, the intervention) is 2 KiB, which every enclosing future would otherwise
+            // hold and copy on each call.
+            Box::pin(on_call_thread(self, agent, call, args, timeout)).await
+        }
+    }
+}
+
+/// One attempt of `execute` on a call thread, until it answers, the deadline passes or the
+/// user intervenes.
+async fn on_call_thread(
+    tool: &Arc<ToolHandle>,
+    agent: &Arc<Agent>,
+    call: &Arc<CallContext>,
+    args: String,
+    timeout: Option<Duration>,
+) -> Result<PluginAnswer, ToolError> {
+    let call = call.for_attempt();
+    let running = {
+        let (tool, call) = (tool.clone(), call.clone());
+        async move { tool.execute(&call, args).await }
+    };
+    let deadline = timeout.unwrap_or(Duration::MAX);
+    let interrupt = agent.intervention.stopped();
+    match call_threads::run(running, deadline, interrupt).await {
+        Ok(result) => result,
+        Err(Ended::Deadline) => {
+            call.cancel.cancel();
+            Err(super::timed_out(tool.name(), deadline))
+        }
+        Err(Ended::Interrupted(error)) => {
+            call.cancel.cancel();
+            Err(error)
         }
     }
 }

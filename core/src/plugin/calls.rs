@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use std::future::Future;
+use std::pin::Pin;
 
 use abi_stable::std_types::RString;
 use plugin_api::__private::abi::response_to_ffi;
@@ -38,16 +39,20 @@ impl ToolHandle {
     }
 
     /// Runs `op` in the tool's worker, with no deadline (the hooks, and `execute_bare`).
-    async fn in_worker(
-        &self,
-        isolated: &IsolatedTool,
+    /// Boxed: its state (a round trip to another process) would otherwise make the future of
+    /// every in-process call larger too.
+    fn in_worker<'a>(
+        &'a self,
+        isolated: &'a IsolatedTool,
         op: Op,
-        ctx: &Arc<CallContext>,
-    ) -> Result<Option<WireResponse>, ToolError> {
-        match isolated.call_to_end(&self.name, op, ctx).await? {
-            Outcome::Response(response) => Ok(Some(response)),
-            _ => Ok(None),
-        }
+        ctx: &'a Arc<CallContext>,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<WireResponse>, ToolError>> + Send + 'a>> {
+        Box::pin(async move {
+            match isolated.call_to_end(&self.name, op, ctx).await? {
+                Outcome::Response(response) => Ok(Some(response)),
+                _ => Ok(None),
+            }
+        })
     }
 
     pub(crate) async fn execute(

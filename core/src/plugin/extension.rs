@@ -138,7 +138,9 @@ impl ExtensionHandle {
             Backend::InProcess { .. } => self.execute_ffi(ctx.to_ffi(), data).await,
             Backend::Worker(isolated, _) => {
                 let op = Op::Extension(data.into_string());
-                match isolated.call_to_end(&self.name, op, ctx).await? {
+                // Boxed: a round trip to another process, whose state would otherwise make
+                // every in-process extension's future larger too.
+                match Box::pin(isolated.call_to_end(&self.name, op, ctx)).await? {
                     Outcome::Data(changed) => Ok(changed.map(RString::from)),
                     _ => Ok(None),
                 }

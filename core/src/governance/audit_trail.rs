@@ -72,6 +72,12 @@ impl Trail {
     }
 }
 
+/// This process's id, asked of the system once (each ask is a system call).
+fn process_id() -> u32 {
+    static PID: OnceLock<u32> = OnceLock::new();
+    *PID.get_or_init(std::process::id)
+}
+
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -119,7 +125,7 @@ impl Agent {
         };
         let secrets = self.host.secret_store();
         let execution_id = ExecutionId {
-            pid: std::process::id(),
+            pid: process_id(),
             agent: self.name(),
             started_ms,
         };

@@ -585,7 +585,9 @@ fn an_interjection_after_the_tool_finished_keeps_its_result() {
     );
     // Running `execute`, past the checks before it (an interjection before them would end
     // the call before it started).
-    wait_for("the tool to run", || agent.loop_data("sleeping").ok_or("not yet"));
+    wait_for("the tool to run", || {
+        agent.loop_data("sleeping").ok_or("not yet")
+    });
     agent.interject("By the way: hello.");
     assert_eq!(runtime.block_on(looping).unwrap().unwrap(), "ok");
     let history = agent.history();

@@ -140,10 +140,13 @@ impl Agent {
             file: &file,
             library_sha256,
             args: MaybeMasked::new(&secrets, args),
-            approval: trail.approval.as_ref().map(|(allowed, source)| ApprovalLine {
-                decision: decision(*allowed),
-                source,
-            }),
+            approval: trail
+                .approval
+                .as_ref()
+                .map(|(allowed, source)| ApprovalLine {
+                    decision: decision(*allowed),
+                    source,
+                }),
             attempts: &trail.attempts,
             started_ms,
             ended_ms: now_ms(),
@@ -349,7 +352,14 @@ mod tests {
             outcome: "timeout".to_owned(),
             metadata: Some(metadata),
         });
-        assert_eq!(serde_json::from_str::<AuditRecord>(&text).unwrap(), expected);
-        assert_eq!(text, serde_json::to_string(&expected).unwrap(), "same fields, same order");
+        assert_eq!(
+            serde_json::from_str::<AuditRecord>(&text).unwrap(),
+            expected
+        );
+        assert_eq!(
+            text,
+            serde_json::to_string(&expected).unwrap(),
+            "same fields, same order"
+        );
     }
 }

@@ -108,10 +108,10 @@ impl Agent {
     /// The record is serialized from borrowed parts (a [`CallLine`]), so a call's audit costs
     /// no copy of its arguments or names; the arguments and metadata are copied only when
     /// there are secrets to mask in them.
-    pub(crate) fn audit_call(
+    pub(crate) fn audit_call<'a>(
         &self,
         request: &ToolName,
-        source: (Cow<'_, str>, Option<&str>),
+        source: impl FnOnce() -> (Cow<'a, str>, Option<&'a str>),
         rules: &CallRules,
         args: &Map<String, Value>,
         trail: Trail,
@@ -129,7 +129,7 @@ impl Agent {
             agent: self.name(),
             started_ms,
         };
-        let (file, library_sha256) = source;
+        let (file, library_sha256) = source();
         let line = CallLine {
             execution_id: &execution_id,
             agent: self.name(),
@@ -247,7 +247,7 @@ enum MaybeMasked<'a> {
 impl<'a> MaybeMasked<'a> {
     fn new(secrets: &SecretStore, map: &'a Map<String, Value>) -> Self {
         match secrets.active() {
-            Some(_) => Self::Masked(secrets.map(map.clone()).into_inner()),
+            Some(secrets) => Self::Masked(secrets.mask_map(map.clone()).into_inner()),
             None => Self::Plain(map),
         }
     }

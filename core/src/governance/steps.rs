@@ -118,10 +118,8 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        if trail.audited() {
-            let source = tool.audit_source(&self.host);
-            self.audit_call(request, source, rules, args, trail, outcome);
-        }
+        let source = || tool.audit_source(&self.host);
+        self.audit_call(request, source, rules, args, trail, outcome);
         result
     }
 

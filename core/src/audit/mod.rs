@@ -38,6 +38,7 @@ pub use record::{
 };
 pub use tail::{tail, AuditEntry, TailLine};
 pub use verify::{verify, Broken, BrokenKind, VerifyReport};
+pub(crate) use writer::now_ms;
 pub use writer::{Audit, AuditOptions};
 
 /// The log's file name in its folder.

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::approval::DecisionSource;
 use super::{CallRules, Transition};
 use crate::audit::{
-    ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord, Decision,
+    now_ms, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord, Decision,
 };
 use crate::config::AuditSettings;
 use crate::secrets::SecretStore;
@@ -76,13 +76,6 @@ impl Trail {
 fn process_id() -> u32 {
     static PID: OnceLock<u32> = OnceLock::new();
     *PID.get_or_init(std::process::id)
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Host {
@@ -164,7 +157,7 @@ impl Agent {
             tracing::warn!("{e}");
         }
         // The user's own decision gets a record of its own, with the call's id and arguments.
-        let Some((allowed, source)) = trail.approval.filter(|(_, s)| s.is_user()) else {
+        let Some((allowed, source)) = trail.approval.as_ref().filter(|(_, s)| s.is_user()) else {
             return;
         };
         let approval = AuditRecord::Approval(ApprovalRecord {
@@ -173,8 +166,8 @@ impl Agent {
             profile: self.profile().to_owned(),
             tool: request.name().to_owned(),
             method: request.method().map(str::to_owned),
-            args: Value::Object(secrets.map(args.clone()).into_inner()),
-            decision: decision(allowed),
+            args: Value::Object(line.args.into_owned()),
+            decision: decision(*allowed),
             source: source.to_string(),
             time_ms: now_ms(),
         });
@@ -245,6 +238,14 @@ enum MaybeMasked<'a> {
 }
 
 impl<'a> MaybeMasked<'a> {
+    /// The object itself, as masked (a copy if it needed no mask).
+    fn into_owned(self) -> Map<String, Value> {
+        match self {
+            Self::Plain(map) => map.clone(),
+            Self::Masked(map) => map,
+        }
+    }
+
     fn new(secrets: &SecretStore, map: &'a Map<String, Value>) -> Self {
         match secrets.active() {
             Some(secrets) => Self::Masked(secrets.mask_map(map.clone()).into_inner()),

@@ -1,15 +1,12 @@
 //! The host services a plugin reaches during a call.
 
-use std::ffi::c_void;
 use std::fmt;
 
-use abi_stable::std_types::{RStr, RString};
+use abi_stable::std_types::RString;
+use plugin_abi::{ContextField, FfiContext, FfiResponse};
 use serde_json::Value;
 
-use crate::__private::abi::{
-    error_from_ffi, response_to_ffi, ContextField, FfiContext, HostVtableRef,
-};
-use crate::{Args, Response, ToolError};
+use crate::{Args, Response, Role, ToolError};
 
 /// The call's view of the agent: who is calling, the log item, progress, intervention,
 /// loop data and history.
@@ -29,30 +26,17 @@ use crate::{Args, Response, ToolError};
 /// }
 /// ```
 pub struct Context {
-    data: *const c_void,
-    vtable: HostVtableRef,
+    ffi: FfiContext,
 }
 
-// SAFETY: the host promises (see `HostVtable`) that its data is reference-counted and that every
-// vtable function may be called from any thread.
-unsafe impl Send for Context {}
-unsafe impl Sync for Context {}
-
 impl Context {
-    /// Takes ownership of a context received from the host.
-    ///
-    /// # Safety
-    /// `ffi` must come from the host and carry one reference that this value now owns.
-    pub(crate) unsafe fn from_ffi(ffi: FfiContext) -> Self {
-        Self {
-            data: ffi.data,
-            vtable: ffi.vtable,
-        }
+    /// The context the host handed over (with its reference).
+    pub(crate) fn from_ffi(ffi: FfiContext) -> Self {
+        Self { ffi }
     }
 
     fn field(&self, field: ContextField) -> String {
-        // SAFETY: data is alive while self holds its reference.
-        unsafe { (self.vtable.field())(self.data, field) }.into_string()
+        self.ffi.field(field).into_string()
     }
 
     /// The agent's display name.
@@ -86,40 +70,33 @@ impl Context {
 
     /// Replaces the text content of the call's log item.
     pub fn log_content(&self, content: &str) {
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.log_content())(self.data, RStr::from(content)) }
+        self.ffi.log_content(content)
     }
 
     /// Sets the progress text, firing the `tool_output_update` extension point.
     pub async fn set_progress(&self, text: impl Into<String>) {
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.set_progress())(self.data, RString::from(text.into())) }.await
+        self.ffi.set_progress(RString::from(text.into())).await
     }
 
     /// Appends to the progress text without firing any extension point.
     pub fn add_progress(&self, text: &str) {
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.add_progress())(self.data, RStr::from(text)) }
+        self.ffi.add_progress(text)
     }
 
     /// Waits while the agent is paused; returns an [`Intervention`](crate::ErrorKind::Intervention)
     /// error when the user stopped or interrupted it. Long-running tools call this between steps.
     pub async fn check_intervention(&self) -> Result<(), ToolError> {
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.check_intervention())(self.data) }
+        self.ffi
+            .check_intervention()
             .await
             .into_result()
-            .map_err(error_from_ffi)
+            .map_err(ToolError::from)
     }
 
     /// Whether the host has cancelled this call: its deadline passed, or the user stopped or
     /// interrupted the agent. A tool that loops without awaiting checks it between steps.
     pub fn is_cancelled(&self) -> bool {
-        match self.vtable.is_cancelled() {
-            // SAFETY: as in `field`.
-            Some(f) => unsafe { f(self.data) },
-            None => false,
-        }
+        self.ffi.is_cancelled().unwrap_or(false)
     }
 
     /// Completes when the host cancels this call (see [`is_cancelled`](Self::is_cancelled)).
@@ -137,17 +114,15 @@ impl Context {
     /// }
     /// ```
     pub async fn cancelled(&self) {
-        match self.vtable.cancelled() {
-            // SAFETY: as in `field`.
-            Some(f) => unsafe { f(self.data) }.await,
+        match self.ffi.cancelled() {
+            Some(cancelled) => cancelled.await,
             None => std::future::pending().await,
         }
     }
 
     /// A value of the current loop's data, if set.
     pub fn loop_data(&self, key: &str) -> Option<Value> {
-        // SAFETY: as in `field`.
-        let text = unsafe { (self.vtable.loop_data_get())(self.data, RStr::from(key)) };
+        let text = self.ffi.loop_data_get(key);
         text.into_option()
             .and_then(|t| serde_json::from_str(&t).ok())
     }
@@ -155,18 +130,23 @@ impl Context {
     /// Sets a value of the current loop's data.
     pub fn set_loop_data(&self, key: &str, value: Value) -> Result<(), ToolError> {
         let text = RString::from(serde_json::to_string(&value).unwrap_or_default());
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.loop_data_set())(self.data, RStr::from(key), text) }
+        self.ffi
+            .loop_data_set(key, text)
             .into_result()
-            .map_err(error_from_ffi)
+            .map_err(ToolError::from)
     }
 
-    /// Adds a message to the agent's history (`role` is `user`, `ai`, `tool` or `warning`).
-    pub fn add_history(&self, role: &str, content: impl Into<String>) {
-        // SAFETY: as in `field`.
-        unsafe {
-            (self.vtable.history_add())(self.data, RStr::from(role), RString::from(content.into()))
-        }
+    /// Adds a message to the agent's history, as `role`.
+    ///
+    /// ```no_run
+    /// # fn f(ctx: &plugin_api::Context) {
+    /// use plugin_api::Role;
+    /// ctx.add_history(Role::Warning, "the cache was stale; results may be old");
+    /// # }
+    /// ```
+    pub fn add_history(&self, role: Role, content: impl Into<String>) {
+        self.ffi
+            .history_add(role.as_str(), RString::from(content.into()))
     }
 
     /// The host's default `before_execution`: creates the log item and prints the call.
@@ -174,21 +154,20 @@ impl Context {
     /// to keep that behaviour.
     pub async fn default_before_execution(&self, args: &Args) -> Result<(), ToolError> {
         let json = RString::from(serde_json::to_string(&**args).unwrap_or_default());
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.default_before_execution())(self.data, json) }
+        self.ffi
+            .default_before_execution(json)
             .await
             .into_result()
-            .map_err(error_from_ffi)
+            .map_err(ToolError::from)
     }
 
     /// The host's default `after_execution`: records the result in history and the log.
     pub async fn default_after_execution(&self, response: &Response) -> Result<(), ToolError> {
-        let ffi = response_to_ffi(response.clone());
-        // SAFETY: as in `field`.
-        unsafe { (self.vtable.default_after_execution())(self.data, ffi) }
+        self.ffi
+            .default_after_execution(FfiResponse::from(response.clone()))
             .await
             .into_result()
-            .map_err(error_from_ffi)
+            .map_err(ToolError::from)
     }
 }
 
@@ -198,16 +177,13 @@ impl Context {
     /// lists the known keys. The built-in `_10_unmask_secrets` extension does this for every
     /// call's arguments.
     pub fn unmask_secrets(&self, value: &mut Value) -> Result<(), ToolError> {
-        let Some(unmask) = self.vtable.unmask_json() else {
+        let json = RString::from(serde_json::to_string(&*value).unwrap_or_default());
+        let Some(out) = self.ffi.unmask_json(json) else {
             return Err(ToolError::dependency(
                 "this host has no secrets service: update the host",
             ));
         };
-        let json = RString::from(serde_json::to_string(&*value).unwrap_or_default());
-        // SAFETY: as in `field`.
-        let out = unsafe { unmask(self.data, json) }
-            .into_result()
-            .map_err(error_from_ffi)?;
+        let out = out.into_result().map_err(ToolError::from)?;
         *value = serde_json::from_str(&out)?;
         Ok(())
     }
@@ -215,9 +191,8 @@ impl Context {
     /// `text` with every secret value replaced by its `§§secret(KEY)` placeholder (unchanged
     /// on a host without secrets).
     pub fn mask_secrets(&self, text: &str) -> String {
-        match self.vtable.mask_text() {
-            // SAFETY: as in `field`.
-            Some(mask) => unsafe { mask(self.data, RString::from(text)) }.into_string(),
+        match self.ffi.mask_text(RString::from(text)) {
+            Some(masked) => masked.into_string(),
             None => text.to_owned(),
         }
     }
@@ -225,36 +200,22 @@ impl Context {
     /// Runs the extensions of `point` (one of the host's, or a point of your own) on `data`,
     /// in file-name order; returns the data the last one left.
     pub async fn call_extensions(&self, point: &str, data: Value) -> Result<Value, ToolError> {
-        let Some(call) = self.vtable.call_extensions() else {
+        let json = RString::from(serde_json::to_string(&data).unwrap_or_default());
+        let Some(call) = self.ffi.call_extensions(RString::from(point), json) else {
             return Err(ToolError::dependency(
                 "this host cannot run extension points for plugins: update the host",
             ));
         };
-        let json = RString::from(serde_json::to_string(&data).unwrap_or_default());
-        // SAFETY: as in `field`.
-        let out = unsafe { call(self.data, RString::from(point), json) }
-            .await
-            .into_result()
-            .map_err(error_from_ffi)?;
+        let out = call.await.into_result().map_err(ToolError::from)?;
         Ok(serde_json::from_str(&out)?)
     }
 }
 
 impl Clone for Context {
     fn clone(&self) -> Self {
-        // SAFETY: adds the reference the new value owns.
-        unsafe { (self.vtable.retain())(self.data) };
         Self {
-            data: self.data,
-            vtable: self.vtable,
+            ffi: self.ffi.clone(),
         }
-    }
-}
-
-impl Drop for Context {
-    fn drop(&mut self) {
-        // SAFETY: gives back the reference this value owned.
-        unsafe { (self.vtable.release())(self.data) }
     }
 }
 

@@ -151,9 +151,59 @@ impl ToolError {
         }
         Self::new(kind, message)
     }
-    /// The kind and the message, taken apart (the wire conversion uses it).
-    pub(crate) fn into_parts(self) -> (ErrorKind, String) {
-        (self.kind, self.message)
+}
+
+impl ErrorKind {
+    /// The code this kind crosses the boundary as (`plugin_abi::wire::kind`).
+    const fn code(self) -> u8 {
+        use plugin_abi::wire::kind;
+        match self {
+            Self::Repairable => kind::REPAIRABLE,
+            Self::Validation => kind::VALIDATION,
+            Self::Business => kind::BUSINESS,
+            Self::Timeout => kind::TIMEOUT,
+            Self::Dependency => kind::DEPENDENCY,
+            Self::Internal => kind::INTERNAL,
+            Self::Intervention => kind::INTERVENTION,
+        }
+    }
+
+    /// Decodes [`code`](Self::code); an unknown code (from a newer plugin) is `Internal`.
+    const fn from_code(code: u8) -> Self {
+        use plugin_abi::wire::kind;
+        match code {
+            kind::REPAIRABLE => Self::Repairable,
+            kind::VALIDATION => Self::Validation,
+            kind::BUSINESS => Self::Business,
+            kind::TIMEOUT => Self::Timeout,
+            kind::DEPENDENCY => Self::Dependency,
+            kind::INTERVENTION => Self::Intervention,
+            _ => Self::Internal,
+        }
+    }
+}
+
+/// The error in its wire form (what the export glue and a host send across the boundary).
+impl From<ToolError> for plugin_abi::FfiError {
+    fn from(error: ToolError) -> Self {
+        plugin_abi::FfiError::new(error.kind.code(), error.message)
+    }
+}
+
+/// The error from its wire form; a kind this crate does not know reads as `Internal`.
+impl From<plugin_abi::FfiError> for ToolError {
+    fn from(error: plugin_abi::FfiError) -> Self {
+        ToolError::new(
+            ErrorKind::from_code(error.kind),
+            error.message.into_string(),
+        )
+    }
+}
+
+/// A panic of plugin code caught by the export glue: an `Internal` error with its message.
+impl From<plugin_abi::guard::Panicked> for ToolError {
+    fn from(panic: plugin_abi::guard::Panicked) -> Self {
+        ToolError::internal(panic.0)
     }
 }
 
@@ -205,6 +255,24 @@ impl From<Box<dyn std::error::Error + Send + Sync>> for ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_codes_round_trip_and_unknown_is_internal() {
+        for kind in [
+            ErrorKind::Repairable,
+            ErrorKind::Validation,
+            ErrorKind::Business,
+            ErrorKind::Timeout,
+            ErrorKind::Dependency,
+            ErrorKind::Internal,
+            ErrorKind::Intervention,
+        ] {
+            let wire = plugin_abi::FfiError::from(ToolError::new(kind, "m"));
+            assert_eq!(ToolError::from(wire), ToolError::new(kind, "m"));
+        }
+        let unknown = plugin_abi::FfiError::new(200, "m");
+        assert_eq!(ToolError::from(unknown).kind(), ErrorKind::Internal);
+    }
 
     #[test]
     fn common_errors_convert_with_their_kind() {

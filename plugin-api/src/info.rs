@@ -4,8 +4,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How much a tool can change: the host's approval policy keys on it.
+///
+/// `#[non_exhaustive]`: a later release may add a level, so a `match` needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RiskLevel {
     /// Only reads; allowed by the default policy.
     Read,

@@ -90,42 +90,25 @@
 //!
 //! ## Versions and evolution
 //!
-//! This is the one statement of the rule; the host's check is written beside it.
-//!
-//! The host checks, when it loads a library, the `plugin-api` version the library was built
-//! against and the exact layout of every type that crosses the boundary; it skips a library
-//! built against an incompatible `plugin-api` with a one-line reason. The version alone decides:
-//! the major versions must match and, **while the crate is `0.x`, the minor versions must match
-//! too** (a 0.3 host loads plugins built against any 0.3.z, and no other).
-//!
-//! Which change needs which release:
-//!
-//! - **Patch** (0.3.z): no change to the types that cross the boundary (a fix in the glue, a new
-//!   helper on the author side), except fields *appended* to the prefix types a *plugin*
-//!   provides (its root module `PluginModule`, `ToolVtable`, `ExtensionVtable`), which an older
-//!   host simply does not read.
-//! - **Minor** (0.3 to 0.4): any field added to `HostVtable`, the table the *host* provides.
-//!   abi_stable checks a prefix type the same way in both directions, so a plugin built against
-//!   the shorter table is refused by a host with the longer one (0.1 to 0.2 was such a change:
-//!   the secrets and extension services). Also any other change to a boundary type, to the JSON
-//!   shape of a point's data, or to the source API authors write against (0.2 to 0.3:
-//!   `ToolInfo::new` without a name, the wire types out of sight).
-//! - **Major**: none while `0.x`, where a minor release does its work. Before 1.0 this rule must
-//!   be revisited: there the host accepts every minor of its major, yet a new `HostVtable` field
-//!   would still fail the layout check of older plugins.
-//!
-//! JSON values (arguments, metadata, point data) cross as text, so the Rust types on either side
-//! may grow fields (with `#[serde(default)]`) without touching the layout.
+//! Two versions matter. The host checks, when it loads a library, the version of the *wire
+//! contract* it was built against ([`ABI_VERSION`], the `plugin-abi` crate this one builds
+//! on) and the layout of every type that crosses the boundary. This crate, the author's
+//! façade, has a semver of its own ([`API_VERSION`]) for the source code you write: a release
+//! that changes only that leaves the wire alone, and plugins already built keep loading. Which
+//! change needs which release of which crate is stated once, in
+//! [plugin-abi's crate docs, "Versions and evolution"](plugin_abi#versions-and-evolution).
 #![deny(missing_docs)]
 
 mod args;
 mod context;
 mod error;
 mod extension;
+mod glue;
 mod info;
 pub mod points;
 mod readiness;
 mod response;
+mod role;
 pub mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -138,65 +121,30 @@ pub use extension::{Extension, PointData};
 pub use info::{ExtensionInfo, RiskLevel, ToolInfo};
 pub use readiness::Readiness;
 pub use response::Response;
-pub use tool::{Tool, ToolHooks};
+pub use role::Role;
+pub use tool::{Tool, ToolHooks, TypedTool};
 
 /// JSON values, as the arguments, metadata and point data use them.
 pub use serde_json;
 
-/// The version of the contract this crate defines (its Cargo version); see "Versions and
-/// evolution" in the crate docs.
+/// This crate's own version: the author API's semver (see "Versions and evolution").
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// What the host and the export macros use; not part of the author's API, and not covered by
-/// its versioning promises.
+/// The version of the wire contract this crate builds plugins against, the one the host checks
+/// when it loads a library (`plugin_abi::ABI_VERSION`).
+pub const ABI_VERSION: &str = plugin_abi::ABI_VERSION;
+
+/// What the export macros expand to; not part of the author's API, and not covered by its
+/// versioning promises. It holds safe functions and names from `plugin-abi` only.
 #[doc(hidden)]
 pub mod __private {
-    pub mod abi;
-    pub mod glue;
-    pub mod guard;
-
-    /// Whether a host speaking plugin-api `host` loads a library built against `library`: the
-    /// rule of plugin-api's crate docs, "Versions and evolution" (same major; while `0.x`, same
-    /// minor).
-    pub fn version_compatible(host: &str, library: &str) -> bool {
-        let parse = |v: &str| -> Option<(u64, u64)> {
-            let mut it = v.split('.');
-            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-        };
-        match (parse(host), parse(library)) {
-            (Some((hmaj, hmin)), Some((lmaj, lmin))) => hmaj == lmaj && (hmaj != 0 || hmin == lmin),
-            _ => false,
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::version_compatible;
-
-        #[test]
-        fn same_minor_while_zero_same_major_after() {
-            assert!(version_compatible("0.3.0", "0.3.0"));
-            assert!(version_compatible("0.3.0", "0.3.7"));
-            assert!(version_compatible("0.3.7", "0.3.0"));
-            assert!(!version_compatible("0.3.0", "0.2.0"));
-            assert!(!version_compatible("0.3.0", "0.4.0"));
-            assert!(!version_compatible("0.3.0", "1.0.0"));
-            assert!(version_compatible("1.2.0", "1.0.5"));
-            assert!(version_compatible("1.0.0", "1.9.0"));
-            assert!(!version_compatible("1.0.0", "2.0.0"));
-        }
-
-        #[test]
-        fn unreadable_versions_are_incompatible() {
-            assert!(!version_compatible("0.3.0", ""));
-            assert!(!version_compatible("0.3.0", "0"));
-            assert!(!version_compatible("0.3.0", "x.y.z"));
-            assert!(!version_compatible("junk", "0.3.0"));
-        }
-
-        #[test]
-        fn this_crate_is_compatible_with_itself() {
-            assert!(version_compatible(crate::API_VERSION, crate::API_VERSION));
-        }
-    }
+    pub use crate::glue::{
+        extension_root, new_extension, new_tool, tool_root, HookProbe, ProbeWithHooks,
+        ProbeWithoutHooks,
+    };
+    pub use plugin_abi::export::{
+        call_root_module_loader, CheckTypeLayout, LibHeader, Package, RootModuleResult,
+    };
+    pub use plugin_abi::wire::{FfiExtension, FfiTool, PluginModuleRef};
+    pub use plugin_abi::FfiResult;
 }

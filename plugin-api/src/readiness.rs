@@ -9,13 +9,25 @@
 /// ```
 /// use plugin_api::Readiness;
 ///
-/// let readiness = match std::env::var("WEATHER_API_KEY") {
-///     Ok(_) => Readiness::Ready,
-///     Err(_) => Readiness::not_ready("WEATHER_API_KEY not configured"),
-/// };
-/// assert!(readiness.is_ready() || readiness.reason().is_some());
+/// fn readiness(key: Option<&str>) -> Readiness {
+///     match key {
+///         Some(_) => Readiness::Ready,
+///         None => Readiness::not_ready("WEATHER_API_KEY not configured"),
+///     }
+/// }
+/// let ready = readiness(Some("k-123"));
+/// assert!(ready.is_ready());
+/// assert_eq!(ready.reason(), None);
+/// let missing = readiness(None);
+/// assert!(!missing.is_ready());
+/// assert_eq!(missing.reason(), Some("WEATHER_API_KEY not configured"));
 /// ```
+///
+/// The enum is `#[non_exhaustive]` (a later release may add a state such as "degraded"): match
+/// on it with a wildcard arm, or use [`is_ready`](Self::is_ready) and
+/// [`reason`](Self::reason).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Readiness {
     /// The tool can run.
     #[default]

@@ -1,5 +1,7 @@
 //! What a tool returns.
 
+use abi_stable::std_types::{ROption, RString};
+use plugin_abi::FfiResponse;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -18,11 +20,16 @@ use serde_json::{Map, Value};
 /// assert!(last.break_loop);
 /// ```
 ///
+/// The type is `#[non_exhaustive]`, so that a later release can add a field without breaking
+/// your code: build one with [`text`](Self::text) or [`final_answer`](Self::final_answer) and
+/// the `with_*` methods; the fields stay public to read and to change.
+///
 /// As JSON (in the data of the `tool_execute_after` point) it is
 /// `{"message": str, "break_loop": bool, "additional": object | null}`; missing fields read as
 /// their defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Response {
     /// The text returned to the model (or to the user, when the loop ends).
     pub message: String,
@@ -76,6 +83,72 @@ impl Response {
             .insert(key.into(), value);
         self
     }
+
+    /// Sets [`break_loop`](Self::break_loop).
+    ///
+    /// ```
+    /// let r = plugin_api::Response::text("done").with_break_loop(true);
+    /// assert_eq!(r, plugin_api::Response::final_answer("done"));
+    /// ```
+    pub fn with_break_loop(mut self, break_loop: bool) -> Self {
+        self.break_loop = break_loop;
+        self
+    }
+
+    /// Replaces [`additional`](Self::additional) with `additional`.
+    pub fn with_additional_map(mut self, additional: Option<Map<String, Value>>) -> Self {
+        self.additional = additional;
+        self
+    }
+
+    /// Replaces [`metadata`](Self::metadata) with `metadata`.
+    pub fn with_metadata_map(mut self, metadata: Option<Map<String, Value>>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+}
+
+/// The response in its wire form.
+impl From<Response> for FfiResponse {
+    fn from(response: Response) -> Self {
+        FfiResponse {
+            message: RString::from(response.message),
+            break_loop: response.break_loop,
+            additional: map_to_ffi(response.additional),
+            metadata: map_to_ffi(response.metadata),
+        }
+    }
+}
+
+/// The response from its wire form. `additional` or `metadata` that is not a JSON object is
+/// kept under the key `"value"`, so that nothing is lost.
+impl From<FfiResponse> for Response {
+    fn from(response: FfiResponse) -> Self {
+        Response {
+            message: response.message.into_string(),
+            break_loop: response.break_loop,
+            additional: map_from_ffi(response.additional),
+            metadata: map_from_ffi(response.metadata),
+        }
+    }
+}
+
+fn map_to_ffi(map: Option<Map<String, Value>>) -> ROption<RString> {
+    match map {
+        Some(map) => ROption::RSome(RString::from(
+            serde_json::to_string(&map).unwrap_or_default(),
+        )),
+        None => ROption::RNone,
+    }
+}
+
+fn map_from_ffi(text: ROption<RString>) -> Option<Map<String, Value>> {
+    text.into_option()
+        .map(|text| match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => Map::from_iter([("value".to_owned(), other)]),
+            Err(_) => Map::from_iter([("value".to_owned(), Value::String(text.into_string()))]),
+        })
 }
 
 #[cfg(test)]
@@ -99,5 +172,19 @@ mod tests {
         assert_eq!(serde_json::from_value::<Response>(v).unwrap(), r);
         let partial: Response = serde_json::from_value(json!({"message": "m"})).unwrap();
         assert_eq!(partial, Response::text("m"));
+    }
+
+    #[test]
+    fn wire_round_trip_keeps_non_object_additional() {
+        let r = Response::text("hi").with_additional("k", Value::from(1));
+        assert_eq!(Response::from(FfiResponse::from(r.clone())), r);
+        let odd = FfiResponse {
+            message: "m".into(),
+            break_loop: true,
+            additional: ROption::RSome("[1]".into()),
+            metadata: ROption::RNone,
+        };
+        let back = Response::from(odd);
+        assert_eq!(back.additional.unwrap()["value"], json!([1]));
     }
 }

@@ -73,6 +73,15 @@ pub(crate) fn enter_runtime() {
     }
 }
 
+/// Polls plugin futures in this plugin's runtime (the export glue's panic guard).
+pub(crate) struct PluginRuntime;
+
+impl plugin_abi::guard::Enter for PluginRuntime {
+    fn enter() {
+        enter_runtime();
+    }
+}
+
 /// Stops the runtime's thread; tasks still spawned on it are dropped, and blocking tasks are
 /// left to finish on their own. Called by the host through the module's `shutdown` once the
 /// last call on this build of the library has ended. Only the module's `shutdown` function in

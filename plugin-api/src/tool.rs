@@ -2,6 +2,8 @@
 
 use std::future::Future;
 
+use serde::de::DeserializeOwned;
+
 use crate::{Args, Context, Readiness, Response, ToolError, ToolInfo};
 
 /// A tool the model can call: one required method, [`execute`](Tool::execute).
@@ -68,7 +70,7 @@ use crate::{Args, Context, Readiness, Response, ToolError, ToolInfo};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool: it does not implement `plugin_api::Tool`",
-    note = "implement `Tool` for `{Self}` (one `async fn execute`), or export an `Extension` with `export_extension!`"
+    note = "implement `Tool` (one `async fn execute`) or `TypedTool` for `{Self}`, or export an `Extension` with `export_extension!`"
 )]
 pub trait Tool: Send + Sync + 'static {
     /// Runs the tool. `ctx.method()` holds the `method` of a `name:method` call.
@@ -151,5 +153,87 @@ pub trait ToolHooks: Tool {
         response: &Response,
     ) -> impl Future<Output = Result<(), ToolError>> + Send {
         ctx.default_after_execution(response)
+    }
+}
+
+/// A tool whose arguments are a Rust type: named once, as [`Args`](TypedTool::Args).
+///
+/// Every `TypedTool` is a [`Tool`]: its [`ToolInfo::parameters`] is the JSON Schema derived from
+/// `Args` (with `#[derive(JsonSchema)]`; doc comments become descriptions, `#[serde(default)]`
+/// fields are optional), and each call's arguments are deserialized into `Args` before
+/// [`execute`](TypedTool::execute) runs. Arguments that do not fit are a
+/// [`Validation`](crate::ErrorKind::Validation) error and `execute` is not called (the host
+/// validates against the same schema first, so this is a second line of defence).
+///
+/// ```
+/// use plugin_api::{Context, Response, ToolError, ToolInfo, TypedTool};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct WeatherArgs {
+///     /// The city, e.g. "Paris".
+///     city: String,
+///     /// Days ahead (0 = today).
+///     #[serde(default)]
+///     days: u8,
+/// }
+///
+/// #[derive(Default)]
+/// struct Weather;
+///
+/// impl TypedTool for Weather {
+///     type Args = WeatherArgs;
+///
+///     fn info(&self) -> ToolInfo {
+///         ToolInfo::new("Weather for a city.")
+///     }
+///     async fn execute(&self, _ctx: &Context, args: WeatherArgs) -> Result<Response, ToolError> {
+///         Ok(Response::text(format!("{} in {} days: sunny", args.city, args.days)))
+///     }
+/// }
+///
+/// plugin_api::export_tool!(Weather);
+///
+/// let info = plugin_api::Tool::info(&Weather);
+/// assert_eq!(info.parameters["required"], serde_json::json!(["city"]));
+/// ```
+pub trait TypedTool: Send + Sync + 'static {
+    /// The arguments of a call; their JSON Schema is the tool's parameters.
+    type Args: DeserializeOwned + schemars::JsonSchema + Send;
+
+    /// Runs the tool with its arguments, already parsed. `ctx.method()` holds the `method` of
+    /// a `name:method` call.
+    fn execute(
+        &self,
+        ctx: &Context,
+        args: Self::Args,
+    ) -> impl Future<Output = Result<Response, ToolError>> + Send;
+
+    /// Describes the tool, as [`Tool::info`]; its `parameters` are replaced by the schema of
+    /// [`Args`](TypedTool::Args).
+    fn info(&self) -> ToolInfo {
+        ToolInfo::default()
+    }
+
+    /// Whether the tool can run now, as [`Tool::readiness`].
+    fn readiness(&self) -> Readiness {
+        Readiness::Ready
+    }
+}
+
+impl<T: TypedTool> Tool for T {
+    async fn execute(&self, ctx: &Context, args: Args) -> Result<Response, ToolError> {
+        let args = serde_json::from_value::<T::Args>(args.into_value())
+            .map_err(|e| ToolError::validation(format!("invalid tool arguments: {e}")))?;
+        TypedTool::execute(self, ctx, args).await
+    }
+
+    fn info(&self) -> ToolInfo {
+        TypedTool::info(self).parameters_for::<T::Args>()
+    }
+
+    fn readiness(&self) -> Readiness {
+        TypedTool::readiness(self)
     }
 }

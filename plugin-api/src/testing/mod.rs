@@ -67,17 +67,17 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::__private::abi::response_from_ffi;
-use crate::__private::glue::execute_json;
-use crate::__private::guard::Guarded;
-use crate::{Context, Response, Tool, ToolError};
+use plugin_abi::guard::{Guarded, InPlace};
+
+use crate::glue::execute_json;
+use crate::{Context, Response, Role, Tool, ToolError};
 use host::{lock, State};
 
 /// A message the plugin added to the agent's history ([`Context::add_history`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryEntry {
-    /// `user`, `ai`, `tool` or `warning`, as the plugin passed it.
-    pub role: String,
+    /// Who the plugin said wrote it.
+    pub role: Role,
     /// The message.
     pub content: String,
 }
@@ -221,8 +221,7 @@ impl TestContext {
     /// A [`Context`] backed by this test host, for code that takes one directly (a helper of
     /// the tool, an extension's logic).
     pub fn context(&self) -> Context {
-        // SAFETY: `to_ffi` hands over a new reference, which the `Context` now owns.
-        unsafe { Context::from_ffi(self.state.to_ffi()) }
+        Context::from_ffi(self.state.to_ffi())
     }
 
     /// Calls `tool` with `args` as the host's call would reach it: secrets filled into the
@@ -238,8 +237,9 @@ impl TestContext {
         secrets.unmask_value(&mut args).map_err(mask_error)?;
         let ctx = self.context();
         let json = args.to_string();
-        let answer = Guarded::in_place(execute_json(tool, &ctx, &json)).await;
-        let mut response = response_from_ffi(answer.map_err(mask_error)?);
+        // In the test's own runtime: the tool runs as plain Rust, with the export glue's guard.
+        let answer = Guarded::<_, InPlace>::new(execute_json(tool, &ctx, &json)).await;
+        let mut response = Response::from(answer.map_err(mask_error)?);
         response.message = secrets.mask(&response.message);
         Ok(response)
     }

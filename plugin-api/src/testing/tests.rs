@@ -24,7 +24,7 @@ impl Tool for Probe {
                 ctx.set_progress("one").await;
                 ctx.add_progress(" and more");
                 ctx.log_content("details");
-                ctx.add_history("warning", "careful");
+                ctx.add_history(Role::Warning, "careful");
                 ctx.set_loop_data("k", json!([1]))?;
                 let seen = ctx.loop_data("given");
                 Ok(Response::text(format!("{seen:?}")))
@@ -75,8 +75,8 @@ async fn records_what_the_tool_did() {
     assert_eq!(ctx.log_content().as_deref(), Some("details"));
     let history = ctx.history();
     assert_eq!(
-        (history[0].role.as_str(), history[0].content.as_str()),
-        ("warning", "careful")
+        (history[0].role, history[0].content.as_str()),
+        (Role::Warning, "careful")
     );
     assert_eq!(ctx.loop_data_writes(), [("k".to_owned(), json!([1]))]);
     assert_eq!(ctx.loop_data("k"), Some(json!([1])));
@@ -196,7 +196,7 @@ async fn default_after_execution_adds_the_answer_to_history() {
     assert_eq!(
         ctx.history(),
         [HistoryEntry {
-            role: "tool".into(),
+            role: Role::Tool,
             content: "done".into()
         }]
     );

@@ -1,16 +1,14 @@
-//! The panic guard: plugin code never unwinds into the host, and a plugin future is always
-//! polled (and dropped) inside the plugin's own runtime.
+//! The panic guard: plugin code never unwinds into the host, and a plugin future is polled
+//! (and dropped) inside the runtime of the plugin's choosing.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Once;
 use std::task::{Context as TaskContext, Poll};
-
-use crate::runtime::enter_runtime;
-use crate::ToolError;
 
 thread_local! {
     static CATCHING: Cell<bool> = const { Cell::new(false) };
@@ -19,7 +17,7 @@ thread_local! {
 
 /// Runs `f`, turning a panic into its message and location (`panicked at src/lib.rs:9:5: boom`).
 ///
-/// While `f` runs, this plugin's panic hook records the location instead of printing, so a
+/// While `f` runs, this library's panic hook records the location instead of printing, so a
 /// panic the host reports as a call error is not also printed as a backtrace. Panics elsewhere
 /// (a thread the plugin spawned) still go to the default hook.
 pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, String> {
@@ -58,70 +56,75 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Polls a plugin future inside the plugin's runtime and turns a panic into an error.
+/// A panic of plugin code, with its message and location, as [`Guarded`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Panicked(pub String);
+
+/// What [`Guarded`] does before each poll and drop: enter the plugin's runtime, or nothing.
+pub trait Enter {
+    /// Makes the plugin's runtime current on this thread (cheap when it already is).
+    fn enter();
+}
+
+/// Polls in the caller's own runtime: enters nothing (a host-less test of plugin code).
+#[derive(Debug)]
+pub struct InPlace;
+
+impl Enter for InPlace {
+    fn enter() {}
+}
+
+/// Polls a plugin future inside its runtime (`R`) and turns a panic into an error.
 ///
 /// Dropping it (the host cancelled the call) also runs inside the runtime and the panic guard,
 /// so a panicking `Drop` in plugin state cannot abort the process.
-///
-/// `ENTER` is whether polling enters the plugin's own runtime: always in a library (see
-/// [`runtime`](crate::runtime)); never in the `testing` kit, where the tool runs inside the
-/// test's runtime, as plain Rust (entering and forgetting another runtime's context there would
-/// break the test runtime's own context).
-pub struct Guarded<F, const ENTER: bool = true> {
+pub struct Guarded<F, R: Enter> {
     inner: ManuallyDrop<F>,
     done: bool,
+    runtime: PhantomData<fn() -> R>,
 }
 
-impl<F> Guarded<F, true> {
-    /// Wraps a future of plugin code called by the host.
+impl<F, R: Enter> Guarded<F, R> {
+    /// Wraps a future of plugin code.
     pub fn new(inner: F) -> Self {
         Self {
             inner: ManuallyDrop::new(inner),
             done: false,
+            runtime: PhantomData,
         }
     }
 }
 
-#[cfg(feature = "testing")]
-impl<F> Guarded<F, false> {
-    /// Wraps a future that runs in the caller's own runtime (the `testing` kit).
-    pub(crate) fn in_place(inner: F) -> Self {
-        Self {
-            inner: ManuallyDrop::new(inner),
-            done: false,
-        }
-    }
-}
-
-impl<F, const ENTER: bool> Drop for Guarded<F, ENTER> {
+impl<F, R: Enter> Drop for Guarded<F, R> {
     fn drop(&mut self) {
-        // SAFETY: `inner` is dropped exactly once, here, and never used again.
+        let inner = &mut self.inner;
         let _ = catch_panic(|| {
-            if ENTER {
-                enter_runtime();
-            }
-            unsafe { ManuallyDrop::drop(&mut self.inner) }
+            R::enter();
+            // SAFETY: `inner` is dropped exactly once, here, and never used again.
+            unsafe { ManuallyDrop::drop(inner) }
         });
     }
 }
 
-impl<T, F: Future<Output = Result<T, ToolError>>, const ENTER: bool> Future for Guarded<F, ENTER> {
-    type Output = Result<T, ToolError>;
+impl<T, E, F, R> Future for Guarded<F, R>
+where
+    F: Future<Output = Result<T, E>>,
+    E: From<Panicked>,
+    R: Enter,
+{
+    type Output = Result<T, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         // SAFETY: `inner` is structurally pinned: it is never moved out of `self`.
         let this = unsafe { self.get_unchecked_mut() };
         if this.done {
-            return Poll::Ready(Err(ToolError::internal(
-                "plugin future polled after completion",
-            )));
+            let message = "plugin future polled after completion".to_owned();
+            return Poll::Ready(Err(E::from(Panicked(message))));
         }
         // SAFETY: see above.
         let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
         let polled = catch_panic(|| {
-            if ENTER {
-                enter_runtime();
-            }
+            R::enter();
             inner.poll(cx)
         });
         match polled {
@@ -132,7 +135,7 @@ impl<T, F: Future<Output = Result<T, ToolError>>, const ENTER: bool> Future for 
             }
             Err(message) => {
                 this.done = true;
-                Poll::Ready(Err(ToolError::internal(message)))
+                Poll::Ready(Err(E::from(Panicked(message))))
             }
         }
     }

@@ -1,14 +1,14 @@
-//! The raw types that cross the library boundary, and the conversions between them and the
-//! author-facing types.
-//!
-//! Plugin authors never touch these: [`export_tool!`](crate::export_tool) and
-//! [`export_extension!`](crate::export_extension) generate the glue, and the host wraps them in
-//! safe types. They are public (and hidden) so that the host and the glue share one definition.
+//! The types that cross the library boundary.
 //!
 //! Every struct here is `#[repr(C)]` and derives [`StableAbi`], so its layout is part of the
-//! checked contract; which change to these types needs which release is the crate docs' section
-//! "Versions and evolution". JSON values (arguments, metadata, extension data) cross as UTF-8
-//! strings, which keeps the layout small and lets both sides evolve their Rust types freely.
+//! checked contract; which change to these types needs which release is the crate docs'
+//! section "Versions and evolution". JSON values (arguments, metadata, extension data) cross as
+//! UTF-8 strings, which keeps the layout small and lets both sides evolve their Rust types
+//! freely.
+//!
+//! The instances a library creates ([`FfiTool`], [`FfiExtension`]) own their plugin's
+//! reference: the host calls them through safe methods and dropping one gives the reference
+//! back, so the host holds no raw pointer of its own.
 
 use std::ffi::c_void;
 
@@ -21,29 +21,62 @@ use abi_stable::{
     StableAbi,
 };
 use async_ffi::FfiFuture;
-use serde_json::{Map, Value};
 
-use crate::{Context, ErrorKind, PointData, Response, ToolError};
+use crate::FfiContext;
 
 /// A result that crosses the boundary.
 pub type FfiResult<T> = RResult<T, FfiError>;
 
-/// An error that crosses the boundary: an [`ErrorKind`] code and a message.
+/// The codes an error's kind crosses the boundary as (`plugin_api::ErrorKind` on the author's
+/// side). A code this side does not know reads as [`INTERNAL`](kind::INTERNAL).
+pub mod kind {
+    /// The model can fix this by changing its call.
+    pub const REPAIRABLE: u8 = 0;
+    /// The arguments do not match the tool's parameters.
+    pub const VALIDATION: u8 = 1;
+    /// The tool ran and reports a domain failure.
+    pub const BUSINESS: u8 = 2;
+    /// The tool took too long.
+    pub const TIMEOUT: u8 = 3;
+    /// Something the tool depends on failed.
+    pub const DEPENDENCY: u8 = 4;
+    /// A bug or an unexpected failure, including panics.
+    pub const INTERNAL: u8 = 5;
+    /// The user paused, stopped or interrupted the agent.
+    pub const INTERVENTION: u8 = 6;
+}
+
+/// An error that crosses the boundary: a [`kind`] code and a message.
 ///
-/// The kind travels as a plain `u8` ([`kind_code`]) so that a kind added later decodes as
-/// [`ErrorKind::Internal`] instead of breaking the layout.
+/// The kind travels as a plain `u8` so that a kind added later decodes as
+/// [`kind::INTERNAL`] instead of breaking the layout.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiError {
-    /// [`kind_code`] of the error's kind.
+    /// The [`kind`] code of the error.
     pub kind: u8,
     /// Human-readable message.
     pub message: RString,
 }
 
-/// A [`Response`] on the wire.
+impl FfiError {
+    /// An error of kind `kind` (a [`kind`] code).
+    pub fn new(kind: u8, message: impl Into<RString>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// An [`INTERNAL`](kind::INTERNAL) error.
+    pub fn internal(message: impl Into<RString>) -> Self {
+        Self::new(kind::INTERNAL, message)
+    }
+}
+
+/// A tool's response on the wire (`plugin_api::Response` on the author's side).
 #[repr(C)]
-#[derive(StableAbi, Debug, Clone)]
+#[derive(StableAbi, Debug, Clone, Default)]
 pub struct FfiResponse {
     /// The text returned to the model.
     pub message: RString,
@@ -51,7 +84,7 @@ pub struct FfiResponse {
     pub break_loop: bool,
     /// A JSON object attached to the history entry, if any.
     pub additional: ROption<RString>,
-    /// A JSON object of metadata for the log and the audit, if any (new in 0.4).
+    /// A JSON object of metadata for the log and the audit, if any.
     pub metadata: ROption<RString>,
 }
 
@@ -79,6 +112,7 @@ pub enum ContextField {
 ///
 /// `data` is an opaque, reference-counted pointer owned by the host; `retain` and `release`
 /// adjust the count. Every function is safe to call from any thread while the context is alive.
+/// A host never fills this table by hand: [`HostServices`](crate::HostServices) writes it.
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = HostVtableRef)))]
@@ -115,8 +149,8 @@ pub struct HostVtable {
         response: FfiResponse,
     ) -> FfiFuture<FfiResult<()>>,
     /// Replaces `§§secret(KEY)` placeholders in every string of a JSON value (JSON text in and
-    /// out); an unknown key is a repairable error. (New in 0.2; the accessors of the fields
-    /// from here on return `Option`, ready for fields a later minor version adds.)
+    /// out); an unknown key is a repairable error. (The accessors of the fields from here on
+    /// return `Option`, ready for fields a later minor version adds.)
     #[sabi(missing_field(option))]
     pub unmask_json: unsafe extern "C" fn(data: *const c_void, json: RString) -> FfiResult<RString>,
     /// Replaces every secret value in a text with its placeholder.
@@ -130,22 +164,12 @@ pub struct HostVtable {
         json: RString,
     ) -> FfiFuture<FfiResult<RString>>,
     /// Whether the host has cancelled the call (its deadline passed, or the user stopped or
-    /// interrupted it). New in 0.4.
+    /// interrupted it).
     #[sabi(missing_field(option))]
     pub is_cancelled: unsafe extern "C" fn(data: *const c_void) -> bool,
-    /// A future that completes when the host cancels the call. New in 0.4.
+    /// A future that completes when the host cancels the call.
     #[sabi(missing_field(option))]
     pub cancelled: unsafe extern "C" fn(data: *const c_void) -> FfiFuture<()>,
-}
-
-/// A call context handed to a plugin: host data plus the host's vtable.
-#[repr(C)]
-#[derive(StableAbi)]
-pub struct FfiContext {
-    /// Opaque host data; see [`HostVtable`].
-    pub data: *const c_void,
-    /// The host's functions.
-    pub vtable: HostVtableRef,
 }
 
 /// The functions of one tool instance.
@@ -179,21 +203,110 @@ pub struct ToolVtable {
     /// Frees the instance.
     #[sabi(last_prefix_field)]
     pub drop: unsafe extern "C" fn(this: *const c_void),
-    /// Whether the tool can run now: `None` if ready, else the reason it is not. New in 0.4.
+    /// Whether the tool can run now: `None` if ready, else the reason it is not.
     #[sabi(missing_field(option))]
     pub readiness: unsafe extern "C" fn(this: *const c_void) -> ROption<RString>,
 }
 
-/// A tool instance created by a library.
+/// A tool's own `before_execution` ([`ToolVtable::before_execution`]; written out there, as
+/// the layout derive needs).
+pub type BeforeFn = unsafe extern "C" fn(
+    this: *const c_void,
+    ctx: FfiContext,
+    args: RString,
+) -> FfiFuture<FfiResult<()>>;
+/// A tool's own `after_execution` ([`ToolVtable::after_execution`]).
+pub type AfterFn = unsafe extern "C" fn(
+    this: *const c_void,
+    ctx: FfiContext,
+    response: FfiResponse,
+) -> FfiFuture<FfiResult<()>>;
+
+/// A tool instance created by a library; dropping it frees the instance.
 #[repr(C)]
 #[derive(StableAbi)]
 pub struct FfiTool {
-    /// Opaque plugin data.
-    pub this: *const c_void,
-    /// The tool's functions.
-    pub vtable: ToolVtableRef,
-    /// [`ToolInfo`](crate::ToolInfo) as JSON.
-    pub info: RString,
+    this: *const c_void,
+    vtable: ToolVtableRef,
+    info: RString,
+}
+
+// SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
+// vtable function may be called from any thread (`FfiTool::new`'s contract).
+unsafe impl Send for FfiTool {}
+unsafe impl Sync for FfiTool {}
+
+impl FfiTool {
+    /// A tool instance: `this` with its functions and its metadata (`ToolInfo` as JSON).
+    ///
+    /// # Safety
+    /// Every function of `vtable` must accept `this` from any thread until `drop` is called
+    /// with it, which this value does once, when dropped.
+    pub unsafe fn new(this: *const c_void, vtable: ToolVtableRef, info: RString) -> Self {
+        Self { this, vtable, info }
+    }
+
+    /// The tool's metadata (`ToolInfo` as JSON).
+    pub fn info(&self) -> &str {
+        &self.info
+    }
+
+    /// Runs the tool with JSON arguments; `ctx` is handed over with its reference.
+    pub fn execute(&self, ctx: FfiContext, args: RString) -> FfiFuture<FfiResult<FfiResponse>> {
+        // SAFETY: `this` is alive until drop (`new`'s contract).
+        unsafe { (self.vtable.execute())(self.this, ctx, args) }
+    }
+
+    /// Whether the tool overrides `before_execution`.
+    pub fn has_before_execution(&self) -> bool {
+        self.vtable.before_execution().is_some()
+    }
+
+    /// Whether the tool overrides `after_execution`.
+    pub fn has_after_execution(&self) -> bool {
+        self.vtable.after_execution().is_some()
+    }
+
+    /// Whether the tool was built with a readiness check (plugins of contract 0.4 on).
+    pub fn has_readiness(&self) -> bool {
+        self.vtable.readiness().is_some()
+    }
+
+    /// The tool's own `before_execution`, or `None` (the context dropped) if it has none.
+    pub fn before_execution(
+        &self,
+        ctx: FfiContext,
+        args: RString,
+    ) -> Option<FfiFuture<FfiResult<()>>> {
+        let hook = self.vtable.before_execution().into_option()?;
+        // SAFETY: as in `execute`.
+        Some(unsafe { hook(self.this, ctx, args) })
+    }
+
+    /// The tool's own `after_execution`, or `None` (the context dropped) if it has none.
+    pub fn after_execution(
+        &self,
+        ctx: FfiContext,
+        response: FfiResponse,
+    ) -> Option<FfiFuture<FfiResult<()>>> {
+        let hook = self.vtable.after_execution().into_option()?;
+        // SAFETY: as in `execute`.
+        Some(unsafe { hook(self.this, ctx, response) })
+    }
+
+    /// `None` if the tool can run now (or has no readiness check), else why not.
+    pub fn readiness(&self) -> Option<RString> {
+        let readiness = self.vtable.readiness()?;
+        // SAFETY: as in `execute`; the glue catches the plugin's panics.
+        unsafe { readiness(self.this) }.into_option()
+    }
+}
+
+impl Drop for FfiTool {
+    fn drop(&mut self) {
+        // SAFETY: gives back the instance reference, once (`new`'s contract).
+        unsafe { (self.vtable.drop())(self.this) }
+    }
 }
 
 /// The functions of one extension instance.
@@ -213,16 +326,50 @@ pub struct ExtensionVtable {
     pub drop: unsafe extern "C" fn(this: *const c_void),
 }
 
-/// An extension instance created by a library.
+/// An extension instance created by a library; dropping it frees the instance.
 #[repr(C)]
 #[derive(StableAbi)]
 pub struct FfiExtension {
-    /// Opaque plugin data.
-    pub this: *const c_void,
-    /// The extension's functions.
-    pub vtable: ExtensionVtableRef,
-    /// [`ExtensionInfo`](crate::ExtensionInfo) as JSON.
-    pub info: RString,
+    this: *const c_void,
+    vtable: ExtensionVtableRef,
+    info: RString,
+}
+
+// SAFETY: as for `FfiTool`.
+unsafe impl Send for FfiExtension {}
+unsafe impl Sync for FfiExtension {}
+
+impl FfiExtension {
+    /// An extension instance: `this` with its functions and its metadata (`ExtensionInfo` as
+    /// JSON).
+    ///
+    /// # Safety
+    /// As for [`FfiTool::new`].
+    pub unsafe fn new(this: *const c_void, vtable: ExtensionVtableRef, info: RString) -> Self {
+        Self { this, vtable, info }
+    }
+
+    /// The extension's metadata (`ExtensionInfo` as JSON).
+    pub fn info(&self) -> &str {
+        &self.info
+    }
+
+    /// Runs the extension on the point's data; `ctx` is handed over with its reference.
+    pub fn execute(
+        &self,
+        ctx: FfiContext,
+        data: RString,
+    ) -> FfiFuture<FfiResult<ROption<RString>>> {
+        // SAFETY: `this` is alive until drop (`new`'s contract).
+        unsafe { (self.vtable.execute())(self.this, ctx, data) }
+    }
+}
+
+impl Drop for FfiExtension {
+    fn drop(&mut self) {
+        // SAFETY: as for `FfiTool`.
+        unsafe { (self.vtable.drop())(self.this) }
+    }
 }
 
 /// The root module every plugin library exports.
@@ -251,6 +398,7 @@ impl RootModule for PluginModuleRef {
     declare_root_module_statics! {PluginModuleRef}
     const BASE_NAME: &'static str = "toolhost_plugin";
     const NAME: &'static str = "toolhost_plugin";
+    // This crate's version: the one the host checks (see `version_compatible`).
     const VERSION_STRINGS: VersionStrings = package_version_strings!();
 }
 
@@ -259,105 +407,6 @@ impl RootModule for PluginModuleRef {
 /// The export macros write the symbol themselves so that plugins need no direct dependency on
 /// `abi_stable`; a unit test pins this to abi_stable's own mangling.
 pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
-
-/// The code an [`ErrorKind`] crosses the boundary as.
-pub const fn kind_code(kind: ErrorKind) -> u8 {
-    match kind {
-        ErrorKind::Repairable => 0,
-        ErrorKind::Validation => 1,
-        ErrorKind::Business => 2,
-        ErrorKind::Timeout => 3,
-        ErrorKind::Dependency => 4,
-        ErrorKind::Internal => 5,
-        ErrorKind::Intervention => 6,
-    }
-}
-
-/// Decodes [`kind_code`]; an unknown code (from a newer plugin) is `Internal`.
-pub const fn kind_from_code(code: u8) -> ErrorKind {
-    match code {
-        0 => ErrorKind::Repairable,
-        1 => ErrorKind::Validation,
-        2 => ErrorKind::Business,
-        3 => ErrorKind::Timeout,
-        4 => ErrorKind::Dependency,
-        6 => ErrorKind::Intervention,
-        _ => ErrorKind::Internal,
-    }
-}
-
-/// A [`ToolError`] in its wire form.
-pub fn error_to_ffi(error: ToolError) -> FfiError {
-    let (kind, message) = error.into_parts();
-    FfiError {
-        kind: kind_code(kind),
-        message: RString::from(message),
-    }
-}
-
-/// A [`ToolError`] from its wire form.
-pub fn error_from_ffi(error: FfiError) -> ToolError {
-    ToolError::new(kind_from_code(error.kind), error.message.into_string())
-}
-
-/// A [`Response`] in its wire form.
-pub fn response_to_ffi(response: Response) -> FfiResponse {
-    FfiResponse {
-        message: RString::from(response.message),
-        break_loop: response.break_loop,
-        additional: map_to_ffi(response.additional),
-        metadata: map_to_ffi(response.metadata),
-    }
-}
-
-fn map_to_ffi(map: Option<Map<String, Value>>) -> ROption<RString> {
-    match map {
-        Some(map) => ROption::RSome(RString::from(
-            serde_json::to_string(&map).unwrap_or_default(),
-        )),
-        None => ROption::RNone,
-    }
-}
-
-/// A JSON object from its wire form; anything else is kept under the key `"value"`.
-fn map_from_ffi(text: ROption<RString>) -> Option<Map<String, Value>> {
-    text.into_option()
-        .map(|text| match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(map)) => map,
-            Ok(other) => Map::from_iter([("value".to_owned(), other)]),
-            Err(_) => Map::from_iter([("value".to_owned(), Value::String(text.into_string()))]),
-        })
-}
-
-/// A [`Response`] from its wire form. `additional` that is not a JSON object is kept under the
-/// key `"value"` so that nothing is lost.
-pub fn response_from_ffi(response: FfiResponse) -> Response {
-    Response {
-        message: response.message.into_string(),
-        break_loop: response.break_loop,
-        additional: map_from_ffi(response.additional),
-        metadata: map_from_ffi(response.metadata),
-    }
-}
-
-/// Takes ownership of a context received from the host.
-///
-/// # Safety
-/// `ffi` must come from the host and carry one reference that the new value now owns.
-pub unsafe fn context_from_ffi(ffi: FfiContext) -> Context {
-    // SAFETY: per this function's contract.
-    unsafe { Context::from_ffi(ffi) }
-}
-
-/// An extension point's data from the JSON text the host sent (invalid JSON reads as `null`).
-pub fn point_data_from_json(json: RString) -> PointData {
-    PointData::from_json(json)
-}
-
-/// The JSON text to send back to the host: `Some` only if an extension changed the data.
-pub fn point_data_into_changed_json(data: PointData) -> Option<RString> {
-    data.into_changed_json().map(RString::from)
-}
 
 #[cfg(test)]
 mod tests {
@@ -370,35 +419,5 @@ mod tests {
             ROOT_MODULE_SYMBOL,
             abi_stable::library::ROOT_MODULE_LOADER_NAME
         );
-    }
-
-    #[test]
-    fn kind_codes_round_trip_and_unknown_is_internal() {
-        for kind in [
-            ErrorKind::Repairable,
-            ErrorKind::Validation,
-            ErrorKind::Business,
-            ErrorKind::Timeout,
-            ErrorKind::Dependency,
-            ErrorKind::Internal,
-            ErrorKind::Intervention,
-        ] {
-            assert_eq!(kind_from_code(kind_code(kind)), kind);
-        }
-        assert_eq!(kind_from_code(200), ErrorKind::Internal);
-    }
-
-    #[test]
-    fn response_round_trips_and_keeps_non_object_additional() {
-        let r = Response::text("hi").with_additional("k", Value::from(1));
-        assert_eq!(response_from_ffi(response_to_ffi(r.clone())), r);
-        let odd = FfiResponse {
-            message: "m".into(),
-            break_loop: true,
-            additional: ROption::RSome("[1]".into()),
-            metadata: ROption::RNone,
-        };
-        let back = response_from_ffi(odd);
-        assert_eq!(back.additional.unwrap()["value"], serde_json::json!([1]));
     }
 }

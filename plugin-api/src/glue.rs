@@ -1,47 +1,25 @@
 //! The glue behind [`export_tool!`](crate::export_tool) and
-//! [`export_extension!`](crate::export_extension). Not a public API: only the macros use it.
-//! The macros themselves are defined here too.
+//! [`export_extension!`](crate::export_extension): the `extern "C"` entry points of a tool or
+//! extension type, on top of the wire contract in `plugin-abi`. Not a public API: only the
+//! macros use it (through the hidden `__private` module). The macros are defined here too.
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{RNone, ROption, RResult, RSome, RStr, RString};
+use abi_stable::std_types::{RNone, ROption, RResult, RSome, RString};
 use async_ffi::{FfiFuture, FutureExt};
-
-pub use abi_stable::library::{
-    __call_root_module_loader as call_root_module_loader, CheckTypeLayout, LibHeader,
-    RootModuleResult,
+use plugin_abi::export::{extension_module, tool_module, Package};
+use plugin_abi::guard::{catch_panic, Guarded};
+use plugin_abi::wire::{
+    AfterFn, BeforeFn, ExtensionVtable, FfiExtension, FfiTool, PluginModuleRef, ToolVtable,
 };
+use plugin_abi::{FfiContext, FfiResponse, FfiResult};
 
-use super::abi::{
-    context_from_ffi, error_to_ffi, point_data_from_json, point_data_into_changed_json,
-    response_from_ffi, response_to_ffi, ExtensionVtable, FfiContext, FfiExtension, FfiResponse,
-    FfiResult, FfiTool, PluginModule, PluginModuleRef, ToolVtable,
-};
-use super::guard::{catch_panic, Guarded};
-use crate::{Args, Context, Extension, Readiness, Tool, ToolError, ToolHooks};
-
-/// What the macros learn from the plugin crate's `Cargo.toml`.
-pub struct Package {
-    /// `CARGO_PKG_NAME`.
-    pub name: &'static str,
-    /// `CARGO_PKG_VERSION`.
-    pub version: &'static str,
-    /// `CARGO_PKG_DESCRIPTION`.
-    pub description: &'static str,
-}
-
-impl Package {
-    fn fill(&self, description: &mut String, version: &mut String) {
-        for (field, value) in [(description, self.description), (version, self.version)] {
-            if field.is_empty() {
-                *field = value.to_owned();
-            }
-        }
-    }
-}
+use crate::runtime::PluginRuntime;
+use crate::{Args, Context, Extension, PointData, Response, Tool, ToolError, ToolHooks};
 
 extern "C" fn shutdown_glue() {
     // A panic must not cross the boundary; there is nobody to report it to at shutdown.
@@ -49,62 +27,41 @@ extern "C" fn shutdown_glue() {
 }
 
 /// The root module of a tool library.
-pub fn tool_module(
+pub fn tool_root(
     package: &'static Package,
     new_tool: extern "C" fn() -> FfiResult<FfiTool>,
 ) -> PluginModuleRef {
-    PluginModule {
-        package: RStr::from_str(package.name),
-        package_version: RStr::from_str(package.version),
-        new_tool: RSome(new_tool),
-        new_extension: RNone,
-        shutdown: shutdown_glue,
-    }
-    .leak_into_prefix()
+    tool_module(package, new_tool, shutdown_glue)
 }
 
 /// The root module of an extension library.
-pub fn extension_module(
+pub fn extension_root(
     package: &'static Package,
     new_extension: extern "C" fn() -> FfiResult<FfiExtension>,
 ) -> PluginModuleRef {
-    PluginModule {
-        package: RStr::from_str(package.name),
-        package_version: RStr::from_str(package.version),
-        new_tool: RNone,
-        new_extension: RSome(new_extension),
-        shutdown: shutdown_glue,
-    }
-    .leak_into_prefix()
+    extension_module(package, new_extension, shutdown_glue)
 }
 
 fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, ToolError>) -> FfiResult<T> {
     match catch_panic(f) {
         Ok(Ok(v)) => RResult::ROk(v),
-        Ok(Err(e)) => RResult::RErr(error_to_ffi(e)),
-        Err(message) => RResult::RErr(error_to_ffi(ToolError::internal(format!(
-            "{what}: {message}"
-        )))),
+        Ok(Err(e)) => RResult::RErr(e.into()),
+        Err(message) => RResult::RErr(ToolError::internal(format!("{what}: {message}")).into()),
     }
 }
 
 fn to_ffi_future<T: Send + 'static>(
     fut: impl std::future::Future<Output = Result<T, ToolError>> + Send + 'static,
 ) -> FfiFuture<FfiResult<T>> {
-    let guarded = Guarded::new(fut);
+    let guarded = Guarded::<_, PluginRuntime>::new(fut);
     async move {
         match guarded.await {
             Ok(v) => RResult::ROk(v),
-            Err(e) => RResult::RErr(error_to_ffi(e)),
+            Err(e) => RResult::RErr(e.into()),
         }
     }
     .into_ffi()
 }
-
-type BeforeFn =
-    unsafe extern "C" fn(*const c_void, FfiContext, RString) -> FfiFuture<FfiResult<()>>;
-type AfterFn =
-    unsafe extern "C" fn(*const c_void, FfiContext, FfiResponse) -> FfiFuture<FfiResult<()>>;
 
 /// Finds out whether a tool type implements [`ToolHooks`] (autoref specialisation: the macro
 /// calls `(&&HookProbe::<T>::new()).hooks()`).
@@ -118,14 +75,17 @@ impl<T> HookProbe<T> {
     }
 }
 
+/// The hook entry points of a tool, if it has its own.
+pub type Hooks = (ROption<BeforeFn>, ROption<AfterFn>);
+
 /// Chosen when the tool implements [`ToolHooks`].
 pub trait ProbeWithHooks {
     /// The hook entry points.
-    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>);
+    fn hooks(&self) -> Hooks;
 }
 
 impl<T: ToolHooks> ProbeWithHooks for &HookProbe<T> {
-    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>) {
+    fn hooks(&self) -> Hooks {
         (
             RSome(before_glue::<T> as BeforeFn),
             RSome(after_glue::<T> as AfterFn),
@@ -136,33 +96,29 @@ impl<T: ToolHooks> ProbeWithHooks for &HookProbe<T> {
 /// Chosen otherwise: the host runs its defaults without crossing the boundary.
 pub trait ProbeWithoutHooks {
     /// No hook entry points.
-    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>);
+    fn hooks(&self) -> Hooks;
 }
 
 impl<T> ProbeWithoutHooks for HookProbe<T> {
-    fn hooks(&self) -> (ROption<BeforeFn>, ROption<AfterFn>) {
+    fn hooks(&self) -> Hooks {
         (RNone, RNone)
     }
 }
 
-/// Borrows the `Arc<T>` behind `this` and returns a new strong reference.
+/// Borrows the `Arc<T>` behind `this` without touching its count.
 ///
 /// # Safety
 /// `this` must come from `Arc::<T>::into_raw` and still be owned by the host.
-unsafe fn arc_from<T>(this: *const c_void) -> Arc<T> {
-    let this = this.cast::<T>();
-    // SAFETY: per the contract above.
-    unsafe {
-        Arc::increment_strong_count(this);
-        Arc::from_raw(this)
-    }
+unsafe fn borrow_arc<T>(this: *const c_void) -> ManuallyDrop<Arc<T>> {
+    // SAFETY: per the contract above; never dropped, so the count is unchanged.
+    ManuallyDrop::new(unsafe { Arc::from_raw(this.cast::<T>()) })
 }
 
 /// Creates a tool instance (the body of the macro's `new_tool`).
 pub fn new_tool<T: Tool>(
     package: &'static Package,
     make: impl FnOnce() -> T,
-    hooks: (ROption<BeforeFn>, ROption<AfterFn>),
+    hooks: Hooks,
 ) -> FfiResult<FfiTool> {
     catch("the tool's constructor", || {
         let tool = make();
@@ -177,11 +133,9 @@ pub fn new_tool<T: Tool>(
             readiness: readiness_glue::<T>,
         }
         .leak_into_prefix();
-        Ok(FfiTool {
-            this: Arc::into_raw(Arc::new(tool)).cast(),
-            vtable,
-            info: info.into(),
-        })
+        let this = Arc::into_raw(Arc::new(tool)).cast();
+        // SAFETY: the functions are written for `T`, whose `Arc` `this` is, and `T: Send + Sync`.
+        Ok(unsafe { FfiTool::new(this, vtable, info.into()) })
     })
 }
 
@@ -190,8 +144,9 @@ unsafe extern "C" fn execute_glue<T: Tool>(
     ctx: FfiContext,
     args: RString,
 ) -> FfiFuture<FfiResult<FfiResponse>> {
-    // SAFETY: the host passes the pointer it got from `new_tool`, and its context reference.
-    let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
+    // SAFETY: the host passes the pointer it got from `new_tool`.
+    let tool = Arc::clone(&*unsafe { borrow_arc::<T>(this) });
+    let ctx = Context::from_ffi(ctx);
     to_ffi_future(async move { execute_json(&*tool, &ctx, &args).await })
 }
 
@@ -203,16 +158,18 @@ pub(crate) async fn execute_json<T: Tool>(
     args: &str,
 ) -> Result<FfiResponse, ToolError> {
     let args = Args::from_json(args)?;
-    tool.execute(ctx, args).await.map(response_to_ffi)
+    tool.execute(ctx, args).await.map(FfiResponse::from)
 }
 
 unsafe extern "C" fn readiness_glue<T: Tool>(this: *const c_void) -> ROption<RString> {
     // SAFETY: as in `execute_glue`.
-    let tool = unsafe { arc_from::<T>(this) };
+    let tool = unsafe { borrow_arc::<T>(this) };
     // A panic is an answer too: the tool is not ready, and the panic says why.
     match catch_panic(|| tool.readiness()) {
-        Ok(Readiness::Ready) => ROption::RNone,
-        Ok(Readiness::NotReady(reason)) => ROption::RSome(reason.into()),
+        Ok(readiness) => match readiness.reason() {
+            None => ROption::RNone,
+            Some(reason) => ROption::RSome(reason.into()),
+        },
         Err(panic) => ROption::RSome(format!("its readiness check panicked: {panic}").into()),
     }
 }
@@ -223,7 +180,8 @@ unsafe extern "C" fn before_glue<T: ToolHooks>(
     args: RString,
 ) -> FfiFuture<FfiResult<()>> {
     // SAFETY: as in `execute_glue`.
-    let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
+    let tool = Arc::clone(&*unsafe { borrow_arc::<T>(this) });
+    let ctx = Context::from_ffi(ctx);
     to_ffi_future(async move {
         let args = Args::from_json(&args)?;
         tool.before_execution(&ctx, &args).await
@@ -236,9 +194,10 @@ unsafe extern "C" fn after_glue<T: ToolHooks>(
     response: FfiResponse,
 ) -> FfiFuture<FfiResult<()>> {
     // SAFETY: as in `execute_glue`.
-    let (tool, ctx) = unsafe { (arc_from::<T>(this), context_from_ffi(ctx)) };
+    let tool = Arc::clone(&*unsafe { borrow_arc::<T>(this) });
+    let ctx = Context::from_ffi(ctx);
     to_ffi_future(async move {
-        let response = response_from_ffi(response);
+        let response = Response::from(response);
         tool.after_execution(&ctx, &response).await
     })
 }
@@ -264,11 +223,9 @@ pub fn new_extension<E: Extension>(
             drop: drop_glue::<E>,
         }
         .leak_into_prefix();
-        Ok(FfiExtension {
-            this: Arc::into_raw(Arc::new(ext)).cast(),
-            vtable,
-            info: info.into(),
-        })
+        let this = Arc::into_raw(Arc::new(ext)).cast();
+        // SAFETY: as in `new_tool`.
+        Ok(unsafe { FfiExtension::new(this, vtable, info.into()) })
     })
 }
 
@@ -278,11 +235,12 @@ unsafe extern "C" fn extension_glue<E: Extension>(
     data: RString,
 ) -> FfiFuture<FfiResult<ROption<RString>>> {
     // SAFETY: as in `execute_glue`.
-    let (ext, ctx) = unsafe { (arc_from::<E>(this), context_from_ffi(ctx)) };
+    let ext = Arc::clone(&*unsafe { borrow_arc::<E>(this) });
+    let ctx = Context::from_ffi(ctx);
     to_ffi_future(async move {
-        let mut data = point_data_from_json(data);
+        let mut data = PointData::from_json(data);
         ext.execute(&ctx, &mut data).await?;
-        Ok(ROption::from(point_data_into_changed_json(data)))
+        Ok(ROption::from(data.into_changed_json().map(RString::from)))
     })
 }
 
@@ -325,11 +283,11 @@ macro_rules! export_tool {
             fn assert_tool<T: $crate::Tool>() {}
             assert_tool::<$ty>();
         };
-        $crate::__export_plugin!(tool_module, FfiTool, |package| {
+        $crate::__export_plugin!(tool_root, FfiTool, |package| {
             #[allow(unused_imports)]
-            use $crate::__private::glue::{ProbeWithHooks as _, ProbeWithoutHooks as _};
-            let hooks = (&&$crate::__private::glue::HookProbe::<$ty>::new()).hooks();
-            $crate::__private::glue::new_tool::<$ty>(package, || $make, hooks)
+            use $crate::__private::{ProbeWithHooks as _, ProbeWithoutHooks as _};
+            let hooks = (&&$crate::__private::HookProbe::<$ty>::new()).hooks();
+            $crate::__private::new_tool::<$ty>(package, || $make, hooks)
         });
     };
 }
@@ -369,8 +327,8 @@ macro_rules! export_extension {
             fn assert_extension<T: $crate::Extension>() {}
             assert_extension::<$ty>();
         };
-        $crate::__export_plugin!(extension_module, FfiExtension, |package| {
-            $crate::__private::glue::new_extension::<$ty>(package, || $make)
+        $crate::__export_plugin!(extension_root, FfiExtension, |package| {
+            $crate::__private::new_extension::<$ty>(package, || $make)
         });
     };
 }
@@ -382,28 +340,28 @@ macro_rules! __export_plugin {
     ($module:ident, $instance:ident, |$package:ident| $create:block) => {
         #[doc(hidden)]
         #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
-        pub static __TOOLHOST_PLUGIN_ROOT: $crate::__private::glue::LibHeader = {
-            static PACKAGE: $crate::__private::glue::Package = $crate::__private::glue::Package {
+        pub static __TOOLHOST_PLUGIN_ROOT: $crate::__private::LibHeader = {
+            static PACKAGE: $crate::__private::Package = $crate::__private::Package {
                 name: ::core::env!("CARGO_PKG_NAME"),
                 version: ::core::env!("CARGO_PKG_VERSION"),
                 description: ::core::env!("CARGO_PKG_DESCRIPTION"),
             };
             extern "C" fn create(
-            ) -> $crate::__private::abi::FfiResult<$crate::__private::abi::$instance> {
+            ) -> $crate::__private::FfiResult<$crate::__private::$instance> {
                 let $package = &PACKAGE;
                 $create
             }
-            fn root() -> $crate::__private::abi::PluginModuleRef {
-                $crate::__private::glue::$module(&PACKAGE, create)
+            fn root() -> $crate::__private::PluginModuleRef {
+                $crate::__private::$module(&PACKAGE, create)
             }
-            extern "C" fn erased() -> $crate::__private::glue::RootModuleResult {
-                $crate::__private::glue::call_root_module_loader(root)
+            extern "C" fn erased() -> $crate::__private::RootModuleResult {
+                $crate::__private::call_root_module_loader(root)
             }
             // SAFETY: the same construction `#[abi_stable::export_root_module]` emits.
             unsafe {
-                $crate::__private::glue::LibHeader::from_constructor::<
-                    $crate::__private::abi::PluginModuleRef,
-                >(erased, $crate::__private::glue::CheckTypeLayout::Yes)
+                $crate::__private::LibHeader::from_constructor::<
+                    $crate::__private::PluginModuleRef,
+                >(erased, $crate::__private::CheckTypeLayout::Yes)
             }
         };
     };

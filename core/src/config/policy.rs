@@ -71,7 +71,8 @@ impl Config {
         let (set, default, what) = match risk {
             RiskLevel::Read => (levels.read, PolicyDecision::Allow, "default: read allows"),
             RiskLevel::Write => (levels.write, PolicyDecision::Allow, "default: write allows"),
-            RiskLevel::Exec => (levels.exec, PolicyDecision::Ask, "default: exec asks"),
+            // `exec`, and any level a later plugin-api adds: the most dangerous one known.
+            _ => (levels.exec, PolicyDecision::Ask, "default: exec asks"),
         };
         match set {
             Some(decision) => (decision, self.source(&["policy", risk.as_str()])),

@@ -9,7 +9,7 @@
 use std::io::{self, Read, Write};
 
 use abi_stable::std_types::{ROption, RString};
-use plugin_api::__private::abi::{FfiError, FfiResponse};
+use plugin_abi::{FfiError, FfiResponse};
 use plugin_api::ToolError;
 use serde::{Deserialize, Serialize};
 
@@ -219,8 +219,7 @@ pub(crate) struct WireError {
 
 impl From<ToolError> for WireError {
     fn from(e: ToolError) -> Self {
-        let ffi = plugin_api::__private::abi::error_to_ffi(e);
-        Self::from(ffi)
+        Self::from(FfiError::from(e))
     }
 }
 
@@ -235,16 +234,13 @@ impl From<FfiError> for WireError {
 
 impl From<WireError> for FfiError {
     fn from(e: WireError) -> Self {
-        Self {
-            kind: e.kind,
-            message: RString::from(e.message),
-        }
+        FfiError::new(e.kind, e.message)
     }
 }
 
 impl From<WireError> for ToolError {
     fn from(e: WireError) -> Self {
-        plugin_api::__private::abi::error_from_ffi(e.into())
+        ToolError::from(FfiError::from(e))
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use tokio::runtime::Handle;
 
 use super::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
-use super::worker_context::{wire_error, Reply, WorkerCall, WorkerLink};
+use super::worker_context::{Reply, WorkerCall, WorkerLink};
 use super::worker_process::lock;
 use crate::exec::call_threads;
 use crate::exec::cancel::Cancel;
@@ -212,12 +212,11 @@ async fn run(served: &Served, call: &Arc<WorkerCall>, op: Op) -> Result<Outcome,
             .await
             .map(|changed| Outcome::Data(changed.map(|d| d.into_string()))),
         (_, op) => {
-            // SAFETY: gives back the reference `to_ffi` made; nothing else holds it.
-            drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
+            drop(ctx);
             Err(ToolError::internal(format!(
                 "this worker cannot run {op:?}"
             )))
         }
     };
-    result.map_err(|e: ToolError| wire_error(plugin_api::__private::abi::error_to_ffi(e)))
+    result.map_err(WireError::from)
 }

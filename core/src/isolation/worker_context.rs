@@ -1,24 +1,18 @@
-//! The worker's side of a call's context: a second [`HostVtable`] whose functions send the
+//! The worker's side of a call's context: a second [`HostServices`] whose methods send the
 //! plugin's requests to the host over the pipe and, for those that return something, wait for
 //! the host's answer. The call's text fields and its cancellation are answered in the worker.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::fs::File;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, LazyLock, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
-use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{ROption, RResult, RStr, RString};
-use async_ffi::{FfiFuture, FutureExt};
-use plugin_api::__private::abi::{
-    error_to_ffi, ContextField, FfiContext, FfiError, FfiResponse, FfiResult, HostVtable,
-    HostVtableRef,
-};
+use plugin_abi::{ContextField, FfiContext, FfiError, FfiResponse, HostServices, RString};
 use plugin_api::ToolError;
 use tokio::sync::oneshot;
 
-use super::protocol::{write_frame, Answer, CallInfo, FromWorker, HostRequest, WireError};
+use super::protocol::{write_frame, Answer, CallInfo, FromWorker, HostRequest};
 use super::worker_process::lock;
 use crate::exec::cancel::Cancel;
 
@@ -76,10 +70,7 @@ pub(super) struct WorkerCall {
 impl WorkerCall {
     /// A new reference for the plugin.
     pub(super) fn to_ffi(self: &Arc<Self>) -> FfiContext {
-        FfiContext {
-            data: Arc::into_raw(self.clone()).cast(),
-            vtable: *WORKER_VTABLE,
-        }
+        FfiContext::new(self.clone())
     }
 
     fn tell(&self, request: HostRequest) {
@@ -103,180 +94,120 @@ impl WorkerCall {
     }
 }
 
-static WORKER_VTABLE: LazyLock<HostVtableRef> = LazyLock::new(|| {
-    HostVtable {
-        retain: w_retain,
-        release: w_release,
-        field: w_field,
-        log_content: w_log_content,
-        set_progress: w_set_progress,
-        add_progress: w_add_progress,
-        check_intervention: w_check_intervention,
-        loop_data_get: w_loop_data_get,
-        loop_data_set: w_loop_data_set,
-        history_add: w_history_add,
-        default_before_execution: w_default_before,
-        default_after_execution: w_default_after,
-        unmask_json: w_unmask_json,
-        mask_text: w_mask_text,
-        call_extensions: w_call_extensions,
-        is_cancelled: w_is_cancelled,
-        cancelled: w_cancelled,
-    }
-    .leak_into_prefix()
-});
-
-/// # Safety
-/// `data` must come from [`WorkerCall::to_ffi`], its reference still held.
-unsafe fn call<'a>(data: *const c_void) -> &'a WorkerCall {
-    // SAFETY: per the contract above.
-    unsafe { &*data.cast::<WorkerCall>() }
-}
-
-/// # Safety
-/// As for [`call`].
-unsafe fn call_arc(data: *const c_void) -> Arc<WorkerCall> {
-    let ptr = data.cast::<WorkerCall>();
-    // SAFETY: per the contract above.
-    unsafe {
-        Arc::increment_strong_count(ptr);
-        Arc::from_raw(ptr)
-    }
-}
-
-fn status(answer: Answer) -> FfiResult<()> {
+fn status(answer: Answer) -> Result<(), FfiError> {
     match answer {
-        Answer::Status(Err(e)) => RResult::RErr(FfiError::from(e)),
-        _ => RResult::ROk(()),
+        Answer::Status(Err(e)) => Err(FfiError::from(e)),
+        _ => Ok(()),
     }
 }
 
-fn text_result(answer: Answer) -> FfiResult<RString> {
+fn text_result(answer: Answer) -> Result<String, FfiError> {
     match answer {
-        Answer::TextResult(Ok(text)) => RResult::ROk(text.into()),
-        Answer::TextResult(Err(e)) | Answer::Status(Err(e)) => RResult::RErr(FfiError::from(e)),
-        _ => RResult::RErr(error_to_ffi(ToolError::internal("the host gave no answer"))),
+        Answer::TextResult(Ok(text)) => Ok(text),
+        Answer::TextResult(Err(e)) | Answer::Status(Err(e)) => Err(FfiError::from(e)),
+        _ => Err(ToolError::internal("the host gave no answer").into()),
     }
 }
 
-unsafe extern "C" fn w_retain(data: *const c_void) {
-    // SAFETY: the plugin holds a reference (vtable contract).
-    unsafe { Arc::increment_strong_count(data.cast::<WorkerCall>()) }
-}
-
-unsafe extern "C" fn w_release(data: *const c_void) {
-    // SAFETY: the plugin gives back one reference it held.
-    unsafe { drop(Arc::from_raw(data.cast::<WorkerCall>())) }
-}
-
-unsafe extern "C" fn w_field(data: *const c_void, field: ContextField) -> RString {
-    // SAFETY: vtable contract (and below).
-    let info = &unsafe { call(data) }.info;
-    let text = match field {
-        ContextField::AgentName => info.agent_name.clone(),
-        ContextField::Profile => info.profile.clone(),
-        ContextField::ToolName => info.tool_name.clone(),
-        ContextField::Method => info.method.clone(),
-        ContextField::ExtensionPoint => info.extension_point.clone(),
-        ContextField::ExtensionName => info.extension_name.clone(),
-        ContextField::LogId => info.log_id.to_string(),
-    };
-    RString::from(text)
-}
-
-unsafe extern "C" fn w_log_content(data: *const c_void, content: RStr<'_>) {
-    unsafe { call(data) }.tell(HostRequest::LogContent(content.as_str().to_owned()));
-}
-
-unsafe extern "C" fn w_set_progress(data: *const c_void, text: RString) -> FfiFuture<()> {
-    let answer = unsafe { call(data) }.ask(HostRequest::SetProgress(text.into_string()));
-    async move {
-        answer.await;
+impl HostServices for WorkerCall {
+    fn field(&self, field: ContextField) -> String {
+        let info = &self.info;
+        match field {
+            ContextField::AgentName => info.agent_name.clone(),
+            ContextField::Profile => info.profile.clone(),
+            ContextField::ToolName => info.tool_name.clone(),
+            ContextField::Method => info.method.clone(),
+            ContextField::ExtensionPoint => info.extension_point.clone(),
+            ContextField::ExtensionName => info.extension_name.clone(),
+            ContextField::LogId => info.log_id.to_string(),
+        }
     }
-    .into_ffi()
-}
 
-unsafe extern "C" fn w_add_progress(data: *const c_void, text: RStr<'_>) {
-    unsafe { call(data) }.tell(HostRequest::AddProgress(text.as_str().to_owned()));
-}
-
-unsafe extern "C" fn w_check_intervention(data: *const c_void) -> FfiFuture<FfiResult<()>> {
-    let answer = unsafe { call(data) }.ask(HostRequest::CheckIntervention);
-    async move { status(answer.await) }.into_ffi()
-}
-
-unsafe extern "C" fn w_loop_data_get(data: *const c_void, key: RStr<'_>) -> ROption<RString> {
-    let request = HostRequest::LoopDataGet(key.as_str().to_owned());
-    match unsafe { call(data) }.ask_blocking(request) {
-        Answer::MaybeText(Some(text)) => ROption::RSome(text.into()),
-        _ => ROption::RNone,
+    fn log_content(&self, content: &str) {
+        self.tell(HostRequest::LogContent(content.to_owned()));
     }
-}
 
-unsafe extern "C" fn w_loop_data_set(
-    data: *const c_void,
-    key: RStr<'_>,
-    json: RString,
-) -> FfiResult<()> {
-    let key = key.as_str().to_owned();
-    let json = json.into_string();
-    status(unsafe { call(data) }.ask_blocking(HostRequest::LoopDataSet { key, json }))
-}
-
-unsafe extern "C" fn w_history_add(data: *const c_void, role: RStr<'_>, content: RString) {
-    let role = role.as_str().to_owned();
-    let content = content.into_string();
-    unsafe { call(data) }.tell(HostRequest::HistoryAdd { role, content });
-}
-
-unsafe extern "C" fn w_default_before(
-    data: *const c_void,
-    args: RString,
-) -> FfiFuture<FfiResult<()>> {
-    let answer = unsafe { call(data) }.ask(HostRequest::DefaultBefore(args.into_string()));
-    async move { status(answer.await) }.into_ffi()
-}
-
-unsafe extern "C" fn w_default_after(
-    data: *const c_void,
-    response: FfiResponse,
-) -> FfiFuture<FfiResult<()>> {
-    let answer = unsafe { call(data) }.ask(HostRequest::DefaultAfter(response.into()));
-    async move { status(answer.await) }.into_ffi()
-}
-
-unsafe extern "C" fn w_unmask_json(data: *const c_void, json: RString) -> FfiResult<RString> {
-    text_result(unsafe { call(data) }.ask_blocking(HostRequest::Unmask(json.into_string())))
-}
-
-unsafe extern "C" fn w_mask_text(data: *const c_void, text: RString) -> RString {
-    match unsafe { call(data) }.ask_blocking(HostRequest::Mask(text.into_string())) {
-        Answer::Text(text) => text.into(),
-        _ => RString::new(),
+    fn set_progress(self: &Arc<Self>, text: RString) -> impl Future<Output = ()> + Send + 'static {
+        let answer = self.ask(HostRequest::SetProgress(text.into_string()));
+        async move {
+            answer.await;
+        }
     }
-}
 
-unsafe extern "C" fn w_call_extensions(
-    data: *const c_void,
-    point: RString,
-    json: RString,
-) -> FfiFuture<FfiResult<RString>> {
-    let point = point.into_string();
-    let json = json.into_string();
-    let answer = unsafe { call(data) }.ask(HostRequest::CallExtensions { point, json });
-    async move { text_result(answer.await) }.into_ffi()
-}
+    fn add_progress(&self, text: &str) {
+        self.tell(HostRequest::AddProgress(text.to_owned()));
+    }
 
-unsafe extern "C" fn w_is_cancelled(data: *const c_void) -> bool {
-    unsafe { call(data) }.cancel.is_cancelled()
-}
+    fn check_intervention(
+        self: &Arc<Self>,
+    ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
+        let answer = self.ask(HostRequest::CheckIntervention);
+        async move { status(answer.await) }
+    }
 
-unsafe extern "C" fn w_cancelled(data: *const c_void) -> FfiFuture<()> {
-    let call = unsafe { call_arc(data) };
-    async move { call.cancel.cancelled().await }.into_ffi()
-}
+    fn loop_data_get(&self, key: &str) -> Option<String> {
+        match self.ask_blocking(HostRequest::LoopDataGet(key.to_owned())) {
+            Answer::MaybeText(text) => text,
+            _ => None,
+        }
+    }
 
-/// Turns a plugin's error into its wire form.
-pub(super) fn wire_error(e: FfiError) -> WireError {
-    WireError::from(e)
+    fn loop_data_set(&self, key: &str, json: RString) -> Result<(), FfiError> {
+        let key = key.to_owned();
+        let json = json.into_string();
+        status(self.ask_blocking(HostRequest::LoopDataSet { key, json }))
+    }
+
+    fn history_add(&self, role: &str, content: RString) {
+        let role = role.to_owned();
+        let content = content.into_string();
+        self.tell(HostRequest::HistoryAdd { role, content });
+    }
+
+    fn default_before_execution(
+        self: &Arc<Self>,
+        args: RString,
+    ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
+        let answer = self.ask(HostRequest::DefaultBefore(args.into_string()));
+        async move { status(answer.await) }
+    }
+
+    fn default_after_execution(
+        self: &Arc<Self>,
+        response: FfiResponse,
+    ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
+        let answer = self.ask(HostRequest::DefaultAfter(response.into()));
+        async move { status(answer.await) }
+    }
+
+    fn unmask_json(&self, json: RString) -> Result<String, FfiError> {
+        text_result(self.ask_blocking(HostRequest::Unmask(json.into_string())))
+    }
+
+    fn mask_text(&self, text: RString) -> String {
+        match self.ask_blocking(HostRequest::Mask(text.into_string())) {
+            Answer::Text(text) => text,
+            _ => String::new(),
+        }
+    }
+
+    fn call_extensions(
+        self: &Arc<Self>,
+        point: RString,
+        json: RString,
+    ) -> impl Future<Output = Result<String, FfiError>> + Send + 'static {
+        let point = point.into_string();
+        let json = json.into_string();
+        let answer = self.ask(HostRequest::CallExtensions { point, json });
+        async move { text_result(answer.await) }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn cancelled(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
+        let call = self.clone();
+        async move { call.cancel.cancelled().await }
+    }
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
-use plugin_api::__private::abi::PluginModuleRef;
+use plugin_abi::wire::PluginModuleRef;
 
 use crate::layout::Escaped;
 

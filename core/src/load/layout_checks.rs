@@ -26,7 +26,7 @@ use std::sync::{Mutex, OnceLock};
 use abi_stable::library::AbiHeader;
 use abi_stable::type_layout::TypeLayout;
 use abi_stable::StableAbi;
-use plugin_api::__private::abi::PluginModuleRef;
+use plugin_abi::wire::PluginModuleRef;
 use xxhash_rust::xxh3::Xxh3Default;
 
 /// The record's file name in `usr/.cache/`.
@@ -199,7 +199,7 @@ fn write(file: &Path, hash: u128) -> std::io::Result<()> {
 
 /// The identity of the contract this build of the host checks libraries against: it changes
 /// whenever the layout abi_stable would compare a library with can change. It hashes
-/// plugin-api's version, abi_stable's ABI version (the checker's rules), and every type layout
+/// plugin-abi's version, abi_stable's ABI version (the checker's rules), and every type layout
 /// reachable from the root module's (as abi_stable's own traversal finds them), each as
 /// abi_stable displays it (type, size, alignment, package and version, fields with their types,
 /// functions, tag, representation) plus its string table (every field and function name).
@@ -214,8 +214,8 @@ fn fingerprint(root: &'static TypeLayout) -> u128 {
     let mut hasher = Xxh3Default::new();
     let abi = AbiHeader::VALUE;
     let mut text = format!(
-        "toolhost layout identity 1\nplugin-api {}\nabi_stable abi {}.{}\n",
-        plugin_api::API_VERSION,
+        "toolhost layout identity 1\nplugin-abi {}\nabi_stable abi {}.{}\n",
+        plugin_abi::ABI_VERSION,
         abi.abi_major,
         abi.abi_minor
     );

@@ -7,9 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-use async_ffi::FfiFuture;
-use plugin_api::__private::abi::FfiResponse;
-use plugin_api::__private::abi::{error_from_ffi, response_from_ffi, FfiResult};
+use plugin_abi::{FfiError, FfiFuture, FfiResponse, FfiResult};
 use plugin_api::{Response, ToolError};
 
 use crate::isolation::protocol::WireResponse;
@@ -49,7 +47,7 @@ impl PluginAnswer {
             true => message.into_string(),
             false => message.as_str()[..keep].to_owned(),
         };
-        let mut response = response_from_ffi(self.0);
+        let mut response = Response::from(self.0);
         response.message = head;
         response
     }
@@ -71,17 +69,20 @@ pub(super) async fn settle<T>(fut: FfiFuture<FfiResult<T>>) -> Result<T, ToolErr
         }
     }
     match CatchUnwind(fut).await {
-        Some(result) => result.into_result().map_err(error_from_ffi),
+        Some(result) => result.into_result().map_err(ToolError::from),
         None => Err(ToolError::internal(
             "the plugin's future panicked across the library boundary: rebuild the plugin with plugin_api::export_tool! or export_extension!, which catch its panics",
         )),
     }
 }
 
-pub(super) fn init_failed(source: &Path, e: plugin_api::__private::abi::FfiError) -> LoadError {
+pub(super) fn init_failed(source: &Path, e: FfiError) -> LoadError {
     LoadError::new(
         source,
         LoadErrorKind::InitFailed,
-        format!("its initialisation failed: {}", error_from_ffi(e).message()),
+        format!(
+            "its initialisation failed: {}",
+            ToolError::from(e).message()
+        ),
     )
 }

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::future::Future;
 use std::pin::Pin;
 
-use abi_stable::std_types::RString;
-use plugin_api::__private::abi::response_to_ffi;
-use plugin_api::__private::abi::{FfiContext, FfiResponse};
+use plugin_abi::wire::FfiTool;
+use plugin_abi::{FfiContext, FfiFuture, FfiResponse, FfiResult, RString};
 use plugin_api::{Response, ToolError};
 
 use crate::exec::context::CallContext;
@@ -19,21 +18,21 @@ use super::{settle, Backend, PluginAnswer, ToolHandle};
 impl ToolHandle {
     pub(crate) fn has_before_hook(&self) -> bool {
         match &self.backend {
-            Backend::InProcess { ffi, .. } => ffi.vtable.before_execution().is_some(),
+            Backend::InProcess { ffi, .. } => ffi.has_before_execution(),
             Backend::Worker(isolated, _) => isolated.hello.before_hook,
         }
     }
 
     pub(crate) fn has_after_hook(&self) -> bool {
         match &self.backend {
-            Backend::InProcess { ffi, .. } => ffi.vtable.after_execution().is_some(),
+            Backend::InProcess { ffi, .. } => ffi.has_after_execution(),
             Backend::Worker(isolated, _) => isolated.hello.after_hook,
         }
     }
 
     pub(crate) fn has_readiness(&self) -> bool {
         match &self.backend {
-            Backend::InProcess { ffi, .. } => ffi.vtable.readiness().is_some(),
+            Backend::InProcess { ffi, .. } => ffi.has_readiness(),
             Backend::Worker(isolated, _) => isolated.hello.readiness,
         }
     }
@@ -75,13 +74,10 @@ impl ToolHandle {
         ctx: FfiContext,
         args: String,
     ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send + 'static {
-        let fut = match &self.backend {
-            // SAFETY: `this` is ours until drop; the context reference is handed over.
-            Backend::InProcess { ffi, .. } => {
-                Some(unsafe { (ffi.vtable.execute())(ffi.this, ctx, RString::from(args)) })
-            }
-            Backend::Worker(..) => None,
-        };
+        let fut = self
+            .backend
+            .in_process()
+            .map(|ffi| ffi.execute(ctx, RString::from(args)));
         async move {
             match fut {
                 Some(fut) => settle(fut).await.map(PluginAnswer),
@@ -110,28 +106,7 @@ impl ToolHandle {
         ctx: FfiContext,
         args: String,
     ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
-        let hook = match &self.backend {
-            Backend::InProcess { ffi, .. } => ffi
-                .vtable
-                .before_execution()
-                .into_option()
-                .map(|hook| (hook, ffi.this)),
-            Backend::Worker(..) => None,
-        };
-        // SAFETY: as in `execute_ffi`; without a hook the reference is given back.
-        let fut = match hook {
-            Some((hook, this)) => Some(unsafe { hook(this, ctx, RString::from(args)) }),
-            None => {
-                drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
-                None
-            }
-        };
-        async move {
-            match fut {
-                Some(fut) => settle(fut).await,
-                None => Ok(()),
-            }
-        }
+        self.hook_ffi(ctx, RString::from(args), FfiTool::before_execution)
     }
 
     pub(crate) async fn after_execution(
@@ -139,7 +114,7 @@ impl ToolHandle {
         ctx: &Arc<CallContext>,
         response: &Response,
     ) -> Result<(), ToolError> {
-        let response = response_to_ffi(response.clone());
+        let response = FfiResponse::from(response.clone());
         match &self.backend {
             Backend::InProcess { .. } => self.after_ffi(ctx.to_ffi(), response).await,
             Backend::Worker(isolated, _) => {
@@ -155,22 +130,21 @@ impl ToolHandle {
         ctx: FfiContext,
         response: FfiResponse,
     ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
-        let hook = match &self.backend {
-            Backend::InProcess { ffi, .. } => ffi
-                .vtable
-                .after_execution()
-                .into_option()
-                .map(|hook| (hook, ffi.this)),
-            Backend::Worker(..) => None,
-        };
-        // SAFETY: as in `execute_ffi`; without a hook the reference is given back.
-        let fut = match hook {
-            Some((hook, this)) => Some(unsafe { hook(this, ctx, response) }),
-            None => {
-                drop(unsafe { plugin_api::__private::abi::context_from_ffi(ctx) });
-                None
-            }
-        };
+        self.hook_ffi(ctx, response, FfiTool::after_execution)
+    }
+
+    /// One of the tool's own hooks in this process: `hook` starts it, or finds none (and
+    /// drops the context, giving its reference back); no hook, or a tool in a worker, is `Ok`.
+    fn hook_ffi<A>(
+        &self,
+        ctx: FfiContext,
+        arg: A,
+        hook: fn(&FfiTool, FfiContext, A) -> Option<FfiFuture<FfiResult<()>>>,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
+        let fut = self
+            .backend
+            .in_process()
+            .and_then(|ffi| hook(ffi, ctx, arg));
         async move {
             match fut {
                 Some(fut) => settle(fut).await,

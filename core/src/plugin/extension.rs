@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi_stable::std_types::{ROption, RString};
 use std::future::Future;
 
-use plugin_api::__private::abi::{FfiContext, FfiExtension};
+use plugin_abi::wire::FfiExtension;
+use plugin_abi::{FfiContext, ROption, RString};
 use plugin_api::{ExtensionInfo, ToolError};
 
 use crate::exec::context::CallContext;
@@ -15,22 +15,11 @@ use crate::isolation::IsolatedTool;
 use crate::load::error::{LoadError, LoadErrorKind};
 use crate::load::generation::Generation;
 
-use super::{init_failed, settle};
-
-/// Where an extension's code runs.
-enum Backend {
-    /// In this process: the instance, and its library's generation (dropped after it).
-    InProcess {
-        ffi: FfiExtension,
-        generation: Arc<Generation>,
-    },
-    /// In a worker process, with the number of the load it is.
-    Worker(Box<IsolatedTool>, u64),
-}
+use super::{init_failed, settle, Backend};
 
 /// An extension instance from a loaded library, in this process or in a worker process.
 pub struct ExtensionHandle {
-    backend: Backend,
+    backend: Backend<FfiExtension>,
     info: ExtensionInfo,
     source: PathBuf,
     /// The point it runs at.
@@ -38,10 +27,6 @@ pub struct ExtensionHandle {
     /// Its file name without extension; the sort key.
     pub(crate) name: Arc<str>,
 }
-
-// SAFETY: as for `ToolHandle`.
-unsafe impl Send for ExtensionHandle {}
-unsafe impl Sync for ExtensionHandle {}
 
 impl ExtensionHandle {
     pub(crate) fn create(
@@ -64,7 +49,7 @@ impl ExtensionHandle {
         let ffi = new_extension()
             .into_result()
             .map_err(|e| init_failed(source, e))?;
-        let info = serde_json::from_str(&ffi.info).unwrap_or_default();
+        let info = serde_json::from_str(ffi.info()).unwrap_or_default();
         Ok(Self {
             backend: Backend::InProcess { ffi, generation },
             info,
@@ -93,7 +78,7 @@ impl ExtensionHandle {
 
     /// Whether it runs in a worker process (see the README, "Isolated plugins").
     pub fn is_isolated(&self) -> bool {
-        matches!(self.backend, Backend::Worker(..))
+        self.backend.worker().is_some()
     }
 
     /// The extension's metadata.
@@ -113,19 +98,13 @@ impl ExtensionHandle {
 
     /// The version of the crate that built it (`CARGO_PKG_VERSION`).
     pub fn version(&self) -> &str {
-        match &self.backend {
-            Backend::InProcess { generation, .. } => &generation.version,
-            Backend::Worker(isolated, _) => &isolated.hello.version,
-        }
+        self.backend.version()
     }
 
     /// Which load of its file this is: 1 for the first, one more per reload (from 1 again
     /// after the file was removed).
     pub fn generation(&self) -> u64 {
-        match &self.backend {
-            Backend::InProcess { generation, .. } => generation.number,
-            Backend::Worker(_, number) => *number,
-        }
+        self.backend.generation()
     }
 
     /// Runs it on JSON data; returns the new data if the extension changed it.
@@ -154,27 +133,12 @@ impl ExtensionHandle {
         ctx: FfiContext,
         data: RString,
     ) -> impl Future<Output = Result<Option<RString>, ToolError>> + Send + 'static {
-        let fut = match &self.backend {
-            // SAFETY: as in `ToolHandle::execute_ffi`.
-            Backend::InProcess { ffi, .. } => {
-                Some(unsafe { (ffi.vtable.execute())(ffi.this, ctx, data) })
-            }
-            Backend::Worker(..) => None,
-        };
+        let fut = self.backend.in_process().map(|ffi| ffi.execute(ctx, data));
         async move {
             match fut {
                 Some(fut) => settle(fut).await.map(ROption::into_option),
                 None => Err(ToolError::internal("not an in-process extension")),
             }
-        }
-    }
-}
-
-impl Drop for ExtensionHandle {
-    fn drop(&mut self) {
-        if let Backend::InProcess { ffi, .. } = &self.backend {
-            // SAFETY: as for `ToolHandle`.
-            unsafe { (ffi.vtable.drop())(ffi.this) }
         }
     }
 }

@@ -13,8 +13,7 @@ pub use extension::ExtensionHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi_stable::std_types::ROption;
-use plugin_api::__private::abi::FfiTool;
+use plugin_abi::wire::FfiTool;
 use plugin_api::ToolInfo;
 
 use crate::governance::{ArgumentSchema, Breaker, BreakerState};
@@ -23,21 +22,61 @@ use crate::layout::Escaped;
 use crate::load::error::{LoadError, LoadErrorKind};
 use crate::load::generation::Generation;
 
-/// Where a tool's code runs.
-enum Backend {
+/// Where the code of a tool (`F` is [`FfiTool`]) or an extension runs.
+enum Backend<F> {
     /// In this process: the instance, and the generation of the library that made it
-    /// (dropped after the instance: shuts the library down).
-    InProcess {
-        ffi: FfiTool,
-        generation: Arc<Generation>,
-    },
+    /// (dropped after the instance, which gives the plugin its instance back: shuts the
+    /// library down).
+    InProcess { ffi: F, generation: Arc<Generation> },
     /// In a worker process, with the number of the load it is.
     Worker(Box<IsolatedTool>, u64),
 }
 
+impl<F> Backend<F> {
+    /// The instance, if it runs in this process.
+    fn in_process(&self) -> Option<&F> {
+        match self {
+            Self::InProcess { ffi, .. } => Some(ffi),
+            Self::Worker(..) => None,
+        }
+    }
+
+    /// The worker process, if it is isolated.
+    fn worker(&self) -> Option<&IsolatedTool> {
+        match self {
+            Self::Worker(isolated, _) => Some(isolated),
+            Self::InProcess { .. } => None,
+        }
+    }
+
+    /// The version of the crate that built it.
+    fn version(&self) -> &str {
+        match self {
+            Self::InProcess { generation, .. } => &generation.version,
+            Self::Worker(isolated, _) => &isolated.hello.version,
+        }
+    }
+
+    /// The plugin-abi version it was built against.
+    fn contract(&self) -> &str {
+        match self {
+            Self::InProcess { generation, .. } => &generation.contract,
+            Self::Worker(isolated, _) => &isolated.hello.contract,
+        }
+    }
+
+    /// Which load of its file this is.
+    fn generation(&self) -> u64 {
+        match self {
+            Self::InProcess { generation, .. } => generation.number,
+            Self::Worker(_, number) => *number,
+        }
+    }
+}
+
 /// A tool instance from a loaded library, in this process or in a worker process.
 pub struct ToolHandle {
-    backend: Backend,
+    backend: Backend<FfiTool>,
     /// The file stem: the name the tool is found by.
     name: Arc<str>,
     info: ToolInfo,
@@ -53,11 +92,6 @@ pub struct ToolHandle {
     source: PathBuf,
     package: String,
 }
-
-// SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
-// vtable function may be called from any thread.
-unsafe impl Send for ToolHandle {}
-unsafe impl Sync for ToolHandle {}
 
 impl ToolHandle {
     pub(crate) fn create(generation: Arc<Generation>, source: &Path) -> Result<Self, LoadError> {
@@ -87,7 +121,7 @@ impl ToolHandle {
         let ffi = new_tool()
             .into_result()
             .map_err(|e| init_failed(source, e))?;
-        let info = serde_json::from_str(&ffi.info).unwrap_or_else(|e| {
+        let info = serde_json::from_str(ffi.info()).unwrap_or_else(|e| {
             tracing::warn!(
                 "{}: unreadable tool metadata ({e}); using defaults",
                 Escaped(source)
@@ -122,7 +156,7 @@ impl ToolHandle {
     }
 
     fn with_backend(
-        backend: Backend,
+        backend: Backend<FfiTool>,
         source: &Path,
         info: ToolInfo,
         package: String,
@@ -151,10 +185,7 @@ impl ToolHandle {
 
     /// The worker process that runs this tool, if it is isolated.
     pub(crate) fn worker(&self) -> Option<&IsolatedTool> {
-        match &self.backend {
-            Backend::Worker(isolated, _) => Some(isolated),
-            Backend::InProcess { .. } => None,
-        }
+        self.backend.worker()
     }
 
     /// Whether the tool runs in a worker process (see the README, "Isolated plugins").
@@ -194,47 +225,29 @@ impl ToolHandle {
 
     /// The version of the crate that built it (`CARGO_PKG_VERSION`).
     pub fn version(&self) -> &str {
-        match &self.backend {
-            Backend::InProcess { generation, .. } => &generation.version,
-            Backend::Worker(isolated, _) => &isolated.hello.version,
-        }
+        self.backend.version()
     }
 
-    /// The plugin-api version it was built against.
+    /// The plugin-abi version (the wire contract) it was built against.
     pub fn contract(&self) -> &str {
-        match &self.backend {
-            Backend::InProcess { generation, .. } => &generation.contract,
-            Backend::Worker(isolated, _) => &isolated.hello.contract,
-        }
+        self.backend.contract()
     }
 
     /// Which load of its file this is: 1 for the first, one more per reload (from 1 again
     /// after the file was removed).
     pub fn generation(&self) -> u64 {
-        match &self.backend {
-            Backend::InProcess { generation, .. } => generation.number,
-            Backend::Worker(_, number) => *number,
-        }
+        self.backend.generation()
     }
 
     /// Whether the tool can run now (its `readiness`); a plugin built before 0.4 is ready.
     pub fn readiness(&self) -> plugin_api::Readiness {
-        let ffi = match &self.backend {
-            Backend::InProcess { ffi, .. } => ffi,
-            Backend::Worker(isolated, _) => {
-                return match isolated.readiness() {
-                    None => plugin_api::Readiness::Ready,
-                    Some(reason) => plugin_api::Readiness::NotReady(reason),
-                }
-            }
+        let reason = match &self.backend {
+            Backend::InProcess { ffi, .. } => ffi.readiness().map(|r| r.into_string()),
+            Backend::Worker(isolated, _) => isolated.readiness(),
         };
-        let Some(readiness) = ffi.vtable.readiness() else {
-            return plugin_api::Readiness::Ready;
-        };
-        // SAFETY: `this` is ours until drop; the glue catches the plugin's panics.
-        match unsafe { readiness(ffi.this) } {
-            ROption::RNone => plugin_api::Readiness::Ready,
-            ROption::RSome(reason) => plugin_api::Readiness::NotReady(reason.into_string()),
+        match reason {
+            None => plugin_api::Readiness::Ready,
+            Some(reason) => plugin_api::Readiness::not_ready(reason),
         }
     }
 
@@ -277,14 +290,5 @@ impl ToolHandle {
     /// The state of this build's circuit breaker.
     pub fn breaker_state(&self) -> BreakerState {
         self.breaker.snapshot()
-    }
-}
-
-impl Drop for ToolHandle {
-    fn drop(&mut self) {
-        if let Backend::InProcess { ffi, .. } = &self.backend {
-            // SAFETY: gives back the instance reference `new_tool` returned, once.
-            unsafe { (ffi.vtable.drop())(ffi.this) }
-        }
     }
 }

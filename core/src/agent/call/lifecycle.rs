@@ -314,10 +314,7 @@ impl Agent {
             let after = ToolExecuteAfter::new(request.name().to_owned(), response);
             let after = self.run_point_with(&extensions, after, call).await?;
             // Extensions may change the message and `additional`, never `break_loop`.
-            Response {
-                break_loop,
-                ..after.response
-            }
+            after.response.with_break_loop(break_loop)
         };
         match target {
             Target::Library(tool, _) if tool.has_after_hook() => {

@@ -82,13 +82,7 @@ impl Agent {
             return Err(ToolError::intervention(message));
         }
         let text = serde_json::to_string_pretty(&results).unwrap_or_default();
-        let additional = Map::from_iter([("results".to_owned(), Value::Array(results))]);
-        Ok(Response {
-            message: text,
-            break_loop: false,
-            additional: Some(additional),
-            metadata: None,
-        })
+        Ok(Response::text(text).with_additional("results", Value::Array(results)))
     }
 
     /// Reads call `i` of a request: its tool and arguments, or why it is refused.

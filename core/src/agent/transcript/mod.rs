@@ -13,42 +13,9 @@ use serde_json::{Map, Value};
 
 use crate::secrets::Masked;
 
-/// Who wrote a history message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The user.
-    User,
-    /// The model.
-    Ai,
-    /// A tool result.
-    Tool,
-    /// A warning shown to the model (for example a repairable error).
-    Warning,
-}
-
-impl Role {
-    /// Parses `user`, `ai` (or `assistant`), `tool` or `warning`.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "user" => Self::User,
-            "ai" | "assistant" => Self::Ai,
-            "tool" => Self::Tool,
-            "warning" => Self::Warning,
-            _ => return None,
-        })
-    }
-
-    /// `user`, `ai`, `tool` or `warning`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Ai => "ai",
-            Self::Tool => "tool",
-            Self::Warning => "warning",
-        }
-    }
-}
+/// Who wrote a history message: the contract's own type, which plugins pass to
+/// `Context::add_history`.
+pub use plugin_api::Role;
 
 /// One message of the agent's history.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use abi_stable::library::{lib_header_from_path, LibraryError};
-use plugin_api::__private::abi::PluginModuleRef;
-/// The rule: plugin-api's crate docs, "Versions and evolution".
-pub use plugin_api::__private::version_compatible;
+/// The rule: plugin-abi's crate docs, "Versions and evolution".
+pub use plugin_abi::version_compatible;
+use plugin_abi::wire::PluginModuleRef;
 
 use crate::load::error::{LoadError, LoadErrorKind, PrivateDirError};
 use crate::load::image::{Bytes, Image};
@@ -330,7 +330,7 @@ fn load_checked(
 ) -> Result<Module, RawLoadError> {
     let header = lib_header_from_path(file).map_err(RawLoadError::Library)?;
     let found = header.version_strings().version.as_str().to_owned();
-    if !version_compatible(plugin_api::API_VERSION, &found) {
+    if !version_compatible(plugin_abi::ABI_VERSION, &found) {
         return Err(RawLoadError::Version { found });
     }
     let root = if checks.is_some_and(|(checks, hash)| checks.passed(hash)) {
@@ -361,16 +361,21 @@ fn minor_series(version: &str) -> String {
 }
 
 fn classify(path: &Path, error: RawLoadError) -> LoadError {
-    let ours = plugin_api::API_VERSION;
-    let series = minor_series(ours);
+    let ours = plugin_abi::ABI_VERSION;
+    // What to rebuild against: the author's crate, and the wire series it speaks.
+    let series = format!(
+        "plugin-api {} (plugin-abi {})",
+        minor_series(plugin_api::API_VERSION),
+        minor_series(ours)
+    );
     let error = match error {
         RawLoadError::Version { found } => {
             return LoadError::new(
                 path,
                 LoadErrorKind::IncompatibleVersion,
                 format!(
-                    "built against plugin-api {found}, but this host speaks plugin-api {ours}: \
-                     rebuild the plugin against plugin-api {series}"
+                    "built against plugin-abi {found}, but this host speaks plugin-abi {ours}: \
+                     rebuild the plugin against {series}"
                 ),
             );
         }
@@ -395,28 +400,28 @@ fn describe(error: &LibraryError, ours: &str, series: &str) -> (LoadErrorKind, S
         ),
         LibraryError::GetSymbolError { .. } => (
             LoadErrorKind::NotAPlugin,
-            "a shared library, but not a toolhost plugin (it exports no plugin-api root module): \
+            "a shared library, but not a toolhost plugin (it exports no plugin-abi root module): \
              build it with plugin_api::export_tool! or export_extension!"
                 .to_owned(),
         ),
         LibraryError::IncompatibleVersionNumber { actual_version, .. } => (
             LoadErrorKind::IncompatibleVersion,
             format!(
-                "built against plugin-api {actual_version}, but this host speaks plugin-api \
-                 {ours}: rebuild the plugin against plugin-api {series}"
+                "built against plugin-abi {actual_version}, but this host speaks plugin-abi \
+                 {ours}: rebuild the plugin against {series}"
             ),
         ),
         LibraryError::ParseVersionError(_) => (
             LoadErrorKind::IncompatibleVersion,
-            format!("its contract version is unreadable: rebuild it against plugin-api {series}"),
+            format!("its contract version is unreadable: rebuild it against {series}"),
         ),
         LibraryError::AbiInstability(_)
         | LibraryError::InvalidAbiHeader(_)
         | LibraryError::InvalidCAbi { .. } => (
             LoadErrorKind::IncompatibleLayout,
             format!(
-                "built against an incompatible plugin-api (the types' layout differs from \
-                 {ours}): rebuild it against plugin-api {series} (run with -v for the full report)"
+                "built against an incompatible plugin-abi (the types' layout differs from \
+                 {ours}): rebuild it against {series} (run with -v for the full report)"
             ),
         ),
         LibraryError::RootModule { err, .. } => (

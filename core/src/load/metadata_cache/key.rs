@@ -56,8 +56,8 @@ impl FileKey {
 /// The identity of this host build's contract with its plugins: an entry written by a host with
 /// another identity is not trusted.
 ///
-/// It holds the plugin-api version this host speaks (what the loader's version check compares),
-/// this crate's version, and the identity on disk of the running executable: whether a library
+/// It holds the plugin-abi version this host speaks (what the loader's version check compares),
+/// the plugin-api version (the shape of the metadata it reads), this crate's version, and the identity on disk of the running executable: whether a library
 /// loads at all (abi_stable's layout check of the root module) and how its metadata reads depend
 /// on the host's build, and a rebuilt host is a new executable. This is stricter than the
 /// contract itself (a rebuild with the same contract starts from a cold cache once), never laxer.
@@ -77,7 +77,8 @@ pub(crate) fn host_contract() -> &'static str {
                 },
             );
         format!(
-            "plugin-api {}; toolhost {}; executable {exe}",
+            "plugin-abi {}; plugin-api {}; toolhost {}; executable {exe}",
+            plugin_abi::ABI_VERSION,
             plugin_api::API_VERSION,
             env!("CARGO_PKG_VERSION")
         )

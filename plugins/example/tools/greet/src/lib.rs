@@ -1,34 +1,43 @@
 //! An example tool: greets someone, slowly enough to show progress. `greet:shout` shouts.
+//!
+//! A [`TypedTool`]: its arguments are one Rust type, whose JSON Schema (the tool's
+//! parameters) is derived from it, and which `execute` receives already parsed.
 
 use std::time::Duration;
 
-use plugin_api::{Args, Context, Response, Tool, ToolError, ToolInfo};
+use plugin_api::{Context, Response, ToolError, ToolInfo, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
+
+/// The arguments of a call.
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Who to greet.
+    name: String,
+    /// How often.
+    #[serde(default = "once")]
+    #[schemars(range(min = 1, max = 1000))]
+    times: u32,
+}
+
+fn once() -> u32 {
+    1
+}
 
 #[derive(Default)]
 struct Greet;
 
-impl Tool for Greet {
+impl TypedTool for Greet {
+    type Args = GreetArgs;
+
     fn info(&self) -> ToolInfo {
         ToolInfo::new("Greets someone by name. Call 'greet:shout' to greet loudly.")
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "Who to greet."},
-                "times": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "How often."}
-            },
-            "required": ["name"]
-        }))
-        .timeout_seconds(5)
+            .timeout_seconds(5)
     }
 
-    async fn execute(&self, ctx: &Context, args: Args) -> Result<Response, ToolError> {
-        let name = args.require_str("name")?;
-        let times = args
-            .get("times")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(1)
-            .max(1);
+    async fn execute(&self, ctx: &Context, args: GreetArgs) -> Result<Response, ToolError> {
+        let GreetArgs { name, times } = args;
         ctx.set_progress(format!("thinking of a greeting for {name}"))
             .await;
         tokio::time::sleep(Duration::from_millis(20)).await; // tokio works inside plugins
@@ -37,7 +46,7 @@ impl Tool for Greet {
         if ctx.method().as_deref() == Some("shout") {
             greeting = greeting.to_uppercase();
         }
-        let text = vec![greeting; times as usize].join(" ");
+        let text = vec![greeting; times.max(1) as usize].join(" ");
         Ok(Response::text(text).with_additional("greeted", json!(name)))
     }
 }

@@ -40,13 +40,31 @@ async fn a_secret_is_filled_in_for_the_tool_and_masked_in_its_answer() {
 }
 
 #[tokio::test]
-async fn a_missing_name_is_a_repairable_error() {
+async fn a_missing_name_is_a_validation_error() {
     let error = TestContext::new()
         .call(&Greet, json!({}))
         .await
         .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Repairable);
-    assert_eq!(error.message(), "missing argument 'name'");
+    assert_eq!(error.kind(), ErrorKind::Validation);
+    assert_eq!(
+        error.message(),
+        "invalid tool arguments: missing field `name`"
+    );
+}
+
+#[test]
+fn the_parameters_are_derived_from_the_arguments_type() {
+    let parameters = plugin_api::Tool::info(&Greet).parameters;
+    assert_eq!(parameters["type"], "object");
+    assert_eq!(parameters["required"], json!(["name"]));
+    let properties = &parameters["properties"];
+    assert_eq!(properties["name"]["type"], "string");
+    assert_eq!(properties["name"]["description"], "Who to greet.");
+    assert_eq!(properties["times"]["type"], "integer");
+    assert_eq!(properties["times"]["minimum"], 1);
+    assert_eq!(properties["times"]["maximum"], 1000);
+    assert_eq!(properties["times"]["default"], 1);
+    assert_eq!(properties["times"]["description"], "How often.");
 }
 
 #[tokio::test]

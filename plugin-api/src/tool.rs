@@ -10,31 +10,60 @@ use crate::{Args, Context, Readiness, Response, ToolError, ToolInfo};
 ///
 /// # Lifecycle
 ///
+/// This is the one description of a call's lifecycle; the host's code (`Agent::call_tool`)
+/// follows it step by step, and other documentation links here.
+///
 /// The host creates one instance when it loads the library and keeps it while the library is
 /// in use; calls may run concurrently, so state shared between calls needs synchronisation.
-/// For each call, in order:
+/// For each call of `name` or `name:method` with a JSON object of arguments, in order:
 ///
-/// 1. the host resolves the tool by file name along the profile's layers, and refuses the
-///    call at once if the profile's config denies the tool, if it is not
-///    [ready](Tool::readiness), or if its circuit breaker is open; intervention check;
-/// 2. `before_execution` ([`ToolHooks`], or the host default: log item, "Using tool" line);
-///    intervention check;
-/// 3. the `tool_execute_before` extensions, which may rewrite the arguments;
-/// 4. the arguments are validated against [`ToolInfo::parameters`] (schema defaults filled in;
-///    every failure listed in one `validation` error), then approved by the policy for the
-///    tool's [`RiskLevel`](crate::RiskLevel) (allow, ask the user, or deny);
-/// 5. **`execute`**, under the tool's deadline ([`ToolInfo::timeout_seconds`], overridable in
+/// 1. **Resolve.** A name that is not a valid tool name, or arguments that are not a JSON
+///    object (`null` counts as `{}`), are refused with a
+///    [`Repairable`](crate::ErrorKind::Repairable) error. A name with `.` (or `__`) is looked
+///    for among the tools of the profile's MCP servers first; then along the profile's layers:
+///    the first loadable `tools/<name>` library, else the built-in `parallel`, else (if a
+///    library of that name was skipped) a `dependency` error saying why, else a library named
+///    `unknown`, else the built-in Unknown tool, whose answer lists the tools there are. The
+///    tool becomes the agent's current tool.
+/// 2. **Intervention check**: waits while the agent is paused; a stop or an interruption ends
+///    the call here. Then the call's log item (`Using tool 'name:method'`, with the
+///    arguments) is created.
+/// 3. **Admission**, before any code of the tool runs: the call is refused at once if the
+///    profile's config does not allow the tool (`repairable`), if it is not
+///    [ready](Tool::readiness) (`dependency`, with its reason), or if its circuit breaker is
+///    open.
+/// 4. **`before_execution`** ([`ToolHooks`], or the host's default: prints the call and its
+///    arguments); **intervention check**.
+/// 5. The **`tool_execute_before`** extensions, which may rewrite the arguments (the core's
+///    `_10_unmask_secrets` fills in `§§secret(KEY)` placeholders here).
+/// 6. **Validation** of the arguments against [`ToolInfo::parameters`] (schema defaults filled
+///    in; every failure listed in one `validation` error), then **approval** by the policy for
+///    the tool's [`RiskLevel`](crate::RiskLevel) (allow, ask the user, or deny).
+/// 7. **`execute`**, under the tool's deadline ([`ToolInfo::timeout_seconds`], overridable in
 ///    the config): at the deadline the call ends with a `timeout` error and
 ///    [`Context::cancelled`] completes, even if `execute` never awaits. Infrastructure failures
 ///    (`timeout`, `dependency`, `internal`) are retried up to [`ToolInfo::max_retries`] times
-///    with backoff, for `read` tools or tools with the capability `idempotent`; intervention
-///    check;
-/// 6. the `tool_execute_after` extensions, which may rewrite the message (not `break_loop`);
-/// 7. `after_execution` ([`ToolHooks`], or the host default: history entry, log update);
-///    intervention check. If `break_loop` is set the agent's loop ends with the message.
+///    with backoff, for `read` tools or tools with the capability `idempotent`, unless the
+///    attempt opened the circuit breaker. The call is audited however this step ends.
+/// 8. **Intervention check**: a pause or a stop still ends the call; from here an interruption
+///    waits for the agent loop's next checkpoint, so a finished result is never thrown away.
+///    An answer longer than the host's output limit is cut (the whole of it is kept in the
+///    session), and its `metadata` goes to the log item, never to the model.
+/// 9. The **`tool_execute_after`** extensions, which may rewrite the message and `additional`
+///    but not `break_loop` (the core's `_10_mask_secrets` masks secret values here).
+/// 10. **`after_execution`** ([`ToolHooks`], or the host's default: the result joins the
+///     history and the log item is completed); **intervention check** (pause or stop). If
+///     `break_loop` is set the agent's loop ends with the message.
+/// 11. Finally, however the call ended, the agent's current tool is cleared.
 ///
-/// An `Err` or a panic at any step ends the call with that error; a panic keeps its message and
-/// becomes an [`Internal`](crate::ErrorKind::Internal) error. The host lives on either way.
+/// A call made by the built-in `parallel` tool goes through the same steps, except that its
+/// result goes into `parallel`'s combined answer instead of the history, and it leaves the
+/// current tool alone.
+///
+/// An `Err` or a panic at any step ends the call with that error (the log item says so); a
+/// panic keeps its message and becomes an [`Internal`](crate::ErrorKind::Internal) error. The
+/// host lives on either way. If the user interrupts the call before `execute` returned, the
+/// tool's progress so far becomes its result in the history.
 ///
 /// # Reloads and shutdown
 ///

@@ -18,7 +18,7 @@ fn a_tool_shows_its_contract_metadata_size_and_hash() {
     let out = inspect(&root, &file, false);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    let contract = format!("plugin-api {}", plugin_api::API_VERSION);
+    let contract = format!("plugin-abi {}", plugin_abi::ABI_VERSION);
     for expected in [
         contract.as_str(),
         "fx-governed",
@@ -75,5 +75,5 @@ fn a_bad_file_gets_the_reason_discovery_gives() {
     assert!(err.contains(reason), "{err} / {reason}");
     let future = root.tool("usr", "future", Fixture::FutureVersion);
     let err = String::from_utf8_lossy(&inspect(&root, &future, false).stderr).into_owned();
-    assert!(err.contains("built against plugin-api 1.0.0"), "{err}");
+    assert!(err.contains("built against plugin-abi 1.0.0"), "{err}");
 }

@@ -47,7 +47,7 @@ fn incompatible_layout() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::IncompatibleLayout),
         LoadErrorKind::IncompatibleLayout,
-        "rebuild it against plugin-api 0.4",
+        &format!("rebuild it against {}", rebuild_series()),
     );
 }
 
@@ -56,8 +56,27 @@ fn incompatible_version() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::FutureVersion),
         LoadErrorKind::IncompatibleVersion,
-        "built against plugin-api 1.0.0, but this host speaks plugin-api 0.4",
+        &format!(
+            "built against plugin-abi 1.0.0, but this host speaks plugin-abi {}: rebuild the \
+             plugin against {}",
+            plugin_abi::ABI_VERSION,
+            rebuild_series()
+        ),
     );
+}
+
+/// What the host says to rebuild against: this workspace's plugin-api series and the
+/// plugin-abi series it speaks (`plugin-api 0.5 (plugin-abi 0.5)`).
+fn rebuild_series() -> String {
+    let series = |v: &str| {
+        v.rsplit_once('.')
+            .map_or(v.to_owned(), |(s, _)| s.to_owned())
+    };
+    format!(
+        "plugin-api {} (plugin-abi {})",
+        series(plugin_api::API_VERSION),
+        series(plugin_abi::ABI_VERSION)
+    )
 }
 
 #[test]

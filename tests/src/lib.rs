@@ -48,7 +48,7 @@ pub enum Fixture {
     NotAPlugin,
     /// `tests/fixtures/incompatible_layout`: a root module with another layout.
     IncompatibleLayout,
-    /// `tests/fixtures/future_version`: claims plugin-api 1.0.0.
+    /// `tests/fixtures/future_version`: claims plugin-abi 1.0.0.
     FutureVersion,
     /// `tests/fixtures/init_panic`: a tool whose constructor panics at load.
     InitPanic,

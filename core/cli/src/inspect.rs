@@ -33,7 +33,7 @@ pub(crate) fn inspect(file: &Path, json: bool) -> Result<ExitCode> {
 fn print(r: &Inspection) {
     let file = toolhost::Escaped(&r.path);
     println!("{file}");
-    println!("  contract     plugin-api {}", r.contract);
+    println!("  contract     plugin-abi {}", r.contract);
     println!("  package      {} {}", r.package, r.version);
     println!("  size         {} bytes", r.size);
     println!("  sha256       {}", r.sha256);

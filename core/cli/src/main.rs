@@ -166,7 +166,7 @@ enum Command {
         #[arg(long, short)]
         profile: Option<String>,
     },
-    /// What a library file is: its plugin-api version, kind (tool or extension), metadata
+    /// What a library file is: its plugin-abi version, kind (tool or extension), metadata
     /// (description, schema and whether it compiles, risk, timeout, retries, capabilities),
     /// size and SHA-256; or the one-line reason discovery would skip it. Runs no plugin code
     /// but its metadata.

@@ -133,7 +133,7 @@ pub(crate) struct Hello {
     pub package: String,
     /// Its version.
     pub version: String,
-    /// The plugin-api version it was built against.
+    /// The plugin-abi version (the wire contract) it was built against.
     pub contract: String,
     /// Whether it has its own `before_execution`.
     pub before_hook: bool,

@@ -20,9 +20,9 @@ pub enum LoadErrorKind {
     NotALibrary,
     /// A valid shared library without a plugin root module.
     NotAPlugin,
-    /// Built against a `plugin-api` version this host does not speak.
+    /// Built against a `plugin-abi` (wire contract) version this host does not speak.
     IncompatibleVersion,
-    /// Built against a `plugin-api` whose types have a different layout.
+    /// Built against a `plugin-abi` whose types have a different layout.
     IncompatibleLayout,
     /// The library's initialisation failed or panicked.
     InitFailed,

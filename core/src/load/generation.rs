@@ -28,7 +28,7 @@ pub(crate) struct Generation {
     pub(crate) number: u64,
     /// `CARGO_PKG_VERSION` of the crate that built it.
     pub(crate) version: String,
-    /// The plugin-api version it was built against.
+    /// The plugin-abi version (the wire contract) it was built against.
     pub(crate) contract: String,
     /// Generations of this host still held by a handle or a running call.
     live: Arc<AtomicUsize>,

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! let report = toolhost::inspect(std::path::Path::new("usr/tools/weather.so")).unwrap();
-//! println!("{} built against plugin-api {}", report.package, report.contract);
+//! println!("{} built against plugin-abi {}", report.package, report.contract);
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ pub struct Inspection {
     pub size: u64,
     /// The SHA-256 of its bytes, in hex (what the audit records).
     pub sha256: String,
-    /// The plugin-api version it was built against (`0.4.0`).
+    /// The plugin-abi version (the wire contract) it was built against (`0.5.0`).
     pub contract: String,
     /// The crate that built it, and that crate's version.
     pub package: String,

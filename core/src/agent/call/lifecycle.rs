@@ -1,5 +1,5 @@
 //! The fixed lifecycle of one tool call: resolve, hooks, extension points and intervention
-//! checks, in the order documented on [`Agent::call_tool`].
+//! checks, in the order documented on [`plugin_api::Tool`](plugin_api::Tool#lifecycle).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,19 +49,9 @@ impl Agent {
     /// Calls a tool through the whole lifecycle and returns its response.
     ///
     /// `request` is `name` or `name:method`; `args` is the JSON object of arguments (`null` is
-    /// taken as `{}`). In order: resolve (the first layer with a loadable `tools/<name>` library,
-    /// else a library named `unknown`, else the built-in Unknown tool) and remember it as the
-    /// current tool; intervention check; `before_execution`; intervention check;
-    /// `tool_execute_before` extensions (may change the arguments); `execute`; intervention
-    /// check; `tool_execute_after` extensions (may change the message, not `break_loop`);
-    /// `after_execution`; intervention check; finally clear the current tool.
-    ///
-    /// An invalid name is refused with a repairable error before any file is touched.
-    ///
-    /// If the user interrupts the call ([`interject`](Self::interject)) before `execute`
-    /// returns, the tool's progress so far becomes its result in the history. Once `execute`
-    /// has returned, an interruption waits for the message loop's next checkpoint, so a
-    /// finished result is never thrown away.
+    /// taken as `{}`). The steps, in order, are stated once, on
+    /// [`plugin_api::Tool`](plugin_api::Tool#lifecycle); an interruption is
+    /// [`interject`](Self::interject).
     pub async fn call_tool(
         self: &Arc<Self>,
         request: &str,
@@ -230,7 +220,7 @@ impl Agent {
             .map_err(|e| self.finish_failed_call(&call, request, e))
     }
 
-    /// Steps 2 to 10 of a call whose log item exists. Up to `execute` an interruption ends the
+    /// Steps 3 to 10 of a call whose log item exists. Up to `execute` an interruption ends the
     /// call; after it, the call completes.
     async fn lifecycle_steps(
         self: &Arc<Self>,

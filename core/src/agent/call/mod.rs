@@ -1,5 +1,5 @@
 //! One tool call: the fixed lifecycle (`lifecycle.rs`, the order documented on
-//! [`Agent::call_tool`](crate::Agent::call_tool)), the host's default hooks, the extension
+//! [`plugin_api::Tool`](plugin_api::Tool#lifecycle)), the host's default hooks, the extension
 //! points and what is read back from them, long answers, and the built-in `parallel` tool.
 
 pub(crate) mod extension_points;

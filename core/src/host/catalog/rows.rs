@@ -51,7 +51,7 @@ pub struct CachedTool {
     pub package: String,
     /// The version of that crate.
     pub version: String,
-    /// The plugin-api version it was built against.
+    /// The plugin-abi version (the wire contract) it was built against.
     pub contract: String,
 }
 
@@ -106,7 +106,7 @@ impl ListedTool {
         }
     }
 
-    /// The plugin-api version it was built against.
+    /// The plugin-abi version (the wire contract) it was built against.
     pub fn contract(&self) -> &str {
         match &self.source {
             ToolSource::Loaded(handle) => handle.contract(),

@@ -47,10 +47,13 @@
 //!
 //! - [`Tool::execute`] gets a [`Context`] (agent name and profile, the call's log item,
 //!   [`set_progress`](Context::set_progress) / [`add_progress`](Context::add_progress),
-//!   [`check_intervention`](Context::check_intervention), loop data, history, secrets) and the
-//!   [`Args`].
+//!   [`check_intervention`](Context::check_intervention), loop data, history with a [`Role`],
+//!   secrets) and the [`Args`].
 //! - [`Tool::info`] describes the tool ([`ToolInfo`]: description, JSON Schema parameters,
 //!   timeout, retries, [`RiskLevel`], capabilities).
+//! - [`TypedTool`] is a [`Tool`] whose arguments are one Rust type: its JSON Schema becomes
+//!   the parameters and `execute` receives the arguments parsed.
+//! - What a call goes through, step by step, is [`Tool`]'s "Lifecycle".
 //! - [`ToolHooks`] replaces the host's default `before_execution` / `after_execution`.
 //! - [`Extension`] runs at a named point of the agent's loop with that point's [`PointData`];
 //!   [`points`] has the type of each built-in point's data, and [`ExtensionInfo`] describes

@@ -102,7 +102,7 @@ pub enum TestkitError {
 /// # Errors
 ///
 /// A [`TestkitError`]: no such crate or no `cdylib`, the build failed, nothing built, or the
-/// host refused the library (built against another plugin-api, not a plugin, its constructor
+/// host refused the library (built against another plugin-abi, not a plugin, its constructor
 /// panicked...).
 pub fn load_built_tool(crate_dir: impl AsRef<Path>) -> Result<BuiltTool, TestkitError> {
     Loader::new(crate_dir).load()

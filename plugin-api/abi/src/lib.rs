@@ -31,7 +31,7 @@
 //!   *host* provides. abi_stable checks a prefix type the same way in both directions, so a
 //!   plugin built against the shorter table is refused by a host with the longer one. Also any
 //!   other change to a boundary type, and any change to the JSON that crosses as text (a
-//!   point's data, [`ToolInfo`](../plugin_api/struct.ToolInfo.html), a response's maps) that
+//!   point's data, `plugin_api::ToolInfo`, a response's maps) that
 //!   the other side cannot read: such a change is made in `plugin-api` but released as a new
 //!   minor of this crate, so that built plugins are refused instead of misread.
 //! - **Major**: none while `0.x`, where a minor release does its work. Before 1.0 this rule must

@@ -1,21 +1,18 @@
 //! The glue behind [`export_tool!`](crate::export_tool) and
-//! [`export_extension!`](crate::export_extension): the `extern "C"` entry points of a tool or
-//! extension type, on top of the wire contract in `plugin-abi`. Not a public API: only the
+//! [`export_extension!`](crate::export_extension): an author's tool or extension as one of the
+//! wire's instance types (plugin-abi writes their `extern "C"` functions), with the panic guard
+//! and the plugin's runtime around every call. Not a public API: only the
 //! macros use it (through the hidden `__private` module). The macros are defined here too.
 
-use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{RNone, ROption, RResult, RSome, RString};
+use abi_stable::std_types::{ROption, RResult, RString};
 use async_ffi::{FfiFuture, FutureExt};
 use plugin_abi::export::{extension_module, tool_module, Package};
 use plugin_abi::guard::{catch_panic, Guarded};
-use plugin_abi::wire::{
-    AfterFn, BeforeFn, ExtensionVtable, FfiExtension, FfiTool, PluginModuleRef, ToolVtable,
-};
+use plugin_abi::instance::{ExtensionInstance, Hooks, ToolInstance, ToolInstanceHooks};
+use plugin_abi::wire::{FfiExtension, FfiTool, PluginModuleRef};
 use plugin_abi::{FfiContext, FfiResponse, FfiResult};
 
 use crate::runtime::PluginRuntime;
@@ -50,6 +47,7 @@ fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, ToolError>) -> FfiResult<T
     }
 }
 
+/// Plugin code called by the host: polled in the plugin's runtime, its panics caught.
 fn to_ffi_future<T: Send + 'static>(
     fut: impl std::future::Future<Output = Result<T, ToolError>> + Send + 'static,
 ) -> FfiFuture<FfiResult<T>> {
@@ -61,6 +59,84 @@ fn to_ffi_future<T: Send + 'static>(
         }
     }
     .into_ffi()
+}
+
+/// An author's tool or extension as the host sees it (the wire's instance traits).
+pub struct Exported<T>(T);
+
+impl<T: Tool> ToolInstance for Exported<T> {
+    fn execute(
+        self: &Arc<Self>,
+        ctx: FfiContext,
+        args: RString,
+    ) -> FfiFuture<FfiResult<FfiResponse>> {
+        let this = self.clone();
+        let ctx = Context::from_ffi(ctx);
+        to_ffi_future(async move { execute_json(&this.0, &ctx, &args).await })
+    }
+
+    fn readiness(&self) -> Option<RString> {
+        // A panic is an answer too: the tool is not ready, and the panic says why.
+        match catch_panic(|| self.0.readiness()) {
+            Ok(readiness) => readiness.reason().map(RString::from),
+            Err(panic) => Some(format!("its readiness check panicked: {panic}").into()),
+        }
+    }
+}
+
+impl<T: ToolHooks> ToolInstanceHooks for Exported<T> {
+    fn before_execution(
+        self: &Arc<Self>,
+        ctx: FfiContext,
+        args: RString,
+    ) -> FfiFuture<FfiResult<()>> {
+        let this = self.clone();
+        let ctx = Context::from_ffi(ctx);
+        to_ffi_future(async move {
+            let args = Args::from_json(&args)?;
+            this.0.before_execution(&ctx, &args).await
+        })
+    }
+
+    fn after_execution(
+        self: &Arc<Self>,
+        ctx: FfiContext,
+        response: FfiResponse,
+    ) -> FfiFuture<FfiResult<()>> {
+        let this = self.clone();
+        let ctx = Context::from_ffi(ctx);
+        to_ffi_future(async move {
+            let response = Response::from(response);
+            this.0.after_execution(&ctx, &response).await
+        })
+    }
+}
+
+impl<E: Extension> ExtensionInstance for Exported<E> {
+    fn execute(
+        self: &Arc<Self>,
+        ctx: FfiContext,
+        data: RString,
+    ) -> FfiFuture<FfiResult<ROption<RString>>> {
+        let this = self.clone();
+        let ctx = Context::from_ffi(ctx);
+        to_ffi_future(async move {
+            let mut data = PointData::from_json(data);
+            this.0.execute(&ctx, &mut data).await?;
+            Ok(ROption::from(data.into_changed_json().map(RString::from)))
+        })
+    }
+}
+
+/// A call of `execute` as it arrives from the host: JSON text in, the wire response out. The
+/// `testing` kit calls it too, so a test sees what the host would.
+pub(crate) async fn execute_json<T: Tool>(
+    tool: &T,
+    ctx: &Context,
+    args: &str,
+) -> Result<FfiResponse, ToolError> {
+    let args = Args::from_json(args)?;
+    tool.execute(ctx, args).await.map(FfiResponse::from)
 }
 
 /// Finds out whether a tool type implements [`ToolHooks`] (autoref specialisation: the macro
@@ -75,137 +151,43 @@ impl<T> HookProbe<T> {
     }
 }
 
-/// The hook entry points of a tool, if it has its own.
-pub type Hooks = (ROption<BeforeFn>, ROption<AfterFn>);
-
 /// Chosen when the tool implements [`ToolHooks`].
-pub trait ProbeWithHooks {
+pub trait ProbeWithHooks<T> {
     /// The hook entry points.
-    fn hooks(&self) -> Hooks;
+    fn hooks(&self) -> Hooks<Exported<T>>;
 }
 
-impl<T: ToolHooks> ProbeWithHooks for &HookProbe<T> {
-    fn hooks(&self) -> Hooks {
-        (
-            RSome(before_glue::<T> as BeforeFn),
-            RSome(after_glue::<T> as AfterFn),
-        )
+impl<T: ToolHooks> ProbeWithHooks<T> for &HookProbe<T> {
+    fn hooks(&self) -> Hooks<Exported<T>> {
+        Hooks::of()
     }
 }
 
 /// Chosen otherwise: the host runs its defaults without crossing the boundary.
-pub trait ProbeWithoutHooks {
+pub trait ProbeWithoutHooks<T> {
     /// No hook entry points.
-    fn hooks(&self) -> Hooks;
+    fn hooks(&self) -> Hooks<Exported<T>>;
 }
 
-impl<T> ProbeWithoutHooks for HookProbe<T> {
-    fn hooks(&self) -> Hooks {
-        (RNone, RNone)
+impl<T> ProbeWithoutHooks<T> for HookProbe<T> {
+    fn hooks(&self) -> Hooks<Exported<T>> {
+        Hooks::none()
     }
-}
-
-/// Borrows the `Arc<T>` behind `this` without touching its count.
-///
-/// # Safety
-/// `this` must come from `Arc::<T>::into_raw` and still be owned by the host.
-unsafe fn borrow_arc<T>(this: *const c_void) -> ManuallyDrop<Arc<T>> {
-    // SAFETY: per the contract above; never dropped, so the count is unchanged.
-    ManuallyDrop::new(unsafe { Arc::from_raw(this.cast::<T>()) })
 }
 
 /// Creates a tool instance (the body of the macro's `new_tool`).
 pub fn new_tool<T: Tool>(
     package: &'static Package,
     make: impl FnOnce() -> T,
-    hooks: Hooks,
+    hooks: Hooks<Exported<T>>,
 ) -> FfiResult<FfiTool> {
     catch("the tool's constructor", || {
         let tool = make();
         let mut info = tool.info();
         package.fill(&mut info.description, &mut info.version);
         let info = serde_json::to_string(&info)?;
-        let vtable = ToolVtable {
-            execute: execute_glue::<T>,
-            before_execution: hooks.0,
-            after_execution: hooks.1,
-            drop: drop_glue::<T>,
-            readiness: readiness_glue::<T>,
-        }
-        .leak_into_prefix();
-        let this = Arc::into_raw(Arc::new(tool)).cast();
-        // SAFETY: the functions are written for `T`, whose `Arc` `this` is, and `T: Send + Sync`.
-        Ok(unsafe { FfiTool::new(this, vtable, info.into()) })
+        Ok(FfiTool::new(Exported(tool), hooks, info.into()))
     })
-}
-
-unsafe extern "C" fn execute_glue<T: Tool>(
-    this: *const c_void,
-    ctx: FfiContext,
-    args: RString,
-) -> FfiFuture<FfiResult<FfiResponse>> {
-    // SAFETY: the host passes the pointer it got from `new_tool`.
-    let tool = Arc::clone(&*unsafe { borrow_arc::<T>(this) });
-    let ctx = Context::from_ffi(ctx);
-    to_ffi_future(async move { execute_json(&*tool, &ctx, &args).await })
-}
-
-/// A call of `execute` as it arrives from the host: JSON text in, the wire response out. The
-/// `testing` kit calls it too, so a test sees what the host would.
-pub(crate) async fn execute_json<T: Tool>(
-    tool: &T,
-    ctx: &Context,
-    args: &str,
-) -> Result<FfiResponse, ToolError> {
-    let args = Args::from_json(args)?;
-    tool.execute(ctx, args).await.map(FfiResponse::from)
-}
-
-unsafe extern "C" fn readiness_glue<T: Tool>(this: *const c_void) -> ROption<RString> {
-    // SAFETY: as in `execute_glue`.
-    let tool = unsafe { borrow_arc::<T>(this) };
-    // A panic is an answer too: the tool is not ready, and the panic says why.
-    match catch_panic(|| tool.readiness()) {
-        Ok(readiness) => match readiness.reason() {
-            None => ROption::RNone,
-            Some(reason) => ROption::RSome(reason.into()),
-        },
-        Err(panic) => ROption::RSome(format!("its readiness check panicked: {panic}").into()),
-    }
-}
-
-unsafe extern "C" fn before_glue<T: ToolHooks>(
-    this: *const c_void,
-    ctx: FfiContext,
-    args: RString,
-) -> FfiFuture<FfiResult<()>> {
-    // SAFETY: as in `execute_glue`.
-    let tool = Arc::clone(&*unsafe { borrow_arc::<T>(this) });
-    let ctx = Context::from_ffi(ctx);
-    to_ffi_future(async move {
-        let args = Args::from_json(&args)?;
-        tool.before_execution(&ctx, &args).await
-    })
-}
-
-unsafe extern "C" fn after_glue<T: ToolHooks>(
-    this: *const c_void,
-    ctx: FfiContext,
-    response: FfiResponse,
-) -> FfiFuture<FfiResult<()>> {
-    // SAFETY: as in `execute_glue`.
-    let tool = Arc::clone(&*unsafe { borrow_arc::<T>(this) });
-    let ctx = Context::from_ffi(ctx);
-    to_ffi_future(async move {
-        let response = Response::from(response);
-        tool.after_execution(&ctx, &response).await
-    })
-}
-
-unsafe extern "C" fn drop_glue<T>(this: *const c_void) {
-    // SAFETY: the host gives back the reference it got from `new_tool`/`new_extension`, once.
-    // A panicking Drop must not unwind into the host.
-    let _ = catch_panic(|| unsafe { drop(Arc::from_raw(this.cast::<T>())) });
 }
 
 /// Creates an extension instance (the body of the macro's `new_extension`).
@@ -218,29 +200,7 @@ pub fn new_extension<E: Extension>(
         let mut info = ext.info();
         package.fill(&mut info.description, &mut info.version);
         let info = serde_json::to_string(&info)?;
-        let vtable = ExtensionVtable {
-            execute: extension_glue::<E>,
-            drop: drop_glue::<E>,
-        }
-        .leak_into_prefix();
-        let this = Arc::into_raw(Arc::new(ext)).cast();
-        // SAFETY: as in `new_tool`.
-        Ok(unsafe { FfiExtension::new(this, vtable, info.into()) })
-    })
-}
-
-unsafe extern "C" fn extension_glue<E: Extension>(
-    this: *const c_void,
-    ctx: FfiContext,
-    data: RString,
-) -> FfiFuture<FfiResult<ROption<RString>>> {
-    // SAFETY: as in `execute_glue`.
-    let ext = Arc::clone(&*unsafe { borrow_arc::<E>(this) });
-    let ctx = Context::from_ffi(ctx);
-    to_ffi_future(async move {
-        let mut data = PointData::from_json(data);
-        ext.execute(&ctx, &mut data).await?;
-        Ok(ROption::from(data.into_changed_json().map(RString::from)))
+        Ok(FfiExtension::new(Exported(ext), info.into()))
     })
 }
 

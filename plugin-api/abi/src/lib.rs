@@ -3,8 +3,8 @@
 //! Everything that crosses the boundary between the host and a plugin library is defined here,
 //! and nothing else: the `#[repr(C)]` / [`StableAbi`](abi_stable::StableAbi) types ([`wire`]),
 //! the host's callback table written once for any host ([`host`]), the safe calls a plugin
-//! makes through it ([`FfiContext`]), the glue the export macros put in a library
-//! ([`export`]), the panic guard ([`guard`]) and the version rule ([`version_compatible`]).
+//! makes through it ([`FfiContext`]), the instance tables written once for any plugin type
+//! ([`instance`]), the root module the export macros put in a library ([`export`]), the panic guard ([`guard`]) and the version rule ([`version_compatible`]).
 //!
 //! Plugin authors do not use this crate: they write against `plugin-api`, the author façade,
 //! whose `export_tool!` / `export_extension!` produce the glue. The host (`toolhost`) and the
@@ -51,6 +51,7 @@ mod context;
 pub mod export;
 pub mod guard;
 pub mod host;
+pub mod instance;
 pub mod wire;
 
 pub use context::FfiContext;

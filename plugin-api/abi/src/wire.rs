@@ -232,17 +232,22 @@ pub struct FfiTool {
 }
 
 // SAFETY: the export glue keeps the instance in an `Arc<T>` with `T: Send + Sync`, and every
-// vtable function may be called from any thread (`FfiTool::new`'s contract).
+// vtable function may be called from any thread (`FfiTool::from_raw`'s contract).
 unsafe impl Send for FfiTool {}
 unsafe impl Sync for FfiTool {}
 
 impl FfiTool {
-    /// A tool instance: `this` with its functions and its metadata (`ToolInfo` as JSON).
+    /// A tool instance from its parts; plugins make one with `FfiTool::new`
+    /// ([`instance`](crate::instance)).
     ///
     /// # Safety
     /// Every function of `vtable` must accept `this` from any thread until `drop` is called
     /// with it, which this value does once, when dropped.
-    pub unsafe fn new(this: *const c_void, vtable: ToolVtableRef, info: RString) -> Self {
+    pub(crate) unsafe fn from_raw(
+        this: *const c_void,
+        vtable: ToolVtableRef,
+        info: RString,
+    ) -> Self {
         Self { this, vtable, info }
     }
 
@@ -253,7 +258,7 @@ impl FfiTool {
 
     /// Runs the tool with JSON arguments; `ctx` is handed over with its reference.
     pub fn execute(&self, ctx: FfiContext, args: RString) -> FfiFuture<FfiResult<FfiResponse>> {
-        // SAFETY: `this` is alive until drop (`new`'s contract).
+        // SAFETY: `this` is alive until drop (`from_raw`'s contract).
         unsafe { (self.vtable.execute())(self.this, ctx, args) }
     }
 
@@ -304,7 +309,7 @@ impl FfiTool {
 
 impl Drop for FfiTool {
     fn drop(&mut self) {
-        // SAFETY: gives back the instance reference, once (`new`'s contract).
+        // SAFETY: gives back the instance reference, once (`from_raw`'s contract).
         unsafe { (self.vtable.drop())(self.this) }
     }
 }
@@ -340,12 +345,16 @@ unsafe impl Send for FfiExtension {}
 unsafe impl Sync for FfiExtension {}
 
 impl FfiExtension {
-    /// An extension instance: `this` with its functions and its metadata (`ExtensionInfo` as
-    /// JSON).
+    /// An extension instance from its parts; plugins make one with `FfiExtension::new`
+    /// ([`instance`](crate::instance)).
     ///
     /// # Safety
-    /// As for [`FfiTool::new`].
-    pub unsafe fn new(this: *const c_void, vtable: ExtensionVtableRef, info: RString) -> Self {
+    /// As for [`FfiTool::from_raw`].
+    pub(crate) unsafe fn from_raw(
+        this: *const c_void,
+        vtable: ExtensionVtableRef,
+        info: RString,
+    ) -> Self {
         Self { this, vtable, info }
     }
 
@@ -360,7 +369,7 @@ impl FfiExtension {
         ctx: FfiContext,
         data: RString,
     ) -> FfiFuture<FfiResult<ROption<RString>>> {
-        // SAFETY: `this` is alive until drop (`new`'s contract).
+        // SAFETY: `this` is alive until drop (`from_raw`'s contract).
         unsafe { (self.vtable.execute())(self.this, ctx, data) }
     }
 }

@@ -145,7 +145,7 @@ impl HostServices for State {
         self: &Arc<Self>,
         _args: RString,
     ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
-        async { Ok(()) }
+        std::future::ready(Ok(()))
     }
 
     fn default_after_execution(

@@ -48,7 +48,7 @@ struct Cli {
     #[arg(long, global = true)]
     allow_unpinned: bool,
     /// Run every tool in a worker process of its own (as `isolate = ["*"]` in toolhost.toml):
-    /// a crash of plugin code fails its call, not the host. See the README, "Isolated plugins".
+    /// a crash of plugin code fails its call, not the host. See docs/src/reference/isolation.md.
     #[arg(long, global = true)]
     isolate: bool,
     #[command(subcommand)]

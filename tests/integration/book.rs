@@ -368,9 +368,17 @@ fn the_command_line_page_is_clap_s_help() {
         return;
     }
     let committed = std::fs::read_to_string(&file).unwrap_or_default();
+    let first_difference = committed
+        .lines()
+        .zip(page.lines())
+        .position(|(a, b)| a != b)
+        .map_or_else(String::new, |i| {
+            let line = page.lines().nth(i).unwrap_or_default();
+            format!(" (line {}: now `{line}`)", i + 1)
+        });
     assert!(
         committed == page,
-        "{CLI_PAGE} is not what `toolhost --help` says now: run \
+        "{CLI_PAGE} is not what `toolhost --help` says now{first_difference}: run \
          `{BLESS}=1 cargo test -p toolhost-tests --test integration book::` and commit it"
     );
 }

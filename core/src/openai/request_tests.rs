@@ -3,10 +3,10 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::agent::transcript::ToolCall;
 use crate::model::ToolSpec;
 use crate::secrets::SecretStore;
 use crate::secrets::Secrets;
+use crate::transcript::ToolCall;
 
 fn message(role: Role, text: &str) -> HistoryMessage {
     HistoryMessage {
@@ -29,7 +29,7 @@ fn calls(ids: &[&str]) -> HistoryMessage {
         })
         .collect();
     HistoryMessage {
-        tool_calls: SecretStore::default().calls(calls),
+        tool_calls: SecretStore::default().each(calls),
         ..message(Role::Ai, "")
     }
 }

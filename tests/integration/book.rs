@@ -415,3 +415,59 @@ fn the_book_builds() {
     let index = std::fs::read_to_string(dest.join("print.html")).unwrap();
     assert!(index.contains("Governance and the audit"), "print.html");
 }
+
+/// The architecture page's map of core/src names every folder and top-level file there is,
+/// and nothing that is not there.
+#[test]
+fn the_architecture_page_maps_the_real_tree() {
+    let page =
+        std::fs::read_to_string(workspace().join("docs/src/reference/architecture.md")).unwrap();
+    let map = page
+        .split("## The host: core/src")
+        .nth(1)
+        .and_then(|rest| rest.split("```text\n").nth(1))
+        .and_then(|block| block.split("```").next())
+        .expect("a ```text block under \"The host: core/src\"");
+    // The entries at the start of a line: `name/` or `name.rs` (top level), `  name/` (nested).
+    let listed: BTreeSet<String> = map
+        .lines()
+        .filter(|l| !l.starts_with("    "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.ends_with('/') || w.ends_with(".rs"))
+        .map(|w| w.trim_end_matches('/').to_owned())
+        .collect();
+    let src = workspace().join("core/src");
+    let mut present = BTreeSet::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            // Its folders are named in the map too (`call/`, or `catalog/` inside a line).
+            for sub in std::fs::read_dir(&path).unwrap() {
+                let sub = sub.unwrap().path();
+                let sub_name = sub.file_name().unwrap().to_string_lossy().into_owned();
+                if sub.is_dir() && sub_name != "tests" {
+                    assert!(
+                        map.contains(&format!("{sub_name}/")),
+                        "core/src/{name}/{sub_name}/ is not on the architecture page"
+                    );
+                }
+            }
+            present.insert(name);
+        } else if name.ends_with(".rs") {
+            present.insert(name);
+        }
+    }
+    let nested: BTreeSet<String> = listed.difference(&present).cloned().collect();
+    for entry in &nested {
+        assert!(
+            map.lines().any(|l| l.starts_with(&format!("  {entry}/"))),
+            "the architecture page lists {entry}, which core/src does not have"
+        );
+    }
+    let missing: Vec<&String> = present.difference(&listed).collect();
+    assert!(
+        missing.is_empty(),
+        "not on the architecture page: {missing:?}"
+    );
+}

@@ -1,4 +1,7 @@
-//! Reading a model's reply: the tool request in it, read leniently.
+//! # toolhost-reply: reading a model's reply
+//!
+//! The tool request in a model's reply, read leniently. It depends on nothing of the host, so
+//! a reply can be read (and fuzzed) without one.
 //!
 //! - `candidates.rs`: where the request is in a reply (the first block-level one wins);
 //! - `lenient.rs`, `strings.rs`: reading a JSON object that may be broken, without recursion;
@@ -6,6 +9,7 @@
 //! - `xml.rs`: calls written as XML;
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
+#![deny(missing_docs)]
 
 mod candidates;
 mod depth;

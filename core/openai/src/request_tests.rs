@@ -3,10 +3,9 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::model::ToolSpec;
-use crate::secrets::SecretStore;
-use crate::secrets::Secrets;
-use crate::transcript::ToolCall;
+use toolhost::Secrets;
+use toolhost::ToolCall;
+use toolhost::ToolSpec;
 
 fn message(role: Role, text: &str) -> HistoryMessage {
     HistoryMessage {
@@ -29,7 +28,7 @@ fn calls(ids: &[&str]) -> HistoryMessage {
         })
         .collect();
     HistoryMessage {
-        tool_calls: SecretStore::default().each(calls),
+        tool_calls: Secrets::empty().mask_each(calls),
         ..message(Role::Ai, "")
     }
 }

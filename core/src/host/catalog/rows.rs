@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use plugin_api::{ExtensionInfo, Readiness, ToolInfo};
 
-use crate::governance::BreakerState;
+use crate::governance::BreakerStatus;
 #[cfg(feature = "mcp")]
 use crate::host::McpListing;
 use crate::layout::Layer;
@@ -135,10 +135,10 @@ impl ListedTool {
 
     /// The state of its circuit breaker (closed for a library this host has not loaded: a
     /// build starts with a closed breaker).
-    pub fn breaker_state(&self) -> BreakerState {
+    pub fn breaker_state(&self) -> BreakerStatus {
         match &self.source {
             ToolSource::Loaded(handle) => handle.breaker_state(),
-            ToolSource::Cached(_) => BreakerState::Closed(0),
+            ToolSource::Cached(_) => BreakerStatus::Closed(0),
         }
     }
 

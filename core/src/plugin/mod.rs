@@ -18,7 +18,7 @@ use std::sync::Arc;
 use plugin_abi::wire::FfiTool;
 use plugin_api::ToolInfo;
 
-use crate::governance::{ArgumentSchema, Breaker, BreakerState};
+use crate::governance::{ArgumentSchema, Breaker, BreakerStatus};
 use crate::isolation::IsolatedTool;
 use crate::layout::Escaped;
 use crate::load::error::{LoadError, LoadErrorKind};
@@ -260,7 +260,7 @@ impl ToolHandle {
             return Some(format!("not ready: {reason}"));
         }
         match self.breaker.snapshot() {
-            BreakerState::Open { until, last } => Some(format!(
+            BreakerStatus::Open { until, last } => Some(format!(
                 "circuit breaker open until {} (last failure: {last})",
                 crate::governance::clock(until)
             )),
@@ -290,7 +290,7 @@ impl ToolHandle {
     }
 
     /// The state of this build's circuit breaker.
-    pub fn breaker_state(&self) -> BreakerState {
+    pub fn breaker_state(&self) -> BreakerStatus {
         self.breaker.snapshot()
     }
 }

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(feature = "mcp")]
+pub use rows::ListedMcpTool;
 pub use rows::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 
-use super::{Host, McpListing};
+use super::Host;
 use crate::layout::Layer;
 use crate::load::error::LoadError;
 use file::Found;
@@ -49,7 +51,10 @@ impl Host {
             catalog.skipped.extend(skipped);
             catalog.tools.extend(tool);
         }
-        catalog.mcp = self.mcp_catalog(profile, &mut catalog.tools);
+        #[cfg(feature = "mcp")]
+        {
+            catalog.mcp = self.mcp_catalog(profile, &mut catalog.tools);
+        }
         for point in self.extension_points(profile) {
             let mut run = Vec::new();
             for (stem, (path, layer)) in self.extension_files(profile, &point) {
@@ -104,8 +109,13 @@ impl Host {
         (None, skipped)
     }
 
+    #[cfg(feature = "mcp")]
     /// The profile's MCP tools; library tools of the same name move to their `shadows`.
-    fn mcp_catalog(&self, profile: &str, tools: &mut Vec<ListedTool>) -> Vec<McpListing> {
+    pub(super) fn mcp_catalog(
+        &self,
+        profile: &str,
+        tools: &mut Vec<ListedTool>,
+    ) -> Vec<ListedMcpTool> {
         let mut listed = Vec::new();
         for tool in self.mcp_tools(profile) {
             let mut shadows = Vec::new();
@@ -117,7 +127,7 @@ impl Host {
                 shadows.extend(t.shadows.iter().cloned());
                 false
             });
-            listed.push(McpListing { tool, shadows });
+            listed.push(ListedMcpTool { tool, shadows });
         }
         listed
     }

@@ -1,3 +1,5 @@
+//! # toolhost-mcp-server: the host's tools over MCP
+//!
 //! Serving the host's native tools to any MCP client, with the official Rust SDK (`rmcp`).
 //!
 //! - `tools.rs`: a native tool as an MCP tool (schema, annotations), and which are listed;
@@ -11,7 +13,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::mcp_server::McpServer;
+//! use toolhost_mcp_server::McpServer;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,6 +23,7 @@
 //! server.serve_stdio().await?;
 //! # Ok(()) }
 //! ```
+#![deny(missing_docs)]
 
 mod approval;
 mod call;
@@ -42,8 +45,8 @@ use peers::Peers;
 use rmcp::ServiceExt;
 use session::Session;
 
-use crate::host::Host;
-use crate::layout::is_safe_name;
+use toolhost::is_safe_name;
+use toolhost::Host;
 
 /// What every session shares.
 pub(crate) struct Shared {

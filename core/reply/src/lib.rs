@@ -1,4 +1,7 @@
-//! Reading a model's reply: the tool request in it, read leniently.
+//! # toolhost-reply: reading a model's reply
+//!
+//! The tool request in a model's reply, read leniently. It depends on nothing of the host, so
+//! a reply can be read (and fuzzed) without one.
 //!
 //! - `candidates.rs`: where the request is in a reply (the first block-level one wins);
 //! - `lenient.rs`, `strings.rs`: reading a JSON object that may be broken, without recursion;
@@ -6,6 +9,7 @@
 //! - `xml.rs`: calls written as XML;
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
+#![deny(missing_docs)]
 
 mod candidates;
 mod depth;
@@ -110,12 +114,12 @@ impl std::error::Error for Misformat {}
 ///
 /// ```
 /// let reply = "Sure!\n```json\n{'tool': 'greet:shout', args: {name: 'Ada',}, // hi\n}\n```";
-/// let request = toolhost::read_reply(reply).unwrap();
+/// let request = toolhost_reply::read_reply(reply).unwrap();
 /// assert_eq!(request.tool, "greet:shout");
 /// assert_eq!(request.args, serde_json::json!({"name": "Ada"}));
 ///
 /// let reply = r#"{"name": "terminal", "arguments": "{\"command\": \"dir C:\\Users\"}"}"#;
-/// let request = toolhost::read_reply(reply).unwrap();
+/// let request = toolhost_reply::read_reply(reply).unwrap();
 /// assert_eq!(request.args, serde_json::json!({"command": "dir C:\\Users"}));
 /// ```
 pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
@@ -135,7 +139,7 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
 /// [`read_reply`], without the reason when there is no request.
 ///
 /// ```
-/// assert!(toolhost::parse_reply(r#"{"name": "Ada", "age": 36}"#).is_none());
+/// assert!(toolhost_reply::parse_reply(r#"{"name": "Ada", "age": 36}"#).is_none());
 /// ```
 pub fn parse_reply(text: &str) -> Option<ToolRequest> {
     read_reply(text).ok()

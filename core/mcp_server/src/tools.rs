@@ -6,10 +6,10 @@ use std::sync::Arc;
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
-use crate::config::Access;
-use crate::host::Host;
 use plugin_api::RiskLevel;
 use plugin_api::ToolInfo;
+use toolhost::config::Access;
+use toolhost::Host;
 
 /// The tools `profile` may call now, as MCP tools, sorted by name. Tools the tools prompt
 /// leaves out are left out here too: not ready, breaker open, or refused by the profile's
@@ -19,14 +19,14 @@ pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
     host.list(profile)
         .tools
         .into_iter()
-        .filter(|t| t.found.handle.unavailable().is_none())
+        .filter(|t| t.unavailable().is_none())
         .filter(|t| {
-            let capabilities = &t.found.handle.info().capabilities;
+            let capabilities = &t.info().capabilities;
             !config
                 .as_ref()
                 .is_some_and(|c| matches!(c.access(&t.name, capabilities), Access::Denied { .. }))
         })
-        .map(|t| tool(&t.name, t.found.handle.info()))
+        .map(|t| tool(&t.name, t.info()))
         .collect()
 }
 

@@ -10,7 +10,7 @@ use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use serde_json::json;
 use tokio::runtime::Handle;
 
-use crate::governance::{ApprovalAnswer, ApprovalRequest, Approver};
+use toolhost::governance::{ApprovalAnswer, ApprovalRequest, Approver};
 
 /// How long the user has to answer; then the call is denied.
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);

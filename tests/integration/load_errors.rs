@@ -1,5 +1,6 @@
 //! Every kind of bad library is skipped with one clear reason; everything else keeps working.
 
+use plugin_api::API_VERSION;
 use serde_json::json;
 use toolhost::LoadErrorKind;
 use toolhost_tests::{block_on, Fixture, TestRoot};
@@ -42,12 +43,26 @@ fn check_skipped(
     assert!(r.break_loop);
 }
 
+/// The contract's `major.minor` (the series a plugin must be rebuilt against), read from the
+/// version the host checks.
+fn series() -> String {
+    let mut parts = API_VERSION.split('.');
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => format!("{major}.{minor}"),
+        _ => panic!("API_VERSION {API_VERSION:?} is not major.minor.patch"),
+    }
+}
+
 #[test]
 fn incompatible_layout() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::IncompatibleLayout),
         LoadErrorKind::IncompatibleLayout,
-        "rebuild it against plugin-api 0.4",
+        &format!(
+            "built against an incompatible plugin-api (the types' layout differs from \
+             {API_VERSION}): rebuild it against plugin-api {} (run with -v for the full report)",
+            series()
+        ),
     );
 }
 
@@ -56,7 +71,11 @@ fn incompatible_version() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::FutureVersion),
         LoadErrorKind::IncompatibleVersion,
-        "built against plugin-api 1.0.0, but this host speaks plugin-api 0.4",
+        &format!(
+            "built against plugin-api 1.0.0, but this host speaks plugin-api {API_VERSION}: \
+             rebuild the plugin against plugin-api {}",
+            series()
+        ),
     );
 }
 

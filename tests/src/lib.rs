@@ -335,10 +335,14 @@ impl TestRoot {
 
     /// Runs `toolhost --root <this root> ARGS` on a pseudo-terminal (util-linux `script`),
     /// typing `typed` after 1.5 s, in colour or not; returns what the terminal showed, or
-    /// `None` (said on stderr) where `script` is not installed.
+    /// `None` (said on stderr) where `script` is missing and cannot be installed
+    /// ([`peers::script`]).
+    ///
+    /// # Panics
+    ///
+    /// Under `CI=true`, where `script` is missing and cannot be installed.
     pub fn run_on_terminal(&self, args: &str, typed: &str, color: bool) -> Option<String> {
-        if Command::new("script").arg("--version").output().is_err() {
-            eprintln!("`script` (util-linux) is not installed: the terminal test is skipped");
+        if !peers::script() {
             return None;
         }
         let command = format!(

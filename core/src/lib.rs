@@ -125,80 +125,57 @@
 //! process, with memory and CPU limits.
 #![deny(missing_docs)]
 
+// The tree is the architecture: each folder is one concern, and a folder only imports the
+// ones listed before it (with `host`, `agent` and `plugin` using each other where a call
+// passes between them).
 mod agent;
-mod ask;
 pub mod audit;
-mod cache;
-mod cancel;
 pub mod config;
-mod context;
-mod error;
-mod extension_points;
-mod generation;
+mod exec;
 pub mod governance;
-mod hooks;
 mod host;
-mod image;
-mod inspect;
-mod intervention;
 pub mod isolation;
 mod layout;
-mod layout_checks;
-mod libraries;
-mod lifecycle;
-mod loader;
-mod long_output;
+mod load;
 pub mod mcp;
 pub mod mcp_server;
-mod message_loop;
-mod metadata_cache;
 mod model;
-mod name;
 pub mod openai;
-pub mod output;
-mod parallel;
-pub mod pins;
 mod plugin;
-mod read_back;
-mod reload;
 mod reply;
 mod secrets;
-mod session;
-mod tool_calls;
-mod transcript;
-mod watcher;
 
+pub use agent::output;
+pub use load::pins;
+
+pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_PARALLEL};
+pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
+pub use agent::transcript::Session;
+pub use agent::transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};
 pub use agent::Agent;
-pub use error::{HostError, LoadError, LoadErrorKind};
-pub use hooks::{nice_key, sanitize};
+pub use host::reload::{ReloadEvent, Served, Watcher};
+pub use host::HostError;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
     ListedTool, Listing, McpListing, Resolution, ToolListing, ToolSource,
     DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
-pub use inspect::{inspect, Declared, Inspection};
 pub use isolation::IsolationSettings;
+pub use layout::{is_safe_name, ToolName};
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };
-pub use loader::{version_compatible, LoadStats};
-pub use long_output::DEFAULT_MAX_OUTPUT;
-pub use message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
-pub use metadata_cache::{CACHE_DIR_NAME, METADATA_FILE_NAME};
+pub use layout::{CACHE_DIR_NAME, METADATA_FILE_NAME};
+pub use load::{inspect, version_compatible, Declared, Inspection, LoadStats};
+pub use load::{LoadError, LoadErrorKind};
 pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
-pub use name::{is_safe_name, ToolName};
-pub use parallel::MAX_PARALLEL;
 pub use plugin::{ExtensionHandle, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
-pub use reload::{ReloadEvent, Served};
 pub use reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
 pub use secrets::{
     placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, MIN_MASKED_LEN,
     PLACEHOLDER_START,
 };
-pub use session::Session;
-pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};
-pub use watcher::Watcher;

@@ -14,15 +14,15 @@ use super::error::{ConfigError, ConfigErrorKind};
 use super::load::parse;
 use super::source::{key_name, Origins};
 use super::PolicyDecision;
+use crate::layout::is_safe_name;
 use crate::layout::{read_text, ReadErrorKind};
-use crate::name::is_safe_name;
 
 /// Sets `[tools.<tool>] policy = "<decision>"` in the configuration file at `path` (created,
 /// with its folder, if missing), keeping the file's comments and formatting, and a comment
 /// after an existing `policy` value.
 ///
 /// The file is read as [`Config::load`](super::Config::load) reads it (a regular file, here of
-/// at most [`DEFAULT_MAX_TEXT_BYTES`](crate::DEFAULT_MAX_TEXT_BYTES)) and checked the same way,
+/// at most [`DEFAULT_MAX_TEXT_BYTES`](crate::layout::DEFAULT_MAX_TEXT_BYTES)) and checked the same way,
 /// before and after the change: a file with a mistake is left alone, and the error names it. The new text is written
 /// to a temporary file in the same folder, flushed to the disk, and renamed over the file (over
 /// a symbolic link's target, if `path` is a link). Two saves at the same moment may lose one of
@@ -54,7 +54,7 @@ pub fn save_tool_policy(
             message,
         ));
     }
-    let cap = crate::DEFAULT_MAX_TEXT_BYTES;
+    let cap = crate::layout::DEFAULT_MAX_TEXT_BYTES;
     let text = match read_text(path, cap, "HostOptions::max_text_bytes") {
         Ok(text) => text,
         Err(e) if e.kind == ReadErrorKind::Missing => String::new(),

@@ -9,8 +9,8 @@ use super::error::{ConfigError, ConfigErrorKind};
 use super::locate::{schema_error, syntax_error};
 use super::schema::FileConfig;
 use super::source::{record, Origins};
+use crate::layout::is_safe_name;
 use crate::layout::{read_text, Layout, ReadErrorKind};
-use crate::name::is_safe_name;
 
 /// The files of a profile, merged: the values, where each one is, the files read.
 #[derive(Debug, Clone, Default)]

@@ -52,7 +52,7 @@ pub use edit::save_tool_policy;
 pub(crate) use edit::write_atomically;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
-pub use settings::{AuditSettings, Backoff, BreakerSettings};
+pub use settings::{AuditSettings, Backoff, BreakerSettings, IsolationSettings};
 pub use source::{Origin, Source};
 
 pub use crate::layout::CONFIG_FILE_NAME;
@@ -154,7 +154,7 @@ impl Config {
     }
 
     /// Whether libraries must be pinned in `usr/plugins.lock` (`pinning`, default `false`;
-    /// see [`crate::pins`]). The host reads it from `usr/toolhost.toml` once, when it starts.
+    /// see [`crate::load::pins`]). The host reads it from `usr/toolhost.toml` once, when it starts.
     pub fn pinning(&self) -> bool {
         self.values.pinning.unwrap_or(false)
     }
@@ -162,17 +162,17 @@ impl Config {
     /// Whether `tool`, found in `layer`, runs in a worker process: `isolate` names it, its
     /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
     /// `*`. See the README, "Isolated plugins".
-    pub fn isolated(&self, tool: &str, layer: &crate::Layer) -> bool {
+    pub fn isolated(&self, tool: &str, layer: &crate::layout::Layer) -> bool {
         self.isolates(Some(tool), layer)
     }
 
     /// Whether an extension found in `layer` runs in a worker process: `isolate` names its
     /// plugin, its kind of layer, or `*` (tool names do not pick extensions).
-    pub fn isolated_extension(&self, layer: &crate::Layer) -> bool {
+    pub fn isolated_extension(&self, layer: &crate::layout::Layer) -> bool {
         self.isolates(None, layer)
     }
 
-    fn isolates(&self, tool: Option<&str>, layer: &crate::Layer) -> bool {
+    fn isolates(&self, tool: Option<&str>, layer: &crate::layout::Layer) -> bool {
         use schema::IsolateEntry;
         let Some(entries) = &self.values.isolate else {
             return false;
@@ -190,9 +190,9 @@ impl Config {
     }
 
     /// The limits of worker processes (`[isolation]`).
-    pub fn isolation(&self) -> crate::IsolationSettings {
-        let (table, default) = (&self.values.isolation, crate::IsolationSettings::default());
-        crate::IsolationSettings {
+    pub fn isolation(&self) -> IsolationSettings {
+        let (table, default) = (&self.values.isolation, IsolationSettings::default());
+        IsolationSettings {
             memory_mb: table.memory_mb.map(|m| m.0),
             cpu_seconds: table.cpu_seconds.map(|s| s.0),
             grace: table.grace_ms.map_or(default.grace, |ms| ms.0),

@@ -11,7 +11,7 @@ use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::Deserialize;
 
 use super::PolicyDecision;
-use crate::name::is_safe_name;
+use crate::layout::is_safe_name;
 
 /// One file, or several merged: what is not set is `None`.
 #[derive(Debug, Clone, Default, Deserialize)]

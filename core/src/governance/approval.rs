@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use crate::agent::transcript::LogKind;
+use crate::agent::Agent;
 use crate::config::{save_tool_policy, Config, PolicyDecision, Source};
-use crate::transcript::LogKind;
-use crate::{Agent, RiskLevel, ToolError};
+use plugin_api::RiskLevel;
+use plugin_api::ToolError;
 
 /// A call waiting for the user's approval. The arguments are masked.
 #[derive(Debug, Clone)]

@@ -12,12 +12,15 @@ use sha2::{Digest, Sha256};
 
 use super::approval::DecisionSource;
 use super::{CallRules, Transition};
+use crate::agent::Agent;
 use crate::audit::{
     now_ms, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord, Decision,
 };
 use crate::config::AuditSettings;
+use crate::host::Host;
+use crate::layout::ToolName;
 use crate::secrets::SecretStore;
-use crate::{Agent, Host, ToolError, ToolName};
+use plugin_api::ToolError;
 
 /// What a governed call did, gathered while it runs; nothing (not even the clock) when the
 /// call is not audited.

@@ -13,7 +13,8 @@ use std::time::{Instant, SystemTime};
 
 use crate::audit::BreakerState as Side;
 use crate::config::BreakerSettings;
-use crate::{ErrorKind, ToolError};
+use plugin_api::ErrorKind;
+use plugin_api::ToolError;
 
 /// The state of a breaker, as `list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

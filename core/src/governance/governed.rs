@@ -9,14 +9,17 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::call_threads::{self, Ended};
 use super::{ArgumentSchema, Breaker};
-use crate::context::CallContext;
+use crate::agent::Agent;
+use crate::exec::call_threads::{self, Ended};
+use crate::exec::context::CallContext;
+use crate::host::Host;
 use crate::isolation::isolated_tool::Stopped;
 use crate::isolation::protocol::{Op, Outcome};
 use crate::isolation::IsolatedTool;
 use crate::plugin::{PluginAnswer, ToolHandle};
-use crate::{Agent, Host, ToolError, ToolInfo};
+use plugin_api::ToolError;
+use plugin_api::ToolInfo;
 
 /// A tool the governed steps can call.
 pub(crate) trait Governed: Send + Sync + 'static {
@@ -94,7 +97,7 @@ impl Governed for ToolHandle {
         args: &Map<String, Value>,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send {
-        let args = crate::extension_points::json_text(args);
+        let args = crate::agent::call::extension_points::json_text(args);
         async move {
             if let Some(isolated) = self.worker() {
                 let call = call.for_attempt();

@@ -4,7 +4,7 @@
 //! allowed tools.
 //!
 //! - `schema.rs`: the compiled schema, defaults and the validation error;
-//! - `call_threads.rs`: plugin code on call threads, so deadlines and interventions hold;
+//! - plugin code runs on the call threads of `exec/`, so deadlines and interventions hold;
 //! - `breaker.rs`: the circuit breaker;
 //! - `approval.rs`: approvals by risk level, asked of an [`Approver`];
 //! - `governed.rs`: what a call targets (a library tool or an MCP tool);
@@ -13,16 +13,15 @@
 mod approval;
 mod audit_trail;
 mod breaker;
-pub(crate) mod call_threads;
 mod governed;
 mod schema;
 mod steps;
 
+pub use crate::exec::call_threads::overdue;
 pub(crate) use approval::Approvals;
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
 pub(crate) use audit_trail::sha256_hex;
 pub use breaker::BreakerState;
-pub use call_threads::overdue;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};
 pub(crate) use governed::Governed;

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::ToolError;
+use plugin_api::ToolError;
 
 /// How many failures one error lists before it says how many more there are.
 const MAX_LISTED: usize = 20;
@@ -229,7 +229,7 @@ mod tests {
             .unwrap()
             .clone();
         let error = schema().check(&mut args).unwrap_err();
-        assert_eq!(error.kind(), crate::ErrorKind::Validation);
+        assert_eq!(error.kind(), plugin_api::ErrorKind::Validation);
         let message = error.message();
         assert!(
             message.contains("/: missing required property \"city\""),

@@ -12,11 +12,15 @@ use super::approval::DecisionSource;
 use super::audit_trail::Trail;
 use super::governed::Governed;
 use super::{is_infrastructure, Transition};
+use crate::agent::transcript::LogKind;
+use crate::agent::Agent;
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff, BreakerSettings, Config};
-use crate::context::CallContext;
-use crate::transcript::LogKind;
-use crate::{Agent, RiskLevel, ToolError, ToolInfo, ToolName};
+use crate::exec::context::CallContext;
+use crate::layout::ToolName;
+use plugin_api::RiskLevel;
+use plugin_api::ToolError;
+use plugin_api::ToolInfo;
 
 /// What governs one call of a tool: its declared values, overridden by the config.
 #[derive(Debug, Clone)]

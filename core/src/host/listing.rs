@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{FoundTool, Host, Resolution};
-use crate::error::LoadError;
+use crate::load::error::LoadError;
 use crate::mcp::McpTool;
 
 /// One row of [`Host::list`].

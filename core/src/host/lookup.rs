@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Host;
-use crate::cache::Found;
-use crate::error::{LoadError, LoadErrorKind};
+use crate::host::cache::Found;
+use crate::host::libraries::{Loaded, Mode};
 use crate::layout::{entry_exists, library_files, Layer};
-use crate::libraries::{Loaded, Mode};
+use crate::load::error::{LoadError, LoadErrorKind};
 use crate::plugin::{ExtensionHandle, ToolHandle};
 
 /// Where a tool came from.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::Host;
 use crate::mcp::config::McpConfigError;
 use crate::mcp::{McpServerStatus, McpTool, ProfileServers};
-use crate::ToolError;
+use plugin_api::ToolError;
 
 impl Host {
     /// The profile's MCP servers (`usr/mcp.json`, `usr/agents/<profile>/mcp.json`), started in

@@ -3,31 +3,34 @@
 //! extensions, [`changes`] reacts to file changes, [`listing`] lists what a profile sees, and
 //! [`prompt`] assembles the system prompt.
 
+pub(crate) mod cache;
 mod catalog;
-mod changes;
-mod config;
+pub(crate) mod error;
+pub(crate) mod libraries;
 mod listing;
 mod lookup;
 mod mcp;
+mod profile_config;
 mod prompt;
+pub(crate) mod reload;
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use crate::cache::{Epoch, Found, ProfileCache};
 use crate::config::{Config, ConfigError};
-use crate::error::HostError;
+use crate::host::cache::{Epoch, Found, ProfileCache};
+use crate::host::libraries::Libraries;
+use crate::host::reload::ReloadEvent;
 use crate::layout::{Layer, Layout};
-use crate::layout_checks::LayoutChecks;
-use crate::libraries::Libraries;
-use crate::loader::LoadStats;
-use crate::pins::Pins;
+use crate::load::layout_checks::LayoutChecks;
+use crate::load::loader::LoadStats;
+use crate::load::pins::Pins;
 use crate::plugin::ExtensionHandle;
-use crate::reload::ReloadEvent;
 use crate::secrets::{SecretStore, Secrets};
 
 pub use catalog::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
+pub use error::HostError;
 pub use listing::{Listing, McpListing, ToolListing};
 pub use lookup::{FoundTool, Resolution};
 
@@ -76,7 +79,7 @@ pub struct HostOptions {
     pub settle: Duration,
     /// With `pinning = true` in `usr/toolhost.toml`, load a library that is not pinned (or
     /// whose bytes changed) anyway, with a warning, instead of refusing it (see
-    /// [`crate::pins`]). Default `false`.
+    /// [`crate::load::pins`]). Default `false`.
     pub allow_unpinned: bool,
     /// Runs every tool in a worker process, whatever `isolate` in `toolhost.toml` says (the
     /// command line's `--isolate`). Default `false`.
@@ -91,11 +94,7 @@ pub struct HostOptions {
     pub file_copies: bool,
 }
 
-/// [`HostOptions::max_library_bytes`] by default: 256 MiB.
-pub const DEFAULT_MAX_LIBRARY_BYTES: u64 = 256 << 20;
-
-/// [`HostOptions::max_text_bytes`] by default: 1 MiB.
-pub const DEFAULT_MAX_TEXT_BYTES: u64 = 1 << 20;
+pub use crate::layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 
 impl Default for HostOptions {
     fn default() -> Self {
@@ -218,7 +217,7 @@ pub struct Host {
     /// The MCP servers, by profile. Dropped with the host: every server is shut down.
     mcp: crate::mcp::McpClients,
     /// What `list` and the tools prompt know of libraries without loading them.
-    metadata: crate::metadata_cache::MetadataCache,
+    metadata: crate::load::metadata_cache::MetadataCache,
 }
 
 impl Host {
@@ -238,7 +237,8 @@ impl Host {
                 tracing::warn!("{e}; running without secrets");
                 Secrets::empty()
             });
-        let metadata = crate::metadata_cache::MetadataCache::new(layout.metadata_cache_file());
+        let metadata =
+            crate::load::metadata_cache::MetadataCache::new(layout.metadata_cache_file());
         let host = Self {
             secrets: SecretStore::new(secrets),
             libraries: Libraries::new(

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use super::Host;
 use crate::config::Access;
 use crate::layout::{prompt_files, read_text, Escaped};
-use crate::{ToolInfo, ToolSpec};
+use crate::model::ToolSpec;
+use plugin_api::ToolInfo;
 
 /// The file-name prefix of a tool's prompt fragment: `agent.system.tool.<name>.md`.
 const TOOL_FRAGMENT: &str = "agent.system.tool.";

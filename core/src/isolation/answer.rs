@@ -9,8 +9,8 @@ use tokio::runtime::Handle;
 
 use super::protocol::{Answer, HostRequest, ToWorker, WireError};
 use super::worker_process::Link;
-use crate::context::CallContext;
-use crate::ToolError;
+use crate::exec::context::CallContext;
+use plugin_api::ToolError;
 
 /// A context reference for the host functions, given back when dropped.
 struct Borrowed(FfiContext);

@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 use super::limits::IsolationSettings;
 use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
 use super::worker_process::{lock, CallResult, Pending, StartError, WorkerProcess};
-use crate::context::CallContext;
-use crate::error::{LoadError, LoadErrorKind};
-use crate::governance::call_threads;
-use crate::ToolError;
+use crate::exec::call_threads;
+use crate::exec::context::CallContext;
+use crate::load::error::{LoadError, LoadErrorKind};
+use plugin_api::ToolError;
 
 /// How long a caller polls for a worker's answer before it awaits it.
 const CALLER_POLL: Duration = Duration::from_micros(60);

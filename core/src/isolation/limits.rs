@@ -2,37 +2,8 @@
 //! words for how a worker ended: a signal's name, or the limit it went over.
 
 use std::process::ExitStatus;
-use std::time::Duration;
 
-/// How isolated tools run: their limits, and how long a cancelled call may take to stop.
-///
-/// ```
-/// use std::time::Duration;
-/// let settings = toolhost::IsolationSettings::default();
-/// assert_eq!(settings.memory_mb, None);
-/// assert_eq!(settings.grace, Duration::from_millis(1000));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IsolationSettings {
-    /// The most address space a worker may use, in MiB (`RLIMIT_AS`); `None`: no limit.
-    pub memory_mb: Option<u64>,
-    /// The most CPU time a worker may use over its life, in seconds (`RLIMIT_CPU`); `None`:
-    /// no limit.
-    pub cpu_seconds: Option<u64>,
-    /// How long a call cancelled at its deadline (or by the user) may go on before its worker
-    /// is killed. Default 1 s.
-    pub grace: Duration,
-}
-
-impl Default for IsolationSettings {
-    fn default() -> Self {
-        Self {
-            memory_mb: None,
-            cpu_seconds: None,
-            grace: Duration::from_millis(1000),
-        }
-    }
-}
+pub use crate::config::IsolationSettings;
 
 /// Sets the limits of the current process. Runs in the child between `fork` and `exec`, so it
 /// only makes system calls (no allocation, no locks).

@@ -12,11 +12,11 @@ use tokio::runtime::Handle;
 use super::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
 use super::worker_context::{wire_error, Reply, WorkerCall, WorkerLink};
 use super::worker_process::lock;
-use crate::cancel::Cancel;
-use crate::generation::Generation;
-use crate::governance::call_threads;
+use crate::exec::call_threads;
+use crate::exec::cancel::Cancel;
+use crate::load::generation::Generation;
 use crate::plugin::{ExtensionHandle, ToolHandle};
-use crate::ToolError;
+use plugin_api::ToolError;
 
 /// Ends the worker at once, without running destructors or exit handlers (a plugin's state
 /// may be anything by then).
@@ -104,8 +104,8 @@ fn load(
     library: &Path,
     source: &Path,
     extension: Option<(&str, &str)>,
-) -> Result<(Served, Hello), crate::LoadError> {
-    let module = crate::loader::load_staged(library, source)?;
+) -> Result<(Served, Hello), crate::load::LoadError> {
+    let module = crate::load::loader::load_staged(library, source)?;
     let generation = Arc::new(Generation::new(&module, source, 1, Arc::default()));
     let package = module.root.package().as_str().to_owned();
     let contract = module.contract.clone();

@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 
 use super::protocol::{write_frame, Answer, CallInfo, FromWorker, HostRequest, WireError};
 use super::worker_process::lock;
-use crate::cancel::Cancel;
+use crate::exec::cancel::Cancel;
 
 /// Where an answer goes: a thread blocked in a host function, or a future awaiting it.
 pub(super) enum Reply {

@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
-use crate::context::CallContext;
-use crate::ToolError;
+use crate::exec::context::CallContext;
+use plugin_api::ToolError;
 
 /// How long a new worker may take to load its library and say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(20);

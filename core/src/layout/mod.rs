@@ -20,17 +20,26 @@ use std::collections::{BTreeSet, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::name::is_safe_name;
-
+mod name;
 mod read;
 mod watch;
 
+pub use name::{is_safe_name, ToolName};
 pub(crate) use read::{
     read_at_most, read_capped, read_capped_with, read_text, ReadError, ReadErrorKind,
 };
-pub use read::{Escaped, MAX_LINK_HOPS};
+pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;
+
+/// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
+pub const PINS_FILE_NAME: &str = "plugins.lock";
+
+/// The metadata cache's folder, in `usr/`: it holds no plugins, and the watcher ignores it.
+pub const CACHE_DIR_NAME: &str = ".cache";
+
+/// The metadata cache file's name, in [`CACHE_DIR_NAME`].
+pub const METADATA_FILE_NAME: &str = "metadata.json";
 
 /// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
 pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
@@ -209,21 +218,18 @@ impl Layout {
     /// `usr/.cache/`: what the host keeps to save time (the metadata cache); it never holds
     /// plugins, and the watcher ignores it.
     pub fn cache_dir(&self) -> PathBuf {
-        self.root
-            .join("usr")
-            .join(crate::metadata_cache::CACHE_DIR_NAME)
+        self.root.join("usr").join(CACHE_DIR_NAME)
     }
 
     /// `usr/.cache/metadata.json`: what `list` and the tools prompt know of each library
     /// without loading it (see the README, "Metadata cache").
     pub fn metadata_cache_file(&self) -> PathBuf {
-        self.cache_dir()
-            .join(crate::metadata_cache::METADATA_FILE_NAME)
+        self.cache_dir().join(METADATA_FILE_NAME)
     }
 
-    /// `usr/plugins.lock`: the SHA-256 of every pinned library (see [`crate::pins`]).
+    /// `usr/plugins.lock`: the SHA-256 of every pinned library (see [`crate::load::pins`]).
     pub fn pins_file(&self) -> PathBuf {
-        self.root.join("usr").join(crate::pins::PINS_FILE_NAME)
+        self.root.join("usr").join(PINS_FILE_NAME)
     }
 
     /// `usr/sessions/`: one folder per recorded session.

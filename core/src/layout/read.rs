@@ -8,6 +8,12 @@
 //! read, never with the size the file claims (a sparse 100 GiB file is refused by its size,
 //! not allocated).
 
+/// [`HostOptions::max_library_bytes`](crate::HostOptions::max_library_bytes) by default: 256 MiB.
+pub const DEFAULT_MAX_LIBRARY_BYTES: u64 = 256 << 20;
+
+/// [`HostOptions::max_text_bytes`](crate::HostOptions::max_text_bytes) by default: 1 MiB.
+pub const DEFAULT_MAX_TEXT_BYTES: u64 = 1 << 20;
+
 use std::fmt;
 use std::fs;
 use std::io::Read;

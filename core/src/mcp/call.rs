@@ -16,9 +16,13 @@ use serde_json::{Map, Value};
 use super::handler::ProgressRoutes;
 use super::server::Server;
 use super::tool::McpTool;
-use crate::context::CallContext;
+use crate::agent::Agent;
+use crate::exec::context::CallContext;
 use crate::governance::{ArgumentSchema, Breaker, Governed};
-use crate::{Agent, Host, Response, ToolError, ToolInfo};
+use crate::host::Host;
+use plugin_api::Response;
+use plugin_api::ToolError;
+use plugin_api::ToolInfo;
 
 /// Stops routing a call's progress when the attempt ends, however it ends.
 struct Route<'a>(&'a ProgressRoutes, ProgressToken);

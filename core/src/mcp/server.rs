@@ -15,7 +15,7 @@ use super::handler::{Handler, ProgressRoutes};
 use super::tool::McpTool;
 use crate::governance::Breaker;
 use crate::secrets::Secrets;
-use crate::ToolError;
+use plugin_api::ToolError;
 
 /// The longest wait between restarts of a server that keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);

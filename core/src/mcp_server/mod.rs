@@ -42,7 +42,8 @@ use peers::Peers;
 use rmcp::ServiceExt;
 use session::Session;
 
-use crate::{is_safe_name, Host};
+use crate::host::Host;
+use crate::layout::is_safe_name;
 
 /// What every session shares.
 pub(crate) struct Shared {

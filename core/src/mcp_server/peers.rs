@@ -10,7 +10,8 @@ use rmcp::service::{Peer, RoleServer};
 use tokio::runtime::Handle;
 
 use super::error::{McpServerError, McpServerErrorKind};
-use crate::{Host, Watcher};
+use crate::host::reload::Watcher;
+use crate::host::Host;
 
 /// How long the reload thread gathers more changes before it notifies (a `cargo build` or a
 /// copy of several files is one notification).

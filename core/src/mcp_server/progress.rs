@@ -8,7 +8,7 @@ use rmcp::service::{Peer, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::output::{Output, OutputKind, Silent};
+use crate::agent::output::{Output, OutputKind, Silent};
 use crate::secrets::Masked;
 
 /// The prefix the lifecycle puts before a progress line (`hooks.rs`).

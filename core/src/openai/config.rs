@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::{Table, Value};
 
+use crate::layout::Layout;
 use crate::layout::{read_text, Escaped, ReadErrorKind};
 use crate::model::{ModelError, ModelErrorKind, ToolProtocol};
-use crate::{Layout, Secrets};
+use crate::secrets::Secrets;
 
 /// The file name of a layer's model configuration.
 pub const MODELS_FILE: &str = "models.toml";
@@ -120,7 +121,11 @@ impl ModelsConfig {
         let mut files = Vec::new();
         for layer in layout.layers(profile) {
             let path = layer.dir.join(MODELS_FILE);
-            let text = match read_text(&path, crate::DEFAULT_MAX_TEXT_BYTES, "a 1 MiB limit") {
+            let text = match read_text(
+                &path,
+                crate::layout::DEFAULT_MAX_TEXT_BYTES,
+                "a 1 MiB limit",
+            ) {
                 Ok(text) => text,
                 Err(e) if e.kind == ReadErrorKind::Missing => continue,
                 Err(e) => return Err(config_error(format!("cannot read {}: {e}", Escaped(&path)))),

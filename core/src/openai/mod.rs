@@ -45,7 +45,7 @@ use crate::model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
     ToolProtocol,
 };
-use crate::Secrets;
+use crate::secrets::Secrets;
 use config::ApiKey;
 use stream::chain;
 

@@ -3,9 +3,10 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::agent::transcript::ToolCall;
+use crate::model::ToolSpec;
 use crate::secrets::SecretStore;
-use crate::transcript::ToolCall;
-use crate::{Secrets, ToolSpec};
+use crate::secrets::Secrets;
 
 fn message(role: Role, text: &str) -> HistoryMessage {
     HistoryMessage {

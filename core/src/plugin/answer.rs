@@ -12,8 +12,8 @@ use plugin_api::__private::abi::FfiResponse;
 use plugin_api::__private::abi::{error_from_ffi, response_from_ffi, FfiResult};
 use plugin_api::{Response, ToolError};
 
-use crate::error::{LoadError, LoadErrorKind};
 use crate::isolation::protocol::WireResponse;
+use crate::load::error::{LoadError, LoadErrorKind};
 
 /// A tool's answer as it crossed the library boundary. Its text stays where the plugin put
 /// it until the host takes the part it keeps, so a long answer is never copied whole.

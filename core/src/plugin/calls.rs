@@ -10,7 +10,7 @@ use plugin_api::__private::abi::response_to_ffi;
 use plugin_api::__private::abi::{FfiContext, FfiResponse};
 use plugin_api::{Response, ToolError};
 
-use crate::context::CallContext;
+use crate::exec::context::CallContext;
 use crate::isolation::protocol::{Op, Outcome, WireResponse};
 use crate::isolation::IsolatedTool;
 

@@ -9,11 +9,11 @@ use std::future::Future;
 use plugin_api::__private::abi::{FfiContext, FfiExtension};
 use plugin_api::{ExtensionInfo, ToolError};
 
-use crate::context::CallContext;
-use crate::error::{LoadError, LoadErrorKind};
-use crate::generation::Generation;
+use crate::exec::context::CallContext;
 use crate::isolation::protocol::{Op, Outcome};
 use crate::isolation::IsolatedTool;
+use crate::load::error::{LoadError, LoadErrorKind};
+use crate::load::generation::Generation;
 
 use super::{init_failed, settle};
 

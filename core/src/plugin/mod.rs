@@ -17,11 +17,11 @@ use abi_stable::std_types::ROption;
 use plugin_api::__private::abi::FfiTool;
 use plugin_api::ToolInfo;
 
-use crate::error::{LoadError, LoadErrorKind};
-use crate::generation::Generation;
 use crate::governance::{ArgumentSchema, Breaker, BreakerState};
 use crate::isolation::IsolatedTool;
 use crate::layout::Escaped;
+use crate::load::error::{LoadError, LoadErrorKind};
+use crate::load::generation::Generation;
 
 /// Where a tool's code runs.
 enum Backend {
@@ -71,7 +71,7 @@ impl ToolHandle {
 
     /// Creates the tool instance and reads its metadata; a parameters schema that does not
     /// compile is returned beside the handle (which then accepts any arguments), for
-    /// [`inspect`](crate::inspect) to show.
+    /// [`inspect`](crate::load::inspect) to show.
     pub(crate) fn instantiate(
         generation: Arc<Generation>,
         source: &Path,

@@ -5,7 +5,8 @@ use std::ops::Deref;
 
 use serde::Serialize;
 
-use crate::{ErrorKind, ToolError};
+use plugin_api::ErrorKind;
+use plugin_api::ToolError;
 
 /// A value in which every secret value has been replaced by its `§§secret(KEY)` placeholder.
 ///

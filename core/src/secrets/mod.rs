@@ -25,7 +25,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::ToolError;
+use plugin_api::ToolError;
 
 mod cover;
 mod masked;
@@ -75,9 +75,9 @@ impl Secrets {
 
     /// Reads `path` (`KEY=VALUE` lines; blank lines and `#` comments are skipped; a value may be
     /// quoted). A missing file means no secrets. The file must be a regular file of at most
-    /// [`DEFAULT_MAX_TEXT_BYTES`](crate::DEFAULT_MAX_TEXT_BYTES) (see [`load_capped`](Self::load_capped)).
+    /// [`DEFAULT_MAX_TEXT_BYTES`](crate::layout::DEFAULT_MAX_TEXT_BYTES) (see [`load_capped`](Self::load_capped)).
     pub fn load(path: &Path) -> Result<Self, String> {
-        Self::load_capped(path, crate::DEFAULT_MAX_TEXT_BYTES)
+        Self::load_capped(path, crate::layout::DEFAULT_MAX_TEXT_BYTES)
     }
 
     /// [`load`](Self::load) with a size cap of `max_bytes`: a FIFO, a device, a folder, a

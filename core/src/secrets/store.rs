@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Masked, MaskedError, Secrets};
-use crate::transcript::ToolCall;
-use crate::ToolError;
+use crate::agent::transcript::ToolCall;
+use plugin_api::ToolError;
 
 /// The secrets a host masks with right now.
 #[derive(Debug, Default)]

@@ -15,7 +15,7 @@ fn longest_value_wins_and_short_values_are_left_alone() {
 fn unknown_placeholders_name_keys_never_values() {
     let s = Secrets::parse("API=sk-secret-1").unwrap();
     let e = s.unmask("use §§secret(NOPE)").unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::Repairable);
+    assert_eq!(e.kind(), plugin_api::ErrorKind::Repairable);
     assert!(e.message().contains("§§secret(NOPE)"));
     assert!(e.message().contains("API"));
     assert!(!e.message().contains("sk-secret-1"));

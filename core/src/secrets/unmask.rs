@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::{placeholder, Secrets, PLACEHOLDER_START};
-use crate::ToolError;
+use plugin_api::ToolError;
 
 /// The most unknown keys an error names; past that it says there are more.
 const LISTED_UNKNOWN: usize = 10;

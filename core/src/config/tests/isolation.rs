@@ -57,7 +57,7 @@ fn the_profile_replaces_the_list_and_limits_have_defaults() {
     assert_eq!(settings.grace, Duration::from_millis(250));
     assert_eq!(
         load(&root(&[])).unwrap().isolation(),
-        crate::IsolationSettings::default()
+        crate::config::IsolationSettings::default()
     );
 }
 

@@ -17,7 +17,7 @@ use super::*;
 
 const GLOBAL: &str = "usr/toolhost.toml";
 const DEV: &str = "usr/agents/dev/toolhost.toml";
-const CAP: u64 = crate::DEFAULT_MAX_TEXT_BYTES;
+const CAP: u64 = crate::layout::DEFAULT_MAX_TEXT_BYTES;
 
 /// A root holding `files` (`(path, text)`).
 fn root(files: &[(&str, &str)]) -> tempfile::TempDir {

@@ -5,12 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::rows::{CachedTool, ListedExtension, ToolSource};
-use crate::error::{LoadError, LoadErrorKind};
 use crate::governance::sha256_hex;
+use crate::host::libraries::{Loaded, Mode};
 use crate::host::Host;
 use crate::layout::read_capped;
-use crate::libraries::{Loaded, Mode};
-use crate::metadata_cache::{FileKey, Outcome};
+use crate::load::error::{LoadError, LoadErrorKind};
+use crate::load::metadata_cache::{FileKey, Outcome};
 
 /// What a file was found to be.
 pub(super) enum Found {

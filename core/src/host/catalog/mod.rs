@@ -1,5 +1,5 @@
 //! The catalog: what `toolhost list` and the tools prompt show, without loading the libraries
-//! whose bytes the metadata cache knows (see [`crate::metadata_cache`]).
+//! whose bytes the metadata cache knows (see [`crate::load::metadata_cache`]).
 
 mod file;
 mod rows;
@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub use rows::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 
 use super::{Host, McpListing};
-use crate::error::LoadError;
 use crate::layout::Layer;
+use crate::load::error::LoadError;
 use file::Found;
 
 /// A tool name's files along the layers, most specific first.
@@ -93,7 +93,7 @@ impl Host {
                         path: path.clone(),
                         shadows: files[i + 1..].iter().map(|(_, p)| p.clone()).collect(),
                         source,
-                        isolated: matches!(mode, crate::libraries::Mode::Isolated(_)),
+                        isolated: matches!(mode, crate::host::libraries::Mode::Isolated(_)),
                     };
                     return (Some(listed), skipped);
                 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use plugin_api::{ExtensionInfo, Readiness, ToolInfo};
 
-use crate::error::LoadError;
 use crate::governance::BreakerState;
 use crate::host::McpListing;
 use crate::layout::Layer;
+use crate::load::error::LoadError;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 
 /// What a profile sees, as `toolhost list` and the tools prompt show it ([`Host::catalog`]):

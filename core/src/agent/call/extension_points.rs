@@ -1,0 +1,124 @@
+//! Running the extensions of a point: each gets the data the one before it left.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::RString;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::agent::call::read_back::ReadBack;
+use crate::agent::message_loop::LoopError;
+use crate::agent::Agent;
+use crate::exec::context::CallContext;
+use crate::plugin::ExtensionHandle;
+use crate::secrets::Masked;
+use plugin_api::ToolError;
+
+/// JSON text of a value (`to_string` goes through `fmt` and is slower).
+pub(crate) fn json_text(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+impl Agent {
+    /// Runs every extension of `point` in order, each on the data the previous one left.
+    /// The data is serialised once, and parsed again only if an extension changed it: the
+    /// result is `None` when nothing changed.
+    pub(crate) async fn run_extensions(
+        self: &Arc<Self>,
+        point: &str,
+        data: &impl Serialize,
+        call: &Arc<CallContext>,
+    ) -> Result<Option<Value>, ToolError> {
+        let extensions = self.host.extensions(self.profile(), point);
+        self.run_list(&extensions, point, data, call).await
+    }
+
+    /// [`run_extensions`](Self::run_extensions) with the point's extensions already looked up.
+    async fn run_list(
+        &self,
+        extensions: &[Arc<ExtensionHandle>],
+        point: &str,
+        data: &impl Serialize,
+        call: &Arc<CallContext>,
+    ) -> Result<Option<Value>, ToolError> {
+        if extensions.is_empty() {
+            return Ok(None);
+        }
+        let mut text = RString::from(json_text(data));
+        let mut changed_by = None;
+        for ext in extensions.iter() {
+            let ctx = call.for_extension(&ext.point, &ext.name);
+            match ext.execute(&ctx, text.clone()).await {
+                Ok(Some(new)) => {
+                    text = new;
+                    changed_by = Some(&ext.name);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let message = format!("extension '{}' at {point}: {}", ext.name, e.message());
+                    return Err(ToolError::new(e.kind(), message));
+                }
+            }
+        }
+        let Some(changed_by) = changed_by else {
+            return Ok(None);
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            ToolError::internal(format!(
+                "extension '{changed_by}' at {point} left invalid JSON: {e}"
+            ))
+        })
+    }
+
+    /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;
+    /// returns the data the last one left.
+    pub async fn call_extensions(
+        self: &Arc<Self>,
+        point: &str,
+        data: Value,
+    ) -> Result<Value, ToolError> {
+        let call = Arc::new(CallContext::for_agent(self.clone()));
+        Ok(self
+            .run_extensions(point, &data, &call)
+            .await?
+            .unwrap_or(data))
+    }
+
+    /// Runs the extensions of `P`'s point on `data`; returns `data` with the changes they made
+    /// that the point allows ([`ReadBack`]).
+    pub(crate) async fn run_point<P: ReadBack>(
+        self: &Arc<Self>,
+        data: P,
+        call: &Arc<CallContext>,
+    ) -> Result<P, ToolError> {
+        let extensions = self.host.extensions(self.profile(), P::NAME);
+        self.run_point_with(&extensions, data, call).await
+    }
+
+    /// [`run_point`](Self::run_point) with the point's extensions already looked up (a caller
+    /// that finds none need not build the data at all).
+    pub(crate) async fn run_point_with<P: ReadBack>(
+        &self,
+        extensions: &[Arc<ExtensionHandle>],
+        data: P,
+        call: &Arc<CallContext>,
+    ) -> Result<P, ToolError> {
+        match self.run_list(extensions, P::NAME, &data, call).await? {
+            None => Ok(data),
+            Some(changed) => data.read_back(changed),
+        }
+    }
+
+    /// Runs the message loop's extensions of `P`'s point on `data`, masked first; returns the
+    /// data they leave. A failure ends the loop, with its message masked.
+    pub(crate) async fn fire<P: ReadBack>(self: &Arc<Self>, data: P) -> Result<P, LoopError> {
+        let store = self.host.secret_store();
+        let fail = |error: ToolError| LoopError::Extension {
+            point: P::NAME,
+            error: store.error(&error),
+        };
+        let data: Masked<P> = store.point(data).map_err(fail)?;
+        let call = Arc::new(CallContext::for_agent(self.clone()));
+        self.run_point(data.into_inner(), &call).await.map_err(fail)
+    }
+}

@@ -1,0 +1,403 @@
+//! The fixed lifecycle of one tool call: resolve, hooks, extension points and intervention
+//! checks, in the order documented on [`Agent::call_tool`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use plugin_api::points::{
+    ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE,
+};
+use serde_json::{Map, Value};
+
+use crate::agent::call::extension_points::json_text;
+use crate::agent::call::long_output::Answer;
+use crate::agent::intervention::Check;
+use crate::agent::transcript::{HistoryMessage, LogKind, Role};
+use crate::agent::Agent;
+use crate::exec::context::{Call, CallContext};
+use crate::governance::CallRules;
+use crate::host::FoundTool;
+use crate::layout::ToolName;
+use crate::mcp::McpTool;
+use crate::plugin::ToolHandle;
+use plugin_api::ErrorKind;
+use plugin_api::Response;
+use plugin_api::ToolError;
+
+/// Clears the agent's current tool when dropped (step 11, "finally").
+struct ClearCurrentTool<'a>(&'a Agent);
+
+impl Drop for ClearCurrentTool<'_> {
+    fn drop(&mut self) {
+        self.0.set_current_tool(None);
+    }
+}
+
+/// The tool a request resolved to.
+enum Target {
+    /// A library tool, and the rules that govern its call.
+    Library(Arc<ToolHandle>, CallRules),
+    /// A tool of an MCP server, and the rules that govern its call.
+    Mcp(Arc<McpTool>, CallRules),
+    /// No layer has the tool: the built-in Unknown tool answers.
+    Unknown,
+    /// The built-in `parallel` tool.
+    Parallel,
+}
+
+impl Agent {
+    /// Calls a tool through the whole lifecycle and returns its response.
+    ///
+    /// `request` is `name` or `name:method`; `args` is the JSON object of arguments (`null` is
+    /// taken as `{}`). In order: resolve (the first layer with a loadable `tools/<name>` library,
+    /// else a library named `unknown`, else the built-in Unknown tool) and remember it as the
+    /// current tool; intervention check; `before_execution`; intervention check;
+    /// `tool_execute_before` extensions (may change the arguments); `execute`; intervention
+    /// check; `tool_execute_after` extensions (may change the message, not `break_loop`);
+    /// `after_execution`; intervention check; finally clear the current tool.
+    ///
+    /// An invalid name is refused with a repairable error before any file is touched.
+    ///
+    /// If the user interrupts the call ([`interject`](Self::interject)) before `execute`
+    /// returns, the tool's progress so far becomes its result in the history. Once `execute`
+    /// has returned, an interruption waits for the message loop's next checkpoint, so a
+    /// finished result is never thrown away.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        request: &str,
+        args: Value,
+    ) -> Result<Response, ToolError> {
+        self.call_tool_as(request, args, false).await
+    }
+
+    /// Whether a call of `request` (`name` or `name:method`) reaches a tool of that name (a
+    /// library in the profile's layers, a ready MCP server's tool, or the built-in `parallel`)
+    /// rather than the Unknown tool. An invalid name is not a tool.
+    pub fn has_tool(&self, request: &str) -> bool {
+        let Ok(request) = ToolName::parse(request) else {
+            return false;
+        };
+        let name = request.name();
+        let dotted = crate::mcp::from_native_name(name);
+        let mcp = |tool: &Arc<crate::mcp::McpTool>| {
+            *tool.name == *name || dotted.as_deref() == Some(&*tool.name)
+        };
+        name == "parallel"
+            || self.host.resolve(self.profile(), name).found.is_some()
+            || self.host.mcp_tools(self.profile()).iter().any(mcp)
+    }
+
+    /// `call_tool`, as a call of `parallel` when `nested`: its result goes into the combined
+    /// result rather than the history, and it leaves the agent's current tool alone.
+    pub(crate) async fn call_tool_as(
+        self: &Arc<Self>,
+        request: &str,
+        args: Value,
+        nested: bool,
+    ) -> Result<Response, ToolError> {
+        let request_name = ToolName::parse(request)?;
+        let args = match args {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::repairable(format!(
+                    "the arguments of tool '{request}' must be a JSON object, not {other}"
+                )))
+            }
+        };
+        let name = request_name.name();
+        let target = match self.mcp_target(name).await? {
+            Some(target) => target,
+            None => self.layer_target(name)?,
+        };
+        if nested {
+            return self.run_lifecycle(&request_name, target, args, true).await;
+        }
+        self.set_current_tool(Some(request));
+        // Cleared however the call ends: returned, failed, or cancelled mid-way.
+        let _current = ClearCurrentTool(self);
+        self.run_lifecycle(&request_name, target, args, false).await
+    }
+
+    /// The tool `name` resolves to along the layers: a library, the built-in `parallel`, or
+    /// the Unknown tool.
+    fn layer_target(&self, name: &str) -> Result<Target, ToolError> {
+        let resolution = self.host.resolve(self.profile(), name);
+        Ok(match &resolution.found {
+            Some(found) => self.library_target(found)?,
+            // The built-in `parallel` (a library named `parallel` replaces it).
+            None if name == "parallel" => Target::Parallel,
+            None => {
+                if let Some(error) = resolution.skipped.first() {
+                    // Installed but unusable: say so, rather than "not found".
+                    return Err(ToolError::dependency(format!(
+                        "tool '{name}' cannot be loaded: {error}"
+                    )));
+                }
+                match &self.host.resolve(self.profile(), "unknown").found {
+                    Some(found) => self.library_target(found)?,
+                    None => Target::Unknown,
+                }
+            }
+        })
+    }
+
+    /// The MCP tool `name` (`<server>.<tool>`) if a server of the profile offers it, waiting
+    /// for a server that is still starting (at most the call's deadline); `<server>__<tool>`
+    /// finds it too. A name with neither `.` nor `__` costs two byte searches.
+    async fn mcp_target(&self, name: &str) -> Result<Option<Target>, ToolError> {
+        let alias; // `server__tool`, as models that call tools natively name it
+        let name = match name.contains('.') {
+            true => name,
+            false if !name.contains("__") => return Ok(None),
+            false => match crate::mcp::from_native_name(name) {
+                Some(dotted) => {
+                    alias = dotted;
+                    &alias
+                }
+                None => return Ok(None),
+            },
+        };
+        let Ok(config) = self.host.config(self.profile()) else {
+            return Ok(None); // the layers' lookup reports the mistake
+        };
+        let declared = Duration::from_secs(crate::mcp::DEFAULT_TIMEOUT_SECONDS);
+        let wait = match config.timeout(name, declared) {
+            d if d.is_zero() => Duration::from_secs(365 * 86_400),
+            d => d,
+        };
+        let Some(tool) = self.host.mcp_tool(self.profile(), name, wait).await? else {
+            return Ok(None);
+        };
+        let layer = format!("mcp:{}", tool.server()).into();
+        let rules = CallRules::new(&*tool, layer, config);
+        Ok(Some(Target::Mcp(tool, rules)))
+    }
+
+    /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
+    /// intervention checks, log or history. This is the raw cost of crossing the plugin
+    /// boundary, for benchmarks and debugging; agents use [`call_tool`](Self::call_tool).
+    pub async fn execute_bare(
+        self: &Arc<Self>,
+        tool: &ToolHandle,
+        args: &Value,
+    ) -> Result<Response, ToolError> {
+        let call = Arc::new(CallContext::new(Call {
+            agent: self.clone(),
+            tool_name: tool.shared_name().clone(),
+            method: None,
+            log_id: 0,
+            nested: false,
+            cancel: Default::default(),
+        }));
+        let answer = tool.execute(&call, json_text(args)).await?;
+        let len = answer.message().len();
+        Ok(answer.into_response(len))
+    }
+
+    async fn run_lifecycle(
+        self: &Arc<Self>,
+        request: &ToolName,
+        target: Target,
+        args: Map<String, Value>,
+        nested: bool,
+    ) -> Result<Response, ToolError> {
+        if let Err(e) = self.check_intervention().await {
+            if self.intervention.interrupted() && !nested {
+                // The model's request still gets a result in the history.
+                let content = "(interrupted by the user before it started)";
+                self.add_tool_result(request, content.to_owned());
+            }
+            return Err(e);
+        }
+        let heading = format!("Using tool '{request}'");
+        let log_id = self.add_log(LogKind::Tool, heading, String::new(), args.clone(), false);
+        let tool_name = match &target {
+            Target::Mcp(tool, _) => tool.name.clone(),
+            Target::Library(tool, _) if tool.name() == request.name() => tool.shared_name().clone(),
+            _ => request.name().into(),
+        };
+        let call = Arc::new(CallContext::new(Call {
+            agent: self.clone(),
+            tool_name,
+            method: request.method().map(Into::into),
+            log_id,
+            nested,
+            cancel: Default::default(),
+        }));
+        self.lifecycle_steps(&call, request, &target, args)
+            .await
+            .map_err(|e| self.finish_failed_call(&call, request, e))
+    }
+
+    /// Steps 2 to 10 of a call whose log item exists. Up to `execute` an interruption ends the
+    /// call; after it, the call completes.
+    async fn lifecycle_steps(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        target: &Target,
+        args: Map<String, Value>,
+    ) -> Result<Response, ToolError> {
+        match target {
+            Target::Library(tool, rules) => self.admit(&**tool, rules)?,
+            Target::Mcp(tool, rules) => self.admit(&**tool, rules)?,
+            _ => {}
+        }
+        let mut args = self.before_steps(call, request, target, args).await?;
+        let answer = match target {
+            Target::Library(tool, rules) => Answer::Plugin(
+                self.execute_governed(call, request, tool, &mut args, rules)
+                    .await?,
+            ),
+            // Boxed: an MCP call's state is 4 KiB (a network round trip, where an allocation
+            // is nothing), which every call's future would otherwise hold and copy.
+            Target::Mcp(tool, rules) => Answer::Host(
+                Box::pin(self.execute_governed(call, request, tool, &mut args, rules)).await?,
+            ),
+            Target::Unknown => Answer::Host(self.unknown_tool(request.name())),
+            Target::Parallel => Answer::Host(self.run_parallel(args).await?),
+        };
+        // An interruption now waits for the loop's next checkpoint.
+        self.intervention.check(Check::PauseOrStop).await?;
+        let config = match target {
+            Target::Library(_, rules) | Target::Mcp(_, rules) => Some(rules.config.clone()),
+            _ => self.host.config(self.profile()).ok(),
+        };
+        let mut response = self.limit_output(call, config.as_deref(), answer);
+        if let Some(metadata) = response.metadata.take() {
+            let metadata = self.host.secret_store().map(metadata);
+            self.transcript
+                .update_log(call.log_id, |item| item.metadata = Some(metadata));
+        }
+        self.after_steps(call, request, target, response).await
+    }
+
+    /// `before_execution`, an intervention check and the `tool_execute_before` extensions;
+    /// returns the arguments they leave.
+    async fn before_steps(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        target: &Target,
+        args: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ToolError> {
+        match target {
+            Target::Library(tool, _) if tool.has_before_hook() => {
+                tool.before_execution(call, json_text(&args)).await?
+            }
+            _ => self.default_before_execution(call, &args),
+        }
+        self.check_intervention().await?;
+        let extensions = self.host.extensions(self.profile(), TOOL_EXECUTE_BEFORE);
+        if extensions.is_empty() {
+            return Ok(args); // no extensions: the data need not be built
+        }
+        let before = ToolExecuteBefore::new(request.name().to_owned(), args);
+        Ok(self.run_point_with(&extensions, before, call).await?.args)
+    }
+
+    /// The `tool_execute_after` extensions (they may change the message and `additional`,
+    /// never `break_loop`), `after_execution` and an intervention check.
+    async fn after_steps(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        target: &Target,
+        response: Response,
+    ) -> Result<Response, ToolError> {
+        let extensions = self.host.extensions(self.profile(), TOOL_EXECUTE_AFTER);
+        let response = if extensions.is_empty() {
+            response // no extensions: the data need not be built
+        } else {
+            let break_loop = response.break_loop;
+            let after = ToolExecuteAfter::new(request.name().to_owned(), response);
+            let after = self.run_point_with(&extensions, after, call).await?;
+            // Extensions may change the message and `additional`, never `break_loop`.
+            Response {
+                break_loop,
+                ..after.response
+            }
+        };
+        match target {
+            Target::Library(tool, _) if tool.has_after_hook() => {
+                tool.after_execution(call, &response).await?
+            }
+            _ => self.default_after_execution(call, &response),
+        }
+        self.intervention.check(Check::PauseOrStop).await?;
+        Ok(response)
+    }
+
+    /// Ends the log item of a call that failed, and returns the error to report. An
+    /// interrupted call's result is its progress so far: in the history (or, for a call of
+    /// `parallel`, in its error, since the combined result reports it).
+    fn finish_failed_call(
+        &self,
+        call: &CallContext,
+        request: &ToolName,
+        error: ToolError,
+    ) -> ToolError {
+        let interrupted =
+            error.kind() == ErrorKind::Intervention && self.intervention.interrupted();
+        let content = match interrupted {
+            true => "(interrupted by the user)".to_owned(),
+            false => format!("error ({}): {}", error.kind(), error.message()),
+        };
+        let content = self.mask(content);
+        let mut progress = String::new();
+        self.transcript.update_log(call.log_id, |item| {
+            progress = item.progress.to_string();
+            item.content = content;
+            item.finished = true;
+        });
+        if !interrupted {
+            return error;
+        }
+        let content = if progress.is_empty() {
+            "(interrupted by the user before it reported progress)".to_owned()
+        } else {
+            format!("(interrupted by the user) progress so far: {progress}")
+        };
+        if call.nested {
+            return ToolError::intervention(content);
+        }
+        self.add_tool_result(request, content);
+        error
+    }
+
+    /// Adds a tool's result that is not its response (it was interrupted) to the history.
+    fn add_tool_result(&self, request: &ToolName, content: String) {
+        self.transcript.add_history(HistoryMessage {
+            role: Role::Tool,
+            content: self.mask(content),
+            tool_name: Some(request.to_string()),
+            additional: None,
+            tool_calls: Default::default(),
+            tool_call_id: None,
+        });
+    }
+
+    /// A library tool to call, with the rules for it. A mistake in the profile's config fails
+    /// the call with that mistake's one line.
+    fn library_target(&self, found: &FoundTool) -> Result<Target, ToolError> {
+        let tool = &found.handle;
+        let config = self
+            .host
+            .config(self.profile())
+            .map_err(|e| ToolError::dependency(e.to_string()))?;
+        let layer = found.layer.kind.as_str().into();
+        Ok(Target::Library(
+            tool.clone(),
+            CallRules::new(&**tool, layer, config),
+        ))
+    }
+
+    /// The built-in Unknown tool: names the missing tool and lists the available ones.
+    fn unknown_tool(&self, name: &str) -> Response {
+        Response::text(format!(
+            "Tool {name} not found. Available tools:\n{}",
+            self.host.tools_prompt(self.profile())
+        ))
+    }
+}

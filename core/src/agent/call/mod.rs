@@ -1,0 +1,14 @@
+//! One tool call: the fixed lifecycle (`lifecycle.rs`, the order documented on
+//! [`Agent::call_tool`](crate::Agent::call_tool)), the host's default hooks, the extension
+//! points and what is read back from them, long answers, and the built-in `parallel` tool.
+
+pub(crate) mod extension_points;
+pub(crate) mod hooks;
+pub(crate) mod lifecycle;
+pub(crate) mod long_output;
+pub(crate) mod parallel;
+pub(crate) mod read_back;
+
+pub use hooks::{nice_key, sanitize};
+pub use long_output::DEFAULT_MAX_OUTPUT;
+pub use parallel::MAX_PARALLEL;

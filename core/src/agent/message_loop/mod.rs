@@ -1,0 +1,373 @@
+//! Agent Zero's message loop: ask the model, read the tool request in its reply, run the tool,
+//! and go on until a tool ends the loop.
+
+pub(crate) mod ask;
+pub(crate) mod tool_calls;
+
+use std::sync::Arc;
+
+use crate::agent::intervention::Stopped;
+use crate::agent::message_loop::ask::Asked;
+use crate::agent::message_loop::tool_calls::{request_of, signature};
+use crate::agent::output::OutputKind;
+use crate::agent::transcript::{HistoryMessage, LogKind, Role, ToolCall};
+use crate::agent::Agent;
+use crate::model::{Model, ModelError};
+use crate::reply::{Misformat, ToolRequest};
+use crate::secrets::{Masked, MaskedError};
+use plugin_api::points::{
+    AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
+    MonologueEnd, MonologueStart, SystemPrompt,
+};
+use plugin_api::ErrorKind;
+use plugin_api::Response;
+use plugin_api::ToolError;
+
+/// Limits of one monologue.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LoopOptions {
+    /// Iterations (model replies) before the loop gives up. Default 25.
+    pub max_iterations: usize,
+    /// Unusable replies in a row (no tool request, or the same reply again) before the loop
+    /// gives up. Default 3.
+    pub max_unusable: usize,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        Self {
+            max_iterations: 25,
+            max_unusable: 3,
+        }
+    }
+}
+
+impl LoopOptions {
+    /// Sets [`max_iterations`](Self::max_iterations).
+    pub fn with_max_iterations(mut self, n: usize) -> Self {
+        self.max_iterations = n.max(1);
+        self
+    }
+
+    /// Sets [`max_unusable`](Self::max_unusable).
+    pub fn with_max_unusable(mut self, n: usize) -> Self {
+        self.max_unusable = n.max(1);
+        self
+    }
+}
+
+/// Why a monologue ended without a final answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoopError {
+    /// Too many unusable replies in a row.
+    #[error("the model gave {0} unusable replies in a row (no tool request it could read, or the same reply again); stopping")]
+    Unusable(usize),
+    /// No final answer within the iteration limit.
+    #[error(
+        "no final answer after {0} iterations; stopping (raise the limit with --max-iterations)"
+    )]
+    IterationLimit(usize),
+    /// The model gave no reply.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A tool failed with an error the model cannot repair.
+    #[error("tool '{tool}' failed ({} error): {}", .error.kind(), .error.message())]
+    Tool {
+        /// The request (`name[:method]`).
+        tool: String,
+        /// The error, masked.
+        error: MaskedError,
+    },
+    /// An extension failed.
+    #[error("extension point {point}: {}", .error.message())]
+    Extension {
+        /// The point.
+        point: &'static str,
+        /// The error, masked.
+        error: MaskedError,
+    },
+    /// The user stopped the agent.
+    #[error("stopped by the user")]
+    Stopped,
+}
+
+impl From<Stopped> for LoopError {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped
+    }
+}
+
+/// The warning for a reply without a readable tool request.
+pub const MISFORMAT_WARNING: &str = "Your reply was not a valid tool request. Reply with exactly one JSON object: {\"thoughts\": [...], \"headline\": \"...\", \"tool_name\": \"...\", \"tool_args\": {...}}";
+
+/// The warning for a reply identical to the previous one.
+pub const REPEAT_WARNING: &str = "You repeated your previous reply. Do something else: use the result you already have, call another tool, or answer with the response tool.";
+
+/// What one iteration came to.
+enum Step {
+    /// The loop goes on.
+    Next,
+    /// The user interrupted the tool: the rest of the iteration (`message_loop_end`) is
+    /// skipped; the lifecycle kept the tool's progress as its result, and the next checkpoint
+    /// adds the user's messages.
+    Interrupted,
+    /// A reply without a usable request (or the same reply again).
+    Unusable,
+    /// The reply broke off (counts as unusable; the last one ends the loop with this error).
+    Broken(ModelError),
+    /// The final answer (masked).
+    Answer(String),
+}
+
+impl Agent {
+    /// Runs one monologue: `message` from the user, then model replies and tool calls until a
+    /// tool ends the loop (`break_loop`, normally the `response` tool); returns that message.
+    ///
+    /// Each iteration: checkpoint (waits while paused; messages sent with
+    /// [`interject`](Self::interject) join the history), `message_loop_start`, the system prompt
+    /// (`system_prompt`), the model's reply (streamed, secrets masked), the reply in the
+    /// history, then the tool request: a reply without one is answered with a "misformat"
+    /// warning, the same reply twice with a "repeat" warning; after
+    /// [`max_unusable`](LoopOptions::max_unusable) of those in a row the loop gives up. A
+    /// repairable or validation error goes back to the model as a warning (through
+    /// `error_format`) and the loop goes on; an intervention ends the iteration (an interrupted
+    /// tool's progress is kept as its result); any other error ends the loop.
+    pub async fn monologue(
+        self: &Arc<Self>,
+        model: &dyn Model,
+        message: &str,
+        options: &LoopOptions,
+    ) -> Result<String, LoopError> {
+        if self.first_init() {
+            let data = AgentInit::new(self.name().to_owned(), self.profile().to_owned());
+            self.fire(data).await?;
+        }
+        self.fire(MonologueStart::new(message.to_owned())).await?;
+        self.add_note(LogKind::User, "User message".to_owned(), message.to_owned());
+        self.print(OutputKind::User, || format!("User: {message}"));
+        let running = self.intervention.start_monologue();
+        let result = match self.hist_add(Role::User, message.to_owned()).await {
+            Ok(()) => self.iterate(model, options).await,
+            Err(e) => Err(e),
+        };
+        // Messages that arrived after the last checkpoint are kept, not lost.
+        for late in running.end() {
+            let heading = "User message (arrived after the loop ended)";
+            self.add_note(LogKind::User, heading.to_owned(), late.clone());
+            let content = self.mask(late);
+            self.transcript.add_history(HistoryMessage {
+                role: Role::User,
+                content,
+                tool_name: None,
+                additional: None,
+                tool_calls: Default::default(),
+                tool_call_id: None,
+            });
+        }
+        self.transcript.flush_session_log();
+        let end = MonologueEnd::new(result.as_ref().ok().cloned());
+        let ended = self.fire(end).await;
+        if let Err(e) = &result {
+            self.add_note(LogKind::Error, "The loop ended".to_owned(), e.to_string());
+        }
+        result.and_then(|answer| ended.map(|_| answer))
+    }
+
+    async fn iterate(
+        self: &Arc<Self>,
+        model: &dyn Model,
+        options: &LoopOptions,
+    ) -> Result<String, LoopError> {
+        let mut unusable = 0;
+        let mut last_reply: Option<String> = None;
+        for iteration in 1..=options.max_iterations {
+            self.checkpoint().await?;
+            let iteration = iteration as u64;
+            self.fire(MessageLoopStart::new(iteration)).await?;
+            let step = self.iteration(model, &mut last_reply).await?;
+            if matches!(step, Step::Interrupted) {
+                unusable = 0;
+                continue;
+            }
+            self.fire(MessageLoopEnd::new(iteration)).await?;
+            match step {
+                Step::Answer(answer) => return Ok(answer),
+                Step::Next | Step::Interrupted => unusable = 0,
+                Step::Unusable => {
+                    unusable += 1;
+                    if unusable >= options.max_unusable {
+                        return Err(LoopError::Unusable(unusable));
+                    }
+                }
+                Step::Broken(error) => {
+                    unusable += 1;
+                    if unusable >= options.max_unusable {
+                        return Err(error.into());
+                    }
+                }
+            }
+        }
+        Err(LoopError::IterationLimit(options.max_iterations))
+    }
+
+    /// One iteration after its checkpoint: the model's reply, and the tool it asks for (a
+    /// native call's result is marked with the call's id).
+    async fn iteration(
+        self: &Arc<Self>,
+        model: &dyn Model,
+        last_reply: &mut Option<String>,
+    ) -> Result<Step, LoopError> {
+        let reply = match self.ask(model).await? {
+            Asked::Reply(reply) => reply,
+            Asked::Interrupted => return Ok(Step::Interrupted),
+            Asked::Broken(error) => return Ok(Step::Broken(error)),
+        };
+        let request = request_of(&reply, model.protocol());
+        let signature = signature(&reply);
+        let repeated = last_reply.as_deref() == Some(signature.as_str());
+        *last_reply = Some(signature);
+        let request = match request {
+            _ if repeated => return self.unusable(REPEAT_WARNING.to_owned()).await,
+            Ok(request) => request,
+            Err(Misformat::NoRequest) => return self.unusable(MISFORMAT_WARNING.to_owned()).await,
+            Err(misformat) => {
+                let warning = format!("{MISFORMAT_WARNING}\nIn your reply, {misformat}.");
+                return self.unusable(warning).await;
+            }
+        };
+        let call_id = match reply.tool_calls.as_slice() {
+            [call] => Some(call.id.clone()),
+            _ => None,
+        };
+        self.transcript.expect_result_of(call_id);
+        let result = self.call_tool(&request.tool, request.args.clone()).await;
+        self.transcript.expect_result_of(None);
+        match result {
+            Ok(response) => self.tool_answered(&request, response).await,
+            Err(error) => self.tool_failed(request, error).await,
+        }
+    }
+
+    /// An unusable reply: the warning goes back to the model.
+    async fn unusable(self: &Arc<Self>, warning: String) -> Result<Step, LoopError> {
+        self.warn(warning).await?;
+        Ok(Step::Unusable)
+    }
+
+    /// A tool answered: its result was added to the history; a `break_loop` ends the loop,
+    /// unless a message arrived while the answer was being given (it is answered too).
+    async fn tool_answered(
+        self: &Arc<Self>,
+        request: &ToolRequest,
+        response: Response,
+    ) -> Result<Step, LoopError> {
+        let result = HistAddToolResult::new(request.tool.clone(), response.message.clone());
+        self.fire(result).await?;
+        if !response.break_loop || self.intervention.has_messages() {
+            return Ok(Step::Next);
+        }
+        let heading = format!("{}: final answer", self.name());
+        self.add_note(LogKind::Response, heading, response.message.clone());
+        Ok(Step::Answer(self.mask(response.message).into_inner()))
+    }
+
+    /// A tool failed: an intervention ends the iteration, a repairable or validation error goes
+    /// back to the model, anything else ends the loop.
+    async fn tool_failed(
+        self: &Arc<Self>,
+        request: ToolRequest,
+        error: ToolError,
+    ) -> Result<Step, LoopError> {
+        match error.kind() {
+            ErrorKind::Intervention if self.is_stopped() => Err(LoopError::Stopped),
+            ErrorKind::Intervention => Ok(Step::Interrupted),
+            ErrorKind::Repairable | ErrorKind::Validation => {
+                let text = self.format_error(&request.tool, &error).await?;
+                self.warn(text).await?;
+                Ok(Step::Next)
+            }
+            _ => Err(LoopError::Tool {
+                tool: request.tool,
+                error: self.host.secret_store().error(&error),
+            }),
+        }
+    }
+
+    /// Waits while paused; fails if stopped; adds the messages the user sent meanwhile, then
+    /// checks again (a paused agent stays paused after an interjection).
+    async fn checkpoint(self: &Arc<Self>) -> Result<(), LoopError> {
+        loop {
+            let messages = self.intervention.checkpoint().await?;
+            if messages.is_empty() {
+                return Ok(());
+            }
+            for message in messages {
+                let heading = "User message (interjected)";
+                self.add_note(LogKind::User, heading.to_owned(), message.clone());
+                self.print(OutputKind::User, || {
+                    format!("User (interjected): {message}")
+                });
+                self.hist_add(Role::User, message).await?;
+            }
+        }
+    }
+
+    /// The system prompt: the profile's `agent.system.*.md` fragments, then the tools
+    /// section, passed through `system_prompt`.
+    pub async fn system_prompt(self: &Arc<Self>) -> Result<String, LoopError> {
+        let parts = self.host.system_prompt_parts(self.profile());
+        let prompt = self.fire(SystemPrompt::new(parts)).await?;
+        Ok(prompt.parts.join("\n\n"))
+    }
+
+    /// Adds a warning for the model to the history and the log.
+    async fn warn(self: &Arc<Self>, text: String) -> Result<(), LoopError> {
+        self.print(OutputKind::Warning, || format!("Warning: {text}"));
+        self.add_note(LogKind::Warning, "Warning".to_owned(), text.clone());
+        self.hist_add(Role::Warning, text).await
+    }
+
+    /// The text the model sees for a repairable error, through `error_format`.
+    async fn format_error(
+        self: &Arc<Self>,
+        tool: &str,
+        error: &ToolError,
+    ) -> Result<String, LoopError> {
+        // Masked before the extensions see it: one that rewrites the text (truncates it,
+        // changes its case) could otherwise defeat the masking after it.
+        let message = self.mask(error.message().to_owned());
+        let text = format!("Tool '{tool}' failed: {message}");
+        let kind = error.kind().as_str().to_owned();
+        let data = ErrorFormat::new(kind, message.into_inner(), text);
+        Ok(self.fire(data).await?.text)
+    }
+
+    /// Adds a message to the history through `hist_add_before` (which may change its content).
+    async fn hist_add(self: &Arc<Self>, role: Role, content: String) -> Result<(), LoopError> {
+        self.hist_add_with(role, content, Masked::default()).await
+    }
+
+    /// [`hist_add`](Self::hist_add) of a reply with native tool calls.
+    pub(crate) async fn hist_add_with(
+        self: &Arc<Self>,
+        role: Role,
+        content: String,
+        tool_calls: Masked<Vec<ToolCall>>,
+    ) -> Result<(), LoopError> {
+        // Masked before extensions see it, and again after they changed it.
+        let data = HistAddBefore::new(role.as_str().to_owned(), content);
+        let content = self.fire(data).await?.content;
+        let content = self.mask(content);
+        self.transcript.add_history(HistoryMessage {
+            role,
+            content,
+            tool_name: None,
+            additional: None,
+            tool_calls,
+            tool_call_id: None,
+        });
+        Ok(())
+    }
+}

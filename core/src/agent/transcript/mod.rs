@@ -1,0 +1,248 @@
+//! An agent's transcript: its history (what the model reads), its log (what a person reads)
+//! and the session files they are recorded to. Everything in it is [`Masked`].
+
+pub(crate) mod session;
+
+pub use session::Session;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::secrets::Masked;
+
+/// Who wrote a history message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The model.
+    Ai,
+    /// A tool result.
+    Tool,
+    /// A warning shown to the model (for example a repairable error).
+    Warning,
+}
+
+impl Role {
+    /// Parses `user`, `ai` (or `assistant`), `tool` or `warning`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "user" => Self::User,
+            "ai" | "assistant" => Self::Ai,
+            "tool" => Self::Tool,
+            "warning" => Self::Warning,
+            _ => return None,
+        })
+    }
+
+    /// `user`, `ai`, `tool` or `warning`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Ai => "ai",
+            Self::Tool => "tool",
+            Self::Warning => "warning",
+        }
+    }
+}
+
+/// One message of the agent's history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryMessage {
+    /// Who wrote it.
+    pub role: Role,
+    /// Its text.
+    pub content: Masked,
+    /// For tool results: the tool's name.
+    pub tool_name: Option<String>,
+    /// For tool results: the response's `additional` data.
+    pub additional: Option<Masked<Map<String, Value>>>,
+    /// For the model's replies under the native tool protocol: the tool calls it made.
+    #[serde(skip_serializing_if = "no_calls")]
+    pub tool_calls: Masked<Vec<ToolCall>>,
+    /// For a tool result under the native tool protocol: the id of the call it answers (the
+    /// result of several calls, run as one `parallel` request, has none: its `additional`
+    /// holds one result per call, in the order of the calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+fn no_calls(calls: &Masked<Vec<ToolCall>>) -> bool {
+    calls.is_empty()
+}
+
+/// A tool call a model made under the native tool protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The model's id for the call; the result goes back with it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the JSON text the model wrote.
+    pub arguments: String,
+}
+
+/// What a log item is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LogKind {
+    /// A message from the user.
+    User,
+    /// A reply of the model.
+    Agent,
+    /// A tool call.
+    Tool,
+    /// A warning shown to the model.
+    Warning,
+    /// The loop ended with an error.
+    Error,
+    /// The final answer.
+    Response,
+}
+
+impl LogKind {
+    /// `user`, `agent`, `tool`, `warning`, `error` or `response`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Agent => "agent",
+            Self::Tool => "tool",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Response => "response",
+        }
+    }
+}
+
+impl PartialEq<&str> for LogKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// One item of the agent's log (what a UI shows).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogItem {
+    /// Unique within the agent.
+    pub id: u64,
+    /// What it is about.
+    pub kind: LogKind,
+    /// `Using tool 'name:method'`.
+    pub heading: Masked,
+    /// The result text, once known.
+    pub content: Masked,
+    /// Key-values: the call's arguments.
+    pub kvps: Masked<Map<String, Value>>,
+    /// The latest progress text.
+    pub progress: Masked,
+    /// Whether the call has finished.
+    pub finished: bool,
+    /// The tool's result metadata ([`Response::metadata`](crate::Response::metadata)): for the
+    /// log and the audit, never the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Masked<Map<String, Value>>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    history: Vec<HistoryMessage>,
+    log: Vec<LogItem>,
+    session: Option<Session>,
+    /// The id of the native tool call whose result the next tool result is.
+    pending_call: Option<String>,
+}
+
+/// History, log and session of one agent, behind one lock.
+#[derive(Default)]
+pub(crate) struct Transcript {
+    inner: Mutex<Inner>,
+}
+
+impl Transcript {
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A copy of the history.
+    pub(crate) fn history(&self) -> Vec<HistoryMessage> {
+        self.inner().history.clone()
+    }
+
+    /// The next tool result answers the native tool call `id` (`None`: no call is pending).
+    pub(crate) fn expect_result_of(&self, id: Option<String>) {
+        self.inner().pending_call = id;
+    }
+
+    /// A copy of the log.
+    pub(crate) fn log(&self) -> Vec<LogItem> {
+        self.inner().log.clone()
+    }
+
+    /// Adds a message to the history (and the session). The first tool result after
+    /// [`expect_result_of`](Self::expect_result_of) gets that call's id.
+    pub(crate) fn add_history(&self, mut message: HistoryMessage) {
+        let mut inner = self.inner();
+        if message.role == Role::Tool && message.tool_call_id.is_none() {
+            message.tool_call_id = inner.pending_call.take();
+        }
+        if let Some(session) = &mut inner.session {
+            session.history(&message);
+        }
+        inner.history.push(message);
+    }
+
+    /// Adds a log item; returns its id. A finished item goes to the session at once.
+    pub(crate) fn add_log(&self, mut item: LogItem) -> u64 {
+        let mut inner = self.inner();
+        item.id = inner.log.len() as u64 + 1;
+        if let (Some(session), true) = (&mut inner.session, item.finished) {
+            session.log(&item);
+        }
+        let id = item.id;
+        inner.log.push(item);
+        id
+    }
+
+    /// Changes the log item `id`. It goes to the session once it is finished: progress
+    /// appended piece by piece could hold part of a value until the rest arrives.
+    pub(crate) fn update_log(&self, id: u64, change: impl FnOnce(&mut LogItem)) {
+        let mut inner = self.inner();
+        let Inner { log, session, .. } = &mut *inner;
+        if let Some(item) = id.checked_sub(1).and_then(|i| log.get_mut(i as usize)) {
+            change(item);
+            if let (Some(session), true) = (session, item.finished) {
+                session.log(item);
+            }
+        }
+    }
+
+    /// Records the transcript under `parent` from now on; returns the session's folder.
+    pub(crate) fn record(&self, parent: &Path, agent: &str) -> std::io::Result<PathBuf> {
+        let session = Session::create(parent, agent)?;
+        let dir = session.dir().to_owned();
+        self.inner().session = Some(session);
+        Ok(dir)
+    }
+
+    /// The folder of the session being recorded, if any.
+    pub(crate) fn session_dir(&self) -> Option<PathBuf> {
+        self.inner().session.as_ref().map(|s| s.dir().to_owned())
+    }
+
+    /// Writes the log items that are not finished yet to the session (at the end of a
+    /// monologue: a tool that was interrupted or failed).
+    pub(crate) fn flush_session_log(&self) {
+        let mut inner = self.inner();
+        let Inner { log, session, .. } = &mut *inner;
+        if let Some(session) = session {
+            for item in log.iter().filter(|i| !i.finished) {
+                session.log(item);
+            }
+        }
+    }
+}

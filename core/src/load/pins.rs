@@ -1,0 +1,233 @@
+//! Pinned libraries: `usr/plugins.lock` holds the SHA-256 of every library the layers hold
+//! (`toolhost pin` writes it). With `pinning = true` in `usr/toolhost.toml`, a library that the
+//! lock does not list, or whose bytes changed since it was pinned, is refused with one line,
+//! like any other skipped file ([`LoadErrorKind::Unpinned`](crate::LoadErrorKind::Unpinned)).
+//!
+//! The lock is TOML, one line per library, by its path relative to the root:
+//!
+//! ```toml
+//! [libraries]
+//! "core/tools/response.so" = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//! ```
+//!
+//! ```
+//! use toolhost::pins::PinLock;
+//! use toolhost::Layout;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = std::env::temp_dir().join(format!("toolhost-pins-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(root.join("usr/tools"))?;
+//! let library = format!("usr/tools/hello.{}", toolhost::LIBRARY_EXTENSION);
+//! std::fs::write(root.join(&library), b"the library's bytes")?;
+//! let layout = Layout::new(&root);
+//! let lock = PinLock::collect(&layout, toolhost::DEFAULT_MAX_LIBRARY_BYTES)?;
+//! lock.write(&layout.pins_file())?;
+//! let read = PinLock::read(&layout.pins_file(), 1 << 20)?.expect("just written");
+//! assert!(read.check(&library, b"the library's bytes").is_ok());
+//! assert!(read.check(&library, b"other bytes").is_err());
+//! # std::fs::remove_dir_all(&root)?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::config::write_atomically;
+use crate::governance::sha256_hex;
+use crate::layout::{library_files, read_capped, subdirs, Escaped, Layout};
+use crate::load::image::Stamp;
+
+pub use crate::layout::PINS_FILE_NAME;
+
+/// What the lock file says: the SHA-256 of each pinned library, by its path relative to the
+/// root (`/`-separated).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PinLock {
+    libraries: BTreeMap<String, String>,
+}
+
+/// Why the lock file could not be read or written; the message names the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinError(String);
+
+impl fmt::Display for PinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PinError {}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LockFile {
+    libraries: BTreeMap<String, String>,
+}
+
+impl PinLock {
+    /// Hashes every library file in every layer of every profile (tools and extensions).
+    /// A file that cannot be read is an error naming it: a lock must not leave one out.
+    pub fn collect(layout: &Layout, max_library_bytes: u64) -> Result<Self, PinError> {
+        let mut libraries = BTreeMap::new();
+        for path in library_paths(layout) {
+            let bytes = read_capped(&path, max_library_bytes, "HostOptions::max_library_bytes")
+                .map_err(|e| PinError(format!("{}: cannot pin it: {e}", Escaped(&path))))?;
+            libraries.insert(relative(layout, &path), pin_of(&bytes.bytes));
+        }
+        Ok(Self { libraries })
+    }
+
+    /// Reads the lock at `path`: `None` if there is none.
+    pub fn read(path: &Path, max_text_bytes: u64) -> Result<Option<Self>, PinError> {
+        let text =
+            match crate::layout::read_text(path, max_text_bytes, "HostOptions::max_text_bytes") {
+                Ok(text) => text,
+                Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => return Ok(None),
+                Err(e) => return Err(PinError(format!("{}: {e}", Escaped(path)))),
+            };
+        let file: LockFile = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
+            PinError(format!(
+                "{}{at}: not a lock file: {}; write it again with `toolhost pin`",
+                Escaped(path),
+                e.message()
+            ))
+        })?;
+        Ok(Some(Self {
+            libraries: file.libraries,
+        }))
+    }
+
+    /// Writes the lock to `path` atomically (a new file renamed over the old one).
+    pub fn write(&self, path: &Path) -> Result<(), PinError> {
+        let mut libraries = toml_edit::Table::new();
+        for (file, pin) in &self.libraries {
+            libraries.insert(file, toml_edit::value(pin));
+        }
+        let mut doc = toml_edit::DocumentMut::new();
+        doc.insert("libraries", toml_edit::Item::Table(libraries));
+        let text = format!("{LOCK_HEADER}{doc}");
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)
+            .and_then(|()| write_atomically(path, text.as_bytes()))
+            .map_err(|e| PinError(format!("cannot write {}: {e}", Escaped(path))))
+    }
+
+    /// How many libraries are pinned.
+    pub fn len(&self) -> usize {
+        self.libraries.len()
+    }
+
+    /// Whether no library is pinned.
+    pub fn is_empty(&self) -> bool {
+        self.libraries.is_empty()
+    }
+
+    /// The pinned libraries: path relative to the root, and `sha256:<hex>`.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.libraries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Whether `bytes` are what the lock pins for `relative` (a path relative to the root);
+    /// the error says why not and what to do.
+    pub fn check(&self, relative: &str, bytes: &[u8]) -> Result<(), String> {
+        self.check_pin(relative, &pin_of(bytes))
+    }
+
+    /// Whether `pin` (`sha256:<hex>`) is what the lock pins for `relative`, as
+    /// [`check`](Self::check) says.
+    pub(crate) fn check_pin(&self, relative: &str, pin: &str) -> Result<(), String> {
+        match self.libraries.get(relative) {
+            None => Err("it is not pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust it, or pass --allow-unpinned while developing".to_owned()),
+            Some(pinned) if pinned == pin => Ok(()),
+            Some(_) => Err("its bytes changed since it was pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust the new build, or pass --allow-unpinned while developing".to_owned()),
+        }
+    }
+}
+
+/// The comment at the top of a lock file.
+const LOCK_HEADER: &str = "\
+# The SHA-256 of every library in the layers, written by `toolhost pin`.
+# With `pinning = true` in usr/toolhost.toml, a library that is not listed here, or whose
+# bytes changed, is refused. Run `toolhost pin` again after a change you trust.
+";
+
+/// `sha256:<hex>` of `bytes`.
+fn pin_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// `path` relative to the root, `/`-separated (as the lock names it).
+pub(crate) fn relative(layout: &Layout, path: &Path) -> String {
+    let relative = path.strip_prefix(layout.root()).unwrap_or(path);
+    relative.to_string_lossy().replace('\\', "/")
+}
+
+/// Every library file of every layer of every profile, each once, sorted.
+fn library_paths(layout: &Layout) -> Vec<PathBuf> {
+    let mut paths = std::collections::BTreeSet::new();
+    for profile in layout.profiles() {
+        for layer in layout.layers(&profile) {
+            paths.extend(
+                library_files(&layer.tools_dir())
+                    .into_iter()
+                    .map(|(_, p)| p),
+            );
+            for point in subdirs(&layer.extensions_dir()) {
+                paths.extend(library_files(&point).into_iter().map(|(_, p)| p));
+            }
+        }
+    }
+    paths.into_iter().collect()
+}
+
+/// The host's pin check: the lock, read again whenever its file changes.
+pub(crate) struct Pins {
+    layout: Layout,
+    max_text_bytes: u64,
+    /// Log a violation and load the library anyway (`--allow-unpinned`).
+    allow_unpinned: bool,
+    /// The lock as last read, with the stamp of its file then.
+    read: Mutex<Option<(Option<Stamp>, Result<PinLock, PinError>)>>,
+}
+
+impl Pins {
+    pub(crate) fn new(layout: Layout, max_text_bytes: u64, allow_unpinned: bool) -> Self {
+        Self {
+            layout,
+            max_text_bytes,
+            allow_unpinned,
+            read: Mutex::new(None),
+        }
+    }
+
+    /// Whether the library at `path` with `bytes` may load; the error is its "skipped" reason.
+    pub(crate) fn check(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        self.check_pin(path, &pin_of(bytes))
+    }
+
+    /// As [`check`](Self::check), for bytes whose pin (`sha256:<hex>`) is `pin`.
+    pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
+        let file = self.layout.pins_file();
+        let stamp = Stamp::of(&file);
+        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
+            let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
+            *read = Some((stamp, lock));
+        }
+        let verdict = match &read.as_ref().expect("just read").1 {
+            Ok(lock) => lock.check_pin(&relative(&self.layout, path), pin),
+            Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
+        };
+        match verdict {
+            Err(reason) if self.allow_unpinned => {
+                tracing::warn!("{}: loaded although {reason}", Escaped(path));
+                Ok(())
+            }
+            verdict => verdict,
+        }
+    }
+}

@@ -144,6 +144,7 @@ pub mod openai;
 mod plugin;
 mod reply;
 mod secrets;
+mod sync;
 
 pub use agent::output;
 pub use load::pins;

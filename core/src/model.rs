@@ -1,5 +1,6 @@
 //! The model the message loop asks, and the scripted one that replays a conversation.
 
+use crate::sync::lock;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
@@ -327,7 +328,7 @@ impl ScriptedModel {
 
     /// How many replies are left.
     pub fn remaining(&self) -> usize {
-        self.replies.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.replies).len()
     }
 }
 
@@ -338,10 +339,7 @@ impl Model for ScriptedModel {
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ModelFuture<'a> {
         Box::pin(async move {
-            let reply = self
-                .replies
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            let reply = lock(&self.replies)
                 .pop_front()
                 .ok_or(ModelError::ScriptEnded)?;
             let chars: Vec<char> = reply.chars().collect();

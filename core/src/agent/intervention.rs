@@ -10,6 +10,7 @@
 //! - A check that failed because of an interruption, not a stop, is [`Intervention::interrupted`]:
 //!   the caller keeps what the tool did so far and the loop goes on.
 
+use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -64,7 +65,7 @@ impl Intervention {
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.queue)
     }
 
     fn change(&self, change: impl FnOnce(&mut Flags)) {

@@ -9,6 +9,7 @@ pub(crate) mod message_loop;
 pub mod output;
 pub(crate) mod transcript;
 
+use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -93,7 +94,7 @@ impl Agent {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// A copy of the history.

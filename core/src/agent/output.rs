@@ -1,5 +1,6 @@
 //! Where an agent's live output goes: the terminal, a buffer (tests), or nowhere (benchmarks).
 
+use crate::sync::lock;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
@@ -139,15 +140,12 @@ pub struct Captured {
 impl Captured {
     /// The lines so far.
     pub fn lines(&self) -> Vec<(OutputKind, String)> {
-        self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.lines).clone()
     }
 }
 
 impl Output for Captured {
     fn print(&self, kind: OutputKind, text: &Masked) {
-        self.lines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((kind, text.to_string()));
+        lock(&self.lines).push((kind, text.to_string()));
     }
 }

@@ -5,6 +5,7 @@
 //! chain's last link and the file's length after this writer's last line are kept in memory:
 //! the tail is read again only when the length changed since (another process appended).
 
+use crate::sync::lock;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -104,7 +105,7 @@ impl Audit {
     /// [`append`](Self::append) for anything that serializes as a record's JSON object (a
     /// record borrowed from the call it describes).
     pub(crate) fn append_serialized(&self, record: &impl Serialize) -> Result<(), AuditError> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = lock(&self.state);
         state.body.clear();
         serde_json::to_writer(&mut state.body, record).map_err(|e| {
             AuditError::new(

@@ -17,6 +17,7 @@
 //! yield is a system call that costs more than a short call. Threads left idle for
 //! [`IDLE_EXIT`] end; new ones start when none is idle.
 
+use crate::sync::lock;
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -148,7 +149,7 @@ pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> 
 
 /// Hands a job to an idle call thread, or to a new one.
 pub(crate) fn dispatch(job: Job) {
-    let idle = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let idle = lock(&IDLE).pop();
     let job = match idle {
         Some((_, sender)) => match sender.send(job) {
             Ok(()) => return,
@@ -181,7 +182,7 @@ thread_local! {
 /// is done (before its result is handed over), or else when the job returns.
 fn offer_this_thread() {
     if let Some(entry) = THIS_THREAD.with(|this| this.borrow_mut().take()) {
-        IDLE.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+        lock(&IDLE).push(entry);
     }
 }
 
@@ -210,7 +211,7 @@ fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
         Err(RecvTimeoutError::Disconnected) => return None,
         Err(RecvTimeoutError::Timeout) => {}
     }
-    let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut idle = lock(&IDLE);
     match idle.iter().position(|(i, _)| *i == id) {
         Some(at) => {
             idle.swap_remove(at);

@@ -1,6 +1,7 @@
 //! Approvals by risk level: the policy says allow, ask or deny; "ask" goes to the agent's
 //! [`Approver`] (a terminal prompt in the CLI), and with none, the call is denied.
 
+use crate::sync::lock;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
@@ -243,8 +244,4 @@ fn refused(source: DecisionSource) -> Decision {
         allowed: false,
         source,
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

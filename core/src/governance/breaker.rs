@@ -6,6 +6,7 @@
 //! opens it again. The breaker lives in the tool's handle, so a new build of the tool starts
 //! closed.
 
+use crate::sync::lock;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -112,7 +113,7 @@ impl Drop for Locked<'_> {
 impl Breaker {
     fn state(&self) -> Locked<'_> {
         Locked {
-            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            guard: lock(&self.state),
             clean: &self.clean,
         }
     }

@@ -1,6 +1,7 @@
 //! A tool's JSON Schema, compiled once per loaded build: defaults filled in, then every failure
 //! listed in one `validation` error.
 
+use crate::sync::lock;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
@@ -22,11 +23,7 @@ fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
     const MAX_CACHED: usize = 256;
     static CACHE: Mutex<Option<HashMap<String, Arc<Validator>>>> = Mutex::new(None);
     let key = schema.to_string();
-    let cached = CACHE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|c| c.get(&key).cloned());
+    let cached = lock(&CACHE).as_ref().and_then(|c| c.get(&key).cloned());
     if let Some(validator) = cached {
         return Ok(validator);
     }
@@ -38,7 +35,7 @@ fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
             false => format!("its parameters schema does not compile at {at}: {e}"),
         }
     })?);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = lock(&CACHE);
     let cache = cache.get_or_insert_with(HashMap::new);
     if cache.len() >= MAX_CACHED {
         cache.clear();

@@ -3,8 +3,9 @@
 //! and a replaced entry is dropped outside the lock (dropping a plugin instance runs plugin
 //! code, which must never run under one of the host's locks).
 
+use crate::sync::{read, write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
@@ -122,14 +123,6 @@ impl<T: ?Sized> ProfileCache<T> {
         let taken = std::mem::take(&mut *write(&self.map));
         taken.into_keys().collect()
     }
-}
-
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

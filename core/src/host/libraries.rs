@@ -1,9 +1,10 @@
 //! The host's library cache: one entry per file, which keeps the last good generation serving.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::host::error::HostError;
@@ -546,8 +547,4 @@ fn forgotten(entries: &HashMap<PathBuf, Entry>, path: &Path, had_entry: bool) ->
         true => !entries.contains_key(path),
         false => !entries.contains_key(path) && !crate::layout::entry_exists(path),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,6 +1,7 @@
 //! A tool whose library runs in a worker process: its worker (started again after a crash,
 //! with backoff if it keeps dying), and its calls across the pipe, deadline and grace included.
 
+use crate::sync::lock;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use tokio::sync::oneshot;
 
 use super::limits::IsolationSettings;
 use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
-use super::worker_process::{lock, CallResult, Pending, StartError, WorkerProcess};
+use super::worker_process::{CallResult, Pending, StartError, WorkerProcess};
 use crate::exec::call_threads;
 use crate::exec::context::CallContext;
 use crate::load::error::{LoadError, LoadErrorKind};

@@ -1,12 +1,13 @@
 //! The host's side of one worker process: starting it (with its limits), the pipe to it, the
 //! thread that reads its messages, and what happens when it ends.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
@@ -328,8 +329,4 @@ fn tail_stderr(mut err: impl Read) -> String {
         }
     }
     String::from_utf8_lossy(&tail).into_owned()
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,5 +1,6 @@
 //! One loaded copy of a library file, and what happens when its last user lets go.
 
+use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -77,7 +78,7 @@ struct Reaper(Mutex<mpsc::Sender<Job>>);
 
 impl Reaper {
     fn send(&self, job: Job) {
-        let sender = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let sender = lock(&self.0);
         if let Err(mpsc::SendError(job)) = sender.send(job) {
             job(); // the thread could not start: run it here rather than never
         }

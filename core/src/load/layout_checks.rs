@@ -16,6 +16,7 @@
 //! replaces the file whole (a temporary file renamed over it), and one that fails (a read-only
 //! `usr/`) only costs the walk again in the next process.
 
+use crate::sync::lock;
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
@@ -240,10 +241,6 @@ fn fingerprint(root: &'static TypeLayout) -> u128 {
     }
     hasher.update(text.as_bytes());
     hasher.digest128()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@
 //! # Ok(()) }
 //! ```
 
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -213,7 +214,7 @@ impl Pins {
     pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
         let file = self.layout.pins_file();
         let stamp = Stamp::of(&file);
-        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        let mut read = lock(&self.read);
         if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
             let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
             *read = Some((stamp, lock));

@@ -2,6 +2,7 @@
 //! in, its standard error kept for the failure reason) or the streamable HTTP endpoint (its
 //! headers' placeholders filled in), the handshake, all bounded in time.
 
+use crate::sync::lock;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -50,7 +51,7 @@ pub(crate) async fn connect(
             }
             let served = tokio::time::timeout(HANDSHAKE, handler.serve(process)).await;
             let said = || {
-                let lines = tail.lock().unwrap_or_else(|e| e.into_inner()).join(" | ");
+                let lines = lock(&tail).join(" | ");
                 match lines.is_empty() {
                     true => String::new(),
                     false => format!(" (its standard error: {lines})"),
@@ -128,7 +129,7 @@ async fn keep_stderr(
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::debug!("MCP server {server}: {line}");
-        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tail = lock(&tail);
         if tail.len() == STDERR_LINES {
             tail.remove(0);
         }

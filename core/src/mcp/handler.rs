@@ -2,6 +2,7 @@
 //! goes to the call that sent the token; `notifications/tools/list_changed` refreshes the
 //! server's tools.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -99,8 +100,4 @@ impl ClientHandler for Handler {
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         )
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

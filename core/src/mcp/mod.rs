@@ -20,6 +20,7 @@ mod handler;
 mod server;
 mod tool;
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -177,8 +178,4 @@ impl Drop for McpClients {
         });
         let _ = stopping.join();
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

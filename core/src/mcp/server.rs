@@ -1,6 +1,7 @@
 //! One MCP server: its connection, its state (starting, ready with its tools, failed with the
 //! reason), restarts with backoff after a failure, and a clean shutdown.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -92,7 +93,7 @@ impl Server {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Its state, its tools and its last error.
@@ -208,7 +209,7 @@ impl Server {
     }
 
     fn breaker(&self, tool: &str) -> Arc<Breaker> {
-        let mut breakers = self.breakers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut breakers = lock(&self.breakers);
         breakers.entry(tool.to_owned()).or_default().clone()
     }
 

@@ -1,6 +1,7 @@
 //! Approvals asked of the MCP client's user with an elicitation request: approve once, for
 //! this session, always, or deny.
 
+use crate::sync::lock;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -47,10 +48,7 @@ impl ElicitationApprover {
     }
 
     fn remembered(&self, tool: &str) -> bool {
-        self.session
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(tool)
+        lock(&self.session).contains(tool)
     }
 }
 
@@ -108,7 +106,7 @@ impl Approver for ElicitationApprover {
         match decision.as_deref() {
             Some("once") => ApprovalAnswer::Once,
             Some("session") => {
-                let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+                let mut session = lock(&self.session);
                 session.insert(request.tool.clone());
                 ApprovalAnswer::Session
             }

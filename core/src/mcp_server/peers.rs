@@ -1,6 +1,7 @@
 //! The connected clients, and `notifications/tools/list_changed` sent to each of them when the
 //! host reloads, finds or loses a library.
 
+use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -26,14 +27,14 @@ pub(crate) struct Peers {
 impl Peers {
     /// Adds a session's client.
     pub(crate) fn add(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut peers = lock(&self.peers);
         peers.retain(|p| !p.is_transport_closed());
         peers.push(peer);
     }
 
     /// How many sessions are open.
     pub(crate) fn len(&self) -> usize {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut peers = lock(&self.peers);
         peers.retain(|p| !p.is_transport_closed());
         peers.len()
     }
@@ -41,7 +42,7 @@ impl Peers {
     /// Sends `notifications/tools/list_changed` to every open session; forgets closed ones.
     pub(crate) async fn tools_changed(&self) {
         let peers: Vec<_> = {
-            let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut peers = lock(&self.peers);
             peers.retain(|p| !p.is_transport_closed());
             peers.clone()
         };

@@ -1,6 +1,7 @@
 //! The host's live secrets: replaced when `usr/secrets.env` changes, read at every step of a
 //! call.
 
+use crate::sync::{read, write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -30,10 +31,7 @@ impl SecretStore {
 
     /// The current secrets.
     pub(crate) fn get(&self) -> Arc<Secrets> {
-        self.secrets
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.secrets).clone()
     }
 
     /// The current secrets, if any are set.
@@ -43,7 +41,7 @@ impl SecretStore {
 
     /// Replaces the secrets.
     pub(crate) fn set(&self, secrets: Secrets) {
-        let mut current = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        let mut current = write(&self.secrets);
         self.any.store(!secrets.is_empty(), Ordering::Release);
         *current = Arc::new(secrets);
     }

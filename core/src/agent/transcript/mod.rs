@@ -5,6 +5,7 @@ pub(crate) mod session;
 
 pub use session::Session;
 
+use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -165,7 +166,7 @@ pub(crate) struct Transcript {
 
 impl Transcript {
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// A copy of the history.

@@ -19,6 +19,7 @@
 //! - The descriptor is closed once the library is loaded; the mapping keeps the memory.
 //! - Named `toolhost:<file name>`, so `/proc/<pid>/maps` says which library a mapping is.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
@@ -226,7 +227,7 @@ fn create(name: &str) -> io::Result<std::os::fd::OwnedFd> {
 /// this process: a path the dynamic loader has never seen.
 fn fresh_path(fd: RawFd) -> io::Result<PathBuf> {
     static USES: Mutex<Option<HashMap<RawFd, usize>>> = Mutex::new(None);
-    let mut uses = USES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut uses = lock(&USES);
     let count = uses.get_or_insert_with(HashMap::new).entry(fd).or_insert(0);
     let path = format!("/proc/self/fd/{}{fd}", "/".repeat(*count));
     if path.len() > MAX_PATH {

@@ -1,6 +1,5 @@
 //! The model the message loop asks, and the scripted one that replays a conversation.
 
-use crate::sync::lock;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
@@ -11,6 +10,7 @@ use serde_json::Value;
 
 use crate::agent::transcript::{HistoryMessage, ToolCall};
 use crate::secrets::Masked;
+use crate::sync::lock;
 
 /// What the model is asked: the system prompt and the history so far (already masked: secret
 /// values never reach a model).

@@ -101,11 +101,7 @@ fn everything_lists_and_calls_echo_sum_and_a_long_operation_with_progress() {
         .rev()
         .find(|i| i.heading.contains("trigger-long"))
         .unwrap();
-    assert!(
-        item.progress.contains("3/3"),
-        "{}",
-        item.progress
-    );
+    assert!(item.progress.contains("3/3"), "{}", item.progress);
 }
 
 #[test]

@@ -10,13 +10,14 @@
 //! - A check that failed because of an interruption, not a stop, is [`Intervention::interrupted`]:
 //!   the caller keeps what the tool did so far and the loop goes on.
 
-use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
 use plugin_api::ToolError;
+
+use crate::sync::lock;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Flags {

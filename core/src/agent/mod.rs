@@ -9,7 +9,6 @@ pub(crate) mod message_loop;
 pub mod output;
 pub(crate) mod transcript;
 
-use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -24,6 +23,7 @@ use crate::host::Host;
 use crate::layout::is_safe_name;
 use crate::model::Usage;
 use crate::secrets::Masked;
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 #[derive(Default)]

@@ -1,10 +1,10 @@
 //! Where an agent's live output goes: the terminal, a buffer (tests), or nowhere (benchmarks).
 
-use crate::sync::lock;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use crate::secrets::Masked;
+use crate::sync::lock;
 
 /// What a line of output is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,6 @@
 //! chain's last link and the file's length after this writer's last line are kept in memory:
 //! the tail is read again only when the length changed since (another process appended).
 
-use crate::sync::lock;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +16,8 @@ use serde::Serialize;
 use super::chain::{self, Link};
 use super::lines::{last_lines, RawLine};
 use super::{AuditError, AuditErrorKind, AuditRecord, FILE_NAME};
+
+use crate::sync::lock;
 
 /// How the writer writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -17,7 +17,6 @@
 //! yield is a system call that costs more than a short call. Threads left idle for
 //! [`IDLE_EXIT`] end; new ones start when none is idle.
 
-use crate::sync::lock;
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
+
+use crate::sync::lock;
 
 /// How long an idle call thread waits for work before it ends.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(10);

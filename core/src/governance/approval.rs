@@ -1,7 +1,6 @@
 //! Approvals by risk level: the policy says allow, ask or deny; "ask" goes to the agent's
 //! [`Approver`] (a terminal prompt in the CLI), and with none, the call is denied.
 
-use crate::sync::lock;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
@@ -12,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::agent::transcript::LogKind;
 use crate::agent::Agent;
 use crate::config::{save_tool_policy, Config, PolicyDecision, Source};
+use crate::sync::lock;
 use plugin_api::RiskLevel;
 use plugin_api::ToolError;
 

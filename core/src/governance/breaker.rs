@@ -6,7 +6,6 @@
 //! opens it again. The breaker lives in the tool's handle, so a new build of the tool starts
 //! closed.
 
-use crate::sync::lock;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -14,6 +13,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::audit::BreakerState as Side;
 use crate::config::BreakerSettings;
+use crate::sync::lock;
 use plugin_api::ErrorKind;
 use plugin_api::ToolError;
 

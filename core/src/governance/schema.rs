@@ -1,7 +1,6 @@
 //! A tool's JSON Schema, compiled once per loaded build: defaults filled in, then every failure
 //! listed in one `validation` error.
 
-use crate::sync::lock;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
@@ -9,6 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use plugin_api::ToolError;
+
+use crate::sync::lock;
 
 /// How many failures one error lists before it says how many more there are.
 const MAX_LISTED: usize = 20;

@@ -3,11 +3,12 @@
 //! and a replaced entry is dropped outside the lock (dropping a plugin instance runs plugin
 //! code, which must never run under one of the host's locks).
 
-use crate::sync::{read, write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
+
+use crate::sync::{read, write};
 
 /// Counts file changes. A lookup takes a [`Ticket`] before it reads the folders; if the epoch
 /// moved by the time it stores its result, the result may be stale and is not cached.

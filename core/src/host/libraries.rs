@@ -1,6 +1,5 @@
 //! The host's library cache: one entry per file, which keeps the last good generation serving.
 
-use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -19,6 +18,7 @@ use crate::load::layout_checks::LayoutChecks;
 use crate::load::loader::{LoadStats, Loader};
 use crate::load::pins::Pins;
 use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::sync::lock;
 
 /// What a library file serves.
 pub(crate) enum Loaded {

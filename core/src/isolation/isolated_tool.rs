@@ -1,7 +1,6 @@
 //! A tool whose library runs in a worker process: its worker (started again after a crash,
 //! with backoff if it keeps dying), and its calls across the pipe, deadline and grace included.
 
-use crate::sync::lock;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -16,6 +15,7 @@ use super::worker_process::{CallResult, Pending, StartError, WorkerProcess};
 use crate::exec::call_threads;
 use crate::exec::context::CallContext;
 use crate::load::error::{LoadError, LoadErrorKind};
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// How long a caller polls for a worker's answer before it awaits it.

@@ -1,7 +1,6 @@
 //! The host's side of one worker process: starting it (with its limits), the pipe to it, the
 //! thread that reads its messages, and what happens when it ends.
 
-use crate::sync::lock;
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -16,6 +15,7 @@ use tokio::sync::oneshot;
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
 use crate::exec::context::CallContext;
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// How long a new worker may take to load its library and say hello.

@@ -1,6 +1,5 @@
 //! One loaded copy of a library file, and what happens when its last user lets go.
 
-use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -8,6 +7,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use plugin_api::__private::abi::PluginModuleRef;
 
 use crate::layout::Escaped;
+use crate::sync::lock;
 
 /// One load of a library file.
 ///

@@ -16,7 +16,6 @@
 //! replaces the file whole (a temporary file renamed over it), and one that fails (a read-only
 //! `usr/`) only costs the walk again in the next process.
 
-use crate::sync::lock;
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
@@ -29,6 +28,8 @@ use abi_stable::type_layout::TypeLayout;
 use abi_stable::StableAbi;
 use plugin_api::__private::abi::PluginModuleRef;
 use xxhash_rust::xxh3::Xxh3Default;
+
+use crate::sync::lock;
 
 /// The record's file name in `usr/.cache/`.
 pub(crate) const FILE_NAME: &str = "checked-layouts";

@@ -29,7 +29,6 @@
 //! # Ok(()) }
 //! ```
 
-use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -39,6 +38,7 @@ use crate::config::write_atomically;
 use crate::governance::sha256_hex;
 use crate::layout::{library_files, read_capped, subdirs, Escaped, Layout};
 use crate::load::image::Stamp;
+use crate::sync::lock;
 
 pub use crate::layout::PINS_FILE_NAME;
 

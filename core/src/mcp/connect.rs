@@ -2,7 +2,6 @@
 //! in, its standard error kept for the failure reason) or the streamable HTTP endpoint (its
 //! headers' placeholders filled in), the handshake, all bounded in time.
 
-use crate::sync::lock;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +18,7 @@ use super::config::{ServerConfig, Transport};
 use super::handler::Handler;
 use super::server::Service;
 use crate::secrets::Secrets;
+use crate::sync::lock;
 
 /// How long the process may take to answer `initialize`.
 const HANDSHAKE: Duration = Duration::from_secs(30);

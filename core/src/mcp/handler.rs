@@ -2,7 +2,6 @@
 //! goes to the call that sent the token; `notifications/tools/list_changed` refreshes the
 //! server's tools.
 
-use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -14,6 +13,8 @@ use rmcp::ClientHandler;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::server::Server;
+
+use crate::sync::lock;
 
 /// Progress that arrived before its call registered its token is kept, up to this many.
 const MAX_EARLY: usize = 64;

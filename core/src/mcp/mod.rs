@@ -20,13 +20,13 @@ mod handler;
 mod server;
 mod tool;
 
-use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::layout::Layout;
 use crate::secrets::Secrets;
+use crate::sync::lock;
 use config::{McpConfig, ServerConfig};
 use server::Server;
 

@@ -1,7 +1,6 @@
 //! One MCP server: its connection, its state (starting, ready with its tools, failed with the
 //! reason), restarts with backoff after a failure, and a clean shutdown.
 
-use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +15,7 @@ use super::handler::{Handler, ProgressRoutes};
 use super::tool::McpTool;
 use crate::governance::Breaker;
 use crate::secrets::Secrets;
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// The longest wait between restarts of a server that keeps failing.

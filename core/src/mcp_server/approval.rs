@@ -1,7 +1,6 @@
 //! Approvals asked of the MCP client's user with an elicitation request: approve once, for
 //! this session, always, or deny.
 
-use crate::sync::lock;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +11,7 @@ use serde_json::json;
 use tokio::runtime::Handle;
 
 use crate::governance::{ApprovalAnswer, ApprovalRequest, Approver};
+use crate::sync::lock;
 
 /// How long the user has to answer; then the call is denied.
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);

@@ -1,7 +1,6 @@
 //! The connected clients, and `notifications/tools/list_changed` sent to each of them when the
 //! host reloads, finds or loses a library.
 
-use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -13,6 +12,7 @@ use tokio::runtime::Handle;
 use super::error::{McpServerError, McpServerErrorKind};
 use crate::host::reload::Watcher;
 use crate::host::Host;
+use crate::sync::lock;
 
 /// How long the reload thread gathers more changes before it notifies (a `cargo build` or a
 /// copy of several files is one notification).

@@ -1,7 +1,6 @@
 //! The host's live secrets: replaced when `usr/secrets.env` changes, read at every step of a
 //! call.
 
-use crate::sync::{read, write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -11,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{Masked, MaskedError, Secrets};
 use crate::agent::transcript::ToolCall;
+use crate::sync::{read, write};
 use plugin_api::ToolError;
 
 /// The secrets a host masks with right now.

@@ -5,7 +5,6 @@ pub(crate) mod session;
 
 pub use session::Session;
 
-use crate::sync::lock;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -13,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::secrets::Masked;
+use crate::sync::lock;
 
 /// Who wrote a history message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

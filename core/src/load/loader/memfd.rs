@@ -19,7 +19,6 @@
 //! - The descriptor is closed once the library is loaded; the mapping keeps the memory.
 //! - Named `toolhost:<file name>`, so `/proc/<pid>/maps` says which library a mapping is.
 
-use crate::sync::lock;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
@@ -29,6 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rustix::fs::{MemfdFlags, SealFlags};
+
+use crate::sync::lock;
 
 /// The longest path handed to the dynamic loader (PATH_MAX is 4096).
 const MAX_PATH: usize = 3072;

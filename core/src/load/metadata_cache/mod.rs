@@ -21,7 +21,6 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -31,6 +30,7 @@ pub(crate) use store::Outcome;
 use store::{library_key, FileRecord, LibraryRecord, Store};
 
 use crate::layout::Escaped;
+use crate::sync::lock;
 
 /// The metadata cache of one host: read on first use, written by [`save`](Self::save).
 pub(crate) struct MetadataCache {

@@ -312,14 +312,9 @@ unsafe extern "C" fn ctx_history_add(data: *const c_void, role: RStr<'_>, conten
             );
             Role::Tool
         });
-        call.agent.transcript.add_history(HistoryMessage {
-            role,
-            content: call.agent.mask(content.into_string()),
-            tool_name: Some(call.tool_name.to_string()),
-            additional: None,
-            tool_calls: Default::default(),
-            tool_call_id: None,
-        });
+        let content = call.agent.mask(content.into_string());
+        let message = HistoryMessage::new(role, content).from_tool(call.tool_name.to_string());
+        call.agent.transcript.add_history(message);
     })
 }
 

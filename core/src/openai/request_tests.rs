@@ -9,13 +9,10 @@ use crate::secrets::SecretStore;
 use crate::secrets::Secrets;
 
 fn message(role: Role, text: &str) -> HistoryMessage {
-    HistoryMessage {
-        role,
-        content: Secrets::empty().mask(text),
-        tool_name: (role == Role::Tool).then(|| "greet".to_owned()),
-        additional: None,
-        tool_calls: Default::default(),
-        tool_call_id: None,
+    let content = Secrets::empty().mask(text);
+    match role {
+        Role::Tool => HistoryMessage::tool_result("greet", content, None),
+        _ => HistoryMessage::new(role, content),
     }
 }
 
@@ -28,10 +25,7 @@ fn calls(ids: &[&str]) -> HistoryMessage {
             arguments: r#"{"name":"Ada"}"#.to_owned(),
         })
         .collect();
-    HistoryMessage {
-        tool_calls: SecretStore::default().calls(calls),
-        ..message(Role::Ai, "")
-    }
+    message(Role::Ai, "").with_tool_calls(SecretStore::default().calls(calls))
 }
 
 fn config(protocol: &str) -> ModelConfig {

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::agent::call::extension_points::json_text;
 use crate::agent::call::long_output::Answer;
 use crate::agent::intervention::Check;
-use crate::agent::transcript::{HistoryMessage, LogKind, Role};
+use crate::agent::transcript::{HistoryMessage, LogKind};
 use crate::agent::Agent;
 use crate::exec::context::{Call, CallContext};
 use crate::governance::CallRules;
@@ -368,14 +368,8 @@ impl Agent {
 
     /// Adds a tool's result that is not its response (it was interrupted) to the history.
     fn add_tool_result(&self, request: &ToolName, content: String) {
-        self.transcript.add_history(HistoryMessage {
-            role: Role::Tool,
-            content: self.mask(content),
-            tool_name: Some(request.to_string()),
-            additional: None,
-            tool_calls: Default::default(),
-            tool_call_id: None,
-        });
+        let message = HistoryMessage::tool_result(request.to_string(), self.mask(content), None);
+        self.transcript.add_history(message);
     }
 
     /// A library tool to call, with the rules for it. A mistake in the profile's config fails

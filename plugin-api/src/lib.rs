@@ -117,6 +117,8 @@
 //! JSON values (arguments, metadata, point data) cross as text, so the Rust types on either side
 //! may grow fields (with `#[serde(default)]`) without touching the layout.
 #![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod args;
 mod context;

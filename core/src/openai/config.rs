@@ -165,7 +165,10 @@ impl ModelsConfig {
         }
         let name = match name.or(self.default.as_deref()) {
             Some(name) => name,
-            None if self.models.len() == 1 => return Ok(self.models.values().next().unwrap()),
+            None if self.models.len() == 1 => {
+                let only = self.models.values().next();
+                return Ok(only.expect("the guard: exactly one model is configured"));
+            }
             None => {
                 return Err(config_error(format!(
                     "several models are configured ({}) and none is the default: pass --model \

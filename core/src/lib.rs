@@ -147,14 +147,13 @@ mod plugin;
 mod reply;
 mod secrets;
 mod sync;
+mod transcript;
 
 pub use agent::output;
 pub use load::pins;
 
 pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_PARALLEL};
 pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
-pub use agent::transcript::Session;
-pub use agent::transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};
 pub use agent::Agent;
 pub use host::reload::{ReloadEvent, Served, Watcher};
 pub use host::HostError;
@@ -169,16 +168,18 @@ pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };
 pub use layout::{CACHE_DIR_NAME, METADATA_FILE_NAME};
-pub use load::{inspect, version_compatible, Declared, Inspection, LoadStats};
+pub use load::{version_compatible, LoadStats};
 pub use load::{LoadError, LoadErrorKind};
 pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
-pub use plugin::{ExtensionHandle, ToolHandle};
+pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
 pub use secrets::{
     placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, MIN_MASKED_LEN,
     PLACEHOLDER_START,
 };
+pub use transcript::Session;
+pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};

@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::transcript::{HistoryMessage, ToolCall};
 use crate::secrets::Masked;
 use crate::sync::lock;
+use crate::transcript::{HistoryMessage, ToolCall};
 
 /// What the model is asked: the system prompt and the history so far (already masked: secret
 /// values never reach a model).

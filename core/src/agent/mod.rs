@@ -7,7 +7,6 @@ pub(crate) mod call;
 pub(crate) mod intervention;
 pub(crate) mod message_loop;
 pub mod output;
-pub(crate) mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,7 +15,6 @@ use serde_json::{Map, Value};
 
 use crate::agent::intervention::{Check, Intervention};
 use crate::agent::output::{Output, OutputKind, Terminal};
-use crate::agent::transcript::{HistoryMessage, LogItem, LogKind, Transcript};
 use crate::governance::Approvals;
 use crate::host::error::HostError;
 use crate::host::Host;
@@ -24,6 +22,7 @@ use crate::layout::is_safe_name;
 use crate::model::Usage;
 use crate::secrets::Masked;
 use crate::sync::lock;
+use crate::transcript::{HistoryMessage, LogItem, LogKind, Transcript};
 use plugin_api::ToolError;
 
 #[derive(Default)]

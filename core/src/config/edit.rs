@@ -3,10 +3,7 @@
 //! (`toml_edit`), and the file is replaced atomically: a reader sees the old file or the new
 //! one, never half of it.
 
-use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
@@ -15,6 +12,7 @@ use super::load::parse;
 use super::source::{key_name, Origins};
 use super::PolicyDecision;
 use crate::layout::is_safe_name;
+use crate::layout::write_atomically;
 use crate::layout::{read_text, ReadErrorKind};
 
 /// Sets `[tools.<tool>] policy = "<decision>"` in the configuration file at `path` (created,
@@ -111,50 +109,4 @@ fn child_table<'a>(parent: &'a mut Item, key: &str, implicit: bool) -> Option<&'
         Item::Table(table)
     });
     child.is_table_like().then_some(child)
-}
-
-/// Replaces the file at `path` (or the target of the link at `path`) with `bytes`: written to
-/// a new file in the same folder, flushed, renamed over it, and the folder flushed. The
-/// file's permissions are kept.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let target = match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(path)?,
-        _ => path.to_owned(),
-    };
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir)?;
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        if let Ok(meta) = fs::metadata(&target) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, &target)?;
-        sync_dir(&dir)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written
-}
-
-/// Flushes a folder's entries (the rename) to the disk, where the system allows it.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    fs::File::open(dir)?.sync_all()?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
 }

@@ -49,7 +49,6 @@ use schema::FileConfig;
 use source::Origins;
 
 pub use edit::save_tool_policy;
-pub(crate) use edit::write_atomically;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
 pub use settings::{AuditSettings, Backoff, BreakerSettings, IsolationSettings};

@@ -14,9 +14,9 @@ use plugin_api::__private::abi::{
 use plugin_api::ToolError;
 use serde_json::{Map, Value};
 
-use crate::agent::transcript::{HistoryMessage, Role};
 use crate::agent::Agent;
 use crate::exec::cancel::Cancel;
+use crate::transcript::{HistoryMessage, Role};
 
 /// One tool call: what its own context and each extension's within it share (an attempt gets
 /// a copy with a cancellation of its own).

@@ -8,16 +8,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::approval::DecisionSource;
 use super::{CallRules, Transition};
-use crate::agent::Agent;
-use crate::audit::{
-    now_ms, ApprovalRecord, Attempt, Audit, AuditOptions, AuditRecord, BreakerRecord, Decision,
-};
-use crate::config::AuditSettings;
-use crate::host::Host;
+use crate::audit::{now_ms, ApprovalRecord, Attempt, Audit, AuditRecord, BreakerRecord, Decision};
 use crate::layout::ToolName;
 use crate::secrets::SecretStore;
 use plugin_api::ToolError;
@@ -79,105 +73,6 @@ impl Trail {
 fn process_id() -> u32 {
     static PID: OnceLock<u32> = OnceLock::new();
     *PID.get_or_init(std::process::id)
-}
-
-impl Host {
-    /// The audit log, opened on first use (`None` if it cannot be opened: said once).
-    fn audit(&self, fsync: bool) -> Option<&Audit> {
-        static WARNED: OnceLock<()> = OnceLock::new();
-        let audit = self.audit.get_or_init(|| {
-            match Audit::open(&self.layout().audit_dir(), AuditOptions { fsync }) {
-                Ok(audit) => Some(audit),
-                Err(e) => {
-                    WARNED.get_or_init(|| tracing::warn!("{e}; calls are not audited"));
-                    None
-                }
-            }
-        });
-        audit.as_ref()
-    }
-}
-
-impl Agent {
-    /// Appends the call's record (when the profile's config enables the audit).
-    ///
-    /// The record is serialized from borrowed parts (a [`CallLine`]), so a call's audit costs
-    /// no copy of its arguments or names; the arguments and metadata are copied only when
-    /// there are secrets to mask in them.
-    pub(crate) fn audit_call<'a>(
-        &self,
-        request: &ToolName,
-        source: impl FnOnce() -> (Cow<'a, str>, Option<&'a str>),
-        rules: &CallRules,
-        args: &Map<String, Value>,
-        trail: Trail,
-        outcome: Result<Option<&Map<String, Value>>, &ToolError>,
-    ) {
-        let Some((started, started_ms)) = trail.started else {
-            return;
-        };
-        let Some(audit) = self.host.audit(rules.config.audit().fsync) else {
-            return;
-        };
-        let secrets = self.host.secret_store();
-        let execution_id = ExecutionId {
-            pid: process_id(),
-            agent: self.name(),
-            started_ms,
-        };
-        let (file, library_sha256) = source();
-        let line = CallLine {
-            execution_id: &execution_id,
-            agent: self.name(),
-            profile: self.profile(),
-            tool: request.name(),
-            method: request.method(),
-            layer: &rules.layer,
-            file: &file,
-            library_sha256,
-            args: MaybeMasked::new(&secrets, args),
-            approval: trail
-                .approval
-                .as_ref()
-                .map(|(allowed, source)| ApprovalLine {
-                    decision: decision(*allowed),
-                    source,
-                }),
-            attempts: &trail.attempts,
-            started_ms,
-            ended_ms: now_ms(),
-            duration_ms: started.elapsed().as_secs_f64() * 1e3,
-            outcome: match outcome {
-                Ok(_) => "success",
-                Err(e) => e.kind().as_str(),
-            },
-            metadata: match outcome {
-                Ok(Some(m)) => Some(MaybeMasked::new(&secrets, m)),
-                _ => None,
-            },
-        };
-        if let Err(e) = audit.append_serialized(&line) {
-            tracing::warn!("{e}");
-        }
-        // The user's own decision gets a record of its own, with the call's id and arguments.
-        let Some((allowed, source)) = trail.approval.as_ref().filter(|(_, s)| s.is_user()) else {
-            return;
-        };
-        let approval = AuditRecord::Approval(ApprovalRecord {
-            execution_id: execution_id.to_string(),
-            agent: self.name().to_owned(),
-            profile: self.profile().to_owned(),
-            tool: request.name().to_owned(),
-            method: request.method().map(str::to_owned),
-            args: Value::Object(line.args.into_owned()),
-            decision: decision(*allowed),
-            source: source.to_string(),
-            time_ms: now_ms(),
-        });
-        if let Err(e) = audit.append(&approval) {
-            tracing::warn!("{e}");
-        }
-    }
 }
 
 fn decision(allowed: bool) -> Decision {
@@ -261,32 +156,105 @@ fn display<T: fmt::Display, S: serde::Serializer>(value: &T, s: S) -> Result<S::
     s.collect_str(value)
 }
 
-impl Agent {
-    /// Appends a breaker's change of state (when the profile's config enables the audit).
-    pub(crate) fn audit_breaker(&self, tool: &str, moved: Transition, settings: AuditSettings) {
-        if !settings.enabled {
-            return;
-        }
-        let Some(audit) = self.host.audit(settings.fsync) else {
-            return;
-        };
-        let record = AuditRecord::Breaker(BreakerRecord {
-            tool: tool.to_owned(),
-            profile: self.profile().to_owned(),
-            from: moved.from,
-            to: moved.to,
-            reason: moved.reason,
-            time_ms: now_ms(),
-        });
-        if let Err(e) = audit.append(&record) {
-            tracing::warn!("{e}");
-        }
+/// Who made a call, for its records.
+pub(crate) struct Caller<'a> {
+    pub(crate) agent: &'a str,
+    pub(crate) profile: &'a str,
+}
+
+/// Appends the record of a call (one whose trail is audited), and the user's own decision as
+/// a record of its own, with the call's id and arguments.
+///
+/// The record is serialized from borrowed parts (a [`CallLine`]), so a call's audit costs no
+/// copy of its arguments or names; the arguments and metadata are copied only when there are
+/// secrets to mask in them. `source` (the file and library hash) is asked for only here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn append_call<'a>(
+    audit: &Audit,
+    secrets: &SecretStore,
+    caller: Caller<'_>,
+    request: &ToolName,
+    source: impl FnOnce() -> (Cow<'a, str>, Option<&'a str>),
+    rules: &CallRules,
+    args: &Map<String, Value>,
+    trail: Trail,
+    outcome: Result<Option<&Map<String, Value>>, &ToolError>,
+) {
+    let Some((started, started_ms)) = trail.started else {
+        return;
+    };
+    let execution_id = ExecutionId {
+        pid: process_id(),
+        agent: caller.agent,
+        started_ms,
+    };
+    let (file, library_sha256) = source();
+    let line = CallLine {
+        execution_id: &execution_id,
+        agent: caller.agent,
+        profile: caller.profile,
+        tool: request.name(),
+        method: request.method(),
+        layer: &rules.layer,
+        file: &file,
+        library_sha256,
+        args: MaybeMasked::new(secrets, args),
+        approval: trail
+            .approval
+            .as_ref()
+            .map(|(allowed, source)| ApprovalLine {
+                decision: decision(*allowed),
+                source,
+            }),
+        attempts: &trail.attempts,
+        started_ms,
+        ended_ms: now_ms(),
+        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+        outcome: match outcome {
+            Ok(_) => "success",
+            Err(e) => e.kind().as_str(),
+        },
+        metadata: match outcome {
+            Ok(Some(m)) => Some(MaybeMasked::new(secrets, m)),
+            _ => None,
+        },
+    };
+    if let Err(e) = audit.append_serialized(&line) {
+        tracing::warn!("{e}");
+    }
+    // The user's own decision gets a record of its own, with the call's id and arguments.
+    let Some((allowed, source)) = trail.approval.as_ref().filter(|(_, s)| s.is_user()) else {
+        return;
+    };
+    let approval = AuditRecord::Approval(ApprovalRecord {
+        execution_id: execution_id.to_string(),
+        agent: caller.agent.to_owned(),
+        profile: caller.profile.to_owned(),
+        tool: request.name().to_owned(),
+        method: request.method().map(str::to_owned),
+        args: Value::Object(line.args.into_owned()),
+        decision: decision(*allowed),
+        source: source.to_string(),
+        time_ms: now_ms(),
+    });
+    if let Err(e) = audit.append(&approval) {
+        tracing::warn!("{e}");
     }
 }
 
-/// The SHA-256 of `bytes`, in hex: how the audit and `inspect` name a library's build.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+/// Appends a breaker's change of state.
+pub(crate) fn append_breaker(audit: &Audit, profile: &str, tool: &str, moved: Transition) {
+    let record = AuditRecord::Breaker(BreakerRecord {
+        tool: tool.to_owned(),
+        profile: profile.to_owned(),
+        from: moved.from,
+        to: moved.to,
+        reason: moved.reason,
+        time_ms: now_ms(),
+    });
+    if let Err(e) = audit.append(&record) {
+        tracing::warn!("{e}");
+    }
 }
 
 #[cfg(test)]

@@ -1,29 +1,28 @@
 //! Governance of every tool call (Echo Agent's registry, over the native lifecycle): argument
-//! validation against the tool's JSON Schema, deadlines that hold for any plugin, retries with
-//! backoff, a circuit breaker per tool build, approvals by risk level, readiness, and the
-//! allowed tools.
+//! validation against the tool's JSON Schema, retries with backoff, a circuit breaker per tool
+//! build, approvals by risk level, readiness, the allowed tools, and the audit trail. These
+//! are the rules and their state; the agent applies them to each call, in the order of its
+//! governed steps (`agent/call/govern.rs`), and plugin code runs on the call threads of
+//! `exec/`, so deadlines and interventions hold for any plugin.
 //!
 //! - `schema.rs`: the compiled schema, defaults and the validation error;
-//! - plugin code runs on the call threads of `exec/`, so deadlines and interventions hold;
+//! - `rules.rs`: one call's deadline, retries, backoff and breaker settings;
 //! - `breaker.rs`: the circuit breaker;
 //! - `approval.rs`: approvals by risk level, asked of an [`Approver`];
-//! - `governed.rs`: what a call targets (a library tool or an MCP tool);
-//! - `steps.rs`: the governed steps of a call, in order.
+//! - `audit_trail.rs`: what a call did, and its records in the audit log.
 
 mod approval;
 mod audit_trail;
 mod breaker;
-mod governed;
+mod rules;
 mod schema;
-mod steps;
 
 pub use crate::exec::call_threads::overdue;
-pub(crate) use approval::Approvals;
+pub(crate) use approval::{allowed, refused, said, Approvals, Decision, DecisionSource};
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
-pub(crate) use audit_trail::sha256_hex;
+pub(crate) use audit_trail::{append_breaker, append_call, Caller, Trail};
 pub use breaker::BreakerState;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};
-pub(crate) use governed::Governed;
+pub(crate) use rules::{jitter, retryable, timed_out, CallRules};
 pub(crate) use schema::ArgumentSchema;
-pub(crate) use steps::{timed_out, CallRules};

@@ -3,6 +3,7 @@
 //! extensions, [`changes`] reacts to file changes, [`listing`] lists what a profile sees, and
 //! [`prompt`] assembles the system prompt.
 
+mod audit_log;
 pub(crate) mod cache;
 mod catalog;
 pub(crate) mod error;

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 mod name;
 mod read;
 mod watch;
+mod write;
 
 pub use name::{is_safe_name, ToolName};
 pub(crate) use read::{
@@ -31,6 +32,7 @@ pub(crate) use read::{
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;
+pub(crate) use write::write_atomically;
 
 /// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
 pub const PINS_FILE_NAME: &str = "plugins.lock";

@@ -1,16 +1,14 @@
 //! From a file to a checked, loaded generation: the bytes read into a private image, the
 //! contract checked (and the layout walk skipped for bytes already checked), the pins, the
-//! metadata cache that lists without loading, and `toolhost inspect`.
+//! metadata cache that lists without loading.
 
 pub(crate) mod error;
 pub(crate) mod generation;
 pub(crate) mod image;
-pub(crate) mod inspect;
 pub(crate) mod layout_checks;
 pub(crate) mod loader;
 pub(crate) mod metadata_cache;
 pub mod pins;
 
 pub use error::{LoadError, LoadErrorKind};
-pub use inspect::{inspect, Declared, Inspection};
 pub use loader::{version_compatible, LoadStats};

@@ -34,9 +34,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::config::write_atomically;
-use crate::governance::sha256_hex;
+use crate::layout::write_atomically;
 use crate::layout::{library_files, read_capped, subdirs, Escaped, Layout};
+use crate::load::image::sha256_hex;
 use crate::load::image::Stamp;
 use crate::sync::lock;
 

@@ -3,6 +3,7 @@
 //! the result as a [`Response`] (or a repairable error for `isError`).
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,10 +17,10 @@ use serde_json::{Map, Value};
 use super::handler::ProgressRoutes;
 use super::server::Server;
 use super::tool::McpTool;
+use crate::agent::call::governed::Governed;
 use crate::agent::Agent;
 use crate::exec::context::CallContext;
-use crate::governance::{ArgumentSchema, Breaker, Governed};
-use crate::host::Host;
+use crate::governance::{ArgumentSchema, Breaker};
 use plugin_api::Response;
 use plugin_api::ToolError;
 use plugin_api::ToolInfo;
@@ -60,7 +61,7 @@ impl Governed for McpTool {
         answer.metadata.clone()
     }
 
-    fn audit_source(&self, _host: &Host) -> (Cow<'_, str>, Option<&str>) {
+    fn audit_source(&self, _root: &Path) -> (Cow<'_, str>, Option<&str>) {
         (format!("mcp:{}", self.server_name).into(), None)
     }
 

@@ -3,10 +3,10 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::agent::transcript::ToolCall;
 use crate::model::ToolSpec;
 use crate::secrets::SecretStore;
 use crate::secrets::Secrets;
+use crate::transcript::ToolCall;
 
 fn message(role: Role, text: &str) -> HistoryMessage {
     let content = Secrets::empty().mask(text);
@@ -25,7 +25,7 @@ fn calls(ids: &[&str]) -> HistoryMessage {
             arguments: r#"{"name":"Ada"}"#.to_owned(),
         })
         .collect();
-    message(Role::Ai, "").with_tool_calls(SecretStore::default().calls(calls))
+    message(Role::Ai, "").with_tool_calls(SecretStore::default().each(calls))
 }
 
 fn config(protocol: &str) -> ModelConfig {

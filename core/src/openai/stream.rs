@@ -9,8 +9,8 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::agent::transcript::ToolCall;
 use crate::model::{ModelError, ModelReply, Usage};
+use crate::transcript::ToolCall;
 
 /// A call being assembled from its deltas.
 #[derive(Debug, Default)]

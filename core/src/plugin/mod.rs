@@ -5,10 +5,12 @@
 mod answer;
 mod calls;
 mod extension;
+mod inspect;
 
 pub(crate) use answer::PluginAnswer;
 use answer::{init_failed, settle};
 pub use extension::ExtensionHandle;
+pub use inspect::{inspect, Declared, Inspection};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -263,7 +265,7 @@ impl ToolHandle {
                 let bytes = std::fs::read(&self.source).ok()?;
                 let same = self.content_hash == 0
                     || xxhash_rust::xxh3::xxh3_128(&bytes) == self.content_hash;
-                same.then(|| crate::governance::sha256_hex(&bytes))
+                same.then(|| crate::load::image::sha256_hex(&bytes))
             })
             .as_deref()
     }

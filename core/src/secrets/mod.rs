@@ -36,7 +36,7 @@ mod unmask;
 mod variants;
 
 pub use masked::{Masked, MaskedError};
-pub(crate) use store::SecretStore;
+pub(crate) use store::{SecretStore, TextFields};
 pub use stream::MaskStream;
 
 /// The text before a key in a placeholder.

@@ -9,7 +9,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Masked, MaskedError, Secrets};
-use crate::agent::transcript::ToolCall;
 use crate::sync::{read, write};
 use plugin_api::ToolError;
 
@@ -62,16 +61,16 @@ impl SecretStore {
         }
     }
 
-    /// A model's native tool calls, each field masked.
-    pub(crate) fn calls(&self, mut calls: Vec<ToolCall>) -> Masked<Vec<ToolCall>> {
+    /// Each of `items` with each of its text fields masked (a model's native tool calls).
+    pub(crate) fn each<T: TextFields>(&self, mut items: Vec<T>) -> Masked<Vec<T>> {
         if let Some(secrets) = self.active() {
-            for call in &mut calls {
-                for field in [&mut call.id, &mut call.name, &mut call.arguments] {
+            for item in &mut items {
+                item.for_each_text(&mut |field| {
                     *field = secrets.mask_owned(std::mem::take(field)).into_inner();
-                }
+                });
             }
         }
-        Masked::new(calls)
+        Masked::new(items)
     }
 
     /// The error with its message masked.
@@ -100,4 +99,10 @@ impl SecretStore {
             .map(Masked::new)
             .map_err(|e| ToolError::internal(e.to_string()))
     }
+}
+
+/// A value whose text fields are masked one by one ([`SecretStore::each`]).
+pub(crate) trait TextFields {
+    /// Calls `f` with each text field.
+    fn for_each_text(&mut self, f: &mut dyn FnMut(&mut String));
 }

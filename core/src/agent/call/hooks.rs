@@ -8,9 +8,9 @@ use plugin_api::Response;
 use serde_json::{Map, Value};
 
 use crate::agent::output::OutputKind;
-use crate::agent::transcript::HistoryMessage;
 use crate::agent::Agent;
 use crate::exec::context::CallContext;
+use crate::transcript::HistoryMessage;
 use plugin_api::ToolError;
 
 impl Agent {

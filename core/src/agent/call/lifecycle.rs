@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 use crate::agent::call::extension_points::json_text;
 use crate::agent::call::long_output::Answer;
 use crate::agent::intervention::Check;
-use crate::agent::transcript::{HistoryMessage, LogKind};
 use crate::agent::Agent;
 use crate::exec::context::{Call, CallContext};
 use crate::governance::CallRules;
@@ -20,6 +19,7 @@ use crate::host::FoundTool;
 use crate::layout::ToolName;
 use crate::mcp::McpTool;
 use crate::plugin::ToolHandle;
+use crate::transcript::{HistoryMessage, LogKind};
 use plugin_api::ErrorKind;
 use plugin_api::Response;
 use plugin_api::ToolError;
@@ -170,7 +170,7 @@ impl Agent {
             return Ok(None);
         };
         let layer = format!("mcp:{}", tool.server()).into();
-        let rules = CallRules::new(&*tool, layer, config);
+        let rules = CallRules::new(tool.name(), tool.info(), layer, config);
         Ok(Some(Target::Mcp(tool, rules)))
     }
 
@@ -383,7 +383,7 @@ impl Agent {
         let layer = found.layer.kind.as_str().into();
         Ok(Target::Library(
             tool.clone(),
-            CallRules::new(&**tool, layer, config),
+            CallRules::new(tool.name(), tool.info(), layer, config),
         ))
     }
 

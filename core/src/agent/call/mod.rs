@@ -2,7 +2,11 @@
 //! [`Agent::call_tool`](crate::Agent::call_tool)), the host's default hooks, the extension
 //! points and what is read back from them, long answers, and the built-in `parallel` tool.
 
+pub(crate) mod approve;
+pub(crate) mod audit;
 pub(crate) mod extension_points;
+pub(crate) mod govern;
+pub(crate) mod governed;
 pub(crate) mod hooks;
 pub(crate) mod lifecycle;
 pub(crate) mod long_output;

@@ -9,10 +9,10 @@ use serde_json::{json, Map};
 
 use crate::agent::message_loop::LoopError;
 use crate::agent::output::OutputKind;
-use crate::agent::transcript::{LogKind, Role};
 use crate::agent::Agent;
 use crate::model::{Model, ModelError, ModelReply, ModelRequest, ToolProtocol};
 use crate::reply::parse_reply;
+use crate::transcript::{LogKind, Role};
 
 /// How asking the model ended.
 pub(crate) enum Asked {
@@ -142,9 +142,9 @@ impl Agent {
     async fn hist_add_reply(
         self: &Arc<Self>,
         text: String,
-        calls: Vec<crate::agent::transcript::ToolCall>,
+        calls: Vec<crate::transcript::ToolCall>,
     ) -> Result<(), LoopError> {
-        let calls = self.host.secret_store().calls(calls);
+        let calls = self.host.secret_store().each(calls);
         self.hist_add_with(Role::Ai, text, calls).await
     }
 }

@@ -10,11 +10,11 @@ use crate::agent::intervention::Stopped;
 use crate::agent::message_loop::ask::Asked;
 use crate::agent::message_loop::tool_calls::{request_of, signature};
 use crate::agent::output::OutputKind;
-use crate::agent::transcript::{HistoryMessage, LogKind, Role, ToolCall};
 use crate::agent::Agent;
 use crate::model::{Model, ModelError};
 use crate::reply::{Misformat, ToolRequest};
 use crate::secrets::{Masked, MaskedError};
+use crate::transcript::{HistoryMessage, LogKind, Role, ToolCall};
 use plugin_api::points::{
     AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
     MonologueEnd, MonologueStart, SystemPrompt,

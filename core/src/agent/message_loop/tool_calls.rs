@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::agent::transcript::ToolCall;
 use crate::model::{ModelReply, ToolProtocol};
 use crate::reply::{read_reply, Misformat, ToolRequest};
+use crate::transcript::ToolCall;
 
 /// The tool request of `reply`.
 ///

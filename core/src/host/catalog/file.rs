@@ -5,11 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::rows::{CachedTool, ListedExtension, ToolSource};
-use crate::governance::sha256_hex;
 use crate::host::libraries::{Loaded, Mode};
 use crate::host::Host;
 use crate::layout::read_capped;
 use crate::load::error::{LoadError, LoadErrorKind};
+use crate::load::image::sha256_hex;
 use crate::load::metadata_cache::{FileKey, Outcome};
 
 /// What a file was found to be.

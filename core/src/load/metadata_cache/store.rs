@@ -139,6 +139,6 @@ impl Store {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        crate::config::write_atomically(path, &bytes)
+        crate::layout::write_atomically(path, &bytes)
     }
 }

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::agent::transcript::{HistoryMessage, LogItem};
+use crate::transcript::{HistoryMessage, LogItem};
 
 /// Writes `history.jsonl` (one line per message, appended as it is added) and `log.jsonl` (one
 /// line per log item change: the last line of an id is its final state) into one folder.

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::secrets::Masked;
+use crate::secrets::{Masked, TextFields};
 use crate::sync::lock;
 
 /// Who wrote a history message.
@@ -125,6 +125,14 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments, as the JSON text the model wrote.
     pub arguments: String,
+}
+
+impl TextFields for ToolCall {
+    fn for_each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        for field in [&mut self.id, &mut self.name, &mut self.arguments] {
+            f(field);
+        }
+    }
 }
 
 /// What a log item is about.

@@ -1,81 +1,22 @@
 //! The governed steps of a tool's call, for a library tool and an MCP tool alike (see
 //! `governed.rs`): admission (access, readiness, breaker), validation, approval, then the
-//! attempts under the deadline with retries.
+//! attempts under the deadline with retries, and the call's audit record however it ends.
 
-use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::approval::DecisionSource;
-use super::audit_trail::Trail;
 use super::governed::Governed;
-use super::{is_infrastructure, Transition};
-use crate::agent::transcript::LogKind;
 use crate::agent::Agent;
 use crate::audit::BreakerState;
-use crate::config::{Access, Backoff, BreakerSettings, Config};
+use crate::config::{Access, Backoff};
 use crate::exec::context::CallContext;
+use crate::governance::{
+    is_infrastructure, jitter, retryable, CallRules, DecisionSource, Trail, Transition,
+};
 use crate::layout::ToolName;
-use plugin_api::RiskLevel;
+use crate::transcript::LogKind;
 use plugin_api::ToolError;
-use plugin_api::ToolInfo;
-
-/// What governs one call of a tool: its declared values, overridden by the config.
-#[derive(Debug, Clone)]
-pub(crate) struct CallRules {
-    /// How long one attempt may run; `None` for no deadline (`timeout_seconds = 0`).
-    pub(crate) timeout: Option<Duration>,
-    /// Attempts after the first, for infrastructure failures of a retryable tool.
-    pub(crate) max_retries: u32,
-    pub(crate) backoff: Backoff,
-    pub(crate) breaker: BreakerSettings,
-    /// The profile's configuration (policy, access).
-    pub(crate) config: Arc<Config>,
-    /// The kind of layer the tool was found in (`mcp:<server>` for an MCP tool), for the
-    /// audit.
-    pub(crate) layer: Cow<'static, str>,
-}
-
-impl CallRules {
-    /// The rules for a call of `tool`: what it declares, overridden by the profile's config.
-    pub(crate) fn new<T: Governed>(
-        tool: &T,
-        layer: Cow<'static, str>,
-        config: Arc<Config>,
-    ) -> Self {
-        let info = tool.info();
-        let declared = Duration::from_secs(info.timeout_seconds);
-        let timeout = config.timeout(tool.name(), declared);
-        Self {
-            timeout: (!timeout.is_zero()).then_some(timeout),
-            max_retries: config.max_retries(tool.name(), info.max_retries),
-            backoff: config.backoff(),
-            breaker: config.breaker(),
-            config,
-            layer,
-        }
-    }
-}
-
-/// Whether a tool's failed attempts may be retried: it only reads, or says it is idempotent.
-fn retryable(info: &ToolInfo) -> bool {
-    info.risk_level == RiskLevel::Read || info.capabilities.iter().any(|c| c == "idempotent")
-}
-
-/// The error of an attempt whose deadline passed.
-pub(crate) fn timed_out(tool: &str, deadline: Duration) -> ToolError {
-    // A dotted name (an MCP tool's) is quoted as a TOML key.
-    let key = match tool.contains('.') {
-        true => format!("\"{tool}\""),
-        false => tool.to_owned(),
-    };
-    ToolError::timeout(format!(
-        "tool {tool} did not answer within {}: its deadline passed and the call was abandoned (set [tools.{key}] timeout_seconds in toolhost.toml to allow longer)",
-        seconds(deadline),
-    ))
-}
 
 impl Agent {
     /// Refuses a call at once if the config denies the tool, if it is not ready, or if its
@@ -122,7 +63,7 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        let source = || tool.audit_source(&self.host);
+        let source = || tool.audit_source(self.host.root());
         self.audit_call(request, source, rules, args, trail, outcome);
         result
     }
@@ -217,25 +158,4 @@ impl Agent {
         );
         self.audit_breaker(tool, t, rules.config.audit());
     }
-}
-
-/// A number in [0, 1] for the backoff's jitter, from a shared xorshift generator.
-fn jitter() -> f64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static STATE: AtomicU64 = AtomicU64::new(0);
-    let mut x = STATE.load(Ordering::Relaxed);
-    if x == 0 {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        x = now.map_or(0x9E37_79B9_7F4A_7C15, |d| d.as_nanos() as u64) | 1;
-    }
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    STATE.store(x, Ordering::Relaxed);
-    (x >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// `2 s`, `0.5 s`.
-fn seconds(d: Duration) -> String {
-    format!("{} s", d.as_secs_f64())
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use plugin_api::{ExtensionInfo, ToolInfo};
 
-use crate::host::DEFAULT_MAX_LIBRARY_BYTES;
+use crate::layout::DEFAULT_MAX_LIBRARY_BYTES;
 use crate::load::generation::Generation;
 use crate::load::image::Image;
 use crate::load::layout_checks::LayoutChecks;
@@ -65,7 +65,7 @@ pub fn inspect(path: &Path) -> Result<Inspection, LoadError> {
         .map_err(|e| LoadError::new(path, crate::load::LoadErrorKind::Io, e.to_string()))?;
     let image = Image::read(path, DEFAULT_MAX_LIBRARY_BYTES, loader.in_memory())?;
     let size = image.bytes.len() as u64;
-    let sha256 = crate::governance::sha256_hex(&image.bytes);
+    let sha256 = crate::load::image::sha256_hex(&image.bytes);
     let module = loader.load(path, &image)?;
     let generation = Arc::new(Generation::new(
         &module,

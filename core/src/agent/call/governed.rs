@@ -1,19 +1,19 @@
 //! What a governed call targets: a library's tool or an MCP server's tool. The governed steps
-//! (`steps.rs`) are generic over it, so each target is compiled into its own copy and the
+//! (`govern.rs`) are generic over it, so each target is compiled into its own copy and the
 //! library path costs what it did before.
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{ArgumentSchema, Breaker};
 use crate::agent::Agent;
 use crate::exec::call_threads::{self, Ended};
 use crate::exec::context::CallContext;
-use crate::host::Host;
+use crate::governance::{timed_out, ArgumentSchema, Breaker};
 use crate::isolation::isolated_tool::Stopped;
 use crate::isolation::protocol::{Op, Outcome};
 use crate::isolation::IsolatedTool;
@@ -38,8 +38,9 @@ pub(crate) trait Governed: Send + Sync + 'static {
     fn not_ready(&self) -> Option<String>;
     /// The answer's metadata, for the audit.
     fn metadata(answer: &Self::Answer) -> Option<Map<String, Value>>;
-    /// Where it comes from for the audit: a file (relative to the root) and its SHA-256.
-    fn audit_source(&self, host: &Host) -> (Cow<'_, str>, Option<&str>);
+    /// Where it comes from for the audit: a file (relative to the host's `root`) and its
+    /// SHA-256.
+    fn audit_source(&self, root: &Path) -> (Cow<'_, str>, Option<&str>);
     /// One attempt, until it answers, `timeout` passes or the user intervenes.
     fn attempt(
         self: &Arc<Self>,
@@ -77,9 +78,9 @@ impl Governed for ToolHandle {
         answer.metadata()
     }
 
-    fn audit_source(&self, host: &Host) -> (Cow<'_, str>, Option<&str>) {
+    fn audit_source(&self, root: &Path) -> (Cow<'_, str>, Option<&str>) {
         let path = self.source();
-        let relative = path.strip_prefix(host.root()).unwrap_or(path);
+        let relative = path.strip_prefix(root).unwrap_or(path);
         let file = match relative.to_str() {
             Some(file) if !file.contains('\\') => Cow::Borrowed(file),
             _ => Cow::Owned(relative.to_string_lossy().replace('\\', "/")),
@@ -137,7 +138,7 @@ async fn on_call_thread(
         Ok(result) => result,
         Err(Ended::Deadline) => {
             call.cancel.cancel();
-            Err(super::timed_out(tool.name(), deadline))
+            Err(timed_out(tool.name(), deadline))
         }
         Err(Ended::Interrupted(error)) => {
             call.cancel.cancel();
@@ -166,7 +167,7 @@ async fn isolated_attempt(
         Err(Err(stopped)) => {
             call.cancel.cancel();
             Err(match stopped {
-                Stopped::Deadline => super::timed_out(tool.name(), timeout.unwrap_or_default()),
+                Stopped::Deadline => timed_out(tool.name(), timeout.unwrap_or_default()),
                 Stopped::Interrupted(error) => error,
             })
         }

@@ -1,0 +1,146 @@
+//! Asking for approval: the policy's decision for a call, the user asked where it says "ask"
+//! (through the agent's [`Approver`]), and the decision logged.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::agent::Agent;
+use crate::config::{save_tool_policy, Config, PolicyDecision};
+use crate::governance::{
+    allowed, refused, said, ApprovalAnswer, ApprovalRequest, Approver, Decision, DecisionSource,
+};
+use crate::sync::lock;
+use crate::transcript::LogKind;
+use plugin_api::RiskLevel;
+use plugin_api::ToolError;
+
+impl Agent {
+    /// Sets who is asked when the policy says "ask" (without one, such calls are denied).
+    pub fn set_approver(&self, approver: Arc<dyn Approver>) {
+        *lock(&self.approvals.approver) = Some(approver);
+    }
+
+    /// Approves the asks for `write` tools without asking (`--yes`); `exec` tools are still
+    /// asked.
+    pub fn approve_writes(&self, yes: bool) {
+        let flag = &self.approvals.yes_to_writes;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The policy's decision for a call, asking the user where it says "ask". A denial is a
+    /// repairable error: the model is told the user did not approve the call.
+    pub(crate) async fn approve(
+        &self,
+        config: &Config,
+        tool: &str,
+        method: Option<&str>,
+        risk: RiskLevel,
+        args: &Map<String, Value>,
+    ) -> Result<Decision, ToolError> {
+        let (policy, source) = config.policy(tool, risk);
+        let decision = match policy {
+            PolicyDecision::Allow => allowed(DecisionSource::Policy(source)),
+            PolicyDecision::Deny => refused(DecisionSource::Policy(source)),
+            // Boxed: a rare path, whose large future would be moved on every call.
+            PolicyDecision::Ask => Box::pin(self.ask_user(tool, method, risk, args)).await,
+        };
+        self.log_decision(tool, &policy, &decision);
+        if decision.allowed {
+            return Ok(decision);
+        }
+        Err(ToolError::repairable(format!(
+            "the call of tool {tool} was not approved ({}): do not retry it; tell the user or choose another way",
+            decision.source
+        )))
+    }
+
+    /// Logs a decision that was not a plain "allow" of the policy: who approved or denied.
+    fn log_decision(&self, tool: &str, policy: &PolicyDecision, decision: &Decision) {
+        if decision.allowed && *policy == PolicyDecision::Allow {
+            return;
+        }
+        let verdict = if decision.allowed {
+            "approved"
+        } else {
+            "denied"
+        };
+        tracing::info!("tool {tool}: call {verdict} ({})", decision.source);
+        let kind = if decision.allowed {
+            LogKind::Tool
+        } else {
+            LogKind::Warning
+        };
+        let heading = format!("Call of tool '{tool}' {verdict}");
+        self.add_note(kind, heading, decision.source.to_string());
+    }
+
+    async fn ask_user(
+        &self,
+        tool: &str,
+        method: Option<&str>,
+        risk: RiskLevel,
+        args: &Map<String, Value>,
+    ) -> Decision {
+        if lock(&self.approvals.session).contains(tool) {
+            return allowed(said("user: approved for this session"));
+        }
+        let yes = self
+            .approvals
+            .yes_to_writes
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if yes && risk == RiskLevel::Write {
+            return allowed(said("--yes (write)"));
+        }
+        let Some(approver) = lock(&self.approvals.approver).clone() else {
+            return refused(said("policy asks, and there is no terminal to ask on"));
+        };
+        if let Some(reason) = approver.unavailable() {
+            return refused(DecisionSource::Said(reason.into()));
+        }
+        let pretty = serde_json::to_string_pretty(args).unwrap_or_default();
+        let request = ApprovalRequest {
+            agent: self.name().to_owned(),
+            tool: tool.to_owned(),
+            method: method.map(str::to_owned),
+            risk,
+            args: self.mask(pretty).into_inner(),
+        };
+        let answer = tokio::task::spawn_blocking(move || approver.ask(&request))
+            .await
+            .unwrap_or(ApprovalAnswer::Deny);
+        match answer {
+            ApprovalAnswer::Once => allowed(said("user: approved once")),
+            ApprovalAnswer::Session => {
+                lock(&self.approvals.session).insert(tool.to_owned());
+                allowed(said("user: approved for this session"))
+            }
+            ApprovalAnswer::Always => self.approve_always(tool),
+            ApprovalAnswer::Deny => refused(said("user: denied")),
+        }
+    }
+
+    /// Saves "allow" for the tool in the profile's policy file (the global one for the
+    /// default profile).
+    fn approve_always(&self, tool: &str) -> Decision {
+        let layout = self.host.layout();
+        let file = match self.profile() {
+            "default" => layout.config_file(),
+            profile => layout.profile_config_file(profile),
+        };
+        match save_tool_policy(&file, tool, PolicyDecision::Allow) {
+            Ok(()) => {
+                self.host.config_changed();
+                allowed(DecisionSource::Said(
+                    format!("user: approved always (saved to {})", file.display()).into(),
+                ))
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                allowed(DecisionSource::Said(
+                    format!("user: approved always (not saved: {e})").into(),
+                ))
+            }
+        }
+    }
+}

@@ -9,11 +9,19 @@
 /// ```
 /// use plugin_api::Readiness;
 ///
-/// let readiness = match std::env::var("WEATHER_API_KEY") {
-///     Ok(_) => Readiness::Ready,
-///     Err(_) => Readiness::not_ready("WEATHER_API_KEY not configured"),
-/// };
-/// assert!(readiness.is_ready() || readiness.reason().is_some());
+/// // A weather tool is ready once its key is configured.
+/// fn readiness(api_key: Option<&str>) -> Readiness {
+///     match api_key {
+///         Some(_) => Readiness::Ready,
+///         None => Readiness::not_ready("WEATHER_API_KEY not configured"),
+///     }
+/// }
+///
+/// assert!(readiness(Some("k-123")).is_ready());
+/// assert_eq!(readiness(Some("k-123")).reason(), None);
+/// let missing = readiness(None);
+/// assert!(!missing.is_ready());
+/// assert_eq!(missing.reason(), Some("WEATHER_API_KEY not configured"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Readiness {

@@ -100,6 +100,15 @@
 //! [`config::ConfigError`] line naming the file, the line and the key.
 //! [`config::save_tool_policy`] records an "always" answer in a file, comments kept.
 //!
+//! ## Crates
+//!
+//! Three seams of the host are crates of their own, each built on this crate's public API
+//! (or on nothing): `toolhost-reply` reads the tool request in a model's reply (re-exported
+//! here as [`read_reply`] and [`parse_reply`]), `toolhost-openai` speaks to real models over
+//! OpenAI-compatible chat completions, and `toolhost-mcp-server` serves the host's tools to MCP
+//! clients. The MCP client below is this crate's default feature `mcp`; the test kit turns it
+//! off, so a plugin's tests build no MCP, HTTP or TLS stack.
+//!
 //! ## MCP servers
 //!
 //! [`mcp`] offers the tools of the MCP servers listed in `usr/mcp.json` (and a profile's
@@ -139,12 +148,10 @@ mod host;
 pub mod isolation;
 mod layout;
 mod load;
+#[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod mcp_server;
 mod model;
-pub mod openai;
 mod plugin;
-mod reply;
 mod secrets;
 mod sync;
 mod transcript;
@@ -157,17 +164,19 @@ pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_
 pub use agent::Agent;
 pub use host::reload::{ReloadEvent, Served, Watcher};
 pub use host::HostError;
+#[cfg(feature = "mcp")]
+pub use host::McpListing;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
-    ListedTool, Listing, McpListing, Resolution, ToolListing, ToolSource,
-    DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
+    ListedTool, Listing, Resolution, ToolListing, ToolSource, DEFAULT_MAX_LIBRARY_BYTES,
+    DEFAULT_MAX_TEXT_BYTES,
 };
 pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};
+pub use layout::{read_text, ReadError, ReadErrorKind, CACHE_DIR_NAME, METADATA_FILE_NAME};
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };
-pub use layout::{CACHE_DIR_NAME, METADATA_FILE_NAME};
 pub use load::{version_compatible, LoadStats};
 pub use load::{LoadError, LoadErrorKind};
 pub use model::{
@@ -176,10 +185,10 @@ pub use model::{
 };
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
-pub use reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
 pub use secrets::{
-    placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, MIN_MASKED_LEN,
-    PLACEHOLDER_START,
+    placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, TextFields,
+    MIN_MASKED_LEN, PLACEHOLDER_START,
 };
+pub use toolhost_reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
 pub use transcript::Session;
 pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};

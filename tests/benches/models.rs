@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::openai::{ModelsConfig, OpenAiModel};
 use toolhost::output::{Output, OutputKind, Silent};
 use toolhost::{Agent, LoopOptions, Masked, Model, ScriptedModel};
+use toolhost_openai::{ModelsConfig, OpenAiModel};
 use toolhost_tests::fake_llm::{
     chunk, sse, sse_bytes, text_events, usage_chunk, Answer, FakeLlm, Piece,
 };

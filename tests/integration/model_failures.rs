@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::openai::{ModelsConfig, OpenAiModel};
 use toolhost::output::OutputKind;
 use toolhost::{LogKind, LoopError, LoopOptions, ModelErrorKind, Role};
+use toolhost_openai::{ModelsConfig, OpenAiModel};
 use toolhost_tests::fake_llm::{chunk, sse, text_events, text_reply, Answer, FakeLlm, Piece};
 use toolhost_tests::wait_for;
 

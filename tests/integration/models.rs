@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value};
 use std::sync::Arc;
-use toolhost::openai::{ModelsConfig, OpenAiModel};
 use toolhost::output::{Captured, OutputKind};
 use toolhost::{Agent, LoopError, LoopOptions, Role};
+use toolhost_openai::{ModelsConfig, OpenAiModel};
 use toolhost_tests::fake_llm::{
     sse_bytes, text_events, text_reply, tool_calls_reply, Answer, FakeLlm, Piece,
 };

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use tokio::sync::mpsc::UnboundedReceiver;
-use toolhost::openai::{ModelsConfig, OpenAiModel};
 use toolhost::output::Terminal;
 use toolhost::{Agent, Host, LoopError, LoopOptions};
+use toolhost_openai::{ModelsConfig, OpenAiModel};
 
 use crate::check_profile;
 

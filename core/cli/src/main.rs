@@ -205,7 +205,7 @@ enum Command {
         #[arg(long, value_name = "ORIGIN", requires = "http")]
         allow_origin: Vec<String>,
         /// HTTP: the largest request body, in bytes (413 beyond).
-        #[arg(long, value_name = "BYTES", default_value_t = toolhost::mcp_server::DEFAULT_MAX_BODY_BYTES)]
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp_server::DEFAULT_MAX_BODY_BYTES)]
         max_body_bytes: usize,
         /// HTTP: keep a session per client (protocol versions before 2026-07-28), for
         /// list_changed, approvals and cancellation outside a request's own stream. Without it

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use toolhost::mcp_server::{HttpOptions, McpServer, MCP_PATH};
 use toolhost::Host;
+use toolhost_mcp_server::{HttpOptions, McpServer, MCP_PATH};
 
 /// How `serve-mcp` serves.
 pub(crate) struct ServeOptions {

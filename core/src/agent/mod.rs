@@ -64,6 +64,7 @@ impl Agent {
             return Err(HostError::InvalidProfile(profile.to_owned()));
         }
         // The profile's MCP servers start in the background (never waited for here).
+        #[cfg(feature = "mcp")]
         host.mcp_profile(profile);
         Ok(Arc::new(Self {
             host,

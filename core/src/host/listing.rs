@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{FoundTool, Host, Resolution};
 use crate::load::error::LoadError;
+#[cfg(feature = "mcp")]
 use crate::mcp::McpTool;
 
 /// One row of [`Host::list`].
@@ -19,6 +20,7 @@ pub struct ToolListing {
     pub shadows: Vec<PathBuf>,
 }
 
+#[cfg(feature = "mcp")]
 /// One tool of an MCP server in [`Host::list`].
 #[derive(Clone)]
 pub struct McpListing {
@@ -35,6 +37,7 @@ pub struct Listing {
     pub tools: Vec<ToolListing>,
     /// The tools of the profile's MCP servers that are ready now, sorted by name; they are
     /// looked up before the layers.
+    #[cfg(feature = "mcp")]
     pub mcp: Vec<McpListing>,
     /// Tool and extension files that failed to load, with the reason.
     pub skipped: Vec<LoadError>,
@@ -68,7 +71,10 @@ impl Host {
                 });
             }
         }
-        listing.mcp = self.mcp_listing(profile, &mut listing.tools);
+        #[cfg(feature = "mcp")]
+        {
+            listing.mcp = self.mcp_listing(profile, &mut listing.tools);
+        }
         for point in self.extension_points(profile) {
             let skipped = self.skipped_extensions(profile, &point);
             listing.skipped.extend(skipped);
@@ -76,6 +82,7 @@ impl Host {
         listing
     }
 
+    #[cfg(feature = "mcp")]
     /// The profile's MCP tools; library tools of the same name move to their `shadows`.
     fn mcp_listing(&self, profile: &str, tools: &mut Vec<ToolListing>) -> Vec<McpListing> {
         let mut listed = Vec::new();

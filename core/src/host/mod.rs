@@ -10,6 +10,7 @@ pub(crate) mod error;
 pub(crate) mod libraries;
 mod listing;
 mod lookup;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod profile_config;
 mod prompt;
@@ -32,7 +33,9 @@ use crate::secrets::{SecretStore, Secrets};
 
 pub use catalog::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 pub use error::HostError;
-pub use listing::{Listing, McpListing, ToolListing};
+#[cfg(feature = "mcp")]
+pub use listing::McpListing;
+pub use listing::{Listing, ToolListing};
 pub use lookup::{FoundTool, Resolution};
 
 /// Settings of a [`Host`].
@@ -216,6 +219,7 @@ pub struct Host {
     /// The audit log, opened on first use.
     pub(crate) audit: std::sync::OnceLock<Option<crate::audit::Audit>>,
     /// The MCP servers, by profile. Dropped with the host: every server is shut down.
+    #[cfg(feature = "mcp")]
     mcp: crate::mcp::McpClients,
     /// What `list` and the tools prompt know of libraries without loading them.
     metadata: crate::load::metadata_cache::MetadataCache,
@@ -255,10 +259,12 @@ impl Host {
             extensions: ProfileCache::default(),
             configs: ProfileCache::default(),
             audit: std::sync::OnceLock::new(),
+            #[cfg(feature = "mcp")]
             mcp: Default::default(),
             metadata,
         };
         // The default profile's MCP servers start now, in the background.
+        #[cfg(feature = "mcp")]
         host.mcp_profile("default");
         Ok(host)
     }

@@ -93,6 +93,7 @@ impl Host {
                 );
             }
         }
+        #[cfg(feature = "mcp")]
         for listed in listing.mcp {
             let (name, info) = (listed.tool.name(), listed.tool.info());
             let denied = config.as_ref().is_some_and(|c| {
@@ -120,12 +121,16 @@ impl Host {
     /// function names may not hold a `.`; a call by that name finds it.
     pub fn tool_specs(&self, profile: &str) -> Vec<ToolSpec> {
         let listing = self.catalog(profile);
-        let mcp = listing
-            .mcp
-            .iter()
-            .map(|m| spec(m.tool.native_name(), m.tool.info()));
-        let libraries = listing.tools.iter().map(|t| spec(t.name.clone(), t.info()));
-        mcp.chain(libraries).collect()
+        let mut specs = Vec::with_capacity(listing.tools.len());
+        #[cfg(feature = "mcp")]
+        specs.extend(
+            listing
+                .mcp
+                .iter()
+                .map(|m| spec(m.tool.native_name(), m.tool.info())),
+        );
+        specs.extend(listing.tools.iter().map(|t| spec(t.name.clone(), t.info())));
+        specs
     }
 }
 

@@ -26,9 +26,8 @@ mod watch;
 mod write;
 
 pub use name::{is_safe_name, ToolName};
-pub(crate) use read::{
-    read_at_most, read_capped, read_capped_with, read_text, ReadError, ReadErrorKind,
-};
+pub(crate) use read::{read_at_most, read_capped, read_capped_with};
+pub use read::{read_text, ReadError, ReadErrorKind};
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;

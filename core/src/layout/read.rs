@@ -25,7 +25,8 @@ pub const MAX_LINK_HOPS: usize = 40;
 
 /// What kept a file from being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReadErrorKind {
+#[non_exhaustive]
+pub enum ReadErrorKind {
     /// Nothing at the path (not even a dangling link).
     Missing,
     /// A directory, a dangling link, a link loop, a FIFO, a device, a socket or a file whose
@@ -41,12 +42,19 @@ pub(crate) enum ReadErrorKind {
 
 /// Why a file was not read: the kind, and one line saying what the path is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ReadError {
+pub struct ReadError {
     pub(crate) kind: ReadErrorKind,
     pub(crate) reason: String,
 }
 
+impl std::error::Error for ReadError {}
+
 impl ReadError {
+    /// What kept the file from being read.
+    pub fn kind(&self) -> ReadErrorKind {
+        self.kind
+    }
+
     fn new(kind: ReadErrorKind, reason: impl Into<String>) -> Self {
         Self {
             kind,
@@ -223,8 +231,11 @@ pub(crate) fn read_capped_with<T>(
     Ok((bytes, before))
 }
 
-/// Reads a text file (UTF-8) of at most `cap` bytes; see [`read_capped`].
-pub(crate) fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
+/// Reads a text file (UTF-8) of at most `cap` bytes, as the host reads every file of its
+/// layers: a FIFO, a device or a directory is refused without blocking, a file larger than
+/// `cap` is refused before it is read (`what` names the cap in the error: `"a 1 MiB limit"`),
+/// and the error is one line that names the path.
+pub fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, ReadError> {
     let read = read_capped(path, cap, what)?;
     String::from_utf8(read.bytes).map_err(|e| {
         ReadError::new(

@@ -36,7 +36,7 @@ mod unmask;
 mod variants;
 
 pub use masked::{Masked, MaskedError};
-pub(crate) use store::{SecretStore, TextFields};
+pub(crate) use store::SecretStore;
 pub use stream::MaskStream;
 
 /// The text before a key in a placeholder.
@@ -208,6 +208,14 @@ impl Secrets {
         Masked::new(map)
     }
 
+    /// Each of `items` with each of its text fields masked (a model's native tool calls).
+    pub fn mask_each<T: TextFields>(&self, mut items: Vec<T>) -> Masked<Vec<T>> {
+        for item in &mut items {
+            item.for_each_text(&mut |field| self.text_in_place(field));
+        }
+        Masked::new(items)
+    }
+
     /// The error with its message masked.
     pub fn mask_error(&self, error: &ToolError) -> MaskedError {
         MaskedError::new(error.kind(), self.mask(error.message()))
@@ -290,6 +298,13 @@ impl Secrets {
 /// `§§secret(KEY)`.
 pub fn placeholder(key: &str) -> String {
     format!("{PLACEHOLDER_START}{key})")
+}
+
+/// A value whose text fields are masked one by one ([`Secrets::mask_each`]), such as a
+/// model's native [`ToolCall`](crate::ToolCall).
+pub trait TextFields {
+    /// Calls `f` with each text field.
+    fn for_each_text(&mut self, f: &mut dyn FnMut(&mut String));
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::TextFields;
 use super::{Masked, MaskedError, Secrets};
 use crate::sync::{read, write};
 use plugin_api::ToolError;
@@ -62,15 +63,11 @@ impl SecretStore {
     }
 
     /// Each of `items` with each of its text fields masked (a model's native tool calls).
-    pub(crate) fn each<T: TextFields>(&self, mut items: Vec<T>) -> Masked<Vec<T>> {
-        if let Some(secrets) = self.active() {
-            for item in &mut items {
-                item.for_each_text(&mut |field| {
-                    *field = secrets.mask_owned(std::mem::take(field)).into_inner();
-                });
-            }
+    pub(crate) fn each<T: TextFields>(&self, items: Vec<T>) -> Masked<Vec<T>> {
+        match self.active() {
+            Some(secrets) => secrets.mask_each(items),
+            None => Masked::new(items),
         }
-        Masked::new(items)
     }
 
     /// The error with its message masked.
@@ -99,10 +96,4 @@ impl SecretStore {
             .map(Masked::new)
             .map_err(|e| ToolError::internal(e.to_string()))
     }
-}
-
-/// A value whose text fields are masked one by one ([`SecretStore::each`]).
-pub(crate) trait TextFields {
-    /// Calls `f` with each text field.
-    fn for_each_text(&mut self, f: &mut dyn FnMut(&mut String));
 }

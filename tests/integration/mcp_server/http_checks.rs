@@ -41,7 +41,7 @@ fn the_default_bind_is_loopback() {
         "{}",
         server.url
     );
-    let options = toolhost::mcp_server::HttpOptions::default();
+    let options = toolhost_mcp_server::HttpOptions::default();
     assert!(options.addr.ip().is_loopback(), "{:?}", options.addr);
     assert!(options.token.is_none() && !options.sessions);
 }

@@ -2,7 +2,6 @@
 //! checks, in the order documented on [`Agent::call_tool`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use plugin_api::points::{
     ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE,
@@ -17,6 +16,7 @@ use crate::exec::context::{Call, CallContext};
 use crate::governance::CallRules;
 use crate::host::FoundTool;
 use crate::layout::ToolName;
+#[cfg(feature = "mcp")]
 use crate::mcp::McpTool;
 use crate::plugin::ToolHandle;
 use crate::transcript::{HistoryMessage, LogKind};
@@ -38,6 +38,7 @@ enum Target {
     /// A library tool, and the rules that govern its call.
     Library(Arc<ToolHandle>, CallRules),
     /// A tool of an MCP server, and the rules that govern its call.
+    #[cfg(feature = "mcp")]
     Mcp(Arc<McpTool>, CallRules),
     /// No layer has the tool: the built-in Unknown tool answers.
     Unknown,
@@ -78,13 +79,25 @@ impl Agent {
             return false;
         };
         let name = request.name();
-        let dotted = crate::mcp::from_native_name(name);
-        let mcp = |tool: &Arc<crate::mcp::McpTool>| {
-            *tool.name == *name || dotted.as_deref() == Some(&*tool.name)
-        };
         name == "parallel"
             || self.host.resolve(self.profile(), name).found.is_some()
-            || self.host.mcp_tools(self.profile()).iter().any(mcp)
+            || self.has_mcp_tool(name)
+    }
+
+    /// Whether a ready MCP server of the profile offers the tool `name` (`<server>.<tool>` or
+    /// `<server>__<tool>`).
+    #[cfg(feature = "mcp")]
+    fn has_mcp_tool(&self, name: &str) -> bool {
+        let dotted = crate::mcp::from_native_name(name);
+        let mcp =
+            |tool: &Arc<McpTool>| *tool.name == *name || dotted.as_deref() == Some(&*tool.name);
+        self.host.mcp_tools(self.profile()).iter().any(mcp)
+    }
+
+    /// Without the MCP client, no MCP server offers a tool.
+    #[cfg(not(feature = "mcp"))]
+    fn has_mcp_tool(&self, _name: &str) -> bool {
+        false
     }
 
     /// `call_tool`, as a call of `parallel` when `nested`: its result goes into the combined
@@ -142,6 +155,7 @@ impl Agent {
         })
     }
 
+    #[cfg(feature = "mcp")]
     /// The MCP tool `name` (`<server>.<tool>`) if a server of the profile offers it, waiting
     /// for a server that is still starting (at most the call's deadline); `<server>__<tool>`
     /// finds it too. A name with neither `.` nor `__` costs two byte searches.
@@ -161,9 +175,9 @@ impl Agent {
         let Ok(config) = self.host.config(self.profile()) else {
             return Ok(None); // the layers' lookup reports the mistake
         };
-        let declared = Duration::from_secs(crate::mcp::DEFAULT_TIMEOUT_SECONDS);
+        let declared = std::time::Duration::from_secs(crate::mcp::DEFAULT_TIMEOUT_SECONDS);
         let wait = match config.timeout(name, declared) {
-            d if d.is_zero() => Duration::from_secs(365 * 86_400),
+            d if d.is_zero() => std::time::Duration::from_secs(365 * 86_400),
             d => d,
         };
         let Some(tool) = self.host.mcp_tool(self.profile(), name, wait).await? else {
@@ -172,6 +186,12 @@ impl Agent {
         let layer = format!("mcp:{}", tool.server()).into();
         let rules = CallRules::new(tool.name(), tool.info(), layer, config);
         Ok(Some(Target::Mcp(tool, rules)))
+    }
+
+    /// Without the MCP client, no MCP server offers a tool.
+    #[cfg(not(feature = "mcp"))]
+    async fn mcp_target(&self, _name: &str) -> Result<Option<Target>, ToolError> {
+        Ok(None)
     }
 
     /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
@@ -213,6 +233,7 @@ impl Agent {
         let heading = format!("Using tool '{request}'");
         let log_id = self.add_log(LogKind::Tool, heading, String::new(), args.clone(), false);
         let tool_name = match &target {
+            #[cfg(feature = "mcp")]
             Target::Mcp(tool, _) => tool.name.clone(),
             Target::Library(tool, _) if tool.name() == request.name() => tool.shared_name().clone(),
             _ => request.name().into(),
@@ -241,6 +262,7 @@ impl Agent {
     ) -> Result<Response, ToolError> {
         match target {
             Target::Library(tool, rules) => self.admit(&**tool, rules)?,
+            #[cfg(feature = "mcp")]
             Target::Mcp(tool, rules) => self.admit(&**tool, rules)?,
             _ => {}
         }
@@ -252,6 +274,7 @@ impl Agent {
             ),
             // Boxed: an MCP call's state is 4 KiB (a network round trip, where an allocation
             // is nothing), which every call's future would otherwise hold and copy.
+            #[cfg(feature = "mcp")]
             Target::Mcp(tool, rules) => Answer::Host(
                 Box::pin(self.execute_governed(call, request, tool, &mut args, rules)).await?,
             ),
@@ -261,7 +284,9 @@ impl Agent {
         // An interruption now waits for the loop's next checkpoint.
         self.intervention.check(Check::PauseOrStop).await?;
         let config = match target {
-            Target::Library(_, rules) | Target::Mcp(_, rules) => Some(rules.config.clone()),
+            Target::Library(_, rules) => Some(rules.config.clone()),
+            #[cfg(feature = "mcp")]
+            Target::Mcp(_, rules) => Some(rules.config.clone()),
             _ => self.host.config(self.profile()).ok(),
         };
         let mut response = self.limit_output(call, config.as_deref(), answer);

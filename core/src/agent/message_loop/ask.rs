@@ -11,8 +11,8 @@ use crate::agent::message_loop::LoopError;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError, ModelReply, ModelRequest, ToolProtocol};
-use crate::reply::parse_reply;
 use crate::transcript::{LogKind, Role};
+use toolhost_reply::parse_reply;
 
 /// How asking the model ended.
 pub(crate) enum Asked {

@@ -12,7 +12,6 @@ use crate::agent::message_loop::tool_calls::{request_of, signature};
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError};
-use crate::reply::{Misformat, ToolRequest};
 use crate::secrets::{Masked, MaskedError};
 use crate::transcript::{HistoryMessage, LogKind, Role, ToolCall};
 use plugin_api::points::{
@@ -22,6 +21,7 @@ use plugin_api::points::{
 use plugin_api::ErrorKind;
 use plugin_api::Response;
 use plugin_api::ToolError;
+use toolhost_reply::{Misformat, ToolRequest};
 
 /// Limits of one monologue.
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use crate::model::{ModelReply, ToolProtocol};
-use crate::reply::{read_reply, Misformat, ToolRequest};
 use crate::transcript::ToolCall;
+use toolhost_reply::{read_reply, Misformat, ToolRequest};
 
 /// The tool request of `reply`.
 ///

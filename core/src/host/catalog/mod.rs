@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use rows::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 
-use super::{Host, McpListing};
+use super::Host;
+#[cfg(feature = "mcp")]
+use super::McpListing;
 use crate::layout::Layer;
 use crate::load::error::LoadError;
 use file::Found;
@@ -49,7 +51,10 @@ impl Host {
             catalog.skipped.extend(skipped);
             catalog.tools.extend(tool);
         }
-        catalog.mcp = self.mcp_catalog(profile, &mut catalog.tools);
+        #[cfg(feature = "mcp")]
+        {
+            catalog.mcp = self.mcp_catalog(profile, &mut catalog.tools);
+        }
         for point in self.extension_points(profile) {
             let mut run = Vec::new();
             for (stem, (path, layer)) in self.extension_files(profile, &point) {
@@ -104,6 +109,7 @@ impl Host {
         (None, skipped)
     }
 
+    #[cfg(feature = "mcp")]
     /// The profile's MCP tools; library tools of the same name move to their `shadows`.
     fn mcp_catalog(&self, profile: &str, tools: &mut Vec<ListedTool>) -> Vec<McpListing> {
         let mut listed = Vec::new();

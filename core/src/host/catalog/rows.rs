@@ -6,6 +6,7 @@ use std::sync::Arc;
 use plugin_api::{ExtensionInfo, Readiness, ToolInfo};
 
 use crate::governance::BreakerState;
+#[cfg(feature = "mcp")]
 use crate::host::McpListing;
 use crate::layout::Layer;
 use crate::load::error::LoadError;
@@ -21,6 +22,7 @@ pub struct Catalog {
     /// Library tools sorted by name (those an MCP tool of the same name hides are left out).
     pub tools: Vec<ListedTool>,
     /// The tools of the profile's MCP servers that are ready now, sorted by name.
+    #[cfg(feature = "mcp")]
     pub mcp: Vec<McpListing>,
     /// The extensions that run at each point, in run order; points sorted by name.
     pub extensions: Vec<(String, Vec<ListedExtension>)>,

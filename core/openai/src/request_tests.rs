@@ -3,10 +3,9 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::model::ToolSpec;
-use crate::secrets::SecretStore;
-use crate::secrets::Secrets;
-use crate::transcript::ToolCall;
+use toolhost::Secrets;
+use toolhost::ToolCall;
+use toolhost::ToolSpec;
 
 fn message(role: Role, text: &str) -> HistoryMessage {
     let content = Secrets::empty().mask(text);
@@ -25,7 +24,7 @@ fn calls(ids: &[&str]) -> HistoryMessage {
             arguments: r#"{"name":"Ada"}"#.to_owned(),
         })
         .collect();
-    message(Role::Ai, "").with_tool_calls(SecretStore::default().each(calls))
+    message(Role::Ai, "").with_tool_calls(Secrets::empty().mask_each(calls))
 }
 
 fn config(protocol: &str) -> ModelConfig {

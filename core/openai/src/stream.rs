@@ -9,8 +9,8 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::model::{ModelError, ModelReply, Usage};
-use crate::transcript::ToolCall;
+use toolhost::ToolCall;
+use toolhost::{ModelError, ModelReply, Usage};
 
 /// A call being assembled from its deltas.
 #[derive(Debug, Default)]

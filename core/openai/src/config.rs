@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::{Table, Value};
 
-use crate::layout::Layout;
-use crate::layout::{read_text, Escaped, ReadErrorKind};
-use crate::model::{ModelError, ModelErrorKind, ToolProtocol};
-use crate::secrets::Secrets;
+use toolhost::Layout;
+use toolhost::Secrets;
+use toolhost::{read_text, Escaped, ReadErrorKind};
+use toolhost::{ModelError, ModelErrorKind, ToolProtocol};
 
 /// The file name of a layer's model configuration.
 pub const MODELS_FILE: &str = "models.toml";
@@ -19,7 +19,7 @@ pub const MODELS_FILE: &str = "models.toml";
 /// One model: a `[models.NAME]` table of `models.toml`.
 ///
 /// ```
-/// let config: toolhost::openai::ModelConfig = toml::from_str(r#"
+/// let config: toolhost_openai::ModelConfig = toml::from_str(r#"
 ///     base_url = "http://127.0.0.1:8080/v1"
 ///     model = "qwen2.5-7b-instruct"
 ///     tool_protocol = "native"
@@ -121,13 +121,9 @@ impl ModelsConfig {
         let mut files = Vec::new();
         for layer in layout.layers(profile) {
             let path = layer.dir.join(MODELS_FILE);
-            let text = match read_text(
-                &path,
-                crate::layout::DEFAULT_MAX_TEXT_BYTES,
-                "a 1 MiB limit",
-            ) {
+            let text = match read_text(&path, toolhost::DEFAULT_MAX_TEXT_BYTES, "a 1 MiB limit") {
                 Ok(text) => text,
-                Err(e) if e.kind == ReadErrorKind::Missing => continue,
+                Err(e) if e.kind() == ReadErrorKind::Missing => continue,
                 Err(e) => return Err(config_error(format!("cannot read {}: {e}", Escaped(&path)))),
             };
             let table: Table = text.parse().map_err(|e: toml::de::Error| {

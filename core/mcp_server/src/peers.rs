@@ -10,9 +10,9 @@ use rmcp::service::{Peer, RoleServer};
 use tokio::runtime::Handle;
 
 use super::error::{McpServerError, McpServerErrorKind};
-use crate::host::reload::Watcher;
-use crate::host::Host;
-use crate::sync::lock;
+use crate::lock;
+use toolhost::Host;
+use toolhost::Watcher;
 
 /// How long the reload thread gathers more changes before it notifies (a `cargo build` or a
 /// copy of several files is one notification).

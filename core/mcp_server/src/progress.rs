@@ -8,8 +8,8 @@ use rmcp::service::{Peer, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::agent::output::{Output, OutputKind, Silent};
-use crate::secrets::Masked;
+use toolhost::output::{Output, OutputKind, Silent};
+use toolhost::Masked;
 
 /// The prefix the lifecycle puts before a progress line (`hooks.rs`).
 const PROGRESS_PREFIX: &str = "  ... ";

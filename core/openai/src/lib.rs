@@ -1,3 +1,5 @@
+//! # toolhost-openai: real models for toolhost
+//!
 //! Real models through OpenAI-compatible chat completions, the protocol that OpenAI, vLLM,
 //! llama.cpp's server, Ollama (`/v1`), LM Studio, OpenRouter and LiteLLM all speak.
 //!
@@ -12,7 +14,7 @@
 //! Models are configured in `models.toml` ([`ModelsConfig`]):
 //!
 //! ```no_run
-//! use toolhost::openai::{ModelsConfig, OpenAiModel};
+//! use toolhost_openai::{ModelsConfig, OpenAiModel};
 //! use toolhost::{Agent, Host, LoopOptions};
 //! use std::sync::Arc;
 //!
@@ -26,6 +28,9 @@
 //! println!("{answer} ({})", agent.usage());
 //! # Ok(()) }
 //! ```
+#![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod config;
 mod request;
@@ -41,13 +46,13 @@ use serde_json::Value;
 pub use config::{ModelConfig, ModelsConfig, MODELS_FILE};
 pub use request::NATIVE_NOTE;
 
-use crate::model::{
+use config::ApiKey;
+use stream::chain;
+use toolhost::Secrets;
+use toolhost::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
     ToolProtocol,
 };
-use crate::secrets::Secrets;
-use config::ApiKey;
-use stream::chain;
 
 /// A model behind an OpenAI-compatible server.
 #[derive(Debug)]

@@ -1,4 +1,7 @@
-//! Reading a model's reply: the tool request in it, read leniently.
+//! # toolhost-reply: reading a model's reply
+//!
+//! The tool request in a model's reply, read leniently. It depends on nothing of the host, so
+//! a reply can be read (and fuzzed) without one.
 //!
 //! - `candidates.rs`: where the request is in a reply (the first block-level one wins);
 //! - `lenient.rs`, `strings.rs`: reading a JSON object that may be broken, without recursion;
@@ -6,6 +9,9 @@
 //! - `xml.rs`: calls written as XML;
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
+#![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod candidates;
 mod depth;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
-use crate::config::Access;
-use crate::host::Host;
 use plugin_api::RiskLevel;
 use plugin_api::ToolInfo;
+use toolhost::config::Access;
+use toolhost::Host;
 
 /// The tools `profile` may call now, as MCP tools, sorted by name. Tools the tools prompt
 /// leaves out are left out here too: not ready, breaker open, or refused by the profile's

@@ -1,3 +1,5 @@
+//! # toolhost-mcp-server: the host's tools over MCP
+//!
 //! Serving the host's native tools to any MCP client, with the official Rust SDK (`rmcp`).
 //!
 //! - `tools.rs`: a native tool as an MCP tool (schema, annotations), and which are listed;
@@ -11,7 +13,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::mcp_server::McpServer;
+//! use toolhost_mcp_server::McpServer;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,6 +23,9 @@
 //! server.serve_stdio().await?;
 //! # Ok(()) }
 //! ```
+#![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod approval;
 mod call;
@@ -31,7 +36,7 @@ mod progress;
 mod session;
 mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use call::AGENT_NAME;
 pub use error::{McpServerError, McpServerErrorKind};
@@ -42,8 +47,8 @@ use peers::Peers;
 use rmcp::ServiceExt;
 use session::Session;
 
-use crate::host::Host;
-use crate::layout::is_safe_name;
+use toolhost::is_safe_name;
+use toolhost::Host;
 
 /// What every session shares.
 pub(crate) struct Shared {
@@ -133,4 +138,10 @@ impl McpServer {
     pub async fn bind_http(&self, options: HttpOptions) -> Result<HttpServer, McpServerError> {
         http::bind(options).await
     }
+}
+
+/// Locks `mutex`, poisoned or not (the host's own `lock`, which this crate cannot reach: a
+/// panicked holder leaves the peers and the session's approvals valid).
+fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -10,8 +10,8 @@ use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use serde_json::json;
 use tokio::runtime::Handle;
 
-use crate::governance::{ApprovalAnswer, ApprovalRequest, Approver};
-use crate::sync::lock;
+use crate::lock;
+use toolhost::governance::{ApprovalAnswer, ApprovalRequest, Approver};
 
 /// How long the user has to answer; then the call is denied.
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);

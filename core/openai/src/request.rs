@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::config::ModelConfig;
 use super::window;
-use crate::model::{ModelRequest, ToolProtocol};
-use crate::transcript::{HistoryMessage, Role};
+use toolhost::{HistoryMessage, Role};
+use toolhost::{ModelRequest, ToolProtocol};
 
 /// What the system prompt gains under the native protocol (the core prompt asks for JSON).
 pub const NATIVE_NOTE: &str = "# Tool calls\nIn this session the tools are functions: \

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::approval::ElicitationApprover;
 use super::progress::Progress;
-use crate::agent::Agent;
-use crate::host::Host;
+use toolhost::Agent;
+use toolhost::Host;
 
 /// The name of the agents that run the calls of MCP clients (in the log, the audit and
 /// intervention messages).

@@ -12,7 +12,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let host = Arc::new(Host::new("/path/to/root")?); // holds core/, plugins/, usr/
 //! for tool in host.list("default").tools {
-//!     println!("{} from {}", tool.name, tool.found.layer.label);
+//!     println!("{} from {}", tool.name, tool.layer.label);
 //! }
 //! let agent = Agent::new(host, "A0", "default")?;
 //! let answer = agent
@@ -165,11 +165,10 @@ pub use agent::Agent;
 pub use host::reload::{ReloadEvent, Served, Watcher};
 pub use host::HostError;
 #[cfg(feature = "mcp")]
-pub use host::McpListing;
+pub use host::ListedMcpTool;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
-    ListedTool, Listing, Resolution, ToolListing, ToolSource, DEFAULT_MAX_LIBRARY_BYTES,
-    DEFAULT_MAX_TEXT_BYTES,
+    ListedTool, Resolution, ToolSource, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
 };
 pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};

@@ -201,3 +201,64 @@ fn call_masks_secrets_in_what_it_prints() {
     ]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("tok-12345678"));
 }
+
+#[test]
+fn completions_for_bash_are_a_valid_script_that_knows_every_command() {
+    let out = TestRoot::new().run_cli(&["completions", "bash"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = stdout(&out);
+    assert!(script.contains("complete -F _toolhost"), "{script}");
+    for word in ["serve-mcp", "completions", "--max-iterations", "--secrets"] {
+        assert!(script.contains(word), "no {word} in:\n{script}");
+    }
+    // bash itself parses it (`-n`: read, do not run).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toolhost.bash");
+    std::fs::write(&file, &script).unwrap();
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .output()
+        .expect("bash");
+    assert!(check.status.success(), "{}", stderr(&check));
+}
+
+#[test]
+fn completions_for_an_unknown_shell_are_a_usage_error() {
+    let out = TestRoot::new().run_cli(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("tcsh"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_man_page_is_roff_naming_every_command() {
+    let out = TestRoot::new().run_cli(&["man"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(page.contains(".TH toolhost 1"), "{page}");
+    assert!(page.contains(".SH NAME"), "{page}");
+    for command in [
+        "list",
+        "call",
+        "run",
+        "chat",
+        "serve\\-mcp",
+        "completions",
+        "man",
+    ] {
+        assert!(page.contains(command), "no {command} in:\n{page}");
+    }
+}
+
+#[test]
+fn man_out_writes_a_page_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = TestRoot::new().run_cli(&["man", "--out", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = std::fs::read_to_string(dir.path().join("toolhost-run.1")).unwrap();
+    assert!(run.contains(".TH toolhost-run 1"), "{run}");
+    assert!(run.contains("max\\-unusable"), "{run}");
+    for page in ["toolhost.1", "toolhost-chat.1", "toolhost-audit-verify.1"] {
+        assert!(dir.path().join(page).is_file(), "no {page}");
+    }
+}

@@ -140,13 +140,13 @@ fn list_shows_winner_layer_and_shadows() {
     let names: Vec<_> = listing.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo", "response"]);
     let response = &listing.tools[1];
-    assert_eq!(response.found.layer.label, "usr/agents/dev");
+    assert_eq!(response.layer.label, "usr/agents/dev");
     assert_eq!(
         response.shadows,
         vec![root.path().join("core/tools/response.so")]
     );
     assert_eq!(
-        response.found.handle.info().description,
+        response.info().description,
         "Ends the task with a final answer, signed by the agent."
     );
     assert!(listing.tools[0].shadows.is_empty());

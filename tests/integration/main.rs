@@ -2,6 +2,7 @@
 //! in its own temporary root.
 
 mod audit;
+mod book;
 mod breaker;
 mod cli;
 mod cli_mistakes;

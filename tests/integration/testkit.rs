@@ -96,34 +96,3 @@ fn a_crate_that_does_not_compile_is_its_first_error() {
     assert!(line.contains("nope"), "{line}");
     assert!(!line.contains('\n'), "one line: {line}");
 }
-
-/// The README's "Testing a plugin" examples are copies of greet's tests, which compile and run.
-#[test]
-fn the_readme_examples_are_greets_tests() {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let readme = std::fs::read_to_string(workspace.join("README.md")).unwrap();
-    let greet = workspace.join("plugins/example/tools/greet");
-    let sources = ["src/tests.rs", "tests/loaded.rs"]
-        .map(|f| std::fs::read_to_string(greet.join(f)).unwrap())
-        .join("\n");
-    let lines = |text: &str| -> Vec<String> { text.lines().map(|l| l.trim().to_owned()).collect() };
-    let source_lines = lines(&sources);
-    let section = readme
-        .split("\n## Testing a plugin\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("a README section \"Testing a plugin\"");
-    let blocks: Vec<&str> = section
-        .split("```rust\n")
-        .skip(1)
-        .map(|b| b.split("```").next().unwrap())
-        .collect();
-    assert!(blocks.len() >= 2, "{blocks:?}");
-    for block in blocks {
-        let wanted = lines(block.trim_end());
-        let found = source_lines
-            .windows(wanted.len())
-            .any(|window| window == wanted.as_slice());
-        assert!(found, "this README block is not in greet's tests:\n{block}");
-    }
-}

@@ -15,6 +15,18 @@ pub mod fake_llm;
 pub mod peers;
 mod shell_env;
 
+/// The Rust blocks of the README and of the book's pages, compiled and run as this crate's
+/// doctests (`cargo test --workspace` runs them). A page with a ```` ```rust ```` block must be
+/// listed here (tests/integration/book.rs checks it); a ```` ```rust,ignore ```` block must be a
+/// copy of a test that compiles elsewhere (checked there too).
+#[cfg(doctest)]
+pub mod docs {
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../docs/src/guide/typed-tools.md")]
+    pub struct TypedTools;
+}
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};

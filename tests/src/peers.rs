@@ -1,8 +1,9 @@
 //! Real peers installed by the tests themselves, pinned, into a cache under `target/peers/`
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
-//! server and with it the Python `mcp` client from PyPI. And one system tool: util-linux
-//! `script` for the terminal tests, installed with apt-get where it is missing ([`script`]).
+//! server and with it the Python `mcp` client from PyPI; and `mdbook` from crates.io, into
+//! `target/tools/`. And one system tool: util-linux `script` for the terminal tests, installed
+//! with apt-get where it is missing ([`script`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -16,6 +17,9 @@ pub const FAKELLM: &str = "fakellm==0.3.5";
 pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
 /// The pinned MCP reference server from npm.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
+pub const MDBOOK: &str = "0.5.4";
 
 /// `target/peers/<name>/`.
 fn peer_dir(name: &str) -> PathBuf {
@@ -56,6 +60,12 @@ fn try_install(what: &str, command: &mut Command) -> Result<(), String> {
         "ETIMEDOUT",
         "Temporary failure in name resolution",
         "No matching distribution",
+        // cargo (crates.io)
+        "failed to get a 200 OK",
+        "failed to download",
+        "Couldn't resolve host",
+        "spurious network error",
+        "failed to query replaced source registry",
     ];
     let last = stderr
         .lines()
@@ -226,6 +236,67 @@ pub fn server_everything() -> PathBuf {
         .clone()
 }
 
+/// The `mdbook` binary, version [`MDBOOK`], installed on first use with
+/// `cargo install --locked` from crates.io into `target/tools/mdbook-<version>/` (a few minutes
+/// on two cores; built without its `serve` and `watch` features, which the tests do not use).
+///
+/// # Panics
+///
+/// With one line, if cargo cannot reach crates.io or the build fails: under `CI=true` as
+/// everywhere else, the book's tests fail rather than pass without it.
+pub fn mdbook() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let target = crate::build_dir().parent().expect("target dir").to_owned();
+        let root = target.join("tools").join(format!("mdbook-{MDBOOK}"));
+        let bin = root
+            .join("bin")
+            .join(format!("mdbook{}", std::env::consts::EXE_SUFFIX));
+        let done = root.join(".installed");
+        if done.exists() && bin.exists() {
+            return bin;
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        let build = target.join("tools").join("mdbook-build");
+        let program = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        // At the lowest priority where `nice` exists: it compiles while the timing-sensitive
+        // tests (reload, deadlines) run on the same cores.
+        let mut cargo = match Command::new("nice").arg("--version").output() {
+            Ok(_) => {
+                let mut nice = Command::new("nice");
+                nice.args(["-n", "19"]).arg(program);
+                nice
+            }
+            Err(_) => Command::new(program),
+        };
+        crate::shell_env::as_from_a_shell(&mut cargo);
+        cargo
+            .args([
+                "install",
+                "mdbook",
+                "--locked",
+                "--quiet",
+                "--version",
+                MDBOOK,
+            ])
+            .args(["--no-default-features", "--features", "search", "--root"])
+            .arg(&root)
+            .arg("--target-dir")
+            .arg(&build);
+        install(&format!("mdbook {MDBOOK} (cargo install)"), &mut cargo);
+        // The build folder is only needed to build again: 300 MB for one binary.
+        let _ = std::fs::remove_dir_all(&build);
+        assert!(
+            bin.exists(),
+            "cannot install mdbook {MDBOOK}: cargo install succeeded but left no {}",
+            bin.display()
+        );
+        std::fs::write(&done, MDBOOK).expect("marker");
+        bin
+    })
+    .clone()
+}
+
 /// Starts installing every peer in the background, one after another on one thread, so that
 /// the first run of a fresh clone installs them while other tests run rather than inside the
 /// first test that needs each (about a minute and a half on two cores). A test that needs a
@@ -243,7 +314,7 @@ pub fn prefetch() {
         return;
     }
     std::thread::spawn(|| {
-        for install in [fakellm_python, server_everything, mcp_python] {
+        for install in [mdbook, fakellm_python, server_everything, mcp_python] {
             let _ = std::panic::catch_unwind(install);
         }
     });

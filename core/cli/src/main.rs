@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use args_error::usage_error;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use toolhost::{Host, HostOptions, LoopOptions};
 
 /// Native plugin host for AI-agent tools.
@@ -48,7 +48,7 @@ struct Cli {
     #[arg(long, global = true)]
     allow_unpinned: bool,
     /// Run every tool in a worker process of its own (as `isolate = ["*"]` in toolhost.toml):
-    /// a crash of plugin code fails its call, not the host. See the README, "Isolated plugins".
+    /// a crash of plugin code fails its call, not the host. See docs/src/reference/isolation.md.
     #[arg(long, global = true)]
     isolate: bool,
     #[command(subcommand)]
@@ -109,18 +109,8 @@ enum Command {
         /// The agent profile.
         #[arg(long, short, default_value = "default")]
         profile: String,
-        /// The agent's name.
-        #[arg(long, default_value = "A0")]
-        agent: String,
-        /// Iterations per user message before the loop gives up.
-        #[arg(long, default_value_t = 25)]
-        max_iterations: usize,
-        /// Unusable replies in a row before the loop gives up.
-        #[arg(long, default_value_t = 3)]
-        max_unusable: usize,
-        /// Read the secrets from this file instead of usr/secrets.env.
-        #[arg(long)]
-        secrets: Option<PathBuf>,
+        #[command(flatten)]
+        session: SessionArgs,
     },
     /// The audit log (usr/audit/audit.jsonl): check its hash chain, or show its last records.
     Audit {
@@ -139,18 +129,8 @@ enum Command {
         /// only one).
         #[arg(long, short)]
         model: Option<String>,
-        /// The agent's name.
-        #[arg(long, default_value = "A0")]
-        agent: String,
-        /// Iterations per user message before the loop gives up.
-        #[arg(long, default_value_t = 25)]
-        max_iterations: usize,
-        /// Unusable replies in a row before the loop gives up.
-        #[arg(long, default_value_t = 3)]
-        max_unusable: usize,
-        /// Read the secrets from this file instead of usr/secrets.env.
-        #[arg(long)]
-        secrets: Option<PathBuf>,
+        #[command(flatten)]
+        session: SessionArgs,
     },
     /// Start a plugin: a crate in usr/tools/NAME/ (or usr/extensions/POINT/NAME/, or a
     /// profile's folder) whose debug build is linked into the layer, so `cargo build` in the
@@ -232,6 +212,46 @@ enum Command {
         #[arg(long, short, default_value = "default")]
         profile: String,
     },
+    /// Print a completion script for SHELL to standard output, generated from this command's
+    /// own definition (bash: `toolhost completions bash > /etc/bash_completion.d/toolhost`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page of `toolhost` (roff) to standard output, or with --out write one page
+    /// per command (toolhost.1, toolhost-list.1, ...) into a folder.
+    Man {
+        /// Write toolhost.1 and a page per command into this folder instead.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// The arguments `run` and `chat` share: the agent's name, when its loop gives up, and where
+/// its secrets come from.
+#[derive(clap::Args)]
+struct SessionArgs {
+    /// The agent's name.
+    #[arg(long, default_value = "A0")]
+    agent: String,
+    /// Iterations per user message before the loop gives up.
+    #[arg(long, default_value_t = 25)]
+    max_iterations: usize,
+    /// Unusable replies in a row before the loop gives up.
+    #[arg(long, default_value_t = 3)]
+    max_unusable: usize,
+    /// Read the secrets from this file instead of usr/secrets.env.
+    #[arg(long)]
+    secrets: Option<PathBuf>,
+}
+
+impl SessionArgs {
+    /// The message loop's limits.
+    fn loop_options(&self) -> LoopOptions {
+        LoopOptions::default()
+            .with_max_iterations(self.max_iterations)
+            .with_max_unusable(self.max_unusable)
+    }
 }
 
 #[derive(Subcommand)]
@@ -395,31 +415,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run {
             script,
             profile,
-            agent,
-            max_iterations,
-            max_unusable,
-            secrets,
+            session,
         } => {
-            let host = with_secrets(host()?, secrets)?;
-            let options = LoopOptions::default()
-                .with_max_iterations(max_iterations)
-                .with_max_unusable(max_unusable);
-            run::run_script(host, &script, &profile, &agent, &options, yes)
+            let options = session.loop_options();
+            let host = with_secrets(host()?, session.secrets)?;
+            run::run_script(host, &script, &profile, &session.agent, &options, yes)
         }
         Command::Chat {
             profile,
             model,
-            agent,
-            max_iterations,
-            max_unusable,
-            secrets,
+            session,
         } => {
-            let host = with_secrets(host()?, secrets)?;
-            let options = LoopOptions::default()
-                .with_max_iterations(max_iterations)
-                .with_max_unusable(max_unusable);
-            chat::chat(host, &profile, model.as_deref(), &agent, &options)
+            let options = session.loop_options();
+            let host = with_secrets(host()?, session.secrets)?;
+            chat::chat(host, &profile, model.as_deref(), &session.agent, &options)
         }
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "toolhost", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { out } => man(out.as_deref()),
         Command::Call {
             name,
             args,
@@ -428,6 +444,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json, yes),
     }
+}
+
+/// `toolhost man`: the page of `toolhost` on standard output, or every page into `out`.
+fn man(out: Option<&Path>) -> Result<ExitCode> {
+    match out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", toolhost::Escaped(dir)))?;
+            clap_mangen::generate_to(Cli::command(), dir).with_context(|| {
+                format!("cannot write the man pages into {}", toolhost::Escaped(dir))
+            })?;
+        }
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            std::io::Write::write_all(&mut std::io::stdout(), &page)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Refuses a profile name that is not safe, or that no layer has a folder for (a misspelled

@@ -19,14 +19,14 @@ pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
     host.list(profile)
         .tools
         .into_iter()
-        .filter(|t| t.found.handle.unavailable().is_none())
+        .filter(|t| t.unavailable().is_none())
         .filter(|t| {
-            let capabilities = &t.found.handle.info().capabilities;
+            let capabilities = &t.info().capabilities;
             !config
                 .as_ref()
                 .is_some_and(|c| matches!(c.access(&t.name, capabilities), Access::Denied { .. }))
         })
-        .map(|t| tool(&t.name, t.found.handle.info()))
+        .map(|t| tool(&t.name, t.info()))
         .collect()
 }
 

@@ -116,12 +116,12 @@ impl std::error::Error for Misformat {}
 ///
 /// ```
 /// let reply = "Sure!\n```json\n{'tool': 'greet:shout', args: {name: 'Ada',}, // hi\n}\n```";
-/// let request = toolhost::read_reply(reply).unwrap();
+/// let request = toolhost_reply::read_reply(reply).unwrap();
 /// assert_eq!(request.tool, "greet:shout");
 /// assert_eq!(request.args, serde_json::json!({"name": "Ada"}));
 ///
 /// let reply = r#"{"name": "terminal", "arguments": "{\"command\": \"dir C:\\Users\"}"}"#;
-/// let request = toolhost::read_reply(reply).unwrap();
+/// let request = toolhost_reply::read_reply(reply).unwrap();
 /// assert_eq!(request.args, serde_json::json!({"command": "dir C:\\Users"}));
 /// ```
 pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
@@ -141,7 +141,7 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
 /// [`read_reply`], without the reason when there is no request.
 ///
 /// ```
-/// assert!(toolhost::parse_reply(r#"{"name": "Ada", "age": 36}"#).is_none());
+/// assert!(toolhost_reply::parse_reply(r#"{"name": "Ada", "age": 36}"#).is_none());
 /// ```
 pub fn parse_reply(text: &str) -> Option<ToolRequest> {
     read_reply(text).ok()

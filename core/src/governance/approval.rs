@@ -61,9 +61,10 @@ pub(crate) struct Approvals {
     pub(crate) session: Mutex<HashSet<String>>,
 }
 
-/// A decision and where it came from, for the log and the audit.
+/// The verdict on a call's approval (allowed or not) and where it came from, for the log and
+/// the audit (which records it as an [`audit::Decision`](crate::audit::Decision)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Decision {
+pub(crate) struct Verdict {
     pub(crate) allowed: bool,
     pub(crate) source: DecisionSource,
 }
@@ -97,15 +98,15 @@ pub(crate) fn said(text: &'static str) -> DecisionSource {
     DecisionSource::Said(Cow::Borrowed(text))
 }
 
-pub(crate) fn allowed(source: DecisionSource) -> Decision {
-    Decision {
+pub(crate) fn allowed(source: DecisionSource) -> Verdict {
+    Verdict {
         allowed: true,
         source,
     }
 }
 
-pub(crate) fn refused(source: DecisionSource) -> Decision {
-    Decision {
+pub(crate) fn refused(source: DecisionSource) -> Verdict {
+    Verdict {
         allowed: false,
         source,
     }

@@ -162,24 +162,38 @@ pub(crate) struct Caller<'a> {
     pub(crate) profile: &'a str,
 }
 
+/// A call that has ended, for its record: the request, where the tool comes from (a file
+/// relative to the root and its SHA-256, asked for only when the record is written), its
+/// rules and arguments, what it did and how it ended.
+pub(crate) struct EndedCall<'c, S> {
+    pub(crate) request: &'c ToolName,
+    pub(crate) source: S,
+    pub(crate) rules: &'c CallRules,
+    pub(crate) args: &'c Map<String, Value>,
+    pub(crate) trail: Trail,
+    pub(crate) outcome: Result<Option<&'c Map<String, Value>>, &'c ToolError>,
+}
+
 /// Appends the record of a call (one whose trail is audited), and the user's own decision as
 /// a record of its own, with the call's id and arguments.
 ///
 /// The record is serialized from borrowed parts (a [`CallLine`]), so a call's audit costs no
 /// copy of its arguments or names; the arguments and metadata are copied only when there are
 /// secrets to mask in them. `source` (the file and library hash) is asked for only here.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn append_call<'a>(
     audit: &Audit,
     secrets: &SecretStore,
     caller: Caller<'_>,
-    request: &ToolName,
-    source: impl FnOnce() -> (Cow<'a, str>, Option<&'a str>),
-    rules: &CallRules,
-    args: &Map<String, Value>,
-    trail: Trail,
-    outcome: Result<Option<&Map<String, Value>>, &ToolError>,
+    call: EndedCall<'_, impl FnOnce() -> (Cow<'a, str>, Option<&'a str>)>,
 ) {
+    let EndedCall {
+        request,
+        source,
+        rules,
+        args,
+        trail,
+        outcome,
+    } = call;
     let Some((started, started_ms)) = trail.started else {
         return;
     };

@@ -11,15 +11,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
-use crate::audit::BreakerState as Side;
+use crate::audit::BreakerState;
 use crate::config::BreakerSettings;
 use crate::sync::lock;
 use plugin_api::ErrorKind;
 use plugin_api::ToolError;
 
-/// The state of a breaker, as `list` shows it.
+/// A breaker's state with what it knows, as `list` shows it: its
+/// [`BreakerState`](crate::audit::BreakerState) and the failures behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BreakerState {
+pub enum BreakerStatus {
     /// Calls run; the number of consecutive infrastructure failures so far.
     Closed(u32),
     /// Calls are refused until the time given (wall clock), after the last failure's message.
@@ -33,22 +34,27 @@ pub enum BreakerState {
     HalfOpen,
 }
 
-impl BreakerState {
+impl BreakerStatus {
+    /// The state alone.
+    pub fn state(&self) -> BreakerState {
+        match self {
+            Self::Closed(_) => BreakerState::Closed,
+            Self::Open { .. } => BreakerState::Open,
+            Self::HalfOpen => BreakerState::HalfOpen,
+        }
+    }
+
     /// `closed`, `open` or `half_open`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::Closed(_) => "closed",
-            Self::Open { .. } => "open",
-            Self::HalfOpen => "half_open",
-        }
+        self.state().as_str()
     }
 }
 
 /// A change of state, for the log and the audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Transition {
-    pub(crate) from: Side,
-    pub(crate) to: Side,
+    pub(crate) from: BreakerState,
+    pub(crate) to: BreakerState,
     pub(crate) reason: String,
 }
 
@@ -145,8 +151,8 @@ impl Breaker {
                 }
                 *state = State::HalfOpen { probes: 1 };
                 Ok(Some(transition(
-                    Side::Open,
-                    Side::HalfOpen,
+                    BreakerState::Open,
+                    BreakerState::HalfOpen,
                     "the cool-down ended",
                 )))
             }
@@ -179,8 +185,8 @@ impl Breaker {
             (State::HalfOpen { .. }, None) => {
                 *state = State::Closed { failures: 0 };
                 Some(transition(
-                    Side::HalfOpen,
-                    Side::Closed,
+                    BreakerState::HalfOpen,
+                    BreakerState::Closed,
                     "a probe call succeeded",
                 ))
             }
@@ -192,16 +198,16 @@ impl Breaker {
                 let failures = *failures;
                 *state = open(settings, failures, error);
                 Some(transition(
-                    Side::Closed,
-                    Side::Open,
+                    BreakerState::Closed,
+                    BreakerState::Open,
                     &format!("{failures} failures in a row"),
                 ))
             }
             (State::HalfOpen { .. }, Some(error)) => {
                 *state = open(settings, settings.failures, error);
                 Some(transition(
-                    Side::HalfOpen,
-                    Side::Open,
+                    BreakerState::HalfOpen,
+                    BreakerState::Open,
                     "a probe call failed",
                 ))
             }
@@ -210,14 +216,14 @@ impl Breaker {
     }
 
     /// The state, for `list`.
-    pub(crate) fn snapshot(&self) -> BreakerState {
+    pub(crate) fn snapshot(&self) -> BreakerStatus {
         match &*self.state() {
-            State::Closed { failures } => BreakerState::Closed(*failures),
-            State::Open { wall, last, .. } => BreakerState::Open {
+            State::Closed { failures } => BreakerStatus::Closed(*failures),
+            State::Open { wall, last, .. } => BreakerStatus::Open {
                 until: *wall,
                 last: last.clone(),
             },
-            State::HalfOpen { .. } => BreakerState::HalfOpen,
+            State::HalfOpen { .. } => BreakerStatus::HalfOpen,
         }
     }
 }
@@ -243,7 +249,7 @@ fn open(settings: &BreakerSettings, failures: u32, error: &ToolError) -> State {
     }
 }
 
-fn transition(from: Side, to: Side, reason: &str) -> Transition {
+fn transition(from: BreakerState, to: BreakerState, reason: &str) -> Transition {
     Transition {
         from,
         to,
@@ -283,7 +289,10 @@ mod tests {
             .is_none());
         assert!(breaker.record(Err(&failure), &s).is_none());
         let opened = breaker.record(Err(&failure), &s).unwrap();
-        assert_eq!((opened.from, opened.to), (Side::Closed, Side::Open));
+        assert_eq!(
+            (opened.from, opened.to),
+            (BreakerState::Closed, BreakerState::Open)
+        );
         let refusal = breaker.admit("t", &s).unwrap_err();
         assert!(refusal.message().contains("unavailable until"), "{refusal}");
         assert!(
@@ -291,11 +300,14 @@ mod tests {
             "{refusal}"
         );
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(breaker.admit("t", &s).unwrap().unwrap().to, Side::HalfOpen);
+        assert_eq!(
+            breaker.admit("t", &s).unwrap().unwrap().to,
+            BreakerState::HalfOpen
+        );
         assert!(breaker.admit("t", &s).is_err(), "one probe at a time");
         let closed = breaker.record(Ok(()), &s).unwrap();
-        assert_eq!(closed.to, Side::Closed);
-        assert_eq!(breaker.snapshot(), BreakerState::Closed(0));
+        assert_eq!(closed.to, BreakerState::Closed);
+        assert_eq!(breaker.snapshot(), BreakerStatus::Closed(0));
     }
 
     #[test]
@@ -306,7 +318,10 @@ mod tests {
         breaker.record(Err(&failure), &s);
         std::thread::sleep(Duration::from_millis(40));
         breaker.admit("t", &s).unwrap();
-        assert_eq!(breaker.record(Err(&failure), &s).unwrap().to, Side::Open);
+        assert_eq!(
+            breaker.record(Err(&failure), &s).unwrap().to,
+            BreakerState::Open
+        );
         assert_eq!(breaker.snapshot().name(), "open");
     }
 }

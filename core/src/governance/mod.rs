@@ -18,10 +18,10 @@ mod rules;
 mod schema;
 
 pub use crate::exec::call_threads::overdue;
-pub(crate) use approval::{allowed, refused, said, Approvals, Decision, DecisionSource};
+pub(crate) use approval::{allowed, refused, said, Approvals, DecisionSource, Verdict};
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
-pub(crate) use audit_trail::{append_breaker, append_call, Caller, Trail};
-pub use breaker::BreakerState;
+pub(crate) use audit_trail::{append_breaker, append_call, Caller, EndedCall, Trail};
+pub use breaker::BreakerStatus;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};
 pub(crate) use rules::{jitter, retryable, timed_out, CallRules};

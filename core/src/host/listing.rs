@@ -1,104 +1,63 @@
-//! Listing what a profile sees, loading libraries on every core.
+//! Listing what a profile sees, loading every library on every core: the same [`Catalog`] as
+//! [`Host::catalog`] gives, with every tool loaded.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{FoundTool, Host, Resolution};
-use crate::load::error::LoadError;
-#[cfg(feature = "mcp")]
-use crate::mcp::McpTool;
-
-/// One row of [`Host::list`].
-#[derive(Clone)]
-pub struct ToolListing {
-    /// The tool's name (its file name).
-    pub name: String,
-    /// The winner.
-    pub found: FoundTool,
-    /// Files of the same name in later layers that the winner hides.
-    pub shadows: Vec<PathBuf>,
-}
-
-#[cfg(feature = "mcp")]
-/// One tool of an MCP server in [`Host::list`].
-#[derive(Clone)]
-pub struct McpListing {
-    /// The tool (`<server>.<tool>`).
-    pub tool: Arc<McpTool>,
-    /// Library files of the same name that it hides (MCP tools are looked up first).
-    pub shadows: Vec<PathBuf>,
-}
-
-/// Everything a profile sees: the tools that win, and the files that were skipped.
-#[derive(Clone, Default)]
-pub struct Listing {
-    /// Library tools sorted by name (those an MCP tool of the same name hides are left out).
-    pub tools: Vec<ToolListing>,
-    /// The tools of the profile's MCP servers that are ready now, sorted by name; they are
-    /// looked up before the layers.
-    #[cfg(feature = "mcp")]
-    pub mcp: Vec<McpListing>,
-    /// Tool and extension files that failed to load, with the reason.
-    pub skipped: Vec<LoadError>,
-}
+use super::{Catalog, Host, ListedExtension, ListedTool, Resolution, ToolSource};
+use crate::layout::Layer;
 
 impl Host {
-    /// Every tool the profile sees, with the winning layer and what it shadows; `skipped` also
-    /// holds the extension files that failed to load.
-    pub fn list(&self, profile: &str) -> Listing {
-        let mut candidates: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    /// Every tool the profile sees, with the winning layer and what it shadows, loaded as a call
+    /// would load it (each row's source is [`ToolSource::Loaded`]); the extensions that run at
+    /// each point; `skipped` holds the tool and extension files that failed to load. Unlike
+    /// [`catalog`](Self::catalog), the metadata cache is neither read nor written.
+    pub fn list(&self, profile: &str) -> Catalog {
+        let mut candidates: BTreeMap<String, Vec<(Layer, PathBuf)>> = BTreeMap::new();
         for layer in self.layers(profile).iter() {
             for (stem, path) in self.served_files(&layer.tools_dir()) {
-                candidates.entry(stem).or_default().push(path);
+                candidates
+                    .entry(stem)
+                    .or_default()
+                    .push((layer.clone(), path));
             }
         }
         let names: Vec<&str> = candidates.keys().map(String::as_str).collect();
         let resolutions = self.resolve_all(profile, &names);
-        let mut listing = Listing::default();
-        for ((name, paths), resolution) in candidates.into_iter().zip(resolutions) {
+        let mut listing = Catalog::default();
+        for ((name, files), resolution) in candidates.into_iter().zip(resolutions) {
             listing.skipped.extend(resolution.skipped.iter().cloned());
             if let Some(found) = resolution.found.clone() {
-                let shadows = paths
+                let shadows = files
                     .into_iter()
+                    .map(|(_, path)| path)
                     .skip_while(|p| *p != found.path)
                     .skip(1)
                     .collect();
-                listing.tools.push(ToolListing {
+                listing.tools.push(ListedTool {
                     name,
-                    found,
+                    isolated: found.handle.is_isolated(),
+                    layer: found.layer,
+                    path: found.path,
                     shadows,
+                    source: ToolSource::Loaded(found.handle),
                 });
             }
         }
         #[cfg(feature = "mcp")]
         {
-            listing.mcp = self.mcp_listing(profile, &mut listing.tools);
+            listing.mcp = self.mcp_catalog(profile, &mut listing.tools);
         }
         for point in self.extension_points(profile) {
-            let skipped = self.skipped_extensions(profile, &point);
-            listing.skipped.extend(skipped);
+            listing
+                .skipped
+                .extend(self.skipped_extensions(profile, &point));
+            let run = self.extensions(profile, &point);
+            let run = run.iter().map(ListedExtension::loaded).collect();
+            listing.extensions.push((point, run));
         }
         listing
-    }
-
-    #[cfg(feature = "mcp")]
-    /// The profile's MCP tools; library tools of the same name move to their `shadows`.
-    fn mcp_listing(&self, profile: &str, tools: &mut Vec<ToolListing>) -> Vec<McpListing> {
-        let mut listed = Vec::new();
-        for tool in self.mcp_tools(profile) {
-            let mut shadows = Vec::new();
-            tools.retain(|t| {
-                if t.name != tool.name() {
-                    return true;
-                }
-                shadows.push(t.found.path.clone());
-                shadows.extend(t.shadows.iter().cloned());
-                false
-            });
-            listed.push(McpListing { tool, shadows });
-        }
-        listed
     }
 
     /// Resolves many names, loading libraries on as many threads as there are cores (copying

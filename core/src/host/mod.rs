@@ -31,11 +31,10 @@ use crate::load::pins::Pins;
 use crate::plugin::ExtensionHandle;
 use crate::secrets::{SecretStore, Secrets};
 
+#[cfg(feature = "mcp")]
+pub use catalog::ListedMcpTool;
 pub use catalog::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 pub use error::HostError;
-#[cfg(feature = "mcp")]
-pub use listing::McpListing;
-pub use listing::{Listing, ToolListing};
 pub use lookup::{FoundTool, Resolution};
 
 /// Settings of a [`Host`].

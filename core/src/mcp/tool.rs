@@ -8,7 +8,7 @@ use plugin_api::{RiskLevel, ToolInfo};
 use rmcp::model::Tool;
 
 use super::server::Server;
-use crate::governance::{ArgumentSchema, Breaker, BreakerState};
+use crate::governance::{ArgumentSchema, Breaker, BreakerStatus};
 
 /// A call's deadline when the config sets none (Echo Agent's default).
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
@@ -80,14 +80,14 @@ impl McpTool {
     }
 
     /// The state of its circuit breaker.
-    pub fn breaker_state(&self) -> BreakerState {
+    pub fn breaker_state(&self) -> BreakerStatus {
         self.breaker.snapshot()
     }
 
     /// Why it cannot be called now (its breaker is open), if it cannot.
     pub fn unavailable(&self) -> Option<String> {
         match self.breaker.snapshot() {
-            BreakerState::Open { until, last } => Some(format!(
+            BreakerStatus::Open { until, last } => Some(format!(
                 "circuit breaker open until {} (last failure: {last})",
                 crate::governance::clock(until)
             )),

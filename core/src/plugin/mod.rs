@@ -19,7 +19,7 @@ use abi_stable::std_types::ROption;
 use plugin_api::__private::abi::FfiTool;
 use plugin_api::ToolInfo;
 
-use crate::governance::{ArgumentSchema, Breaker, BreakerState};
+use crate::governance::{ArgumentSchema, Breaker, BreakerStatus};
 use crate::isolation::IsolatedTool;
 use crate::layout::Escaped;
 use crate::load::error::{LoadError, LoadErrorKind};
@@ -247,7 +247,7 @@ impl ToolHandle {
             return Some(format!("not ready: {reason}"));
         }
         match self.breaker.snapshot() {
-            BreakerState::Open { until, last } => Some(format!(
+            BreakerStatus::Open { until, last } => Some(format!(
                 "circuit breaker open until {} (last failure: {last})",
                 crate::governance::clock(until)
             )),
@@ -277,7 +277,7 @@ impl ToolHandle {
     }
 
     /// The state of this build's circuit breaker.
-    pub fn breaker_state(&self) -> BreakerState {
+    pub fn breaker_state(&self) -> BreakerStatus {
         self.breaker.snapshot()
     }
 }

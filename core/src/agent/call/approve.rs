@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::agent::Agent;
 use crate::config::{save_tool_policy, Config, PolicyDecision};
 use crate::governance::{
-    allowed, refused, said, ApprovalAnswer, ApprovalRequest, Approver, Decision, DecisionSource,
+    allowed, refused, said, ApprovalAnswer, ApprovalRequest, Approver, DecisionSource, Verdict,
 };
 use crate::sync::lock;
 use crate::transcript::LogKind;
@@ -37,7 +37,7 @@ impl Agent {
         method: Option<&str>,
         risk: RiskLevel,
         args: &Map<String, Value>,
-    ) -> Result<Decision, ToolError> {
+    ) -> Result<Verdict, ToolError> {
         let (policy, source) = config.policy(tool, risk);
         let decision = match policy {
             PolicyDecision::Allow => allowed(DecisionSource::Policy(source)),
@@ -56,7 +56,7 @@ impl Agent {
     }
 
     /// Logs a decision that was not a plain "allow" of the policy: who approved or denied.
-    fn log_decision(&self, tool: &str, policy: &PolicyDecision, decision: &Decision) {
+    fn log_decision(&self, tool: &str, policy: &PolicyDecision, decision: &Verdict) {
         if decision.allowed && *policy == PolicyDecision::Allow {
             return;
         }
@@ -81,7 +81,7 @@ impl Agent {
         method: Option<&str>,
         risk: RiskLevel,
         args: &Map<String, Value>,
-    ) -> Decision {
+    ) -> Verdict {
         if lock(&self.approvals.session).contains(tool) {
             return allowed(said("user: approved for this session"));
         }
@@ -122,7 +122,7 @@ impl Agent {
 
     /// Saves "allow" for the tool in the profile's policy file (the global one for the
     /// default profile).
-    fn approve_always(&self, tool: &str) -> Decision {
+    fn approve_always(&self, tool: &str) -> Verdict {
         let layout = self.host.layout();
         let file = match self.profile() {
             "default" => layout.config_file(),

@@ -3,39 +3,27 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
-
 use crate::agent::Agent;
 use crate::config::AuditSettings;
-use crate::governance::{append_breaker, append_call, CallRules, Caller, Trail, Transition};
-use crate::layout::ToolName;
-use plugin_api::ToolError;
+use crate::governance::{append_breaker, append_call, Caller, EndedCall, Transition};
 
 impl Agent {
     /// Appends the call's record (when the profile's config enables the audit).
     pub(crate) fn audit_call<'a>(
         &self,
-        request: &ToolName,
-        source: impl FnOnce() -> (Cow<'a, str>, Option<&'a str>),
-        rules: &CallRules,
-        args: &Map<String, Value>,
-        trail: Trail,
-        outcome: Result<Option<&Map<String, Value>>, &ToolError>,
+        call: EndedCall<'_, impl FnOnce() -> (Cow<'a, str>, Option<&'a str>)>,
     ) {
-        if !trail.audited() {
+        if !call.trail.audited() {
             return;
         }
-        let Some(audit) = self.host.audit(rules.config.audit().fsync) else {
+        let Some(audit) = self.host.audit(call.rules.config.audit().fsync) else {
             return;
         };
         let caller = Caller {
             agent: self.name(),
             profile: self.profile(),
         };
-        let secrets = self.host.secret_store();
-        append_call(
-            audit, &secrets, caller, request, source, rules, args, trail, outcome,
-        );
+        append_call(audit, &self.host.secret_store(), caller, call);
     }
 
     /// Appends a breaker's change of state (when the profile's config enables the audit).

@@ -12,7 +12,7 @@ use crate::audit::BreakerState;
 use crate::config::{Access, Backoff};
 use crate::exec::context::CallContext;
 use crate::governance::{
-    is_infrastructure, jitter, retryable, CallRules, DecisionSource, Trail, Transition,
+    is_infrastructure, jitter, retryable, CallRules, DecisionSource, EndedCall, Trail, Transition,
 };
 use crate::layout::ToolName;
 use crate::transcript::LogKind;
@@ -63,8 +63,14 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        let source = || tool.audit_source(self.host.root());
-        self.audit_call(request, source, rules, args, trail, outcome);
+        self.audit_call(EndedCall {
+            request,
+            source: || tool.audit_source(self.host.root()),
+            rules,
+            args,
+            trail,
+            outcome,
+        });
         result
     }
 

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(feature = "mcp")]
+pub use rows::ListedMcpTool;
 pub use rows::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 
 use super::Host;
-#[cfg(feature = "mcp")]
-use super::McpListing;
 use crate::layout::Layer;
 use crate::load::error::LoadError;
 use file::Found;
@@ -111,7 +111,11 @@ impl Host {
 
     #[cfg(feature = "mcp")]
     /// The profile's MCP tools; library tools of the same name move to their `shadows`.
-    fn mcp_catalog(&self, profile: &str, tools: &mut Vec<ListedTool>) -> Vec<McpListing> {
+    pub(super) fn mcp_catalog(
+        &self,
+        profile: &str,
+        tools: &mut Vec<ListedTool>,
+    ) -> Vec<ListedMcpTool> {
         let mut listed = Vec::new();
         for tool in self.mcp_tools(profile) {
             let mut shadows = Vec::new();
@@ -123,7 +127,7 @@ impl Host {
                 shadows.extend(t.shadows.iter().cloned());
                 false
             });
-            listed.push(McpListing { tool, shadows });
+            listed.push(ListedMcpTool { tool, shadows });
         }
         listed
     }

@@ -5,17 +5,18 @@ use std::sync::Arc;
 
 use plugin_api::{ExtensionInfo, Readiness, ToolInfo};
 
-use crate::governance::BreakerState;
-#[cfg(feature = "mcp")]
-use crate::host::McpListing;
+use crate::governance::BreakerStatus;
 use crate::layout::Layer;
 use crate::load::error::LoadError;
+#[cfg(feature = "mcp")]
+use crate::mcp::McpTool;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 
-/// What a profile sees, as `toolhost list` and the tools prompt show it ([`Host::catalog`]):
-/// like a [`Listing`](crate::Listing), but a library whose bytes the metadata cache knows is
-/// not loaded.
+/// What a profile sees: the tools that win, the extensions in run order, the skipped files.
+/// [`Host::list`] fills it with every library loaded; [`Host::catalog`] (what `toolhost list`
+/// and the tools prompt show) leaves a library whose bytes the metadata cache knows unloaded.
 ///
+/// [`Host::list`]: crate::Host::list
 /// [`Host::catalog`]: crate::Host::catalog
 #[derive(Clone, Default)]
 pub struct Catalog {
@@ -23,7 +24,7 @@ pub struct Catalog {
     pub tools: Vec<ListedTool>,
     /// The tools of the profile's MCP servers that are ready now, sorted by name.
     #[cfg(feature = "mcp")]
-    pub mcp: Vec<McpListing>,
+    pub mcp: Vec<ListedMcpTool>,
     /// The extensions that run at each point, in run order; points sorted by name.
     pub extensions: Vec<(String, Vec<ListedExtension>)>,
     /// Tool and extension files that failed to load (or are known to), with the reason.
@@ -31,6 +32,16 @@ pub struct Catalog {
     /// How many library files had to be looked at through the loader (not served by a library
     /// this host already holds, and not known to the metadata cache): 0 for a warm `list`.
     pub loads: usize,
+}
+
+/// One tool of an MCP server in a [`Catalog`].
+#[cfg(feature = "mcp")]
+#[derive(Clone)]
+pub struct ListedMcpTool {
+    /// The tool (`<server>.<tool>`).
+    pub tool: Arc<McpTool>,
+    /// Library files of the same name that it hides (MCP tools are looked up first).
+    pub shadows: Vec<PathBuf>,
 }
 
 /// How [`Host::catalog`](crate::Host::catalog) learns what a library is.
@@ -135,10 +146,10 @@ impl ListedTool {
 
     /// The state of its circuit breaker (closed for a library this host has not loaded: a
     /// build starts with a closed breaker).
-    pub fn breaker_state(&self) -> BreakerState {
+    pub fn breaker_state(&self) -> BreakerStatus {
         match &self.source {
             ToolSource::Loaded(handle) => handle.breaker_state(),
-            ToolSource::Cached(_) => BreakerState::Closed(0),
+            ToolSource::Cached(_) => BreakerStatus::Closed(0),
         }
     }
 

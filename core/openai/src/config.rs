@@ -155,7 +155,7 @@ impl ModelsConfig {
         if self.models.is_empty() {
             return Err(config_error(
                 "no model is configured: add a [models.NAME] table with base_url and model to \
-                 usr/models.toml (see README \"Use a real model\")"
+                 usr/models.toml (see docs/src/reference/models.md)"
                     .to_owned(),
             ));
         }

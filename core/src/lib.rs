@@ -133,6 +133,8 @@
 //! plugin is [isolated](isolation): `isolate = [...]` in `toolhost.toml` runs it in a worker
 //! process, with memory and CPU limits.
 #![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 // The tree is the architecture: each folder is one concern, and a folder only imports the
 // ones listed before it (with `host`, `agent` and `plugin` using each other where a call
@@ -151,6 +153,7 @@ pub mod mcp;
 mod model;
 mod plugin;
 mod secrets;
+mod sync;
 mod transcript;
 
 pub use agent::output;

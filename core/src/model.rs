@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::secrets::Masked;
+use crate::sync::lock;
 use crate::transcript::{HistoryMessage, ToolCall};
 
 /// What the model is asked: the system prompt and the history so far (already masked: secret
@@ -327,7 +328,7 @@ impl ScriptedModel {
 
     /// How many replies are left.
     pub fn remaining(&self) -> usize {
-        self.replies.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.replies).len()
     }
 }
 
@@ -338,10 +339,7 @@ impl Model for ScriptedModel {
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ModelFuture<'a> {
         Box::pin(async move {
-            let reply = self
-                .replies
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
+            let reply = lock(&self.replies)
                 .pop_front()
                 .ok_or(ModelError::ScriptEnded)?;
             let chars: Vec<char> = reply.chars().collect();

@@ -101,6 +101,8 @@
 //! change needs which release of which crate is stated once, in
 //! [plugin-abi's crate docs, "Versions and evolution"](plugin_abi#versions-and-evolution).
 #![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod args;
 mod context;

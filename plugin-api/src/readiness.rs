@@ -9,15 +9,16 @@
 /// ```
 /// use plugin_api::Readiness;
 ///
-/// fn readiness(key: Option<&str>) -> Readiness {
-///     match key {
+/// // A weather tool is ready once its key is configured.
+/// fn readiness(api_key: Option<&str>) -> Readiness {
+///     match api_key {
 ///         Some(_) => Readiness::Ready,
 ///         None => Readiness::not_ready("WEATHER_API_KEY not configured"),
 ///     }
 /// }
-/// let ready = readiness(Some("k-123"));
-/// assert!(ready.is_ready());
-/// assert_eq!(ready.reason(), None);
+///
+/// assert!(readiness(Some("k-123")).is_ready());
+/// assert_eq!(readiness(Some("k-123")).reason(), None);
 /// let missing = readiness(None);
 /// assert!(!missing.is_ready());
 /// assert_eq!(missing.reason(), Some("WEATHER_API_KEY not configured"));

@@ -29,6 +29,8 @@
 //! which caches one module per type per process), so several tests in one process may load
 //! several libraries, or the same one again. Libraries are never unloaded.
 #![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod cargo_build;
 mod locate;

@@ -1,5 +1,6 @@
 //! Every kind of bad library is skipped with one clear reason; everything else keeps working.
 
+use plugin_abi::ABI_VERSION;
 use serde_json::json;
 use toolhost::LoadErrorKind;
 use toolhost_tests::{block_on, Fixture, TestRoot};
@@ -42,12 +43,35 @@ fn check_skipped(
     assert!(r.break_loop);
 }
 
+/// `major.minor` of a version.
+fn minor_series(version: &str) -> String {
+    let mut parts = version.split('.');
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => format!("{major}.{minor}"),
+        _ => panic!("version {version:?} is not major.minor.patch"),
+    }
+}
+
+/// What a plugin must be rebuilt against: this workspace's plugin-api series and the
+/// plugin-abi series it speaks (the version the host checks), `plugin-api 0.5 (plugin-abi 0.5)`.
+fn series() -> String {
+    format!(
+        "plugin-api {} (plugin-abi {})",
+        minor_series(plugin_api::API_VERSION),
+        minor_series(ABI_VERSION)
+    )
+}
+
 #[test]
 fn incompatible_layout() {
     check_skipped(
         |root| root.tool("usr", "bad", Fixture::IncompatibleLayout),
         LoadErrorKind::IncompatibleLayout,
-        &format!("rebuild it against {}", rebuild_series()),
+        &format!(
+            "built against an incompatible plugin-abi (the types' layout differs from \
+             {ABI_VERSION}): rebuild it against {} (run with -v for the full report)",
+            series()
+        ),
     );
 }
 
@@ -57,26 +81,11 @@ fn incompatible_version() {
         |root| root.tool("usr", "bad", Fixture::FutureVersion),
         LoadErrorKind::IncompatibleVersion,
         &format!(
-            "built against plugin-abi 1.0.0, but this host speaks plugin-abi {}: rebuild the \
-             plugin against {}",
-            plugin_abi::ABI_VERSION,
-            rebuild_series()
+            "built against plugin-abi 1.0.0, but this host speaks plugin-abi {ABI_VERSION}: \
+             rebuild the plugin against {}",
+            series()
         ),
     );
-}
-
-/// What the host says to rebuild against: this workspace's plugin-api series and the
-/// plugin-abi series it speaks (`plugin-api 0.5 (plugin-abi 0.5)`).
-fn rebuild_series() -> String {
-    let series = |v: &str| {
-        v.rsplit_once('.')
-            .map_or(v.to_owned(), |(s, _)| s.to_owned())
-    };
-    format!(
-        "plugin-api {} (plugin-abi {})",
-        series(plugin_api::API_VERSION),
-        series(plugin_abi::ABI_VERSION)
-    )
 }
 
 #[test]

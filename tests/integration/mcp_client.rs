@@ -101,8 +101,10 @@ fn everything_lists_and_calls_echo_sum_and_a_long_operation_with_progress() {
         .rev()
         .find(|i| i.heading.contains("trigger-long"))
         .unwrap();
+    // The last notification the call saw: one of the three steps (the last may arrive after
+    // the result, so it is not always 3/3).
     assert!(
-        item.progress.contains("3/3") || item.progress.contains('3'),
+        ["1/3", "2/3", "3/3"].contains(&item.progress.as_str()),
         "{}",
         item.progress
     );

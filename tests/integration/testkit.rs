@@ -47,7 +47,10 @@ fn a_built_fixture_loads_under_its_folder_name_and_answers() {
 fn a_library_the_host_refuses_is_one_line() {
     for (fixture, says) in [
         ("not_a_plugin", "not a toolhost plugin"),
-        ("future_version", "built against plugin-abi 1.0.0"),
+        (
+            "incompatible_layout",
+            "built against an incompatible plugin-abi",
+        ),
     ] {
         let error = load_fixture(fixture).load().unwrap_err();
         assert!(matches!(error, TestkitError::Load(_)), "{error:?}");

@@ -34,117 +34,21 @@ use std::sync::{Arc, OnceLock};
 use toolhost::output::Captured;
 use toolhost::{Agent, Host, LIBRARY_EXTENSION};
 
-/// A plugin library built from this workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fixture {
-    /// `tests/fixtures/echo`: echoes its arguments; methods `sleep`, `progress`, `fail`, `context`.
-    Echo,
-    /// `tests/fixtures/encoder`: returns its `text` argument in each common encoding.
-    Encoder,
-    /// `tests/fixtures/governed`: a typed schema with a default; methods `spin`, `forever`,
-    /// `cooperative`, `flaky`, `metadata`, `unready` (not ready from then on).
-    Governed,
-    /// `tests/fixtures/noop`: returns an empty response.
-    Noop,
-    /// `tests/fixtures/noop_ext`: an extension that does nothing.
-    NoopExt,
-    /// `tests/fixtures/panicky`: panics (`now`, `later`, `hook`).
-    Panicky,
-    /// `tests/fixtures/panicky_ext`: an extension that panics.
-    PanickyExt,
-    /// `tests/fixtures/recorder_ext`: records `<point>/<file>` in loop data `trace`.
-    RecorderExt,
-    /// `tests/fixtures/hooked`: a tool with its own hooks, recording the lifecycle.
-    Hooked,
-    /// `tests/fixtures/not_a_plugin`: a shared library without a root module.
-    NotAPlugin,
-    /// `tests/fixtures/incompatible_layout`: a root module with another layout.
-    IncompatibleLayout,
-    /// `tests/fixtures/future_version`: claims plugin-abi 1.0.0.
-    FutureVersion,
-    /// `tests/fixtures/init_panic`: a tool whose constructor panics at load.
-    InitPanic,
-    /// `tests/fixtures/versioned`: answers `v1` (version 0.1.0); methods `sleep`, `runtime_thread`.
-    Versioned,
-    /// `tests/fixtures/versioned_v2`: the same source built to answer `v2` (version 0.2.0).
-    VersionedV2,
-    /// `tests/fixtures/bad_schema`: a tool whose parameters schema does not compile.
-    BadSchema,
-    /// `tests/fixtures/crashy`: ends its process (`abort`, `segv`, `overflow`, `alloc`,
-    /// `double_panic`), never stops (`spin`), or uses the context (`pid`, `secrets`,
-    /// `history`).
-    Crashy,
-    /// `core/extensions/tool_execute_before/_10_unmask_secrets`.
-    UnmaskSecrets,
-    /// `core/extensions/tool_execute_after/_10_mask_secrets`.
-    MaskSecrets,
-    /// `core/tools/response`: the core `response` tool.
-    Response,
-    /// `plugins/example/agents/example/tools/response`: the example profile's `response`.
-    ProfileResponse,
-}
+include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 
 impl Fixture {
-    /// Every fixture.
-    pub const ALL: [Fixture; 21] = [
-        Self::Echo,
-        Self::Encoder,
-        Self::Governed,
-        Self::Noop,
-        Self::NoopExt,
-        Self::Panicky,
-        Self::PanickyExt,
-        Self::RecorderExt,
-        Self::Hooked,
-        Self::NotAPlugin,
-        Self::IncompatibleLayout,
-        Self::FutureVersion,
-        Self::InitPanic,
-        Self::Versioned,
-        Self::VersionedV2,
-        Self::BadSchema,
-        Self::Crashy,
-        Self::UnmaskSecrets,
-        Self::MaskSecrets,
-        Self::Response,
-        Self::ProfileResponse,
-    ];
-
-    /// The cargo package that builds it.
-    pub fn package(self) -> &'static str {
-        match self {
-            Self::Echo => "fx-echo",
-            Self::Encoder => "fx-encoder",
-            Self::Governed => "fx-governed",
-            Self::Noop => "fx-noop",
-            Self::NoopExt => "fx-noop-ext",
-            Self::Panicky => "fx-panicky",
-            Self::PanickyExt => "fx-panicky-ext",
-            Self::RecorderExt => "fx-recorder-ext",
-            Self::Hooked => "fx-hooked",
-            Self::NotAPlugin => "fx-not-a-plugin",
-            Self::IncompatibleLayout => "fx-incompatible-layout",
-            Self::FutureVersion => "fx-future-version",
-            Self::InitPanic => "fx-init-panic",
-            Self::Versioned => "fx-versioned",
-            Self::VersionedV2 => "fx-versioned-v2",
-            Self::BadSchema => "fx-bad-schema",
-            Self::Crashy => "fx-crashy",
-            Self::UnmaskSecrets => "core-unmask-secrets",
-            Self::MaskSecrets => "core-mask-secrets",
-            Self::Response => "core-response",
-            Self::ProfileResponse => "example-profile-response",
-        }
-    }
-
     /// The built library (builds every fixture, and the `toolhost` binary, on first use).
     pub fn path(self) -> PathBuf {
-        build_dir().join(format!(
+        let file = format!(
             "{}{}{}",
             std::env::consts::DLL_PREFIX,
-            self.package().replace('-', "_"),
+            self.stem(),
             std::env::consts::DLL_SUFFIX
-        ))
+        );
+        match self.example() {
+            Some(_) => build_dir().join("examples").join(file),
+            None => build_dir().join(file),
+        }
     }
 }
 
@@ -190,9 +94,13 @@ pub fn build_dir() -> &'static Path {
             }
             None => {}
         }
-        cargo.args(["-p", "toolhost-cli"]);
+        // Libraries and binaries of these packages, and the examples that are fixtures.
+        cargo.args(["--lib", "--bins", "-p", "toolhost-cli"]);
         for f in Fixture::ALL {
             cargo.args(["-p", f.package()]);
+            if let Some(example) = f.example() {
+                cargo.args(["--example", example]);
+            }
         }
         let status = cargo
             .status()
@@ -347,10 +255,14 @@ impl TestRoot {
 
     /// Runs `toolhost --root <this root> ARGS` on a pseudo-terminal (util-linux `script`),
     /// typing `typed` after 1.5 s, in colour or not; returns what the terminal showed, or
-    /// `None` (said on stderr) where `script` is not installed.
+    /// `None` (said on stderr) where `script` is missing and cannot be installed
+    /// ([`peers::script`]).
+    ///
+    /// # Panics
+    ///
+    /// Under `CI=true`, where `script` is missing and cannot be installed.
     pub fn run_on_terminal(&self, args: &str, typed: &str, color: bool) -> Option<String> {
-        if Command::new("script").arg("--version").output().is_err() {
-            eprintln!("`script` (util-linux) is not installed: the terminal test is skipped");
+        if !peers::script() {
             return None;
         }
         let command = format!(

@@ -2,7 +2,8 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; and `mdbook` from crates.io, into
-//! `target/tools/`.
+//! `target/tools/`. And one system tool: util-linux `script` for the terminal tests, installed
+//! with apt-get where it is missing ([`script`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -29,16 +30,26 @@ fn peer_dir(name: &str) -> PathBuf {
 /// Runs an installing command; on failure, panics with one line naming what could not be
 /// installed and why (the registry, or the tool itself).
 fn install(what: &str, command: &mut Command) {
+    if let Err(why) = try_install(what, command) {
+        panic!("{why}");
+    }
+}
+
+/// Runs an installing command; on failure, one line naming what could not be installed and
+/// why (the registry, or the tool itself).
+fn try_install(what: &str, command: &mut Command) -> Result<(), String> {
     let out = command.stdin(Stdio::null()).output();
     let out = match out {
         Ok(out) => out,
-        Err(e) => panic!(
-            "cannot install {what}: {:?} could not start: {e}",
-            command.get_program()
-        ),
+        Err(e) => {
+            return Err(format!(
+                "cannot install {what}: {:?} could not start: {e}",
+                command.get_program()
+            ))
+        }
     };
     if out.status.success() {
-        return;
+        return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     let unreachable = [
@@ -63,9 +74,67 @@ fn install(what: &str, command: &mut Command) {
         .unwrap_or("")
         .trim();
     if unreachable.iter().any(|m| stderr.contains(m)) {
-        panic!("cannot install {what}: its registry cannot be reached from this machine ({last})");
+        return Err(format!(
+            "cannot install {what}: its registry cannot be reached from this machine ({last})"
+        ));
     }
-    panic!("cannot install {what}: {last}");
+    Err(format!("cannot install {what}: {last}"))
+}
+
+/// Whether this run is a CI run (`CI=true`), where a test must not skip for want of a tool.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// The Debian package that provides util-linux's `script` (`dpkg -S /usr/bin/script`).
+const SCRIPT_PACKAGE: &str = "bsdutils";
+
+/// Whether util-linux `script` (which runs a command on a pseudo-terminal, for the terminal
+/// tests) is there: where it is missing and this runs as root with apt-get (CI runs as root
+/// on Debian), it is installed first, once per process ([`SCRIPT_PACKAGE`]).
+///
+/// # Panics
+///
+/// Under `CI=true`, with one line, if `script` is missing and cannot be installed; elsewhere
+/// that is said on stderr and the answer is `false`.
+pub fn script() -> bool {
+    static THERE: OnceLock<bool> = OnceLock::new();
+    *THERE.get_or_init(|| {
+        let runs = || Command::new("script").arg("--version").output().is_ok();
+        if runs() {
+            return true;
+        }
+        let why = match install_script_package() {
+            Ok(()) if runs() => return true,
+            Ok(()) => format!("`apt-get install {SCRIPT_PACKAGE}` did not provide it"),
+            Err(why) => why,
+        };
+        let line = format!("`script` (util-linux) is missing: {why}");
+        if in_ci() {
+            panic!("{line}; the terminal tests need it under CI=true");
+        }
+        eprintln!("{line}: the terminal test is skipped");
+        false
+    })
+}
+
+/// `apt-get install -y SCRIPT_PACKAGE`, with an `apt-get update` first if the package lists
+/// do not have it yet; only as root (a plain user cannot install system packages).
+fn install_script_package() -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    if !root {
+        return Err(format!(
+            "not root, so `apt-get install {SCRIPT_PACKAGE}` cannot be run"
+        ));
+    }
+    let apt = |args: &[&str]| {
+        let mut apt = Command::new("apt-get");
+        apt.env("DEBIAN_FRONTEND", "noninteractive").args(args);
+        try_install(SCRIPT_PACKAGE, &mut apt)
+    };
+    let install = ["install", "-y", "--no-install-recommends", SCRIPT_PACKAGE];
+    apt(&install).or_else(|_| apt(&["update", "-q"]).and_then(|()| apt(&install)))
 }
 
 /// The Python of a virtual environment in `target/peers/<name>/` holding `packages`, installed

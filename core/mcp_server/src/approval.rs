@@ -10,6 +10,7 @@ use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use serde_json::json;
 use tokio::runtime::Handle;
 
+use crate::lock;
 use toolhost::governance::{ApprovalAnswer, ApprovalRequest, Approver};
 
 /// How long the user has to answer; then the call is denied.
@@ -47,10 +48,7 @@ impl ElicitationApprover {
     }
 
     fn remembered(&self, tool: &str) -> bool {
-        self.session
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(tool)
+        lock(&self.session).contains(tool)
     }
 }
 
@@ -108,7 +106,7 @@ impl Approver for ElicitationApprover {
         match decision.as_deref() {
             Some("once") => ApprovalAnswer::Once,
             Some("session") => {
-                let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+                let mut session = lock(&self.session);
                 session.insert(request.tool.clone());
                 ApprovalAnswer::Session
             }

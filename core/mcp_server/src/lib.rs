@@ -24,6 +24,8 @@
 //! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod approval;
 mod call;
@@ -34,7 +36,7 @@ mod progress;
 mod session;
 mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use call::AGENT_NAME;
 pub use error::{McpServerError, McpServerErrorKind};
@@ -136,4 +138,10 @@ impl McpServer {
     pub async fn bind_http(&self, options: HttpOptions) -> Result<HttpServer, McpServerError> {
         http::bind(options).await
     }
+}
+
+/// Locks `mutex`, poisoned or not (the host's own `lock`, which this crate cannot reach: a
+/// panicked holder leaves the peers and the session's approvals valid).
+fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

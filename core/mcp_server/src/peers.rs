@@ -10,6 +10,7 @@ use rmcp::service::{Peer, RoleServer};
 use tokio::runtime::Handle;
 
 use super::error::{McpServerError, McpServerErrorKind};
+use crate::lock;
 use toolhost::Host;
 use toolhost::Watcher;
 
@@ -26,14 +27,14 @@ pub(crate) struct Peers {
 impl Peers {
     /// Adds a session's client.
     pub(crate) fn add(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut peers = lock(&self.peers);
         peers.retain(|p| !p.is_transport_closed());
         peers.push(peer);
     }
 
     /// How many sessions are open.
     pub(crate) fn len(&self) -> usize {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut peers = lock(&self.peers);
         peers.retain(|p| !p.is_transport_closed());
         peers.len()
     }
@@ -41,7 +42,7 @@ impl Peers {
     /// Sends `notifications/tools/list_changed` to every open session; forgets closed ones.
     pub(crate) async fn tools_changed(&self) {
         let peers: Vec<_> = {
-            let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut peers = lock(&self.peers);
             peers.retain(|p| !p.is_transport_closed());
             peers.clone()
         };

@@ -155,13 +155,16 @@ impl ModelsConfig {
         if self.models.is_empty() {
             return Err(config_error(
                 "no model is configured: add a [models.NAME] table with base_url and model to \
-                 usr/models.toml (see README \"Use a real model\")"
+                 usr/models.toml (see docs/src/reference/models.md)"
                     .to_owned(),
             ));
         }
         let name = match name.or(self.default.as_deref()) {
             Some(name) => name,
-            None if self.models.len() == 1 => return Ok(self.models.values().next().unwrap()),
+            None if self.models.len() == 1 => {
+                let only = self.models.values().next();
+                return Ok(only.expect("the guard: exactly one model is configured"));
+            }
             None => {
                 return Err(config_error(format!(
                     "several models are configured ({}) and none is the default: pass --model \

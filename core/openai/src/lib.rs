@@ -29,6 +29,8 @@
 //! # Ok(()) }
 //! ```
 #![deny(missing_docs)]
+// Library code handles its errors, or says with `expect` why a value cannot be missing.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod config;
 mod request;

@@ -242,13 +242,10 @@ mod tests {
     use toolhost::ToolSpec;
 
     fn message(role: Role, text: &str) -> HistoryMessage {
-        HistoryMessage {
-            role,
-            content: Secrets::empty().mask(text),
-            tool_name: (role == Role::Tool).then(|| "greet".to_owned()),
-            additional: None,
-            tool_calls: Default::default(),
-            tool_call_id: None,
+        let content = Secrets::empty().mask(text);
+        match role {
+            Role::Tool => HistoryMessage::tool_result("greet", content, None),
+            _ => HistoryMessage::new(role, content),
         }
     }
 
@@ -261,10 +258,7 @@ mod tests {
                 arguments: r#"{"name":"Ada"}"#.to_owned(),
             })
             .collect();
-        HistoryMessage {
-            tool_calls: Secrets::empty().mask_each(calls),
-            ..message(Role::Ai, "")
-        }
+        message(Role::Ai, "").with_tool_calls(Secrets::empty().mask_each(calls))
     }
 
     fn config(protocol: &str) -> ModelConfig {

@@ -17,6 +17,8 @@ use tokio::sync::watch;
 
 use plugin_api::ToolError;
 
+use crate::sync::lock;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Flags {
     paused: bool,
@@ -64,7 +66,7 @@ impl Intervention {
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.queue)
     }
 
     fn change(&self, change: impl FnOnce(&mut Flags)) {

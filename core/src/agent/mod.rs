@@ -21,6 +21,7 @@ use crate::host::Host;
 use crate::layout::is_safe_name;
 use crate::model::Usage;
 use crate::secrets::Masked;
+use crate::sync::lock;
 use crate::transcript::{HistoryMessage, LogItem, LogKind, Transcript};
 use plugin_api::ToolError;
 
@@ -93,7 +94,7 @@ impl Agent {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// A copy of the history.

@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use crate::secrets::Masked;
+use crate::sync::lock;
 
 /// What a line of output is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,15 +140,12 @@ pub struct Captured {
 impl Captured {
     /// The lines so far.
     pub fn lines(&self) -> Vec<(OutputKind, String)> {
-        self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.lines).clone()
     }
 }
 
 impl Output for Captured {
     fn print(&self, kind: OutputKind, text: &Masked) {
-        self.lines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((kind, text.to_string()));
+        lock(&self.lines).push((kind, text.to_string()));
     }
 }

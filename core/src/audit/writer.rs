@@ -17,6 +17,8 @@ use super::chain::{self, Link};
 use super::lines::{last_lines, RawLine};
 use super::{AuditError, AuditErrorKind, AuditRecord, FILE_NAME};
 
+use crate::sync::lock;
+
 /// How the writer writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AuditOptions {
@@ -104,7 +106,7 @@ impl Audit {
     /// [`append`](Self::append) for anything that serializes as a record's JSON object (a
     /// record borrowed from the call it describes).
     pub(crate) fn append_serialized(&self, record: &impl Serialize) -> Result<(), AuditError> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = lock(&self.state);
         state.body.clear();
         serde_json::to_writer(&mut state.body, record).map_err(|e| {
             AuditError::new(

@@ -160,7 +160,7 @@ impl Config {
 
     /// Whether `tool`, found in `layer`, runs in a worker process: `isolate` names it, its
     /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
-    /// `*`. See the README, "Isolated plugins".
+    /// `*`. See the book, `docs/src/reference/isolation.md`.
     pub fn isolated(&self, tool: &str, layer: &crate::layout::Layer) -> bool {
         self.isolates(Some(tool), layer)
     }

@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
+use crate::sync::lock;
+
 /// How long an idle call thread waits for work before it ends.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(10);
 /// How long a call thread polls for the next call before it parks.
@@ -148,7 +150,7 @@ pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> 
 
 /// Hands a job to an idle call thread, or to a new one.
 pub(crate) fn dispatch(job: Job) {
-    let idle = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let idle = lock(&IDLE).pop();
     let job = match idle {
         Some((_, sender)) => match sender.send(job) {
             Ok(()) => return,
@@ -181,7 +183,7 @@ thread_local! {
 /// is done (before its result is handed over), or else when the job returns.
 fn offer_this_thread() {
     if let Some(entry) = THIS_THREAD.with(|this| this.borrow_mut().take()) {
-        IDLE.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+        lock(&IDLE).push(entry);
     }
 }
 
@@ -210,7 +212,7 @@ fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
         Err(RecvTimeoutError::Disconnected) => return None,
         Err(RecvTimeoutError::Timeout) => {}
     }
-    let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut idle = lock(&IDLE);
     match idle.iter().position(|(i, _)| *i == id) {
         Some(at) => {
             idle.swap_remove(at);

@@ -189,14 +189,9 @@ impl HostServices for CallContext {
             );
             Role::Tool
         });
-        self.agent.transcript.add_history(HistoryMessage {
-            role,
-            content: self.agent.mask(content.into_string()),
-            tool_name: Some(self.tool_name.to_string()),
-            additional: None,
-            tool_calls: Default::default(),
-            tool_call_id: None,
-        });
+        let content = self.agent.mask(content.into_string());
+        let message = HistoryMessage::new(role, content).from_tool(self.tool_name.to_string());
+        self.agent.transcript.add_history(message);
     }
 
     fn default_before_execution(

@@ -111,7 +111,3 @@ pub(crate) fn refused(source: DecisionSource) -> Verdict {
         source,
     }
 }
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}

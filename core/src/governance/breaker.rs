@@ -13,6 +13,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::audit::BreakerState;
 use crate::config::BreakerSettings;
+use crate::sync::lock;
 use plugin_api::ErrorKind;
 use plugin_api::ToolError;
 
@@ -118,7 +119,7 @@ impl Drop for Locked<'_> {
 impl Breaker {
     fn state(&self) -> Locked<'_> {
         Locked {
-            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            guard: lock(&self.state),
             clean: &self.clean,
         }
     }

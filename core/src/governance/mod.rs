@@ -18,7 +18,7 @@ mod rules;
 mod schema;
 
 pub use crate::exec::call_threads::overdue;
-pub(crate) use approval::{allowed, lock, refused, said, Approvals, DecisionSource, Verdict};
+pub(crate) use approval::{allowed, refused, said, Approvals, DecisionSource, Verdict};
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
 pub(crate) use audit_trail::{append_breaker, append_call, Caller, EndedCall, Trail};
 pub use breaker::BreakerStatus;

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use plugin_api::ToolError;
 
+use crate::sync::lock;
+
 /// How many failures one error lists before it says how many more there are.
 const MAX_LISTED: usize = 20;
 /// How deep defaults are filled into nested objects.
@@ -22,11 +24,7 @@ fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
     const MAX_CACHED: usize = 256;
     static CACHE: Mutex<Option<HashMap<String, Arc<Validator>>>> = Mutex::new(None);
     let key = schema.to_string();
-    let cached = CACHE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|c| c.get(&key).cloned());
+    let cached = lock(&CACHE).as_ref().and_then(|c| c.get(&key).cloned());
     if let Some(validator) = cached {
         return Ok(validator);
     }
@@ -38,7 +36,7 @@ fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
             false => format!("its parameters schema does not compile at {at}: {e}"),
         }
     })?);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = lock(&CACHE);
     let cache = cache.get_or_insert_with(HashMap::new);
     if cache.len() >= MAX_CACHED {
         cache.clear();

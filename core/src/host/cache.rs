@@ -4,9 +4,11 @@
 //! code, which must never run under one of the host's locks).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
+
+use crate::sync::{read, write};
 
 /// Counts file changes. A lookup takes a [`Ticket`] before it reads the folders; if the epoch
 /// moved by the time it stores its result, the result may be stale and is not cached.
@@ -122,14 +124,6 @@ impl<T: ?Sized> ProfileCache<T> {
         let taken = std::mem::take(&mut *write(&self.map));
         taken.into_keys().collect()
     }
-}
-
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::host::error::HostError;
@@ -18,6 +18,7 @@ use crate::load::layout_checks::LayoutChecks;
 use crate::load::loader::{LoadStats, Loader};
 use crate::load::pins::Pins;
 use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::sync::lock;
 
 /// What a library file serves.
 pub(crate) enum Loaded {
@@ -546,8 +547,4 @@ fn forgotten(entries: &HashMap<PathBuf, Entry>, path: &Path, had_entry: bool) ->
         true => !entries.contains_key(path),
         false => !entries.contains_key(path) && !crate::layout::entry_exists(path),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -11,10 +11,11 @@ use tokio::sync::oneshot;
 
 use super::limits::IsolationSettings;
 use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
-use super::worker_process::{lock, CallResult, Pending, StartError, WorkerProcess};
+use super::worker_process::{CallResult, Pending, StartError, WorkerProcess};
 use crate::exec::call_threads;
 use crate::exec::context::CallContext;
 use crate::load::error::{LoadError, LoadErrorKind};
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// How long a caller polls for a worker's answer before it awaits it.

@@ -11,11 +11,11 @@ use tokio::runtime::Handle;
 
 use super::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
 use super::worker_context::{Reply, WorkerCall, WorkerLink};
-use super::worker_process::lock;
 use crate::exec::call_threads;
 use crate::exec::cancel::Cancel;
 use crate::load::generation::Generation;
 use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// Ends the worker at once, without running destructors or exit handlers (a plugin's state

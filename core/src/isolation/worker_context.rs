@@ -13,8 +13,8 @@ use plugin_api::ToolError;
 use tokio::sync::oneshot;
 
 use super::protocol::{write_frame, Answer, CallInfo, FromWorker, HostRequest};
-use super::worker_process::lock;
 use crate::exec::cancel::Cancel;
+use crate::sync::lock;
 
 /// Where an answer goes: a thread blocked in a host function, or a future awaiting it.
 pub(super) enum Reply {

@@ -6,7 +6,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
 use crate::exec::context::CallContext;
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// How long a new worker may take to load its library and say hello.
@@ -328,8 +329,4 @@ fn tail_stderr(mut err: impl Read) -> String {
         }
     }
     String::from_utf8_lossy(&tail).into_owned()
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

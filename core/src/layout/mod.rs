@@ -223,7 +223,7 @@ impl Layout {
     }
 
     /// `usr/.cache/metadata.json`: what `list` and the tools prompt know of each library
-    /// without loading it (see the README, "Metadata cache").
+    /// without loading it (see the book, `docs/src/reference/loading.md`).
     pub fn metadata_cache_file(&self) -> PathBuf {
         self.cache_dir().join(METADATA_FILE_NAME)
     }

@@ -7,6 +7,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use plugin_abi::wire::PluginModuleRef;
 
 use crate::layout::Escaped;
+use crate::sync::lock;
 
 /// One load of a library file.
 ///
@@ -77,7 +78,7 @@ struct Reaper(Mutex<mpsc::Sender<Job>>);
 
 impl Reaper {
     fn send(&self, job: Job) {
-        let sender = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let sender = lock(&self.0);
         if let Err(mpsc::SendError(job)) = sender.send(job) {
             job(); // the thread could not start: run it here rather than never
         }

@@ -29,6 +29,8 @@ use abi_stable::StableAbi;
 use plugin_abi::wire::PluginModuleRef;
 use xxhash_rust::xxh3::Xxh3Default;
 
+use crate::sync::lock;
+
 /// The record's file name in `usr/.cache/`.
 pub(crate) const FILE_NAME: &str = "checked-layouts";
 
@@ -240,10 +242,6 @@ fn fingerprint(root: &'static TypeLayout) -> u128 {
     }
     hasher.update(text.as_bytes());
     hasher.digest128()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ use crate::layout::write_atomically;
 use crate::layout::{library_files, read_capped, subdirs, Escaped, Layout};
 use crate::load::image::sha256_hex;
 use crate::load::image::Stamp;
+use crate::sync::lock;
 
 pub use crate::layout::PINS_FILE_NAME;
 
@@ -213,7 +214,7 @@ impl Pins {
     pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
         let file = self.layout.pins_file();
         let stamp = Stamp::of(&file);
-        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        let mut read = lock(&self.read);
         if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
             let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
             *read = Some((stamp, lock));

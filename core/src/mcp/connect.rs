@@ -18,6 +18,7 @@ use super::config::{ServerConfig, Transport};
 use super::handler::Handler;
 use super::server::Service;
 use crate::secrets::Secrets;
+use crate::sync::lock;
 
 /// How long the process may take to answer `initialize`.
 const HANDSHAKE: Duration = Duration::from_secs(30);
@@ -50,7 +51,7 @@ pub(crate) async fn connect(
             }
             let served = tokio::time::timeout(HANDSHAKE, handler.serve(process)).await;
             let said = || {
-                let lines = tail.lock().unwrap_or_else(|e| e.into_inner()).join(" | ");
+                let lines = lock(&tail).join(" | ");
                 match lines.is_empty() {
                     true => String::new(),
                     false => format!(" (its standard error: {lines})"),
@@ -128,7 +129,7 @@ async fn keep_stderr(
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::debug!("MCP server {server}: {line}");
-        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tail = lock(&tail);
         if tail.len() == STDERR_LINES {
             tail.remove(0);
         }

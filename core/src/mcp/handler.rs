@@ -14,6 +14,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::server::Server;
 
+use crate::sync::lock;
+
 /// Progress that arrived before its call registered its token is kept, up to this many.
 const MAX_EARLY: usize = 64;
 
@@ -99,8 +101,4 @@ impl ClientHandler for Handler {
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         )
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

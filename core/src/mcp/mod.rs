@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use crate::layout::Layout;
 use crate::secrets::Secrets;
+use crate::sync::lock;
 use config::{McpConfig, ServerConfig};
 use server::Server;
 
@@ -177,8 +178,4 @@ impl Drop for McpClients {
         });
         let _ = stopping.join();
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

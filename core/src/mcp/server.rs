@@ -15,6 +15,7 @@ use super::handler::{Handler, ProgressRoutes};
 use super::tool::McpTool;
 use crate::governance::Breaker;
 use crate::secrets::Secrets;
+use crate::sync::lock;
 use plugin_api::ToolError;
 
 /// The longest wait between restarts of a server that keeps failing.
@@ -92,7 +93,7 @@ impl Server {
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Its state, its tools and its last error.
@@ -208,7 +209,7 @@ impl Server {
     }
 
     fn breaker(&self, tool: &str) -> Arc<Breaker> {
-        let mut breakers = self.breakers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut breakers = lock(&self.breakers);
         breakers.entry(tool.to_owned()).or_default().clone()
     }
 

@@ -19,27 +19,14 @@ use plugin_api::ToolError;
 ///
 /// ```compile_fail
 /// use toolhost::{HistoryMessage, Role};
-/// let message = HistoryMessage {
-///     role: Role::Tool,
-///     content: String::from("the key is sk-12345"), // a plain String: does not compile
-///     tool_name: None,
-///     additional: None,
-///     tool_calls: Default::default(),
-///     tool_call_id: None,
-/// };
+/// // A plain String: does not compile.
+/// let message = HistoryMessage::new(Role::Tool, String::from("the key is sk-12345"));
 /// ```
 ///
 /// ```
 /// use toolhost::{HistoryMessage, Role, Secrets};
 /// let secrets = Secrets::parse("KEY=sk-12345").unwrap();
-/// let message = HistoryMessage {
-///     role: Role::Tool,
-///     content: secrets.mask("the key is sk-12345"),
-///     tool_name: None,
-///     additional: None,
-///     tool_calls: Default::default(),
-///     tool_call_id: None,
-/// };
+/// let message = HistoryMessage::new(Role::Tool, secrets.mask("the key is sk-12345"));
 /// assert_eq!(message.content, "the key is §§secret(KEY)");
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

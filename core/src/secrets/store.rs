@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::TextFields;
 use super::{Masked, MaskedError, Secrets};
+use crate::sync::{read, write};
 use plugin_api::ToolError;
 
 /// The secrets a host masks with right now.
@@ -30,10 +31,7 @@ impl SecretStore {
 
     /// The current secrets.
     pub(crate) fn get(&self) -> Arc<Secrets> {
-        self.secrets
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.secrets).clone()
     }
 
     /// The current secrets, if any are set.
@@ -43,7 +41,7 @@ impl SecretStore {
 
     /// Replaces the secrets.
     pub(crate) fn set(&self, secrets: Secrets) {
-        let mut current = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        let mut current = write(&self.secrets);
         self.any.store(!secrets.is_empty(), Ordering::Release);
         *current = Arc::new(secrets);
     }

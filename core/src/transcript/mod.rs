@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::secrets::{Masked, TextFields};
+use crate::sync::lock;
 
 /// Who wrote a history message: the contract's own type, which plugins pass to
 /// `Context::add_history`.
@@ -36,6 +37,46 @@ pub struct HistoryMessage {
     /// holds one result per call, in the order of the calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+}
+
+impl HistoryMessage {
+    /// A message of `role` with its (masked) text: no tool, no tool calls.
+    pub fn new(role: Role, content: Masked) -> Self {
+        Self {
+            role,
+            content,
+            tool_name: None,
+            additional: None,
+            tool_calls: Masked::default(),
+            tool_call_id: None,
+        }
+    }
+
+    /// The result of tool `tool_name`: its text and its response's `additional` data.
+    pub fn tool_result(
+        tool_name: impl Into<String>,
+        content: Masked,
+        additional: Option<Masked<Map<String, Value>>>,
+    ) -> Self {
+        Self {
+            tool_name: Some(tool_name.into()),
+            additional,
+            ..Self::new(Role::Tool, content)
+        }
+    }
+
+    /// The same message, written by tool `tool_name` (a message a tool adds to the history).
+    pub fn from_tool(self, tool_name: impl Into<String>) -> Self {
+        Self {
+            tool_name: Some(tool_name.into()),
+            ..self
+        }
+    }
+
+    /// The same message, with the tool calls the model made in it (native tool protocol).
+    pub fn with_tool_calls(self, tool_calls: Masked<Vec<ToolCall>>) -> Self {
+        Self { tool_calls, ..self }
+    }
 }
 
 fn no_calls(calls: &Masked<Vec<ToolCall>>) -> bool {
@@ -140,7 +181,7 @@ pub(crate) struct Transcript {
 
 impl Transcript {
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// A copy of the history.

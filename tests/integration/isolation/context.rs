@@ -9,6 +9,10 @@ use serde_json::json;
 use toolhost::Secrets;
 use toolhost_tests::{block_on, spawn_call, wait_for, Fixture, TestRoot};
 
+/// What `echo:fire` answers when the recorder is the one extension at `echo_custom`: the point's
+/// data as the tool passed it, with the recorder's mark added to its `args`.
+const FIRED: &str = r#"{"args":{"from":"echo","seen_by":["echo_custom/_10_record"]}}"#;
+
 /// A root where every tool is isolated.
 fn isolated_root() -> TestRoot {
     let root = TestRoot::new();
@@ -87,9 +91,11 @@ fn an_extension_point_fired_by_the_plugin_runs_in_the_host() {
     root.extension("usr", "echo_custom", "_10_record", Fixture::RecorderExt);
     let (agent, _) = root.agent("default");
     let r = block_on(agent.call_tool("echo:fire", json!({}))).unwrap();
-    assert!(r.message.contains("echo"), "{}", r.message);
-    let trace = agent.loop_data("trace").unwrap_or_default().to_string();
-    assert!(trace.contains("echo_custom/_10_record"), "{trace}");
+    assert_eq!(r.message, FIRED, "what the point gave back to the tool");
+    assert_eq!(
+        agent.loop_data("trace"),
+        Some(json!(["echo_custom/_10_record"]))
+    );
 }
 
 #[test]
@@ -142,9 +148,11 @@ fn extensions_can_be_isolated_too() {
     assert_eq!(r.message, r#"{"key":20}"#, "the tool got the value");
     // An extension fired by an isolated tool, itself isolated, records through loop data.
     let r = block_on(agent.call_tool("echo:fire", json!({}))).unwrap();
-    assert!(r.message.contains("echo"), "{}", r.message);
-    let trace = agent.loop_data("trace").unwrap_or_default().to_string();
-    assert!(trace.contains("echo_custom/_10_record"), "{trace}");
+    assert_eq!(r.message, FIRED, "what the point gave back to the tool");
+    assert_eq!(
+        agent.loop_data("trace"),
+        Some(json!(["echo_custom/_10_record"]))
+    );
     let out = root.run_cli(&["list"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 use crate::agent::Agent;
 use crate::config::{save_tool_policy, Config, PolicyDecision};
 use crate::governance::{
-    allowed, lock, refused, said, ApprovalAnswer, ApprovalRequest, Approver, DecisionSource,
-    Verdict,
+    allowed, refused, said, ApprovalAnswer, ApprovalRequest, Approver, DecisionSource, Verdict,
 };
+use crate::sync::lock;
 use crate::transcript::LogKind;
 use plugin_api::RiskLevel;
 use plugin_api::ToolError;

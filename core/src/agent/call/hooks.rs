@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::exec::context::CallContext;
-use crate::transcript::{HistoryMessage, Role};
+use crate::transcript::HistoryMessage;
 use plugin_api::ToolError;
 
 impl Agent {
@@ -47,14 +47,9 @@ impl Agent {
         if !call.nested {
             // A call of `parallel` is reported in the combined result instead.
             let additional = response.additional.clone();
-            self.transcript.add_history(HistoryMessage {
-                role: Role::Tool,
-                content: text,
-                tool_name: Some(call.tool_name.to_string()),
-                additional: additional.map(|a| self.host.secret_store().map(a)),
-                tool_calls: Default::default(),
-                tool_call_id: None,
-            });
+            let additional = additional.map(|a| self.host.secret_store().map(a));
+            let message = HistoryMessage::tool_result(call.tool_name.to_string(), text, additional);
+            self.transcript.add_history(message);
         }
     }
 

@@ -19,7 +19,7 @@ use crate::layout::ToolName;
 #[cfg(feature = "mcp")]
 use crate::mcp::McpTool;
 use crate::plugin::ToolHandle;
-use crate::transcript::{HistoryMessage, LogKind, Role};
+use crate::transcript::{HistoryMessage, LogKind};
 use plugin_api::ErrorKind;
 use plugin_api::Response;
 use plugin_api::ToolError;
@@ -380,14 +380,8 @@ impl Agent {
 
     /// Adds a tool's result that is not its response (it was interrupted) to the history.
     fn add_tool_result(&self, request: &ToolName, content: String) {
-        self.transcript.add_history(HistoryMessage {
-            role: Role::Tool,
-            content: self.mask(content),
-            tool_name: Some(request.to_string()),
-            additional: None,
-            tool_calls: Default::default(),
-            tool_call_id: None,
-        });
+        let message = HistoryMessage::tool_result(request.to_string(), self.mask(content), None);
+        self.transcript.add_history(message);
     }
 
     /// A library tool to call, with the rules for it. A mistake in the profile's config fails

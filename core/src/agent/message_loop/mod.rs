@@ -157,14 +157,8 @@ impl Agent {
             let heading = "User message (arrived after the loop ended)";
             self.add_note(LogKind::User, heading.to_owned(), late.clone());
             let content = self.mask(late);
-            self.transcript.add_history(HistoryMessage {
-                role: Role::User,
-                content,
-                tool_name: None,
-                additional: None,
-                tool_calls: Default::default(),
-                tool_call_id: None,
-            });
+            self.transcript
+                .add_history(HistoryMessage::new(Role::User, content));
         }
         self.transcript.flush_session_log();
         let end = MonologueEnd::new(result.as_ref().ok().cloned());
@@ -360,14 +354,8 @@ impl Agent {
         let data = HistAddBefore::new(role.as_str().to_owned(), content);
         let content = self.fire(data).await?.content;
         let content = self.mask(content);
-        self.transcript.add_history(HistoryMessage {
-            role,
-            content,
-            tool_name: None,
-            additional: None,
-            tool_calls,
-            tool_call_id: None,
-        });
+        let message = HistoryMessage::new(role, content).with_tool_calls(tool_calls);
+        self.transcript.add_history(message);
         Ok(())
     }
 }

@@ -29,6 +29,8 @@ use std::sync::{Mutex, OnceLock};
 
 use rustix::fs::{MemfdFlags, SealFlags};
 
+use crate::sync::lock;
+
 /// The longest path handed to the dynamic loader (PATH_MAX is 4096).
 const MAX_PATH: usize = 3072;
 
@@ -226,7 +228,7 @@ fn create(name: &str) -> io::Result<std::os::fd::OwnedFd> {
 /// this process: a path the dynamic loader has never seen.
 fn fresh_path(fd: RawFd) -> io::Result<PathBuf> {
     static USES: Mutex<Option<HashMap<RawFd, usize>>> = Mutex::new(None);
-    let mut uses = USES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut uses = lock(&USES);
     let count = uses.get_or_insert_with(HashMap::new).entry(fd).or_insert(0);
     let path = format!("/proc/self/fd/{}{fd}", "/".repeat(*count));
     if path.len() > MAX_PATH {

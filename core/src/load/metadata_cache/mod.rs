@@ -23,13 +23,14 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 pub(crate) use key::FileKey;
 pub(crate) use store::Outcome;
 use store::{library_key, FileRecord, LibraryRecord, Store};
 
 use crate::layout::Escaped;
+use crate::sync::lock;
 
 /// The metadata cache of one host: read on first use, written by [`save`](Self::save).
 pub(crate) struct MetadataCache {
@@ -64,7 +65,7 @@ impl MetadataCache {
     /// The SHA-256 of the file at `file` if its identity on disk is still `key`.
     pub(crate) fn sha256(&self, file: &Path, key: FileKey) -> Option<String> {
         let name = file.to_string_lossy();
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if let Some(record) = state.new_files.get(name.as_ref()) {
             return (record.key == key).then(|| record.sha256.clone());
         }
@@ -79,7 +80,7 @@ impl MetadataCache {
             sha256: sha256.to_owned(),
         };
         let name = file.to_string_lossy().into_owned();
-        self.lock().new_files.insert(name, record);
+        lock(&self.state).new_files.insert(name, record);
     }
 
     /// What loading the library of SHA-256 `sha256` gave this host's contract, as a tool or as
@@ -87,7 +88,7 @@ impl MetadataCache {
     pub(crate) fn outcome(&self, sha256: &str, extension: bool) -> Option<Outcome> {
         let key = library_key(sha256, extension);
         let host = key::host_contract();
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let record = match state.new_libraries.get(&key) {
             Some(record) => record,
             None => state.store(&self.path).libraries.get(&key)?,
@@ -106,14 +107,14 @@ impl MetadataCache {
             outcome,
         };
         let key = library_key(sha256, extension);
-        self.lock().new_libraries.insert(key, record);
+        lock(&self.state).new_libraries.insert(key, record);
     }
 
     /// Writes what this host learnt into the file (merged with what it holds now), if anything.
     /// A failure is logged: the cache only saves time.
     pub(crate) fn save(&self) {
         let (files, libraries) = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.new_files.is_empty() && state.new_libraries.is_empty() {
                 return;
             }
@@ -128,9 +129,5 @@ impl MetadataCache {
         if let Err(e) = Store::merge_and_write(&self.path, files, libraries) {
             tracing::debug!("metadata cache {} not written: {e}", Escaped(&self.path));
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -7,8 +7,8 @@ use toml::de::DeTable;
 
 use super::error::{ConfigError, ConfigErrorKind};
 use super::locate::{schema_error, syntax_error};
-use super::schema::FileConfig;
 use super::source::{record, Origins};
+use super::tables::FileConfig;
 use crate::layout::is_safe_name;
 use crate::layout::{read_text, Layout, ReadErrorKind};
 

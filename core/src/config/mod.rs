@@ -37,16 +37,16 @@ mod error;
 mod load;
 mod locate;
 mod policy;
-mod schema;
 mod settings;
 mod source;
+mod tables;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::layout::Layout;
-use schema::FileConfig;
 use source::Origins;
+use tables::FileConfig;
 
 pub use edit::save_tool_policy;
 pub use error::{ConfigError, ConfigErrorKind};
@@ -172,7 +172,7 @@ impl Config {
     }
 
     fn isolates(&self, tool: Option<&str>, layer: &crate::layout::Layer) -> bool {
-        use schema::IsolateEntry;
+        use tables::IsolateEntry;
         let Some(entries) = &self.values.isolate else {
             return false;
         };

@@ -8,7 +8,7 @@
 //!   turning its end into one line (`limits.rs` names signals and limits);
 //! - `isolated_tool.rs`: a tool's worker, restarted with backoff, and its calls with deadline
 //!   and grace period;
-//! - `answer.rs`: the host answers the plugin's context requests with the call's real context;
+//! - `host_requests.rs`: the host answers the plugin's context requests with the call's real context;
 //! - `serve.rs` and `worker_context.rs`: the worker process itself, and the context it gives
 //!   the plugin (a second host vtable whose functions ask the host over the pipe).
 //!
@@ -16,7 +16,7 @@
 //! [`Config::isolated`](crate::config::Config::isolated)) or for every tool with
 //! [`HostOptions::isolate_all`](crate::HostOptions::isolate_all).
 
-mod answer;
+mod host_requests;
 pub(crate) mod isolated_tool;
 mod limits;
 pub(crate) mod protocol;

@@ -304,7 +304,7 @@ fn handle(link: &Arc<Link>, message: FromWorker) {
             let found = lock(&link.calls)
                 .get(&id)
                 .map(|p| (p.ctx.clone(), p.runtime.clone()));
-            super::answer::answer(link, found, req, request);
+            super::host_requests::answer(link, found, req, request);
         }
         FromWorker::Hello(_) | FromWorker::LoadFailed { .. } => {}
     }

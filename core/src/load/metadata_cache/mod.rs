@@ -16,8 +16,8 @@
 //! SHA-256, which the stat index gives. A missing, unreadable or corrupt file is an empty
 //! cache; a cache that cannot be written (a read-only `usr/`) is logged and left alone.
 
+mod cache_file;
 mod key;
-mod store;
 #[cfg(test)]
 mod tests;
 
@@ -25,9 +25,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+pub(crate) use cache_file::Outcome;
+use cache_file::{library_key, FileRecord, LibraryRecord, Store};
 pub(crate) use key::FileKey;
-pub(crate) use store::Outcome;
-use store::{library_key, FileRecord, LibraryRecord, Store};
 
 use crate::layout::Escaped;
 use crate::sync::lock;

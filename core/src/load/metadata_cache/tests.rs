@@ -1,6 +1,6 @@
 //! Unit tests of the metadata cache: its file, merging, and the host contract it trusts.
 
-use super::store::{LibraryRecord, Outcome, Store};
+use super::cache_file::{LibraryRecord, Outcome, Store};
 use super::*;
 
 fn failed(reason: &str) -> Outcome {
@@ -68,7 +68,7 @@ fn writers_merge_and_a_record_of_another_host_contract_is_not_trusted() {
     libraries.insert("ccc:tool".to_owned(), record);
     let c = dir.path().join("c.so");
     std::fs::write(&c, b"c").unwrap();
-    let file = store::FileRecord {
+    let file = cache_file::FileRecord {
         key: FileKey::of(&c).unwrap(),
         sha256: "ccc".to_owned(),
     };

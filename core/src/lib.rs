@@ -136,9 +136,11 @@
 // Library code handles its errors, or says with `expect` why a value cannot be missing.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
-// The tree is the architecture: each folder is one concern, and a folder only imports the
-// ones listed before it (with `host`, `agent` and `plugin` using each other where a call
-// passes between them).
+// The tree is the architecture: each folder is one concern (the book's architecture page maps
+// them). layout, config, secrets, transcript, audit, load and model import nothing of the rest;
+// governance holds rules and state and applies none itself. A call's context (exec::context,
+// which holds the agent) is the one circle left: agent, exec, plugin, isolation, mcp and host
+// reach each other through it.
 mod agent;
 pub mod audit;
 pub mod config;

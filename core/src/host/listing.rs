@@ -1,12 +1,9 @@
 //! Listing what a profile sees, loading every library on every core: the same [`Catalog`] as
 //! [`Host::catalog`] gives, with every tool loaded.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Catalog, Host, ListedExtension, ListedTool, Resolution, ToolSource};
-use crate::layout::Layer;
 
 impl Host {
     /// Every tool the profile sees, with the winning layer and what it shadows, loaded as a call
@@ -14,15 +11,7 @@ impl Host {
     /// each point; `skipped` holds the tool and extension files that failed to load. Unlike
     /// [`catalog`](Self::catalog), the metadata cache is neither read nor written.
     pub fn list(&self, profile: &str) -> Catalog {
-        let mut candidates: BTreeMap<String, Vec<(Layer, PathBuf)>> = BTreeMap::new();
-        for layer in self.layers(profile).iter() {
-            for (stem, path) in self.served_files(&layer.tools_dir()) {
-                candidates
-                    .entry(stem)
-                    .or_default()
-                    .push((layer.clone(), path));
-            }
-        }
+        let candidates = self.tool_candidates(profile);
         let names: Vec<&str> = candidates.keys().map(String::as_str).collect();
         let resolutions = self.resolve_all(profile, &names);
         let mut listing = Catalog::default();

@@ -33,16 +33,7 @@ impl Host {
     pub fn catalog_with(&self, profile: &str, mode: CatalogMode) -> Catalog {
         let load = mode == CatalogMode::Load;
         let loads = AtomicUsize::new(0);
-        let mut candidates: BTreeMap<String, Candidates> = BTreeMap::new();
-        for layer in self.layers(profile).iter() {
-            for (stem, path) in self.served_files(&layer.tools_dir()) {
-                candidates
-                    .entry(stem)
-                    .or_default()
-                    .push((layer.clone(), path));
-            }
-        }
-        let names: Vec<(String, Candidates)> = candidates.into_iter().collect();
+        let names: Vec<(String, Candidates)> = self.tool_candidates(profile).into_iter().collect();
         let resolved = on_every_core(&names, |(name, files)| {
             self.catalog_tool(profile, name, files, load, &loads)
         });
@@ -76,6 +67,20 @@ impl Host {
             if catalog.loads == 1 { "y" } else { "ies" }
         );
         catalog
+    }
+
+    /// Each tool name of the profile's layers, with its files along them, most specific first.
+    pub(super) fn tool_candidates(&self, profile: &str) -> BTreeMap<String, Candidates> {
+        let mut candidates: BTreeMap<String, Candidates> = BTreeMap::new();
+        for layer in self.layers(profile).iter() {
+            for (stem, path) in self.served_files(&layer.tools_dir()) {
+                candidates
+                    .entry(stem)
+                    .or_default()
+                    .push((layer.clone(), path));
+            }
+        }
+        candidates
     }
 
     /// The winner among one name's files, and the files before it that were skipped.

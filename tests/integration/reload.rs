@@ -596,3 +596,101 @@ fn a_failed_rebuild_is_one_clear_line_and_generations_warn_past_the_limit() {
     );
     assert!(line.contains("rebuild it or remove it"), "{line}");
 }
+
+/// Writes a prompt fragment and waits for its event: the watcher has handled what was done
+/// before (its events come in order), so the next step finds the previous one seen. Returns
+/// the reports of the events before it.
+fn handled(live: &Live, step: usize) -> Vec<String> {
+    let file = format!("usr/prompts/agent.system.step{step}.md");
+    live.root.write(&file, "step");
+    let mut before = Vec::new();
+    live.wait_event("the step's prompt event", |e| match e {
+        ReloadEvent::Changed { path } if path.ends_with(&file) => Some(()),
+        _ => {
+            before.push(e.report(live.host.root()).to_string());
+            None
+        }
+    });
+    before
+}
+
+#[test]
+fn a_link_whose_target_folders_appear_one_at_a_time_is_loaded_and_announced() {
+    // `toolhost new` while a host watches: the link is there, the crate's folder too, but
+    // not `target/` or `target/debug/`, which the first build makes one after the other.
+    let root = TestRoot::new();
+    for dir in ["usr/tools/ver", "usr/prompts"] {
+        std::fs::create_dir_all(root.path().join(dir)).unwrap();
+    }
+    std::os::unix::fs::symlink("ver/target/debug/libver.so", root.path().join(TOOL)).unwrap();
+    let live = Live::new(root);
+    // A profile looked at, as `toolhost watch` does when it lists the tools.
+    assert!(live
+        .call("default", "ver", json!({}))
+        .starts_with("error: "));
+    for (step, dir) in ["usr/tools/ver/target", "usr/tools/ver/target/debug"]
+        .into_iter()
+        .enumerate()
+    {
+        std::fs::create_dir(live.root.path().join(dir)).unwrap();
+        handled(&live, step);
+    }
+    live.root
+        .copy(Fixture::Versioned, "usr/tools/ver/target/debug/libver.so");
+    let report = live.wait_event("the first build's load", |e| match e {
+        ReloadEvent::Loaded {
+            path, old: None, ..
+        } if path.ends_with(TOOL) => Some(e.report(live.host.root()).to_string()),
+        _ => None,
+    });
+    assert!(
+        report.starts_with("loaded usr/tools/ver.so [layer usr]: 0.1.0 (generation 1) in "),
+        "{report}"
+    );
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+    live.root
+        .replace_like_cargo("usr/tools/ver/target/debug/libver.so", Fixture::VersionedV2);
+    live.wait_event("the rebuild's reload", |e| match e {
+        ReloadEvent::Loaded {
+            path, old: Some(_), ..
+        } if path.ends_with(TOOL) => Some(()),
+        _ => None,
+    });
+    assert_eq!(live.call("default", "ver", json!({})), "v2");
+}
+
+#[test]
+fn a_profile_folder_made_step_by_step_is_announced_and_its_tool_loaded() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "core/tools/ver.so");
+    std::fs::create_dir_all(root.path().join("usr/prompts")).unwrap();
+    let live = Live::new(root);
+    assert_eq!(live.call("p1", "ver", json!({})), "v1");
+    for (step, dir) in ["usr/agents", "usr/agents/p1", "usr/agents/p1/tools"]
+        .into_iter()
+        .enumerate()
+    {
+        std::fs::create_dir(live.root.path().join(dir)).unwrap();
+        let reports = handled(&live, step);
+        let profile = "new profile 'p1': `--profile p1` uses it".to_owned();
+        assert_eq!(
+            reports.contains(&profile),
+            dir == "usr/agents/p1",
+            "{dir}: {reports:?}"
+        );
+    }
+    live.root
+        .copy(Fixture::VersionedV2, "usr/agents/p1/tools/ver.so");
+    let report = live.wait_event("the profile's tool", |e| match e {
+        ReloadEvent::Loaded { path, .. } if path.ends_with("p1/tools/ver.so") => {
+            Some(e.report(live.host.root()).to_string())
+        }
+        _ => None,
+    });
+    assert!(
+        report.starts_with("loaded usr/agents/p1/tools/ver.so [layer usr/agents/p1]: 0.2.0"),
+        "{report}"
+    );
+    assert_eq!(live.call("p1", "ver", json!({})), "v2");
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+}

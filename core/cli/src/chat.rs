@@ -32,6 +32,8 @@ pub(crate) fn chat(
     let models = ModelsConfig::load(host.layout(), profile)?;
     let config = models.get(model)?.clone();
     let model = OpenAiModel::new(config, &host.secrets())?;
+    // A plugin rebuilt during the chat serves its next call; each reload is one line.
+    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stderr)?;
     let sessions = host.layout().sessions_dir();
     let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
     let session = agent

@@ -11,6 +11,7 @@ mod list;
 mod mcp;
 mod new;
 mod pin;
+mod reloads;
 mod run;
 mod serve_mcp;
 mod watch;

@@ -32,7 +32,10 @@ pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> 
         let server = McpServer::new(host.clone(), &options.profile)?;
         server.approve_writes(options.yes);
         let _reloads = match options.watch {
-            true => Some(server.watch()?),
+            true => {
+                crate::reloads::print(&host, crate::reloads::To::Stderr);
+                Some(server.watch()?)
+            }
             false => None,
         };
         match options.http {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use anyhow::Result;
 use serde_json::Value;
 use toolhost::output::{OutputKind, Terminal};
-use toolhost::{Agent, Host, ReloadEvent};
+use toolhost::{Agent, Host};
 
 use crate::call::masked;
+use crate::check_profile;
 use crate::list::print_listing;
-use crate::{check_profile, relative};
 
 /// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
 pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> Result<ExitCode> {
@@ -31,14 +31,7 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
         names.join(", ")
     );
     println!("type `name[:method] [JSON arguments]` to call a tool, `/list` or `/quit`");
-    let reloads = host.subscribe();
-    let _watcher = host.watch()?;
-    let printer = host.clone();
-    std::thread::spawn(move || {
-        for event in reloads {
-            println!("{}", describe(&printer, &event));
-        }
-    });
+    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stdout)?;
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
     let agent = Agent::with_output(host.clone(), agent, profile, output.clone())?;
     crate::approve::set_up(&agent, yes, None);
@@ -75,47 +68,4 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
         tracing::debug!("{name} answered in {:?}", started.elapsed());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One reload report line, with paths relative to the root and the layer named.
-fn describe(host: &Host, event: &ReloadEvent) -> String {
-    let place = |path: &std::path::Path| {
-        let rel = relative(host, path);
-        // `<layer>/tools/<file>` or `<layer>/extensions/<point>/<file>`
-        let parts: Vec<&str> = rel.split('/').collect();
-        let layer = match parts
-            .iter()
-            .rposition(|p| *p == "tools" || *p == "extensions")
-        {
-            Some(0) | None => ".".to_owned(),
-            Some(i) => parts[..i].join("/"),
-        };
-        format!("{rel} [layer {layer}]")
-    };
-    let ms = |d: &std::time::Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
-    match event {
-        ReloadEvent::Loaded {
-            path,
-            old: Some(old),
-            new,
-            took,
-        } => format!("reloaded {}: {old} -> {new} in {}", place(path), ms(took)),
-        ReloadEvent::Loaded {
-            path, new, took, ..
-        } => format!("loaded {}: {new} in {}", place(path), ms(took)),
-        ReloadEvent::Failed {
-            error,
-            kept: Some(kept),
-        } => format!(
-            "reload of {} failed, still serving {kept}: {}",
-            place(&error.path),
-            error.reason
-        ),
-        ReloadEvent::Failed { error, kept: None } => {
-            format!("cannot load {}: {}", place(&error.path), error.reason)
-        }
-        ReloadEvent::Removed { path } => format!("removed {}", place(path)),
-        ReloadEvent::Changed { path } => format!("changed {}", relative(host, path)),
-        other => other.to_string(),
-    }
 }

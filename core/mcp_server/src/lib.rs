@@ -106,7 +106,10 @@ impl McpServer {
 
     /// Watches the host's folders and sends `notifications/tools/list_changed` to every
     /// client when a library is loaded, reloaded, removed or fails, until the notifier is
-    /// dropped. Call it within a tokio runtime.
+    /// dropped. Call it within a tokio runtime. It reports nothing itself (its events are
+    /// logged at debug level): print [`Host::subscribe`](toolhost::Host::subscribe)'s events
+    /// with [`ReloadEvent::report`](toolhost::ReloadEvent::report), as `toolhost serve-mcp`
+    /// does.
     pub fn watch(&self) -> Result<ReloadNotifier, McpServerError> {
         peers::watch(&self.shared.host, self.shared.peers.clone())
     }

@@ -85,13 +85,13 @@ pub(crate) fn watch(host: &Arc<Host>, peers: Arc<Peers>) -> Result<ReloadNotifie
         .spawn(move || {
             while !stopping.load(Ordering::SeqCst) {
                 match events.recv_timeout(Duration::from_millis(200)) {
-                    Ok(event) => tracing::info!("{event}"),
+                    Ok(event) => tracing::debug!("{event}"),
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
                 // More changes of the same burst join this notification.
                 while let Ok(event) = events.recv_timeout(GATHER) {
-                    tracing::info!("{event}");
+                    tracing::debug!("{event}");
                 }
                 runtime.block_on(peers.tools_changed());
             }

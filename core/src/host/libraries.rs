@@ -488,7 +488,11 @@ impl Libraries {
             tracing::debug!("{error}");
             return current;
         }
+        // A host with a subscriber (`toolhost watch`, `serve-mcp`, `chat`) reports the event
+        // itself: one line, not two.
+        let reported = !lock(&self.subscribers).is_empty();
         match &kept {
+            _ if reported => tracing::debug!("{error}"),
             Some(kept) => tracing::warn!(
                 "{}: the new build failed to load, still serving {kept}: {}; it is tried again \
                  at its next change",

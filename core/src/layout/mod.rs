@@ -29,8 +29,8 @@ pub use name::{is_safe_name, ToolName};
 pub(crate) use read::{read_at_most, read_capped, read_capped_with};
 pub use read::{read_text, ReadError, ReadErrorKind};
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
-pub(crate) use watch::watched_files;
 pub use watch::WatchTargets;
+pub(crate) use watch::{nearest_existing, watched_files};
 pub(crate) use write::write_atomically;
 
 /// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).

@@ -60,13 +60,31 @@ pub struct WatchTargets {
     pub links: Vec<(PathBuf, PathBuf)>,
 }
 
-/// Where the symbolic link `file` points, with its folder resolved, even if the file itself
-/// does not exist (yet): a link made before the first build must follow that build.
+/// Where the symbolic link `file` points, with the part of its path that exists resolved, even
+/// if the file itself, or its folder, does not exist (yet): a link made before the first build
+/// must follow that build, into a `target/debug/` that cargo creates then.
 fn link_target(file: &Path) -> Option<PathBuf> {
     let dest = fs::read_link(file).ok()?;
     let dest = file.parent()?.join(dest); // an absolute `dest` replaces the folder
-    let dir = fs::canonicalize(dest.parent()?).ok()?;
-    Some(dir.join(dest.file_name()?))
+    let name = dest.file_name()?;
+    let mut missing = Vec::new();
+    let mut dir = dest.parent()?;
+    loop {
+        if let Ok(found) = fs::canonicalize(dir) {
+            let resolved = missing.iter().rev().fold(found, |d, part| d.join(part));
+            return Some(resolved.join(name));
+        }
+        // `..` in the missing part would be resolved against a folder that is not there yet.
+        let part = dir.file_name()?;
+        missing.push(part.to_owned());
+        dir = dir.parent()?;
+    }
+}
+
+/// The deepest folder of `dir` and its ancestors that exists: watched in place of a link
+/// target's folder that does not exist yet, to see the folders on the way to it appear.
+pub(crate) fn nearest_existing(dir: &Path) -> Option<&Path> {
+    dir.ancestors().find(|d| d.is_dir())
 }
 
 /// The library files and prompt fragments directly in `dir`: what a watcher reports as changed

@@ -1,9 +1,11 @@
 //! What the host reports when a library file changes under it.
 
 pub(crate) mod changes;
+mod report;
 mod watcher;
 mod writes_only;
 
+pub use report::Report;
 pub use watcher::Watcher;
 
 use std::fmt;
@@ -57,6 +59,16 @@ pub enum ReloadEvent {
         /// The file as found in its layer.
         path: PathBuf,
     },
+    /// A folder of profile `name` appeared where there was none: the profile can be used.
+    ProfileAdded {
+        /// The profile's name (its folder's).
+        name: String,
+    },
+    /// The last folder of profile `name` went: it falls back to the default tools.
+    ProfileRemoved {
+        /// The profile's name.
+        name: String,
+    },
     /// A prompt fragment or a folder changed; the next lookup reads the folders again.
     Changed {
         /// The file or folder.
@@ -100,6 +112,8 @@ impl fmt::Display for ReloadEvent {
             ),
             Self::Failed { error, kept: None } => write!(f, "{error}"),
             Self::Removed { path } => write!(f, "removed {}", Escaped(path)),
+            Self::ProfileAdded { name } => write!(f, "new profile '{name}'"),
+            Self::ProfileRemoved { name } => write!(f, "profile '{name}' is gone"),
             Self::Changed { path } => write!(f, "changed {}", Escaped(path)),
         }
     }

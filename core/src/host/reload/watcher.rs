@@ -17,7 +17,9 @@ use super::writes_only::WriteWatcher;
 use crate::host::error::HostError;
 use crate::host::reload::ReloadEvent;
 use crate::host::Host;
-use crate::layout::{watched_files, Escaped, FileRole, Layout, LIBRARY_EXTENSION};
+use crate::layout::{
+    nearest_existing, watched_files, Escaped, FileRole, Layout, LIBRARY_EXTENSION,
+};
 use crate::load::image::Stamp;
 
 /// Keeps a [`Host`] up to date with its folders while it lives; stops watching when dropped.
@@ -82,6 +84,7 @@ impl Host {
             pending: BTreeMap::new(),
             debounce: self.options().debounce,
             settle: self.options().settle,
+            profiles: self.layout().profiles(),
         };
         state.rescan(true);
         let thread = std::thread::Builder::new()
@@ -138,6 +141,8 @@ struct WatchState {
     pending: BTreeMap<PathBuf, Instant>,
     debounce: Duration,
     settle: Duration,
+    /// The profiles that have a folder, as last seen: to report those that appear or go.
+    profiles: Vec<String>,
 }
 
 impl WatchState {
@@ -253,6 +258,16 @@ impl WatchState {
             for path in changes.structure {
                 host.emit(ReloadEvent::Changed { path });
             }
+            let profiles = self.layout.profiles();
+            for name in profiles.iter().filter(|p| !self.profiles.contains(p)) {
+                let name = name.clone();
+                host.emit(ReloadEvent::ProfileAdded { name });
+            }
+            for name in self.profiles.iter().filter(|p| !profiles.contains(p)) {
+                let name = name.clone();
+                host.emit(ReloadEvent::ProfileRemoved { name });
+            }
+            self.profiles = profiles;
         }
     }
 
@@ -354,7 +369,10 @@ impl WatchState {
         let mut link_dirs = BTreeSet::new();
         let mut new_links = BTreeMap::<PathBuf, Vec<PathBuf>>::new();
         for (link, target) in targets.links {
-            if let Some(dir) = target.parent() {
+            // The target's folder, or, while it does not exist (`target/debug/` before the
+            // first build), the deepest folder on the way to it that does: any event there
+            // makes this look again, one folder deeper each time, until the folder is there.
+            if let Some(dir) = target.parent().and_then(nearest_existing) {
                 link_dirs.insert(dir.to_owned());
             }
             new_links.entry(target).or_default().push(link);
@@ -374,10 +392,15 @@ impl WatchState {
                 }
             }
         }
-        let mut fresh = self.watch_new(&wanted, &link_dirs, !first);
+        let (mut fresh, new_link_dirs) = self.watch_new(&wanted, &link_dirs, !first);
         if !first {
             for (target, links) in &new_links {
-                if self.links.get(target) != Some(links) {
+                // A new link, one pointing elsewhere, or one whose target's folder is watched
+                // only now (it appeared) and whose target is there: it may predate the watch.
+                let watched_now = target
+                    .parent()
+                    .is_some_and(|dir| new_link_dirs.contains(dir) && target.exists());
+                if self.links.get(target) != Some(links) || watched_now {
                     fresh.extend(links.iter().cloned());
                 }
             }
@@ -387,13 +410,14 @@ impl WatchState {
     }
 
     /// Watches the folders in `wanted` (OS name -> host name) and `link_dirs` that are not
-    /// watched yet; returns the files in the newly watched folders of `wanted` if `collect`.
+    /// watched yet; returns the files in the newly watched folders of `wanted` if `collect`,
+    /// and the folders of `link_dirs` watched now.
     fn watch_new(
         &mut self,
         wanted: &BTreeMap<PathBuf, PathBuf>,
         link_dirs: &BTreeSet<PathBuf>,
         collect: bool,
-    ) -> Vec<PathBuf> {
+    ) -> (Vec<PathBuf>, BTreeSet<PathBuf>) {
         let mut fresh = Vec::new();
         let watcher = self.debouncer.watcher();
         for (os, dir) in wanted {
@@ -414,15 +438,17 @@ impl WatchState {
                 ),
             }
         }
+        let mut new_link_dirs = BTreeSet::new();
         for os in link_dirs {
             if !self.watched.contains_key(os)
                 && watcher.watch(os, RecursiveMode::NonRecursive).is_ok()
             {
                 // A link target's folder: events there are mapped through `links` only.
                 self.watched.insert(os.clone(), PathBuf::new());
+                new_link_dirs.insert(os.clone());
             }
         }
-        fresh
+        (fresh, new_link_dirs)
     }
 }
 

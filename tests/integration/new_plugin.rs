@@ -6,7 +6,7 @@ use std::process::Command;
 use toolhost_tests::{build_dir, Fixture, TestRoot};
 
 /// A root whose `plugin-api/` is this repository's (scaffolded crates depend on it by path).
-fn root_with_plugin_api() -> TestRoot {
+pub(crate) fn root_with_plugin_api() -> TestRoot {
     let root = TestRoot::new();
     let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -75,6 +75,27 @@ fn a_new_tool_builds_passes_its_tests_and_is_called_through_its_link() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "Hello, Ada!\nHello, Ada!"
+    );
+    // A misspelled argument is refused, with the names there are.
+    let out = root.run_cli(&["call", "hello", "--args", r#"{"name": "Ada", "tims": 2}"#]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(r#"unknown argument "tims": the arguments are "name", "times""#),
+        "{said}"
+    );
+    // The descriptions the model reads are written for it, and the tool's is Cargo.toml's.
+    let listed = root.run_cli(&["list", "--json"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("Greets someone by name."), "{listed}");
+    let prompt = root.run_cli(&["prompt"]);
+    let prompt = String::from_utf8_lossy(&prompt.stdout);
+    assert!(
+        prompt.contains("The name of the person to greet"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("is derived from this struct"),
+        "a comment for the author: {prompt}"
     );
     let out = root.run_cli(&["call", "hello", "--args", r#"{"name": " "}"#]);
     assert!(

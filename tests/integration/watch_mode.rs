@@ -16,6 +16,8 @@ pub(super) struct WatchProcess {
     lines: mpsc::Receiver<String>,
     /// How long [`expect_line`](Self::expect_line) waits.
     patience: Duration,
+    /// Its standard error so far (the log), line by line.
+    logged: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl WatchProcess {
@@ -37,9 +39,17 @@ impl WatchProcess {
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start toolhost watch");
+        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let logged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = logged.clone();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                log.lock().unwrap().push(line);
+            }
+        });
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
@@ -55,7 +65,13 @@ impl WatchProcess {
             stdin,
             lines,
             patience,
+            logged,
         }
+    }
+
+    /// What it logged on standard error so far.
+    pub(super) fn logged(&self) -> Vec<String> {
+        self.logged.lock().unwrap().clone()
     }
 
     pub(super) fn send(&mut self, line: &str) {
@@ -124,6 +140,9 @@ fn watch_reports_a_rebuild_and_the_next_call_runs_the_new_code() {
     );
     watch.send("ver");
     watch.expect_line("still answering v2", |l| l == "v2");
+    // Reported once: on standard output, not again as a warning in the log.
+    let logged = watch.logged();
+    assert!(logged.iter().all(|l| !l.contains("ver.so")), "{logged:?}");
 
     watch.send("/quit");
     let status = watch.child.wait().expect("wait");

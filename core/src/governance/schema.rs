@@ -90,7 +90,7 @@ impl ArgumentSchema {
         let mut more = 0usize;
         for error in self.validator.iter_errors(&instance) {
             match failures.len() < MAX_LISTED {
-                true => failures.push(describe(&error)),
+                true => failures.push(describe(&self.schema, &error)),
                 false => more += 1,
             }
         }
@@ -108,8 +108,9 @@ impl ArgumentSchema {
     }
 }
 
-/// One failure: `/units: must be one of "metric", "imperial", got "kelvin"`.
-fn describe(error: &ValidationError<'_>) -> String {
+/// One failure: `/units: must be one of "metric", "imperial", got "kelvin"`. `schema` is the
+/// whole schema, to name the properties an object may have.
+fn describe(schema: &Value, error: &ValidationError<'_>) -> String {
     let path = match error.instance_path().as_str() {
         "" => "/".to_owned(),
         path => path.to_owned(),
@@ -135,6 +136,27 @@ fn describe(error: &ValidationError<'_>) -> String {
         }
         ValidationErrorKind::Required { property } => {
             format!("missing required property {property}")
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let unknown: Vec<String> = unexpected.iter().map(|u| format!("\"{u}\"")).collect();
+            // The object's schema is where `additionalProperties` sits.
+            let at = error.schema_path().as_str();
+            let known: Vec<String> = at
+                .strip_suffix("/additionalProperties")
+                .and_then(|parent| schema.pointer(parent))
+                .map(|object| resolve(schema, object))
+                .and_then(|object| object.get("properties")?.as_object())
+                .map(|props| props.keys().map(|k| format!("\"{k}\"")).collect())
+                .unwrap_or_default();
+            let plural = if unknown.len() == 1 { "" } else { "s" };
+            let unknown = unknown.join(", ");
+            match known.is_empty() {
+                true => format!("unknown argument{plural} {unknown}"),
+                false => format!(
+                    "unknown argument{plural} {unknown}: the arguments are {}",
+                    known.join(", ")
+                ),
+            }
         }
         _ => format!("{error}"),
     };
@@ -240,6 +262,22 @@ mod tests {
         assert!(
             message.contains("/units: must be one of \"metric\", \"imperial\", got \"kelvin\""),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_argument_is_refused_with_the_known_names() {
+        let strict = ArgumentSchema::compile(&json!({
+            "type": "object",
+            "properties": {"topic": {"type": "string"}, "top": {"type": "integer"}},
+            "additionalProperties": false
+        }))
+        .unwrap();
+        let mut args = json!({"topp": 3}).as_object().unwrap().clone();
+        let error = strict.check(&mut args).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "invalid arguments: /: unknown argument \"topp\": the arguments are \"top\", \"topic\""
         );
     }
 

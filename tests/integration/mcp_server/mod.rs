@@ -98,6 +98,8 @@ pub(crate) struct HttpServer {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
     pub(crate) url: String,
+    /// The lines it writes on standard error after the one with its address.
+    pub(crate) stderr: std::sync::mpsc::Receiver<String>,
 }
 
 impl HttpServer {
@@ -127,8 +129,18 @@ impl HttpServer {
                 break url.to_owned();
             }
         };
-        drain(stderr);
-        Self { child, url }
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                // Read on even when nobody listens: a full pipe would block the server.
+                let _ = tx.send(line);
+            }
+        });
+        Self {
+            child,
+            url,
+            stderr: lines,
+        }
     }
 
     /// `127.0.0.1:PORT`.

@@ -1,0 +1,195 @@
+//! The author's loop with real cargo: a crate made by `toolhost new` while a host runs is
+//! loaded at its first `cargo build` and reloaded at each rebuild, under `toolhost watch` and
+//! under `toolhost serve-mcp --http` (whose `tools/list` then shows the new description).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use toolhost_tests::{build_dir, TestRoot};
+
+use crate::mcp_server::HttpServer;
+use crate::new_plugin::root_with_plugin_api;
+use crate::watch_mode::WatchProcess;
+
+/// `toolhost new NAME` in `root`, as a user types it: the link points into the crate's own
+/// `target/debug/`, which does not exist yet.
+fn new_crate(root: &TestRoot, name: &str) -> std::path::PathBuf {
+    let out = Command::new(toolhost_tests::toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args(["new", name])
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("toolhost new");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = root.path().join("usr/tools").join(name);
+    assert!(!dir.join("target").exists());
+    dir
+}
+
+/// `cargo build` in `dir`. The intermediate files go to the workspace's target folder
+/// (`build.build-dir`), where the testkit built the dependencies already, so only the crate is
+/// compiled; its library lands in the crate's own `target/debug/`, made by this build. On one
+/// core: the other tests keep running beside it.
+fn cargo_build(dir: &Path) {
+    let shared = build_dir().parent().expect("target folder");
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .arg("build")
+        .current_dir(dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_BUILD_BUILD_DIR", shared)
+        .env("CARGO_BUILD_JOBS", "1")
+        .output()
+        .expect("running cargo");
+    assert!(
+        out.status.success(),
+        "cargo build in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Replaces `from` with `to` in the crate's file `rel`.
+fn edit(dir: &Path, rel: &str, from: &str, to: &str) {
+    let path = dir.join(rel);
+    let text = std::fs::read_to_string(&path).expect("read source");
+    assert!(text.contains(from), "{rel} has no {from:?}");
+    std::fs::write(&path, text.replace(from, to)).expect("write source");
+}
+
+#[test]
+fn a_crate_made_while_watch_runs_is_loaded_at_its_first_build_and_at_each_rebuild() {
+    if !cfg!(unix) {
+        return; // the layer's link is a symbolic link
+    }
+    let root = root_with_plugin_api();
+    let mut watch = WatchProcess::start(&root);
+    watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
+    let dir = new_crate(&root, "ghost");
+    watch.expect_line("saying the link leads nowhere yet", |l| {
+        l.starts_with("cannot load usr/tools/ghost.so [layer usr]: ")
+    });
+
+    cargo_build(&dir);
+    let loaded = watch.expect_line("the first build's load", |l| l.contains("ghost.so"));
+    assert!(
+        loaded.starts_with("loaded usr/tools/ghost.so [layer usr]: 0.1.0 (generation 1) in "),
+        "{loaded}"
+    );
+    watch.send(r#"ghost {"name": "Ada"}"#);
+    watch.expect_line("the first build's answer", |l| l == "Hello, Ada!");
+
+    edit(&dir, "src/lib.rs", "\"Hello, {}!\"", "\"Hi there, {}!\"");
+    cargo_build(&dir);
+    let reloaded = watch.expect_line("the rebuild's reload", |l| l.contains("ghost.so"));
+    assert!(
+        reloaded.starts_with(
+            "reloaded usr/tools/ghost.so [layer usr]: 0.1.0 (generation 1) -> 0.1.0 (generation 2) in "
+        ),
+        "{reloaded}"
+    );
+    watch.send(r#"ghost {"name": "Ada"}"#);
+    watch.expect_line("the rebuild's answer", |l| l == "Hi there, Ada!");
+    let logged = watch.logged();
+    assert!(
+        logged.iter().all(|l| !l.contains("ghost.so")),
+        "reported once, not again in the log: {logged:?}"
+    );
+}
+
+/// The description `tools/list` gives `name`, waiting (at most 60 s: a notice of an earlier
+/// change may come first) until it is `expected`.
+async fn listed_description(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &str,
+    expected: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let found = tools
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.description.as_deref().map(str::to_owned));
+        if found.as_deref() == Some(expected) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name}: {found:?}; {tools:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The next line of the server's log that mentions `file`.
+fn logged_line(server: &HttpServer, file: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match server.stderr.recv_timeout(left) {
+            Ok(line) if line.contains(file) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no line about {file}; saw {seen:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crate_made_while_serve_mcp_runs_is_listed_with_each_builds_description() {
+    if !cfg!(unix) {
+        return;
+    }
+    let root = root_with_plugin_api();
+    let server = HttpServer::start(&root, &[]);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(server.url.clone());
+    let client = ().serve(transport).await.expect("initialize");
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect();
+    assert!(!names.contains(&"spook".to_owned()), "{names:?}");
+
+    let dir = new_crate(&root, "spook");
+    let line = logged_line(&server, "spook.so");
+    assert!(
+        line.starts_with("cannot load usr/tools/spook.so [layer usr]: "),
+        "{line}"
+    );
+    let build = dir.clone();
+    tokio::task::spawn_blocking(move || cargo_build(&build))
+        .await
+        .unwrap();
+    let line = logged_line(&server, "spook.so");
+    assert!(
+        line.starts_with("loaded usr/tools/spook.so [layer usr]: 0.1.0 (generation 1) in "),
+        "{line}"
+    );
+    listed_description(&client, "spook", "Greets someone by name.").await;
+
+    edit(
+        &dir,
+        "Cargo.toml",
+        "description = \"Greets someone by name.\"",
+        "description = \"Greets a guest by name, warmly.\"",
+    );
+    let build = dir.clone();
+    tokio::task::spawn_blocking(move || cargo_build(&build))
+        .await
+        .unwrap();
+    let line = logged_line(&server, "spook.so");
+    assert!(
+        line.starts_with("reloaded usr/tools/spook.so [layer usr]: 0.1.0 (generation 1) -> "),
+        "{line}"
+    );
+    listed_description(&client, "spook", "Greets a guest by name, warmly.").await;
+    client.cancel().await.expect("close");
+}

@@ -18,6 +18,7 @@ const BUILT_IN: &[(&str, &str)] = &[
         "core/extensions/tool_execute_after/_10_mask_secrets",
     ),
     ("Response", "core/tools/response"),
+    ("Greet", "plugins/example/tools/greet"),
     (
         "ProfileResponse",
         "plugins/example/agents/example/tools/response",

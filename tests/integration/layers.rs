@@ -162,3 +162,54 @@ fn one_library_file_is_loaded_once_for_all_profiles() {
     let b = host.resolve("two", "echo").found.clone().unwrap().handle;
     assert!(std::sync::Arc::ptr_eq(&a, &b));
 }
+
+/// The example plugin's greet and its prompt fragment, as the repository has them.
+fn example_plugin(root: &TestRoot) {
+    root.tool("plugins/example", "greet", Fixture::Greet);
+    let fragment = "prompts/agent.system.tool.greet.md";
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let text = std::fs::read_to_string(workspace.join("plugins/example").join(fragment)).unwrap();
+    assert!(text.contains("greet:shout"), "{text}");
+    root.write(&format!("plugins/example/{fragment}"), text);
+}
+
+#[test]
+fn the_prompt_describes_the_tool_that_wins_not_the_one_it_shadows() {
+    let root = TestRoot::new();
+    example_plugin(&root);
+    // Profile p's own greet: another library, without greet's `shout` method.
+    root.tool("usr/agents/p", "greet", Fixture::Echo);
+    let host = root.host();
+
+    let default = host.tools_prompt("default");
+    assert!(default.contains("greet:shout"), "{default}");
+
+    let own = host.tools_prompt("p");
+    assert!(
+        !own.contains("greet:shout"),
+        "the shadowed greet's fragment: {own}"
+    );
+    let listing = host.catalog("p");
+    let greet = listing.tools.iter().find(|t| t.name == "greet").unwrap();
+    assert_eq!(greet.package(), "fx-echo");
+    let description = greet.info().description.trim().to_owned();
+    assert!(!description.is_empty());
+    assert!(own.contains(&format!("### greet\n{description}")), "{own}");
+
+    // A fragment of the override's own layer, or of a layer over the tool's, is used.
+    root.write(
+        "usr/agents/p/prompts/agent.system.tool.greet.md",
+        "### greet\nEchoes.",
+    );
+    root.write(
+        "usr/prompts/agent.system.tool.greet.md",
+        "### greet\nThe user's words.",
+    );
+    let host = root.host();
+    assert!(host.tools_prompt("p").contains("### greet\nEchoes."));
+    let default = host.tools_prompt("default");
+    assert!(default.contains("The user's words."), "{default}");
+    assert!(!default.contains("greet:shout"), "{default}");
+}

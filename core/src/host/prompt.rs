@@ -37,21 +37,27 @@ impl Host {
     fn fragments(&self, profile: &str, pick: impl Fn(&str) -> bool) -> Vec<(String, String)> {
         prompt_files(&self.layers(profile), pick)
             .into_iter()
-            .filter_map(|(file, path)| {
-                let cap = self.options().max_text_bytes;
-                match read_text(&path, cap, "HostOptions::max_text_bytes") {
-                    Ok(text) => Some((file, text)),
-                    Err(e) => {
-                        tracing::warn!("skipping prompt {}: {e}", Escaped(&path));
-                        None
-                    }
-                }
-            })
+            .filter_map(|(file, path)| Some((file, self.fragment_text(&path)?)))
             .collect()
     }
 
-    /// The tools section of the system prompt: every fragment, plus a generated one (from the
-    /// tool's description and parameters) for each tool that has no fragment of its own, the
+    /// The text of the prompt fragment `path`, or `None` (with a warning) if it cannot be read.
+    fn fragment_text(&self, path: &std::path::Path) -> Option<String> {
+        let cap = self.options().max_text_bytes;
+        match read_text(path, cap, "HostOptions::max_text_bytes") {
+            Ok(text) => Some(text),
+            Err(e) => {
+                tracing::warn!("skipping prompt {}: {e}", Escaped(path));
+                None
+            }
+        }
+    }
+
+    /// The tools section of the system prompt: for each tool, the fragment
+    /// `prompts/agent.system.tool.<name>.md` of the first layer from the top down to the layer
+    /// of the tool's winning file, else one generated from its description and parameters (a
+    /// fragment of a layer the winner shadows describes the shadowed tool, so it is not used);
+    /// the fragments of other names as merged across the layers; the
     /// tools of the profile's MCP servers that are ready included (their description and
     /// `inputSchema`). A tool that cannot be called now (denied by the profile's config, not
     /// ready, breaker open) is left out, fragment and all.
@@ -70,28 +76,43 @@ impl Host {
             .filter(|t| t.unavailable().is_some() || denied(t))
             .map(|t| format!("{TOOL_FRAGMENT}{}.md", t.name))
             .collect();
-        let mut fragments = self.prompt_fragments(profile);
-        fragments.retain(|(file, _)| !unavailable.contains(file));
-        let covered: HashSet<String> = fragments
-            .iter()
-            .filter_map(|(file, _)| {
-                file.strip_prefix(TOOL_FRAGMENT)?
-                    .strip_suffix(".md")
-                    .map(str::to_owned)
-            })
-            .collect();
-        let mut parts: BTreeMap<String, String> = fragments
-            .into_iter()
-            .map(|(f, t)| (f, t.trim().to_owned()))
-            .collect();
-        for tool in listing.tools {
+        // A tool's own fragment comes from its layer or one that wins over it: a fragment
+        // below the winning file describes the tool it shadows (a `greet:shout` the profile's
+        // own greet may not have), so the winner is described by its own metadata.
+        let layers = self.layers(profile);
+        let mut parts: BTreeMap<String, String> = BTreeMap::new();
+        for tool in &listing.tools {
             let file = format!("{TOOL_FRAGMENT}{}.md", tool.name);
-            if !covered.contains(&tool.name) && !unavailable.contains(&file) {
-                parts.insert(
-                    format!("{TOOL_FRAGMENT}{}.md", tool.name),
-                    generated_fragment(&tool.name, tool.info()),
-                );
+            if unavailable.contains(&file) {
+                continue;
             }
+            let upto = layers
+                .iter()
+                .position(|l| l.dir == tool.layer.dir)
+                .map_or(layers.len(), |i| i + 1);
+            let text = layers[..upto]
+                .iter()
+                .map(|layer| layer.prompts_dir().join(&file))
+                .find(|path| path.is_file())
+                .and_then(|path| self.fragment_text(&path))
+                .unwrap_or_else(|| generated_fragment(&tool.name, tool.info()));
+            parts.insert(file, text.trim().to_owned());
+        }
+        // Fragments of names that are no native tool (an MCP tool's, say) are used as found.
+        let natives: HashSet<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+        let mut covered: HashSet<String> = HashSet::new();
+        for (file, text) in self.prompt_fragments(profile) {
+            let Some(name) = file
+                .strip_prefix(TOOL_FRAGMENT)
+                .and_then(|f| f.strip_suffix(".md"))
+            else {
+                continue;
+            };
+            if natives.contains(name) || unavailable.contains(&file) {
+                continue;
+            }
+            covered.insert(name.to_owned());
+            parts.insert(file, text.trim().to_owned());
         }
         #[cfg(feature = "mcp")]
         for listed in listing.mcp {

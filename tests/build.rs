@@ -20,6 +20,10 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("Response", "core/tools/response"),
     ("Greet", "plugins/example/tools/greet"),
     (
+        "TruncateOutput",
+        "plugins/example/agents/example/extensions/tool_execute_after/_50_truncate_output",
+    ),
+    (
         "ProfileResponse",
         "plugins/example/agents/example/tools/response",
     ),

@@ -98,3 +98,46 @@ fn the_config_sets_the_limit_per_profile_and_the_cli_wins_over_it() {
         "0123\n[... 5 more bytes cut (of 9)]"
     );
 }
+
+#[test]
+fn the_examples_truncation_is_the_example_profiles_and_max_output_is_the_limit_elsewhere() {
+    // The example plugin where the repository puts it: its truncation extension (1,000
+    // characters) belongs to its profile `example`, so every other profile answers up to
+    // `--max-output` / `[limits] max_output`.
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.extension(
+        "plugins/example/agents/example",
+        "tool_execute_after",
+        "_50_truncate_output",
+        Fixture::TruncateOutput,
+    );
+    let call = |extra: &[&str]| {
+        let mut args = vec!["call", "echo:big", "--args", r#"{"bytes": 5000}"#];
+        args.extend_from_slice(extra);
+        let out = root.run_cli(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+    };
+    assert_eq!(call(&[]).len(), 5000, "a plain profile answers whole");
+    let cut = call(&["--max-output", "2000"]);
+    assert!(
+        cut.ends_with("[... 3000 more bytes cut (of 5000)]"),
+        "{cut}"
+    );
+    root.write("usr/toolhost.toml", "[limits]\nmax_output = 3000\n");
+    let cut = call(&[]);
+    assert!(
+        cut.ends_with("[... 2000 more bytes cut (of 5000)]"),
+        "{cut}"
+    );
+    let demo = call(&["--profile", "example", "--max-output", "200000"]);
+    assert!(
+        demo.ends_with("... (4000 more characters cut by _50_truncate_output)"),
+        "{demo}"
+    );
+}

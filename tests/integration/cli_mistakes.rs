@@ -180,3 +180,141 @@ fn on_a_terminal_the_progress_line_ends_before_the_result() {
         "the result ran into the progress line: {shown:?}"
     );
 }
+
+#[test]
+fn yes_on_an_exec_tool_says_it_never_covers_exec_and_how_to_allow_it() {
+    let root = root();
+    root.tool("usr", "shell", Fixture::Exec);
+    let out = root.run_cli(&["--yes", "call", "shell"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("policy asks, and --yes never approves an exec tool: allow it with [tools.shell] policy = \"allow\" in ")
+            && err.contains("usr/toolhost.toml, or run on a terminal to be asked"),
+        "{err}"
+    );
+    let out = root.run_cli(&["call", "shell"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("there is no terminal to ask on: run on a terminal to be asked, pass --yes (write tools only), or allow it with [tools.shell] policy = \"allow\""),
+        "{err}"
+    );
+    root.write("usr/toolhost.toml", "[tools.shell]\npolicy = \"allow\"\n");
+    let out = root.run_cli(&["call", "shell"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ran",
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn list_in_a_folder_that_is_no_root_suggests_root_and_toolhost_root() {
+    let elsewhere = TestRoot::new();
+    let out = Command::new(toolhost_bin())
+        .arg("list")
+        .current_dir(elsewhere.path())
+        .env_remove("TOOLHOST_ROOT")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(
+            "(none: . has no core/, plugins/ or usr/ folder; pass --root, or set TOOLHOST_ROOT, to the folder that has them)"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("xtask"), "{said}");
+    // A root whose plugins are not built yet still says to build them.
+    let root = TestRoot::new();
+    std::fs::create_dir_all(root.path().join("core/tools")).unwrap();
+    let said = String::from_utf8_lossy(&root.run_cli(&["list"]).stdout).into_owned();
+    assert!(said.contains("run `cargo xtask install`"), "{said}");
+}
+
+#[test]
+fn usage_mistakes_exit_2_with_one_line() {
+    let root = root();
+    for (args, says) in [
+        (
+            &["call", "echo", "--args", "notjson"][..],
+            "error: --args is not valid JSON (",
+        ),
+        (
+            &["call", "echo", "--args", "[1]"],
+            "error: --args must be a JSON object",
+        ),
+        (
+            &["call", "echo", "--profile", "nope"],
+            "error: unknown profile 'nope'",
+        ),
+        (&["call"], "error: toolhost call: missing <NAME>"),
+        (
+            &["new", "Bad-Name"],
+            "error: invalid plugin name 'Bad-Name'",
+        ),
+        (
+            &["run", "s.txt", "--secrets", "missing.env"],
+            "error: --secrets missing.env: no such file",
+        ),
+    ] {
+        let out = root.run_cli(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.lines().next().unwrap_or_default().starts_with(says),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn paths_under_the_default_root_are_shown_without_dot_slash() {
+    let root = root();
+    root.write("usr/tools/broken.so", "not a library");
+    let out = Command::new(toolhost_bin())
+        .args(["call", "broken"])
+        .current_dir(root.path())
+        .env_remove("TOOLHOST_ROOT")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("skipping usr/tools/broken.so"), "{err}");
+    assert!(!err.contains("./usr"), "{err}");
+}
+
+#[test]
+fn a_config_mistake_says_nothing_of_pinning_unless_the_file_turns_it_on() {
+    let root = root();
+    root.write("usr/toolhost.toml", "[calls]\ntimeout = 5\n");
+    let err = stderr(&root.run_cli(&["call", "echo"]));
+    assert!(err.contains("unknown key `timeout` in [calls]"), "{err}");
+    assert!(!err.contains("pinning"), "{err}");
+    root.write(
+        "usr/toolhost.toml",
+        "pinning = true\n[calls]\ntimeout = 5\n",
+    );
+    let err = stderr(&root.run_cli(&["call", "echo"]));
+    assert!(
+        err.contains("pinning, which it turns on, is off until it is fixed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_top_level_key_after_a_table_says_where_it_belongs() {
+    let root = root();
+    root.write(
+        "usr/toolhost.toml",
+        "[tools.danger]\npolicy = \"ask\"\nisolate = [\"danger\"]\n",
+    );
+    let err = stderr(&root.run_cli(&["call", "echo"]));
+    assert!(
+        err.contains("unknown key `isolate` in [tools.danger]")
+            && err.contains(
+                "`isolate` is a top-level key: move it above the first [table] of the file"
+            ),
+        "{err}"
+    );
+}

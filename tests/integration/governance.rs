@@ -383,6 +383,11 @@ fn on_a_terminal_the_user_approves_once_or_always_or_denies() {
     assert!(shown.contains("was not approved (user: denied)"), "{shown}");
     let shown = root.run_on_terminal(call, "a\n", false).unwrap();
     assert!(shown.contains("\"token\""), "{shown}");
+    assert!(
+        shown.contains("approved always: saving [tools.echo] policy = \"allow\" in ")
+            && shown.contains("usr/toolhost.toml"),
+        "{shown}"
+    );
     let saved = std::fs::read_to_string(root.path().join("usr/toolhost.toml")).unwrap();
     assert!(
         saved.starts_with("# mine") && saved.contains("[tools.echo]"),

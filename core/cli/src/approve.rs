@@ -80,11 +80,26 @@ impl Approver for TerminalApprover {
                 Err(_) => std::io::stdin().lock().lines().next().and_then(Result::ok),
             },
         };
-        match line.as_deref().map(str::trim) {
-            Some("o" | "once" | "y" | "yes") => ApprovalAnswer::Once,
-            Some("s" | "session") => ApprovalAnswer::Session,
-            Some("a" | "always") => ApprovalAnswer::Always,
-            _ => ApprovalAnswer::Deny,
-        }
+        let (answer, said) = match line.as_deref().map(str::trim) {
+            Some("o" | "once" | "y" | "yes") => (ApprovalAnswer::Once, "approved once".to_owned()),
+            Some("s" | "session") => (
+                ApprovalAnswer::Session,
+                format!(
+                    "approved: '{}' is not asked about again in this session",
+                    request.tool
+                ),
+            ),
+            Some("a" | "always") => (
+                ApprovalAnswer::Always,
+                format!(
+                    "approved always: saving [tools.{}] policy = \"allow\" in {}",
+                    request.tool,
+                    toolhost::Escaped(&request.saves_to)
+                ),
+            ),
+            _ => (ApprovalAnswer::Deny, "denied".to_owned()),
+        };
+        let _ = writeln!(std::io::stderr(), "{said}");
+        answer
     }
 }

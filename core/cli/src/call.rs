@@ -3,14 +3,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde_json::{json, Map, Value};
 use toolhost::output::{OutputKind, Terminal};
 use toolhost::{Agent, Host, Masked, MaskedError, Response, ToolError};
-
-/// The exit code of `call` for a tool that no layer has (1 is a tool's failure, 2 a usage
-/// error).
-pub(crate) const UNKNOWN_TOOL: u8 = 3;
 
 /// A call's response with every secret value masked: what may be printed.
 pub(crate) struct Shown {
@@ -45,8 +41,13 @@ pub(crate) fn call(
     yes: bool,
 ) -> Result<ExitCode> {
     crate::check_profile(&host, profile)?;
-    let args: Value =
-        serde_json::from_str(args).with_context(|| format!("--args is not valid JSON ({args})"))?;
+    let args: Value = match serde_json::from_str(args) {
+        Ok(args @ Value::Object(_)) => args,
+        Ok(_) => crate::exit::usage!(
+            "--args must be a JSON object, such as '{{\"name\": \"Ada\"}}' (got {args})"
+        ),
+        Err(e) => crate::exit::usage!("--args is not valid JSON ({e}): {args}"),
+    };
     // The response goes to stdout below, so the live log (stderr) leaves it out.
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
     let agent = Agent::with_output(host, agent, profile, output.clone())?;
@@ -64,7 +65,7 @@ pub(crate) fn call(
         }
         let name = toolhost::Escaped(std::path::Path::new(name));
         eprintln!("error: no tool '{name}' in profile '{profile}' (see `toolhost list --profile {profile}`)");
-        return Ok(ExitCode::from(UNKNOWN_TOOL));
+        return Ok(ExitCode::from(crate::exit::UNKNOWN_TOOL));
     }
     match masked(&agent, result) {
         Ok(shown) if json => {

@@ -105,7 +105,7 @@ async fn ctrl_c(agent: Arc<Agent>, state: Arc<AtomicU8>, session: std::path::Pat
         eprintln!("\nquitting");
         print_usage(&agent);
         eprintln!("session saved in {}", session.display());
-        std::process::exit(130);
+        std::process::exit(crate::exit::INTERRUPTED);
     }
 }
 

@@ -61,8 +61,19 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
         "Tools for profile '{profile}' (root {}):",
         host.root().display()
     );
-    if listing.tools.is_empty() {
-        println!("  (none: run `cargo xtask install` to build the built-in plugins)");
+    let is_root = ["core", "plugins", "usr"]
+        .iter()
+        .any(|dir| host.root().join(dir).is_dir());
+    match (listing.tools.is_empty(), is_root) {
+        (false, _) => {}
+        (true, true) => {
+            println!("  (none: run `cargo xtask install` to build the built-in plugins)")
+        }
+        (true, false) => println!(
+            "  (none: {} has no core/, plugins/ or usr/ folder; pass --root, or set \
+             TOOLHOST_ROOT, to the folder that has them)",
+            host.root().display()
+        ),
     }
     for tool in &listing.tools {
         let info = tool.info();

@@ -6,6 +6,7 @@ mod args_error;
 mod audit;
 mod call;
 mod chat;
+mod exit;
 mod inspect;
 mod list;
 mod mcp;
@@ -300,7 +301,10 @@ fn main() -> ExitCode {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
             eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            ExitCode::FAILURE
+            match e.downcast_ref::<exit::Usage>() {
+                Some(_) => ExitCode::from(exit::USAGE),
+                None => ExitCode::FAILURE,
+            }
         }
         // The reader of standard output went away (`toolhost list | head -1`): stop quietly,
         // as ripgrep does, after every destructor ran (child processes are ended).
@@ -335,7 +339,7 @@ fn with_secrets(host: Host, secrets: Option<PathBuf>) -> Result<Arc<Host>> {
     if let Some(file) = secrets {
         if std::fs::symlink_metadata(&file).is_err() {
             let file = toolhost::Escaped(&file);
-            anyhow::bail!("--secrets {file}: no such file (give the path of a KEY=VALUE file)");
+            exit::usage!("--secrets {file}: no such file (give the path of a KEY=VALUE file)");
         }
         let secrets = toolhost::Secrets::load(&file).map_err(anyhow::Error::msg)?;
         host.set_secrets(secrets.from_file(&file));
@@ -470,14 +474,16 @@ fn man(out: Option<&Path>) -> Result<ExitCode> {
 /// `--profile` would otherwise run with the default tools, silently).
 fn check_profile(host: &Host, profile: &str) -> Result<()> {
     if !toolhost::is_safe_name(profile) {
-        return Err(toolhost::HostError::InvalidProfile(profile.to_owned()).into());
+        let error = toolhost::HostError::InvalidProfile(profile.to_owned());
+        exit::usage!("{error}");
     }
     let known = host.layout().profiles();
     if known.iter().any(|p| p == profile) {
         return Ok(());
     }
     let name = profile.to_owned();
-    Err(toolhost::HostError::UnknownProfile { name, known }.into())
+    let error = toolhost::HostError::UnknownProfile { name, known };
+    exit::usage!("{error}")
 }
 
 /// `path` relative to the host's root, for printing.

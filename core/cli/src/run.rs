@@ -55,7 +55,7 @@ pub(crate) fn run_script(
             // ends the process (the session files hold everything up to here).
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("quitting");
-                std::process::exit(130);
+                std::process::exit(crate::exit::INTERRUPTED);
             }
         });
         for message in &script.user_messages {

@@ -11,6 +11,9 @@ use toml::de::{DeTable, DeValue};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::source::{clean, key_name, table_name};
 
+/// The keys of `toolhost.toml` outside every table (see `tables.rs`).
+const TOP_LEVEL_KEYS: &[&str] = &["isolate", "pinning"];
+
 /// The longest excerpt of a value shown in a message, in characters.
 const EXCERPT: usize = 60;
 
@@ -65,7 +68,17 @@ pub(super) fn schema_error(
                 false => format!(" (expected one of: {})", expected.join(", ")),
             };
             let key = clean(&key);
-            let text = format!("unknown {what} `{key}`{place}{expected}");
+            // A top-level key written after a table header lands in that table.
+            let hint = match (
+                !table.is_empty() && !is_table,
+                TOP_LEVEL_KEYS.contains(&key.as_str()),
+            ) {
+                (true, true) => format!(
+                    "; `{key}` is a top-level key: move it above the first [table] of the file"
+                ),
+                _ => String::new(),
+            };
+            let text = format!("unknown {what} `{key}`{place}{expected}{hint}");
             (ConfigErrorKind::UnknownKey, text)
         }
         Some(Found::Value { table, key, span }) => {

@@ -22,6 +22,9 @@ pub struct ApprovalRequest {
     pub risk: RiskLevel,
     /// The arguments, with every secret masked, as pretty JSON.
     pub args: String,
+    /// The file where [`ApprovalAnswer::Always`] saves `policy = "allow"` for the tool (the
+    /// profile's `toolhost.toml`, or `usr/toolhost.toml` for the default profile).
+    pub saves_to: std::path::PathBuf,
 }
 
 /// The user's answer to an [`ApprovalRequest`].

@@ -354,8 +354,14 @@ impl Host {
 fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
     let pinning = match Config::load(layout, "default", options.max_text_bytes) {
         Ok(config) => config.pinning(),
+        // Said here only when the file asks for pinning: the mistake itself is an error of
+        // the first command that reads the configuration.
+        Err(e) if asks_for_pinning(layout) => {
+            tracing::warn!("{e}; pinning, which it turns on, is off until it is fixed");
+            false
+        }
         Err(e) => {
-            tracing::warn!("{e}; pinning is off until it is fixed");
+            tracing::debug!("{e}");
             false
         }
     };
@@ -365,5 +371,16 @@ fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
             options.max_text_bytes,
             options.allow_unpinned,
         )
+    })
+}
+
+/// Whether `usr/toolhost.toml` has a `pinning = true` line (read when the file does not parse).
+fn asks_for_pinning(layout: &Layout) -> bool {
+    std::fs::read_to_string(layout.config_file()).is_ok_and(|text| {
+        text.lines().any(|line| {
+            let line = line.split('#').next().unwrap_or_default();
+            let mut parts = line.splitn(2, '=').map(str::trim);
+            parts.next() == Some("pinning") && parts.next() == Some("true")
+        })
     })
 }

@@ -284,19 +284,26 @@ fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
 }
 
 /// A path written for one line: control characters (a line break, an escape sequence) are
-/// escaped as in Rust string literals; everything else is written as is.
+/// escaped as in Rust string literals, and a leading `./` is left out; everything else is
+/// written as is.
 ///
 /// ```
 /// use std::path::Path;
 /// let path = Path::new("usr/tools/a\nb.so");
 /// assert_eq!(toolhost::Escaped(path).to_string(), r"usr/tools/a\nb.so");
+/// assert_eq!(toolhost::Escaped(Path::new("./usr/x.so")).to_string(), "usr/x.so");
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Escaped<'a>(pub &'a Path);
 
 impl fmt::Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = self.0.to_string_lossy();
+        // `./usr/x` (under the root `.`) is shown as `usr/x`, as every other line names it.
+        let path = match self.0.strip_prefix(".") {
+            Ok(rest) if !rest.as_os_str().is_empty() => rest,
+            _ => self.0,
+        };
+        let text = path.to_string_lossy();
         if !text.chars().any(char::is_control) {
             return f.write_str(&text);
         }

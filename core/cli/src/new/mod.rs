@@ -62,7 +62,7 @@ fn check_names(plugin: &NewPlugin<'_>) -> Result<()> {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     };
     if !valid(plugin.name) {
-        bail!(
+        crate::exit::usage!(
             "invalid plugin name '{}': use lower-case letters, digits and '_', starting with a \
              letter (it is the tool's name and the crate's)",
             plugin.name
@@ -73,7 +73,7 @@ fn check_names(plugin: &NewPlugin<'_>) -> Result<()> {
         ("--profile", plugin.profile),
     ] {
         if let Some(v) = value.filter(|v| !toolhost::is_safe_name(v)) {
-            bail!("invalid {what} '{v}': use letters, digits, '_', '-' and '.' only");
+            crate::exit::usage!("invalid {what} '{v}': use letters, digits, '_', '-' and '.' only");
         }
     }
     Ok(())

@@ -93,7 +93,22 @@ impl Agent {
             return allowed(said("--yes (write)"));
         }
         let Some(approver) = lock(&self.approvals.approver).clone() else {
-            return refused(said("policy asks, and there is no terminal to ask on"));
+            let file = self.policy_file();
+            let file = crate::layout::Escaped(&file);
+            let allow = format!("[tools.{tool}] policy = \"allow\" in {file}");
+            return refused(DecisionSource::Said(
+                match (yes, risk) {
+                    (true, RiskLevel::Exec) => format!(
+                        "policy asks, and --yes never approves an exec tool: allow it with \
+                         {allow}, or run on a terminal to be asked"
+                    ),
+                    _ => format!(
+                        "policy asks, and there is no terminal to ask on: run on a terminal to \
+                         be asked, pass --yes (write tools only), or allow it with {allow}"
+                    ),
+                }
+                .into(),
+            ));
         };
         if let Some(reason) = approver.unavailable() {
             return refused(DecisionSource::Said(reason.into()));
@@ -105,6 +120,7 @@ impl Agent {
             method: method.map(str::to_owned),
             risk,
             args: self.mask(pretty).into_inner(),
+            saves_to: self.policy_file(),
         };
         let answer = tokio::task::spawn_blocking(move || approver.ask(&request))
             .await
@@ -120,19 +136,27 @@ impl Agent {
         }
     }
 
-    /// Saves "allow" for the tool in the profile's policy file (the global one for the
-    /// default profile).
-    fn approve_always(&self, tool: &str) -> Verdict {
+    /// The profile's policy file (the global one for the default profile).
+    fn policy_file(&self) -> std::path::PathBuf {
         let layout = self.host.layout();
-        let file = match self.profile() {
+        match self.profile() {
             "default" => layout.config_file(),
             profile => layout.profile_config_file(profile),
-        };
+        }
+    }
+
+    /// Saves "allow" for the tool in the profile's policy file.
+    fn approve_always(&self, tool: &str) -> Verdict {
+        let file = self.policy_file();
         match save_tool_policy(&file, tool, PolicyDecision::Allow) {
             Ok(()) => {
                 self.host.config_changed();
                 allowed(DecisionSource::Said(
-                    format!("user: approved always (saved to {})", file.display()).into(),
+                    format!(
+                        "user: approved always (saved to {})",
+                        crate::layout::Escaped(&file)
+                    )
+                    .into(),
                 ))
             }
             Err(e) => {

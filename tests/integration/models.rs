@@ -342,3 +342,83 @@ fn toolhost_chat_answers_each_line_and_prints_the_usage() {
     assert!(stderr.contains("session saved in"), "{stderr}");
     assert!(!stderr.contains(KEY));
 }
+
+/// Lines of a pipe, read on a thread.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// The next line of `lines` that `pick` accepts (at most 30 s).
+fn next_line(
+    lines: &std::sync::mpsc::Receiver<String>,
+    what: &str,
+    pick: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if pick(&line) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no line {what}; saw {seen:?}"),
+        }
+    }
+}
+
+#[test]
+fn toolhost_chat_reports_a_plugin_added_during_the_chat_and_calls_it() {
+    let server = FakeLlm::start();
+    server.push(text_reply(
+        &request("response", json!({"text": "First."})),
+        None,
+    ));
+    server.push(text_reply(&request("ver", json!({})), None));
+    server.push(text_reply(
+        &request("response", json!({"text": "Done."})),
+        None,
+    ));
+    let root = root(&server, "");
+    let mut child = std::process::Command::new(toolhost_tests::toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .arg("chat")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = lines_of(child.stdout.take().unwrap());
+    let stderr = lines_of(child.stderr.take().unwrap());
+    stdin.write_all(b"Hello.\n").unwrap();
+    next_line(&stdout, "answering the first message", |l| l == "First.");
+
+    root.replace("usr/tools/ver.so", Fixture::Versioned);
+    let line = next_line(&stderr, "reporting the new plugin", |l| {
+        l.contains("ver.so")
+    });
+    assert!(
+        line.starts_with("loaded usr/tools/ver.so [layer usr]: 0.1.0 (generation 1) in "),
+        "{line}"
+    );
+    stdin.write_all(b"Call ver.\n").unwrap();
+    drop(stdin);
+    next_line(&stdout, "answering after calling the new plugin", |l| {
+        l == "Done."
+    });
+    assert!(child.wait().unwrap().success());
+    // The model was told what `ver` answered: the new plugin ran.
+    let asked = server.requests();
+    let last = asked.last().expect("requests").body.to_string();
+    assert!(last.contains("v1"), "{last}");
+}

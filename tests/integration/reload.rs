@@ -597,21 +597,16 @@ fn a_failed_rebuild_is_one_clear_line_and_generations_warn_past_the_limit() {
     assert!(line.contains("rebuild it or remove it"), "{line}");
 }
 
-/// Writes a prompt fragment and waits for its event: the watcher has handled what was done
-/// before (its events come in order), so the next step finds the previous one seen. Returns
-/// the reports of the events before it.
-fn handled(live: &Live, step: usize) -> Vec<String> {
+/// Writes a prompt fragment and waits for its event: by then the watcher has most likely seen
+/// what was done before (events of one debounce period may come in any order), so the next
+/// step is made after the previous one was looked at.
+fn handled(live: &Live, step: usize) {
     let file = format!("usr/prompts/agent.system.step{step}.md");
     live.root.write(&file, "step");
-    let mut before = Vec::new();
     live.wait_event("the step's prompt event", |e| match e {
         ReloadEvent::Changed { path } if path.ends_with(&file) => Some(()),
-        _ => {
-            before.push(e.report(live.host.root()).to_string());
-            None
-        }
+        _ => None,
     });
-    before
 }
 
 #[test]
@@ -663,22 +658,36 @@ fn a_link_whose_target_folders_appear_one_at_a_time_is_loaded_and_announced() {
 fn a_profile_folder_made_step_by_step_is_announced_and_its_tool_loaded() {
     let root = TestRoot::new();
     root.copy(Fixture::Versioned, "core/tools/ver.so");
-    std::fs::create_dir_all(root.path().join("usr/prompts")).unwrap();
     let live = Live::new(root);
     assert_eq!(live.call("p1", "ver", json!({})), "v1");
-    for (step, dir) in ["usr/agents", "usr/agents/p1", "usr/agents/p1/tools"]
-        .into_iter()
-        .enumerate()
-    {
+    // Each folder's own event says the watcher saw it before the next one is made.
+    let mut reports = Vec::new();
+    for dir in ["usr/agents", "usr/agents/p1", "usr/agents/p1/tools"] {
         std::fs::create_dir(live.root.path().join(dir)).unwrap();
-        let reports = handled(&live, step);
-        let profile = "new profile 'p1': `--profile p1` uses it".to_owned();
-        assert_eq!(
-            reports.contains(&profile),
-            dir == "usr/agents/p1",
-            "{dir}: {reports:?}"
-        );
+        live.wait_event("the new folder", |e| {
+            reports.push(e.report(live.host.root()).to_string());
+            match e {
+                ReloadEvent::Changed { path } if path.ends_with(dir) => Some(()),
+                _ => None,
+            }
+        });
     }
+    let profile = "new profile 'p1': `--profile p1` uses it";
+    if !reports.iter().any(|r| r == profile) {
+        live.wait_event("the new profile", |e| {
+            reports.push(e.report(live.host.root()).to_string());
+            matches!(e, ReloadEvent::ProfileAdded { .. }).then_some(())
+        });
+    }
+    assert_eq!(
+        reports.iter().filter(|r| *r == profile).count(),
+        1,
+        "{reports:?}"
+    );
+    assert!(
+        reports.iter().any(|r| r == "new folder usr/agents/p1"),
+        "{reports:?}"
+    );
     live.root
         .copy(Fixture::VersionedV2, "usr/agents/p1/tools/ver.so");
     let report = live.wait_event("the profile's tool", |e| match e {

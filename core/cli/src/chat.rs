@@ -32,8 +32,11 @@ pub(crate) fn chat(
     let models = ModelsConfig::load(host.layout(), profile)?;
     let config = models.get(model)?.clone();
     let model = OpenAiModel::new(config, &host.secrets())?;
-    // A plugin rebuilt during the chat serves its next call; each reload is one line.
-    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stderr)?;
+    // A plugin rebuilt during the chat serves its next call; each reload is one line. A chat
+    // goes on without it if the folders cannot be watched.
+    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stderr)
+        .inspect_err(|e| tracing::warn!("{e:#}; plugins are not reloaded during this chat"))
+        .ok();
     let sessions = host.layout().sessions_dir();
     let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
     let session = agent

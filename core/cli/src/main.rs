@@ -274,7 +274,7 @@ fn main() -> ExitCode {
     if args.len() >= 4 && args[1] == toolhost::isolation::WORKER_COMMAND {
         let text = |i: usize| args.get(i).and_then(|a| a.to_str()).unwrap_or_default();
         let extension = (args.len() == 6).then(|| (text(4), text(5)));
-        toolhost::isolation::serve_worker(Path::new(&args[2]), Path::new(&args[3]), extension);
+        toolhost::worker::serve_worker(Path::new(&args[2]), Path::new(&args[3]), extension);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

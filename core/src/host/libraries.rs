@@ -7,8 +7,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::host::error::HostError;
+use crate::host::options::HostOptions;
 use crate::host::reload::{ReloadEvent, Served};
-use crate::host::HostOptions;
 use crate::isolation::{IsolatedTool, IsolationSettings};
 use crate::layout::Escaped;
 use crate::load::error::{LoadError, LoadErrorKind};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::governed::Governed;
+use crate::agent::call::context::CallContext;
 use crate::agent::Agent;
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff};
-use crate::exec::context::CallContext;
 use crate::governance::{
     is_infrastructure, jitter, retryable, CallRules, DecisionSource, EndedCall, Trail, Transition,
 };

@@ -8,11 +8,11 @@ use plugin_api::points::{
 };
 use serde_json::{Map, Value};
 
+use crate::agent::call::context::{Call, CallContext};
 use crate::agent::call::extension_points::json_text;
 use crate::agent::call::long_output::Answer;
 use crate::agent::intervention::Check;
 use crate::agent::Agent;
-use crate::exec::context::{Call, CallContext};
 use crate::governance::CallRules;
 use crate::host::FoundTool;
 use crate::layout::ToolName;
@@ -200,7 +200,7 @@ impl Agent {
             nested: false,
             cancel: Default::default(),
         }));
-        let answer = tool.execute(&call, json_text(args)).await?;
+        let answer = tool.execute(call.to_ffi(), json_text(args)).await?;
         let len = answer.message().len();
         Ok(answer.into_response(len))
     }
@@ -299,7 +299,8 @@ impl Agent {
     ) -> Result<Map<String, Value>, ToolError> {
         match target {
             Target::Library(tool, _) if tool.has_before_hook() => {
-                tool.before_execution(call, json_text(&args)).await?
+                tool.before_execution(call.to_ffi(), json_text(&args))
+                    .await?
             }
             _ => self.default_before_execution(call, &args),
         }
@@ -333,7 +334,7 @@ impl Agent {
         };
         match target {
             Target::Library(tool, _) if tool.has_after_hook() => {
-                tool.after_execution(call, &response).await?
+                tool.after_execution(call.to_ffi(), &response).await?
             }
             _ => self.default_after_execution(call, &response),
         }

@@ -181,7 +181,7 @@ pub use layout::{
 };
 pub use layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 pub use load::{version_compatible, LoadStats};
-pub use load::{LoadError, LoadErrorKind};
+pub use load::{LoadError, LoadErrorKind, PrivateDirError};
 pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,

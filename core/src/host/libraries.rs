@@ -130,12 +130,7 @@ impl Libraries {
         checks: LayoutChecks,
     ) -> Result<Self, HostError> {
         Ok(Self {
-            loader: Loader::new(checks, options.file_copies).map_err(|e| {
-                HostError::PrivateDir {
-                    path: e.path,
-                    source: e.source,
-                }
-            })?,
+            loader: Loader::new(checks, options.file_copies)?,
             entries: Mutex::default(),
             loading: Mutex::default(),
             live: Arc::default(),

@@ -184,7 +184,8 @@ enum Command {
         /// `:*` for any port); this machine's origins are always accepted. Repeatable.
         #[arg(long, value_name = "ORIGIN", requires = "http")]
         allow_origin: Vec<String>,
-        /// HTTP: the largest request body, in bytes (413 beyond).
+        /// The largest message a client may send, in bytes: an HTTP request body (413 beyond),
+        /// or a line on standard input (refused as an invalid request).
         #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp_server::DEFAULT_MAX_BODY_BYTES)]
         max_body_bytes: usize,
         /// HTTP: keep a session per client (protocol versions before 2026-07-28), for

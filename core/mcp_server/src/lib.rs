@@ -128,10 +128,17 @@ impl McpServer {
         peers::watch(&self.shared.host, self.shared.peers.clone())
     }
 
-    /// Serves one client over standard input and output (nothing else is written to standard
-    /// output), until it disconnects.
+    /// Serves one client over standard input and output, until it disconnects. Standard
+    /// output carries JSON-RPC alone: on Unix it is moved to a private descriptor first and
+    /// fd 1 is pointed at standard error, so what a tool prints goes to the log.
     pub async fn serve_stdio(&self) -> Result<(), McpServerError> {
-        self.serve_io(rmcp::transport::stdio()).await
+        let output = stdio::private_stdout().map_err(|e| {
+            McpServerError::new(
+                McpServerErrorKind::Session,
+                format!("cannot keep standard output for JSON-RPC: {e}"),
+            )
+        })?;
+        self.serve_io((tokio::io::stdin(), output)).await
     }
 
     /// Serves one client over any byte stream pair (a pipe, a socket), until it disconnects.

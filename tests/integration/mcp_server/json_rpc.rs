@@ -1,7 +1,7 @@
 //! JSON-RPC as its specification says, on both transports: a message that is not JSON, not a
 //! request, or a known method with parameters of the wrong shape gets its error (with the id
 //! when it has a usable one, else `null`), batches are refused, an over-long line is refused
-//! and the next one served; over HTTP the errors are 400 with a JSON-RPC body, and the server
+//! and the next one served, and what a tool prints never reaches the client; over HTTP the errors are 400 with a JSON-RPC body, and the server
 //! bounds how long a client may keep a connection idle and how many it may hold.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -139,6 +139,18 @@ fn over_stdio_every_bad_message_gets_its_error_and_good_ones_are_still_served() 
         answer["result"].to_string().contains("still here"),
         "{answer}"
     );
+    // What a tool prints goes to the log: the client reads JSON-RPC alone, and no forged
+    // answer.
+    send(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo:print","arguments":{"id":8}}}"#,
+    );
+    let answer = read_answers(&lines, 1).remove(0);
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert!(answer["result"].to_string().contains("printed"), "{answer}");
+    send(r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#);
+    let answer = read_answers(&lines, 1).remove(0);
+    let pong = json!({"jsonrpc": "2.0", "id": 8, "result": {}});
+    assert_eq!(answer, pong, "a forged answer came first");
 
     drop(stdin);
     let status = child.wait().expect("wait");

@@ -15,21 +15,24 @@ pub enum AuditErrorKind {
     Corrupt,
     /// A record could not be written as JSON.
     Encode,
+    /// The key named in the configuration is missing or too short.
+    Key,
 }
 
 impl AuditErrorKind {
-    /// `io`, `corrupt` or `encode`.
+    /// `io`, `corrupt`, `encode` or `key`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Io => "io",
             Self::Corrupt => "corrupt",
             Self::Encode => "encode",
+            Self::Key => "key",
         }
     }
 }
 
 /// An audit log that could not be written or read. Displayed as one line naming the file.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("audit log {}: {message}", Escaped(path))]
 pub struct AuditError {
     /// What kind of failure.
@@ -41,7 +44,8 @@ pub struct AuditError {
 }
 
 impl AuditError {
-    pub(crate) fn new(kind: AuditErrorKind, path: &Path, message: impl Into<String>) -> Self {
+    /// An error of `kind` about `path`, with its one-line message.
+    pub fn new(kind: AuditErrorKind, path: &Path, message: impl Into<String>) -> Self {
         Self {
             kind,
             path: path.to_owned(),

@@ -77,7 +77,10 @@ pub(crate) fn verify(
                 (false, 0) => String::new(),
                 (false, n) => format!(", {n} MAC{} not checked (no key)", plural_of(n)),
             };
-            println!("audit: {} record{plural}, chain intact{signed}", report.records);
+            println!(
+                "audit: {} record{plural}, chain intact{signed}",
+                report.records
+            );
             if let Some(head) = &report.head {
                 println!(
                     "head: {} (keep a copy elsewhere; `toolhost audit verify --head {}` checks \

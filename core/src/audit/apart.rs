@@ -149,8 +149,9 @@ pub(crate) fn check_parts(dir: &Path, parts: &BTreeMap<String, Apart>) -> Result
                 part.bytes
             ));
         }
-        let digest = sha256_of(file.take(part.bytes))
-            .map_err(|e| format!("its field {field}, stored apart in {shown}: cannot read it: {e}"))?;
+        let digest = sha256_of(file.take(part.bytes)).map_err(|e| {
+            format!("its field {field}, stored apart in {shown}: cannot read it: {e}")
+        })?;
         if digest != part.sha256 {
             return Err(format!(
                 "its field {field}, stored apart in {shown}, does not hash to its name: the file \

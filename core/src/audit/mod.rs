@@ -62,8 +62,7 @@ pub use record::{
 pub use tail::{tail, AuditEntry, TailLine};
 pub use unfinished::LOOK_BACK_BYTES;
 pub use verify::{
-    verify, verify_with, Broken, BrokenKind, Quarantined, Unfinished, VerifyOptions,
-    VerifyReport,
+    verify, verify_with, Broken, BrokenKind, Quarantined, Unfinished, VerifyOptions, VerifyReport,
 };
 pub(crate) use writer::now_ms;
 pub use writer::{Audit, AuditOptions};

@@ -152,8 +152,8 @@ pub(crate) fn seal(
         let _ = fs::remove_file(&temp);
         return Err(io("begin a new segment", e));
     }
-    let kept = fs::hard_link(&path, dir.join(&sealed))
-        .or_else(|_| fs::rename(&path, dir.join(&sealed)));
+    let kept =
+        fs::hard_link(&path, dir.join(&sealed)).or_else(|_| fs::rename(&path, dir.join(&sealed)));
     if let Err(e) = kept.and_then(|()| fs::rename(&temp, &path)) {
         let _ = fs::remove_file(&temp);
         return Err(io("keep its damaged segment aside", e));

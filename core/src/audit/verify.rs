@@ -180,9 +180,10 @@ pub fn verify_with(path: &Path, options: &VerifyOptions) -> Result<VerifyReport,
         .into_iter()
         .map(|(_, name)| name)
         .collect();
-    let current = path
-        .file_name()
-        .map_or_else(|| FILE_NAME.to_owned(), |n| n.to_string_lossy().into_owned());
+    let current = path.file_name().map_or_else(
+        || FILE_NAME.to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     files.push(current);
     let head = read_head(dir);
     let mut walk = Walk {
@@ -272,10 +273,13 @@ impl Walk<'_> {
             let fault = match raw {
                 RawLine::Complete(line) => {
                     let checked = self.line(&line, number, after && number == 1);
-                    offset += line.len() as u64 + 1;
+                    let consumed = line.len() as u64 + 1;
                     buf = line;
                     match checked {
-                        Ok(()) => continue,
+                        Ok(()) => {
+                            offset += consumed;
+                            continue;
+                        }
                         Err((seq, kind, reason)) => (seq, kind, reason),
                     }
                 }
@@ -331,14 +335,15 @@ impl Walk<'_> {
         match (&header.mac, &self.options.key) {
             (Some(mac), Some(key)) => {
                 if !same_mac(mac.as_bytes(), &key.record_mac(header.hash.as_bytes())) {
-                    let reason = "its MAC does not match the key: the record was written or                                   rewritten without it"
+                    let reason = "its MAC does not match the key: the record was written or rewritten without it"
                         .to_owned();
                     return Err((seq, BrokenKind::BadMac, reason));
                 }
             }
             (None, Some(_)) if self.signed > 0 => {
-                let reason = "it has no MAC, though the records before it have one: its MAC                               was removed"
-                    .to_owned();
+                let reason =
+                    "it has no MAC, though the records before it have one: its MAC was removed"
+                        .to_owned();
                 return Err((seq, BrokenKind::Unsigned, reason));
             }
             _ => {}
@@ -353,7 +358,7 @@ impl Walk<'_> {
             if *head_seq == header.seq {
                 if *head_hash != header.hash {
                     let reason = format!(
-                        "the head ({HEAD_FILE}) names another record at seq {head_seq}: this                          one, or the head, was replaced"
+                        "the head ({HEAD_FILE}) names another record at seq {head_seq}: this one, or the head, was replaced"
                     );
                     return Err((seq, BrokenKind::Head, reason));
                 }
@@ -364,7 +369,7 @@ impl Walk<'_> {
             if *anchor_seq == header.seq {
                 if *anchor_hash != header.hash {
                     let reason = format!(
-                        "your copy of the head names another record at seq {anchor_seq}: the                          log was rewritten"
+                        "your copy of the head names another record at seq {anchor_seq}: the log was rewritten"
                     );
                     return Err((seq, BrokenKind::Head, reason));
                 }
@@ -409,7 +414,7 @@ impl Walk<'_> {
                     seq,
                     BrokenKind::Edited,
                     format!(
-                        "the first record of a segment must be a segment record that says where                          {before} ended"
+                        "the first record of a segment must be a segment record that says where {before} ended"
                     ),
                 ))
             }
@@ -436,7 +441,7 @@ impl Walk<'_> {
                     Some(last),
                     BrokenKind::Head,
                     format!(
-                        "there is no head file ({HEAD_FILE}), so records cut from the end cannot                          be detected: it was deleted, or the log was written before head files                          existed (the next record writes one)"
+                        "there is no head file ({HEAD_FILE}), so records cut from the end cannot be detected: it was deleted, or the log was written before head files existed (the next record writes one)"
                     ),
                 )
             }
@@ -456,18 +461,24 @@ impl Walk<'_> {
                 return broken(Some(last), BrokenKind::Cut, reason);
             }
             if !self.head_matched && head.seq > 0 {
-                let reason = format!("the head ({HEAD_FILE}) names seq {}, which is not in the chain", head.seq);
+                let reason = format!(
+                    "the head ({HEAD_FILE}) names seq {}, which is not in the chain",
+                    head.seq
+                );
                 return broken(Some(head.seq), BrokenKind::Head, reason);
             }
             if let Some(key) = &self.options.key {
-                let good = head
-                    .mac
-                    .as_ref()
-                    .is_some_and(|mac| same_mac(mac.as_bytes(), &key.head_mac(head.seq, &head.hash)));
+                let good = head.mac.as_ref().is_some_and(|mac| {
+                    same_mac(mac.as_bytes(), &key.head_mac(head.seq, &head.hash))
+                });
                 if !good {
                     let reason = match head.mac {
-                        None => format!("the head ({HEAD_FILE}) has no MAC: it was written without the key"),
-                        Some(_) => format!("the head's MAC ({HEAD_FILE}) does not match the key: it was forged"),
+                        None => format!(
+                            "the head ({HEAD_FILE}) has no MAC: it was written without the key"
+                        ),
+                        Some(_) => format!(
+                            "the head's MAC ({HEAD_FILE}) does not match the key: it was forged"
+                        ),
                     };
                     return broken(Some(head.seq), BrokenKind::Head, reason);
                 }
@@ -485,7 +496,8 @@ impl Walk<'_> {
                 return broken(Some(last), BrokenKind::Cut, reason);
             }
             if !self.anchor_matched && *seq > 0 {
-                let reason = format!("your copy of the head names seq {seq}, which is not in the chain");
+                let reason =
+                    format!("your copy of the head names seq {seq}, which is not in the chain");
                 return broken(Some(*seq), BrokenKind::Head, reason);
             }
         }

@@ -107,7 +107,7 @@ impl Audit {
         for start in open.into_iter().filter(|s| process_ended(s.pid)) {
             let reason = format!("its process {} has ended", start.pid);
             tracing::warn!(
-                "audit log {}: the call of tool {} (execution id {}, seq {}) started and never                  finished: {reason}",
+                "audit log {}: the call of tool {} (execution id {}, seq {}) started and never finished: {reason}",
                 crate::layout::Escaped(&audit.path),
                 start.tool,
                 start.execution_id,
@@ -193,7 +193,7 @@ impl Audit {
             AuditErrorKind::Io,
             &self.path,
             format!(
-                "it was replaced {MAX_REOPENS} times while a record waited to be appended;                  is something else renaming it?"
+                "it was replaced {MAX_REOPENS} times while a record waited to be appended; is something else renaming it?"
             ),
         ))
     }
@@ -203,7 +203,7 @@ impl Audit {
         let key = self.options.key.as_ref();
         let (sealed, link) = segment::seal(self.dir(), len, damage, key, self.options.fsync)?;
         tracing::warn!(
-            "audit log {}: its last line was damaged ({}, {} bytes); kept in {sealed}, and a new              segment begins at seq {}",
+            "audit log {}: its last line was damaged ({}, {} bytes); kept in {sealed}, and a new segment begins at seq {}",
             crate::layout::Escaped(&self.path),
             damage.reason,
             len - damage.good_bytes,

@@ -211,7 +211,11 @@ impl Config {
     /// The environment variable that holds the audit log's key (`[audit] key_env`), if the
     /// file names one.
     pub fn audit_key_env(&self) -> Option<&str> {
-        self.values.audit.key_env.as_ref().map(|name| name.0.as_str())
+        self.values
+            .audit
+            .key_env
+            .as_ref()
+            .map(|name| name.0.as_str())
     }
 }
 

@@ -16,7 +16,7 @@ use crate::agent::Agent;
 use crate::audit::{Audit, AuditError};
 use crate::config::{AuditSettings, Config};
 use crate::governance::{
-    append_breaker, append_call, append_early, append_start, Caller, CallRules, EarlyCall,
+    append_breaker, append_call, append_early, append_start, CallRules, Caller, EarlyCall,
     EndedCall, Trail, Transition,
 };
 use crate::layout::ToolName;
@@ -103,9 +103,9 @@ impl Agent {
         }
         let config = call.rules.config.clone();
         let request = call.request.name().to_owned();
-        let written = self.audit_log(Some(&config)).and_then(|audit| {
-            append_call(audit, &self.host.secret_store(), self.caller(), call)
-        });
+        let written = self
+            .audit_log(Some(&config))
+            .and_then(|audit| append_call(audit, &self.host.secret_store(), self.caller(), call));
         let Err(e) = written else {
             return Ok(());
         };

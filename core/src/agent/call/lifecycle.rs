@@ -10,11 +10,11 @@ use plugin_api::points::{
 use serde_json::{Map, Value};
 
 use crate::agent::call::extension_points::json_text;
+use crate::agent::call::governed::Governed;
 use crate::agent::call::long_output::Answer;
 use crate::agent::intervention::Check;
 use crate::agent::Agent;
 use crate::exec::context::{Call, CallContext};
-use crate::agent::call::governed::Governed;
 use crate::governance::{CallRules, EarlyCall};
 use crate::host::FoundTool;
 use crate::layout::ToolName;
@@ -346,13 +346,17 @@ impl Agent {
         let outcome = error.kind().as_str();
         let root = self.host.root();
         let (config, layer, source) = match target {
-            Some(Target::Library(tool, rules)) => {
-                (Some(&*rules.config), &*rules.layer, Some(tool.audit_source(root)))
-            }
+            Some(Target::Library(tool, rules)) => (
+                Some(&*rules.config),
+                &*rules.layer,
+                Some(tool.audit_source(root)),
+            ),
             #[cfg(feature = "mcp")]
-            Some(Target::Mcp(tool, rules)) => {
-                (Some(&*rules.config), &*rules.layer, Some(tool.audit_source(root)))
-            }
+            Some(Target::Mcp(tool, rules)) => (
+                Some(&*rules.config),
+                &*rules.layer,
+                Some(tool.audit_source(root)),
+            ),
             _ => (None, "", None),
         };
         let (file, sha256) = source.unwrap_or((Cow::Borrowed(""), None));

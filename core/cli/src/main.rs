@@ -72,7 +72,7 @@ enum Command {
     },
     /// Call one tool through the full lifecycle and print its response. Exit 0 on success, 1
     /// if the tool failed, 3 for a tool no layer has, 4 if the call's audit record could not
-    /// be written (`[audit] required = true` refuses such a call instead: exit 1).
+    /// be written (with `[audit] required = true`, the tool was then not run).
     Call {
         /// `name` or `name:method`.
         name: String,

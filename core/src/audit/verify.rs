@@ -433,6 +433,20 @@ impl Walk<'_> {
             })
         };
         let last = self.last.seq;
+        if let Some((seq, _)) = &self.options.head {
+            if *seq > last {
+                let reason = format!(
+                    "your copy of the head says the chain reached seq {seq}: records {} to {seq} were deleted",
+                    last + 1
+                );
+                return broken(Some(last), BrokenKind::Cut, reason);
+            }
+            if !self.anchor_matched && *seq > 0 {
+                let reason =
+                    format!("your copy of the head names seq {seq}, which is not in the chain");
+                return broken(Some(*seq), BrokenKind::Head, reason);
+            }
+        }
         let head = match head {
             Err(reason) => return broken(None, BrokenKind::Head, reason.clone()),
             Ok(None) if last == 0 => None,
@@ -486,20 +500,6 @@ impl Walk<'_> {
         } else if self.options.key.is_some() && last > 0 {
             let reason = format!("there is no head file ({HEAD_FILE}) to check with the key");
             return broken(Some(last), BrokenKind::Head, reason);
-        }
-        if let Some((seq, _)) = &self.options.head {
-            if *seq > last {
-                let reason = format!(
-                    "your copy of the head says the chain reached seq {seq}: records {} to {seq} were deleted",
-                    last + 1
-                );
-                return broken(Some(last), BrokenKind::Cut, reason);
-            }
-            if !self.anchor_matched && *seq > 0 {
-                let reason =
-                    format!("your copy of the head names seq {seq}, which is not in the chain");
-                return broken(Some(*seq), BrokenKind::Head, reason);
-            }
         }
         None
     }

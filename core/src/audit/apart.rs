@@ -72,7 +72,7 @@ pub(crate) fn store_apart(dir: &Path, body: &[u8], durable: bool) -> Result<Vec<
             sizes.push((json.len(), name.clone(), json));
         }
     }
-    sizes.sort_by(|a, b| b.0.cmp(&a.0));
+    sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut left = body.len();
     let mut apart = BTreeMap::new();
     for (len, name, json) in sizes {

@@ -333,12 +333,13 @@ impl Walk<'_> {
             self.segment_start(line, seq)?;
         }
         match (&header.mac, &self.options.key) {
-            (Some(mac), Some(key)) => {
-                if !same_mac(mac.as_bytes(), &key.record_mac(header.hash.as_bytes())) {
-                    let reason = "its MAC does not match the key: the record was written or rewritten without it"
-                        .to_owned();
-                    return Err((seq, BrokenKind::BadMac, reason));
-                }
+            (Some(mac), Some(key))
+                if !same_mac(mac.as_bytes(), &key.record_mac(header.hash.as_bytes())) =>
+            {
+                let reason = "its MAC does not match the key: the record was written or \
+                              rewritten without it"
+                    .to_owned();
+                return Err((seq, BrokenKind::BadMac, reason));
             }
             (None, Some(_)) if self.signed > 0 => {
                 let reason =

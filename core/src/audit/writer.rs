@@ -223,11 +223,11 @@ impl State {
                 .file
                 .metadata()
                 .map_err(|e| AuditError::io(path, "read its metadata", e))?;
-            return Ok(match fs::metadata(path) {
-                Ok(named) => named.dev() == open.dev() && named.ino() == open.ino(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                Err(e) => return Err(AuditError::io(path, "read its metadata", e)),
-            });
+            match fs::metadata(path) {
+                Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(AuditError::io(path, "read its metadata", e)),
+            }
         }
         #[cfg(not(unix))]
         {

@@ -70,7 +70,7 @@ impl Agent {
         let written = self.audit_log(Some(&rules.config)).and_then(|audit| {
             append_start(
                 audit,
-                &self.host.secret_store(),
+                self.host.secret_store(),
                 self.caller(),
                 request,
                 args,
@@ -105,7 +105,7 @@ impl Agent {
         let request = call.request.name().to_owned();
         let written = self
             .audit_log(Some(&config))
-            .and_then(|audit| append_call(audit, &self.host.secret_store(), self.caller(), call));
+            .and_then(|audit| append_call(audit, self.host.secret_store(), self.caller(), call));
         let Err(e) = written else {
             return Ok(());
         };
@@ -142,7 +142,7 @@ impl Agent {
         }
         let written = self
             .audit_log(config)
-            .and_then(|audit| append_early(audit, &self.host.secret_store(), self.caller(), call));
+            .and_then(|audit| append_early(audit, self.host.secret_store(), self.caller(), call));
         let Err(e) = written else {
             return error;
         };

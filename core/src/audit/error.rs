@@ -10,8 +10,8 @@ use crate::layout::Escaped;
 pub enum AuditErrorKind {
     /// The file or its folder could not be created, opened, locked, read or written.
     Io,
-    /// The log's last line is not a record this writer can continue the chain from (cut off,
-    /// or not a record line): appending would hide the damage.
+    /// The log is damaged in a way the writer cannot work around. (A damaged last line no
+    /// longer is: it begins a new segment.)
     Corrupt,
     /// A record could not be written as JSON.
     Encode,

@@ -419,8 +419,9 @@ fn records_cut_from_the_end_are_found_through_the_head() {
         key: None,
         head: Some((seq, hash)),
     };
-    let report = verify_with(&path, &options).unwrap();
-    assert_eq!(report.broken.unwrap().kind, BrokenKind::Head);
+    let broken = verify_with(&path, &options).unwrap().broken.unwrap();
+    assert_eq!(broken.kind, BrokenKind::Cut, "{broken}");
+    assert!(broken.reason.contains("your copy of the head"), "{broken}");
 }
 
 /// Rewrites every line from `from` (0-based) on with `edit` applied and the hashes

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::agent::Agent;
-use crate::audit::{Audit, AuditError};
+use crate::audit::{Audit, AuditError, AuditErrorKind};
 use crate::config::{AuditSettings, Config};
 use crate::governance::{
     append_breaker, append_call, append_early, append_start, CallRules, Caller, EarlyCall,
@@ -46,12 +46,22 @@ impl Agent {
         }
     }
 
-    /// The log, opened with `config`'s settings (the default configuration when the profile's
-    /// has a mistake: the log is still written).
+    /// The log, opened with `config`'s settings. Without them (the profile's configuration has
+    /// a mistake), only a log already open: opening it with defaults could leave out the key.
     fn audit_log(&self, config: Option<&Config>) -> Result<&Audit, AuditError> {
         match config {
             Some(config) => self.host.audit(config),
-            None => self.host.audit(&Config::default()),
+            None => self.host.audit.get().ok_or_else(|| {
+                AuditError::new(
+                    AuditErrorKind::Io,
+                    &self.host.layout().audit_dir(),
+                    format!(
+                        "not opened: the configuration of profile {} has a mistake, so its \
+                         [audit] settings (the key) are not known",
+                        self.profile()
+                    ),
+                )
+            }),
         }
     }
 

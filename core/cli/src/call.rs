@@ -63,7 +63,13 @@ pub(crate) fn call(
     match agent.audit_failure() {
         Some(e) => {
             let e = agent.host().secrets().mask_owned(e.to_string());
-            eprintln!("error: the call's audit record could not be written: {e}");
+            // A call that failed has its one error line already; this one is a note to it.
+            match code == ExitCode::SUCCESS {
+                true => eprintln!("error: the call's audit record could not be written: {e}"),
+                false => {
+                    eprintln!("note: the call's audit record could not be written either: {e}")
+                }
+            }
             Ok(ExitCode::from(AUDIT_FAILED))
         }
         None => Ok(code),

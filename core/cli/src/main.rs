@@ -70,7 +70,9 @@ enum Command {
         #[arg(long)]
         load: bool,
     },
-    /// Call one tool through the full lifecycle and print its response.
+    /// Call one tool through the full lifecycle and print its response. Exit 0 on success, 1
+    /// if the tool failed, 3 for a tool no layer has, 4 if the call's audit record could not
+    /// be written (with `[audit] required = true`, the tool was then not run).
     Call {
         /// `name` or `name:method`.
         name: String,
@@ -168,7 +170,8 @@ enum Command {
     },
     /// Serve the profile's tools to MCP clients: over standard input and output (JSON-RPC
     /// only; logs go to standard error), or over streamable HTTP with --http. Tools reload
-    /// live, and clients are told (`tools/list_changed`).
+    /// live, and clients are told (`tools/list_changed`). A call whose audit record cannot be
+    /// written is refused unless `[audit] required = false`.
     ServeMcp {
         /// The agent profile whose tools are served.
         #[arg(long, short, default_value = "default")]
@@ -257,9 +260,23 @@ impl SessionArgs {
 
 #[derive(Subcommand)]
 enum AuditCommand {
-    /// Check every record's hash and link: exit 0 if the chain is intact, 1 naming the first
-    /// broken record.
-    Verify,
+    /// Check every record's hash and link, every segment, every value stored apart and the
+    /// chain's end against usr/audit/head.json: exit 0 if the chain is intact (printing its
+    /// head, to keep elsewhere), 1 naming the first broken record. Also lists damaged tails
+    /// kept aside and calls that started and never finished.
+    Verify {
+        /// A copy of the head kept elsewhere (`SEQ:HASH`, as printed): the log must reach it,
+        /// with that record unchanged.
+        #[arg(long, value_name = "SEQ:HASH")]
+        head: Option<String>,
+        /// Check the MACs with the key in this environment variable (default: `[audit]
+        /// key_env` of the profile's toolhost.toml, if set).
+        #[arg(long, value_name = "NAME")]
+        key_env: Option<String>,
+        /// The profile whose toolhost.toml names the key.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+    },
     /// The last records, one line each: time, seq, type, tool, outcome, duration, decision.
     Tail {
         /// How many records.
@@ -362,7 +379,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             watch::watch(Arc::new(host), &profile, &agent, yes)
         }
         Command::Audit { command } => match command {
-            AuditCommand::Verify => audit::verify(&root),
+            AuditCommand::Verify {
+                head,
+                key_env,
+                profile,
+            } => audit::verify(&root, head.as_deref(), key_env.as_deref(), &profile),
             AuditCommand::Tail { n } => audit::tail(&root, n),
         },
         Command::List {
@@ -393,6 +414,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sessions,
             no_watch,
         } => {
+            // A call whose record cannot be written is refused, unless the config says not.
+            let served = Host::with_options(&root, options.clone().with_audit_required(true))?;
             let options = serve_mcp::ServeOptions {
                 profile,
                 http,
@@ -403,7 +426,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 watch: !no_watch,
                 yes,
             };
-            serve_mcp::serve(Arc::new(host()?), options)
+            serve_mcp::serve(Arc::new(served), options)
         }
         Command::Mcp { profile, json } => mcp::mcp(&host()?, &profile, json),
         Command::Prompt { profile } => {

@@ -42,7 +42,7 @@ mod tools;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use call::AGENT_NAME;
+pub use call::{AGENT_NAME, AUDIT_ERROR_META};
 pub use error::{McpServerError, McpServerErrorKind};
 pub use http::{
     HttpOptions, HttpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,

@@ -81,8 +81,8 @@ pub struct Host {
     extensions: ProfileCache<[Arc<ExtensionHandle>]>,
     /// Each profile's `toolhost.toml` configuration, or the mistake in it.
     configs: ProfileCache<Result<Arc<Config>, ConfigError>>,
-    /// The audit log, opened on first use.
-    pub(crate) audit: std::sync::OnceLock<Option<crate::audit::Audit>>,
+    /// The audit log, opened on first use (tried again on each use until it opens).
+    pub(crate) audit: std::sync::OnceLock<crate::audit::Audit>,
     /// The MCP servers, by profile. Dropped with the host: every server is shut down.
     #[cfg(feature = "mcp")]
     mcp: crate::mcp::McpClients,

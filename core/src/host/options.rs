@@ -64,6 +64,9 @@ pub struct HostOptions {
     /// (Linux's `memfd_create`; other systems always copy). Default `false`, or `true` when
     /// `TOOLHOST_LOAD_COPY=1` is set.
     pub file_copies: bool,
+    /// Whether a call whose audit record cannot be written is refused when `[audit] required`
+    /// in `toolhost.toml` does not say. Default `false`; `serve-mcp` sets it.
+    pub audit_required: bool,
 }
 
 impl Default for HostOptions {
@@ -79,11 +82,18 @@ impl Default for HostOptions {
             isolate_all: false,
             worker_program: None,
             file_copies: std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1"),
+            audit_required: false,
         }
     }
 }
 
 impl HostOptions {
+    /// Sets [`audit_required`](Self::audit_required).
+    pub fn with_audit_required(mut self, required: bool) -> Self {
+        self.audit_required = required;
+        self
+    }
+
     /// Sets [`allow_unpinned`](Self::allow_unpinned).
     pub fn with_allow_unpinned(mut self, allow: bool) -> Self {
         self.allow_unpinned = allow;

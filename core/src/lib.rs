@@ -138,9 +138,9 @@
 
 // The tree is the architecture: each folder is one concern (the book's architecture page maps
 // them). layout, config, secrets, transcript, audit, load and model import nothing of the rest;
-// governance holds rules and state and applies none itself. A call's context (exec::context,
-// which holds the agent) is the one circle left: agent, exec, plugin, isolation, mcp and host
-// reach each other through it.
+// governance holds rules and state and applies none itself. The modules import each other
+// without a circle: plugin, isolation and mcp take the plugin's view of a call's context
+// (FfiContext), and only agent holds the host's side of it (agent::call::context).
 mod agent;
 pub mod audit;
 pub mod config;
@@ -157,6 +157,7 @@ mod plugin;
 mod secrets;
 mod sync;
 mod transcript;
+pub mod worker;
 
 pub use agent::output;
 pub use load::pins;
@@ -170,7 +171,7 @@ pub use host::HostError;
 pub use host::ListedMcpTool;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
-    ListedTool, Resolution, ToolSource, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
+    ListedTool, Resolution, ToolSource,
 };
 pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};
@@ -178,8 +179,9 @@ pub use layout::{read_text, ReadError, ReadErrorKind, CACHE_DIR_NAME, METADATA_F
 pub use layout::{
     Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
 };
+pub use layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 pub use load::{version_compatible, LoadStats};
-pub use load::{LoadError, LoadErrorKind};
+pub use load::{LoadError, LoadErrorKind, PrivateDirError};
 pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,

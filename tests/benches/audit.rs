@@ -23,7 +23,7 @@ fn appends(iters: u64, options: AuditOptions) -> Duration {
         let n = left.min(BATCH);
         left -= n;
         let dir = tempfile::tempdir().expect("temp dir");
-        let audit = Audit::open(dir.path(), options).expect("open");
+        let audit = Audit::open(dir.path(), options.clone()).expect("open");
         let start = Instant::now();
         for _ in 0..n {
             audit.append(&record).expect("append");
@@ -65,7 +65,13 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
     group.bench_function("fsync", |b| {
-        b.iter_custom(|iters| appends(iters, AuditOptions { fsync: true }))
+        b.iter_custom(|iters| {
+            let options = AuditOptions {
+                fsync: true,
+                key: None,
+            };
+            appends(iters, options)
+        })
     });
     group.finish();
 }

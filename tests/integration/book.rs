@@ -471,3 +471,150 @@ fn the_architecture_page_maps_the_real_tree() {
         "not on the architecture page: {missing:?}"
     );
 }
+
+/// The top-level entries of the architecture page's map of core/src, in its order (lib.rs
+/// left out): `layout`, `sync`, ...
+fn architecture_order() -> Vec<String> {
+    let page =
+        std::fs::read_to_string(workspace().join("docs/src/reference/architecture.md")).unwrap();
+    let map = page
+        .split("## The host: core/src")
+        .nth(1)
+        .and_then(|rest| rest.split("```text\n").nth(1))
+        .and_then(|block| block.split("```").next())
+        .expect("a ```text block under \"The host: core/src\"")
+        .to_owned();
+    map.lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|w| w.trim_end_matches('/').trim_end_matches(".rs").to_owned())
+        .filter(|name| name != "lib")
+        .collect()
+}
+
+/// The names `crate::` is followed by in `code`: `crate::a::b` gives `a`, `crate::{a, b::c}`
+/// gives `a` and `b`.
+fn crate_paths(code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            names.push(ident(rest));
+            continue;
+        };
+        let (mut depth, mut start) = (0usize, 0usize);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    names.push(ident(&group[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    names.push(ident(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+/// Every module of core/src imports only modules the architecture page lists above it, so
+/// there is no import circle between modules (an item re-exported by lib.rs counts as its
+/// module's). Tests are left out: they may reach anything.
+#[test]
+fn the_modules_of_core_import_only_those_above_them_on_the_architecture_page() {
+    let order = architecture_order();
+    let position = |name: &str| order.iter().position(|m| m == name);
+    let src = workspace().join("core/src");
+    // lib.rs's re-exports: `pub use host::{Host, ...};` makes `crate::Host` mean host.
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let mut reexported: BTreeMap<String, String> = BTreeMap::new();
+    for statement in lib.split("pub use ").skip(1) {
+        let statement = statement.split(';').next().unwrap_or_default();
+        let module = statement.split("::").next().unwrap_or_default().trim();
+        if position(module).is_none() {
+            continue;
+        }
+        let items = statement.rsplit("::").next().unwrap_or_default();
+        for item in items.trim_matches(|c| c == '{' || c == '}').split(',') {
+            let item = item.split(" as ").last().unwrap_or_default().trim();
+            reexported.insert(item.to_owned(), module.to_owned());
+        }
+    }
+    let mut wrong = Vec::new();
+    for module in &order {
+        let (dir, file) = (src.join(module), src.join(format!("{module}.rs")));
+        let files: Vec<PathBuf> = if dir.is_dir() {
+            walk_rs(&dir)
+        } else if file.is_file() {
+            vec![file]
+        } else {
+            continue; // the_architecture_page_maps_the_real_tree says so
+        };
+        for path in files {
+            let relative = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let is_test =
+                relative.split('/').any(|part| part == "tests") || relative.ends_with("tests.rs");
+            if is_test {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let code: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n");
+            for name in crate_paths(&code) {
+                let target = match position(&name) {
+                    Some(_) => name,
+                    None => match reexported.get(&name) {
+                        Some(module) => module.clone(),
+                        None => continue, // an item of lib.rs itself
+                    },
+                };
+                if &target != module && position(&target) > position(module) {
+                    wrong.push(format!("core/src/{relative} imports crate::{target}"));
+                }
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "imports against the order of docs/src/reference/architecture.md (a module may \
+         import only those above it; move the item down, or the module's entry):\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The `.rs` files under `dir`, at any depth.
+fn walk_rs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk_rs(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}

@@ -318,3 +318,26 @@ fn a_top_level_key_after_a_table_says_where_it_belongs() {
         "{err}"
     );
 }
+
+#[test]
+fn a_temporary_folder_that_cannot_hold_library_copies_is_one_line_naming_it_and_tmpdir() {
+    let root = root();
+    // A regular file as TMPDIR: no folder can be made under it, whoever runs the test.
+    let not_a_folder = root.write("not-a-folder", "");
+    let out = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args(["call", "echo", "--args", "{\"text\": \"hi\"}"])
+        .env("TMPDIR", &not_a_folder)
+        .output()
+        .expect("running toolhost");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot create the folder for loaded library copies")
+            && err.contains(not_a_folder.to_str().unwrap())
+            && err.contains("point TMPDIR at a writable folder"),
+        "{err}"
+    );
+    assert_eq!(err.matches("cannot create the folder").count(), 1, "{err}");
+}

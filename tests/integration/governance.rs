@@ -424,6 +424,7 @@ fn every_call_is_audited_masked_and_the_chain_verifies() {
     let records: Vec<serde_json::Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["type"] == "call")
         .collect();
     assert_eq!(records.len(), 2, "{log}");
     assert_eq!(records[0]["tool"], "governed");

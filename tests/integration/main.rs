@@ -2,6 +2,7 @@
 //! in its own temporary root.
 
 mod audit;
+mod audit_survives;
 mod author_loop;
 mod book;
 mod breaker;

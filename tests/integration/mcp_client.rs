@@ -384,7 +384,7 @@ fn approvals_and_the_audit_govern_mcp_calls() {
     let record = audit
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["tool"] == "everything.echo")
+        .rfind(|r| r["type"] == "call" && r["tool"] == "everything.echo")
         .expect("the MCP call is audited");
     assert_eq!(record["layer"], "mcp:everything", "{record}");
     assert_eq!(record["outcome"], "success", "{record}");

@@ -39,5 +39,6 @@ pub fn call_record(writer: &str, i: u64) -> AuditRecord {
         duration_ms: 2.5,
         outcome: "success".into(),
         metadata: Some(json!({"bytes_written": 66, "created": false})),
+        stage: None,
     })
 }

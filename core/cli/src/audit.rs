@@ -4,24 +4,123 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use toolhost::audit::{self, AuditEntry, AuditRecord, TailLine, FILE_NAME};
+use toolhost::audit::{
+    self, AuditEntry, AuditKey, AuditRecord, TailLine, VerifyOptions, FILE_NAME,
+};
+use toolhost::config::Config;
 use toolhost::Layout;
 
-/// `toolhost audit verify`: exit 0 if the chain is whole, 1 naming the first broken record.
-pub(crate) fn verify(root: &Path) -> Result<ExitCode> {
-    let path = Layout::new(root).audit_dir().join(FILE_NAME);
-    let report = audit::verify(&path)?;
+/// `toolhost audit verify`: exit 0 if the chain is intact (printing its head), 1 naming the
+/// first broken record. `head`: a kept copy of the head (`SEQ:HASH`); `key_env`: the key's
+/// variable, else `[audit] key_env` of `profile`'s config.
+pub(crate) fn verify(
+    root: &Path,
+    head: Option<&str>,
+    key_env: Option<&str>,
+    profile: &str,
+) -> Result<ExitCode> {
+    let layout = Layout::new(root);
+    let dir = layout.audit_dir();
+    let path = dir.join(FILE_NAME);
+    let head = match head {
+        Some(text) => Some(anchor(text)?),
+        None => None,
+    };
+    let configured;
+    let key_env = match key_env {
+        Some(name) => Some(name),
+        None => {
+            configured = Config::load(&layout, profile, toolhost::DEFAULT_MAX_TEXT_BYTES)
+                .ok()
+                .and_then(|c| c.audit_key_env().map(str::to_owned));
+            configured.as_deref()
+        }
+    };
+    let key = match key_env {
+        Some(name) => Some(AuditKey::from_env(name, &dir)?),
+        None => None,
+    };
+    let options = VerifyOptions { key, head };
+    let report = audit::verify_with(&path, &options)?;
+    for q in &report.quarantined {
+        println!(
+            "quarantined: {} from line {}: {} bytes, {} (a new segment follows)",
+            relative(root, &dir.join(&q.file)),
+            q.line,
+            q.bytes,
+            clean(&q.reason)
+        );
+    }
+    for call in report.unfinished.iter().take(MAX_LISTED) {
+        let why = match call.noted {
+            true => "its process ended",
+            false => "no record of its end: still running, or its process died",
+        };
+        println!(
+            "started, never finished: seq {} tool {} (execution id {}): {why}",
+            call.seq,
+            clean(&call.tool),
+            clean(&call.execution_id)
+        );
+    }
+    if report.unfinished.len() > MAX_LISTED {
+        println!(
+            "... and {} more calls that started and never finished",
+            report.unfinished.len() - MAX_LISTED
+        );
+    }
     match report.broken {
         None => {
             let plural = if report.records == 1 { "" } else { "s" };
-            println!("audit: {} record{plural}, chain intact", report.records);
+            let signed = match (report.key_checked, report.signed) {
+                (true, n) => format!(", {n} MAC{} checked with the key", plural_of(n)),
+                (false, 0) => String::new(),
+                (false, n) => format!(", {n} MAC{} not checked (no key)", plural_of(n)),
+            };
+            println!(
+                "audit: {} record{plural}, chain intact{signed}",
+                report.records
+            );
+            if let Some(head) = &report.head {
+                println!(
+                    "head: {} (keep a copy elsewhere; `toolhost audit verify --head {}` checks \
+                     the log against it)",
+                    head.anchor(),
+                    head.anchor()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(broken) => {
-            println!("{} {broken}", relative(root, &path));
+            println!("{} {broken}", relative(root, &dir.join(&broken.file)));
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Calls that started and never finished listed one by one, at most.
+const MAX_LISTED: usize = 20;
+
+fn plural_of(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// `SEQ:HASH`, as `verify` prints the head.
+fn anchor(text: &str) -> Result<(u64, String)> {
+    let parsed = text.split_once(':').and_then(|(seq, hash)| {
+        let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        Some((seq.parse::<u64>().ok()?, hex.then(|| hash.to_owned())?))
+    });
+    parsed.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--head {text}: expected SEQ:HASH (a number, a colon and 64 lower-case hex digits), \
+             as `toolhost audit verify` prints it"
+        )
+    })
 }
 
 /// `toolhost audit tail`: the last `n` records, one line each.
@@ -73,6 +172,28 @@ fn describe(entry: &AuditEntry) -> String {
                 b.reason
             );
             format!("{time}  #{seq:<6} breaker   {}", clean(&line))
+        }
+        AuditRecord::Start(start) => {
+            let tool = match &start.method {
+                Some(method) => format!("{}:{method}", start.tool),
+                None => start.tool.clone(),
+            };
+            let line = format!("{tool:<20} started (execution id {})", start.execution_id);
+            format!("{time}  #{seq:<6} start     {}", clean(&line))
+        }
+        AuditRecord::Unfinished(u) => {
+            let line = format!(
+                "{:<20} never finished (seq {}: {})",
+                u.tool, u.start_seq, u.reason
+            );
+            format!("{time}  #{seq:<6} unfinished {}", clean(&line))
+        }
+        AuditRecord::Segment(s) => {
+            let line = format!(
+                "{} kept aside: {} damaged bytes after byte {} ({})",
+                s.previous, s.quarantined_bytes, s.good_bytes, s.reason
+            );
+            format!("{time}  #{seq:<6} segment   {}", clean(&line))
         }
     }
 }

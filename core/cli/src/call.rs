@@ -57,17 +57,42 @@ pub(crate) fn call(
         .build()?;
     let result = runtime.block_on(agent.call_tool(name, args));
     output.end_progress();
+    let code = shown(&agent, result, name, profile, json)?;
+    match agent.audit_failure() {
+        Some(e) => {
+            let e = agent.host().secrets().mask_owned(e.to_string());
+            // A call that failed has its one error line already; this one is a note to it.
+            match code == ExitCode::SUCCESS {
+                true => eprintln!("error: the call's audit record could not be written: {e}"),
+                false => {
+                    eprintln!("note: the call's audit record could not be written either: {e}")
+                }
+            }
+            Ok(ExitCode::from(crate::exit::AUDIT_FAILED))
+        }
+        None => Ok(code),
+    }
+}
+
+/// Prints a call's result; the exit code it gives.
+fn shown(
+    agent: &Agent,
+    result: Result<Response, ToolError>,
+    name: &str,
+    profile: &str,
+    json: bool,
+) -> Result<ExitCode> {
     if result.is_ok() && !agent.has_tool(name) {
         // The Unknown tool answered: its text (what a model would get) on stdout, the
         // mistake on stderr, and an exit code of its own.
-        if let Ok(shown) = masked(&agent, result) {
+        if let Ok(shown) = masked(agent, result) {
             println!("{}", shown.message);
         }
         let name = toolhost::Escaped(std::path::Path::new(name));
         eprintln!("error: no tool '{name}' in profile '{profile}' (see `toolhost list --profile {profile}`)");
         return Ok(ExitCode::from(crate::exit::UNKNOWN_TOOL));
     }
-    match masked(&agent, result) {
+    match masked(agent, result) {
         Ok(shown) if json => {
             let value = json!({
                 "message": shown.message,

@@ -11,6 +11,10 @@ pub(crate) const USAGE: u8 = 2;
 /// `call` of a tool that no layer has (1 is a tool's failure, 2 a usage mistake).
 pub(crate) const UNKNOWN_TOOL: u8 = 3;
 
+/// `call` of a tool that ran but whose audit record could not be written (with `[audit]
+/// required` off; on, the call is refused and exits 1).
+pub(crate) const AUDIT_FAILED: u8 = 4;
+
 /// `run` or `chat` stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub(crate) const INTERRUPTED: i32 = 130;
 

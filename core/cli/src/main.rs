@@ -72,7 +72,9 @@ enum Command {
         #[arg(long)]
         load: bool,
     },
-    /// Call one tool through the full lifecycle and print its response.
+    /// Call one tool through the full lifecycle and print its response. Exit 0 on success, 1
+    /// if the tool failed, 3 for a tool no layer has, 4 if the call's audit record could not
+    /// be written (with `[audit] required = true`, the tool was then not run).
     Call {
         /// `name` or `name:method`.
         name: String,
@@ -170,7 +172,8 @@ enum Command {
     },
     /// Serve the profile's tools to MCP clients: over standard input and output (JSON-RPC
     /// only; logs go to standard error), or over streamable HTTP with --http. Tools reload
-    /// live, and clients are told (`tools/list_changed`).
+    /// live, and clients are told (`tools/list_changed`). A call whose audit record cannot be
+    /// written is refused unless `[audit] required = false`.
     ServeMcp {
         /// The agent profile whose tools are served.
         #[arg(long, short, default_value = "default")]
@@ -186,7 +189,8 @@ enum Command {
         /// `:*` for any port); this machine's origins are always accepted. Repeatable.
         #[arg(long, value_name = "ORIGIN", requires = "http")]
         allow_origin: Vec<String>,
-        /// HTTP: the largest request body, in bytes (413 beyond).
+        /// The largest message a client may send, in bytes: an HTTP request body (413 beyond),
+        /// or a line on standard input (refused as an invalid request).
         #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp_server::DEFAULT_MAX_BODY_BYTES)]
         max_body_bytes: usize,
         /// HTTP: keep a session per client (protocol versions before 2026-07-28), for
@@ -258,9 +262,23 @@ impl SessionArgs {
 
 #[derive(Subcommand)]
 enum AuditCommand {
-    /// Check every record's hash and link: exit 0 if the chain is intact, 1 naming the first
-    /// broken record.
-    Verify,
+    /// Check every record's hash and link, every segment, every value stored apart and the
+    /// chain's end against usr/audit/head.json: exit 0 if the chain is intact (printing its
+    /// head, to keep elsewhere), 1 naming the first broken record. Also lists damaged tails
+    /// kept aside and calls that started and never finished.
+    Verify {
+        /// A copy of the head kept elsewhere (`SEQ:HASH`, as printed): the log must reach it,
+        /// with that record unchanged.
+        #[arg(long, value_name = "SEQ:HASH")]
+        head: Option<String>,
+        /// Check the MACs with the key in this environment variable (default: `[audit]
+        /// key_env` of the profile's toolhost.toml, if set).
+        #[arg(long, value_name = "NAME")]
+        key_env: Option<String>,
+        /// The profile whose toolhost.toml names the key.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+    },
     /// The last records, one line each: time, seq, type, tool, outcome, duration, decision.
     Tail {
         /// How many records.
@@ -276,7 +294,7 @@ fn main() -> ExitCode {
     if args.len() >= 4 && args[1] == toolhost::isolation::WORKER_COMMAND {
         let text = |i: usize| args.get(i).and_then(|a| a.to_str()).unwrap_or_default();
         let extension = (args.len() == 6).then(|| (text(4), text(5)));
-        toolhost::isolation::serve_worker(Path::new(&args[2]), Path::new(&args[3]), extension);
+        toolhost::worker::serve_worker(Path::new(&args[2]), Path::new(&args[3]), extension);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -366,7 +384,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             watch::watch(Arc::new(host), &profile, &agent, yes)
         }
         Command::Audit { command } => match command {
-            AuditCommand::Verify => audit::verify(&root),
+            AuditCommand::Verify {
+                head,
+                key_env,
+                profile,
+            } => audit::verify(&root, head.as_deref(), key_env.as_deref(), &profile),
             AuditCommand::Tail { n } => audit::tail(&root, n),
         },
         Command::List {
@@ -397,6 +419,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sessions,
             no_watch,
         } => {
+            // A call whose record cannot be written is refused, unless the config says not.
+            let served = Host::with_options(&root, options.clone().with_audit_required(true))?;
             let options = serve_mcp::ServeOptions {
                 profile,
                 http,
@@ -407,7 +431,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 watch: !no_watch,
                 yes,
             };
-            serve_mcp::serve(Arc::new(host()?), options)
+            serve_mcp::serve(Arc::new(served), options)
         }
         Command::Mcp { profile, json } => mcp::mcp(&host()?, &profile, json),
         Command::Prompt { profile } => {

@@ -31,6 +31,7 @@ pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> 
     runtime.block_on(async move {
         let server = McpServer::new(host.clone(), &options.profile)?;
         server.approve_writes(options.yes);
+        server.limit_lines(options.max_body_bytes);
         let _reloads = match options.watch {
             true => {
                 crate::reloads::print(&host, crate::reloads::To::Stderr);

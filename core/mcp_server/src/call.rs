@@ -65,7 +65,7 @@ pub(crate) async fn call(
     };
     progress.finish().await;
     let secrets = host.secrets();
-    match result {
+    let mut result = match result {
         Ok(response) => {
             let text = secrets.mask_owned(response.message).into_inner();
             CallToolResult::success(vec![ContentBlock::text(text)])
@@ -75,5 +75,17 @@ pub(crate) async fn call(
             let text = format!("{} error: {}", e.kind(), e.message());
             CallToolResult::error(vec![ContentBlock::text(text)])
         }
+    };
+    // A record of the call that could not be written: the client is told, in the result.
+    if let Some(e) = agent.audit_failure() {
+        let text = secrets.mask_owned(e.to_string()).into_inner();
+        let mut meta = rmcp::model::JsonObject::new();
+        meta.insert(AUDIT_ERROR_META.to_owned(), Value::String(text));
+        result.meta = Some(rmcp::model::MetaObject(meta));
     }
+    result
 }
+
+/// The key of a call result's `_meta` that holds, when the call's audit record could not be
+/// written, why (one line).
+pub const AUDIT_ERROR_META: &str = "toolhost/audit_error";

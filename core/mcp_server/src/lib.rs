@@ -8,6 +8,8 @@
 //! - `progress.rs`: a call's progress as `notifications/progress`;
 //! - `approval.rs`: approvals asked with elicitation;
 //! - `peers.rs`: the connected clients, told when the tools change;
+//! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
+//! - `stdio.rs`: the stdio transport, a bounded line at a time;
 //! - `http.rs`: the streamable HTTP transport and its checks;
 //! - `error.rs`: the errors.
 //!
@@ -31,20 +33,24 @@ mod approval;
 mod call;
 mod error;
 mod http;
+mod jsonrpc;
 mod peers;
 mod progress;
 mod session;
+mod stdio;
 mod tools;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use call::AGENT_NAME;
+pub use call::{AGENT_NAME, AUDIT_ERROR_META};
 pub use error::{McpServerError, McpServerErrorKind};
-pub use http::{HttpOptions, HttpServer, DEFAULT_MAX_BODY_BYTES, MCP_PATH};
+pub use http::{
+    HttpOptions, HttpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS, MCP_PATH,
+};
 pub use peers::ReloadNotifier;
 
 use peers::Peers;
-use rmcp::ServiceExt;
 use session::Session;
 
 use toolhost::is_safe_name;
@@ -57,6 +63,8 @@ pub(crate) struct Shared {
     peers: Arc<Peers>,
     /// `--yes`: asks for `write` tools are approved without asking (never `exec`).
     yes_to_writes: std::sync::atomic::AtomicBool,
+    /// The longest line read over stdio, in bytes.
+    max_line_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -81,6 +89,7 @@ impl McpServer {
             profile: profile.to_owned(),
             peers: Arc::default(),
             yes_to_writes: Default::default(),
+            max_line_bytes: DEFAULT_MAX_BODY_BYTES.into(),
         };
         Ok(Self {
             shared: Arc::new(shared),
@@ -99,6 +108,14 @@ impl McpServer {
         flag.store(yes, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// The longest message a client may send over stdio, in bytes (default
+    /// [`DEFAULT_MAX_BODY_BYTES`], as for an HTTP body): a longer line is answered with an
+    /// invalid-request error and skipped.
+    pub fn limit_lines(&self, bytes: usize) {
+        let limit = &self.shared.max_line_bytes;
+        limit.store(bytes, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// How many clients are connected (initialised sessions still open).
     pub fn sessions(&self) -> usize {
         self.shared.peers.len()
@@ -114,27 +131,33 @@ impl McpServer {
         peers::watch(&self.shared.host, self.shared.peers.clone())
     }
 
-    /// Serves one client over standard input and output (nothing else is written to standard
-    /// output), until it disconnects.
+    /// Serves one client over standard input and output, until it disconnects. Standard
+    /// output carries JSON-RPC alone: on Unix it is moved to a private descriptor first and
+    /// fd 1 is pointed at standard error, so what a tool prints goes to the log.
     pub async fn serve_stdio(&self) -> Result<(), McpServerError> {
-        self.serve_io(rmcp::transport::stdio()).await
+        let output = stdio::private_stdout().map_err(|e| {
+            McpServerError::new(
+                McpServerErrorKind::Session,
+                format!("cannot keep standard output for JSON-RPC: {e}"),
+            )
+        })?;
+        self.serve_io((tokio::io::stdin(), output)).await
     }
 
     /// Serves one client over any byte stream pair (a pipe, a socket), until it disconnects.
+    /// Each line is checked as JSON-RPC first: one that is not JSON, not a message, or a known
+    /// method with parameters of the wrong shape gets its error response (`-32700`, `-32600`,
+    /// `-32602`), and batches are refused.
     pub async fn serve_io<R, W>(&self, io: (R, W)) -> Result<(), McpServerError>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let session_error = |e: &dyn std::fmt::Display| {
-            McpServerError::new(McpServerErrorKind::Session, format!("MCP session: {e}"))
-        };
-        let running = Session::new(self.shared.clone())
-            .serve(io)
-            .await
-            .map_err(|e| session_error(&e))?;
-        running.waiting().await.map_err(|e| session_error(&e))?;
-        Ok(())
+        let max_line = self
+            .shared
+            .max_line_bytes
+            .load(std::sync::atomic::Ordering::SeqCst);
+        stdio::serve(Session::new(self.shared.clone()), io, max_line).await
     }
 
     /// Binds the streamable HTTP transport; [`HttpServer::serve`] then serves it.

@@ -31,6 +31,8 @@ struct State {
     current_tool: Option<String>,
     initialised: bool,
     usage: Usage,
+    /// The first audit record this agent could not write.
+    audit_failure: Option<crate::audit::AuditError>,
 }
 
 /// An agent using a [`Host`]'s tools under one profile.

@@ -10,11 +10,18 @@
 //! the hex SHA-256 of the line without its `"hash":"<H>",` part and without the newline:
 //! `{"seq":N,"time_ms":T,"prev":"<P>",<the record's fields>}`. The header is always written
 //! in exactly this form (no spaces), so the verifier can rebuild the hashed text from the line.
+//!
+//! A writer with a key ([`AuditKey`]) puts `"mac":"<M>",` right after the hash: `M` is the
+//! HMAC-SHA256 of `record:<H>`. The MAC is not part of the hashed text, so a line with a MAC
+//! and one without follow the same chain rule (lines written before keys existed verify as
+//! they did).
 
 use std::io::Write;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+use super::key::AuditKey;
 
 /// The `prev` of the first record: 64 zeros.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -47,6 +54,9 @@ pub(crate) struct Header {
     pub(crate) time_ms: u64,
     pub(crate) prev: String,
     pub(crate) hash: String,
+    /// The MAC, on a line written with a key.
+    #[serde(default)]
+    pub(crate) mac: Option<String>,
 }
 
 impl Header {
@@ -73,7 +83,13 @@ pub(crate) enum LineFault {
 
 /// Writes the line for `body` (a record serialized as one JSON object) after `prev` into
 /// `out`, newline included, and returns the new link.
-pub(crate) fn encode(prev: &Link, time_ms: u64, body: &[u8], out: &mut Vec<u8>) -> Link {
+pub(crate) fn encode(
+    prev: &Link,
+    time_ms: u64,
+    body: &[u8],
+    key: Option<&AuditKey>,
+    out: &mut Vec<u8>,
+) -> Link {
     debug_assert!(
         body.len() > 2 && body[0] == b'{',
         "a record is a JSON object"
@@ -86,6 +102,11 @@ pub(crate) fn encode(prev: &Link, time_ms: u64, body: &[u8], out: &mut Vec<u8>) 
     out.extend_from_slice(b"\"hash\":\"");
     out.extend_from_slice(&hash);
     out.extend_from_slice(b"\",");
+    if let Some(key) = key {
+        out.extend_from_slice(b"\"mac\":\"");
+        out.extend_from_slice(&key.record_mac(&hash));
+        out.extend_from_slice(b"\",");
+    }
     out.extend_from_slice(rest);
     out.push(b'\n');
     Link { seq, hash }
@@ -95,9 +116,10 @@ pub(crate) fn encode(prev: &Link, time_ms: u64, body: &[u8], out: &mut Vec<u8>) 
 pub(crate) fn header(line: &[u8]) -> Result<Header, LineFault> {
     let header: Header =
         serde_json::from_slice(line).map_err(|e| LineFault::BadJson(e.to_string()))?;
-    if !is_hex64(&header.prev) || !is_hex64(&header.hash) {
+    let mac_ok = header.mac.as_deref().is_none_or(is_hex64);
+    if !is_hex64(&header.prev) || !is_hex64(&header.hash) || !mac_ok {
         return Err(LineFault::BadJson(
-            "prev and hash must be 64 lower-case hex digits".to_owned(),
+            "prev, hash and mac must be 64 lower-case hex digits".to_owned(),
         ));
     }
     Ok(header)
@@ -109,9 +131,14 @@ pub(crate) fn check(line: &[u8]) -> Result<Header, (Option<Header>, LineFault)> 
     let mut start = Vec::with_capacity(160);
     prefix(&mut start, header.seq, header.time_ms, &header.prev);
     let hash_field = format!("\"hash\":\"{}\",", header.hash);
+    let mac_field = header.mac.as_ref().map(|mac| format!("\"mac\":\"{mac}\","));
     let Some(rest) = line
         .strip_prefix(start.as_slice())
         .and_then(|rest| rest.strip_prefix(hash_field.as_bytes()))
+        .and_then(|rest| match &mac_field {
+            Some(field) => rest.strip_prefix(field.as_bytes()),
+            None => Some(rest),
+        })
     else {
         return Err((Some(header), LineFault::NotCanonical));
     };

@@ -10,26 +10,29 @@ use crate::layout::Escaped;
 pub enum AuditErrorKind {
     /// The file or its folder could not be created, opened, locked, read or written.
     Io,
-    /// The log's last line is not a record this writer can continue the chain from (cut off,
-    /// or not a record line): appending would hide the damage.
+    /// The log is damaged in a way the writer cannot work around. (A damaged last line no
+    /// longer is: it begins a new segment.)
     Corrupt,
     /// A record could not be written as JSON.
     Encode,
+    /// The key named in the configuration is missing or too short.
+    Key,
 }
 
 impl AuditErrorKind {
-    /// `io`, `corrupt` or `encode`.
+    /// `io`, `corrupt`, `encode` or `key`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Io => "io",
             Self::Corrupt => "corrupt",
             Self::Encode => "encode",
+            Self::Key => "key",
         }
     }
 }
 
 /// An audit log that could not be written or read. Displayed as one line naming the file.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("audit log {}: {message}", Escaped(path))]
 pub struct AuditError {
     /// What kind of failure.
@@ -41,7 +44,8 @@ pub struct AuditError {
 }
 
 impl AuditError {
-    pub(crate) fn new(kind: AuditErrorKind, path: &Path, message: impl Into<String>) -> Self {
+    /// An error of `kind` about `path`, with its one-line message.
+    pub fn new(kind: AuditErrorKind, path: &Path, message: impl Into<String>) -> Self {
         Self {
             kind,
             path: path.to_owned(),

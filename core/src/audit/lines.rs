@@ -113,3 +113,48 @@ fn split_tail(data: &[u8], at_start: bool, n: usize) -> Vec<RawLine> {
     }
     out
 }
+
+/// Where the last line of the file's first `end` bytes starts: just after the last newline
+/// before it (a newline at `end - 1` ends that line), or 0. Reads backwards in 64 KiB chunks,
+/// however long the line is.
+pub(crate) fn last_line_start(file: &File, end: u64) -> io::Result<u64> {
+    let mut pos = end.saturating_sub(1); // the byte at `end - 1` may be the line's newline
+    let mut chunk = vec![0u8; 64 << 10];
+    while pos > 0 {
+        let size = (chunk.len() as u64).min(pos);
+        let start = pos - size;
+        let mut reader = file;
+        reader.seek(SeekFrom::Start(start))?;
+        let piece = &mut chunk[..size as usize];
+        reader.read_exact(piece)?;
+        if let Some(newline) = memchr::memrchr(b'\n', piece) {
+            return Ok(start + newline as u64 + 1);
+        }
+        pos = start;
+    }
+    Ok(0)
+}
+
+/// The line of `file` from `start` to `end` (its newline, if any, not included), or
+/// [`RawLine::TooLong`].
+pub(crate) fn line_at(file: &File, start: u64, end: u64) -> io::Result<RawLine> {
+    let len = end - start;
+    if len > MAX_LINE_BYTES as u64 + 1 {
+        return Ok(RawLine::TooLong);
+    }
+    let mut bytes = vec![0u8; len as usize];
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(start))?;
+    reader.read_exact(&mut bytes)?;
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+        return Ok(match bytes.len() > MAX_LINE_BYTES {
+            true => RawLine::TooLong,
+            false => RawLine::Complete(bytes),
+        });
+    }
+    Ok(match bytes.len() > MAX_LINE_BYTES {
+        true => RawLine::TooLong,
+        false => RawLine::Incomplete(bytes),
+    })
+}

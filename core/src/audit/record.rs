@@ -16,15 +16,28 @@ pub enum AuditRecord {
     Approval(ApprovalRecord),
     /// A circuit breaker changed state.
     Breaker(BreakerRecord),
+    /// A call is about to run its tool: written before `execute`, completed by the call's
+    /// [`CallRecord`] (same `execution_id`). One without a completion is a call that never
+    /// finished (its process died).
+    Start(StartRecord),
+    /// A host that opened the log found a [`StartRecord`] whose process has ended without
+    /// completing it: the call started and never finished.
+    Unfinished(UnfinishedRecord),
+    /// The first record of a segment: the log before it (now the file `previous`) ended in a
+    /// damaged last line, kept there and no longer appended to.
+    Segment(SegmentRecord),
 }
 
 impl AuditRecord {
-    /// `call`, `approval` or `breaker`.
+    /// `call`, `approval`, `breaker`, `start`, `unfinished` or `segment`.
     pub const fn type_name(&self) -> &'static str {
         match self {
             Self::Call(_) => "call",
             Self::Approval(_) => "approval",
             Self::Breaker(_) => "breaker",
+            Self::Start(_) => "start",
+            Self::Unfinished(_) => "unfinished",
+            Self::Segment(_) => "segment",
         }
     }
 }
@@ -64,6 +77,61 @@ pub struct CallRecord {
     pub outcome: String,
     /// The tool's result metadata, masked by the caller.
     pub metadata: Option<Value>,
+    /// Where a call that never reached its tool's `execute` ended: `resolve` (no tool, or an
+    /// MCP server starting, failed or down), `admit` (denied, not ready, breaker open),
+    /// `before` (a `before_execution` hook or a `tool_execute_before` extension failed) or
+    /// `audit` (its start could not be recorded). `None` for a call that ran (or was refused
+    /// by validation or approval, which its `approval` and `outcome` say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+}
+
+/// A call about to run its tool ([`AuditRecord::Start`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRecord {
+    /// The call's execution id: its [`CallRecord`] has the same.
+    pub execution_id: String,
+    /// The id of the process that runs the call.
+    pub pid: u32,
+    /// The agent's name.
+    pub agent: String,
+    /// The agent's profile.
+    pub profile: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The method, if one was asked for.
+    pub method: Option<String>,
+    /// The arguments, masked by the caller.
+    pub args: Value,
+    /// When the call started, Unix milliseconds.
+    pub started_ms: u64,
+}
+
+/// A started call whose process ended before it finished ([`AuditRecord::Unfinished`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnfinishedRecord {
+    /// The call's execution id.
+    pub execution_id: String,
+    /// The `seq` of its [`StartRecord`].
+    pub start_seq: u64,
+    /// The tool's name.
+    pub tool: String,
+    /// Why it is taken as never finished (`its process 1234 has ended`).
+    pub reason: String,
+}
+
+/// The first record of a new segment ([`AuditRecord::Segment`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentRecord {
+    /// The file the log before this segment was kept in (`audit.3.jsonl`), in the same folder.
+    pub previous: String,
+    /// The bytes of `previous` that are good records: what follows them is the damaged tail.
+    pub good_bytes: u64,
+    /// The damaged tail's length in bytes.
+    pub quarantined_bytes: u64,
+    /// What was wrong with it: `cut off (no newline at its end)`, `longer than 1048576 bytes`
+    /// or `not a record line`.
+    pub reason: String,
 }
 
 /// One attempt of a call.

@@ -1,12 +1,12 @@
 //! The last records of a log, for display.
 
-use std::fs::File;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::lines::{last_lines, RawLine};
 use super::{AuditError, AuditRecord};
+use crate::layout::open_regular;
 
 /// A record as read back: its place in the chain and its content.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,11 +42,14 @@ struct Line {
 /// The last `n` lines of the log at `path`, oldest first. Reads from the end, each line
 /// capped at [`MAX_LINE_BYTES`](super::MAX_LINE_BYTES); does not check the chain.
 pub fn tail(path: &Path, n: usize) -> Result<Vec<TailLine>, AuditError> {
-    let file = File::open(path).map_err(|e| AuditError::io(path, "open it", e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| AuditError::io(path, "read its length", e))?
-        .len();
+    let (file, metadata) = open_regular(path).map_err(|e| {
+        AuditError::new(
+            super::AuditErrorKind::Io,
+            path,
+            format!("cannot open it: {e}"),
+        )
+    })?;
+    let len = metadata.len();
     let lines = last_lines(&file, len, n).map_err(|e| AuditError::io(path, "read it", e))?;
     Ok(lines.into_iter().map(read_line).collect())
 }

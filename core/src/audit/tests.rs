@@ -30,6 +30,7 @@ fn call(i: u64) -> AuditRecord {
         duration_ms: 1.5,
         outcome: "success".into(),
         metadata: Some(json!({"bytes": 12})),
+        stage: None,
     })
 }
 
@@ -171,7 +172,7 @@ fn a_rehashed_edit_breaks_the_next_link() {
         hash: header.prev.as_bytes().try_into().unwrap(),
     };
     let body = format!("{{{}", &without[without.find("\"type\"").unwrap()..]);
-    chain::encode(&start, header.time_ms, body.as_bytes(), &mut out);
+    chain::encode(&start, header.time_ms, body.as_bytes(), None, &mut out);
     lines[3] = String::from_utf8(out).unwrap().trim_end().to_owned();
     write_lines(&path, &lines);
     let broken = broken(&path);
@@ -293,7 +294,14 @@ fn any_content_is_reported_without_panicking() {
 #[test]
 fn the_writer_continues_the_chain_after_reopening_and_other_writers() {
     let (dir, path) = log(3);
-    let first = Audit::open(dir.path(), AuditOptions { fsync: true }).unwrap();
+    let first = Audit::open(
+        dir.path(),
+        AuditOptions {
+            fsync: true,
+            key: None,
+        },
+    )
+    .unwrap();
     let second = Audit::open(dir.path(), AuditOptions::default()).unwrap();
     for i in 0..10 {
         let audit = if i % 3 == 0 { &first } else { &second };
@@ -304,19 +312,248 @@ fn the_writer_continues_the_chain_after_reopening_and_other_writers() {
 }
 
 #[test]
-fn the_writer_refuses_to_continue_a_cut_off_line() {
+fn a_damaged_last_line_begins_a_new_segment_and_the_damage_is_kept() {
     let (dir, path) = log(3);
     let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, &text[..text.len() - 20]).unwrap();
-    let error = Audit::open(dir.path(), AuditOptions::default()).unwrap_err();
-    assert_eq!(error.kind, AuditErrorKind::Corrupt);
-    assert!(error.to_string().contains("cut off"), "{error}");
-    // A writer opened before the damage finds it at its next append.
-    std::fs::write(&path, &text).unwrap();
+    let torn = &text[..text.len() - 20];
+    std::fs::write(&path, torn).unwrap();
+    // Opening finds it: the file is kept as audit.1.jsonl, and a new segment begins.
     let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
-    std::fs::write(&path, b"not a record\n").unwrap();
-    let error = audit.append(&breaker()).unwrap_err();
-    assert_eq!(error.kind, AuditErrorKind::Corrupt);
+    audit.append(&breaker()).unwrap();
+    let sealed = dir.path().join("audit.1.jsonl");
+    assert_eq!(std::fs::read_to_string(&sealed).unwrap(), torn);
+    let report = verify(&path).unwrap();
+    assert_eq!(report.broken, None, "{report:?}");
+    // Two good records before the torn third, the segment record, the breaker.
+    assert_eq!(report.records, 4);
+    assert_eq!(report.quarantined.len(), 1, "{report:?}");
+    assert_eq!(report.quarantined[0].file, "audit.1.jsonl");
+    assert_eq!(report.quarantined[0].line, 3);
+    assert!(report.quarantined[0].reason.contains("no newline"));
+    // A writer opened before the damage finds it at its next append, and so on.
+    std::fs::write(
+        &path,
+        [std::fs::read(&path).unwrap(), b"not a record\n".to_vec()].concat(),
+    )
+    .unwrap();
+    audit.append(&breaker()).unwrap();
+    let report = verify(&path).unwrap();
+    assert_eq!((report.broken, report.quarantined.len()), (None, 2));
+    assert!(dir.path().join("audit.2.jsonl").is_file());
+    // An over-long last line: the same.
+    let huge = vec![b'x'; MAX_LINE_BYTES + 10];
+    std::fs::write(&path, [std::fs::read(&path).unwrap(), huge].concat()).unwrap();
+    audit.append(&breaker()).unwrap();
+    let report = verify(&path).unwrap();
+    assert_eq!((report.broken, report.quarantined.len()), (None, 3));
+    assert!(report.quarantined[2].reason.contains("longer than"));
+}
+
+#[test]
+fn a_record_larger_than_a_line_stores_its_largest_fields_apart() {
+    let (dir, path) = log(2);
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    let AuditRecord::Call(mut big) = call(3) else {
+        unreachable!()
+    };
+    big.args = json!({"text": "y".repeat(1_200_000)});
+    audit.append(&AuditRecord::Call(big)).unwrap();
+    audit.append(&call(4)).unwrap();
+    let lines = lines(&path);
+    assert!(lines.iter().all(|l| l.len() <= MAX_INLINE_BYTES + 1024));
+    assert!(
+        lines[2].contains("\"args\":\"(stored apart)\""),
+        "{}",
+        lines[2]
+    );
+    let report = verify(&path).unwrap();
+    assert_eq!((report.records, report.broken), (4, None));
+    // The value is in a file named by its hash; changing it is found.
+    let blobs: Vec<_> = std::fs::read_dir(dir.path().join(BLOBS_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(blobs.len(), 1, "{blobs:?}");
+    let stored = std::fs::read_to_string(&blobs[0]).unwrap();
+    assert!(stored.starts_with("{\"text\":\"yyy"));
+    std::fs::write(&blobs[0], stored.replace("yyy", "yyz")).unwrap();
+    let broken = broken(&path);
+    assert_eq!(
+        (broken.line, broken.kind),
+        (3, BrokenKind::StoredApart),
+        "{broken}"
+    );
+    std::fs::remove_file(&blobs[0]).unwrap();
+    assert!(broken_reason(&path).contains("does not exist"));
+}
+
+fn broken_reason(path: &Path) -> String {
+    broken(path).to_string()
+}
+
+#[test]
+fn records_cut_from_the_end_are_found_through_the_head() {
+    let (dir, path) = log(10);
+    let mut all = lines(&path);
+    all.truncate(7);
+    write_lines(&path, &all);
+    let broken = broken(&path);
+    assert_eq!(broken.kind, BrokenKind::Cut, "{broken}");
+    assert!(
+        broken.reason.contains("records 8 to 10 were deleted"),
+        "{broken}"
+    );
+    std::fs::write(&path, b"").unwrap();
+    assert_eq!(
+        super::verify(&path).unwrap().broken.unwrap().kind,
+        BrokenKind::Cut
+    );
+    // Without the head (deleted too), a kept copy of it finds the cut.
+    std::fs::remove_file(dir.path().join(HEAD_FILE)).unwrap();
+    write_lines(&path, &all);
+    let (seq, hash) = {
+        let (_d, p) = log(10);
+        verify(&p).unwrap().last.unwrap()
+    };
+    let options = VerifyOptions {
+        key: None,
+        head: Some((seq, hash)),
+    };
+    let broken = verify_with(&path, &options).unwrap().broken.unwrap();
+    assert_eq!(broken.kind, BrokenKind::Cut, "{broken}");
+    assert!(broken.reason.contains("your copy of the head"), "{broken}");
+}
+
+/// Rewrites every line from `from` (0-based) on with `edit` applied and the hashes
+/// recomputed: what a forger without the key can do.
+fn rewrite(path: &Path, from: usize, edit: impl Fn(&str) -> String) {
+    let old = lines(path);
+    let mut out = Vec::new();
+    let mut link = chain::Link::GENESIS;
+    for (i, line) in old.iter().enumerate() {
+        let header = chain::header(line.as_bytes()).unwrap();
+        if i < from {
+            link = header.link().unwrap();
+            out.push(line.clone());
+            continue;
+        }
+        let line = edit(line);
+        let body = format!("{{{}", &line[line.find("\"type\"").unwrap()..]);
+        let mut encoded = Vec::new();
+        link = chain::encode(&link, header.time_ms, body.as_bytes(), None, &mut encoded);
+        out.push(String::from_utf8(encoded).unwrap().trim_end().to_owned());
+    }
+    write_lines(path, &out);
+    let dir = path.parent().unwrap();
+    head::write_head(dir, &link, None, false).unwrap();
+}
+
+#[test]
+fn a_rewrite_with_recomputed_hashes_is_found_with_the_key() {
+    let key = AuditKey::new(b"0123456789abcdef-the-audit-key").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = AuditOptions {
+        fsync: false,
+        key: Some(key.clone()),
+    };
+    let audit = Audit::open(dir.path(), options).unwrap();
+    for i in 1..=6 {
+        audit.append(&call(i)).unwrap();
+    }
+    let path = audit.path().to_owned();
+    let with_key = VerifyOptions {
+        key: Some(key),
+        head: None,
+    };
+    let report = verify_with(&path, &with_key).unwrap();
+    assert_eq!(
+        (report.broken, report.signed, report.key_checked),
+        (None, 6, true)
+    );
+    // Edit record 4, recompute every hash after it (keeping the MACs of 1 to 3): the chain
+    // alone cannot tell.
+    rewrite(&path, 3, |l| l.replace("hello 4", "hello 5"));
+    assert_eq!(verify(&path).unwrap().broken, None);
+    let broken = verify_with(&path, &with_key).unwrap().broken.unwrap();
+    assert_eq!(
+        (broken.seq, broken.kind),
+        (Some(4), BrokenKind::Unsigned),
+        "{broken}"
+    );
+    // A wrong key, or a forged MAC, is found at the first record.
+    let wrong = VerifyOptions {
+        key: AuditKey::new(b"another key, also long enough"),
+        head: None,
+    };
+    let broken = verify_with(&path, &wrong).unwrap().broken.unwrap();
+    assert_eq!(
+        (broken.seq, broken.kind),
+        (Some(1), BrokenKind::BadMac),
+        "{broken}"
+    );
+    // All MACs removed: the head has none, and the key finds that.
+    rewrite(&path, 0, |l| l.to_owned());
+    let broken = verify_with(&path, &with_key).unwrap().broken.unwrap();
+    assert_eq!(broken.kind, BrokenKind::Head, "{broken}");
+}
+
+#[test]
+fn a_start_with_no_end_is_unfinished_and_the_next_writer_says_so_once() {
+    let (dir, path) = log(2);
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    let start = |pid: u32, id: &str| {
+        AuditRecord::Start(StartRecord {
+            execution_id: id.into(),
+            pid,
+            agent: "A0".into(),
+            profile: "default".into(),
+            tool: "crashy".into(),
+            method: Some("abort".into()),
+            args: json!({}),
+            started_ms: 1,
+        })
+    };
+    // A process that no longer exists, and this one (still running).
+    audit.append(&start(999_999_999, "dead-1")).unwrap();
+    audit.append(&start(std::process::id(), "alive-1")).unwrap();
+    drop(audit);
+    let report = verify(&path).unwrap();
+    let ids: Vec<(&str, bool)> = report
+        .unfinished
+        .iter()
+        .map(|u| (u.execution_id.as_str(), u.noted))
+        .collect();
+    assert_eq!(ids, [("dead-1", false), ("alive-1", false)]);
+    let _next = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    let _again = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    let report = verify(&path).unwrap();
+    let ids: Vec<(&str, bool)> = report
+        .unfinished
+        .iter()
+        .map(|u| (u.execution_id.as_str(), u.noted))
+        .collect();
+    assert_eq!(ids, [("dead-1", true), ("alive-1", false)]);
+    let noted = lines(&path)
+        .iter()
+        .filter(|l| l.contains("\"type\":\"unfinished\""))
+        .count();
+    assert_eq!(noted, 1, "said once");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_in_the_logs_place_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let error = verify(&path).unwrap_err();
+    assert!(error.to_string().contains("FIFO"), "{error}");
+    let error = tail(&path, 3).unwrap_err();
+    assert!(error.to_string().contains("FIFO"), "{error}");
+    let error = Audit::open(dir.path(), AuditOptions::default()).unwrap_err();
+    assert!(error.to_string().contains("FIFO"), "{error}");
 }
 
 #[test]

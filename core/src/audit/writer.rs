@@ -1,9 +1,13 @@
 //! The writer: appends records to `audit.jsonl`, chained, safely from several processes.
 //!
-//! Each append takes the file's exclusive lock, continues the chain from its last line and
-//! writes the new line with one `write` on a file opened for appending, then unlocks. The
-//! chain's last link and the file's length after this writer's last line are kept in memory:
-//! the tail is read again only when the length changed since (another process appended).
+//! Each append takes the file's exclusive lock, makes sure the file is still the one named
+//! `audit.jsonl` (another writer may have begun a new segment), continues the chain from its
+//! last line, writes the new line with one `write` on a file opened for appending, rewrites
+//! the head file, then unlocks. The chain's last link and the file's length after this
+//! writer's last line are kept in memory: the tail is read again only when the length changed
+//! since (another process appended). A damaged last line begins a new segment
+//! (`segment.rs`); a write that fails part-way is cut back off, so a full disk leaves no torn
+//! line behind.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
@@ -13,18 +17,25 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::apart::{store_apart, MAX_INLINE_BYTES};
 use super::chain::{self, Link};
-use super::lines::{last_lines, RawLine};
-use super::{AuditError, AuditErrorKind, AuditRecord, FILE_NAME};
+use super::head::write_head;
+use super::key::AuditKey;
+use super::segment::{self, Damage};
+use super::unfinished::{open_starts, process_ended};
+use super::{AuditError, AuditErrorKind, AuditRecord, UnfinishedRecord, FILE_NAME};
 
+use crate::layout::not_regular;
 use crate::sync::lock;
 
 /// How the writer writes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditOptions {
-    /// `sync_data` after each record, so a record survives a power loss once `append`
-    /// returns (costs a disk flush per record). Off by default.
+    /// `sync_data` after each record (and the head), so a record survives a power loss once
+    /// `append` returns (costs disk flushes per record). Off by default.
     pub fsync: bool,
+    /// The key each record and the head are signed with (HMAC-SHA256), if any.
+    pub key: Option<AuditKey>,
 }
 
 /// An open audit log: `<dir>/audit.jsonl`. Share it (`Arc<Audit>`): `append` takes `&self`.
@@ -57,44 +68,69 @@ struct State {
     file: File,
     /// The chain's last link, as of `known_len`.
     last: Link,
-    /// The file's length after this writer's last look; `None` after a failed write.
+    /// The file's length after this writer's last look; `None` after a failed write or when
+    /// the file was (re)opened.
     known_len: Option<u64>,
     /// Reused buffers: the record's JSON, the line.
     body: Vec<u8>,
     line: Vec<u8>,
 }
 
+/// Times an append opens the log again (a new segment begun by another writer, or by this one)
+/// before it gives up.
+const MAX_REOPENS: usize = 4;
+
 impl Audit {
     /// Opens (creating it and `dir` if needed) `<dir>/audit.jsonl`, usually
-    /// [`Layout::audit_dir`](crate::Layout::audit_dir). Fails with
-    /// [`AuditErrorKind::Corrupt`] if its last line is cut off or not a record line.
+    /// [`Layout::audit_dir`](crate::Layout::audit_dir). A damaged last line begins a new
+    /// segment (see [`crate::audit`]); calls that started and never finished, found near the
+    /// log's end, are said once and closed with an [`UnfinishedRecord`].
     pub fn open(dir: &Path, options: AuditOptions) -> Result<Self, AuditError> {
         fs::create_dir_all(dir).map_err(|e| AuditError::io(dir, "create the folder", e))?;
         let path = dir.join(FILE_NAME);
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(|e| AuditError::io(&path, "open it for appending", e))?;
-        let mut state = State {
-            file,
+        let state = State {
+            file: open_log(&path)?,
             last: Link::GENESIS,
             known_len: None,
             body: Vec::with_capacity(1024),
             line: Vec::with_capacity(1280),
         };
-        state.locked(&path, |state| state.catch_up(&path).map(|_| ()))?;
-        Ok(Self {
+        let audit = Self {
             path,
             options,
             state: Mutex::new(state),
-        })
+        };
+        let open = audit.with_log(|audit, state| {
+            let len = state.catch_up(audit)?;
+            open_starts(&state.file, len).map_err(|e| AuditError::io(&audit.path, "read it", e))
+        })?;
+        for start in open.into_iter().filter(|s| process_ended(s.pid)) {
+            let reason = format!("its process {} has ended", start.pid);
+            tracing::warn!(
+                "audit log {}: the call of tool {} (execution id {}, seq {}) started and never finished: {reason}",
+                crate::layout::Escaped(&audit.path),
+                start.tool,
+                start.execution_id,
+                start.seq
+            );
+            audit.append(&AuditRecord::Unfinished(UnfinishedRecord {
+                execution_id: start.execution_id,
+                start_seq: start.seq,
+                tool: start.tool,
+                reason,
+            }))?;
+        }
+        Ok(audit)
     }
 
     /// The log file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The log's folder.
+    fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 
     /// Appends `record` as the chain's next line. Safe from several threads and processes at
@@ -115,84 +151,178 @@ impl Audit {
                 format!("cannot encode a record: {e}"),
             )
         })?;
-        let fsync = self.options.fsync;
-        state.locked(&self.path, |state| state.append_locked(&self.path, fsync))
+        if state.body.len() > MAX_INLINE_BYTES {
+            state.body = store_apart(self.dir(), &state.body, self.options.fsync)?;
+        }
+        drop(state);
+        self.with_log(|audit, state| state.append_locked(audit))
+    }
+
+    /// Runs `f` holding the exclusive lock of the file named `audit.jsonl` now: opens it again
+    /// when another writer replaced it (a new segment), and begins a new segment first when
+    /// its last line is damaged.
+    fn with_log<T>(
+        &self,
+        mut f: impl FnMut(&Self, &mut State) -> Result<T, AuditError>,
+    ) -> Result<T, AuditError> {
+        let mut state = lock(&self.state);
+        for _ in 0..MAX_REOPENS {
+            state
+                .file
+                .lock()
+                .map_err(|e| AuditError::io(&self.path, "lock it", e))?;
+            let result = match state.is_current(&self.path) {
+                Ok(true) => match state.damage(self) {
+                    Ok(None) => Some(f(self, &mut state)),
+                    Ok(Some((len, damage))) => self.begin_segment(len, &damage).err().map(Err),
+                    Err(e) => Some(Err(e)),
+                },
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            };
+            let unlocked = state.file.unlock();
+            if let Some(result) = result {
+                let value = result?;
+                unlocked.map_err(|e| AuditError::io(&self.path, "unlock it", e))?;
+                return Ok(value);
+            }
+            state.file = open_log(&self.path)?;
+            state.known_len = None;
+        }
+        Err(AuditError::new(
+            AuditErrorKind::Io,
+            &self.path,
+            format!(
+                "it was replaced {MAX_REOPENS} times while a record waited to be appended; is something else renaming it?"
+            ),
+        ))
+    }
+
+    /// Keeps the damaged log aside and begins a new segment (under the damaged file's lock).
+    fn begin_segment(&self, len: u64, damage: &Damage) -> Result<(), AuditError> {
+        let key = self.options.key.as_ref();
+        let (sealed, link) = segment::seal(self.dir(), len, damage, key, self.options.fsync)?;
+        tracing::warn!(
+            "audit log {}: its last line was damaged ({}, {} bytes); kept in {sealed}, and a new segment begins at seq {}",
+            crate::layout::Escaped(&self.path),
+            damage.reason,
+            len - damage.good_bytes,
+            link.seq
+        );
+        write_head(self.dir(), &link, key, self.options.fsync)
     }
 }
 
 impl State {
-    /// Runs `f` holding the file's exclusive lock.
-    fn locked<T>(
-        &mut self,
-        path: &Path,
-        f: impl FnOnce(&mut Self) -> Result<T, AuditError>,
-    ) -> Result<T, AuditError> {
-        self.file
-            .lock()
-            .map_err(|e| AuditError::io(path, "lock it", e))?;
-        let result = f(self);
-        let unlocked = self.file.unlock();
-        let value = result?;
-        unlocked.map_err(|e| AuditError::io(path, "unlock it", e))?;
-        Ok(value)
+    /// Whether the open file is still the one named `path` (the caller holds its lock).
+    fn is_current(&self, path: &Path) -> Result<bool, AuditError> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let open = self
+                .file
+                .metadata()
+                .map_err(|e| AuditError::io(path, "read its metadata", e))?;
+            match fs::metadata(path) {
+                Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(AuditError::io(path, "read its metadata", e)),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            Ok(true)
+        }
     }
 
-    /// Brings `last` up to date with the file (under the lock); returns the file's length.
-    fn catch_up(&mut self, path: &Path) -> Result<u64, AuditError> {
+    /// The file's damaged tail, with the file's length, if its last line changed since this
+    /// writer looked and is damaged; brings `last` up to date otherwise.
+    fn damage(&mut self, audit: &Audit) -> Result<Option<(u64, Damage)>, AuditError> {
+        let path = &audit.path;
         // A seek to the end is the cheapest way to ask for the length (one light system call;
         // `metadata` is a `statx`). The position is not where appends go (O_APPEND).
         let len = (&self.file)
             .seek(SeekFrom::End(0))
             .map_err(|e| AuditError::io(path, "read its length", e))?;
-        if self.known_len != Some(len) {
-            self.last = last_link(&self.file, len, path)?;
-            self.known_len = Some(len);
+        if self.known_len == Some(len) {
+            return Ok(None);
         }
-        Ok(len)
+        match segment::tail(&self.file, len).map_err(|e| AuditError::io(path, "read its end", e))? {
+            Ok(link) => {
+                self.last = link;
+                self.known_len = Some(len);
+                Ok(None)
+            }
+            Err(damage) => Ok(Some((len, damage))),
+        }
     }
 
-    fn append_locked(&mut self, path: &Path, fsync: bool) -> Result<(), AuditError> {
-        let len = self.catch_up(path)?;
-        let link = chain::encode(&self.last, now_ms(), &self.body, &mut self.line);
+    /// The file's length, `last` being up to date with it (after [`damage`](Self::damage)).
+    fn catch_up(&mut self, audit: &Audit) -> Result<u64, AuditError> {
+        match self.known_len {
+            Some(len) => Ok(len),
+            None => Err(AuditError::new(
+                AuditErrorKind::Io,
+                &audit.path,
+                "its length is not known after a failed look",
+            )),
+        }
+    }
+
+    fn append_locked(&mut self, audit: &Audit) -> Result<(), AuditError> {
+        let path = &audit.path;
+        let len = self.catch_up(audit)?;
+        let key = audit.options.key.as_ref();
+        let link = chain::encode(&self.last, now_ms(), &self.body, key, &mut self.line);
         // One write on an O_APPEND file: the line lands whole at the end.
         if let Err(e) = self.file.write_all(&self.line) {
+            // A part written (a full disk) is cut back off: no torn line is left behind.
+            let _ = self.file.set_len(len);
             self.known_len = None;
             return Err(AuditError::io(path, "append a record", e));
         }
         self.known_len = Some(len + self.line.len() as u64);
         self.last = link;
-        if fsync {
+        if audit.options.fsync {
             self.file
                 .sync_data()
                 .map_err(|e| AuditError::io(path, "sync it to disk", e))?;
         }
-        Ok(())
+        write_head(audit.dir(), &link, key, audit.options.fsync).map_err(|e| {
+            AuditError::new(
+                e.kind,
+                &e.path,
+                format!("record {} was appended, but {}", link.seq, e.message),
+            )
+        })
     }
 }
 
-/// The link of the last line of the file's first `len` bytes.
-fn last_link(file: &File, len: u64, path: &Path) -> Result<Link, AuditError> {
-    let lines =
-        last_lines(file, len, 1).map_err(|e| AuditError::io(path, "read its last line", e))?;
-    let corrupt = |why: &str| {
-        AuditError::new(
-            AuditErrorKind::Corrupt,
-            path,
-            format!(
-                "its last line {why}, so no record can be chained after it; run \
-                 `toolhost audit verify`, then move the file aside to start a new log"
-            ),
-        )
-    };
-    match lines.into_iter().next() {
-        None => Ok(Link::GENESIS),
-        Some(RawLine::Complete(line)) => chain::header(&line)
-            .ok()
-            .and_then(|header| header.link())
-            .ok_or_else(|| corrupt("is not a record line")),
-        Some(RawLine::Incomplete(_)) => Err(corrupt("is cut off (no newline at its end)")),
-        Some(RawLine::TooLong) => Err(corrupt("is longer than 1 MiB")),
+/// Opens the log for appending (creating it), without blocking, and only if it is a regular
+/// file.
+fn open_log(path: &Path) -> Result<File, AuditError> {
+    let mut options = OpenOptions::new();
+    options.read(true).append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
     }
+    let file = options
+        .open(path)
+        .map_err(|e| AuditError::io(path, "open it for appending", e))?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| AuditError::io(path, "read its metadata", e))?;
+    if let Some(what) = not_regular(&metadata) {
+        return Err(AuditError::new(
+            AuditErrorKind::Io,
+            path,
+            format!("it is {what}, not a regular file: move it aside"),
+        ));
+    }
+    Ok(file)
 }
 
 /// Now, in Unix milliseconds.

@@ -204,7 +204,18 @@ impl Config {
         AuditSettings {
             enabled: audit.enabled.unwrap_or(default.enabled),
             fsync: audit.fsync.unwrap_or(default.fsync),
+            required: audit.required.or(default.required),
         }
+    }
+
+    /// The environment variable that holds the audit log's key (`[audit] key_env`), if the
+    /// file names one.
+    pub fn audit_key_env(&self) -> Option<&str> {
+        self.values
+            .audit
+            .key_env
+            .as_ref()
+            .map(|name| name.0.as_str())
     }
 }
 

@@ -86,6 +86,10 @@ pub struct AuditSettings {
     /// Whether each audit record is flushed to the disk before the call goes on. Default
     /// `false`.
     pub fsync: bool,
+    /// Whether a call whose record cannot be written is refused (`true`), or runs with the
+    /// failure reported to its caller (`false`). `None` when the file does not say: the
+    /// command's default applies (on for `serve-mcp`, off otherwise).
+    pub required: Option<bool>,
 }
 
 impl Default for AuditSettings {
@@ -93,6 +97,7 @@ impl Default for AuditSettings {
         Self {
             enabled: true,
             fsync: false,
+            required: None,
         }
     }
 }

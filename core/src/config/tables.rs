@@ -177,6 +177,27 @@ pub(super) struct AccessLists {
 pub(super) struct Audit {
     pub enabled: Option<bool>,
     pub fsync: Option<bool>,
+    pub required: Option<bool>,
+    pub key_env: Option<EnvName>,
+}
+
+/// The name of an environment variable: letters, digits and `_`, not starting with a digit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct EnvName(pub String);
+
+impl<'de> Deserialize<'de> for EnvName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        match valid {
+            true => Ok(Self(name)),
+            false => Err(serde::de::Error::custom(format!(
+                "expected the name of an environment variable (letters, digits and _), not \"{name}\""
+            ))),
+        }
+    }
 }
 
 /// A number of seconds greater than 0, whole or not (`0.5`).

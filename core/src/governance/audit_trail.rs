@@ -11,7 +11,9 @@ use serde_json::{Map, Value};
 
 use super::approval::DecisionSource;
 use super::{CallRules, Transition};
-use crate::audit::{now_ms, ApprovalRecord, Attempt, Audit, AuditRecord, BreakerRecord, Decision};
+use crate::audit::{
+    now_ms, ApprovalRecord, Attempt, Audit, AuditError, AuditRecord, BreakerRecord, Decision,
+};
 use crate::layout::ToolName;
 use crate::secrets::SecretStore;
 use plugin_api::ToolError;
@@ -23,6 +25,9 @@ pub(crate) struct Trail {
     started: Option<(Instant, u64)>,
     pub(crate) approval: Option<(bool, DecisionSource)>,
     pub(crate) attempts: Vec<Attempt>,
+    /// Where the call ended without running, if it did (see
+    /// [`CallRecord::stage`](crate::audit::CallRecord::stage)).
+    pub(crate) stage: Option<&'static str>,
 }
 
 /// When one attempt started, for its record; `None` when the call is not audited.
@@ -35,6 +40,7 @@ impl Trail {
             started: audited.then(|| (Instant::now(), now_ms())),
             approval: None,
             attempts: Vec::new(),
+            stage: None,
         }
     }
 
@@ -104,6 +110,24 @@ struct CallLine<'a> {
     duration_ms: f64,
     outcome: &'a str,
     metadata: Option<MaybeMasked<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stage: Option<&'a str>,
+}
+
+/// A call's start as written: the fields of [`StartRecord`](crate::audit::StartRecord),
+/// borrowed.
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "start")]
+struct StartLine<'a> {
+    #[serde(serialize_with = "display")]
+    execution_id: &'a ExecutionId<'a>,
+    pid: u32,
+    agent: &'a str,
+    profile: &'a str,
+    tool: &'a str,
+    method: Option<&'a str>,
+    args: MaybeMasked<'a>,
+    started_ms: u64,
 }
 
 /// [`ApprovalDecision`](crate::audit::ApprovalDecision), borrowed.
@@ -185,7 +209,7 @@ pub(crate) fn append_call<'a>(
     secrets: &SecretStore,
     caller: Caller<'_>,
     call: EndedCall<'_, impl FnOnce() -> (Cow<'a, str>, Option<&'a str>)>,
-) {
+) -> Result<(), AuditError> {
     let EndedCall {
         request,
         source,
@@ -195,7 +219,7 @@ pub(crate) fn append_call<'a>(
         outcome,
     } = call;
     let Some((started, started_ms)) = trail.started else {
-        return;
+        return Ok(());
     };
     let execution_id = ExecutionId {
         pid: process_id(),
@@ -232,13 +256,12 @@ pub(crate) fn append_call<'a>(
             Ok(Some(m)) => Some(MaybeMasked::new(secrets, m)),
             _ => None,
         },
+        stage: trail.stage,
     };
-    if let Err(e) = audit.append_serialized(&line) {
-        tracing::warn!("{e}");
-    }
+    audit.append_serialized(&line)?;
     // The user's own decision gets a record of its own, with the call's id and arguments.
     let Some((allowed, source)) = trail.approval.as_ref().filter(|(_, s)| s.is_user()) else {
-        return;
+        return Ok(());
     };
     let approval = AuditRecord::Approval(ApprovalRecord {
         execution_id: execution_id.to_string(),
@@ -251,13 +274,95 @@ pub(crate) fn append_call<'a>(
         source: source.to_string(),
         time_ms: now_ms(),
     });
-    if let Err(e) = audit.append(&approval) {
-        tracing::warn!("{e}");
-    }
+    audit.append(&approval)
+}
+
+/// Appends the start of a call (one whose trail is audited) that is about to run its tool:
+/// the record its call record completes.
+pub(crate) fn append_start(
+    audit: &Audit,
+    secrets: &SecretStore,
+    caller: Caller<'_>,
+    request: &ToolName,
+    args: &Map<String, Value>,
+    trail: &Trail,
+) -> Result<(), AuditError> {
+    let Some((_, started_ms)) = trail.started else {
+        return Ok(());
+    };
+    let execution_id = ExecutionId {
+        pid: process_id(),
+        agent: caller.agent,
+        started_ms,
+    };
+    audit.append_serialized(&StartLine {
+        execution_id: &execution_id,
+        pid: process_id(),
+        agent: caller.agent,
+        profile: caller.profile,
+        tool: request.name(),
+        method: request.method(),
+        args: MaybeMasked::new(secrets, args),
+        started_ms,
+    })
+}
+
+/// A call that ended before its governed steps (see
+/// [`CallRecord::stage`](crate::audit::CallRecord::stage)): no approval, no attempt.
+pub(crate) struct EarlyCall<'c> {
+    pub(crate) request: &'c ToolName,
+    /// The layer the tool came from, if it was found (`mcp:<server>` for an MCP tool).
+    pub(crate) layer: &'c str,
+    /// Its file, relative to the root, if it was found.
+    pub(crate) file: &'c str,
+    pub(crate) library_sha256: Option<&'c str>,
+    pub(crate) args: &'c Map<String, Value>,
+    /// The outcome: an error kind, or `unknown_tool`.
+    pub(crate) outcome: &'c str,
+    pub(crate) stage: &'static str,
+}
+
+/// Appends the record of a call that ended before its governed steps.
+pub(crate) fn append_early(
+    audit: &Audit,
+    secrets: &SecretStore,
+    caller: Caller<'_>,
+    call: EarlyCall<'_>,
+) -> Result<(), AuditError> {
+    let now = now_ms();
+    let execution_id = ExecutionId {
+        pid: process_id(),
+        agent: caller.agent,
+        started_ms: now,
+    };
+    audit.append_serialized(&CallLine {
+        execution_id: &execution_id,
+        agent: caller.agent,
+        profile: caller.profile,
+        tool: call.request.name(),
+        method: call.request.method(),
+        layer: call.layer,
+        file: call.file,
+        library_sha256: call.library_sha256,
+        args: MaybeMasked::new(secrets, call.args),
+        approval: None,
+        attempts: &[],
+        started_ms: now,
+        ended_ms: now,
+        duration_ms: 0.0,
+        outcome: call.outcome,
+        metadata: None,
+        stage: Some(call.stage),
+    })
 }
 
 /// Appends a breaker's change of state.
-pub(crate) fn append_breaker(audit: &Audit, profile: &str, tool: &str, moved: Transition) {
+pub(crate) fn append_breaker(
+    audit: &Audit,
+    profile: &str,
+    tool: &str,
+    moved: Transition,
+) -> Result<(), AuditError> {
     let record = AuditRecord::Breaker(BreakerRecord {
         tool: tool.to_owned(),
         profile: profile.to_owned(),
@@ -266,9 +371,7 @@ pub(crate) fn append_breaker(audit: &Audit, profile: &str, tool: &str, moved: Tr
         reason: moved.reason,
         time_ms: now_ms(),
     });
-    if let Err(e) = audit.append(&record) {
-        tracing::warn!("{e}");
-    }
+    audit.append(&record)
 }
 
 #[cfg(test)]
@@ -315,6 +418,7 @@ mod tests {
             duration_ms: 4.25,
             outcome: "timeout",
             metadata: Some(MaybeMasked::Masked(metadata.as_object().unwrap().clone())),
+            stage: None,
         };
         let text = serde_json::to_string(&line).unwrap();
         let expected = AuditRecord::Call(CallRecord {
@@ -337,6 +441,7 @@ mod tests {
             duration_ms: 4.25,
             outcome: "timeout".to_owned(),
             metadata: Some(metadata),
+            stage: None,
         });
         assert_eq!(
             serde_json::from_str::<AuditRecord>(&text).unwrap(),

@@ -20,7 +20,9 @@ mod schema;
 pub use crate::exec::call_threads::overdue;
 pub(crate) use approval::{allowed, refused, said, Approvals, DecisionSource, Verdict};
 pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
-pub(crate) use audit_trail::{append_breaker, append_call, Caller, EndedCall, Trail};
+pub(crate) use audit_trail::{
+    append_breaker, append_call, append_early, append_start, Caller, EarlyCall, EndedCall, Trail,
+};
 pub use breaker::BreakerStatus;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::load::PrivateDirError;
+
 /// Errors setting up a host.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -21,13 +23,8 @@ pub enum HostError {
         known: Vec<String>,
     },
     /// The private folder for loaded copies could not be made.
-    #[error("cannot create the folder for loaded library copies {path}: {source}; point TMPDIR at a writable folder")]
-    PrivateDir {
-        /// The folder.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    PrivateDir(#[from] PrivateDirError),
     /// File watching could not start.
     #[error("cannot watch the plugin folders: {0}")]
     Watch(String),

@@ -7,8 +7,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::host::error::HostError;
+use crate::host::options::HostOptions;
 use crate::host::reload::{ReloadEvent, Served};
-use crate::host::HostOptions;
 use crate::isolation::{IsolatedTool, IsolationSettings};
 use crate::layout::Escaped;
 use crate::load::error::{LoadError, LoadErrorKind};
@@ -130,12 +130,7 @@ impl Libraries {
         checks: LayoutChecks,
     ) -> Result<Self, HostError> {
         Ok(Self {
-            loader: Loader::new(checks, options.file_copies).map_err(|e| {
-                HostError::PrivateDir {
-                    path: e.path,
-                    source: e.source,
-                }
-            })?,
+            loader: Loader::new(checks, options.file_copies)?,
             entries: Mutex::default(),
             loading: Mutex::default(),
             live: Arc::default(),

@@ -8,7 +8,6 @@ use tokio::runtime::Handle;
 
 use super::protocol::{Answer, HostRequest, ToWorker, WireError};
 use super::worker_process::Link;
-use crate::exec::context::CallContext;
 use plugin_api::ToolError;
 
 /// Answers request `req` of a call (`found`: its context and runtime, `None` if the call is
@@ -16,7 +15,7 @@ use plugin_api::ToolError;
 /// (progress, intervention, hooks, extensions) on the caller's runtime.
 pub(super) fn answer(
     link: &Arc<Link>,
-    found: Option<(Arc<CallContext>, Option<Handle>)>,
+    found: Option<(FfiContext, Option<Handle>)>,
     req: u64,
     request: HostRequest,
 ) {
@@ -25,7 +24,6 @@ pub(super) fn answer(
         reply(link, req, Answer::Status(Err(gone.clone())));
         return;
     };
-    let ctx = ctx.to_ffi();
     let quick = match request {
         HostRequest::LogContent(text) => {
             ctx.log_content(&text);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use plugin_abi::{ContextField, FfiContext};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
@@ -13,7 +14,6 @@ use super::limits::IsolationSettings;
 use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
 use super::worker_process::{CallResult, Pending, StartError, WorkerProcess};
 use crate::exec::call_threads;
-use crate::exec::context::CallContext;
 use crate::load::error::{LoadError, LoadErrorKind};
 use crate::sync::lock;
 use plugin_api::ToolError;
@@ -159,7 +159,7 @@ impl IsolatedTool {
         &self,
         tool: &str,
         op: Op,
-        ctx: &Arc<CallContext>,
+        ctx: FfiContext,
         deadline: Option<Duration>,
         interrupt: impl Future<Output = ToolError>,
     ) -> Result<Outcome, Result<ToolError, Stopped>> {
@@ -167,8 +167,9 @@ impl IsolatedTool {
         let link = worker.link.clone();
         let id = link.next_id();
         let (tx, rx) = oneshot::channel::<CallResult>();
+        let info = call_info(&ctx);
         let pending = Pending {
-            ctx: ctx.clone(),
+            ctx,
             done: Some(tx),
             runtime: Handle::try_current().ok(),
         };
@@ -178,7 +179,6 @@ impl IsolatedTool {
             lock(&link.calls).remove(&id);
             return Err(Ok(ToolError::internal(reason.clone())));
         }
-        let info = call_info(ctx);
         // A worker that is gone fails the call through its reader, with the reason it ended.
         let _ = link.send(&ToWorker::Call { id, op, info });
         // A short call's answer comes back within tens of microseconds: waiting for it here
@@ -215,7 +215,7 @@ impl IsolatedTool {
         &self,
         name: &str,
         op: Op,
-        ctx: &Arc<CallContext>,
+        ctx: FfiContext,
     ) -> Result<Outcome, ToolError> {
         let never = std::future::pending();
         match self.call(name, op, ctx, None, never).await {
@@ -259,20 +259,17 @@ async fn sleep(deadline: Option<Duration>) {
     }
 }
 
-/// The text fields of `ctx`, for the worker's context.
-fn call_info(ctx: &CallContext) -> CallInfo {
-    let (point, name) = match ctx.extension() {
-        Some((p, n)) => (p.to_string(), n.to_string()),
-        None => Default::default(),
-    };
+/// The text fields of `ctx`, for the worker's context: what the plugin would read from it.
+fn call_info(ctx: &FfiContext) -> CallInfo {
+    let field = |field| ctx.field(field).into_string();
     CallInfo {
-        agent_name: ctx.agent.name().to_owned(),
-        profile: ctx.agent.profile().to_owned(),
-        tool_name: ctx.tool_name.to_string(),
-        method: ctx.method.as_deref().unwrap_or_default().to_owned(),
-        extension_point: point,
-        extension_name: name,
-        log_id: ctx.log_id,
+        agent_name: field(ContextField::AgentName),
+        profile: field(ContextField::Profile),
+        tool_name: field(ContextField::ToolName),
+        method: field(ContextField::Method),
+        extension_point: field(ContextField::ExtensionPoint),
+        extension_name: field(ContextField::ExtensionName),
+        log_id: field(ContextField::LogId).parse().unwrap_or_default(),
     }
 }
 

@@ -8,9 +8,9 @@
 //!   turning its end into one line (`limits.rs` names signals and limits);
 //! - `isolated_tool.rs`: a tool's worker, restarted with backoff, and its calls with deadline
 //!   and grace period;
-//! - `host_requests.rs`: the host answers the plugin's context requests with the call's real context;
-//! - `serve.rs` and `worker_context.rs`: the worker process itself, and the context it gives
-//!   the plugin (a second host vtable whose functions ask the host over the pipe).
+//! - `host_requests.rs`: the host answers the plugin's context requests with the call's real context.
+//!
+//! The worker process itself is [`crate::worker`]: this module is the host's side of it.
 //!
 //! Which tools are isolated is configured in `toolhost.toml` (`isolate = [...]`, see
 //! [`Config::isolated`](crate::config::Config::isolated)) or for every tool with
@@ -20,17 +20,15 @@ mod host_requests;
 pub(crate) mod isolated_tool;
 mod limits;
 pub(crate) mod protocol;
-mod serve;
-mod worker_context;
 mod worker_process;
 
 use std::path::PathBuf;
 
 pub(crate) use isolated_tool::IsolatedTool;
 pub use limits::IsolationSettings;
-pub use serve::serve_worker;
 
-/// The name of the hidden command that runs a worker (`toolhost __worker LIBRARY SOURCE`).
+/// The name of the hidden command that runs a worker (`toolhost __worker LIBRARY SOURCE`,
+/// which calls [`serve_worker`](crate::worker::serve_worker)).
 pub const WORKER_COMMAND: &str = "__worker";
 
 /// The program that runs workers: `TOOLHOST_WORKER` if set; else this program if it is the

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use plugin_abi::FfiContext;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
-use crate::exec::context::CallContext;
 use crate::sync::lock;
 use plugin_api::ToolError;
 
@@ -31,7 +31,7 @@ pub(crate) type CallResult = Result<Outcome, ToolError>;
 /// A call the worker has not finished: the context that answers its requests, and the caller
 /// waiting for its end (gone once the caller stopped waiting).
 pub(crate) struct Pending {
-    pub(crate) ctx: Arc<CallContext>,
+    pub(crate) ctx: FfiContext,
     pub(crate) done: Option<oneshot::Sender<CallResult>>,
     /// The caller's runtime, where requests that wait (progress, intervention) are answered.
     pub(crate) runtime: Option<Handle>,

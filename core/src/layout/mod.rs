@@ -26,12 +26,12 @@ mod watch;
 mod write;
 
 pub use name::{is_safe_name, ToolName};
-pub(crate) use read::{read_at_most, read_capped, read_capped_with};
+pub(crate) use read::{not_regular, open_regular, read_at_most, read_capped, read_capped_with};
 pub use read::{read_text, ReadError, ReadErrorKind};
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub use watch::WatchTargets;
 pub(crate) use watch::{nearest_existing, watched_files};
-pub(crate) use write::write_atomically;
+pub(crate) use write::{write_atomically, write_atomically_with};
 
 /// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
 pub const PINS_FILE_NAME: &str = "plugins.lock";

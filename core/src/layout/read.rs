@@ -196,19 +196,8 @@ pub(crate) fn read_capped_with<T>(
     if checked.len() > cap {
         return Err(too_large(checked.len()));
     }
-    let io = |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::new(
-            ReadErrorKind::Changing,
-            "the file went away while it was read (being replaced?)",
-        ),
-        _ => ReadError::new(ReadErrorKind::Io, format!("cannot read it: {e}")),
-    };
-    let mut file = open_nonblocking(path).map_err(io)?;
-    // The path may have been replaced since it was checked: check what was opened.
-    let before = file.metadata().map_err(io)?;
-    if let Some(what) = what_it_is(&before) {
-        return Err(not_a_file(format!("{what} (replaced while it was opened)")));
-    }
+    let io = io_error;
+    let (mut file, before) = open_checked(path)?;
     if before.len() > cap {
         return Err(too_large(before.len()));
     }
@@ -229,6 +218,41 @@ pub(crate) fn read_capped_with<T>(
         )));
     }
     Ok((bytes, before))
+}
+
+/// Opens the regular file at `path` for reading (see the module docs: links followed, its type
+/// checked before and after it is opened, never blocking), for a reader that streams it with
+/// its own bounds (the audit log's line reader). Returns the file and its metadata as opened.
+pub(crate) fn open_regular(path: &Path) -> Result<(fs::File, fs::Metadata), ReadError> {
+    regular_file(path)?;
+    open_checked(path)
+}
+
+/// Opens `path` without blocking and checks that what was opened is a regular file (the path
+/// may have been replaced since it was checked).
+fn open_checked(path: &Path) -> Result<(fs::File, fs::Metadata), ReadError> {
+    let file = open_nonblocking(path).map_err(io_error)?;
+    let metadata = file.metadata().map_err(io_error)?;
+    if let Some(what) = what_it_is(&metadata) {
+        return Err(not_a_file(format!("{what} (replaced while it was opened)")));
+    }
+    Ok((file, metadata))
+}
+
+/// An I/O error while opening or reading a checked file.
+fn io_error(e: std::io::Error) -> ReadError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::new(
+            ReadErrorKind::Changing,
+            "the file went away while it was read (being replaced?)",
+        ),
+        _ => ReadError::new(ReadErrorKind::Io, format!("cannot read it: {e}")),
+    }
+}
+
+/// Whether `metadata` is a regular file's; else what it is instead (`a named pipe (FIFO)`).
+pub(crate) fn not_regular(metadata: &fs::Metadata) -> Option<&'static str> {
+    what_it_is(metadata)
 }
 
 /// Reads a text file (UTF-8) of at most `cap` bytes, as the host reads every file of its

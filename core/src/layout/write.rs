@@ -9,6 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// a new file in the same folder, flushed, renamed over it, and the folder flushed. The
 /// file's permissions are kept.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomically_with(path, bytes, true)
+}
+
+/// [`write_atomically`], flushing the file and its folder to the disk only when `durable`
+/// (a reader still sees the old bytes or the new ones; after a power loss, maybe the old).
+pub(crate) fn write_atomically_with(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let target = match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(path)?,
@@ -31,10 +37,15 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
             file.set_permissions(meta.permissions())?;
         }
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         drop(file);
         fs::rename(&temp, &target)?;
-        sync_dir(&dir)
+        match durable {
+            true => sync_dir(&dir),
+            false => Ok(()),
+        }
     })();
     if written.is_err() {
         let _ = fs::remove_file(&temp);

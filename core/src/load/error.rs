@@ -114,11 +114,19 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// The private folder for a loader's library copies could not be made (the host reports it as
-/// [`HostError::PrivateDir`](crate::HostError::PrivateDir), with the same words).
+/// The private folder for a loader's library copies could not be made (a host that cannot
+/// start says so with [`HostError::PrivateDir`](crate::HostError::PrivateDir)).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot create the folder for loaded library copies {path}: {source}; point TMPDIR at a writable folder")]
-pub(crate) struct PrivateDirError {
+pub struct PrivateDirError {
     pub(crate) path: PathBuf,
+    #[source]
     pub(crate) source: std::io::Error,
+}
+
+impl PrivateDirError {
+    /// The folder that could not be made.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
 }

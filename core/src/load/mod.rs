@@ -10,5 +10,5 @@ pub(crate) mod loader;
 pub(crate) mod metadata_cache;
 pub mod pins;
 
-pub use error::{LoadError, LoadErrorKind};
+pub use error::{LoadError, LoadErrorKind, PrivateDirError};
 pub use loader::{version_compatible, LoadStats};

@@ -191,9 +191,11 @@ pub(crate) struct Pins {
     max_text_bytes: u64,
     /// Log a violation and load the library anyway (`--allow-unpinned`).
     allow_unpinned: bool,
-    /// The lock as last read, with the stamp of its file then.
-    read: Mutex<Option<(Option<Stamp>, Result<PinLock, PinError>)>>,
+    read: Mutex<Option<LastRead>>,
 }
+
+/// The lock as last read, with the stamp of its file then.
+type LastRead = (Option<Stamp>, Result<PinLock, PinError>);
 
 impl Pins {
     pub(crate) fn new(layout: Layout, max_text_bytes: u64, allow_unpinned: bool) -> Self {

@@ -2,8 +2,7 @@
 //! as the call's progress, `notifications/cancelled` at the deadline or an intervention, and
 //! the result as a [`Response`] (or a repairable error for `isError`).
 
-use std::borrow::Cow;
-use std::path::Path;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,13 +16,9 @@ use serde_json::{Map, Value};
 use super::handler::ProgressRoutes;
 use super::server::Server;
 use super::tool::McpTool;
-use crate::agent::call::governed::Governed;
-use crate::agent::Agent;
-use crate::exec::context::CallContext;
-use crate::governance::{ArgumentSchema, Breaker};
+use crate::secrets::Secrets;
 use plugin_api::Response;
 use plugin_api::ToolError;
-use plugin_api::ToolInfo;
 
 /// Stops routing a call's progress when the attempt ends, however it ends.
 struct Route<'a>(&'a ProgressRoutes, ProgressToken);
@@ -34,43 +29,17 @@ impl Drop for Route<'_> {
     }
 }
 
-impl Governed for McpTool {
-    type Answer = Response;
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn info(&self) -> &ToolInfo {
-        &self.info
-    }
-
-    fn breaker(&self) -> &Breaker {
-        &self.breaker
-    }
-
-    fn schema(&self) -> &ArgumentSchema {
-        &self.schema
-    }
-
-    fn not_ready(&self) -> Option<String> {
-        None // a server that is not ready fails the call with its reason
-    }
-
-    fn metadata(answer: &Response) -> Option<Map<String, Value>> {
-        answer.metadata.clone()
-    }
-
-    fn audit_source(&self, _root: &Path) -> (Cow<'_, str>, Option<&str>) {
-        (format!("mcp:{}", self.server_name).into(), None)
-    }
-
-    async fn attempt(
-        self: &Arc<Self>,
-        agent: &Arc<Agent>,
-        call: &Arc<CallContext>,
+impl McpTool {
+    /// One `tools/call` of this tool with `args` (the server started first if it must be):
+    /// each progress notification's text goes to `progress`; at `timeout`, or when `interrupt`
+    /// completes, the server is told to stop (`notifications/cancelled`) and the call fails.
+    pub(crate) async fn call<P: Future<Output = ()>>(
+        &self,
+        secrets: &Arc<Secrets>,
         args: &Map<String, Value>,
         timeout: Option<Duration>,
+        mut progress: impl FnMut(String) -> P,
+        interrupt: impl Future<Output = ToolError>,
     ) -> Result<Response, ToolError> {
         let Some(server) = self.server.upgrade() else {
             let name = &self.server_name;
@@ -80,7 +49,7 @@ impl Governed for McpTool {
         };
         let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::MAX / 4);
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let peer = server.ready(&agent.host.secrets(), wait).await?;
+        let peer = server.ready(secrets, wait).await?;
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::no_options();
@@ -88,18 +57,19 @@ impl Governed for McpTool {
             Ok(handle) => handle,
             Err(e) => return Err(self.lost(&server, &e.to_string())),
         };
-        let (to, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let (to, mut notes) = tokio::sync::mpsc::unbounded_channel();
         server.progress.register(handle.progress_token.clone(), to);
         let _route = Route(&server.progress, handle.progress_token.clone());
+        let mut interrupt = std::pin::pin!(interrupt);
         let ended = loop {
             tokio::select! {
                 answer = &mut handle.rx => break Ok(answer),
-                Some(text) = progress.recv() => self.progress(agent, call, text).await,
+                Some(text) = notes.recv() => progress(text).await,
                 () = tokio::time::sleep_until(deadline) => {
                     let limit = timeout.unwrap_or_default();
                     break Err(crate::governance::timed_out(&self.name, limit));
                 }
-                e = agent.intervention.stopped() => break Err(e),
+                e = &mut interrupt => break Err(e),
             }
         };
         match ended {
@@ -135,14 +105,6 @@ impl McpTool {
             ))),
             Ok(Err(e)) => Err(self.lost(server, &e.to_string())),
             Err(_) => Err(self.lost(server, "its connection closed")),
-        }
-    }
-
-    /// Shows a progress notification as the call's progress.
-    async fn progress(&self, agent: &Arc<Agent>, call: &Arc<CallContext>, text: String) {
-        if let Err(e) = agent.clone().set_progress(call, text).await {
-            let e = agent.host.secret_store().error(&e);
-            tracing::warn!("a tool_output_update extension failed: {e}");
         }
     }
 

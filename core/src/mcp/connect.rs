@@ -2,7 +2,6 @@
 //! in, its standard error kept for the failure reason) or the streamable HTTP endpoint (its
 //! headers' placeholders filled in), the handshake, all bounded in time.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -41,9 +40,8 @@ pub(crate) async fn connect(
                     .map_err(|e| format!("env {key}: {}", e.message()))?;
                 cmd.env(key, value.as_ref());
             }
-            let (process, stderr) = TokioChildProcess::builder(cmd)
-                .stderr(Stdio::piped())
-                .spawn()
+            let (process, stderr) = super::child::spawn(cmd)
+                .await
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             let tail = Arc::new(Mutex::new(Vec::<String>::new()));
             if let Some(stderr) = stderr {

@@ -14,6 +14,7 @@
 //! of the same name.
 
 mod call;
+mod child;
 pub mod config;
 mod connect;
 mod handler;

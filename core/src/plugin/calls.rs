@@ -1,7 +1,5 @@
 //! A tool's calls: in this process through the FFI, or in its worker process.
 
-use std::sync::Arc;
-
 use std::future::Future;
 use std::pin::Pin;
 
@@ -9,11 +7,14 @@ use plugin_abi::wire::FfiTool;
 use plugin_abi::{FfiContext, FfiFuture, FfiResponse, FfiResult, RString};
 use plugin_api::{Response, ToolError};
 
-use crate::exec::context::CallContext;
 use crate::isolation::protocol::{Op, Outcome, WireResponse};
 use crate::isolation::IsolatedTool;
 
 use super::{settle, Backend, PluginAnswer, ToolHandle};
+
+/// A tool's own hook (`before_execution` or `after_execution`) through the FFI: `None` when
+/// the tool has none.
+type Hook<A> = fn(&FfiTool, FfiContext, A) -> Option<FfiFuture<FfiResult<()>>>;
 
 impl ToolHandle {
     pub(crate) fn has_before_hook(&self) -> bool {
@@ -44,7 +45,7 @@ impl ToolHandle {
         &'a self,
         isolated: &'a IsolatedTool,
         op: Op,
-        ctx: &'a Arc<CallContext>,
+        ctx: FfiContext,
     ) -> Pin<Box<dyn Future<Output = Result<Option<WireResponse>, ToolError>> + Send + 'a>> {
         Box::pin(async move {
             match isolated.call_to_end(&self.name, op, ctx).await? {
@@ -54,13 +55,14 @@ impl ToolHandle {
         })
     }
 
+    /// Runs `execute` with the call's context `ctx`, in this process or in the tool's worker.
     pub(crate) async fn execute(
         &self,
-        ctx: &Arc<CallContext>,
+        ctx: FfiContext,
         args: String,
     ) -> Result<PluginAnswer, ToolError> {
         match &self.backend {
-            Backend::InProcess { .. } => self.execute_ffi(ctx.to_ffi(), args).await,
+            Backend::InProcess { .. } => self.execute_ffi(ctx, args).await,
             Backend::Worker(isolated, _) => {
                 let answer = self.in_worker(isolated, Op::Execute(args), ctx).await?;
                 Ok(PluginAnswer::from_wire(answer.unwrap_or_default()))
@@ -88,11 +90,11 @@ impl ToolHandle {
 
     pub(crate) async fn before_execution(
         &self,
-        ctx: &Arc<CallContext>,
+        ctx: FfiContext,
         args: String,
     ) -> Result<(), ToolError> {
         match &self.backend {
-            Backend::InProcess { .. } => self.before_ffi(ctx.to_ffi(), args).await,
+            Backend::InProcess { .. } => self.before_ffi(ctx, args).await,
             Backend::Worker(isolated, _) => self
                 .in_worker(isolated, Op::Before(args), ctx)
                 .await
@@ -111,12 +113,12 @@ impl ToolHandle {
 
     pub(crate) async fn after_execution(
         &self,
-        ctx: &Arc<CallContext>,
+        ctx: FfiContext,
         response: &Response,
     ) -> Result<(), ToolError> {
         let response = FfiResponse::from(response.clone());
         match &self.backend {
-            Backend::InProcess { .. } => self.after_ffi(ctx.to_ffi(), response).await,
+            Backend::InProcess { .. } => self.after_ffi(ctx, response).await,
             Backend::Worker(isolated, _) => {
                 let op = Op::After(response.into());
                 self.in_worker(isolated, op, ctx).await.map(drop)
@@ -139,7 +141,7 @@ impl ToolHandle {
         &self,
         ctx: FfiContext,
         arg: A,
-        hook: fn(&FfiTool, FfiContext, A) -> Option<FfiFuture<FfiResult<()>>>,
+        hook: Hook<A>,
     ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
         let fut = self
             .backend

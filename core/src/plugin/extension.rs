@@ -9,7 +9,6 @@ use plugin_abi::wire::FfiExtension;
 use plugin_abi::{FfiContext, ROption, RString};
 use plugin_api::{ExtensionInfo, ToolError};
 
-use crate::exec::context::CallContext;
 use crate::isolation::protocol::{Op, Outcome};
 use crate::isolation::IsolatedTool;
 use crate::load::error::{LoadError, LoadErrorKind};
@@ -110,11 +109,11 @@ impl ExtensionHandle {
     /// Runs it on JSON data; returns the new data if the extension changed it.
     pub(crate) async fn execute(
         &self,
-        ctx: &Arc<CallContext>,
+        ctx: FfiContext,
         data: RString,
     ) -> Result<Option<RString>, ToolError> {
         match &self.backend {
-            Backend::InProcess { .. } => self.execute_ffi(ctx.to_ffi(), data).await,
+            Backend::InProcess { .. } => self.execute_ffi(ctx, data).await,
             Backend::Worker(isolated, _) => {
                 let op = Op::Extension(data.into_string());
                 // Boxed: a round trip to another process, whose state would otherwise make

@@ -199,3 +199,70 @@ fn a_stop_cancels_the_request_on_the_server() {
         || std::fs::read_to_string(&marker).is_ok_and(|m| m == "cancelled"),
     );
 }
+
+/// A server that writes its pid to `$PID_FILE`, serves, and then keeps running after the end
+/// of its input (as some servers do).
+const STUBBORN_SERVER: &str = r#"
+import os, time
+from mcp.server.mcpserver import MCPServer
+
+with open(os.environ["PID_FILE"], "w") as f:
+    f.write(str(os.getpid()))
+
+app = MCPServer("stubborn")
+
+@app.tool()
+def wait(seconds: float) -> str:
+    """Sleeps."""
+    time.sleep(seconds)
+    return "waited"
+
+app.run("stdio")
+while True:
+    time.sleep(1)
+"#;
+
+#[test]
+fn a_stdio_server_that_ignores_the_end_of_its_input_dies_with_a_host_killed_by_sigkill() {
+    if !cfg!(target_os = "linux") {
+        return; // the parent-death signal is Linux's
+    }
+    let root = TestRoot::new();
+    let script = root.write("stubborn_server.py", STUBBORN_SERVER);
+    let pid_file = root.path().join("server.pid");
+    servers(
+        &root,
+        "usr/mcp.json",
+        json!({"stubborn": {
+            "command": peers::mcp_python(),
+            "args": [script],
+            "env": {"PID_FILE": pid_file.to_str().unwrap()},
+        }}),
+    );
+    let mut host = std::process::Command::new(toolhost_tests::toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args(["call", "stubborn.wait", "--args", "{\"seconds\": 600}"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolhost call");
+    wait_until("the server has started", Duration::from_secs(60), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.is_empty())
+    });
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500)); // the call is under way
+    let running = host.try_wait().unwrap().is_none();
+    assert!(running && !gone(pid), "the host and its server run");
+    host.kill().expect("SIGKILL the host");
+    host.wait().expect("reaped");
+    wait_until(
+        "the server is gone once its host was killed",
+        Duration::from_secs(10),
+        || gone(pid),
+    );
+}

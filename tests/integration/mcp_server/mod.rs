@@ -2,6 +2,7 @@
 //! streamable HTTP), rmcp's own client, and raw HTTP for the transport's checks.
 
 mod http_checks;
+mod json_rpc;
 mod python;
 mod rust_client;
 

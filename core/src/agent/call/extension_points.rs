@@ -6,10 +6,10 @@ use abi_stable::std_types::RString;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::agent::call::context::CallContext;
 use crate::agent::call::read_back::ReadBack;
 use crate::agent::message_loop::LoopError;
 use crate::agent::Agent;
-use crate::exec::context::CallContext;
 use crate::plugin::ExtensionHandle;
 use crate::secrets::Masked;
 use plugin_api::ToolError;
@@ -48,7 +48,7 @@ impl Agent {
         let mut changed_by = None;
         for ext in extensions.iter() {
             let ctx = call.for_extension(&ext.point, &ext.name);
-            match ext.execute(&ctx, text.clone()).await {
+            match ext.execute(ctx.to_ffi(), text.clone()).await {
                 Ok(Some(new)) => {
                     text = new;
                     changed_by = Some(&ext.name);

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::governed::Governed;
+use crate::agent::call::context::CallContext;
 use crate::agent::Agent;
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff};
-use crate::exec::context::CallContext;
 use crate::governance::{
     is_infrastructure, jitter, retryable, CallRules, DecisionSource, EndedCall, Trail, Transition,
 };
@@ -63,7 +63,7 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
-        self.audit_call(EndedCall {
+        let audited = self.audit_call(EndedCall {
             request,
             source: || tool.audit_source(self.host.root()),
             rules,
@@ -71,7 +71,10 @@ impl Agent {
             trail,
             outcome,
         });
-        result
+        match (result, audited) {
+            (Ok(_), Err(refused)) => Err(refused),
+            (result, _) => result,
+        }
     }
 
     async fn govern<T: Governed>(
@@ -95,6 +98,8 @@ impl Agent {
             }),
         }
         approved?;
+        // Written before the tool runs: a call that kills the process stays visible.
+        self.audit_start(request, rules, args, trail)?;
         let retries = match retryable(tool.info()) {
             true => rules.max_retries,
             false => 0,
@@ -162,6 +167,6 @@ impl Agent {
             format!("Circuit breaker of tool '{tool}': {from} -> {to}"),
             t.reason.clone(),
         );
-        self.audit_breaker(tool, t, rules.config.audit());
+        self.audit_breaker(tool, t, &rules.config);
     }
 }

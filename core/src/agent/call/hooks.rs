@@ -7,9 +7,9 @@ use plugin_api::points::ToolOutputUpdate;
 use plugin_api::Response;
 use serde_json::{Map, Value};
 
+use crate::agent::call::context::CallContext;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
-use crate::exec::context::CallContext;
 use crate::transcript::HistoryMessage;
 use plugin_api::ToolError;
 

@@ -1,6 +1,7 @@
 //! The fixed lifecycle of one tool call: resolve, hooks, extension points and intervention
 //! checks, in the order documented on [`plugin_api::Tool`](plugin_api::Tool#lifecycle).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use plugin_api::points::{
@@ -8,12 +9,13 @@ use plugin_api::points::{
 };
 use serde_json::{Map, Value};
 
+use crate::agent::call::context::{Call, CallContext};
 use crate::agent::call::extension_points::json_text;
+use crate::agent::call::governed::Governed;
 use crate::agent::call::long_output::Answer;
 use crate::agent::intervention::Check;
 use crate::agent::Agent;
-use crate::exec::context::{Call, CallContext};
-use crate::governance::CallRules;
+use crate::governance::{CallRules, EarlyCall};
 use crate::host::FoundTool;
 use crate::layout::ToolName;
 #[cfg(feature = "mcp")]
@@ -103,15 +105,22 @@ impl Agent {
             Value::Object(map) => map,
             Value::Null => Map::new(),
             other => {
-                return Err(ToolError::repairable(format!(
+                let error = ToolError::repairable(format!(
                     "the arguments of tool '{request}' must be a JSON object, not {other}"
-                )))
+                ));
+                return Err(self.ended_early(&request_name, None, &Map::new(), error, "resolve"));
             }
         };
         let name = request_name.name();
-        let target = match self.mcp_target(name).await? {
-            Some(target) => target,
-            None => self.layer_target(name)?,
+        // An MCP server starting, failed or down, or a tool that cannot be loaded: audited too.
+        let found = match self.mcp_target(name).await {
+            Ok(Some(target)) => Ok(target),
+            Ok(None) => self.layer_target(name),
+            Err(e) => Err(e),
+        };
+        let target = match found {
+            Ok(target) => target,
+            Err(e) => return Err(self.ended_early(&request_name, None, &args, e, "resolve")),
         };
         if nested {
             return self.run_lifecycle(&request_name, target, args, true).await;
@@ -200,7 +209,7 @@ impl Agent {
             nested: false,
             cancel: Default::default(),
         }));
-        let answer = tool.execute(&call, json_text(args)).await?;
+        let answer = tool.execute(call.to_ffi(), json_text(args)).await?;
         let len = answer.message().len();
         Ok(answer.into_response(len))
     }
@@ -250,13 +259,19 @@ impl Agent {
         target: &Target,
         args: Map<String, Value>,
     ) -> Result<Response, ToolError> {
-        match target {
-            Target::Library(tool, rules) => self.admit(&**tool, rules)?,
+        let admitted = match target {
+            Target::Library(tool, rules) => self.admit(&**tool, rules),
             #[cfg(feature = "mcp")]
-            Target::Mcp(tool, rules) => self.admit(&**tool, rules)?,
-            _ => {}
+            Target::Mcp(tool, rules) => self.admit(&**tool, rules),
+            _ => Ok(()),
+        };
+        if let Err(e) = admitted {
+            return Err(self.ended_early(request, Some(target), &args, e, "admit"));
         }
-        let mut args = self.before_steps(call, request, target, args).await?;
+        let mut args = args;
+        if let Err(e) = self.before_steps(call, request, target, &mut args).await {
+            return Err(self.ended_early(request, Some(target), &args, e, "before"));
+        }
         let answer = match target {
             Target::Library(tool, rules) => Answer::Plugin(
                 self.execute_governed(call, request, tool, &mut args, rules)
@@ -268,7 +283,11 @@ impl Agent {
             Target::Mcp(tool, rules) => Answer::Host(
                 Box::pin(self.execute_governed(call, request, tool, &mut args, rules)).await?,
             ),
-            Target::Unknown => Answer::Host(self.unknown_tool(request.name())),
+            Target::Unknown => {
+                // No tool runs: the record says the Unknown tool answered.
+                self.audit_early(None, early(request, None, &args, "unknown_tool"), None);
+                Answer::Host(self.unknown_tool(request.name()))
+            }
             Target::Parallel => Answer::Host(self.run_parallel(args).await?),
         };
         // An interruption now waits for the loop's next checkpoint.
@@ -289,27 +308,69 @@ impl Agent {
     }
 
     /// `before_execution`, an intervention check and the `tool_execute_before` extensions;
-    /// returns the arguments they leave.
+    /// `args` become the arguments they leave (on a failure, they are the arguments as asked).
     async fn before_steps(
         self: &Arc<Self>,
         call: &Arc<CallContext>,
         request: &ToolName,
         target: &Target,
-        args: Map<String, Value>,
-    ) -> Result<Map<String, Value>, ToolError> {
+        args: &mut Map<String, Value>,
+    ) -> Result<(), ToolError> {
         match target {
             Target::Library(tool, _) if tool.has_before_hook() => {
-                tool.before_execution(call, json_text(&args)).await?
+                tool.before_execution(call.to_ffi(), json_text(args))
+                    .await?
             }
-            _ => self.default_before_execution(call, &args),
+            _ => self.default_before_execution(call, args),
         }
         self.check_intervention().await?;
         let extensions = self.host.extensions(self.profile(), TOOL_EXECUTE_BEFORE);
         if extensions.is_empty() {
-            return Ok(args); // no extensions: the data need not be built
+            return Ok(()); // no extensions: the data need not be built
         }
-        let before = ToolExecuteBefore::new(request.name().to_owned(), args);
-        Ok(self.run_point_with(&extensions, before, call).await?.args)
+        // A copy: if an extension fails, the call's record has the arguments as asked.
+        let before = ToolExecuteBefore::new(request.name().to_owned(), args.clone());
+        *args = self.run_point_with(&extensions, before, call).await?.args;
+        Ok(())
+    }
+
+    /// Audits a call that ended before its governed steps (`stage`: `resolve`, `admit` or
+    /// `before`) and returns the error to report.
+    fn ended_early(
+        &self,
+        request: &ToolName,
+        target: Option<&Target>,
+        args: &Map<String, Value>,
+        error: ToolError,
+        stage: &'static str,
+    ) -> ToolError {
+        let outcome = error.kind().as_str();
+        let root = self.host.root();
+        let (config, layer, source) = match target {
+            Some(Target::Library(tool, rules)) => (
+                Some(&*rules.config),
+                &*rules.layer,
+                Some(tool.audit_source(root)),
+            ),
+            #[cfg(feature = "mcp")]
+            Some(Target::Mcp(tool, rules)) => (
+                Some(&*rules.config),
+                &*rules.layer,
+                Some(tool.audit_source(root)),
+            ),
+            _ => (None, "", None),
+        };
+        let (file, sha256) = source.unwrap_or((Cow::Borrowed(""), None));
+        let call = EarlyCall {
+            layer,
+            file: &file,
+            library_sha256: sha256,
+            ..early(request, None, args, outcome)
+        };
+        let call = EarlyCall { stage, ..call };
+        let error_message = error.message().to_owned();
+        self.audit_early(config, call, Some(error))
+            .unwrap_or_else(|| ToolError::internal(error_message))
     }
 
     /// The `tool_execute_after` extensions (they may change the message and `additional`,
@@ -333,7 +394,7 @@ impl Agent {
         };
         match target {
             Target::Library(tool, _) if tool.has_after_hook() => {
-                tool.after_execution(call, &response).await?
+                tool.after_execution(call.to_ffi(), &response).await?
             }
             _ => self.default_after_execution(call, &response),
         }
@@ -405,5 +466,24 @@ impl Agent {
             "Tool {name} not found. Available tools:\n{}",
             self.host.tools_prompt(self.profile())
         ))
+    }
+}
+
+/// The record of a call that never reached its tool, with no layer or file (the tool was not
+/// found): `outcome` is an error kind, or `unknown_tool` for the Unknown tool's answer.
+fn early<'c>(
+    request: &'c ToolName,
+    layer: Option<&'c str>,
+    args: &'c Map<String, Value>,
+    outcome: &'c str,
+) -> EarlyCall<'c> {
+    EarlyCall {
+        request,
+        layer: layer.unwrap_or(""),
+        file: "",
+        library_sha256: None,
+        args,
+        outcome,
+        stage: "resolve",
     }
 }

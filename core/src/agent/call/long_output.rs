@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use plugin_api::Response;
 
+use crate::agent::call::context::CallContext;
 use crate::agent::Agent;
 use crate::config::Config;
-use crate::exec::context::CallContext;
 use crate::plugin::PluginAnswer;
 use crate::secrets::Secrets;
 

@@ -1,9 +1,11 @@
-//! One tool call: the fixed lifecycle (`lifecycle.rs`, the order documented on
+//! One tool call: the host side of its context (`context.rs`, what a plugin's callbacks
+//! reach), the fixed lifecycle (`lifecycle.rs`, the order documented on
 //! [`plugin_api::Tool`](plugin_api::Tool#lifecycle)), the host's default hooks, the extension
 //! points and what is read back from them, long answers, and the built-in `parallel` tool.
 
 pub(crate) mod approve;
 pub(crate) mod audit;
+pub(crate) mod context;
 pub(crate) mod extension_points;
 pub(crate) mod govern;
 pub(crate) mod governed;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map};
 
-use crate::agent::message_loop::LoopError;
+use crate::agent::message_loop::error::LoopError;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError, ModelReply, ModelRequest, ToolProtocol};

@@ -2,17 +2,19 @@
 //! and go on until a tool ends the loop.
 
 pub(crate) mod ask;
+mod error;
 pub(crate) mod tool_calls;
+
+pub use error::LoopError;
 
 use std::sync::Arc;
 
-use crate::agent::intervention::Stopped;
 use crate::agent::message_loop::ask::Asked;
 use crate::agent::message_loop::tool_calls::{request_of, signature};
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError};
-use crate::secrets::{Masked, MaskedError};
+use crate::secrets::Masked;
 use crate::transcript::{HistoryMessage, LogKind, Role, ToolCall};
 use plugin_api::points::{
     AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
@@ -54,48 +56,6 @@ impl LoopOptions {
     pub fn with_max_unusable(mut self, n: usize) -> Self {
         self.max_unusable = n.max(1);
         self
-    }
-}
-
-/// Why a monologue ended without a final answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoopError {
-    /// Too many unusable replies in a row.
-    #[error("the model gave {0} unusable replies in a row (no tool request it could read, or the same reply again); stopping")]
-    Unusable(usize),
-    /// No final answer within the iteration limit.
-    #[error(
-        "no final answer after {0} iterations; stopping (raise the limit with --max-iterations)"
-    )]
-    IterationLimit(usize),
-    /// The model gave no reply.
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    /// A tool failed with an error the model cannot repair.
-    #[error("tool '{tool}' failed ({} error): {}", .error.kind(), .error.message())]
-    Tool {
-        /// The request (`name[:method]`).
-        tool: String,
-        /// The error, masked.
-        error: MaskedError,
-    },
-    /// An extension failed.
-    #[error("extension point {point}: {}", .error.message())]
-    Extension {
-        /// The point.
-        point: &'static str,
-        /// The error, masked.
-        error: MaskedError,
-    },
-    /// The user stopped the agent.
-    #[error("stopped by the user")]
-    Stopped,
-}
-
-impl From<Stopped> for LoopError {
-    fn from(_: Stopped) -> Self {
-        Self::Stopped
     }
 }
 

@@ -65,7 +65,8 @@ fn defaults_without_files() {
         config.audit(),
         AuditSettings {
             enabled: true,
-            fsync: false
+            fsync: false,
+            required: None,
         }
     );
     assert_eq!(config.access("shell", &caps(&["exec"])), Access::Allowed);
@@ -101,7 +102,8 @@ fn global_file_alone() {
         config.audit(),
         AuditSettings {
             enabled: false,
-            fsync: true
+            fsync: true,
+            required: None,
         }
     );
     let origin = config.origin(&["calls", "max_retries"]).unwrap();

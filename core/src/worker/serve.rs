@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Handle;
 
-use super::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
-use super::worker_context::{Reply, WorkerCall, WorkerLink};
+use super::context::{Reply, WorkerCall, WorkerLink};
 use crate::exec::call_threads;
 use crate::exec::cancel::Cancel;
+use crate::isolation::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
 use crate::load::generation::Generation;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::sync::lock;

@@ -12,8 +12,8 @@ use plugin_abi::{ContextField, FfiContext, FfiError, FfiResponse, HostServices, 
 use plugin_api::ToolError;
 use tokio::sync::oneshot;
 
-use super::protocol::{write_frame, Answer, CallInfo, FromWorker, HostRequest};
 use crate::exec::cancel::Cancel;
+use crate::isolation::protocol::{write_frame, Answer, CallInfo, FromWorker, HostRequest};
 use crate::sync::lock;
 
 /// Where an answer goes: a thread blocked in a host function, or a future awaiting it.

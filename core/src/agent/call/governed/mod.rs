@@ -1,6 +1,6 @@
-//! What a governed call targets: a library's tool or an MCP server's tool. The governed steps
-//! (`govern.rs`) are generic over it, so each target is compiled into its own copy and the
-//! library path costs what it did before.
+//! What a governed call targets: a library's tool (here) or an MCP server's tool (`mcp.rs`).
+//! The governed steps (`govern.rs`) are generic over it, so each target is compiled into its
+//! own copy and the library path costs what it did before.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::agent::call::context::CallContext;
 use crate::agent::Agent;
 use crate::exec::call_threads::{self, Ended};
-use crate::exec::context::CallContext;
 use crate::governance::{timed_out, ArgumentSchema, Breaker};
 use crate::isolation::isolated_tool::Stopped;
 use crate::isolation::protocol::{Op, Outcome};
@@ -20,6 +20,9 @@ use crate::isolation::IsolatedTool;
 use crate::plugin::{PluginAnswer, ToolHandle};
 use plugin_api::ToolError;
 use plugin_api::ToolInfo;
+
+#[cfg(feature = "mcp")]
+mod mcp;
 
 /// A tool the governed steps can call.
 pub(crate) trait Governed: Send + Sync + 'static {
@@ -108,7 +111,7 @@ impl Governed for ToolHandle {
                 return Box::pin(attempt).await;
             }
             if tokio::runtime::Handle::try_current().is_err() {
-                return self.execute(call, args).await;
+                return self.execute(call.to_ffi(), args).await;
             }
             // Boxed: its state (the call's future until a call thread takes it, the deadline's
             // timer, the intervention) is 2 KiB, which every enclosing future would otherwise
@@ -129,8 +132,8 @@ async fn on_call_thread(
 ) -> Result<PluginAnswer, ToolError> {
     let call = call.for_attempt();
     let running = {
-        let (tool, call) = (tool.clone(), call.clone());
-        async move { tool.execute(&call, args).await }
+        let (tool, ctx) = (tool.clone(), call.to_ffi());
+        async move { tool.execute(ctx, args).await }
     };
     let deadline = timeout.unwrap_or(Duration::MAX);
     let interrupt = agent.intervention.stopped();
@@ -158,7 +161,7 @@ async fn isolated_attempt(
 ) -> Result<PluginAnswer, ToolError> {
     let op = Op::Execute(args);
     match isolated
-        .call(tool.name(), op, call, timeout, interrupt)
+        .call(tool.name(), op, call.to_ffi(), timeout, interrupt)
         .await
     {
         Ok(Outcome::Response(answer)) => Ok(PluginAnswer::from_wire(answer)),

@@ -1,0 +1,200 @@
+//! MCP over a byte stream pair (standard input and output): each line the client sends is
+//! read with a bound on its length and checked as JSON-RPC ([`crate::jsonrpc`]) before rmcp
+//! reads it, so a malformed, over-long or wrongly shaped message gets its error response
+//! instead of no answer; rmcp's own messages and those errors reach the client through one
+//! writer, a whole line at a time.
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::error::{McpServerError, McpServerErrorKind};
+use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
+use super::session::Session;
+
+/// The lowest descriptor the private standard output may have: above the ones a plugin
+/// (or a library it loads) would reuse by accident.
+#[cfg(unix)]
+const PRIVATE_FD_FLOOR: i32 = 64;
+
+/// Standard output for the JSON-RPC stream alone: on Unix it moves to a private descriptor
+/// (close-on-exec, above [`PRIVATE_FD_FLOOR`]) and fd 1 then points at standard error, so
+/// what a tool prints (`println!`, `write(1, ...)`) goes to the log, never to the client.
+pub(crate) fn private_stdout() -> std::io::Result<impl AsyncWrite + Send + Unpin + 'static> {
+    #[cfg(unix)]
+    {
+        let private = rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), PRIVATE_FD_FLOOR)?;
+        rustix::stdio::dup2_stdout(std::io::stderr())?;
+        Ok(tokio::fs::File::from_std(std::fs::File::from(private)))
+    }
+    #[cfg(not(unix))]
+    Ok(tokio::io::stdout())
+}
+
+/// How much rmcp's side of each pipe buffers.
+const PIPE_BYTES: usize = 64 << 10;
+
+/// Serves `session` over `input` and `output` until the client closes its side; a line of
+/// more than `max_line` bytes is refused and skipped.
+pub(crate) async fn serve<R, W>(
+    session: Session,
+    (input, output): (R, W),
+    max_line: usize,
+) -> Result<(), McpServerError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let (to_rmcp, rmcp_input) = tokio::io::duplex(PIPE_BYTES);
+    let (rmcp_output, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    let (lines, outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(write_lines(outgoing, output));
+    let forwarder = tokio::spawn(forward(from_rmcp, lines.clone()));
+    let reader = tokio::spawn(read_checked(input, to_rmcp, lines, max_line));
+    let session_error = |e: &dyn std::fmt::Display| {
+        McpServerError::new(McpServerErrorKind::Session, format!("MCP session: {e}"))
+    };
+    let served = async {
+        let running = rmcp::ServiceExt::serve(session, (rmcp_input, rmcp_output))
+            .await
+            .map_err(|e| session_error(&e))?;
+        running.waiting().await.map_err(|e| session_error(&e))?;
+        Ok(())
+    }
+    .await;
+    reader.abort();
+    // rmcp's output pipe is closed now: the forwarder ends, then the writer, once the last
+    // line is written.
+    let _ = forwarder.await;
+    let _ = writer.await;
+    served
+}
+
+/// Reads the client's lines, passes those that are JSON-RPC messages on to rmcp and answers
+/// the others; at the end of the input, rmcp's input ends too.
+async fn read_checked<R: AsyncRead + Unpin>(
+    input: R,
+    mut to_rmcp: tokio::io::DuplexStream,
+    lines: mpsc::UnboundedSender<Vec<u8>>,
+    max_line: usize,
+) {
+    let mut input = BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = match read_line(&mut input, &mut line, max_line).await {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::debug!("reading the client's messages: {e}");
+                break;
+            }
+        };
+        let refusal = match read {
+            Line::End => break,
+            Line::TooLong => Some(Refusal {
+                code: INVALID_REQUEST,
+                message: format!(
+                    "a message of more than {max_line} bytes is refused (--max-body-bytes)"
+                ),
+                id: serde_json::Value::Null,
+                notification: false,
+            }),
+            Line::Read if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Line::Read => jsonrpc::check(&line).err(),
+        };
+        match refusal {
+            None => {
+                line.push(b'\n');
+                if to_rmcp.write_all(&line).await.is_err() {
+                    break; // rmcp ended the session
+                }
+            }
+            Some(refusal) if refusal.notification => {
+                tracing::debug!("a notification was dropped: {}", refusal.message);
+            }
+            Some(refusal) => {
+                let mut answer = refusal.to_json().into_bytes();
+                answer.push(b'\n');
+                if lines.send(answer).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to_rmcp.shutdown().await;
+}
+
+/// What one read of a line gave.
+enum Line {
+    /// A line (without its end of line) is in the buffer.
+    Read,
+    /// The line was longer than the bound: it was read to its end and dropped.
+    TooLong,
+    /// The input ended.
+    End,
+}
+
+/// Reads one line into `line` (keeping at most `max` bytes of it, so that a line without end
+/// costs no more memory than that).
+async fn read_line<R: AsyncRead + Unpin>(
+    input: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Read, // a last line without its end of line
+            });
+        }
+        let (chunk, ended) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..at], Some(at + 1)),
+            None => (available, None),
+        };
+        if !too_long && line.len() + chunk.len() <= max {
+            line.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+            line.clear();
+        }
+        let used = ended.unwrap_or(available.len());
+        input.consume(used);
+        if ended.is_some() {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(if too_long { Line::TooLong } else { Line::Read });
+        }
+    }
+}
+
+/// Passes rmcp's messages on to the writer, a line at a time.
+async fn forward(from_rmcp: tokio::io::DuplexStream, lines: mpsc::UnboundedSender<Vec<u8>>) {
+    let mut from_rmcp = BufReader::new(from_rmcp);
+    loop {
+        let mut line = Vec::new();
+        match from_rmcp.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Writes each line to the client as it comes, flushed.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut output: W,
+) {
+    while let Some(line) = lines.recv().await {
+        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+            break;
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! Why a monologue ended without a final answer.
+
+use crate::agent::intervention::Stopped;
+use crate::model::ModelError;
+use crate::secrets::MaskedError;
+
+/// Why a monologue ended without a final answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoopError {
+    /// Too many unusable replies in a row.
+    #[error("the model gave {0} unusable replies in a row (no tool request it could read, or the same reply again); stopping")]
+    Unusable(usize),
+    /// No final answer within the iteration limit.
+    #[error(
+        "no final answer after {0} iterations; stopping (raise the limit with --max-iterations)"
+    )]
+    IterationLimit(usize),
+    /// The model gave no reply.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A tool failed with an error the model cannot repair.
+    #[error("tool '{tool}' failed ({} error): {}", .error.kind(), .error.message())]
+    Tool {
+        /// The request (`name[:method]`).
+        tool: String,
+        /// The error, masked.
+        error: MaskedError,
+    },
+    /// An extension failed.
+    #[error("extension point {point}: {}", .error.message())]
+    Extension {
+        /// The point.
+        point: &'static str,
+        /// The error, masked.
+        error: MaskedError,
+    },
+    /// The user stopped the agent.
+    #[error("stopped by the user")]
+    Stopped,
+}
+
+impl From<Stopped> for LoopError {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped
+    }
+}

@@ -26,6 +26,7 @@ mod model_failures;
 mod models;
 mod names;
 mod new_plugin;
+mod outside_numbers;
 mod panics;
 mod pinning;
 mod private_copies;

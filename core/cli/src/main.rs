@@ -24,6 +24,9 @@ use args_error::usage_error;
 use clap::{CommandFactory, Parser, Subcommand};
 use toolhost::{Host, HostOptions, LoopOptions};
 
+/// The longest `--debounce-ms`: the longest duration the host takes from outside.
+const MAX_DEBOUNCE_MS: u64 = toolhost::config::numbers::MAX_SECONDS * 1000;
+
 /// Native plugin host for AI-agent tools.
 #[derive(Parser)]
 #[command(name = "toolhost", version, about)]
@@ -97,7 +100,7 @@ enum Command {
         #[arg(long, default_value = "A0")]
         agent: String,
         /// How long a changed file must stay quiet before it is read, in milliseconds.
-        #[arg(long, default_value_t = 40)]
+        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
         debounce_ms: u64,
     },
     /// Run a scripted conversation end to end with a live log: the model's replies come from

@@ -43,7 +43,7 @@ use std::time::Duration;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-pub use config::{ModelConfig, ModelsConfig, MODELS_FILE};
+pub use config::{ModelConfig, ModelsConfig, OutOfRange, MODELS_FILE};
 pub use request::NATIVE_NOTE;
 
 use config::ApiKey;
@@ -73,6 +73,14 @@ impl OpenAiModel {
     /// A model for `config`; its API key is read now (from `secrets` or the environment), so a
     /// missing key is an error here, before any request.
     pub fn new(config: ModelConfig, secrets: &Secrets) -> Result<Self, ModelError> {
+        if let Err(wrong) = config.check() {
+            let (name, key) = (&config.name, wrong.key);
+            let message = format!(
+                "model '{name}': {key}: expected {}: {}; fix it in models.toml",
+                wrong.expected, wrong.reason
+            );
+            return Err(ModelError::request(ModelErrorKind::Config, message));
+        }
         let key = config.api_key(secrets)?;
         // HTTPS through rustls with ring (installed once; a provider set earlier stays).
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -108,7 +116,10 @@ impl OpenAiModel {
     }
 
     fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.config.timeout_seconds.clamp(0.001, 86_400.0))
+        // Checked in `new`; a value that is not (a NaN set by hand later) saturates.
+        toolhost::config::numbers::saturating_seconds(self.config.timeout_seconds)
+            .unwrap_or(toolhost::config::numbers::MAX_DURATION)
+            .max(toolhost::config::numbers::MIN_DURATION)
     }
 
     /// `text` with the API key cut out.

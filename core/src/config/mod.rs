@@ -36,6 +36,7 @@ mod edit;
 mod error;
 mod load;
 mod locate;
+pub mod numbers;
 mod policy;
 mod settings;
 mod source;

@@ -38,7 +38,7 @@ impl Host {
     /// commands that show what the servers offer, such as `toolhost list`).
     pub async fn wait_for_mcp(&self, profile: &str, wait: Duration) {
         let servers = self.mcp_profile(profile);
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::config::numbers::later(tokio::time::Instant::now(), wait);
         for server in &servers.servers {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             server.settled(left).await;

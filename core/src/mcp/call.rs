@@ -78,7 +78,10 @@ impl Governed for McpTool {
                 "MCP server '{name}' was shut down"
             )));
         };
-        let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::MAX / 4);
+        let deadline = crate::config::numbers::later(
+            tokio::time::Instant::now(),
+            timeout.unwrap_or(Duration::MAX),
+        );
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
         let peer = server.ready(&agent.host.secrets(), wait).await?;
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());

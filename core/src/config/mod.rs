@@ -37,6 +37,7 @@ mod error;
 mod load;
 mod locate;
 pub mod numbers;
+pub(crate) mod pinning;
 mod policy;
 mod settings;
 mod source;

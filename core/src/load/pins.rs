@@ -193,6 +193,8 @@ pub(crate) struct Pins {
     allow_unpinned: bool,
     /// The lock as last read, with the stamp of its file then.
     read: Mutex<Option<(Option<Stamp>, Result<PinLock, PinError>)>>,
+    /// Refuse every library, for this reason (the configuration hides whether pinning is on).
+    refuse_all: Option<String>,
 }
 
 impl Pins {
@@ -202,7 +204,14 @@ impl Pins {
             max_text_bytes,
             allow_unpinned,
             read: Mutex::new(None),
+            refuse_all: None,
         }
+    }
+
+    /// The same check refusing every library for `reason`, whatever the lock says.
+    pub(crate) fn refusing(mut self, reason: String) -> Self {
+        self.refuse_all = Some(reason);
+        self
     }
 
     /// Whether the library at `path` with `bytes` may load; the error is its "skipped" reason.
@@ -212,6 +221,15 @@ impl Pins {
 
     /// As [`check`](Self::check), for bytes whose pin (`sha256:<hex>`) is `pin`.
     pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
+        if let Some(reason) = &self.refuse_all {
+            return match self.allow_unpinned {
+                true => {
+                    tracing::warn!("{}: loaded although {reason}", Escaped(path));
+                    Ok(())
+                }
+                false => Err(reason.clone()),
+            };
+        }
         let file = self.layout.pins_file();
         let stamp = Stamp::of(&file);
         let mut read = lock(&self.read);

@@ -18,6 +18,7 @@ mod layers;
 mod lifecycle;
 mod load_errors;
 mod long_output;
+mod masked_sinks;
 mod mcp_client;
 mod mcp_server;
 mod message_loop;

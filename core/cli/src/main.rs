@@ -8,6 +8,7 @@ mod call;
 mod chat;
 mod inspect;
 mod list;
+mod masked_log;
 mod mcp;
 mod new;
 mod pin;
@@ -292,7 +293,7 @@ fn main() -> ExitCode {
             (false, false) => "warn",
         })
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
+        .with_writer(masked_log::MaskedStderr)
         .without_time()
         .with_target(false)
         .init();
@@ -301,7 +302,8 @@ fn main() -> ExitCode {
     match result {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            let line = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {}", toolhost::mask_log_line(&line));
             ExitCode::FAILURE
         }
         // The reader of standard output went away (`toolhost list | head -1`): stop quietly,

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use plugin_api::ToolError;
 
 mod cover;
+mod in_logs;
 mod masked;
 mod matcher;
 mod store;
@@ -35,6 +36,7 @@ mod stream;
 mod unmask;
 mod variants;
 
+pub use in_logs::{mask_log_line, MaskedInLogs};
 pub use masked::{Masked, MaskedError};
 pub(crate) use store::SecretStore;
 pub use stream::MaskStream;
@@ -46,8 +48,8 @@ pub const PLACEHOLDER_START: &str = "§§secret(";
 /// still filled into arguments; loading such a value logs a warning.
 pub const MIN_MASKED_LEN: usize = 4;
 
-/// A set of secrets, ready to mask and unmask.
-#[derive(Debug, Clone, Default)]
+/// A set of secrets, ready to mask and unmask. Its `Debug` shows the keys, never the values.
+#[derive(Clone, Default)]
 pub struct Secrets {
     /// `(key, value)`, sorted by key.
     pairs: Vec<(String, String)>,
@@ -326,6 +328,15 @@ fn pair(line: &str) -> Result<Option<(String, String)>, ()> {
         .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q))
         .unwrap_or(value);
     Ok(Some((key.to_owned(), value.to_owned())))
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secrets")
+            .field("keys", &self.keys().collect::<Vec<_>>())
+            .field("origin", &self.origin())
+            .finish_non_exhaustive()
+    }
 }
 
 /// `§§secret(KEY)`.

@@ -12,9 +12,7 @@ use serde_json::{json, Value};
 use toolhost_tests::fake_llm::{chunk, sse, Answer, FakeLlm, Piece};
 use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
 
-#[path = "../fixtures/encoder/src/encodings.rs"]
-#[allow(dead_code)]
-mod encodings;
+use super::secrets::encodings;
 
 /// In `usr/secrets.env`.
 const TOKEN: &str = "tok-9f8e7d6c5b4a-secret";

@@ -6,7 +6,7 @@ use toolhost_tests::{Fixture, TestRoot};
 
 #[path = "../fixtures/encoder/src/encodings.rs"]
 #[allow(dead_code)]
-mod encodings;
+pub(crate) mod encodings;
 
 const KEY: &str = "sk-live-4f9a8b7c6d5e";
 /// Changes under every encoding: non-ASCII, a space, a slash, quotes, `&<>` and `+`.

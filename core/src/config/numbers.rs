@@ -89,7 +89,7 @@ impl fmt::Display for Shown {
             v if v.is_nan() => f.write_str("nan"),
             v if v.is_infinite() && v > 0.0 => f.write_str("inf"),
             v if v.is_infinite() => f.write_str("-inf"),
-            v if v == 0.0 => f.write_str("0"),
+            0.0 => f.write_str("0"),
             v if v.abs() >= 1e15 || v.abs() < 1e-4 => write!(f, "{v:e}"),
             v => write!(f, "{v}"),
         }

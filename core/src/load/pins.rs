@@ -185,6 +185,9 @@ fn library_paths(layout: &Layout) -> Vec<PathBuf> {
     paths.into_iter().collect()
 }
 
+/// The lock as read, with the stamp its file had then.
+type LockRead = (Option<Stamp>, Result<PinLock, PinError>);
+
 /// The host's pin check: the lock, read again whenever its file changes.
 pub(crate) struct Pins {
     layout: Layout,
@@ -192,7 +195,7 @@ pub(crate) struct Pins {
     /// Log a violation and load the library anyway (`--allow-unpinned`).
     allow_unpinned: bool,
     /// The lock as last read, with the stamp of its file then.
-    read: Mutex<Option<(Option<Stamp>, Result<PinLock, PinError>)>>,
+    read: Mutex<Option<LockRead>>,
     /// Refuse every library, for this reason (the configuration hides whether pinning is on).
     refuse_all: Option<String>,
 }

@@ -23,7 +23,7 @@ impl Agent {
             agent: self.name(),
             profile: self.profile(),
         };
-        append_call(audit, &self.host.secret_store(), caller, call);
+        append_call(audit, self.host.secret_store(), caller, call);
     }
 
     /// Appends a breaker's change of state (when the profile's config enables the audit).

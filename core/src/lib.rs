@@ -189,8 +189,8 @@ pub use model::{
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use secrets::{
-    placeholder, MaskStream, Masked, MaskedError, Secrets, SecretsError, TextFields,
-    MIN_MASKED_LEN, PLACEHOLDER_START,
+    mask_log_line, placeholder, MaskStream, Masked, MaskedError, MaskedInLogs, Secrets,
+    SecretsError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
 };
 pub use toolhost_reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
 pub use transcript::Session;

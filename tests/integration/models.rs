@@ -264,7 +264,11 @@ fn models_toml_is_layered_per_profile() {
     let bad = ModelsConfig::load(&layout, "default")
         .unwrap_err()
         .to_string();
-    assert!(bad.contains("model 'x'") && bad.contains("colour"), "{bad}");
+    // The file, the model and the key, with the value as written.
+    assert!(
+        bad.contains("usr/models.toml: [models.x] colour = \"red\": unknown field `colour`"),
+        "{bad}"
+    );
 }
 
 #[test]

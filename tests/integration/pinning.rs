@@ -167,3 +167,111 @@ fn watch_reports_a_pin_violation_and_loads_the_build_once_pinned() {
     watch.send(r#"echo {"text": "now response"}"#);
     watch.expect_line("the new build's answer", |l| l.contains("now response"));
 }
+
+/// `toolhost list`'s standard output and error.
+fn list(root: &TestRoot) -> (String, String) {
+    let out = root.run_cli(&["list"]);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn a_mistake_elsewhere_in_the_config_keeps_pinning_on() {
+    let root = pinned_root();
+    root.tool("usr", "stranger", Fixture::Echo);
+    // A typo in a table, then a TOML syntax error below `pinning = true`: pinning stays on.
+    for text in [
+        "pinning = true\n[calls]\ntimout = 3\n",
+        "pinning = true\n[calls\n",
+    ] {
+        root.write("usr/toolhost.toml", text);
+        let (stdout, stderr) = list(&root);
+        assert!(
+            stdout.contains("stranger") && stdout.contains("not pinned in usr/plugins.lock"),
+            "{text}: {stdout}"
+        );
+        assert!(!stderr.contains("pinning is off"), "{stderr}");
+        let echo = stdout
+            .lines()
+            .find(|l| l.contains("echo"))
+            .unwrap_or_default();
+        assert!(!echo.contains("not pinned"), "{stdout}");
+        // A call says the same, and the config's own mistake, on one line each.
+        let out = root.run_cli(&["call", "stranger"]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("pinning stays on"), "{stderr}");
+        assert!(stderr.contains("usr/toolhost.toml line"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_config_that_hides_whether_pinning_is_on_refuses_every_library() {
+    let root = pinned_root();
+    for text in [
+        "pinning = tru\n",
+        "pinning = \"yes\"\n",
+        "[calls\npinning = true\n",
+    ] {
+        root.write("usr/toolhost.toml", text);
+        let (stdout, stderr) = list(&root);
+        // Every library, pinned or not, is refused with the reason and what to do.
+        for tool in ["echo", "response"] {
+            let line = stdout
+                .lines()
+                .find(|l| l.contains(tool))
+                .unwrap_or_default();
+            assert!(
+                line.contains("pinning cannot be read from it"),
+                "{text}: {tool}: {stdout}"
+            );
+        }
+        assert!(
+            stderr.contains("usr/toolhost.toml line")
+                && stderr.contains("no library is loaded until the file is fixed"),
+            "{text}: {stderr}"
+        );
+        assert_eq!(
+            stderr.matches("pinning cannot be read").count(),
+            1,
+            "{stderr}"
+        );
+        // Through the host: nothing loaded, nothing constructed.
+        let host = root.host();
+        let listing = host.list("default");
+        assert!(
+            listing.tools.is_empty(),
+            "{} tools listed",
+            listing.tools.len()
+        );
+        assert_eq!(host.generations().loaded, 0);
+    }
+    // --allow-unpinned loads them while developing, with a warning.
+    let out = root.run_cli(&["--allow-unpinned", "list"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("pinning cannot be read"), "{stdout}");
+}
+
+#[test]
+fn a_mistake_in_a_config_without_pinning_says_nothing_about_pinning() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.tool("core", "response", Fixture::Response);
+    for text in [
+        "[calls]\ntimout = 3\n",
+        "[calls\n",
+        "pinning = false\n[calls\n",
+    ] {
+        root.write("usr/toolhost.toml", text);
+        let out = root.run_cli(&["call", "echo"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("usr/toolhost.toml line"),
+            "{text}: {stderr}"
+        );
+        assert!(!stderr.contains("pinning"), "{text}: {stderr}");
+        let (stdout, stderr) = list(&root);
+        assert!(!stderr.contains("pinning"), "{text}: {stderr}");
+        assert!(!stdout.contains("pinning"), "{text}: {stdout}");
+    }
+}

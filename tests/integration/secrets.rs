@@ -6,7 +6,7 @@ use toolhost_tests::{Fixture, TestRoot};
 
 #[path = "../fixtures/encoder/src/encodings.rs"]
 #[allow(dead_code)]
-mod encodings;
+pub(crate) mod encodings;
 
 const KEY: &str = "sk-live-4f9a8b7c6d5e";
 /// Changes under every encoding: non-ASCII, a space, a slash, quotes, `&<>` and `+`.
@@ -120,4 +120,54 @@ fn the_live_log_says_which_secrets_reached_a_tool_but_not_their_values() {
         "{stderr}"
     );
     assert!(!stderr.contains(KEY), "{stderr}");
+}
+
+#[test]
+fn a_malformed_line_is_skipped_by_number_and_the_good_lines_stay_masked() {
+    let text =
+        format!("API_KEY={KEY}\nnot a pair, {KEY}\n# a comment\nPASSWORD={PASSWORD}\n-x=1\n");
+    let root = root_with(&text);
+    let replies = [
+        call("encoder", json!({"text": "§§secret(API_KEY)"})),
+        call("encoder", json!({"text": "§§secret(PASSWORD)"})),
+        call("response", json!({"text": "done"})),
+    ];
+    let places = run(&root, &replies);
+    let (_, stderr) = &places[1];
+    // One line per bad line, naming the file and the line, never its text.
+    for line in [2, 5] {
+        let want = format!("usr/secrets.env line {line} is not KEY=VALUE");
+        assert_eq!(stderr.matches(&want).count(), 1, "{want} in {stderr}");
+    }
+    assert!(
+        stderr.contains("skipped, the other lines are in force"),
+        "{stderr}"
+    );
+    // The good lines are in force: the tool got the values, and no form of them shows.
+    assert!(stderr.contains("html hex: §§secret(PASSWORD)"), "{stderr}");
+    for value in [KEY, PASSWORD] {
+        for probe in encodings::probes(value) {
+            for (place, text) in &places {
+                assert!(
+                    !text.contains(&probe.secret),
+                    "{value} as {} shows in {place}:\n{text}",
+                    probe.label
+                );
+            }
+        }
+    }
+    // The same for a file given with --secrets.
+    let given = root.write("given.env", &text);
+    root.write("usr/secrets.env", "");
+    let script = root.write("script.txt", "=== user\nGo.\n=== model\n{\"tool_name\": \"echo\", \"tool_args\": {\"k\": \"§§secret(API_KEY)\"}}\n=== model\n{\"tool_name\": \"response\", \"tool_args\": {\"text\": \"done\"}}\n");
+    let (script, given) = (script.to_string_lossy(), given.to_string_lossy());
+    let out = root.run_cli(&["run", &script, "--secrets", &given]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("given.env line 2 is not KEY=VALUE"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(KEY) && !String::from_utf8_lossy(&out.stdout).contains(KEY));
+    assert!(stderr.contains("§§secret(API_KEY)"), "{stderr}");
 }

@@ -147,8 +147,9 @@ impl Chat<'_> {
                 Ok(answer) => println!("{answer}"),
                 Err(LoopError::Stopped) => eprintln!("(turn stopped)"),
                 Err(e) => {
-                    // Any error text may quote a tool or the server: masked like the rest.
-                    let text = self.agent.host().secrets().mask(&e.to_string());
+                    // Any error text may quote a tool or the server: masked like the rest (the
+                    // host's secrets and the model's key).
+                    let text = toolhost::mask_log_line(&e.to_string()).into_owned();
                     eprintln!("error: {text}");
                     failed = true;
                 }

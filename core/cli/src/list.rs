@@ -29,7 +29,7 @@ pub(crate) fn list(host: &Host, profile: &str, json: bool, load: bool) -> Result
 /// The profile's configuration; a mistake in it is a warning here (every call reports it).
 fn profile_config(host: &Host, profile: &str) -> Option<std::sync::Arc<Config>> {
     host.config(profile)
-        .map_err(|e| eprintln!("warning: {e}"))
+        .map_err(|e| eprintln!("warning: {}", toolhost::mask_log_line(&e.to_string())))
         .ok()
 }
 

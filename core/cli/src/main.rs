@@ -9,6 +9,7 @@ mod chat;
 mod exit;
 mod inspect;
 mod list;
+mod masked_log;
 mod mcp;
 mod new;
 mod pin;
@@ -25,6 +26,9 @@ use anyhow::{Context as _, Result};
 use args_error::usage_error;
 use clap::{CommandFactory, Parser, Subcommand};
 use toolhost::{Host, HostOptions, LoopOptions};
+
+/// The longest `--debounce-ms`: the longest duration the host takes from outside.
+const MAX_DEBOUNCE_MS: u64 = toolhost::config::numbers::MAX_SECONDS * 1000;
 
 /// Native plugin host for AI-agent tools.
 #[derive(Parser)]
@@ -101,7 +105,7 @@ enum Command {
         #[arg(long, default_value = "A0")]
         agent: String,
         /// How long a changed file must stay quiet before it is read, in milliseconds.
-        #[arg(long, default_value_t = 40)]
+        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
         debounce_ms: u64,
     },
     /// Run a scripted conversation end to end with a live log: the model's replies come from
@@ -309,7 +313,7 @@ fn main() -> ExitCode {
             (false, false) => "warn",
         })
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
+        .with_writer(masked_log::MaskedStderr)
         .without_time()
         .with_target(false)
         .init();
@@ -318,7 +322,8 @@ fn main() -> ExitCode {
     match result {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            let line = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {}", toolhost::mask_log_line(&line));
             match e.downcast_ref::<exit::Usage>() {
                 Some(_) => ExitCode::from(exit::USAGE),
                 None => ExitCode::FAILURE,

@@ -37,7 +37,7 @@ pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for e in &errors {
-        println!("config error: {e}");
+        println!("config error: {}", toolhost::mask_log_line(&e.to_string()));
     }
     if servers.is_empty() {
         println!("No MCP servers for profile '{profile}' (list them in usr/mcp.json).");

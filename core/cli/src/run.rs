@@ -62,8 +62,9 @@ pub(crate) fn run_script(
             match agent.monologue(&model, message, options).await {
                 Ok(answer) => println!("{answer}"),
                 Err(e) => {
-                    // Any error text may quote a tool or an extension: masked like the rest.
-                    let text = agent.host().secrets().mask(&e.to_string());
+                    // Any error text may quote a tool, an extension or the server: masked like
+                    // the rest (the host's secrets and the model's key).
+                    let text = toolhost::mask_log_line(&e.to_string()).into_owned();
                     eprintln!("error: {text}");
                     return ExitCode::FAILURE;
                 }

@@ -49,26 +49,28 @@ pub struct ModelConfig {
     pub api_key_env: Option<String>,
     /// The key in `usr/secrets.env` that holds the API key.
     pub api_key_secret: Option<String>,
-    /// The model's context window in tokens; older history is shortened to fit. Default 8192.
+    /// The model's context window in tokens; older history is shortened to fit. Default 8192;
+    /// at least 1.
     #[serde(default = "defaults::context_tokens")]
     pub context_tokens: u64,
     /// Stream the reply (server-sent events). Default true.
     #[serde(default = "defaults::yes")]
     pub stream: bool,
     /// The longest wait for the server: for its answer to begin, and between two pieces of a
-    /// streamed reply. Default 120.
+    /// streamed reply. Default 120; from 0.001 to 1,000,000,000
+    /// ([`numbers::seconds`](toolhost::config::numbers::seconds)).
     #[serde(default = "defaults::timeout_seconds")]
     pub timeout_seconds: f64,
     /// Retries of a request that got 429, a 5xx status or no connection. Default 3.
     #[serde(default = "defaults::max_retries")]
     pub max_retries: u32,
     /// The first retry's wait in milliseconds (doubled each time, unless the server says
-    /// `Retry-After`). Default 500.
+    /// `Retry-After`). Default 500; at most 1,000,000,000,000.
     #[serde(default = "defaults::retry_initial_ms")]
     pub retry_initial_ms: u64,
-    /// The sampling temperature, if set.
+    /// The sampling temperature, if set: from 0 to 2.
     pub temperature: Option<f64>,
-    /// The most tokens of a reply, if set.
+    /// The most tokens of a reply, if set: at least 1.
     pub max_tokens: Option<u64>,
     /// Extra HTTP headers sent with every request.
     #[serde(default)]
@@ -117,6 +119,7 @@ impl ModelsConfig {
     /// Reads and merges the `models.toml` files of `profile`'s layers.
     pub fn load(layout: &Layout, profile: &str) -> Result<Self, ModelError> {
         let mut merged = Table::new();
+        let mut origins = Origins::new();
         let mut default = None;
         let mut files = Vec::new();
         for layer in layout.layers(profile) {
@@ -130,16 +133,44 @@ impl ModelsConfig {
                 let reason = e.message().replace('\n', " ");
                 config_error(format!("{}: {reason}; fix the file", Escaped(&path)))
             })?;
-            merge_file(&mut merged, &mut default, table, &path)?;
+            merge_file(&mut merged, &mut origins, &mut default, table, &path)?;
             files.push(path);
         }
         let mut models = BTreeMap::new();
         for (name, table) in merged {
+            let file = |key: Option<&str>| {
+                let found = key.and_then(|k| origins.get(&(name.clone(), k.to_owned())));
+                found
+                    .or_else(|| {
+                        origins
+                            .iter()
+                            .find(|((n, _), _)| *n == name)
+                            .map(|(_, p)| p)
+                    })
+                    .map_or_else(|| MODELS_FILE.to_owned(), |p| Escaped(p).to_string())
+            };
+            let raw = table.clone();
             let mut config: ModelConfig = table.try_into().map_err(|e: toml::de::Error| {
                 let reason = e.message().replace('\n', " ");
-                config_error(format!("model '{name}' in {MODELS_FILE}: {reason}"))
+                match wrong_key(&raw) {
+                    Some((key, shown)) => config_error(format!(
+                        "{}: [models.{name}] {key} = {shown}: {reason}",
+                        file(Some(&key))
+                    )),
+                    None => config_error(format!("{}: [models.{name}]: {reason}", file(None))),
+                }
             })?;
             config.name = name.clone();
+            if let Err(wrong) = config.check() {
+                let shown = raw
+                    .get(wrong.key)
+                    .map_or_else(String::new, ToString::to_string);
+                let (key, expected, reason) = (wrong.key, wrong.expected, wrong.reason);
+                return Err(config_error(format!(
+                    "{}: [models.{name}] {key} = {shown}: expected {expected}: {reason}; fix it",
+                    file(Some(key))
+                )));
+            }
             models.insert(name, config);
         }
         Ok(Self {
@@ -182,9 +213,26 @@ impl ModelsConfig {
     }
 }
 
+/// The key of a model's merged table that its schema refuses, and its value as written: the
+/// table is written out one key a line and read again, so the error's span finds the line.
+fn wrong_key(table: &Value) -> Option<(String, String)> {
+    let text = toml::to_string(table).ok()?;
+    let error = toml::from_str::<ModelConfig>(&text).err()?;
+    let line_start = text[..error.span()?.start]
+        .rfind('\n')
+        .map_or(0, |at| at + 1);
+    let line = text[line_start..].lines().next()?;
+    let (key, value) = line.split_once(" = ")?;
+    Some((key.trim().to_owned(), value.trim().to_owned()))
+}
+
+/// The file each `(model, key)` was taken from.
+type Origins = BTreeMap<(String, String), PathBuf>;
+
 /// Merges one file into `merged`: keys already there (from a more specific layer) stay.
 fn merge_file(
     merged: &mut Table,
+    origins: &mut Origins,
     default: &mut Option<String>,
     table: Table,
     path: &std::path::Path,
@@ -201,11 +249,14 @@ fn merge_file(
                         return Err(config_error(message));
                     };
                     let entry = merged
-                        .entry(name)
+                        .entry(name.clone())
                         .or_insert_with(|| Value::Table(Table::new()));
                     if let Value::Table(entry) = entry {
                         for (k, v) in model {
-                            entry.entry(k).or_insert(v);
+                            if !entry.contains_key(&k) {
+                                origins.insert((name.clone(), k.clone()), path.to_owned());
+                                entry.insert(k, v);
+                            }
                         }
                     }
                 }
@@ -233,7 +284,51 @@ impl fmt::Debug for ApiKey {
     }
 }
 
+/// A key of a model whose value is out of range: what it must be, and why it is not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutOfRange {
+    /// The key (`timeout_seconds`).
+    pub key: &'static str,
+    /// What it must be (`a number of seconds from 0.001 to ...`).
+    pub expected: String,
+    /// Why it is not (`not a finite number`).
+    pub reason: String,
+}
+
 impl ModelConfig {
+    /// Checks every number against its range, through the host's conversions
+    /// ([`toolhost::config::numbers`]): `timeout_seconds` (not `nan`, not 0 or less, not below
+    /// 1 ms, not above 1,000,000,000 s), `retry_initial_ms`, `context_tokens` and `max_tokens`
+    /// (1 or more), `temperature` (0 to 2).
+    pub fn check(&self) -> Result<(), OutOfRange> {
+        use toolhost::config::numbers;
+        fn wrong(
+            key: &'static str,
+            expected: &'static str,
+        ) -> impl Fn(numbers::NumberError) -> OutOfRange {
+            move |e| OutOfRange {
+                key,
+                expected: expected.to_owned(),
+                reason: e.to_string(),
+            }
+        }
+        numbers::seconds(self.timeout_seconds)
+            .map_err(wrong("timeout_seconds", numbers::SECONDS_EXPECTED))?;
+        let max_ms = "a whole number of milliseconds, at most 1000000000000";
+        numbers::millis(self.retry_initial_ms).map_err(wrong("retry_initial_ms", max_ms))?;
+        let tokens = "a whole number of tokens, 1 or more";
+        numbers::whole(self.context_tokens.into(), 1, u64::MAX)
+            .map_err(wrong("context_tokens", tokens))?;
+        if let Some(max_tokens) = self.max_tokens {
+            numbers::whole(max_tokens.into(), 1, u64::MAX).map_err(wrong("max_tokens", tokens))?;
+        }
+        if let Some(temperature) = self.temperature {
+            numbers::finite(temperature, 0.0, 2.0)
+                .map_err(wrong("temperature", "a number from 0 to 2"))?;
+        }
+        Ok(())
+    }
+
     /// The API key, from `api_key_secret` (in `secrets`) or `api_key_env`; `None` when neither
     /// is set (a local server). A key that is named but missing is an error that says where
     /// to put it.

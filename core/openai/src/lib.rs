@@ -43,7 +43,7 @@ use std::time::Duration;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-pub use config::{ModelConfig, ModelsConfig, MODELS_FILE};
+pub use config::{ModelConfig, ModelsConfig, OutOfRange, MODELS_FILE};
 pub use request::NATIVE_NOTE;
 
 use config::ApiKey;
@@ -59,6 +59,11 @@ use toolhost::{
 pub struct OpenAiModel {
     config: ModelConfig,
     key: Option<ApiKey>,
+    /// The key as a secret (`§§secret(<api_key_secret or api_key_env>)`), so every form of it
+    /// masking knows (upper case, base64, hex, ...) is cut out of replies and errors.
+    key_forms: Secrets,
+    /// The same, for every log line of the process while this model lives.
+    _in_logs: toolhost::MaskedInLogs,
     client: reqwest::Client,
     url: String,
 }
@@ -73,7 +78,27 @@ impl OpenAiModel {
     /// A model for `config`; its API key is read now (from `secrets` or the environment), so a
     /// missing key is an error here, before any request.
     pub fn new(config: ModelConfig, secrets: &Secrets) -> Result<Self, ModelError> {
+        if let Err(wrong) = config.check() {
+            let (name, key) = (&config.name, wrong.key);
+            let message = format!(
+                "model '{name}': {key}: expected {}: {}; fix it in models.toml",
+                wrong.expected, wrong.reason
+            );
+            return Err(ModelError::request(ModelErrorKind::Config, message));
+        }
         let key = config.api_key(secrets)?;
+        let key_forms = match &key {
+            Some(ApiKey(value)) => {
+                let name = config
+                    .api_key_secret
+                    .as_ref()
+                    .or(config.api_key_env.as_ref());
+                let name = name.map_or("API_KEY", String::as_str);
+                Secrets::from_pairs([(name.to_owned(), value.clone())])
+            }
+            None => Secrets::empty(),
+        };
+        let in_logs = toolhost::MaskedInLogs::new(key_forms.clone());
         // HTTPS through rustls with ring (installed once; a provider set earlier stays).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
@@ -92,6 +117,8 @@ impl OpenAiModel {
         Ok(Self {
             config,
             key,
+            key_forms,
+            _in_logs: in_logs,
             client,
             url,
         })
@@ -108,17 +135,15 @@ impl OpenAiModel {
     }
 
     fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.config.timeout_seconds.clamp(0.001, 86_400.0))
+        // Checked in `new`; a value that is not (a NaN set by hand later) saturates.
+        toolhost::config::numbers::saturating_seconds(self.config.timeout_seconds)
+            .unwrap_or(toolhost::config::numbers::MAX_DURATION)
+            .max(toolhost::config::numbers::MIN_DURATION)
     }
 
-    /// `text` with the API key cut out.
+    /// `text` with every form of the API key masked.
     fn hide_key(&self, text: String) -> String {
-        match &self.key {
-            Some(ApiKey(key)) if !key.is_empty() && text.contains(key.as_str()) => {
-                text.replace(key.as_str(), "[the API key]")
-            }
-            _ => text,
-        }
+        self.key_forms.mask_owned(text).into_inner()
     }
 
     /// Sends the request (again after a retryable failure) and reads the reply.
@@ -157,10 +182,24 @@ impl OpenAiModel {
             );
             tokio::time::sleep(wait).await;
         };
-        let reply = match self.config.stream {
-            true => stream::read_events(response, self.timeout(), shown).await,
-            false => stream::read_body(response, self.timeout(), shown).await,
+        // What is shown live is masked as it arrives (the end held back while it could still
+        // become the key), and the rest once the reply is read.
+        let mut live = self.key_forms.stream();
+        let mut masked = |text: &str| {
+            let ready = live.push(text);
+            if !ready.is_empty() {
+                shown(&ready);
+            }
         };
+        let (timeout, key) = (self.timeout(), &self.key_forms);
+        let reply = match self.config.stream {
+            true => stream::read_events(response, timeout, key, &mut masked).await,
+            false => stream::read_body(response, timeout, key, &mut masked).await,
+        };
+        let rest = live.finish();
+        if !rest.is_empty() {
+            shown(&rest);
+        }
         let mut reply = reply.map_err(|e| match e {
             ModelError::Broken { reason, partial } => ModelError::Broken {
                 reason: self.hide_key(reason),
@@ -217,7 +256,8 @@ impl OpenAiModel {
         }
         let asked = retry::retry_after(response.headers());
         let detail = match tokio::time::timeout(Duration::from_secs(5), response.text()).await {
-            Ok(Ok(text)) => self.hide_key(error_detail(&text)),
+            // Masked before error_detail cuts it to its budget.
+            Ok(Ok(text)) => error_detail(&self.hide_key(text)),
             _ => String::new(),
         };
         let error = self.status_error(status, &detail);

@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
+use toolhost::config::numbers::saturating_seconds;
 
 /// The longest wait a `Retry-After` may ask for; a longer one fails the request instead.
 pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -20,14 +21,20 @@ pub(crate) fn retryable(status: StatusCode) -> bool {
 }
 
 /// The wait the server asked for: `retry-after-ms` (OpenAI's), else `Retry-After` in seconds
-/// (a date form is not read: the backoff applies).
+/// (a date form is not read: the backoff applies). Through the host's saturating conversion:
+/// `NaN` or text is not a wait (the backoff applies), a negative one is none, `inf` or `1e300`
+/// is the longest ([`MAX_DURATION`](toolhost::config::numbers::MAX_DURATION)), so more than
+/// [`MAX_RETRY_AFTER`].
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1e3));
+    let number = |name: &str| {
+        let value = header(name)?.parse::<f64>().ok()?;
+        (!value.is_nan()).then_some(value)
+    };
+    if let Some(ms) = number("retry-after-ms") {
+        return saturating_seconds(ms / 1e3);
     }
-    let seconds = header("retry-after")?.parse::<f64>().ok()?;
-    Some(Duration::from_secs_f64(seconds.clamp(0.0, 86_400.0)))
+    saturating_seconds(number("retry-after")?)
 }
 
 /// The wait before retry `attempt` (1 for the first): what the server asked for, else
@@ -64,6 +71,21 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&dated), None);
+        let max = toolhost::config::numbers::MAX_DURATION;
+        for (name, value, wait) in [
+            ("retry-after-ms", "1e300", Some(max)),
+            ("retry-after-ms", "inf", Some(max)),
+            ("retry-after-ms", "-5", Some(Duration::ZERO)),
+            ("retry-after-ms", "NaN", None),
+            ("retry-after", "NaN", None),
+            ("retry-after", "-inf", Some(Duration::ZERO)),
+            ("retry-after", "18446744073709551615", Some(max)),
+            ("retry-after", "1e-300", Some(Duration::ZERO)),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&headers), wait, "{name}: {value}");
+        }
     }
 
     #[test]

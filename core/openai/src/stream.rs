@@ -9,6 +9,7 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::Value;
 
+use toolhost::Secrets;
 use toolhost::ToolCall;
 use toolhost::{ModelError, ModelReply, Usage};
 
@@ -29,9 +30,19 @@ pub(crate) struct Assembler {
     usage: Option<Usage>,
     /// A `finish_reason` or `[DONE]` was seen: the reply is whole.
     finished: bool,
+    /// The API key's forms: a chunk quoted in an error is masked before it is cut short.
+    key: Secrets,
 }
 
 impl Assembler {
+    /// An assembler whose error texts mask `key` (before any cut).
+    pub(crate) fn masking(key: &Secrets) -> Self {
+        Self {
+            key: key.clone(),
+            ..Self::default()
+        }
+    }
+
     /// The reply broke off: `reason`, with the text so far.
     pub(crate) fn broken(&self, reason: String) -> ModelError {
         ModelError::Broken {
@@ -47,7 +58,8 @@ impl Assembler {
         shown: &mut (dyn FnMut(&str) + Send),
     ) -> Result<(), ModelError> {
         let value: Value = serde_json::from_str(data).map_err(|e| {
-            let seen: String = data.chars().take(80).collect();
+            // Masked first, then cut: a cut through the key would leave its start in plain.
+            let seen: String = self.key.mask(data).chars().take(80).collect();
             self.broken(format!("a chunk of the stream is not JSON ({e}): {seen}"))
         })?;
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
@@ -158,10 +170,11 @@ impl Assembler {
 pub(crate) async fn read_events(
     response: reqwest::Response,
     idle: Duration,
+    key: &Secrets,
     shown: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ModelReply, ModelError> {
     let mut events = response.bytes_stream().eventsource();
-    let mut reply = Assembler::default();
+    let mut reply = Assembler::masking(key);
     loop {
         let Ok(next) = tokio::time::timeout(idle, events.next()).await else {
             let reason = format!("no data for {:.0} s (timeout_seconds)", idle.as_secs_f64());
@@ -190,9 +203,10 @@ pub(crate) async fn read_events(
 pub(crate) async fn read_body(
     response: reqwest::Response,
     idle: Duration,
+    key: &Secrets,
     shown: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ModelReply, ModelError> {
-    let mut reply = Assembler::default();
+    let mut reply = Assembler::masking(key);
     let body = match tokio::time::timeout(idle, response.text()).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => return Err(reply.broken(format!("the body was cut: {}", chain(&e)))),

@@ -36,6 +36,8 @@ mod edit;
 mod error;
 mod load;
 mod locate;
+pub mod numbers;
+pub(crate) mod pinning;
 mod policy;
 mod settings;
 mod source;

@@ -200,7 +200,8 @@ impl<'de> Deserialize<'de> for EnvName {
     }
 }
 
-/// A number of seconds greater than 0, whole or not (`0.5`).
+/// A number of seconds greater than 0, whole or not (`0.5`): at least 1 ms, at most
+/// [`MAX_SECONDS`](super::numbers::MAX_SECONDS) (see [`numbers::seconds`](super::numbers::seconds)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Seconds(pub Duration);
 
@@ -212,34 +213,34 @@ impl<'de> Deserialize<'de> for Seconds {
 
 struct SecondsVisitor;
 
+impl SecondsVisitor {
+    fn checked<E: de::Error>(value: f64) -> Result<Seconds, E> {
+        super::numbers::seconds(value).map(Seconds).map_err(|e| {
+            E::custom(format!(
+                "expected {}: {e}",
+                super::numbers::SECONDS_EXPECTED
+            ))
+        })
+    }
+}
+
 impl Visitor<'_> for SecondsVisitor {
     type Value = Seconds;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a number of seconds greater than 0 (0.5 is half a second)")
+        f.write_str(super::numbers::SECONDS_EXPECTED)
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Seconds, E> {
-        match u64::try_from(v) {
-            Ok(secs) if secs > 0 => Ok(Seconds(Duration::from_secs(secs))),
-            _ => Err(E::invalid_value(Unexpected::Signed(v), &self)),
-        }
+        Self::checked(v as f64)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Seconds, E> {
-        match v {
-            0 => Err(E::invalid_value(Unexpected::Unsigned(v), &self)),
-            secs => Ok(Seconds(Duration::from_secs(secs))),
-        }
+        Self::checked(v as f64)
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Seconds, E> {
-        if v.is_nan() || v <= 0.0 {
-            return Err(E::invalid_value(Unexpected::Float(v), &self));
-        }
-        Duration::try_from_secs_f64(v)
-            .map(Seconds)
-            .map_err(|_| E::custom("expected a number of seconds that fits in a duration"))
+        Self::checked(v)
     }
 }
 
@@ -271,14 +272,17 @@ impl Visitor<'_> for Whole {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
-        if v < self.min {
-            return Err(E::invalid_value(Unexpected::Unsigned(v), &self));
+        use super::numbers::{whole, NumberErrorKind};
+        match whole(v.into(), self.min, self.max) {
+            Ok(v) => Ok(v),
+            Err(e) if e.kind() == NumberErrorKind::TooSmall => {
+                Err(E::invalid_value(Unexpected::Unsigned(v), &self))
+            }
+            Err(_) => {
+                let (what, max) = (self.what, self.max);
+                Err(E::custom(format!("expected {what}, at most {max}")))
+            }
         }
-        if v > self.max {
-            let (what, max) = (self.what, self.max);
-            return Err(E::custom(format!("expected {what}, at most {max}")));
-        }
-        Ok(v)
     }
 }
 
@@ -306,13 +310,15 @@ impl<'de> Deserialize<'de> for AtLeastOne {
     }
 }
 
-/// A whole number of milliseconds, 0 or more.
+/// A whole number of milliseconds, 0 or more, at most
+/// [`MAX_SECONDS`](super::numbers::MAX_SECONDS) seconds' worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Millis(pub Duration);
 
 impl<'de> Deserialize<'de> for Millis {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (min, max, what) = (0, u64::MAX, "a whole number of milliseconds");
+        let max = super::numbers::MAX_SECONDS * 1000;
+        let (min, what) = (0, "a whole number of milliseconds");
         let n = Whole { min, max, what }.read(d)?;
         Ok(Self(Duration::from_millis(n)))
     }

@@ -12,6 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
 use crate::audit::BreakerState;
+use crate::config::numbers::later;
 use crate::config::BreakerSettings;
 use crate::sync::lock;
 use plugin_api::ErrorKind;
@@ -242,8 +243,8 @@ fn open(settings: &BreakerSettings, failures: u32, error: &ToolError) -> State {
         last.push('…');
     }
     State::Open {
-        until: Instant::now() + settings.cooldown,
-        wall: SystemTime::now() + settings.cooldown,
+        until: later(Instant::now(), settings.cooldown),
+        wall: later(SystemTime::now(), settings.cooldown),
         failures,
         last,
     }

@@ -35,7 +35,7 @@ impl CallRules {
         layer: Cow<'static, str>,
         config: Arc<Config>,
     ) -> Self {
-        let declared = Duration::from_secs(info.timeout_seconds);
+        let declared = crate::config::numbers::capped_seconds(info.timeout_seconds);
         let timeout = config.timeout(name, declared);
         Self {
             timeout: (!timeout.is_zero()).then_some(timeout),

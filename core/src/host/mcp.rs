@@ -20,8 +20,26 @@ impl Host {
 
     /// Each MCP server of the profile: its state (starting, ready, failed), its tools and its
     /// last error. Starts the profile's servers if they were not started yet.
+    /// Everything in it that came from the server (its error texts, its tools' descriptions
+    /// and schemas) is masked with the current secrets.
     pub fn mcp_servers(&self, profile: &str) -> Vec<McpServerStatus> {
-        self.mcp_profile(profile).status()
+        let mut servers = self.mcp_profile(profile).status();
+        let Some(secrets) = self.secret_store().active() else {
+            return servers;
+        };
+        let mask = |text: &mut String| *text = secrets.mask(text).into_inner();
+        for server in &mut servers {
+            if let crate::mcp::McpState::Failed(reason) = &mut server.state {
+                mask(reason);
+            }
+            if let Some(error) = &mut server.last_error {
+                mask(error);
+            }
+            for tool in &mut server.tools {
+                *tool = tool.masked(&secrets);
+            }
+        }
+        servers
     }
 
     /// The mistakes in the profile's `mcp.json` files, one line each.
@@ -34,11 +52,21 @@ impl Host {
         self.mcp_profile(profile).tools()
     }
 
+    /// [`mcp_tools`](Self::mcp_tools) as a person or a model is shown them: descriptions and
+    /// schemas masked with the current secrets (`list`, the tools prompt, native tool specs).
+    pub(crate) fn mcp_tools_shown(&self, profile: &str) -> Vec<Arc<McpTool>> {
+        let tools = self.mcp_tools(profile);
+        match self.secret_store().active() {
+            Some(secrets) => tools.iter().map(|t| t.masked(&secrets)).collect(),
+            None => tools,
+        }
+    }
+
     /// Waits until none of the profile's MCP servers is still starting, at most `wait` (for
     /// commands that show what the servers offer, such as `toolhost list`).
     pub async fn wait_for_mcp(&self, profile: &str, wait: Duration) {
         let servers = self.mcp_profile(profile);
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::config::numbers::later(tokio::time::Instant::now(), wait);
         for server in &servers.servers {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             server.settled(left).await;

@@ -217,36 +217,27 @@ impl Host {
 }
 
 /// The pin check, if `usr/toolhost.toml` turns pinning on (read once, at the host's start).
+/// It fails closed: a mistake in the file keeps the `pinning = true` it still says, and one
+/// that hides what it says refuses every library until it is fixed.
 fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
-    let pinning = match Config::load(layout, "default", options.max_text_bytes) {
-        Ok(config) => config.pinning(),
-        // Said here only when the file asks for pinning: the mistake itself is an error of
-        // the first command that reads the configuration.
-        Err(e) if asks_for_pinning(layout) => {
-            tracing::warn!("{e}; pinning, which it turns on, is off until it is fixed");
-            false
+    use crate::config::pinning::Pinning;
+    let pinning = match Pinning::read(layout, options.max_text_bytes) {
+        Ok(pinning) => pinning,
+        Err((Pinning::On, e)) => {
+            tracing::warn!("{e}; pinning stays on (the file still says pinning = true): fix it");
+            Pinning::On
         }
-        Err(e) => {
-            tracing::debug!("{e}");
-            false
+        Err((Pinning::Unknown(reason), _)) => {
+            tracing::error!("{reason}");
+            Pinning::Unknown(reason)
         }
+        // Pinning was never turned on: the mistake is reported where the configuration is used.
+        Err((Pinning::Off, _)) => Pinning::Off,
     };
-    pinning.then(|| {
-        Pins::new(
-            layout.clone(),
-            options.max_text_bytes,
-            options.allow_unpinned,
-        )
-    })
-}
-
-/// Whether `usr/toolhost.toml` has a `pinning = true` line (read when the file does not parse).
-fn asks_for_pinning(layout: &Layout) -> bool {
-    std::fs::read_to_string(layout.config_file()).is_ok_and(|text| {
-        text.lines().any(|line| {
-            let line = line.split('#').next().unwrap_or_default();
-            let mut parts = line.splitn(2, '=').map(str::trim);
-            parts.next() == Some("pinning") && parts.next() == Some("true")
-        })
-    })
+    let (max, allow) = (options.max_text_bytes, options.allow_unpinned);
+    match pinning {
+        Pinning::Off => None,
+        Pinning::On => Some(Pins::new(layout.clone(), max, allow)),
+        Pinning::Unknown(reason) => Some(Pins::new(layout.clone(), max, allow).refusing(reason)),
+    }
 }

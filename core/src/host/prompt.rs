@@ -21,6 +21,9 @@ impl Host {
     /// The parts of the system prompt, in order: the `prompts/agent.system.*.md` fragments
     /// other than the tools' (merged by file name, first occurrence wins, sorted by file name),
     /// then the tools section ([`tools_prompt`](Self::tools_prompt)).
+    ///
+    /// Each part is masked with the current secrets (a fragment, or an MCP server's text, may
+    /// hold a value).
     pub fn system_prompt_parts(&self, profile: &str) -> Vec<String> {
         let mut parts: Vec<String> = self
             .fragments(profile, |file| {
@@ -30,7 +33,11 @@ impl Host {
             .map(|(_, text)| text.trim().to_owned())
             .collect();
         parts.push(self.tools_prompt(profile).trim().to_owned());
+        let store = self.secret_store();
         parts
+            .into_iter()
+            .map(|part| store.text(part).into_inner())
+            .collect()
     }
 
     /// The `prompts/*.md` files that `pick` accepts, merged by file name across the layers.

@@ -110,7 +110,7 @@ impl IsolatedTool {
                     (Duration::from_millis(100) * 2u32.saturating_pow(n - 2)).min(MAX_RESTART_DELAY)
                 }
             };
-            slot.not_before = Some(Instant::now() + delay);
+            slot.not_before = Some(crate::config::numbers::later(Instant::now(), delay));
             slot.last_death = reason;
         }
         if let Some(at) = slot.not_before.filter(|at| *at > Instant::now()) {

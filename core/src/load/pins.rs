@@ -185,17 +185,20 @@ fn library_paths(layout: &Layout) -> Vec<PathBuf> {
     paths.into_iter().collect()
 }
 
+/// The lock as read, with the stamp its file had then.
+type LockRead = (Option<Stamp>, Result<PinLock, PinError>);
+
 /// The host's pin check: the lock, read again whenever its file changes.
 pub(crate) struct Pins {
     layout: Layout,
     max_text_bytes: u64,
     /// Log a violation and load the library anyway (`--allow-unpinned`).
     allow_unpinned: bool,
-    read: Mutex<Option<LastRead>>,
+    /// The lock as last read, with the stamp of its file then.
+    read: Mutex<Option<LockRead>>,
+    /// Refuse every library, for this reason (the configuration hides whether pinning is on).
+    refuse_all: Option<String>,
 }
-
-/// The lock as last read, with the stamp of its file then.
-type LastRead = (Option<Stamp>, Result<PinLock, PinError>);
 
 impl Pins {
     pub(crate) fn new(layout: Layout, max_text_bytes: u64, allow_unpinned: bool) -> Self {
@@ -204,7 +207,14 @@ impl Pins {
             max_text_bytes,
             allow_unpinned,
             read: Mutex::new(None),
+            refuse_all: None,
         }
+    }
+
+    /// The same check refusing every library for `reason`, whatever the lock says.
+    pub(crate) fn refusing(mut self, reason: String) -> Self {
+        self.refuse_all = Some(reason);
+        self
     }
 
     /// Whether the library at `path` with `bytes` may load; the error is its "skipped" reason.
@@ -214,6 +224,15 @@ impl Pins {
 
     /// As [`check`](Self::check), for bytes whose pin (`sha256:<hex>`) is `pin`.
     pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
+        if let Some(reason) = &self.refuse_all {
+            return match self.allow_unpinned {
+                true => {
+                    tracing::warn!("{}: loaded although {reason}", Escaped(path));
+                    Ok(())
+                }
+                false => Err(reason.clone()),
+            };
+        }
         let file = self.layout.pins_file();
         let stamp = Stamp::of(&file);
         let mut read = lock(&self.read);

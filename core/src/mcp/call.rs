@@ -47,7 +47,10 @@ impl McpTool {
                 "MCP server '{name}' was shut down"
             )));
         };
-        let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::MAX / 4);
+        let deadline = crate::config::numbers::later(
+            tokio::time::Instant::now(),
+            timeout.unwrap_or(Duration::MAX),
+        );
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
         let peer = server.ready(secrets, wait).await?;
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());

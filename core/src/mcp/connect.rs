@@ -45,7 +45,13 @@ pub(crate) async fn connect(
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             let tail = Arc::new(Mutex::new(Vec::<String>::new()));
             if let Some(stderr) = stderr {
-                tokio::spawn(keep_stderr(config.name.clone(), stderr, tail.clone()));
+                let masking = secrets.clone();
+                tokio::spawn(keep_stderr(
+                    config.name.clone(),
+                    stderr,
+                    tail.clone(),
+                    masking,
+                ));
             }
             let served = tokio::time::timeout(HANDSHAKE, handler.serve(process)).await;
             let said = || {
@@ -118,11 +124,13 @@ fn http_config(
     Ok(config)
 }
 
-/// Logs the server's standard error at debug level and keeps its last lines.
+/// Logs the server's standard error at debug level and keeps its last lines, each masked
+/// with `secrets` before it is cut short (a cut through a value would leave its start).
 async fn keep_stderr(
     server: String,
     stderr: tokio::process::ChildStderr,
     tail: Arc<Mutex<Vec<String>>>,
+    secrets: Secrets,
 ) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -131,6 +139,6 @@ async fn keep_stderr(
         if tail.len() == STDERR_LINES {
             tail.remove(0);
         }
-        tail.push(line.chars().take(200).collect());
+        tail.push(secrets.mask(&line).chars().take(200).collect());
     }
 }

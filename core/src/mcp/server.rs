@@ -268,7 +268,7 @@ impl Server {
                 "MCP server '{name}' is down: {why}"
             )));
         }
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::config::numbers::later(tokio::time::Instant::now(), wait);
         loop {
             let state = {
                 let inner = self.inner();
@@ -303,7 +303,7 @@ impl Server {
     /// Waits until it is not starting, at most `wait`.
     pub(crate) async fn settled(&self, wait: Duration) {
         let mut changes = self.changed.subscribe();
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::config::numbers::later(tokio::time::Instant::now(), wait);
         while self.inner().state == McpState::Starting {
             if tokio::time::timeout_at(deadline, changes.changed())
                 .await

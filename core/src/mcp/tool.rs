@@ -9,6 +9,7 @@ use rmcp::model::Tool;
 
 use super::server::Server;
 use crate::governance::{ArgumentSchema, Breaker, BreakerStatus};
+use crate::Secrets;
 
 /// A call's deadline when the config sets none (Echo Agent's default).
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
@@ -23,7 +24,9 @@ pub struct McpTool {
     pub(crate) server_name: Arc<str>,
     pub(crate) server: Weak<Server>,
     pub(crate) info: ToolInfo,
-    pub(crate) schema: ArgumentSchema,
+    /// Shared with its masked copies ([`masked`](Self::masked)): calls validate against the
+    /// schema as the server sent it.
+    pub(crate) schema: Arc<ArgumentSchema>,
     pub(crate) breaker: Arc<Breaker>,
 }
 
@@ -52,8 +55,26 @@ impl McpTool {
             server_name: server.config.name.as_str().into(),
             server: Arc::downgrade(server),
             info: info(tool, parameters),
-            schema,
+            schema: Arc::new(schema),
             breaker,
+        })
+    }
+
+    /// The tool as a person or a model is shown it: its description and parameters (keys and
+    /// strings, at any depth) with every secret value masked, since a server's text is a
+    /// peer's and may echo one. Calls still go through the original.
+    pub(crate) fn masked(self: &Arc<Self>, secrets: &Secrets) -> Arc<Self> {
+        let mut info = self.info.clone();
+        info.description = secrets.mask(&info.description).into_inner();
+        info.parameters = secrets.mask_value(info.parameters).into_inner();
+        Arc::new(Self {
+            name: self.name.clone(),
+            remote: self.remote.clone(),
+            server_name: self.server_name.clone(),
+            server: self.server.clone(),
+            info,
+            schema: self.schema.clone(),
+            breaker: self.breaker.clone(),
         })
     }
 

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use plugin_api::ToolError;
 
 mod cover;
+mod in_logs;
 mod masked;
 mod matcher;
 mod store;
@@ -35,6 +36,7 @@ mod stream;
 mod unmask;
 mod variants;
 
+pub use in_logs::{mask_log_line, MaskedInLogs};
 pub use masked::{Masked, MaskedError};
 pub(crate) use store::SecretStore;
 pub use stream::MaskStream;
@@ -46,8 +48,8 @@ pub const PLACEHOLDER_START: &str = "§§secret(";
 /// still filled into arguments; loading such a value logs a warning.
 pub const MIN_MASKED_LEN: usize = 4;
 
-/// A set of secrets, ready to mask and unmask.
-#[derive(Debug, Clone, Default)]
+/// A set of secrets, ready to mask and unmask. Its `Debug` shows the keys, never the values.
+#[derive(Clone, Default)]
 pub struct Secrets {
     /// `(key, value)`, sorted by key.
     pairs: Vec<(String, String)>,
@@ -76,6 +78,8 @@ impl Secrets {
     /// Reads `path` (`KEY=VALUE` lines; blank lines and `#` comments are skipped; a value may be
     /// quoted). A missing file means no secrets. The file must be a regular file of at most
     /// [`DEFAULT_MAX_TEXT_BYTES`](crate::layout::DEFAULT_MAX_TEXT_BYTES) (see [`load_capped`](Self::load_capped)).
+    /// A line that is not `KEY=VALUE` is skipped with a warning naming the file and the line
+    /// (never its text, which may hold a value); the other lines stay in force.
     pub fn load(path: &Path) -> Result<Self, String> {
         Self::load_capped(path, crate::layout::DEFAULT_MAX_TEXT_BYTES)
     }
@@ -86,34 +90,45 @@ impl Secrets {
     pub fn load_capped(path: &Path, max_bytes: u64) -> Result<Self, String> {
         let name = crate::layout::Escaped(path);
         match crate::layout::read_text(path, max_bytes, "HostOptions::max_text_bytes") {
-            Ok(text) => Self::parse(&text).map_err(|e| format!("{name}: {e}")),
+            Ok(text) => {
+                let (secrets, skipped) = Self::parse_lines(&text);
+                for error in skipped {
+                    let line = error.line;
+                    tracing::warn!(
+                        "{name} line {line} is not KEY=VALUE (keys use letters, digits and '_'): \
+                         skipped, the other lines are in force; fix or remove it"
+                    );
+                }
+                Ok(secrets)
+            }
             Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => Ok(Self::empty()),
             Err(e) => Err(format!("cannot read {name}: {e}")),
         }
     }
 
-    /// Parses the `KEY=VALUE` text of a secrets file.
+    /// Parses the `KEY=VALUE` text of a secrets file; the first line that is not one is the
+    /// error (a file is read with [`parse_lines`](Self::parse_lines), which skips it).
     pub fn parse(text: &str) -> Result<Self, SecretsError> {
-        let mut pairs = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let line = line.strip_prefix("export ").unwrap_or(line);
-            let (key, value) = line.split_once('=').ok_or(SecretsError { line: i + 1 })?;
-            let key = key.trim();
-            if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(SecretsError { line: i + 1 });
-            }
-            let value = value.trim();
-            let value = ['"', '\'']
-                .iter()
-                .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q))
-                .unwrap_or(value);
-            pairs.push((key.to_owned(), value.to_owned()));
+        let (secrets, skipped) = Self::parse_lines(text);
+        match skipped.into_iter().next() {
+            Some(error) => Err(error),
+            None => Ok(secrets),
         }
-        Ok(Self::from_pairs(pairs))
+    }
+
+    /// Parses the `KEY=VALUE` text of a secrets file: the secrets of its good lines, and each
+    /// line that is not one (skipped, so one mistake does not drop every secret).
+    pub fn parse_lines(text: &str) -> (Self, Vec<SecretsError>) {
+        let mut pairs = Vec::new();
+        let mut skipped = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            match pair(line) {
+                Ok(Some(pair)) => pairs.push(pair),
+                Ok(None) => {}
+                Err(()) => skipped.push(SecretsError { line: i + 1 }),
+            }
+        }
+        (Self::from_pairs(pairs), skipped)
     }
 
     /// Secrets from `(key, value)` pairs; a later pair replaces an earlier one of the same key.
@@ -292,6 +307,35 @@ impl Secrets {
     /// A filter for text that arrives in chunks (a model's streamed reply).
     pub fn stream(&self) -> MaskStream<'_> {
         MaskStream::new(self)
+    }
+}
+
+/// The `(key, value)` of one line of a secrets file; `None` for a blank line or a comment.
+fn pair(line: &str) -> Result<Option<(String, String)>, ()> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let line = line.strip_prefix("export ").unwrap_or(line);
+    let (key, value) = line.split_once('=').ok_or(())?;
+    let key = key.trim();
+    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(());
+    }
+    let value = value.trim();
+    let value = ['"', '\'']
+        .iter()
+        .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q))
+        .unwrap_or(value);
+    Ok(Some((key.to_owned(), value.to_owned())))
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secrets")
+            .field("keys", &self.keys().collect::<Vec<_>>())
+            .field("origin", &self.origin())
+            .finish_non_exhaustive()
     }
 }
 

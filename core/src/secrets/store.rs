@@ -2,7 +2,7 @@
 //! call.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -13,10 +13,11 @@ use super::{Masked, MaskedError, Secrets};
 use crate::sync::{read, write};
 use plugin_api::ToolError;
 
-/// The secrets a host masks with right now.
+/// The secrets a host masks with right now (every log line of the process is masked with them
+/// too, see `in_logs.rs`).
 #[derive(Debug, Default)]
 pub(crate) struct SecretStore {
-    secrets: RwLock<Arc<Secrets>>,
+    secrets: super::in_logs::Live,
     /// Whether any secret is set: each step of a call masks through this store, and without
     /// secrets that costs one atomic load instead of a lock and a reference count.
     any: AtomicBool,
@@ -25,6 +26,7 @@ pub(crate) struct SecretStore {
 impl SecretStore {
     pub(crate) fn new(secrets: Secrets) -> Self {
         let store = Self::default();
+        super::in_logs::register(&store.secrets);
         store.set(secrets);
         store
     }

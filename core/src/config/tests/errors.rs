@@ -98,18 +98,108 @@ fn bad_types_name_key_value_and_expected_type() {
 
 #[test]
 fn zero_or_negative_timeouts_are_errors() {
-    let expected = "expected a number of seconds greater than 0 (0.5 is half a second)";
-    for value in ["0", "-1", "0.0", "-0.5", "nan", "-inf"] {
+    let expected = "expected a number of seconds from 0.001 to 1000000000 (0.5 is half a second)";
+    for value in ["0", "-1", "0.0", "-0.5", "-0.0"] {
         let text = format!("[calls]\ntimeout_seconds = {value}\n");
-        let want =
-            format!("usr/toolhost.toml line 2: [calls] timeout_seconds = {value}: {expected}");
+        let want = format!(
+            "usr/toolhost.toml line 2: [calls] timeout_seconds = {value}: {expected}: not \
+             greater than 0"
+        );
         assert_eq!(error(&[(GLOBAL, &text)]), want);
     }
     let text = "[tools.weather]\ntimeout_seconds = 0\n";
-    let want = format!("usr/toolhost.toml line 2: [tools.weather] timeout_seconds = 0: {expected}");
+    let want = format!(
+        "usr/toolhost.toml line 2: [tools.weather] timeout_seconds = 0: {expected}: not greater \
+         than 0"
+    );
     assert_eq!(error(&[(GLOBAL, text)]), want);
     let text = "[breaker]\ncooldown_seconds = 0\n";
     assert!(error(&[(GLOBAL, text)]).contains("[breaker] cooldown_seconds = 0: expected"));
+}
+
+/// Every numeric key of `toolhost.toml`, each with the extremes: `nan`, `inf`, `-inf`, `-0`,
+/// `1e-300`, `1e300`, `u64::MAX`, a negative number and a string are refused through the real
+/// loader with one line naming the file, the line and the key (and the bound, where the value
+/// is past it), and never panic; the largest value each key accepts loads and gives a duration
+/// an `Instant` can be moved by.
+#[test]
+fn every_numeric_key_refuses_the_extremes_with_one_line() {
+    let keys = [
+        ("calls", "timeout_seconds"),
+        ("calls", "max_retries"),
+        ("calls", "backoff_ms"),
+        ("calls", "backoff_max_ms"),
+        ("breaker", "failures"),
+        ("breaker", "cooldown_seconds"),
+        ("breaker", "half_open_calls"),
+        ("limits", "max_output"),
+        ("isolation", "memory_mb"),
+        ("isolation", "cpu_seconds"),
+        ("isolation", "grace_ms"),
+        ("tools.weather", "timeout_seconds"),
+        ("tools.weather", "max_retries"),
+    ];
+    let u64_max = u64::MAX.to_string();
+    let extremes = [
+        "nan", "+nan", "inf", "-inf", "-0.0", "1e-300", "1e-10", "1e300", "1e19", &u64_max, "-1",
+        "\"30\"",
+    ];
+    for (table, key) in keys {
+        for value in extremes {
+            let text = format!("# numbers\n[{table}]\n{key} = {value}\n");
+            let result = std::panic::catch_unwind(|| load(&root(&[(GLOBAL, &text)])));
+            let Ok(result) = result else {
+                panic!("[{table}] {key} = {value} panicked the loader");
+            };
+            // Every key counts something: none of these values is a count or a length either
+            // (a whole-number key refuses `-0.0` as a float).
+            let Err(error) = result else {
+                panic!("[{table}] {key} = {value} was accepted");
+            };
+            let line = error.to_string();
+            assert!(!line.contains('\n'), "{line}");
+            // u64::MAX is past TOML's integers: a syntax error on its line, naming the file.
+            let place = "usr/toolhost.toml line 3";
+            assert!(line.starts_with(place), "{key} = {value}: {line}");
+            if value != u64_max {
+                assert!(line.contains(&format!("{key} = {value}")), "{line}");
+            }
+        }
+    }
+    // The seconds keys name the bound when a value is past it, or rounds to zero.
+    for key in ["[calls]\ntimeout_seconds", "[breaker]\ncooldown_seconds"] {
+        let line = error(&[(GLOBAL, &format!("{key} = 1e19\n"))]);
+        assert!(
+            line.ends_with("above the most, 1000000000 s (about 31 years)"),
+            "{line}"
+        );
+        let line = error(&[(GLOBAL, &format!("{key} = 1e-10\n"))]);
+        assert!(
+            line.ends_with("below 0.001 s, which rounds to no time at all"),
+            "{line}"
+        );
+        let line = error(&[(GLOBAL, &format!("{key} = nan\n"))]);
+        assert!(line.ends_with("not a finite number"), "{line}");
+        let line = error(&[(GLOBAL, &format!("{key} = -0\n"))]);
+        assert!(line.ends_with("not greater than 0"), "{line}");
+    }
+    let line = error(&[(GLOBAL, "[calls]\nbackoff_ms = 1000000000001\n")]);
+    assert!(line.ends_with("at most 1000000000000"), "{line}");
+    // The most each duration key takes loads, and can be added to an Instant.
+    let most = "[calls]\ntimeout_seconds = 1e9\nbackoff_ms = 1000000000000\n\
+                backoff_max_ms = 1000000000000\n[breaker]\ncooldown_seconds = 1000000000\n\
+                [isolation]\ngrace_ms = 1000000000000\n";
+    let config = load(&root(&[(GLOBAL, most)])).unwrap();
+    let now = std::time::Instant::now();
+    for duration in [
+        config.timeout("weather", std::time::Duration::ZERO),
+        config.backoff().max,
+        config.breaker().cooldown,
+        config.isolation().grace,
+    ] {
+        assert_eq!(duration, crate::config::numbers::MAX_DURATION);
+        assert!(now.checked_add(duration).is_some());
+    }
 }
 
 #[test]

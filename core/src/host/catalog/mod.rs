@@ -122,7 +122,7 @@ impl Host {
         tools: &mut Vec<ListedTool>,
     ) -> Vec<ListedMcpTool> {
         let mut listed = Vec::new();
-        for tool in self.mcp_tools(profile) {
+        for tool in self.mcp_tools_shown(profile) {
             let mut shadows = Vec::new();
             tools.retain(|t| {
                 if t.name != tool.name() {

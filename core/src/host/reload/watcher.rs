@@ -14,6 +14,7 @@ use notify_debouncer_mini::{
 
 use super::writes_only::WriteWatcher;
 
+use crate::config::numbers::later;
 use crate::host::error::HostError;
 use crate::host::reload::ReloadEvent;
 use crate::host::Host;
@@ -64,7 +65,7 @@ impl Host {
         let (tx, rx) = mpsc::channel();
         let events = tx.clone();
         let config = Config::default()
-            .with_timeout(self.options().debounce)
+            .with_timeout(crate::config::numbers::capped(self.options().debounce))
             .with_batch_mode(false);
         let debouncer =
             new_debouncer_opt::<_, WriteWatcher>(config, move |result: DebounceEventResult| {
@@ -82,7 +83,7 @@ impl Host {
             watched: BTreeMap::new(),
             links: BTreeMap::new(),
             pending: BTreeMap::new(),
-            debounce: self.options().debounce,
+            debounce: crate::config::numbers::capped(self.options().debounce),
             settle: self.options().settle,
             profiles: self.layout().profiles(),
         };
@@ -220,7 +221,10 @@ impl WatchState {
         for path in files {
             let left = Stamp::of(path).and_then(|s| s.settles_in(self.settle));
             if let (Some(left), true) = (left, is_library(path)) {
-                let due = Instant::now() + left + Duration::from_millis(1);
+                let due = later(
+                    Instant::now(),
+                    left.saturating_add(Duration::from_millis(1)),
+                );
                 self.pending.insert(path.clone(), due);
             }
         }
@@ -351,7 +355,8 @@ impl WatchState {
                 self.pending.remove(&path);
                 files.push(path);
             } else {
-                self.pending.insert(path, Instant::now() + self.debounce);
+                self.pending
+                    .insert(path, later(Instant::now(), self.debounce));
             }
         }
         files

@@ -269,11 +269,17 @@ fn a_sparse_100_gib_file_is_refused_by_its_size() {
 
 #[test]
 fn a_library_over_a_configured_cap() {
-    // The good tool (about 2.6 MB) stays under the cap.
-    let make = |r: &TestRoot| r.write(BAD, vec![0u8; (3 << 20) + 1]);
-    let options = HostOptions::default().with_max_library_bytes(3 << 20);
-    let says = "the file is 3145729 bytes, over the limit of 3145728 bytes";
-    check(options, make, LoadErrorKind::TooLarge, says);
+    // The cap sits just above the good tool's size (it grows with the fixture), and the bad
+    // file is one byte over it.
+    let good = std::fs::metadata(Fixture::Echo.path()).unwrap().len();
+    let cap = good + 4096;
+    let make = move |r: &TestRoot| r.write(BAD, vec![0u8; cap as usize + 1]);
+    let options = HostOptions::default().with_max_library_bytes(cap);
+    let says = format!(
+        "the file is {} bytes, over the limit of {cap} bytes",
+        cap + 1
+    );
+    check(options, make, LoadErrorKind::TooLarge, &says);
 }
 
 #[test]

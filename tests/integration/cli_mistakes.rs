@@ -295,9 +295,10 @@ fn a_config_mistake_says_nothing_of_pinning_unless_the_file_turns_it_on() {
         "usr/toolhost.toml",
         "pinning = true\n[calls]\ntimeout = 5\n",
     );
+    // The file still says `pinning = true`: pinning stays on (it fails closed), and says so.
     let err = stderr(&root.run_cli(&["call", "echo"]));
     assert!(
-        err.contains("pinning, which it turns on, is off until it is fixed"),
+        err.contains("pinning stays on (the file still says pinning = true): fix it"),
         "{err}"
     );
 }

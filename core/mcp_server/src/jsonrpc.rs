@@ -7,7 +7,6 @@
 
 use rmcp::model::{self as m, ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// JSON-RPC's error codes this check gives.
@@ -50,20 +49,74 @@ impl Refusal {
     }
 }
 
-/// The top-level members, read without building the parameters (they stay raw).
+/// What kind of JSON value a member holds, read without building it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Object,
+    Array,
+    /// A string, number, boolean or null: what it is.
+    Scalar(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Kind;
+        impl<'de> serde::de::Visitor<'de> for Kind {
+            type Value = Shape;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Shape, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Shape::Object)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Shape, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Shape::Array)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+                Ok(Shape::Scalar("a string"))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+                Ok(Shape::Scalar("a boolean"))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+                Ok(Shape::Scalar("a number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+                Ok(Shape::Scalar("a number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+                Ok(Shape::Scalar("a number"))
+            }
+            fn visit_unit<E>(self) -> Result<Shape, E> {
+                Ok(Shape::Scalar("null"))
+            }
+        }
+        d.deserialize_any(Kind)
+    }
+}
+
+/// The top-level members, read without building the parameters (only their shape is kept).
 #[derive(Deserialize)]
-struct Envelope<'a> {
+struct Envelope {
     jsonrpc: Option<Value>,
     /// `Some(Value::Null)` for `"id": null`, which is not a usable id.
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<Value>,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
+    params: Option<Shape>,
+    result: Option<Shape>,
+    error: Option<Shape>,
 }
 
 /// A member that is there, whatever its value (`null` included).
@@ -133,15 +186,9 @@ pub(crate) fn check(message: &[u8]) -> Result<(), Refusal> {
             format!("\"method\" must be a string, not {method}"),
         );
     };
-    if let Some(params) = envelope.params {
-        let shape = params.get().trim_start().as_bytes().first();
-        if !matches!(shape, Some(b'{' | b'[')) {
-            let message = format!(
-                "\"params\" of {method} must be an object, not {}",
-                params.get()
-            );
-            return refuse(INVALID_REQUEST, message);
-        }
+    if let Some(Shape::Scalar(given)) = envelope.params {
+        let message = format!("\"params\" of {method} must be an object, not {given}");
+        return refuse(INVALID_REQUEST, message);
     }
     // rmcp reads a request whose parameters do not fit its method as a custom request, which
     // it answers with "method not found": a known method is tried with its own type.

@@ -420,14 +420,8 @@ fn the_book_builds() {
 /// and nothing that is not there.
 #[test]
 fn the_architecture_page_maps_the_real_tree() {
-    let page =
-        std::fs::read_to_string(workspace().join("docs/src/reference/architecture.md")).unwrap();
-    let map = page
-        .split("## The host: core/src")
-        .nth(1)
-        .and_then(|rest| rest.split("```text\n").nth(1))
-        .and_then(|block| block.split("```").next())
-        .expect("a ```text block under \"The host: core/src\"");
+    let map = architecture_map();
+    let map = map.as_str();
     // The entries at the start of a line: `name/` or `name.rs` (top level), `  name/` (nested).
     let listed: BTreeSet<String> = map
         .lines()
@@ -472,19 +466,23 @@ fn the_architecture_page_maps_the_real_tree() {
     );
 }
 
-/// The top-level entries of the architecture page's map of core/src, in its order (lib.rs
-/// left out): `layout`, `sync`, ...
-fn architecture_order() -> Vec<String> {
+/// The architecture page's map of core/src: the ```text block under "The host: core/src".
+fn architecture_map() -> String {
     let page =
         std::fs::read_to_string(workspace().join("docs/src/reference/architecture.md")).unwrap();
-    let map = page
-        .split("## The host: core/src")
+    page.split("## The host: core/src")
         .nth(1)
         .and_then(|rest| rest.split("```text\n").nth(1))
         .and_then(|block| block.split("```").next())
         .expect("a ```text block under \"The host: core/src\"")
-        .to_owned();
-    map.lines()
+        .to_owned()
+}
+
+/// The top-level entries of the architecture page's map of core/src, in its order (lib.rs
+/// left out): `layout`, `sync`, ...
+fn architecture_order() -> Vec<String> {
+    architecture_map()
+        .lines()
         .filter(|l| !l.starts_with(' '))
         .filter_map(|l| l.split_whitespace().next())
         .map(|w| w.trim_end_matches('/').trim_end_matches(".rs").to_owned())

@@ -297,6 +297,40 @@ fn a_stopped_agent_ends_the_loop() {
 }
 
 #[test]
+fn a_reply_with_more_calls_than_the_cap_runs_the_first_and_tells_the_model_of_the_rest() {
+    let root = root();
+    let calls: Vec<_> = (0..70)
+        .map(|i| json!({"tool_name": "echo", "tool_args": {"n": i}}))
+        .collect();
+    let calls = json!({ "calls": calls });
+    let (result, agent, _) = run(&root, vec![call("parallel", calls), answer("ok")], "go");
+    assert_eq!(result.unwrap(), "ok");
+    let tool_result = agent
+        .history()
+        .into_iter()
+        .find(|m| m.tool_name.as_deref() == Some("parallel"))
+        .unwrap();
+    let results = tool_result.additional.unwrap()["results"].clone();
+    let results = results.as_array().unwrap();
+    assert_eq!(results.len(), toolhost::MAX_CALLS + 1);
+    let ran = results.iter().filter(|r| r["state"] == "success").count();
+    assert_eq!(ran, toolhost::MAX_CALLS);
+    // Each ran in order: the first 64 arguments, echoed.
+    assert!(
+        results[63]["message"].as_str().unwrap().contains("63"),
+        "{}",
+        results[63]
+    );
+    let note = &results[toolhost::MAX_CALLS];
+    assert_eq!(note["state"], "error", "{note}");
+    let message = note["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("6 more calls were not run: one parallel request runs at most 64"),
+        "{message}"
+    );
+}
+
+#[test]
 fn parallel_calls_come_back_in_order_with_state_and_duration() {
     let root = root();
     let calls = json!({"calls": [

@@ -172,16 +172,29 @@ fn plain(role: Role, message: &HistoryMessage, content: String) -> Wire {
 }
 
 /// A tool result or warning that answers pending native calls.
+///
+/// A `parallel` result answers each call with its own entry, in order. When it has fewer
+/// entries than calls, its last entry says why the calls beyond the others were not run (more
+/// calls than [`toolhost::MAX_CALLS`]), and it answers each of them.
 fn answer_calls(message: &HistoryMessage, pending: &mut VecDeque<String>, out: &mut Vec<Wire>) {
     let results = message
         .additional
         .as_ref()
         .and_then(|a| a.get().get("results"))
         .and_then(Value::as_array)
-        .filter(|r| message.role == Role::Tool && r.len() == pending.len() && r.len() > 1);
+        .filter(|r| message.role == Role::Tool && r.len() <= pending.len() && r.len() > 1);
     if let Some(results) = results {
-        for (id, result) in pending.drain(..).zip(results) {
-            out.push(Wire::result("tool", Some(id), call_result(result)));
+        let ran = match results.len() < pending.len() {
+            true => results.len() - 1,
+            false => results.len(),
+        };
+        let not_run = results.get(ran).map(call_result).unwrap_or_default();
+        for (i, id) in pending.drain(..).enumerate() {
+            let text = match results.get(i) {
+                Some(result) if i < ran => call_result(result),
+                _ => not_run.clone(),
+            };
+            out.push(Wire::result("tool", Some(id), text));
         }
         return;
     }
@@ -313,6 +326,38 @@ mod tests {
         );
         assert!(body.get("tools").is_none());
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn native_calls_beyond_the_cap_each_get_the_parallel_note() {
+        let mut parallel = message(Role::Tool, "[...]");
+        let results = json!({"results": [
+            {"state": "success", "message": "one"},
+            {"state": "success", "message": "two"},
+            {"state": "error", "error": {"kind": "repairable", "message": "2 more calls were not run"}}
+        ]});
+        parallel.additional = Some(Secrets::empty().mask_map(results.as_object().unwrap().clone()));
+        let history = [
+            message(Role::User, "Hi"),
+            calls(&["a", "b", "c", "d"]),
+            parallel,
+        ];
+        let body = body_of(&config("native"), &history, &[]);
+        let answers: Vec<(String, String)> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| (m["tool_call_id"].to_string(), m["content"].to_string()))
+            .collect();
+        assert_eq!(answers.len(), 4, "{answers:?}");
+        assert!(
+            answers[0].1.contains("one") && answers[1].1.contains("two"),
+            "{answers:?}"
+        );
+        for (_, text) in &answers[2..] {
+            assert!(text.contains("2 more calls were not run"), "{answers:?}");
+        }
     }
 
     #[test]

@@ -17,4 +17,4 @@ pub(crate) mod read_back;
 
 pub use hooks::{nice_key, sanitize};
 pub use long_output::DEFAULT_MAX_OUTPUT;
-pub use parallel::MAX_PARALLEL;
+pub use parallel::{MAX_CALLS, MAX_PARALLEL};

@@ -17,6 +17,10 @@ use plugin_api::ToolError;
 /// The most calls a `parallel` request runs at once.
 pub const MAX_PARALLEL: usize = 8;
 
+/// The most calls one `parallel` request (so one reply's native tool calls) may ask for: the
+/// rest are not run, and one entry at the end of the result says how many and why.
+pub const MAX_CALLS: usize = 64;
+
 type CallFuture = Pin<Box<dyn Future<Output = Result<Response, ToolError>> + Send>>;
 
 /// Boxed, so that `call_tool` can start itself from inside `parallel`.
@@ -60,6 +64,7 @@ impl Agent {
             .and_then(Value::as_u64)
             .map_or(MAX_PARALLEL, |n| (n as usize).clamp(1, MAX_PARALLEL));
         let permits = Arc::new(Semaphore::new(limit));
+        let (calls, left_out) = calls.split_at(calls.len().min(MAX_CALLS));
         // Dropping the set (the outer call cancelled) aborts the calls still running.
         let mut tasks = tokio::task::JoinSet::new();
         for (i, call) in calls.iter().enumerate() {
@@ -80,6 +85,16 @@ impl Agent {
         if self.is_stopped() {
             let message = format!("agent {} was stopped", self.name());
             return Err(ToolError::intervention(message));
+        }
+        if !left_out.is_empty() {
+            let message = format!(
+                "{} more calls were not run: one parallel request runs at most {MAX_CALLS}; \
+                 ask for the rest in another request",
+                left_out.len()
+            );
+            let note = Err(("error", ErrorKind::Repairable, message));
+            let secrets = self.host.secrets();
+            results.push(result_entry(&secrets, "parallel", Instant::now(), note));
         }
         let text = serde_json::to_string_pretty(&results).unwrap_or_default();
         Ok(Response::text(text).with_additional("results", Value::Array(results)))

@@ -4,14 +4,11 @@
 //! the *thread* that started the child ends, so every child is started from one thread that
 //! lives as long as the process.
 
-use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{mpsc, OnceLock};
 
 use rmcp::transport::TokioChildProcess;
 use tokio::process::ChildStderr;
 use tokio::runtime::Handle;
-
-use crate::sync::lock;
 
 /// What a start gives: the transport and the child's standard error.
 type Started = std::io::Result<(TokioChildProcess, Option<ChildStderr>)>;
@@ -45,22 +42,23 @@ pub(crate) async fn spawn(mut cmd: tokio::process::Command) -> Started {
 
 /// The channel to the starting thread, started at first use.
 fn starter() -> mpsc::Sender<Job> {
-    static STARTER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
-    let sender = STARTER.get_or_init(|| {
-        let (to_thread, jobs) = mpsc::channel::<Job>();
-        let spawned = std::thread::Builder::new()
-            .name("toolhost-mcp-start".into())
-            .spawn(move || {
-                for job in jobs {
-                    job();
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::error!("no thread to start MCP servers from: {e}");
-        }
-        Mutex::new(to_thread)
-    });
-    lock(sender).clone()
+    static STARTER: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
+    STARTER
+        .get_or_init(|| {
+            let (to_thread, jobs) = mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name("toolhost-mcp-start".into())
+                .spawn(move || {
+                    for job in jobs {
+                        job();
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!("no thread to start MCP servers from: {e}");
+            }
+            to_thread
+        })
+        .clone()
 }
 
 /// On Linux: the child gets `SIGKILL` when the host dies (and ends at once if the host died

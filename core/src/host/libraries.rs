@@ -42,12 +42,11 @@ impl Loaded {
 }
 
 /// Where a tool is loaded: in this process, or in a worker process with these settings.
+/// Every load says which: a file is never loaded in this process by default.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Mode {
     InProcess,
     Isolated(IsolationSettings),
-    /// As the file's entry was (a rebuild seen by the watcher); in this process if none.
-    AsBefore,
 }
 
 struct Entry {
@@ -268,20 +267,13 @@ impl Libraries {
     /// What `path` serves now, if its file did not change since it was read. A file that is
     /// gone keeps serving until its removal is confirmed with [`forget`](Self::forget): cargo
     /// deletes a library before it links the new one in place.
-    fn cached(&self, path: &Path, mode: &mut Mode) -> Option<Arc<Loaded>> {
+    fn cached(&self, path: &Path, mode: Mode) -> Option<Arc<Loaded>> {
         let stamp = Stamp::of(path);
         let entries = lock(&self.entries);
-        let entry = entries.get(path);
-        let was = entry.map(|e| e.isolated);
-        *mode = match (*mode, was) {
-            (Mode::AsBefore, Some(Some(settings))) => Mode::Isolated(settings),
-            (Mode::AsBefore, _) => Mode::InProcess,
-            (mode, _) => mode,
-        };
-        let entry = entry?;
-        let same_mode = match *mode {
+        let entry = entries.get(path)?;
+        let same_mode = match mode {
             Mode::Isolated(settings) => entry.isolated == Some(settings),
-            _ => entry.isolated.is_none(),
+            Mode::InProcess => entry.isolated.is_none(),
         };
         (same_mode && !entry.stale && (stamp.is_none() || Some(entry.stamp) == stamp))
             .then(|| entry.current.clone())
@@ -289,8 +281,8 @@ impl Libraries {
 
     /// What `path` serves now without reading it, if its file did not change since it was read
     /// and it was loaded as `mode` says.
-    pub(crate) fn peek(&self, path: &Path, mut mode: Mode) -> Option<Arc<Loaded>> {
-        self.cached(path, &mut mode)
+    pub(crate) fn peek(&self, path: &Path, mode: Mode) -> Option<Arc<Loaded>> {
+        self.cached(path, mode)
     }
 
     /// The hash of the bytes of `path` last read, and whether they failed to load.
@@ -313,9 +305,9 @@ impl Libraries {
         &self,
         path: &Path,
         extension: Option<(&str, &str)>,
-        mut mode: Mode,
+        mode: Mode,
     ) -> Arc<Loaded> {
-        if let Some(current) = self.cached(path, &mut mode) {
+        if let Some(current) = self.cached(path, mode) {
             return current;
         }
         // One load per file at a time, so the one that reads last is the one that stays; other
@@ -325,12 +317,12 @@ impl Libraries {
             .or_default()
             .clone();
         let _loading = lock(&file_lock);
-        if let Some(current) = self.cached(path, &mut mode) {
+        if let Some(current) = self.cached(path, mode) {
             return current; // loaded by another thread while this one waited
         }
         let isolated = match mode {
             Mode::Isolated(settings) => Some(settings),
-            _ => None,
+            Mode::InProcess => None,
         };
         let previous = lock(&self.entries).get(path).map(|e| {
             // Loaded the other way: its bytes are loaded again, this way.

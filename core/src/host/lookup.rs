@@ -174,10 +174,53 @@ impl Host {
         files
     }
 
-    /// What the library at `path` serves; `extension` is `(point, name)` for extensions. A
-    /// tool is loaded where it was loaded before (in this process if it is new).
-    pub(super) fn load(&self, path: &Path, extension: Option<(&str, &str)>) -> Arc<Loaded> {
-        self.libraries.load(path, extension, Mode::AsBefore)
+    /// What the changed library at `path` (in the layer folder `layer`) serves; `extension`
+    /// is `(point, name)` for extensions, else the file is the tool `name`. It is loaded where
+    /// the profiles whose layers hold it run it ([`changed_mode`](Self::changed_mode)): a file
+    /// that appears while the host runs is never loaded in this process when it is to be
+    /// isolated.
+    pub(super) fn load_changed(
+        &self,
+        path: &Path,
+        layer: &Path,
+        name: &str,
+        extension: Option<(&str, &str)>,
+    ) -> Arc<Loaded> {
+        let mode = self.changed_mode(layer, name, extension.is_some());
+        self.libraries.load(path, extension, mode)
+    }
+
+    /// Where a changed file of the layer folder `layer` runs: isolated if any profile the host
+    /// has looked at, whose layers hold that folder, isolates it (the strictest wins, since
+    /// one file serves them all), or if [`HostOptions::isolate_all`](crate::HostOptions::isolate_all);
+    /// in this process only if none does.
+    fn changed_mode(&self, layer: &Path, name: &str, extension: bool) -> Mode {
+        let mut profiles: Vec<String> = self.layers.keys().into_iter().map(|(p, _)| p).collect();
+        if profiles.is_empty() {
+            profiles.push("default".to_owned());
+        }
+        let mut isolated = None;
+        for profile in &profiles {
+            let layers = self.layers(profile);
+            let Some(found) = layers.iter().find(|l| l.dir == layer) else {
+                continue;
+            };
+            let mode = match extension {
+                true => self.extension_mode(profile, found),
+                false => self.tool_mode(profile, found, name),
+            };
+            if let Mode::Isolated(_) = mode {
+                isolated.get_or_insert(mode);
+            }
+        }
+        match isolated {
+            Some(mode) => mode,
+            None if self.options.isolate_all => {
+                let config = self.config(&profiles[0]).ok();
+                Mode::Isolated(config.map(|c| c.isolation()).unwrap_or_default())
+            }
+            None => Mode::InProcess,
+        }
     }
 
     /// Where the tool `name` of `layer` runs for `profile`: in a worker process if

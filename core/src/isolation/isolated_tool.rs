@@ -15,6 +15,7 @@ use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
 use super::worker_process::{CallResult, Pending, StartError, WorkerProcess};
 use crate::exec::call_threads;
 use crate::load::error::{LoadError, LoadErrorKind};
+use crate::load::loader::Staged;
 use crate::sync::lock;
 use plugin_api::ToolError;
 
@@ -27,14 +28,14 @@ const MAX_RESTART_DELAY: Duration = Duration::from_secs(5);
 pub(crate) struct IsolatedTool {
     program: PathBuf,
     /// The host's private copy of the library, which every worker of this build loads.
-    library: PathBuf,
+    library: Staged,
     source: PathBuf,
     /// For an extension: its point and file name.
     extension: Option<(String, String)>,
     settings: IsolationSettings,
     /// What the first worker said about the tool.
     pub(crate) hello: Hello,
-    slot: Mutex<Slot>,
+    slot: Arc<Mutex<Slot>>,
 }
 
 #[derive(Default)]
@@ -60,16 +61,13 @@ impl IsolatedTool {
     /// at `(point, name)`).
     pub(crate) fn start(
         program: &Path,
-        library: PathBuf,
+        library: Staged,
         source: &Path,
         extension: Option<(String, String)>,
         settings: IsolationSettings,
     ) -> Result<Self, LoadError> {
         let worker = WorkerProcess::start(program, &library, source, extension.as_ref(), &settings);
-        let worker = worker.map_err(|e| {
-            let _ = std::fs::remove_file(&library);
-            start_error(source, e)
-        })?;
+        let worker = worker.map_err(|e| start_error(source, e))?;
         Ok(Self {
             program: program.to_owned(),
             library,
@@ -77,10 +75,10 @@ impl IsolatedTool {
             extension,
             settings,
             hello: worker.hello.clone(),
-            slot: Mutex::new(Slot {
+            slot: Arc::new(Mutex::new(Slot {
                 worker: Some(Arc::new(worker)),
                 ..Slot::default()
-            }),
+            })),
         })
     }
 
@@ -205,8 +203,9 @@ impl IsolatedTool {
             () = sleep(deadline) => Stopped::Deadline,
             e = interrupt => Stopped::Interrupted(e),
         };
+        link.abandon(id);
         let _ = link.send(&ToWorker::Cancel { id });
-        self.watch_grace(link, id);
+        self.watch_grace(worker, id);
         Err(Err(stopped))
     }
 
@@ -225,30 +224,34 @@ impl IsolatedTool {
         }
     }
 
-    /// Kills the worker if call `id` is still running after the grace period (timed on a
-    /// thread of its own: the caller's runtime may not run meanwhile).
-    fn watch_grace(&self, link: Arc<super::worker_process::Link>, id: u64) {
+    /// If call `id` is still running after the grace period (timed on a thread of its own:
+    /// the caller's runtime may not run meanwhile), the worker is retired (later calls get a
+    /// new one) and killed once no call but abandoned ones runs on it, so the kill fails only
+    /// the call that overran.
+    fn watch_grace(&self, worker: Arc<WorkerProcess>, id: u64) {
         let grace = self.settings.grace;
+        let slot = self.slot.clone();
         let watcher = std::thread::Builder::new()
             .name("toolhost-grace".into())
             .spawn(move || {
                 std::thread::sleep(grace);
-                if lock(&link.calls).contains_key(&id) {
-                    link.kill(format!(
-                        "a cancelled call did not stop within its grace period of {} ms ([isolation] grace_ms)",
-                        grace.as_millis()
-                    ));
+                if !lock(&worker.link.calls).contains_key(&id) {
+                    return;
                 }
+                {
+                    let mut slot = lock(&slot);
+                    if slot.worker.as_ref().is_some_and(|w| Arc::ptr_eq(w, &worker)) {
+                        slot.worker = None;
+                    }
+                }
+                worker.link.kill_when_only_abandoned(format!(
+                    "a cancelled call did not stop within its grace period of {} ms ([isolation] grace_ms)",
+                    grace.as_millis()
+                ));
             });
         if let Err(e) = watcher {
             tracing::warn!("no thread to time a cancelled call's grace period: {e}");
         }
-    }
-}
-
-impl Drop for IsolatedTool {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.library);
     }
 }
 

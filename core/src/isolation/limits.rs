@@ -33,58 +33,63 @@ pub(crate) fn apply(settings: &IsolationSettings) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How a worker ended, as the kernel reported it when the host reaped it: never from anything
+/// the plugin wrote, which it could forge.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ending {
+    /// Its wait status.
+    pub(crate) status: Option<ExitStatus>,
+    /// The CPU time (user and system) it used over its life.
+    pub(crate) cpu: Option<std::time::Duration>,
+}
+
 /// What ended a worker, in words: `the plugin process died: SIGSEGV (segmentation fault)`.
 ///
-/// `stderr` is the end of what the worker wrote on its standard error (Rust's runtime says
-/// there why it aborted); `killed` is the host's reason when the host killed it.
+/// Only the wait status, the CPU time the kernel counted and the limits the host set are
+/// read; `killed` is the host's reason when the host killed it. A limit is named as the cause
+/// only when the kernel's account shows it (the CPU limit), or as the likely cause of a signal
+/// that going over it raises (the memory limit: a refused allocation aborts).
 pub(crate) fn death_reason(
-    status: Option<ExitStatus>,
-    stderr: &str,
+    ending: &Ending,
     settings: &IsolationSettings,
     killed: Option<&str>,
 ) -> String {
     if let Some(killed) = killed {
         return format!("the plugin process was killed: {killed}");
     }
-    let signal = status.and_then(signal_of);
-    if let Some(line) = find_line(stderr, "memory allocation of") {
-        return match settings.memory_mb {
-            Some(mb) => format!(
-                "the plugin process went over its memory limit of {mb} MiB ({line}); raise [isolation] memory_mb in toolhost.toml if it needs more"
-            ),
-            None => format!("the plugin process ran out of memory ({line})"),
-        };
-    }
-    if find_line(stderr, "has overflowed its stack").is_some() {
-        return "the plugin process died: stack overflow".to_owned();
-    }
-    if find_line(stderr, "panicked while processing panic").is_some()
-        || find_line(stderr, "panic in a destructor during cleanup").is_some()
-        || find_line(stderr, "non-unwinding panic").is_some()
-    {
-        return "the plugin process died: a panic while panicking aborted it (SIGABRT)".to_owned();
-    }
+    let signal = ending.status.and_then(signal_of);
     #[cfg(unix)]
     if let (Some(libc::SIGXCPU | libc::SIGKILL), Some(seconds)) = (signal, settings.cpu_seconds) {
-        return format!(
-            "the plugin process went over its CPU time limit of {seconds} s; raise [isolation] cpu_seconds in toolhost.toml if it needs more"
-        );
+        // The kernel sends these at the limit; a plugin raising them itself has not used it.
+        let used = ending.cpu.map_or(0.0, |cpu| cpu.as_secs_f64());
+        if used >= seconds as f64 * 0.9 {
+            return format!(
+                "the plugin process went over its CPU time limit of {seconds} s; raise [isolation] cpu_seconds in toolhost.toml if it needs more"
+            );
+        }
     }
-    match (signal, status.and_then(|s| s.code())) {
-        (Some(signal), _) => format!("the plugin process died: {}", signal_name(signal)),
+    match (signal, ending.status.and_then(|s| s.code())) {
+        (Some(signal), _) => {
+            let mut reason = format!("the plugin process died: {}", signal_name(signal));
+            if let (true, Some(mb)) = (memory_signal(signal), settings.memory_mb) {
+                reason.push_str(&format!(
+                    " under its memory limit of {mb} MiB: an allocation over the limit ends a process this way; raise [isolation] memory_mb in toolhost.toml if it needs more"
+                ));
+            }
+            reason
+        }
         (None, Some(code)) => format!("the plugin process exited with code {code}"),
         (None, None) => "the plugin process ended".to_owned(),
     }
 }
 
-/// The first line of `text` holding `needle`, trimmed (at most 200 bytes of it).
-fn find_line<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
-    let line = text.lines().find(|l| l.contains(needle))?.trim();
-    let mut end = line.len().min(200);
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    Some(&line[..end])
+/// Whether `signal` is one a refused allocation ends a process with (an abort from the
+/// allocation error handler; a fault where a stack or a mapping could not grow).
+fn memory_signal(signal: i32) -> bool {
+    #[cfg(unix)]
+    return matches!(signal, libc::SIGABRT | libc::SIGSEGV | libc::SIGBUS);
+    #[cfg(not(unix))]
+    return false;
 }
 
 #[cfg(unix)]
@@ -138,32 +143,46 @@ mod tests {
     }
 
     #[test]
-    fn each_ending_is_named() {
+    fn each_ending_is_named_from_the_status_and_the_limits_only() {
         let none = IsolationSettings::default();
+        let ending = |status, cpu| Ending {
+            status,
+            cpu: Some(std::time::Duration::from_secs_f64(cpu)),
+        };
         assert_eq!(
-            death_reason(signalled(libc::SIGSEGV), "", &none, None),
+            death_reason(&ending(signalled(libc::SIGSEGV), 0.0), &none, None),
             "the plugin process died: SIGSEGV (segmentation fault)"
         );
-        let oom = "memory allocation of 21474836480 bytes failed\n";
         let limited = IsolationSettings {
             memory_mb: Some(256),
             ..none
         };
-        let reason = death_reason(signalled(libc::SIGABRT), oom, &limited, None);
-        assert!(reason.starts_with("the plugin process went over its memory limit of 256 MiB"));
-        let overflow = "\nthread 'x' has overflowed its stack\nfatal runtime error: stack overflow";
-        assert_eq!(
-            death_reason(signalled(libc::SIGABRT), overflow, &none, None),
-            "the plugin process died: stack overflow"
+        let reason = death_reason(&ending(signalled(libc::SIGABRT), 0.0), &limited, None);
+        assert!(
+            reason.starts_with(
+                "the plugin process died: SIGABRT (aborted) under its memory limit of 256 MiB"
+            ),
+            "{reason}"
         );
         let cpu = IsolationSettings {
             cpu_seconds: Some(1),
             ..none
         };
-        assert!(death_reason(signalled(libc::SIGXCPU), "", &cpu, None)
-            .contains("CPU time limit of 1 s"));
+        assert!(
+            death_reason(&ending(signalled(libc::SIGXCPU), 1.0), &cpu, None)
+                .contains("CPU time limit of 1 s")
+        );
+        // A plugin that raises SIGXCPU itself has not used its CPU time.
         assert_eq!(
-            death_reason(Some(ExitStatus::from_raw(3 << 8)), "", &none, None),
+            death_reason(&ending(signalled(libc::SIGXCPU), 0.01), &cpu, None),
+            "the plugin process died: SIGXCPU (CPU time limit)"
+        );
+        assert_eq!(
+            death_reason(
+                &ending(Some(ExitStatus::from_raw(3 << 8)), 0.0),
+                &none,
+                None
+            ),
             "the plugin process exited with code 3"
         );
         assert_eq!(signal_name(77), "signal 77");

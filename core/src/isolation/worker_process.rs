@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
+use crate::load::loader::Staged;
 use crate::sync::lock;
 use plugin_api::ToolError;
 
@@ -22,8 +23,8 @@ use plugin_api::ToolError;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a readiness the worker reported (after a call, or asked) stands.
 const READINESS_FRESH: Duration = Duration::from_secs(1);
-/// How much of a worker's standard error is kept to explain its end.
-const STDERR_TAIL: usize = 4096;
+/// The longest line of a worker's standard error logged as one.
+const STDERR_LINE: usize = 4096;
 
 /// What a call of a worker gives.
 pub(crate) type CallResult = Result<Outcome, ToolError>;
@@ -51,6 +52,13 @@ pub(crate) struct Link {
     readiness: Mutex<Option<(Instant, Option<String>)>>,
     /// The worker's process id.
     pub(crate) pid: u32,
+    /// Calls whose caller stopped waiting (deadline, intervention).
+    abandoned: Mutex<std::collections::HashSet<u64>>,
+    /// Why the worker is to be killed once only abandoned calls run on it.
+    doomed: OnceLock<String>,
+    /// Cleared (under this lock) just before the worker is reaped: its process id may name
+    /// another process after that, so it is signalled only while this is set.
+    unreaped: Mutex<bool>,
 }
 
 impl Link {
@@ -67,16 +75,48 @@ impl Link {
         self.next_id.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// Notes that the caller of call `id` stopped waiting for it.
+    pub(crate) fn abandon(&self, id: u64) {
+        lock(&self.abandoned).insert(id);
+    }
+
+    /// Kills the worker, saying why, as soon as every call still running on it is one its
+    /// caller abandoned: a call that overran never takes down a call that did not. Calls
+    /// that still wait keep the worker until they end.
+    pub(crate) fn kill_when_only_abandoned(&self, why: String) {
+        let _ = self.doomed.set(why);
+        self.kill_if_doomed();
+    }
+
+    fn kill_if_doomed(&self) {
+        let Some(why) = self.doomed.get() else {
+            return;
+        };
+        let only_abandoned = {
+            let calls = lock(&self.calls);
+            let abandoned = lock(&self.abandoned);
+            calls.keys().all(|id| abandoned.contains(id))
+        };
+        if only_abandoned {
+            self.kill(why.clone());
+        }
+    }
+
     /// Kills the worker (SIGKILL), saying why; its calls fail with that reason.
     pub(crate) fn kill(&self, why: String) {
         if self.death.get().is_some() || self.killed.set(why).is_err() {
             return;
         }
+        let unreaped = lock(&self.unreaped);
         #[cfg(unix)]
-        // SAFETY: a plain system call; the process is not reaped before `death` is set.
-        unsafe {
-            libc::kill(self.pid as libc::pid_t, libc::SIGKILL);
+        if *unreaped {
+            // SAFETY: a plain system call; the worker is not reaped while `unreaped` is held,
+            // so its process group is still its own.
+            unsafe {
+                libc::kill(-(self.pid as libc::pid_t), libc::SIGKILL);
+            }
         }
+        drop(unreaped);
     }
 }
 
@@ -111,7 +151,7 @@ impl WorkerProcess {
     /// extension at `(point, name)`), with `settings`' limits, and waits for its hello.
     pub(crate) fn start(
         program: &Path,
-        library: &Path,
+        library: &Staged,
         source: &Path,
         extension: Option<&(String, String)>,
         settings: &IsolationSettings,
@@ -132,6 +172,9 @@ impl WorkerProcess {
             next_id: AtomicU64::new(0),
             readiness: Mutex::default(),
             pid: child.id(),
+            unreaped: Mutex::new(true),
+            abandoned: Mutex::default(),
+            doomed: OnceLock::new(),
         });
         let (hello_tx, hello_rx) = mpsc::channel();
         let reader = {
@@ -197,7 +240,7 @@ impl WorkerProcess {
 /// The command that starts a worker, with `settings`' limits set in the child.
 fn command(
     program: &Path,
-    library: &Path,
+    library: &Staged,
     source: &Path,
     extension: Option<&(String, String)>,
     settings: &IsolationSettings,
@@ -205,7 +248,7 @@ fn command(
     let mut command = Command::new(program);
     command
         .arg(super::WORKER_COMMAND)
-        .arg(library)
+        .arg(library.path())
         .arg(source)
         .args(extension.iter().flat_map(|(point, name)| [point, name]))
         .stdin(Stdio::piped())
@@ -219,55 +262,72 @@ fn command(
     {
         use std::os::unix::process::CommandExt;
         let settings = *settings;
-        // SAFETY: `apply` only makes system calls, as required between fork and exec.
-        unsafe { command.pre_exec(move || limits::apply(&settings)) };
+        let inherited = library.inherited_fd();
+        // SAFETY: only system calls, as required between fork and exec. The worker leads a
+        // process group of its own, so that whatever it forks is killed when it ends; it
+        // keeps the library's descriptor open across exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::setpgid(0, 0);
+                if let Some(fd) = inherited {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                limits::apply(&settings)
+            })
+        };
     }
     command
 }
 
 type HelloSender = mpsc::Sender<Result<Hello, StartError>>;
 
-/// The reader thread: the hello, then every message until the worker's output ends; then the
-/// worker is reaped and every call still waiting fails with the reason it ended.
+/// How long the worker's end waits for the frames it wrote before it ended to be read (they
+/// are in the pipe already; only a descendant that escaped its process group and holds the
+/// pipe keeps the reader from its end).
+const LAST_FRAMES: Duration = Duration::from_millis(500);
+
+/// The worker's watch: a reader thread takes the hello and every message; this thread waits
+/// for the worker process itself to end (not for its pipes to close: a forked child may hold
+/// them), kills what is left of its process group, reaps it, and fails every call still
+/// waiting with the reason it ended, read from its wait status and limits only.
 fn read_worker(
     mut child: Child,
     link: &Arc<Link>,
     settings: &IsolationSettings,
     hello: HelloSender,
 ) {
-    let stderr = child.stderr.take().map(|err| {
-        std::thread::Builder::new()
+    if let Some(err) = child.stderr.take() {
+        let spawned = std::thread::Builder::new()
             .name(format!("toolhost-worker-{}-err", child.id()))
-            .spawn(move || tail_stderr(err))
-    });
-    let mut hello = Some(hello);
-    if let Some(out) = child.stdout.take() {
-        let mut out = BufReader::with_capacity(64 << 10, out);
-        let mut buf = Vec::new();
-        while let Ok(Some(message)) = read_frame::<FromWorker>(&mut out, &mut buf) {
-            match message {
-                FromWorker::Hello(h) => send_hello(&mut hello, Ok(h)),
-                FromWorker::LoadFailed { kind, reason } => {
-                    send_hello(&mut hello, Err(StartError::Load { kind, reason }))
-                }
-                other => handle(link, other),
-            }
+            .spawn(move || log_stderr(err));
+        if let Err(e) = spawned {
+            tracing::debug!("no thread to log a worker's standard error: {e}");
         }
     }
+    let hello = Arc::new(Mutex::new(Some(hello)));
+    let (read_tx, read_rx) = mpsc::channel::<()>();
+    if let Some(out) = child.stdout.take() {
+        let (reader_link, hello) = (link.clone(), hello.clone());
+        let reader = std::thread::Builder::new()
+            .name(format!("toolhost-worker-{}-out", child.id()))
+            .spawn(move || {
+                read_frames(out, &reader_link, &hello);
+                drop(read_tx);
+            });
+        if let Err(e) = reader {
+            tracing::warn!("no thread to read a worker: {e}");
+            link.kill(format!("no thread to read it: {e}"));
+        }
+    }
+    let ending = reap(&mut child, link);
+    // Frames it wrote before it ended are read before its calls are failed.
+    let _ = read_rx.recv_timeout(LAST_FRAMES);
     drop(lock(&link.input).take());
-    let status = child.wait().ok();
-    let tail = match stderr {
-        Some(Ok(thread)) => thread.join().unwrap_or_default(),
-        _ => String::new(),
-    };
-    let reason = limits::death_reason(
-        status,
-        &tail,
-        settings,
-        link.killed.get().map(|s| s.as_str()),
-    );
+    let reason = limits::death_reason(&ending, settings, link.killed.get().map(|s| s.as_str()));
     let _ = link.death.set(reason.clone());
-    send_hello(&mut hello, Err(StartError::Spawn(reason.clone())));
+    send_hello(&mut lock(&hello), Err(StartError::Spawn(reason.clone())));
     let pending: Vec<Pending> = lock(&link.calls).drain().map(|(_, p)| p).collect();
     for call in pending {
         if let Some(done) = call.done {
@@ -275,6 +335,67 @@ fn read_worker(
         }
     }
     lock(&link.ready).clear();
+}
+
+/// Reads the worker's frames until its output ends.
+fn read_frames(out: impl Read, link: &Arc<Link>, hello: &Mutex<Option<HelloSender>>) {
+    let mut out = BufReader::with_capacity(64 << 10, out);
+    let mut buf = Vec::new();
+    while let Ok(Some(message)) = read_frame::<FromWorker>(&mut out, &mut buf) {
+        match message {
+            FromWorker::Hello(h) => send_hello(&mut lock(hello), Ok(h)),
+            FromWorker::LoadFailed { kind, reason } => {
+                send_hello(&mut lock(hello), Err(StartError::Load { kind, reason }))
+            }
+            other => handle(link, other),
+        }
+    }
+}
+
+/// Waits for the worker to end, kills the rest of its process group (a forked child), and
+/// reaps it: its status and the CPU time it used.
+#[cfg(unix)]
+fn reap(child: &mut Child, link: &Link) -> limits::Ending {
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: plain system calls on our own child; `WNOWAIT` leaves it a zombie, so its
+    // process id (its group's id) cannot be reused before the group is killed.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        while libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        ) == -1
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+        libc::kill(-pid, libc::SIGKILL);
+        *lock(&link.unreaped) = false;
+        let mut status = 0;
+        let mut usage: libc::rusage = std::mem::zeroed();
+        loop {
+            match libc::wait4(pid, &mut status, 0, &mut usage) {
+                -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+                }
+                -1 => return limits::Ending::default(),
+                _ => break,
+            }
+        }
+        let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        limits::Ending {
+            status: Some(std::os::unix::process::ExitStatusExt::from_raw(status)),
+            cpu: Some(time(usage.ru_utime) + time(usage.ru_stime)),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn reap(child: &mut Child, link: &Link) -> limits::Ending {
+    *lock(&link.unreaped) = false;
+    limits::Ending {
+        status: child.wait().ok(),
+        cpu: None,
+    }
 }
 
 fn send_hello(hello: &mut Option<HelloSender>, message: Result<Hello, StartError>) {
@@ -291,9 +412,11 @@ fn handle(link: &Arc<Link>, message: FromWorker) {
                 *lock(&link.readiness) = Some((Instant::now(), ready));
             }
             let pending = lock(&link.calls).remove(&id);
+            lock(&link.abandoned).remove(&id);
             if let Some(done) = pending.and_then(|p| p.done) {
                 let _ = done.send(result.map_err(ToolError::from));
             }
+            link.kill_if_doomed();
         }
         FromWorker::Ready { id, reason } => {
             if let Some(tx) = lock(&link.ready).remove(&id) {
@@ -310,23 +433,24 @@ fn handle(link: &Arc<Link>, message: FromWorker) {
     }
 }
 
-/// Reads the worker's standard error to its end: each line is logged, the end is kept.
-fn tail_stderr(mut err: impl Read) -> String {
-    let mut tail: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 4096];
+/// Logs the worker's standard error line by line until it ends. It is never read to explain
+/// the worker's end: the plugin writes there, and could write anything.
+fn log_stderr(err: impl Read) {
+    use std::io::BufRead;
+    let mut err = BufReader::new(err);
+    let mut line = Vec::new();
     loop {
-        match err.read(&mut chunk) {
+        line.clear();
+        // At most STDERR_LINE bytes of a line are kept; the rest is read and dropped.
+        match (&mut err)
+            .take(STDERR_LINE as u64)
+            .read_until(b'\n', &mut line)
+        {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                for line in String::from_utf8_lossy(&chunk[..n]).lines() {
-                    tracing::info!("worker: {line}");
-                }
-                tail.extend_from_slice(&chunk[..n]);
-                if tail.len() > 2 * STDERR_TAIL {
-                    tail.drain(..tail.len() - STDERR_TAIL);
-                }
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                tracing::info!("worker: {}", text.trim_end());
             }
         }
     }
-    String::from_utf8_lossy(&tail).into_owned()
 }

@@ -35,13 +35,13 @@ impl Host {
             match self.layout.role(path) {
                 FileRole::Secrets => self.reload_secrets(),
                 FileRole::Tool { layer, name } => {
-                    self.reread(path, layer, None);
+                    self.reread(path, layer, name, None);
                     for profile in self.profiles_using(&self.tools, layer, name) {
                         self.resolve_again(&profile, name);
                     }
                 }
                 FileRole::Extension { layer, point, name } => {
-                    self.reread(path, layer, Some((point, name)));
+                    self.reread(path, layer, name, Some((point, name)));
                     for profile in self.profiles_using(&self.extensions, layer, point) {
                         self.extensions_again(&profile, point);
                     }
@@ -56,17 +56,17 @@ impl Host {
 
     /// Loads a changed library file again, or forgets it if it is gone. Something that is
     /// not a library file (a folder, a FIFO, a link leading nowhere) is read too, to say why.
-    fn reread(&self, path: &Path, layer: &Path, extension: Option<(&str, &str)>) {
+    fn reread(&self, path: &Path, layer: &Path, name: &str, extension: Option<(&str, &str)>) {
         if path.exists() {
             // A switched-off plugin's rebuild is not loaded: nothing would call it.
             if self.libraries.contains(path) || self.layer_in_use(layer) {
-                self.load(path, extension);
+                self.load_changed(path, layer, name, extension);
             }
             return;
         }
         let forgot = self.libraries.forget(path);
         if entry_exists(path) && (forgot || self.layer_in_use(layer)) {
-            self.load(path, extension); // a dangling link or a loop: its failure says so
+            self.load_changed(path, layer, name, extension); // a dangling link or a loop: its failure says so
         } else if forgot {
             self.emit(ReloadEvent::Removed {
                 path: path.to_owned(),

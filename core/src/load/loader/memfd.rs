@@ -71,6 +71,11 @@ impl InMemory {
     pub(super) fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The sealed file itself (for worker processes to inherit).
+    pub(super) fn into_file(self) -> File {
+        self._file
+    }
 }
 
 /// A library file's bytes in a sealed in-memory file, mapped read-only so that they can be
@@ -180,6 +185,11 @@ impl Sealed {
     /// A path the dynamic loader opens it by (new to this process).
     pub(crate) fn path(&self) -> io::Result<PathBuf> {
         fresh_path(self.file.as_raw_fd())
+    }
+
+    /// A second descriptor of the sealed file (close-on-exec), for worker processes to inherit.
+    pub(crate) fn file(&self) -> io::Result<File> {
+        self.file.try_clone()
     }
 }
 

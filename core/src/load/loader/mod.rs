@@ -14,6 +14,9 @@ use crate::load::error::{LoadError, LoadErrorKind, PrivateDirError};
 use crate::load::image::{Bytes, Image};
 use crate::load::layout_checks::LayoutChecks;
 
+mod staged;
+pub(crate) use staged::Staged;
+
 /// What a host's loader did so far (see [`Host::load_stats`](crate::Host::load_stats)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -136,7 +139,8 @@ impl Loader {
 
     /// [`load`](Self::load) through a private file copy.
     fn load_copy(&self, path: &Path, image: &Image) -> Result<Module, LoadError> {
-        let copy = self.private_copy(path, &image.bytes)?;
+        let (copy, file) = self.private_copy(path, &image.bytes)?;
+        drop(file);
         self.via_copy.fetch_add(1, Ordering::Relaxed);
         let loaded =
             load_checked(&copy, Some((&self.checks, image.hash))).map_err(|e| classify(path, e));
@@ -163,14 +167,38 @@ impl Loader {
         }
     }
 
-    /// A private copy of `image` (read from `path`) for a worker process to load; the caller
-    /// deletes it when no worker needs it any more.
-    pub(crate) fn stage(&self, path: &Path, image: &Image) -> Result<PathBuf, LoadError> {
-        self.private_copy(path, &image.bytes)
+    /// A private copy of `image` (read from `path`) for worker processes to load ([`Staged`]).
+    pub(crate) fn stage(&self, path: &Path, image: &Image) -> Result<Staged, LoadError> {
+        #[cfg(target_os = "linux")]
+        {
+            if self.in_memory() {
+                let file = match &image.bytes {
+                    Bytes::Sealed(sealed) => sealed.file(),
+                    Bytes::Heap(bytes) => memfd::InMemory::new(path, bytes).map(|m| m.into_file()),
+                };
+                match file {
+                    Ok(file) => return Ok(Staged::open(file)),
+                    Err(e) => tracing::debug!(
+                        "cannot make an in-memory file for {}: {e}; copying it to a file",
+                        path.display()
+                    ),
+                }
+            }
+            // Open, and removed at once: workers load it through the descriptor.
+            let (copy, file) = self.private_copy(path, &image.bytes)?;
+            let _ = fs::remove_file(&copy);
+            Ok(Staged::open(file))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let (copy, _) = self.private_copy(path, &image.bytes)?;
+            Ok(Staged::at(copy))
+        }
     }
 
-    /// Writes `bytes` to a new file in the first private folder that takes it.
-    fn private_copy(&self, path: &Path, bytes: &[u8]) -> Result<PathBuf, LoadError> {
+    /// Writes `bytes` to a new file of mode 0600 in the first private folder that takes it;
+    /// returns its path and the file, open.
+    fn private_copy(&self, path: &Path, bytes: &[u8]) -> Result<(PathBuf, fs::File), LoadError> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let file_name = path
             .file_name()
@@ -180,14 +208,14 @@ impl Loader {
         for dir in &self.private_dirs {
             let copy = dir.join(format!("{n}-{file_name}"));
             // The folder may have been removed under us (a temp cleaner): make it again.
-            let written = fs::write(&copy, bytes).or_else(|e| match e.kind() {
+            let written = staged::write_private(&copy, bytes).or_else(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => {
-                    fs::create_dir_all(dir).and_then(|()| fs::write(&copy, bytes))
+                    fs::create_dir_all(dir).and_then(|()| staged::write_private(&copy, bytes))
                 }
                 _ => Err(e),
             });
             match written {
-                Ok(()) => return Ok(copy),
+                Ok(file) => return Ok((copy, file)),
                 Err(e) => {
                     let _ = fs::remove_file(&copy);
                     last_error = Some(e);
@@ -281,6 +309,10 @@ pub(crate) mod memfd {
         pub(crate) fn path(&self) -> io::Result<PathBuf> {
             match self.0 {}
         }
+
+        pub(crate) fn file(&self) -> io::Result<File> {
+            match self.0 {}
+        }
     }
 
     pub(super) fn available() -> bool {
@@ -295,6 +327,10 @@ pub(crate) mod memfd {
         }
 
         pub(super) fn path(&self) -> &Path {
+            match self.0 {}
+        }
+
+        pub(super) fn into_file(self) -> File {
             match self.0 {}
         }
     }

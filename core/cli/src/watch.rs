@@ -23,6 +23,8 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
         .into_iter()
         .map(|t| t.name)
         .collect();
+    // The watcher runs before the header says so: a change made on seeing it is caught.
+    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stdout)?;
     println!(
         "watching {} for profile '{profile}': {} tool{} ({})",
         host.root().display(),
@@ -31,7 +33,6 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
         names.join(", ")
     );
     println!("type `name[:method] [JSON arguments]` to call a tool, `/list` or `/quit`");
-    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stdout)?;
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
     let agent = Agent::with_output(host.clone(), agent, profile, output.clone())?;
     crate::approve::set_up(&agent, yes, None);

@@ -53,7 +53,10 @@ use tables::FileConfig;
 pub use edit::save_tool_policy;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
-pub use settings::{AuditSettings, Backoff, BreakerSettings, IsolationSettings};
+pub use settings::{
+    AuditSettings, Backoff, BreakerSettings, IsolationSettings, DEFAULT_INIT_TIMEOUT,
+    MIN_WORKER_MEMORY_MB,
+};
 pub use source::{Origin, Source};
 
 pub use crate::layout::CONFIG_FILE_NAME;
@@ -152,6 +155,16 @@ impl Config {
     /// [`HostOptions::max_output`](crate::HostOptions::max_output), 64 KiB by default).
     pub fn max_output(&self, otherwise: usize) -> usize {
         self.values.limits.max_output.map_or(otherwise, |b| b.0)
+    }
+
+    /// How long a library's constructor and its metadata read may take, in this process or in
+    /// a worker (`[limits] init_seconds`, else [`DEFAULT_INIT_TIMEOUT`]). The host reads it
+    /// from `usr/toolhost.toml` once, when it starts.
+    pub fn init_timeout(&self) -> Duration {
+        self.values
+            .limits
+            .init_seconds
+            .map_or(DEFAULT_INIT_TIMEOUT, |s| s.0)
     }
 
     /// Whether libraries must be pinned in `usr/plugins.lock` (`pinning`, default `false`;

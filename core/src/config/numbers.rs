@@ -80,8 +80,8 @@ impl NumberError {
 pub const SECONDS_EXPECTED: &str =
     "a number of seconds from 0.001 to 1000000000 (0.5 is half a second)";
 
-/// A number in a message: `nan`, `inf`, `-1`, `1e-10`.
-struct Shown(f64);
+/// A number in a message: `nan`, `inf`, `-1`, `1e-10`, `0.5`.
+pub(crate) struct Shown(pub(crate) f64);
 
 impl fmt::Display for Shown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

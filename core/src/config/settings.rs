@@ -102,6 +102,18 @@ impl Default for AuditSettings {
     }
 }
 
+/// The least `[isolation] memory_mb` (`RLIMIT_AS`) a worker process starts and answers a call
+/// with: the `toolhost` binary, its runtime's threads and a small library need this much
+/// address space. Measured with a debug build serving the test fixtures: below 48 MiB the
+/// worker dies before it says hello (SIGSEGV), at 48 MiB it starts but dies on its first call,
+/// at 52 MiB its first call hangs, from 56 MiB it answers; 64 leaves room for a small plugin's
+/// own allocations. A smaller value is refused when the configuration is read.
+pub const MIN_WORKER_MEMORY_MB: u64 = 64;
+
+/// How long a library's constructor and metadata read may take by default (`[limits]
+/// init_seconds`): 10 s.
+pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How isolated tools run: their limits, and how long a cancelled call may take to stop.
 ///
 /// ```

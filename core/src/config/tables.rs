@@ -40,15 +40,16 @@ pub(super) struct Isolation {
     pub grace_ms: Option<Millis>,
 }
 
-/// A whole number of MiB, 1 or more.
+/// A whole number of MiB, at least what a worker needs to start
+/// ([`MIN_WORKER_MEMORY_MB`](super::MIN_WORKER_MEMORY_MB)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Mebibytes(pub u64);
 
 impl<'de> Deserialize<'de> for Mebibytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let what = "a whole number of MiB";
+        let what = "a whole number of MiB, enough for a worker to start";
         Whole {
-            min: 1,
+            min: super::MIN_WORKER_MEMORY_MB,
             max: 1 << 40,
             what,
         }
@@ -124,6 +125,7 @@ impl Visitor<'_> for IsolateEntryVisitor {
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct Limits {
     pub max_output: Option<Bytes>,
+    pub init_seconds: Option<Seconds>,
 }
 
 /// `[calls]`: defaults for every tool.

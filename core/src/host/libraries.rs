@@ -120,6 +120,8 @@ pub(crate) struct Libraries {
     pins: Option<Pins>,
     /// The program that runs worker processes.
     worker_program: PathBuf,
+    /// How long a constructor and metadata read may take ([`HostOptions::init_timeout`]).
+    init_timeout: Duration,
 }
 
 impl Libraries {
@@ -127,6 +129,7 @@ impl Libraries {
         options: &HostOptions,
         pins: Option<Pins>,
         checks: LayoutChecks,
+        init_timeout: Duration,
     ) -> Result<Self, HostError> {
         Ok(Self {
             loader: Loader::new(checks, options.file_copies)?,
@@ -144,6 +147,7 @@ impl Libraries {
                 .worker_program
                 .clone()
                 .unwrap_or_else(crate::isolation::default_worker_program),
+            init_timeout,
         })
     }
 
@@ -417,7 +421,9 @@ impl Libraries {
             // Never mapped in this process: its worker loads the private copy.
             let copy = self.loader.stage(path, image)?;
             let owned = extension.map(|(p, n)| (p.to_owned(), n.to_owned()));
-            let worker = IsolatedTool::start(&self.worker_program, copy, path, owned, settings)?;
+            let program = &self.worker_program;
+            let worker =
+                IsolatedTool::start(program, copy, path, owned, settings, self.init_timeout)?;
             return Ok(match extension {
                 None => {
                     let handle = ToolHandle::isolated(worker, path, number)?;
@@ -433,12 +439,15 @@ impl Libraries {
         // Mapped for good from here on, even if creating the instance fails.
         self.count_generation();
         let generation = Arc::new(Generation::new(&module, path, number, self.live.clone()));
-        match extension {
-            None => ToolHandle::create(generation, path)
-                .map(|h| Loaded::Tool(Arc::new(h.loaded_from(image.hash)))),
-            Some((point, name)) => ExtensionHandle::create(generation, path, point, name)
+        let (source, hash) = (path.to_owned(), image.hash);
+        let extension = extension.map(|(p, n)| (p.to_owned(), n.to_owned()));
+        let create = move || match extension {
+            None => ToolHandle::create(generation, &source)
+                .map(|h| Loaded::Tool(Arc::new(h.loaded_from(hash)))),
+            Some((point, name)) => ExtensionHandle::create(generation, &source, &point, &name)
                 .map(|h| Loaded::Extension(Arc::new(h))),
-        }
+        };
+        within(self.init_timeout, path, create)
     }
 
     /// Stores `entry` for `path`, read by a load that found an entry there if `had_entry`;
@@ -526,6 +535,37 @@ impl Libraries {
             );
         }
     }
+}
+
+/// Runs `create` (a library's constructor and metadata read) on a thread of its own, and
+/// gives up on it after `limit`: a constructor that blocks keeps its thread, never the host
+/// (whatever it makes when it returns at last is dropped there).
+fn within(
+    limit: Duration,
+    path: &Path,
+    create: impl FnOnce() -> Result<Loaded, LoadError> + Send + 'static,
+) -> Result<Loaded, LoadError> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("toolhost-init".into())
+        .spawn(move || drop(tx.send(create())));
+    if let Err(e) = spawned {
+        return Err(LoadError::new(
+            path,
+            LoadErrorKind::InitFailed,
+            format!("no thread to run its constructor on: {e}"),
+        ));
+    }
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
+        Err(LoadError::new(
+            path,
+            LoadErrorKind::InitFailed,
+            format!(
+                "its constructor did not return within {} s ([limits] init_seconds); it is tried again at its next change",
+                crate::config::numbers::Shown(limit.as_secs_f64())
+            ),
+        ))
+    })
 }
 
 /// Whether the entry of `path` was forgotten while a load that found one (`had_entry`), or

@@ -115,6 +115,7 @@ impl Host {
                 &options,
                 pins(&layout, &options),
                 LayoutChecks::in_root(layout.root()),
+                init_timeout(&layout, &options),
             )?,
             layout,
             options,
@@ -214,6 +215,16 @@ impl Host {
             .settle(&self.epoch, ticket, profile, LAYERS, found);
         layers
     }
+}
+
+/// How long a library's constructor and metadata read may take: the options', else
+/// `[limits] init_seconds` of `usr/toolhost.toml` (read once, at the host's start; a mistake
+/// there is reported where the configuration is used), else the default.
+fn init_timeout(layout: &Layout, options: &HostOptions) -> std::time::Duration {
+    options.init_timeout.unwrap_or_else(|| {
+        crate::config::Config::load(layout, "default", options.max_text_bytes)
+            .map_or(crate::config::DEFAULT_INIT_TIMEOUT, |c| c.init_timeout())
+    })
 }
 
 /// The pin check, if `usr/toolhost.toml` turns pinning on (read once, at the host's start).

@@ -64,6 +64,11 @@ pub struct HostOptions {
     /// (Linux's `memfd_create`; other systems always copy). Default `false`, or `true` when
     /// `TOOLHOST_LOAD_COPY=1` is set.
     pub file_copies: bool,
+    /// How long a library's constructor and metadata read may take (in this process or in a
+    /// worker) before the library is skipped as failing to start. `None` (the default):
+    /// `[limits] init_seconds` of `usr/toolhost.toml` when the host starts, else
+    /// [`DEFAULT_INIT_TIMEOUT`](crate::config::DEFAULT_INIT_TIMEOUT) (10 s).
+    pub init_timeout: Option<Duration>,
     /// Whether a call whose audit record cannot be written is refused when `[audit] required`
     /// in `toolhost.toml` does not say. Default `false`; `serve-mcp` sets it.
     pub audit_required: bool,
@@ -82,12 +87,19 @@ impl Default for HostOptions {
             isolate_all: false,
             worker_program: None,
             file_copies: std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1"),
+            init_timeout: None,
             audit_required: false,
         }
     }
 }
 
 impl HostOptions {
+    /// Sets [`init_timeout`](Self::init_timeout).
+    pub fn with_init_timeout(mut self, limit: Duration) -> Self {
+        self.init_timeout = Some(limit);
+        self
+    }
+
     /// Sets [`audit_required`](Self::audit_required).
     pub fn with_audit_required(mut self, required: bool) -> Self {
         self.audit_required = required;

@@ -33,6 +33,8 @@ pub(crate) struct IsolatedTool {
     /// For an extension: its point and file name.
     extension: Option<(String, String)>,
     settings: IsolationSettings,
+    /// How long a worker may take to load the library and create its tool.
+    init_timeout: Duration,
     /// What the first worker said about the tool.
     pub(crate) hello: Hello,
     slot: Arc<Mutex<Slot>>,
@@ -65,8 +67,10 @@ impl IsolatedTool {
         source: &Path,
         extension: Option<(String, String)>,
         settings: IsolationSettings,
+        init_timeout: Duration,
     ) -> Result<Self, LoadError> {
-        let worker = WorkerProcess::start(program, &library, source, extension.as_ref(), &settings);
+        let ext = extension.as_ref();
+        let worker = WorkerProcess::start(program, &library, source, ext, &settings, init_timeout);
         let worker = worker.map_err(|e| start_error(source, e))?;
         Ok(Self {
             program: program.to_owned(),
@@ -74,6 +78,7 @@ impl IsolatedTool {
             source: source.to_owned(),
             extension,
             settings,
+            init_timeout,
             hello: worker.hello.clone(),
             slot: Arc::new(Mutex::new(Slot {
                 worker: Some(Arc::new(worker)),
@@ -127,6 +132,7 @@ impl IsolatedTool {
             &self.source,
             extension,
             &self.settings,
+            self.init_timeout,
         ) {
             Ok(worker) => {
                 let worker = Arc::new(worker);
@@ -153,19 +159,24 @@ impl IsolatedTool {
     /// Runs `op` in the worker for the call `ctx`, until it ends, `deadline` passes or
     /// `interrupt` completes. A call abandoned that way is cancelled in the worker; if it is
     /// still running after the grace period, the worker is killed.
+    ///
+    /// An `execute` answer's message is cut to `max_output` bytes in the worker, so a long
+    /// answer never crosses the pipe whole.
     pub(crate) async fn call(
         &self,
         tool: &str,
         op: Op,
         ctx: FfiContext,
         deadline: Option<Duration>,
+        max_output: Option<usize>,
         interrupt: impl Future<Output = ToolError>,
     ) -> Result<Outcome, Result<ToolError, Stopped>> {
         let worker = self.worker(tool).map_err(Ok)?;
         let link = worker.link.clone();
         let id = link.next_id();
         let (tx, rx) = oneshot::channel::<CallResult>();
-        let info = call_info(&ctx);
+        let mut info = call_info(&ctx);
+        info.max_output = max_output.map_or(u64::MAX, |n| n as u64);
         let pending = Pending {
             ctx,
             done: Some(tx),
@@ -217,7 +228,7 @@ impl IsolatedTool {
         ctx: FfiContext,
     ) -> Result<Outcome, ToolError> {
         let never = std::future::pending();
-        match self.call(name, op, ctx, None, never).await {
+        match self.call(name, op, ctx, None, None, never).await {
             Ok(outcome) => Ok(outcome),
             Err(Ok(e)) => Err(e),
             Err(Err(_)) => Err(ToolError::internal("the call was stopped")),
@@ -273,6 +284,7 @@ fn call_info(ctx: &FfiContext) -> CallInfo {
         extension_point: field(ContextField::ExtensionPoint),
         extension_name: field(ContextField::ExtensionName),
         log_id: field(ContextField::LogId).parse().unwrap_or_default(),
+        max_output: u64::MAX,
     }
 }
 

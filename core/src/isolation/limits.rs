@@ -73,7 +73,7 @@ pub(crate) fn death_reason(
             let mut reason = format!("the plugin process died: {}", signal_name(signal));
             if let (true, Some(mb)) = (memory_signal(signal), settings.memory_mb) {
                 reason.push_str(&format!(
-                    " under its memory limit of {mb} MiB: an allocation over the limit ends a process this way; raise [isolation] memory_mb in toolhost.toml if it needs more"
+                    " while limited to {mb} MiB ([isolation] memory_mb): an allocation over that limit ends a process this way"
                 ));
             }
             reason
@@ -160,7 +160,7 @@ mod tests {
         let reason = death_reason(&ending(signalled(libc::SIGABRT), 0.0), &limited, None);
         assert!(
             reason.starts_with(
-                "the plugin process died: SIGABRT (aborted) under its memory limit of 256 MiB"
+                "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb)"
             ),
             "{reason}"
         );

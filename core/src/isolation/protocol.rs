@@ -81,6 +81,9 @@ pub(crate) struct CallInfo {
     pub extension_point: String,
     pub extension_name: String,
     pub log_id: u64,
+    /// The most bytes of an `execute` answer's message the host keeps: the worker cuts the
+    /// rest off (at a character boundary) before it crosses the pipe. `u64::MAX`: no cut.
+    pub max_output: u64,
 }
 
 /// What a worker sends to the host.
@@ -182,6 +185,8 @@ pub(crate) struct WireResponse {
     pub break_loop: bool,
     pub additional: Option<String>,
     pub metadata: Option<String>,
+    /// Bytes of the message the worker cut off ([`CallInfo::max_output`]).
+    pub cut: u64,
 }
 
 impl From<FfiResponse> for WireResponse {
@@ -191,6 +196,7 @@ impl From<FfiResponse> for WireResponse {
             break_loop: r.break_loop,
             additional: r.additional.into_option().map(RString::into_string),
             metadata: r.metadata.into_option().map(RString::into_string),
+            cut: 0,
         }
     }
 }

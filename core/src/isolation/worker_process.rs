@@ -19,8 +19,9 @@ use crate::load::loader::Staged;
 use crate::sync::lock;
 use plugin_api::ToolError;
 
-/// How long a new worker may take to load its library and say hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a new worker may take to start, beside its library's constructor and metadata
+/// read (which have the host's `init_timeout`).
+const START_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a readiness the worker reported (after a call, or asked) stands.
 const READINESS_FRESH: Duration = Duration::from_secs(1);
 /// The longest line of a worker's standard error logged as one.
@@ -155,6 +156,7 @@ impl WorkerProcess {
         source: &Path,
         extension: Option<&(String, String)>,
         settings: &IsolationSettings,
+        init_timeout: Duration,
     ) -> Result<Self, StartError> {
         let mut command = command(program, library, source, extension, settings);
         let mut child = command.spawn().map_err(|e| {
@@ -188,11 +190,16 @@ impl WorkerProcess {
             link.kill(format!("no thread to read it: {e}"));
             return Err(StartError::Spawn(format!("cannot start a thread: {e}")));
         }
-        match hello_rx.recv_timeout(HELLO_TIMEOUT) {
+        let limit = init_timeout.saturating_add(START_TIMEOUT);
+        match hello_rx.recv_timeout(limit) {
             Ok(Ok(hello)) => Ok(Self { link, hello }),
             Ok(Err(e)) => Err(e),
             Err(_) => {
-                let why = format!("it did not load its library within {HELLO_TIMEOUT:?}");
+                let why = format!(
+                    "it did not load its library and create its tool within {} s ([limits] init_seconds, and {} s to start)",
+                    crate::config::numbers::Shown(init_timeout.as_secs_f64()),
+                    START_TIMEOUT.as_secs()
+                );
                 link.kill(why.clone());
                 Err(StartError::Spawn(why))
             }

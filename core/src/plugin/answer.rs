@@ -14,8 +14,10 @@ use crate::isolation::protocol::WireResponse;
 use crate::load::error::{LoadError, LoadErrorKind};
 
 /// A tool's answer as it crossed the library boundary. Its text stays where the plugin put
-/// it until the host takes the part it keeps, so a long answer is never copied whole.
-pub(crate) struct PluginAnswer(pub(super) FfiResponse);
+/// it until the host takes the part it keeps, so a long answer is never copied whole. The
+/// second field counts the bytes of its text already cut off before it reached the host (by
+/// an isolated tool's worker process, at the same limit).
+pub(crate) struct PluginAnswer(pub(super) FfiResponse, pub(super) usize);
 
 impl PluginAnswer {
     /// The answer's metadata, read for the audit.
@@ -26,7 +28,14 @@ impl PluginAnswer {
 
     /// An answer that came from a worker process.
     pub(crate) fn from_wire(answer: WireResponse) -> Self {
-        Self(answer.into())
+        let cut = usize::try_from(answer.cut).unwrap_or(usize::MAX);
+        Self(answer.into(), cut)
+    }
+
+    /// The length of the answer's whole text, the part cut off before it reached the host
+    /// included.
+    pub(crate) fn total_len(&self) -> usize {
+        self.0.message.len().saturating_add(self.1)
     }
 
     /// The answer in its wire form.

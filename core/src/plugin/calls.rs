@@ -82,7 +82,7 @@ impl ToolHandle {
             .map(|ffi| ffi.execute(ctx, RString::from(args)));
         async move {
             match fut {
-                Some(fut) => settle(fut).await.map(PluginAnswer),
+                Some(fut) => settle(fut).await.map(|r| PluginAnswer(r, 0)),
                 None => Err(ToolError::internal("not an in-process tool")),
             }
         }

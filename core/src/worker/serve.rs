@@ -12,7 +12,9 @@ use tokio::runtime::Handle;
 use super::context::{Reply, WorkerCall, WorkerLink};
 use crate::exec::call_threads;
 use crate::exec::cancel::Cancel;
-use crate::isolation::protocol::{read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError};
+use crate::isolation::protocol::{
+    read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse,
+};
 use crate::load::generation::Generation;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::sync::lock;
@@ -148,6 +150,7 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                 let cancel = Arc::new(Cancel::default());
                 lock(&running).insert(id, cancel.clone());
                 let link = link.clone();
+                let max_output = info.max_output;
                 let call = Arc::new(WorkerCall {
                     id,
                     info,
@@ -157,7 +160,10 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                 let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
                 call_threads::dispatch(Box::new(move || {
                     let execute = matches!(op, Op::Execute(_));
-                    let result = rt.block_on(run(&tool, &call, op));
+                    let mut result = rt.block_on(run(&tool, &call, op));
+                    if let Ok(Outcome::Response(answer)) = &mut result {
+                        cut(answer, max_output);
+                    }
                     let ready = match &*tool {
                         Served::Tool(tool) if execute && tool.has_readiness() => {
                             Some(tool.readiness().reason().map(str::to_owned))
@@ -190,6 +196,25 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
             }
         }
     }
+}
+
+/// Cuts `answer`'s message to its first `max` bytes (a character boundary), noting how many
+/// were cut, and gives the rest's memory back before the answer is sent.
+fn cut(answer: &mut WireResponse, max: u64) {
+    let len = answer.message.len();
+    let Ok(max) = usize::try_from(max) else {
+        return;
+    };
+    if len <= max {
+        return;
+    }
+    let mut keep = max;
+    while !answer.message.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    answer.message.truncate(keep);
+    answer.message.shrink_to_fit();
+    answer.cut = (len - keep) as u64;
 }
 
 /// Runs one call of the tool or extension with the worker's context.

@@ -7,22 +7,20 @@ use toolhost_tests::block_on;
 
 use super::root_with_crashy;
 
-/// The crashes and what their error must say.
+/// The crashes and what their error must say: the signal from the worker's wait status, and
+/// the memory limit the host set (never what the plugin wrote on its standard error).
 pub(super) const CRASHES: [(&str, &str); 5] = [
     ("abort", "the plugin process died: SIGABRT (aborted)"),
     (
         "segv",
         "the plugin process died: SIGSEGV (segmentation fault)",
     ),
-    ("overflow", "the plugin process died: stack overflow"),
+    ("overflow", "the plugin process died: SIGABRT (aborted)"),
     (
         "alloc",
-        "the plugin process went over its memory limit of 256 MiB",
+        "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb)",
     ),
-    (
-        "double_panic",
-        "the plugin process died: a panic while panicking aborted it",
-    ),
+    ("double_panic", "the plugin process died: SIGABRT (aborted)"),
 ];
 
 #[test]
@@ -93,7 +91,9 @@ fn a_worker_that_keeps_dying_is_started_again_after_a_delay() {
     let e = block_on(agent.call_tool("crashy", json!({}))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Internal);
     assert!(
-        e.message().contains("died 2 times in a row (last: the plugin process died: SIGABRT (aborted)); it is started again in"),
+        e.message()
+            .contains("died 2 times in a row (last: the plugin process died: SIGABRT (aborted)")
+            && e.message().contains("it is started again in"),
         "{}",
         e.message()
     );

@@ -18,7 +18,7 @@ fn the_memory_limit_is_enforced_with_a_clear_error() {
     assert_eq!(e.kind(), ErrorKind::Internal);
     assert!(
         e.message().starts_with(
-            "the plugin process went over its memory limit of 256 MiB (memory allocation of 1073741824 bytes failed)"
+            "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb)"
         ),
         "{}",
         e.message()

@@ -6,6 +6,7 @@
 mod cli;
 mod context;
 mod crashes;
+mod holes;
 mod limits;
 mod memory;
 

@@ -43,6 +43,14 @@ impl Answer {
         }
     }
 
+    /// The length of the whole answer, what was cut before it reached the host included.
+    fn total_len(&self) -> usize {
+        match self {
+            Self::Plugin(answer) => answer.total_len(),
+            Self::Host(response) => response.message.len(),
+        }
+    }
+
     /// The response, its message cut to its first `keep` bytes.
     fn into_response(self, keep: usize) -> Response {
         match self {
@@ -57,21 +65,33 @@ impl Answer {
 }
 
 impl Agent {
-    /// The response, its message cut to the host's limit (see the module docs).
+    /// The most bytes of a tool's answer that go on to the model (see the module docs).
+    pub(crate) fn output_limit(&self, config: Option<&Config>) -> usize {
+        self.host.options().max_output.unwrap_or_else(|| {
+            config.map_or(DEFAULT_MAX_OUTPUT, |c| c.max_output(DEFAULT_MAX_OUTPUT))
+        })
+    }
+
+    /// The response, its message cut to the host's limit (see the module docs). An isolated
+    /// tool's answer was cut in its worker already: its whole text never reached the host,
+    /// so it is not saved, and the note says so.
     pub(crate) fn limit_output(
         &self,
         call: &CallContext,
         config: Option<&Config>,
         answer: Answer,
     ) -> Response {
-        let limit = self.host.options().max_output.unwrap_or_else(|| {
-            config.map_or(DEFAULT_MAX_OUTPUT, |c| c.max_output(DEFAULT_MAX_OUTPUT))
-        });
-        let total = answer.message().len();
+        let limit = self.output_limit(config);
+        let total = answer.total_len();
+        let here = answer.message().len();
         if total <= limit {
-            return answer.into_response(total);
+            return answer.into_response(here);
         }
-        let saved = self.save_output(call.log_id, answer.message());
+        let whole_here = here == total;
+        let saved = match whole_here {
+            true => self.save_output(call.log_id, answer.message()),
+            false => None,
+        };
         let cut = floor_char_boundary(answer.message(), limit);
         let mut response = answer.into_response(cut);
         let rest = total - cut;
@@ -81,6 +101,9 @@ impl Agent {
                  folder: {}]",
                 file.display()
             ),
+            None if !whole_here => {
+                format!("\n[... {rest} more bytes cut (of {total}) by the tool's worker process]")
+            }
             None => format!("\n[... {rest} more bytes cut (of {total})]"),
         };
         response.message.push_str(&note);

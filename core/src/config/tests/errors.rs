@@ -133,6 +133,7 @@ fn every_numeric_key_refuses_the_extremes_with_one_line() {
         ("breaker", "cooldown_seconds"),
         ("breaker", "half_open_calls"),
         ("limits", "max_output"),
+        ("limits", "init_seconds"),
         ("isolation", "memory_mb"),
         ("isolation", "cpu_seconds"),
         ("isolation", "grace_ms"),

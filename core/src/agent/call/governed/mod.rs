@@ -106,8 +106,11 @@ impl Governed for ToolHandle {
             if let Some(isolated) = self.worker() {
                 let call = call.for_attempt();
                 let interrupt = agent.intervention.stopped();
+                let config = agent.host.config(agent.profile()).ok();
+                let max_output = agent.output_limit(config.as_deref());
                 // Boxed: a rare path, whose large future would be moved on every call.
-                let attempt = isolated_attempt(self, isolated, &call, args, timeout, interrupt);
+                let attempt =
+                    isolated_attempt(self, isolated, &call, args, timeout, max_output, interrupt);
                 return Box::pin(attempt).await;
             }
             if tokio::runtime::Handle::try_current().is_err() {
@@ -157,11 +160,13 @@ async fn isolated_attempt(
     call: &Arc<CallContext>,
     args: String,
     timeout: Option<Duration>,
+    max_output: usize,
     interrupt: impl Future<Output = ToolError>,
 ) -> Result<PluginAnswer, ToolError> {
     let op = Op::Execute(args);
+    let ctx = call.to_ffi();
     match isolated
-        .call(tool.name(), op, call.to_ffi(), timeout, interrupt)
+        .call(tool.name(), op, ctx, timeout, Some(max_output), interrupt)
         .await
     {
         Ok(Outcome::Response(answer)) => Ok(PluginAnswer::from_wire(answer)),

@@ -189,6 +189,7 @@ impl IsolatedTool {
             return Err(Ok(ToolError::internal(reason.clone())));
         }
         // A worker that is gone fails the call through its reader, with the reason it ended.
+        let info = Box::new(info);
         let _ = link.send(&ToWorker::Call { id, op, info });
         // A short call's answer comes back within tens of microseconds: waiting for it here
         // spares the wake-up of a parked caller, which costs as much again.

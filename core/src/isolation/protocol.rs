@@ -25,8 +25,8 @@ pub(crate) enum ToWorker {
         id: u64,
         /// What to run.
         op: Op,
-        /// What the plugin's context says about the call.
-        info: CallInfo,
+        /// What the plugin's context says about the call (boxed: the other messages are small).
+        info: Box<CallInfo>,
     },
     /// The host stopped waiting for call `id` (deadline, intervention).
     Cancel {
@@ -294,10 +294,10 @@ mod tests {
         let call = ToWorker::Call {
             id: 7,
             op: Op::Execute("{\"a\":1}".into()),
-            info: CallInfo {
+            info: Box::new(CallInfo {
                 tool_name: "echo".into(),
                 ..CallInfo::default()
-            },
+            }),
         };
         write_frame(&mut pipe, &call).unwrap();
         write_frame(&mut pipe, &ToWorker::Cancel { id: 7 }).unwrap();

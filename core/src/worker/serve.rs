@@ -153,7 +153,7 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                 let max_output = info.max_output;
                 let call = Arc::new(WorkerCall {
                     id,
-                    info,
+                    info: *info,
                     cancel,
                     link,
                 });

@@ -225,7 +225,8 @@ impl Host {
 
     /// Where the tool `name` of `layer` runs for `profile`: in a worker process if
     /// [`HostOptions::isolate_all`](crate::HostOptions::isolate_all) or the profile's `isolate`
-    /// says so (a profile whose config has a mistake runs it in this process).
+    /// says so. It fails closed: a profile whose config has a mistake (which hides what its
+    /// `isolate` says) runs it in a worker with the default limits.
     pub(super) fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
         self.mode(profile, |c| c.isolated(name, layer))
     }
@@ -236,12 +237,12 @@ impl Host {
     }
 
     fn mode(&self, profile: &str, isolates: impl Fn(&crate::config::Config) -> bool) -> Mode {
-        let config = self.config(profile).ok();
-        let isolated = self.options.isolate_all || config.as_deref().is_some_and(isolates);
-        match (isolated, config) {
-            (false, _) => Mode::InProcess,
-            (true, Some(config)) => Mode::Isolated(config.isolation()),
-            (true, None) => Mode::Isolated(Default::default()),
+        match self.config(profile) {
+            Ok(config) if self.options.isolate_all || isolates(&config) => {
+                Mode::Isolated(config.isolation())
+            }
+            Ok(_) => Mode::InProcess,
+            Err(_) => Mode::Isolated(Default::default()),
         }
     }
 }

@@ -341,3 +341,32 @@ fn a_library_added_right_after_the_watch_header_is_loaded() {
     let line = watch.expect_line("noop loaded", |l| l.contains(&noop));
     assert!(line.starts_with("loaded "), "{line}");
 }
+
+/// A mistake in the config hides what its `isolate` says: the host fails closed and loads the
+/// profile's libraries in workers, never in its own process.
+#[test]
+fn a_config_mistake_keeps_library_code_out_of_the_host() {
+    let root = TestRoot::new();
+    root.tool("usr", "echo", Fixture::Echo);
+    root.tool("usr", "faulty", Fixture::SegvInit);
+    root.write(
+        "usr/toolhost.toml",
+        "isolate = [\"usr\"]\n\n[calls]\ntimeout = 3\n",
+    );
+    let host = root.host();
+    let listing = host.list("default");
+    let reason = &listing
+        .skipped
+        .iter()
+        .find(|e| e.path.file_stem().is_some_and(|s| s == "faulty"))
+        .expect("faulty is skipped")
+        .reason;
+    assert!(reason.contains("SIGSEGV"), "{reason}");
+    let echo = host
+        .resolve("default", "echo")
+        .found
+        .clone()
+        .unwrap()
+        .handle;
+    assert!(echo.is_isolated());
+}

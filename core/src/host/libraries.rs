@@ -537,35 +537,27 @@ impl Libraries {
     }
 }
 
-/// Runs `create` (a library's constructor and metadata read) on a thread of its own, and
-/// gives up on it after `limit`: a constructor that blocks keeps its thread, never the host
-/// (whatever it makes when it returns at last is dropped there).
+/// Runs `create` (a library's constructor and metadata read) on a call thread, and gives up
+/// on it after `limit`: a constructor that blocks keeps that thread, never the host (whatever
+/// it makes when it returns at last is dropped there).
 fn within(
     limit: Duration,
     path: &Path,
     create: impl FnOnce() -> Result<Loaded, LoadError> + Send + 'static,
 ) -> Result<Loaded, LoadError> {
     let (tx, rx) = mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new()
-        .name("toolhost-init".into())
-        .spawn(move || drop(tx.send(create())));
-    if let Err(e) = spawned {
-        return Err(LoadError::new(
-            path,
-            LoadErrorKind::InitFailed,
-            format!("no thread to run its constructor on: {e}"),
-        ));
-    }
-    rx.recv_timeout(limit).unwrap_or_else(|_| {
-        Err(LoadError::new(
-            path,
-            LoadErrorKind::InitFailed,
-            format!(
-                "its constructor did not return within {} s ([limits] init_seconds); it is tried again at its next change",
-                crate::config::numbers::Shown(limit.as_secs_f64())
-            ),
-        ))
-    })
+    crate::exec::call_threads::dispatch(Box::new(move || drop(tx.send(create()))));
+    let reason = match rx.recv_timeout(limit) {
+        Ok(made) => return made,
+        Err(mpsc::RecvTimeoutError::Timeout) => format!(
+            "its constructor did not return within {} s ([limits] init_seconds); it is tried again at its next change",
+            crate::config::numbers::Shown(limit.as_secs_f64())
+        ),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            "no thread could be started to run its constructor".to_owned()
+        }
+    };
+    Err(LoadError::new(path, LoadErrorKind::InitFailed, reason))
 }
 
 /// Whether the entry of `path` was forgotten while a load that found one (`had_entry`), or

@@ -31,17 +31,22 @@ impl WatchProcess {
     }
 
     fn start_with(root: &TestRoot, options: &[&str], patience: Duration) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .args(["--root"])
-            .arg(root.path())
-            .args(options)
-            .arg("watch")
+        let mut command = Command::new(toolhost_bin());
+        command.args(options).arg("watch");
+        Self::spawn(root, command, patience)
+    }
+
+    /// `command` (a `toolhost` subcommand that reads calls from standard input, as `watch`
+    /// and `dev` do) run in `root`; [`expect_line`](Self::expect_line) waits `patience`.
+    pub(super) fn spawn(root: &TestRoot, mut command: Command, patience: Duration) -> Self {
+        let mut child = command
+            .env("TOOLHOST_ROOT", root.path())
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start toolhost watch");
+            .expect("start toolhost");
         let stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let logged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = logged.clone();
@@ -79,7 +84,8 @@ impl WatchProcess {
         self.stdin.flush().expect("flush");
     }
 
-    /// Reads lines until one satisfies `pred` (10 s at most, 20 s isolated); returns it.
+    /// Reads lines until one satisfies `pred` (10 s at most, 20 s isolated, or the patience it
+    /// was spawned with); returns it.
     pub(super) fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + self.patience;
         let mut seen = Vec::new();

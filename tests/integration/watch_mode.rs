@@ -18,6 +18,8 @@ pub(super) struct WatchProcess {
     patience: Duration,
     /// Its standard error so far (the log), line by line.
     logged: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Its standard output so far, line by line (read or not by `expect_line`).
+    printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl WatchProcess {
@@ -58,8 +60,11 @@ impl WatchProcess {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let out = printed.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                out.lock().unwrap().push(line.clone());
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -71,12 +76,18 @@ impl WatchProcess {
             lines,
             patience,
             logged,
+            printed,
         }
     }
 
     /// What it logged on standard error so far.
     pub(super) fn logged(&self) -> Vec<String> {
         self.logged.lock().unwrap().clone()
+    }
+
+    /// What it printed on standard output so far.
+    pub(super) fn printed(&self) -> Vec<String> {
+        self.printed.lock().unwrap().clone()
     }
 
     pub(super) fn send(&mut self, line: &str) {

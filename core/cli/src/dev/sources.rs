@@ -8,8 +8,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
+use notify_debouncer_mini::notify::RecursiveMode;
+use notify_debouncer_mini::{new_debouncer_opt, Config, DebounceEventResult, Debouncer};
+use toolhost::WriteWatcher;
 
 use crate::dev::build::{build, Built};
 use crate::dev::crates::{Crates, PluginCrate};
@@ -22,7 +23,8 @@ enum Message {
     Stop,
 }
 
-type SourceDebouncer = Debouncer<RecommendedWatcher>;
+/// Writes only: cargo reads the sources it watches, and a read is not a save.
+type SourceDebouncer = Debouncer<WriteWatcher>;
 
 /// Watches and builds until dropped (a build under way is finished first).
 pub(crate) struct SourceWatcher {
@@ -35,7 +37,8 @@ impl SourceWatcher {
     pub(crate) fn start(crates: Crates, debounce: Duration) -> Result<Self> {
         let (tx, rx) = mpsc::channel();
         let events = tx.clone();
-        let debouncer = new_debouncer(debounce, move |result| {
+        let config = Config::default().with_timeout(debounce);
+        let debouncer = new_debouncer_opt::<_, WriteWatcher>(config, move |result| {
             let _ = events.send(Message::Events(result));
         })
         .context("cannot watch the plugin crates' sources")?;

@@ -165,7 +165,7 @@ pub use load::pins;
 pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_CALLS, MAX_PARALLEL};
 pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use agent::Agent;
-pub use host::reload::{ReloadEvent, Report, Served, Watcher};
+pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};
 pub use host::HostError;
 #[cfg(feature = "mcp")]
 pub use host::ListedMcpTool;

@@ -193,3 +193,105 @@ async fn a_crate_made_while_serve_mcp_runs_is_listed_with_each_builds_descriptio
     listed_description(&client, "spook", "Greets a guest by name, warmly.").await;
     client.cancel().await.expect("close");
 }
+
+/// `toolhost dev` in `root`, building with the workspace's build folder on one core (as
+/// [`cargo_build`] does: its cargo inherits this environment).
+fn start_dev(root: &TestRoot, args: &[&str]) -> WatchProcess {
+    let shared = build_dir().parent().expect("target folder").to_owned();
+    let mut command = Command::new(toolhost_tests::toolhost_bin());
+    command
+        .arg("dev")
+        .args(args)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_BUILD_BUILD_DIR", shared)
+        .env("CARGO_BUILD_JOBS", "1");
+    // A first build compiles the crate itself (its dependencies are built already).
+    WatchProcess::spawn(root, command, Duration::from_secs(300))
+}
+
+#[test]
+fn dev_builds_each_saved_crate_keeps_the_last_good_build_and_finds_crates_made_meanwhile() {
+    if !cfg!(unix) {
+        return; // the layer's link is a symbolic link
+    }
+    let root = root_with_plugin_api();
+    let dir = new_crate(&root, "quill");
+    let mut dev = start_dev(&root, &[]);
+    dev.expect_line("the first build", |l| {
+        l.starts_with("built usr/tools/quill in ")
+    });
+    dev.send(r#"quill {"name": "Ada"}"#);
+    dev.expect_line("the first build's answer", |l| l == "Hello, Ada!");
+
+    // A save: built, reloaded and answered with no cargo run by hand.
+    edit(&dir, "src/lib.rs", "\"Hello, {}!\"", "\"Hi there, {}!\"");
+    // Two lines, in either order: the build's, and the host's reload line.
+    let mut lines: Vec<String> = (0..2)
+        .map(|_| dev.expect_line("about the save's build", |l| l.contains("usr/tools/quill")))
+        .collect();
+    lines.sort();
+    assert!(
+        lines[0].starts_with("built usr/tools/quill in ") && lines[0].ends_with(" ms later"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("reloaded usr/tools/quill.so [layer usr]: 0.1.0 (generation 1) -> "),
+        "{lines:?}"
+    );
+    dev.send(r#"quill {"name": "Ada"}"#);
+    dev.expect_line("the new answer", |l| l == "Hi there, Ada!");
+
+    // A save that does not compile: cargo's error is shown, the last good build serves.
+    edit(
+        &dir,
+        "src/lib.rs",
+        "\"Hi there, {}!\"",
+        "\"Hi there, {}!\" +",
+    );
+    dev.expect_line("the failed build", |l| {
+        l == "build of usr/tools/quill failed (cargo's errors are above): the last good build \
+              keeps serving"
+    });
+    let logged = dev.logged().join("\n");
+    assert!(
+        logged.contains("error"),
+        "cargo's errors on stderr: {logged}"
+    );
+    dev.send(r#"quill {"name": "Ada"}"#);
+    dev.expect_line("the last good build's answer", |l| l == "Hi there, Ada!");
+
+    // A crate made while dev runs is found and built without a cargo run by hand.
+    new_crate(&root, "inkpot");
+    dev.expect_line("the new crate's build", |l| {
+        l.starts_with("built usr/tools/inkpot in ")
+    });
+    dev.send(r#"inkpot {"name": "Grace"}"#);
+    dev.expect_line("the new crate's answer", |l| l == "Hello, Grace!");
+
+    dev.send("/quit");
+    assert!(dev.child.wait().expect("wait").success());
+    // One build per save: cargo's own reads and writes are not saves.
+    let printed = dev.printed();
+    let builds = |name: &str| {
+        let built = format!("built usr/tools/{name} in ");
+        printed.iter().filter(|l| l.starts_with(&built)).count()
+    };
+    assert_eq!((builds("quill"), builds("inkpot")), (2, 1), "{printed:#?}");
+}
+
+#[test]
+fn dev_names_a_folder_without_a_cargo_toml_and_exits_2() {
+    let root = root_with_plugin_api();
+    let out = Command::new(toolhost_tests::toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args(["dev", "no/such/crate"])
+        .output()
+        .expect("toolhost dev");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        "error: toolhost dev no/such/crate: no Cargo.toml there (name the folder of a plugin crate)"
+    );
+}

@@ -18,6 +18,8 @@ pub(super) struct WatchProcess {
     patience: Duration,
     /// Its standard error so far (the log), line by line.
     logged: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Its standard output so far, line by line (read or not by `expect_line`).
+    printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl WatchProcess {
@@ -31,17 +33,22 @@ impl WatchProcess {
     }
 
     fn start_with(root: &TestRoot, options: &[&str], patience: Duration) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .args(["--root"])
-            .arg(root.path())
-            .args(options)
-            .arg("watch")
+        let mut command = Command::new(toolhost_bin());
+        command.args(options).arg("watch");
+        Self::spawn(root, command, patience)
+    }
+
+    /// `command` (a `toolhost` subcommand that reads calls from standard input, as `watch`
+    /// and `dev` do) run in `root`; [`expect_line`](Self::expect_line) waits `patience`.
+    pub(super) fn spawn(root: &TestRoot, mut command: Command, patience: Duration) -> Self {
+        let mut child = command
+            .env("TOOLHOST_ROOT", root.path())
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start toolhost watch");
+            .expect("start toolhost");
         let stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let logged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = logged.clone();
@@ -53,8 +60,11 @@ impl WatchProcess {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let out = printed.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                out.lock().unwrap().push(line.clone());
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -66,6 +76,7 @@ impl WatchProcess {
             lines,
             patience,
             logged,
+            printed,
         }
     }
 
@@ -74,12 +85,18 @@ impl WatchProcess {
         self.logged.lock().unwrap().clone()
     }
 
+    /// What it printed on standard output so far.
+    pub(super) fn printed(&self) -> Vec<String> {
+        self.printed.lock().unwrap().clone()
+    }
+
     pub(super) fn send(&mut self, line: &str) {
         writeln!(self.stdin, "{line}").expect("write to watch");
         self.stdin.flush().expect("flush");
     }
 
-    /// Reads lines until one satisfies `pred` (10 s at most, 20 s isolated); returns it.
+    /// Reads lines until one satisfies `pred` (10 s at most, 20 s isolated, or the patience it
+    /// was spawned with); returns it.
     pub(super) fn expect_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + self.patience;
         let mut seen = Vec::new();

@@ -6,6 +6,7 @@ mod args_error;
 mod audit;
 mod call;
 mod chat;
+mod dev;
 mod exit;
 mod inspect;
 mod list;
@@ -105,6 +106,24 @@ enum Command {
         #[arg(long, default_value = "A0")]
         agent: String,
         /// How long a changed file must stay quiet before it is read, in milliseconds.
+        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
+        debounce_ms: u64,
+    },
+    /// The author loop: build the plugin crates (those `toolhost new` made in the profile's
+    /// layers, and any named here) with cargo, rebuild a crate when one of its sources is
+    /// saved (its errors shown; the last good build keeps serving), load the new library at
+    /// once, and call tools typed on standard input as `watch` does.
+    Dev {
+        /// More plugin crates to build and watch: their folders (each with a Cargo.toml).
+        #[arg(value_name = "CRATE")]
+        crates: Vec<PathBuf>,
+        /// The agent profile.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+        /// The agent's name.
+        #[arg(long, default_value = "A0")]
+        agent: String,
+        /// How long a saved file must stay quiet before it is built or read, in milliseconds.
         #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
         debounce_ms: u64,
     },
@@ -387,6 +406,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let debounce = std::time::Duration::from_millis(debounce_ms);
             let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
             watch::watch(Arc::new(host), &profile, &agent, yes)
+        }
+        Command::Dev {
+            crates,
+            profile,
+            agent,
+            debounce_ms,
+        } => {
+            let debounce = std::time::Duration::from_millis(debounce_ms);
+            let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
+            let options = dev::DevOptions {
+                profile,
+                agent,
+                crates,
+                debounce,
+            };
+            dev::dev(Arc::new(host), options, yes)
         }
         Command::Audit { command } => match command {
             AuditCommand::Verify {

@@ -14,8 +14,8 @@
 //! was edited (any byte, the hash included), deleted, moved, duplicated or cut. What the chain
 //! alone cannot show is covered by the rest of the format, version 2 ([`FORMAT`]):
 //!
-//! - **The head** (`head.json`, [`Head`]): the last record's `seq` and hash, rewritten
-//!   atomically after each append, so records cut from the end are detected; `verify` prints it
+//! - **The head** (`head.json`, [`Head`]): the last record's `seq` and hash, rewritten in
+//!   place after each append (`head.rs`), so records cut from the end are detected; `verify` prints it
 //!   for keeping elsewhere, and checks a kept copy ([`VerifyOptions::head`]).
 //! - **A key** ([`AuditKey`], optional): an HMAC-SHA256 of each record's hash and of the head,
 //!   so a rewrite that recomputes every hash is detected by whoever holds the key.

@@ -634,3 +634,44 @@ fn last_lines_reports_lines_too_long_to_read_back() {
     let len = 3 * MAX_LINE_BYTES as u64 + 1;
     assert_eq!(lines::last_lines(&file, len, 1).unwrap(), [TooLong]);
 }
+
+#[test]
+#[cfg(unix)]
+fn the_head_is_rewritten_in_place_and_a_reader_never_sees_half_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = std::sync::Arc::new(Audit::open(dir.path(), AuditOptions::default()).unwrap());
+    audit.append(&call(1)).unwrap();
+    let head = dir.path().join(HEAD_FILE);
+    let inode = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).unwrap().ino()
+    };
+    let first = inode(&head);
+    assert_eq!(
+        std::fs::metadata(&head).unwrap().len(),
+        head::HEAD_BYTES as u64
+    );
+
+    let writer = {
+        let audit = audit.clone();
+        std::thread::spawn(move || {
+            for i in 2..=400 {
+                audit.append(&call(i)).unwrap();
+            }
+        })
+    };
+    let mut seen = 0;
+    while !writer.is_finished() {
+        let read = head::read_head(dir.path()).unwrap().expect("a head");
+        assert!(
+            read.seq >= seen,
+            "the head went back from {seen} to {}",
+            read.seq
+        );
+        seen = read.seq;
+    }
+    writer.join().unwrap();
+    assert_eq!(head::read_head(dir.path()).unwrap().unwrap().seq, 400);
+    assert_eq!(inode(&head), first, "rewritten in place, not replaced");
+    assert!(verify(audit.path()).unwrap().broken.is_none());
+}

@@ -3,7 +3,7 @@
 //! Each append takes the file's exclusive lock, makes sure the file is still the one named
 //! `audit.jsonl` (another writer may have begun a new segment), continues the chain from its
 //! last line, writes the new line with one `write` on a file opened for appending, rewrites
-//! the head file, then unlocks. The chain's last link and the file's length after this
+//! the head file in place (`head.rs`), then unlocks. The chain's last link and the file's length after this
 //! writer's last line are kept in memory: the tail is read again only when the length changed
 //! since (another process appended). A damaged last line begins a new segment
 //! (`segment.rs`); a write that fails part-way is cut back off, so a full disk leaves no torn
@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::apart::{store_apart, MAX_INLINE_BYTES};
 use super::chain::{self, Link};
-use super::head::write_head;
+use super::head::{write_head, HeadFile};
 use super::key::AuditKey;
 use super::segment::{self, Damage};
 use super::unfinished::{open_starts, process_ended};
@@ -71,6 +71,8 @@ struct State {
     /// The file's length after this writer's last look; `None` after a failed write or when
     /// the file was (re)opened.
     known_len: Option<u64>,
+    /// The head file, kept open while the log is.
+    head: HeadFile,
     /// Reused buffers: the record's JSON, the line.
     body: Vec<u8>,
     line: Vec<u8>,
@@ -92,6 +94,7 @@ impl Audit {
             file: open_log(&path)?,
             last: Link::GENESIS,
             known_len: None,
+            head: HeadFile::default(),
             body: Vec::with_capacity(1024),
             line: Vec::with_capacity(1280),
         };
@@ -188,6 +191,8 @@ impl Audit {
             }
             state.file = open_log(&self.path)?;
             state.known_len = None;
+            // A new segment wrote a new head file.
+            state.head.reset();
         }
         Err(AuditError::new(
             AuditErrorKind::Io,
@@ -289,13 +294,16 @@ impl State {
                 .sync_data()
                 .map_err(|e| AuditError::io(path, "sync it to disk", e))?;
         }
-        write_head(audit.dir(), &link, key, audit.options.fsync).map_err(|e| {
-            AuditError::new(
-                e.kind,
-                &e.path,
-                format!("record {} was appended, but {}", link.seq, e.message),
-            )
-        })
+        let dir = audit.dir();
+        self.head
+            .write(dir, &link, key, audit.options.fsync)
+            .map_err(|e| {
+                AuditError::new(
+                    e.kind,
+                    &e.path,
+                    format!("record {} was appended, but {}", link.seq, e.message),
+                )
+            })
     }
 }
 

@@ -7,6 +7,7 @@ mod writes_only;
 
 pub use report::Report;
 pub use watcher::Watcher;
+pub use writes_only::WriteWatcher;
 
 use std::fmt;
 use std::path::PathBuf;

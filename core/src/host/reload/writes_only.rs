@@ -7,9 +7,10 @@ use notify_debouncer_mini::notify::{
 };
 
 /// The platform's watcher, without access events. Reading a folder or a library opens it, and
-/// inotify reports every open: without this filter the watcher's own reads would come back to
-/// it as changes, for ever.
-pub(super) struct WriteWatcher(RecommendedWatcher);
+/// inotify reports every open: without this filter the watcher's own reads (or a build's reads
+/// of the sources it watches) would come back to it as changes, for ever. Use it as the
+/// watcher type of a debouncer: `new_debouncer_opt::<_, WriteWatcher>(config, handler)`.
+pub struct WriteWatcher(RecommendedWatcher);
 
 impl notify::Watcher for WriteWatcher {
     fn new<F: EventHandler>(mut handler: F, config: notify::Config) -> notify::Result<Self> {

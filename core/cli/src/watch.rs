@@ -15,8 +15,6 @@ use crate::list::print_listing;
 /// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
 pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> Result<ExitCode> {
     check_profile(&host, profile)?;
-    // Watching before the header: a change made once it is printed is seen.
-    let _watcher = crate::reloads::report(&host, crate::reloads::To::Stdout)?;
     // The listing holds the tools it lists: dropped at once, so a reload lets the first
     // generation go (an isolated tool's old worker exits).
     let names: Vec<String> = host

@@ -12,6 +12,7 @@ use toolhost::{Agent, Host};
 use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
 mod over_http;
+mod storms;
 mod slow;
 
 /// How long a test waits for its servers to start.

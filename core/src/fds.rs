@@ -60,5 +60,7 @@ pub fn host_stdout() -> std::io::Result<File> {
         )?))
     }
     #[cfg(not(unix))]
-    Err(std::io::Error::other("a private standard output needs Unix"))
+    Err(std::io::Error::other(
+        "a private standard output needs Unix",
+    ))
 }

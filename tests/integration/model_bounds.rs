@@ -4,7 +4,7 @@
 //! under it is read whole. Each broken reply fails only its iteration.
 
 use serde_json::json;
-use toolhost::{LogKind, LogItem};
+use toolhost::{LogItem, LogKind};
 use toolhost_tests::fake_llm::{chunk, sse, text_reply, Answer, FakeLlm};
 
 use super::models::{request, root, run};
@@ -19,13 +19,18 @@ fn answer(server: &FakeLlm) {
 
 /// The log's error items (one per broken reply).
 fn errors(log: Vec<LogItem>) -> Vec<LogItem> {
-    log.into_iter().filter(|i| i.kind == LogKind::Error).collect()
+    log.into_iter()
+        .filter(|i| i.kind == LogKind::Error)
+        .collect()
 }
 
 #[test]
 fn a_stream_that_never_ends_stops_at_max_reply_bytes_and_keeps_its_text_up_to_the_cap() {
     let server = FakeLlm::start();
-    let event = format!("data: {}\n\n", chunk(json!({"content": "abcdefghij"}), None));
+    let event = format!(
+        "data: {}\n\n",
+        chunk(json!({"content": "abcdefghij"}), None)
+    );
     server.push(Answer::Endless(event.into_bytes()));
     answer(&server);
     let root = root(&server, "max_reply_bytes = 20000\ntimeout_seconds = 30");
@@ -39,7 +44,11 @@ fn a_stream_that_never_ends_stops_at_max_reply_bytes_and_keeps_its_text_up_to_th
         "{heading}"
     );
     let partial = &errors[0].content;
-    assert!(!partial.is_empty() && partial.len() < 20000, "{}", partial.len());
+    assert!(
+        !partial.is_empty() && partial.len() < 20000,
+        "{}",
+        partial.len()
+    );
     assert!(partial.chars().all(|c| "abcdefghij".contains(c)));
 }
 
@@ -71,12 +80,17 @@ fn one_event_over_max_event_bytes_is_refused_and_a_large_one_under_it_is_read_wh
     )])));
     let under = request("response", json!({ "text": &big[..900_000] }));
     // Sent as one piece of the body (and so read in as few reads as the transport makes).
-    let whole = toolhost_tests::fake_llm::sse_bytes(&[chunk(json!({ "content": under }), Some("stop"))]);
+    let whole =
+        toolhost_tests::fake_llm::sse_bytes(&[chunk(json!({ "content": under }), Some("stop"))]);
     server.push(Answer::Whole(whole));
     let root = root(&server, "max_event_bytes = 1048576");
     let (result, agent, _) = run(&root, "Answer.");
     let answer = result.unwrap();
-    assert!(answer.starts_with("xxxx"), "{}", &answer[..20.min(answer.len())]);
+    assert!(
+        answer.starts_with("xxxx"),
+        "{}",
+        &answer[..20.min(answer.len())]
+    );
     let errors = errors(agent.log());
     assert_eq!(errors.len(), 1, "{errors:?}");
     let heading = &errors[0].heading;

@@ -87,7 +87,9 @@ pub(crate) fn host_stdout() -> Result<Box<dyn Write>> {
     match toolhost::fds::host_stdout() {
         Ok(file) => Ok(Box::new(file)),
         Err(_) if cfg!(not(unix)) => Ok(Box::new(std::io::stdout())),
-        Err(e) => Err(anyhow::anyhow!("cannot keep standard output for the answer: {e}")),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot keep standard output for the answer: {e}"
+        )),
     }
 }
 

@@ -189,7 +189,10 @@ mod tests {
 
     #[test]
     fn an_event_without_data_is_none_and_an_unended_one_is_not_given() {
-        assert_eq!(read(b"event: x\n\n\n\ndata: y", 3, 64).unwrap(), [] as [&str; 0]);
+        assert_eq!(
+            read(b"event: x\n\n\n\ndata: y", 3, 64).unwrap(),
+            [] as [&str; 0]
+        );
     }
 
     #[test]

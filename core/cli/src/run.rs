@@ -48,7 +48,7 @@ pub(crate) fn run_script(
             }
         }
     });
-    let code = runtime.block_on(async {
+    let code: std::io::Result<ExitCode> = runtime.block_on(async {
         let stopper = agent.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -64,11 +64,7 @@ pub(crate) fn run_script(
         });
         for message in &script.user_messages {
             match agent.monologue(&model, message, options).await {
-                Ok(answer) => {
-                    if let Err(e) = writeln!(stdout, "{answer}") {
-                        return Err(e);
-                    }
-                }
+                Ok(answer) => writeln!(stdout, "{answer}")?,
                 Err(e) => {
                     // Any error text may quote a tool, an extension or the server: masked like
                     // the rest (the host's secrets and the model's key).

@@ -145,6 +145,7 @@ mod agent;
 pub mod audit;
 pub mod config;
 mod exec;
+pub mod fds;
 pub mod governance;
 mod host;
 pub mod isolation;

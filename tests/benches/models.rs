@@ -3,7 +3,8 @@
 //! scripted model in the same run), and the time from the first byte of a streamed reply
 //! received to its first character shown.
 //!
-//! Run with `cargo bench -p toolhost-tests --bench models`.
+//! Run with `cargo bench -p toolhost-tests --bench models`; `-- large-event` measures one
+//! streamed event of 5, 10 and 20 MB instead.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -208,6 +209,51 @@ fn first_character(runtime: &tokio::runtime::Runtime) {
     );
 }
 
+/// One streamed event of 5, 10 and 20 MB read through the adapter alone, the body sent at
+/// once (read in the pieces the socket gives): the time should grow in proportion to the size
+/// (the SSE reader is linear).
+fn large_event(runtime: &tokio::runtime::Runtime) {
+    let server = FakeLlm::start();
+    let root = root(&server, "json");
+    root.write(
+        "usr/models.toml",
+        format!(
+            "[models.bench]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_event_bytes = 67108864\n\
+             max_reply_bytes = 67108864\n",
+            server.url()
+        ),
+    );
+    let model = model(&root);
+    let system = toolhost::Secrets::empty().mask("You are A0.");
+    let mut line = Vec::new();
+    for mb in [5, 10, 20] {
+        let text = "x".repeat(mb * 1_000_000);
+        let events = [chunk(json!({ "content": text }), Some("stop"))];
+        let bytes = sse_bytes(&events);
+        let times: Vec<Duration> = (0..5)
+            .map(|_| {
+                server.push(Answer::Whole(bytes.clone()));
+                let request = toolhost::ModelRequest {
+                    system: &system,
+                    history: &[],
+                    tools: &[],
+                };
+                let start = Instant::now();
+                let reply = runtime
+                    .block_on(model.respond(request, &mut |_| {}))
+                    .unwrap();
+                assert_eq!(reply.text.len(), text.len());
+                start.elapsed()
+            })
+            .collect();
+        line.push(format!("{mb} MB {:.2} s", median(times).as_secs_f64()));
+    }
+    println!(
+        "one streamed event through the adapter alone (loopback), median of 5: {}",
+        line.join(", ")
+    );
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a list of benchmarks; there are none to list.
@@ -217,6 +263,9 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if std::env::args().any(|a| a == "large-event") {
+        return large_event(&runtime);
+    }
     iteration(&runtime, 10);
     iteration(&runtime, 100);
     request_alone(&runtime);

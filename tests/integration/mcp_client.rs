@@ -13,6 +13,7 @@ use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
 mod over_http;
 mod slow;
+mod storms;
 
 /// How long a test waits for its servers to start.
 const START: Duration = Duration::from_secs(60);

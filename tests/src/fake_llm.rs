@@ -41,6 +41,9 @@ pub enum Answer {
     Whole(Vec<u8>),
     /// The pieces, then the connection is cut (the body never ends).
     Cut(Vec<Piece>),
+    /// `text/event-stream` that never ends: the bytes again and again, a millisecond apart,
+    /// until the client goes away.
+    Endless(Vec<u8>),
     /// A status, headers and a body.
     Status(u16, Vec<(&'static str, String)>, String),
     /// A JSON body (a non-streamed reply).
@@ -187,6 +190,7 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
         }
         Some(Answer::Stream(pieces)) => streamed(pieces, false, state.clone()),
         Some(Answer::Cut(pieces)) => streamed(pieces, true, state.clone()),
+        Some(Answer::Endless(bytes)) => endless(bytes),
     };
     Ok(response)
 }
@@ -232,6 +236,22 @@ fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> 
             // Cut once the pieces have surely been read.
             tokio::time::sleep(Duration::from_millis(20)).await;
             let _ = tx.send(Err(std::io::Error::other("cut"))).await;
+        }
+    });
+    let frames =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(StreamBody::new(frames).boxed())
+        .expect("response")
+}
+
+fn endless(bytes: Vec<u8>) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let bytes = Bytes::from(bytes);
+        while tx.send(Ok(Frame::data(bytes.clone()))).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
     let frames =

@@ -1,5 +1,6 @@
 //! `toolhost call`: one tool call through the whole lifecycle.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -48,16 +49,22 @@ pub(crate) fn call(
         ),
         Err(e) => crate::exit::usage!("--args is not valid JSON ({e}): {args}"),
     };
-    // The response goes to stdout below, so the live log (stderr) leaves it out.
+    // The response goes to the host's standard output (a private descriptor: fd 1 points at
+    // standard error while the tool runs, so nothing it prints or closes reaches the answer),
+    // and the live log (stderr) leaves it out.
+    let mut stdout = host_stdout()?;
     let output = Arc::new(Terminal::default().without(OutputKind::ToolResponse));
     let agent = Agent::with_output(host, agent, profile, output.clone())?;
     crate::approve::set_up(&agent, yes, None);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(agent.call_tool(name, args));
+    let result = {
+        let _armed = crate::plugin_exit::arm(name);
+        runtime.block_on(agent.call_tool(name, args))
+    };
     output.end_progress();
-    let code = shown(&agent, result, name, profile, json)?;
+    let code = shown(&mut stdout, &agent, result, name, profile, json)?;
     match agent.audit_failure() {
         Some(e) => {
             let e = agent.host().secrets().mask_owned(e.to_string());
@@ -74,8 +81,21 @@ pub(crate) fn call(
     }
 }
 
-/// Prints a call's result; the exit code it gives.
+/// The host's own standard output ([`toolhost::fds::host_stdout`]); where that cannot be had
+/// (not Unix), standard output itself.
+pub(crate) fn host_stdout() -> Result<Box<dyn Write>> {
+    match toolhost::fds::host_stdout() {
+        Ok(file) => Ok(Box::new(file)),
+        Err(_) if cfg!(not(unix)) => Ok(Box::new(std::io::stdout())),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot keep standard output for the answer: {e}"
+        )),
+    }
+}
+
+/// Prints a call's result to `out`; the exit code it gives.
 fn shown(
+    out: &mut dyn Write,
     agent: &Agent,
     result: Result<Response, ToolError>,
     name: &str,
@@ -86,7 +106,7 @@ fn shown(
         // The Unknown tool answered: its text (what a model would get) on stdout, the
         // mistake on stderr, and an exit code of its own.
         if let Ok(shown) = masked(agent, result) {
-            println!("{}", shown.message);
+            writeln!(out, "{}", shown.message)?;
         }
         let name = toolhost::Escaped(std::path::Path::new(name));
         eprintln!("error: no tool '{name}' in profile '{profile}' (see `toolhost list --profile {profile}`)");
@@ -99,11 +119,11 @@ fn shown(
                 "break_loop": shown.break_loop,
                 "additional": shown.additional,
             });
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Ok(shown) => {
-            println!("{}", shown.message);
+            writeln!(out, "{}", shown.message)?;
             if shown.break_loop {
                 eprintln!("(final answer: this ends the agent's loop)");
             }
@@ -112,7 +132,7 @@ fn shown(
         Err(e) => {
             if json {
                 let err = json!({"error": {"kind": e.kind().as_str(), "message": e.message()}});
-                println!("{}", serde_json::to_string_pretty(&err)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&err)?)?;
             }
             let (kind, message) = (e.kind(), e.message());
             let name = toolhost::Escaped(std::path::Path::new(name)); // on one line

@@ -15,6 +15,9 @@ pub(crate) const UNKNOWN_TOOL: u8 = 3;
 /// required` off; on, the call is refused and exits 1).
 pub(crate) const AUDIT_FAILED: u8 = 4;
 
+/// `call` of a tool that ended the process (called `exit`) before its call finished.
+pub(crate) const PLUGIN_EXITED: u8 = 5;
+
 /// `run` or `chat` stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub(crate) const INTERRUPTED: i32 = 130;
 

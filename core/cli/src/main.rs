@@ -14,6 +14,7 @@ mod masked_log;
 mod mcp;
 mod new;
 mod pin;
+mod plugin_exit;
 mod reloads;
 mod run;
 mod serve_mcp;
@@ -340,6 +341,13 @@ fn main() -> ExitCode {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
     match result {
         Ok(Ok(code)) => code,
+        // The same through the host's private standard output (`call`, `run`).
+        Ok(Err(e))
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
         Ok(Err(e)) => {
             let line = format!("{e:#}").replace('\n', " ");
             eprintln!("error: {}", toolhost::mask_log_line(&line));

@@ -1,5 +1,6 @@
 //! `toolhost run`: a scripted session with a live log.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -22,6 +23,9 @@ pub(crate) fn run_script(
 ) -> Result<ExitCode> {
     check_profile(&host, profile)?;
     let script = Script::load(script).map_err(anyhow::Error::msg)?;
+    // The final answers go to the host's own standard output; fd 1 points at standard error
+    // while tools run (see toolhost::fds).
+    let mut stdout = crate::call::host_stdout()?;
     let sessions = host.layout().sessions_dir();
     let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
     let session = agent
@@ -44,7 +48,7 @@ pub(crate) fn run_script(
             }
         }
     });
-    let code = runtime.block_on(async {
+    let code: std::io::Result<ExitCode> = runtime.block_on(async {
         let stopper = agent.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -60,19 +64,19 @@ pub(crate) fn run_script(
         });
         for message in &script.user_messages {
             match agent.monologue(&model, message, options).await {
-                Ok(answer) => println!("{answer}"),
+                Ok(answer) => writeln!(stdout, "{answer}")?,
                 Err(e) => {
                     // Any error text may quote a tool, an extension or the server: masked like
                     // the rest (the host's secrets and the model's key).
                     let text = toolhost::mask_log_line(&e.to_string()).into_owned();
                     eprintln!("error: {text}");
-                    return ExitCode::FAILURE;
+                    return Ok(ExitCode::FAILURE);
                 }
             }
         }
-        ExitCode::SUCCESS
+        Ok(ExitCode::SUCCESS)
     });
     crate::chat::print_usage(&agent);
     eprintln!("session saved in {}", session.display());
-    Ok(code)
+    Ok(code?)
 }

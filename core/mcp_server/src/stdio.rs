@@ -11,21 +11,12 @@ use super::error::{McpServerError, McpServerErrorKind};
 use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
 use super::session::Session;
 
-/// The lowest descriptor the private standard output may have: above the ones a plugin
-/// (or a library it loads) would reuse by accident.
-#[cfg(unix)]
-const PRIVATE_FD_FLOOR: i32 = 64;
-
-/// Standard output for the JSON-RPC stream alone: on Unix it moves to a private descriptor
-/// (close-on-exec, above [`PRIVATE_FD_FLOOR`]) and fd 1 then points at standard error, so
-/// what a tool prints (`println!`, `write(1, ...)`) goes to the log, never to the client.
+/// Standard output for the JSON-RPC stream alone: the host's private standard output
+/// ([`toolhost::fds::host_stdout`]), so what a tool prints (`println!`, `write(1, ...)`) goes
+/// to the log, never to the client.
 pub(crate) fn private_stdout() -> std::io::Result<impl AsyncWrite + Send + Unpin + 'static> {
     #[cfg(unix)]
-    {
-        let private = rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), PRIVATE_FD_FLOOR)?;
-        rustix::stdio::dup2_stdout(std::io::stderr())?;
-        Ok(tokio::fs::File::from_std(std::fs::File::from(private)))
-    }
+    return Ok(tokio::fs::File::from_std(toolhost::fds::host_stdout()?));
     #[cfg(not(unix))]
     Ok(tokio::io::stdout())
 }

@@ -61,6 +61,18 @@ pub struct ModelConfig {
     /// ([`numbers::seconds`](toolhost::config::numbers::seconds)).
     #[serde(default = "defaults::timeout_seconds")]
     pub timeout_seconds: f64,
+    /// The longest a whole reply may take once the server has begun to answer, however often
+    /// data arrives (a stream that never ends, or sends empty events forever, stops here).
+    /// Default 600; from 0.001 to 1,000,000,000.
+    #[serde(default = "defaults::max_reply_seconds")]
+    pub max_reply_seconds: f64,
+    /// The most bytes of a reply's body (a stream's events, or one JSON body); beyond it the
+    /// reply broke off, with the text received so far. Default 16 MiB (16777216); at least 1.
+    #[serde(default = "defaults::max_reply_bytes")]
+    pub max_reply_bytes: u64,
+    /// The most bytes of one event of a streamed reply. Default 4 MiB (4194304); at least 1.
+    #[serde(default = "defaults::max_event_bytes")]
+    pub max_event_bytes: u64,
     /// Retries of a request that got 429, a 5xx status or no connection. Default 3.
     #[serde(default = "defaults::max_retries")]
     pub max_retries: u32,
@@ -86,6 +98,15 @@ mod defaults {
     }
     pub(super) fn timeout_seconds() -> f64 {
         120.0
+    }
+    pub(super) fn max_reply_seconds() -> f64 {
+        600.0
+    }
+    pub(super) fn max_reply_bytes() -> u64 {
+        16 << 20
+    }
+    pub(super) fn max_event_bytes() -> u64 {
+        4 << 20
     }
     pub(super) fn max_retries() -> u32 {
         3
@@ -297,8 +318,9 @@ pub struct OutOfRange {
 
 impl ModelConfig {
     /// Checks every number against its range, through the host's conversions
-    /// ([`toolhost::config::numbers`]): `timeout_seconds` (not `nan`, not 0 or less, not below
-    /// 1 ms, not above 1,000,000,000 s), `retry_initial_ms`, `context_tokens` and `max_tokens`
+    /// ([`toolhost::config::numbers`]): `timeout_seconds` and `max_reply_seconds` (not `nan`,
+    /// not 0 or less, not below 1 ms, not above 1,000,000,000 s), `max_reply_bytes` and
+    /// `max_event_bytes` (1 or more), `retry_initial_ms`, `context_tokens` and `max_tokens`
     /// (1 or more), `temperature` (0 to 2).
     pub fn check(&self) -> Result<(), OutOfRange> {
         use toolhost::config::numbers;
@@ -314,6 +336,14 @@ impl ModelConfig {
         }
         numbers::seconds(self.timeout_seconds)
             .map_err(wrong("timeout_seconds", numbers::SECONDS_EXPECTED))?;
+        numbers::seconds(self.max_reply_seconds)
+            .map_err(wrong("max_reply_seconds", numbers::SECONDS_EXPECTED))?;
+        let bytes = "a whole number of bytes, 1 or more";
+        let max = usize::MAX as u64;
+        numbers::whole(self.max_reply_bytes.into(), 1, max)
+            .map_err(wrong("max_reply_bytes", bytes))?;
+        numbers::whole(self.max_event_bytes.into(), 1, max)
+            .map_err(wrong("max_event_bytes", bytes))?;
         let max_ms = "a whole number of milliseconds, at most 1000000000000";
         numbers::millis(self.retry_initial_ms).map_err(wrong("retry_initial_ms", max_ms))?;
         let tokens = "a whole number of tokens, 1 or more";

@@ -7,8 +7,9 @@
 //! masked output as it arrives, or reads one JSON body; it speaks either tool protocol
 //! ([`ToolProtocol`]); it reports the token usage of each request. A 429, a 5xx status or a
 //! failed connection is retried with a doubling backoff that honours `Retry-After`; each wait
-//! for the server has a timeout; a stream cut mid-way is [`ModelError::Broken`], an error of
-//! that iteration. The API key goes into the `Authorization` header and nowhere else: it is
+//! for the server has a timeout, and each reply a total time and size (and each streamed
+//! event a size); a stream cut mid-way, or one that breaks a bound, is
+//! [`ModelError::Broken`], an error of that iteration. The API key goes into the `Authorization` header and nowhere else: it is
 //! cut out of every error text and reply.
 //!
 //! Models are configured in `models.toml` ([`ModelsConfig`]):
@@ -35,6 +36,7 @@
 mod config;
 mod request;
 mod retry;
+mod sse;
 mod stream;
 mod window;
 
@@ -141,6 +143,22 @@ impl OpenAiModel {
             .max(toolhost::config::numbers::MIN_DURATION)
     }
 
+    /// The bounds on reading one reply.
+    fn bounds(&self) -> stream::Bounds {
+        use toolhost::config::numbers;
+        let bytes = |value: u64| usize::try_from(value).unwrap_or(usize::MAX).max(1);
+        stream::Bounds {
+            model: self.config.name.clone(),
+            idle: self.timeout(),
+            // Checked in `new`, saturating like `timeout`.
+            total: numbers::saturating_seconds(self.config.max_reply_seconds)
+                .unwrap_or(numbers::MAX_DURATION)
+                .max(numbers::MIN_DURATION),
+            max_bytes: bytes(self.config.max_reply_bytes),
+            max_event: bytes(self.config.max_event_bytes),
+        }
+    }
+
     /// `text` with every form of the API key masked.
     fn hide_key(&self, text: String) -> String {
         self.key_forms.mask_owned(text).into_inner()
@@ -191,10 +209,10 @@ impl OpenAiModel {
                 shown(&ready);
             }
         };
-        let (timeout, key) = (self.timeout(), &self.key_forms);
+        let (bounds, key) = (self.bounds(), &self.key_forms);
         let reply = match self.config.stream {
-            true => stream::read_events(response, timeout, key, &mut masked).await,
-            false => stream::read_body(response, timeout, key, &mut masked).await,
+            true => stream::read_events(response, &bounds, key, &mut masked).await,
+            false => stream::read_body(response, &bounds, key, &mut masked).await,
         };
         let rest = live.finish();
         if !rest.is_empty() {
@@ -255,11 +273,10 @@ impl OpenAiModel {
             return Ok(response);
         }
         let asked = retry::retry_after(response.headers());
-        let detail = match tokio::time::timeout(Duration::from_secs(5), response.text()).await {
-            // Masked before error_detail cuts it to its budget.
-            Ok(Ok(text)) => error_detail(&self.hide_key(text)),
-            _ => String::new(),
-        };
+        // At most 64 KiB of an error body is read, then masked before error_detail cuts it to
+        // its budget.
+        let body = stream::read_error_body(response, 64 << 10, Duration::from_secs(5)).await;
+        let detail = error_detail(&self.hide_key(body));
         let error = self.status_error(status, &detail);
         match retry::retryable(status) {
             true => Err(Failure::Retry(error, asked)),

@@ -1,17 +1,18 @@
-//! Reading a reply: server-sent events (parsed by `eventsource-stream`) or one JSON body,
+//! Reading a reply, within its bounds ([`Bounds`]): server-sent events ([`SseReader`]) or
+//! one JSON body,
 //! assembled into a [`ModelReply`]: text pieces passed on as they arrive, `tool_calls` deltas
 //! joined per call (arguments may arrive in many pieces), and the usage, which may come in a
 //! last chunk with no choices.
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use serde_json::Value;
 
 use toolhost::Secrets;
 use toolhost::ToolCall;
 use toolhost::{ModelError, ModelReply, Usage};
+
+use crate::sse::{SseError, SseReader};
 
 /// A call being assembled from its deltas.
 #[derive(Debug, Default)]
@@ -166,55 +167,168 @@ impl Assembler {
     }
 }
 
-/// Reads a streamed reply; `idle` is the longest wait for the next event.
+/// The bounds on reading one reply, from the model's configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Bounds {
+    /// The model's name, for the errors.
+    pub(crate) model: String,
+    /// The longest wait for the next bytes (`timeout_seconds`).
+    pub(crate) idle: Duration,
+    /// The longest a whole reply may take (`max_reply_seconds`), from the request's answer on.
+    pub(crate) total: Duration,
+    /// The most bytes of a reply's body (`max_reply_bytes`).
+    pub(crate) max_bytes: usize,
+    /// The most bytes of one event of a stream (`max_event_bytes`).
+    pub(crate) max_event: usize,
+}
+
+/// Reads the body's pieces within the bounds: each piece within `idle`, all of them within
+/// `total`, at most `max_bytes` in all.
+struct Body {
+    response: reqwest::Response,
+    deadline: tokio::time::Instant,
+    read: usize,
+}
+
+impl Body {
+    fn new(response: reqwest::Response, bounds: &Bounds) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            response,
+            deadline: toolhost::config::numbers::later(now, bounds.total),
+            read: 0,
+        }
+    }
+
+    /// The next piece, `None` at the end; `Err` is why reading stops, one line.
+    async fn next(&mut self, bounds: &Bounds) -> Result<Option<impl AsRef<[u8]>>, String> {
+        let now = tokio::time::Instant::now();
+        let left = self.deadline.saturating_duration_since(now);
+        let over_time = || {
+            format!(
+                "the reply took longer than {} s in all (max_reply_seconds of model '{}' in \
+                 models.toml)",
+                bounds.total.as_secs_f64(),
+                bounds.model
+            )
+        };
+        if left.is_zero() {
+            return Err(over_time());
+        }
+        match tokio::time::timeout(bounds.idle.min(left), self.response.chunk()).await {
+            Err(_) if bounds.idle >= left => Err(over_time()),
+            Err(_) => Err(format!(
+                "no data for {} s (timeout_seconds of model '{}' in models.toml)",
+                bounds.idle.as_secs_f64(),
+                bounds.model
+            )),
+            Ok(Err(e)) => Err(format!("the stream was cut: {}", chain(&e))),
+            Ok(Ok(None)) => Ok(None),
+            Ok(Ok(Some(piece))) => {
+                self.read = self.read.saturating_add(piece.len());
+                if self.read > bounds.max_bytes {
+                    return Err(format!(
+                        "the reply is longer than {} bytes (max_reply_bytes of model '{}' in \
+                         models.toml)",
+                        bounds.max_bytes, bounds.model
+                    ));
+                }
+                Ok(Some(piece))
+            }
+        }
+    }
+}
+
+/// Reads a streamed reply within `bounds`; one that breaks them broke off, with the text that
+/// arrived before (never more than `max_bytes`).
 pub(crate) async fn read_events(
     response: reqwest::Response,
-    idle: Duration,
+    bounds: &Bounds,
     key: &Secrets,
     shown: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ModelReply, ModelError> {
-    let mut events = response.bytes_stream().eventsource();
+    let mut body = Body::new(response, bounds);
+    let mut reader = SseReader::new(bounds.max_event);
     let mut reply = Assembler::masking(key);
-    loop {
-        let Ok(next) = tokio::time::timeout(idle, events.next()).await else {
-            let reason = format!("no data for {:.0} s (timeout_seconds)", idle.as_secs_f64());
-            return Err(reply.broken(reason));
+    let mut events = Vec::new();
+    'read: loop {
+        let piece = match body.next(bounds).await {
+            Ok(Some(piece)) => piece,
+            Ok(None) => break,
+            Err(reason) => return Err(reply.broken(reason)),
         };
-        match next {
-            None => break,
-            Some(Err(e)) => return Err(reply.broken(format!("the stream was cut: {}", chain(&e)))),
-            Some(Ok(event)) if event.data.trim() == "[DONE]" => {
-                reply.finished = true;
-                // The body's end is read too (it follows at once; at most 100 ms are
-                // given), so the connection goes back to the pool: a body dropped before its
-                // end closes the connection.
-                let rest = async { while events.next().await.is_some() {} };
-                let _ = tokio::time::timeout(Duration::from_millis(100), rest).await;
-                break;
+        if let Err(e) = reader.feed(piece.as_ref(), &mut events) {
+            let reason = match e {
+                SseError::TooLong { max } => format!(
+                    "one event of the stream is longer than {max} bytes (max_event_bytes of \
+                     model '{}' in models.toml)",
+                    bounds.model
+                ),
+                SseError::NotUtf8 => "an event of the stream is not UTF-8".to_owned(),
+            };
+            return Err(reply.broken(reason));
+        }
+        for data in events.drain(..) {
+            match data.trim() {
+                "[DONE]" => {
+                    reply.finished = true;
+                    // The body's end is read too (it follows at once; at most 100 ms are
+                    // given), so the connection goes back to the pool: a body dropped before
+                    // its end closes the connection.
+                    let rest = async { while let Ok(Some(_)) = body.next(bounds).await {} };
+                    let _ = tokio::time::timeout(Duration::from_millis(100), rest).await;
+                    break 'read;
+                }
+                "" => {}
+                _ => reply.chunk(&data, shown)?,
             }
-            Some(Ok(event)) if event.data.trim().is_empty() => {}
-            Some(Ok(event)) => reply.chunk(&event.data, shown)?,
         }
     }
     reply.finish()
 }
 
-/// Reads a reply that is one JSON body.
+/// Reads a reply that is one JSON body, within `bounds`.
 pub(crate) async fn read_body(
     response: reqwest::Response,
-    idle: Duration,
+    bounds: &Bounds,
     key: &Secrets,
     shown: &mut (dyn FnMut(&str) + Send),
 ) -> Result<ModelReply, ModelError> {
     let mut reply = Assembler::masking(key);
-    let body = match tokio::time::timeout(idle, response.text()).await {
-        Ok(Ok(body)) => body,
-        Ok(Err(e)) => return Err(reply.broken(format!("the body was cut: {}", chain(&e)))),
-        Err(_) => return Err(reply.broken(format!("no body within {:.0} s", idle.as_secs_f64()))),
-    };
-    reply.chunk(&body, shown)?;
+    let mut body = Body::new(response, bounds);
+    let mut bytes = Vec::new();
+    loop {
+        match body.next(bounds).await {
+            Ok(Some(piece)) => bytes.extend_from_slice(piece.as_ref()),
+            Ok(None) => break,
+            Err(reason) => return Err(reply.broken(reason)),
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    reply.chunk(&text, shown)?;
     reply.finished = true;
     reply.finish()
+}
+
+/// At most `max` bytes of an error response's body (the rest is not read), within `wait`.
+pub(crate) async fn read_error_body(
+    mut response: reqwest::Response,
+    max: usize,
+    wait: Duration,
+) -> String {
+    let read = async {
+        let mut bytes = Vec::new();
+        while let Ok(Some(piece)) = response.chunk().await {
+            let room = max - bytes.len();
+            bytes.extend_from_slice(&piece[..piece.len().min(room)]);
+            if bytes.len() == max {
+                break;
+            }
+        }
+        bytes
+    };
+    let bytes = tokio::time::timeout(wait, read).await.unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// An error and its sources, on one line.

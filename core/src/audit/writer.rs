@@ -308,7 +308,7 @@ impl State {
 }
 
 /// Opens the log for appending (creating it), without blocking, and only if it is a regular
-/// file.
+/// file; at a descriptor above [`PRIVATE_FD_FLOOR`](crate::fds::PRIVATE_FD_FLOOR).
 fn open_log(path: &Path) -> Result<File, AuditError> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
@@ -320,6 +320,9 @@ fn open_log(path: &Path) -> Result<File, AuditError> {
     let file = options
         .open(path)
         .map_err(|e| AuditError::io(path, "open it for appending", e))?;
+    // Out of an in-process plugin's way (a plugin that closed fd 1 must not get the log as
+    // the host's standard output).
+    let file = crate::fds::above_floor(file);
     let metadata = file
         .metadata()
         .map_err(|e| AuditError::io(path, "read its metadata", e))?;

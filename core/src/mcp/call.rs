@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ProgressToken,
-    ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+    ProgressToken, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
@@ -19,6 +19,10 @@ use super::tool::McpTool;
 use crate::secrets::Secrets;
 use plugin_api::Response;
 use plugin_api::ToolError;
+
+/// The most progress notifications of one call shown per second: those in between are
+/// coalesced (the latest is shown when its turn comes, the others are dropped).
+pub(crate) const PROGRESS_PER_SECOND: u32 = 10;
 
 /// Stops routing a call's progress when the attempt ends, however it ends.
 struct Route<'a>(&'a ProgressRoutes, ProgressToken);
@@ -60,14 +64,25 @@ impl McpTool {
             Ok(handle) => handle,
             Err(e) => return Err(self.lost(&server, &e.to_string())),
         };
-        let (to, mut notes) = tokio::sync::mpsc::unbounded_channel();
+        let (to, mut notes) = tokio::sync::watch::channel(String::new());
+        notes.mark_unchanged();
         server.progress.register(handle.progress_token.clone(), to);
         let _route = Route(&server.progress, handle.progress_token.clone());
         let mut interrupt = std::pin::pin!(interrupt);
+        // After a progress text is shown, the next waits for its turn.
+        let gap = Duration::from_secs(1) / PROGRESS_PER_SECOND;
+        let mut turn = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
+        let mut waiting = false;
         let ended = loop {
             tokio::select! {
                 answer = &mut handle.rx => break Ok(answer),
-                Some(text) = notes.recv() => progress(text).await,
+                () = &mut turn, if waiting => waiting = false,
+                Ok(()) = notes.changed(), if !waiting => {
+                    let text = notes.borrow_and_update().clone();
+                    progress(text).await;
+                    turn.as_mut().reset(tokio::time::Instant::now() + gap);
+                    waiting = true;
+                }
                 () = tokio::time::sleep_until(deadline) => {
                     let limit = timeout.unwrap_or_default();
                     break Err(crate::governance::timed_out(&self.name, limit));
@@ -141,30 +156,32 @@ fn says(text: &str, structured: &Value) -> bool {
 /// A result as the model sees it: its text and its structured content become the message
 /// (structured content only when the text does not already say it); images and other
 /// content go to `additional.content`. `isError` is a repairable error with the text.
+///
+/// Each text is moved out of the result, never copied (one text block is the message itself):
+/// a long answer costs the host its parsed copy and nothing more, and the call's output limit
+/// then keeps only its start (`max_output`).
 fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolError> {
     let mut texts: Vec<String> = Vec::new();
     let mut other: Vec<Value> = Vec::new();
-    for block in &result.content {
-        let value = serde_json::to_value(block).unwrap_or(Value::Null);
-        match value.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                let text = value
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                texts.push(text.to_owned());
-            }
-            _ => other.push(value),
+    for block in result.content {
+        match block {
+            ContentBlock::Text(text) => texts.push(text.text),
+            block => other.push(serde_json::to_value(&block).unwrap_or(Value::Null)),
         }
     }
-    let mut message = texts.join("\n");
-    if let Some(structured) = &result.structured_content {
-        if !texts.iter().any(|t| says(t, structured)) {
-            if !message.is_empty() {
-                message.push('\n');
-            }
-            message.push_str(&structured.to_string());
+    let structured = result
+        .structured_content
+        .filter(|structured| !texts.iter().any(|t| says(t, structured)));
+    let mut message = match texts.len() {
+        1 => texts.pop().unwrap_or_default(),
+        _ => texts.join("\n"),
+    };
+    drop(texts);
+    if let Some(structured) = structured {
+        if !message.is_empty() {
+            message.push('\n');
         }
+        message.push_str(&structured.to_string());
     }
     if result.is_error == Some(true) {
         let message = match message.trim() {

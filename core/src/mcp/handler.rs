@@ -1,6 +1,8 @@
 //! What the client answers to a server: its name, and the notifications it acts on. Progress
-//! goes to the call that sent the token; `notifications/tools/list_changed` refreshes the
-//! server's tools.
+//! goes to the call that sent the token, the latest replacing any not yet shown (the call
+//! shows at most [`PROGRESS_PER_SECOND`](super::call::PROGRESS_PER_SECOND)); a
+//! `notifications/tools/list_changed` asks the server for a re-list, and those of one debounce
+//! window become one ([`Server::list_changed`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -10,7 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::ClientHandler;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 
 use super::server::Server;
 
@@ -22,19 +24,20 @@ const MAX_EARLY: usize = 64;
 /// Where each running call's progress goes, by its progress token.
 #[derive(Default)]
 pub(crate) struct ProgressRoutes {
-    routes: Mutex<HashMap<ProgressToken, UnboundedSender<String>>>,
+    routes: Mutex<HashMap<ProgressToken, watch::Sender<String>>>,
     /// Progress for tokens not registered yet (the server can answer before the caller has
     /// registered the token the SDK gave the request).
     early: Mutex<Vec<(ProgressToken, String)>>,
 }
 
 impl ProgressRoutes {
-    /// Sends the progress of `token` to `to` from now on (and what came early).
-    pub(crate) fn register(&self, token: ProgressToken, to: UnboundedSender<String>) {
+    /// Sends the progress of `token` to `to` from now on (and what came early): each text
+    /// replaces the one before, so a storm of notifications costs no memory.
+    pub(crate) fn register(&self, token: ProgressToken, to: watch::Sender<String>) {
         let mut early = lock(&self.early);
         early.retain(|(t, text)| {
             if *t == token {
-                let _ = to.send(text.clone());
+                to.send_replace(text.clone());
                 return false;
             }
             true
@@ -50,7 +53,7 @@ impl ProgressRoutes {
     fn deliver(&self, token: ProgressToken, text: String) {
         let early = lock(&self.early);
         if let Some(to) = lock(&self.routes).get(&token) {
-            let _ = to.send(text);
+            to.send_replace(text);
             return;
         }
         let mut early = early;
@@ -91,7 +94,7 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Some(server) = self.server.upgrade() {
-            server.refresh_tools(context.peer).await;
+            server.list_changed(context.peer);
         }
     }
 

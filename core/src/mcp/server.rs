@@ -21,6 +21,17 @@ use plugin_api::ToolError;
 /// The longest wait between restarts of a server that keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// `notifications/tools/list_changed` within this window of the first become one re-list of
+/// the server's tools (and those during a re-list, one more after the next window).
+pub(crate) const RELIST_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// Whether a re-list is scheduled, and whether a change came in after it began waiting.
+#[derive(Default)]
+struct Relist {
+    scheduled: bool,
+    again: bool,
+}
+
 /// Where a server is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpState {
@@ -71,6 +82,7 @@ pub(crate) struct Server {
     /// Each tool's breaker by its name on the server, kept across tool-list refreshes and
     /// restarts.
     breakers: Mutex<HashMap<String, Arc<Breaker>>>,
+    relist: Mutex<Relist>,
 }
 
 impl Server {
@@ -89,6 +101,7 @@ impl Server {
             changed: watch::channel(0).0,
             progress: Arc::default(),
             breakers: Mutex::default(),
+            relist: Mutex::default(),
         })
     }
 
@@ -170,8 +183,34 @@ impl Server {
         self.bump();
     }
 
+    /// The server said its tool list changed: a re-list after [`RELIST_DEBOUNCE`], unless
+    /// one is already waiting (a storm of notifications costs one re-list per window).
+    pub(crate) fn list_changed(self: &Arc<Self>, peer: Peer<RoleClient>) {
+        {
+            let mut relist = lock(&self.relist);
+            if relist.scheduled {
+                relist.again = true;
+                return;
+            }
+            relist.scheduled = true;
+        }
+        let server = self.clone();
+        self.runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(RELIST_DEBOUNCE).await;
+                lock(&server.relist).again = false;
+                server.refresh_tools(peer.clone()).await;
+                let mut relist = lock(&server.relist);
+                if !std::mem::take(&mut relist.again) {
+                    relist.scheduled = false;
+                    break;
+                }
+            }
+        });
+    }
+
     /// Reads its tool list again (after `notifications/tools/list_changed`).
-    pub(crate) async fn refresh_tools(self: &Arc<Self>, peer: Peer<RoleClient>) {
+    async fn refresh_tools(self: &Arc<Self>, peer: Peer<RoleClient>) {
         let listed = self.list_tools(&peer).await;
         let mut inner = self.inner();
         if !matches!(inner.state, McpState::Ready | McpState::Starting) {

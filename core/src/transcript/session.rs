@@ -32,11 +32,13 @@ impl Session {
             .collect();
         let dir = parent.join(format!("{secs}-{}-{name}", std::process::id()));
         fs::create_dir_all(&dir)?;
+        // Each at a descriptor above the ones an in-process plugin could take by accident.
         let open = |file: &str| {
             OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(dir.join(file))
+                .map(crate::fds::above_floor)
         };
         Ok(Self {
             history: open("history.jsonl")?,

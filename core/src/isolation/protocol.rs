@@ -277,8 +277,14 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(
         let message = format!("a frame of {len} bytes is larger than {MAX_FRAME}");
         return Err(io::Error::new(io::ErrorKind::InvalidData, message));
     }
-    buf.resize(len, 0);
-    input.read_exact(buf)?;
+    // Grown as the bytes come, not to the size the frame declares: a side that declares a
+    // large frame and sends little costs what it sent.
+    buf.clear();
+    let read = input.take(len as u64).read_to_end(buf)?;
+    if read < len {
+        let message = format!("the stream ended {read} bytes into a frame of {len}");
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, message));
+    }
     postcard::from_bytes(buf)
         .map(Some)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
@@ -287,6 +293,16 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_that_declares_more_than_it_sends_costs_what_it_sent() {
+        // 1 GiB declared, 3 bytes sent, then the end.
+        let mut input: &[u8] = &[0, 0, 0, 64, 1, 2, 3];
+        let mut buf = Vec::new();
+        let error = read_frame::<FromWorker>(&mut input, &mut buf).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+        assert!(buf.capacity() < 1 << 20, "{} bytes held", buf.capacity());
+    }
 
     #[test]
     fn frames_round_trip_and_end_cleanly() {

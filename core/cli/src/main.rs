@@ -100,15 +100,8 @@ enum Command {
     /// Development mode: watch the plugin folders, print each reload, and call tools typed on
     /// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`).
     Watch {
-        /// The agent profile.
-        #[arg(long, short, default_value = "default")]
-        profile: String,
-        /// The agent's name.
-        #[arg(long, default_value = "A0")]
-        agent: String,
-        /// How long a changed file must stay quiet before it is read, in milliseconds.
-        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
-        debounce_ms: u64,
+        #[command(flatten)]
+        watching: WatchArgs,
     },
     /// The author loop: build the plugin crates (those `toolhost new` made in the profile's
     /// layers, and any named here) with cargo, rebuild a crate when one of its sources is
@@ -118,15 +111,8 @@ enum Command {
         /// More plugin crates to build and watch: their folders (each with a Cargo.toml).
         #[arg(value_name = "CRATE")]
         crates: Vec<PathBuf>,
-        /// The agent profile.
-        #[arg(long, short, default_value = "default")]
-        profile: String,
-        /// The agent's name.
-        #[arg(long, default_value = "A0")]
-        agent: String,
-        /// How long a saved file must stay quiet before it is built or read, in milliseconds.
-        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
-        debounce_ms: u64,
+        #[command(flatten)]
+        watching: WatchArgs,
     },
     /// Run a scripted conversation end to end with a live log: the model's replies come from
     /// SCRIPT (`=== user` / `=== model` blocks). Type a line to interject; Ctrl-C stops cleanly.
@@ -255,6 +241,29 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+}
+
+/// The arguments `watch` and `dev` share: whose tools are called, and how quiet a changed file
+/// must be.
+#[derive(clap::Args)]
+struct WatchArgs {
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// The agent's name.
+    #[arg(long, default_value = "A0")]
+    agent: String,
+    /// How long a changed file must stay quiet before it is read (or, for `dev`, built), in
+    /// milliseconds.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(..=MAX_DEBOUNCE_MS))]
+    debounce_ms: u64,
+}
+
+impl WatchArgs {
+    /// The debounce as a duration.
+    fn debounce(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.debounce_ms)
+    }
 }
 
 /// The arguments `run` and `chat` share: the agent's name, when its loop gives up, and where
@@ -406,26 +415,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let host = || Host::with_options(&root, options.clone());
     let yes = cli.yes;
     match cli.command {
-        Command::Watch {
-            profile,
-            agent,
-            debounce_ms,
-        } => {
-            let debounce = std::time::Duration::from_millis(debounce_ms);
-            let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
-            watch::watch(Arc::new(host), &profile, &agent, yes)
+        Command::Watch { watching } => {
+            let host = Host::with_options(&root, options.with_debounce(watching.debounce()))?;
+            watch::watch(Arc::new(host), &watching.profile, &watching.agent, yes)
         }
-        Command::Dev {
-            crates,
-            profile,
-            agent,
-            debounce_ms,
-        } => {
-            let debounce = std::time::Duration::from_millis(debounce_ms);
-            let host = Host::with_options(&root, options.clone().with_debounce(debounce))?;
+        Command::Dev { crates, watching } => {
+            let debounce = watching.debounce();
+            let host = Host::with_options(&root, options.with_debounce(debounce))?;
             let options = dev::DevOptions {
-                profile,
-                agent,
+                profile: watching.profile,
+                agent: watching.agent,
                 crates,
                 debounce,
             };

@@ -1,6 +1,7 @@
 //! `toolhost`: list, call and describe the tools a profile sees, run scripted sessions, chat
 //! with a real model, and watch plugin folders while developing. One file per command.
 
+mod add;
 mod approve;
 mod args_error;
 mod audit;
@@ -9,14 +10,19 @@ mod chat;
 mod dev;
 mod exit;
 mod inspect;
+mod installed;
+mod keygen;
 mod list;
 mod masked_log;
 mod mcp;
 mod new;
+mod pack;
 mod pin;
 mod reloads;
+mod remove;
 mod run;
 mod serve_mcp;
+mod trust;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -47,7 +53,7 @@ struct Cli {
     #[arg(short, long, global = true)]
     verbose: bool,
     /// Approve the calls of `write` tools that the policy asks about, without asking (never
-    /// `exec` tools).
+    /// `exec` tools); `add` and `update`: install without asking.
     #[arg(long, global = true)]
     yes: bool,
     /// With `pinning = true` in usr/toolhost.toml, load libraries that are not pinned in
@@ -241,6 +247,71 @@ enum Command {
         #[arg(long, short, default_value = "default")]
         profile: String,
     },
+    /// Make a minisign key pair for signing packages: DIR/NAME.pub and DIR/NAME.key (the
+    /// secret key encrypted with a password, as minisign does, unless --no-password).
+    Keygen {
+        /// The folder to write the keys into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The keys' file name.
+        #[arg(long, default_value = "toolhost")]
+        name: String,
+        /// Leave the secret key unencrypted (for CI signing keys kept in a secret store).
+        #[arg(long)]
+        no_password: bool,
+    },
+    /// Pack a plugin folder (with toolhost-plugin.toml) into DIR/NAME-VERSION.tar.gz: its
+    /// crates built with cargo for this host, its manifest with every file's SHA-256; --sign
+    /// writes the minisign signature beside it (ARCHIVE.minisig).
+    Pack {
+        /// The plugin folder.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// The folder to write the archive into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Sign the archive with this minisign secret key (its password from
+        /// TOOLHOST_KEY_PASSWORD or the terminal).
+        #[arg(long, value_name = "KEYFILE")]
+        sign: Option<PathBuf>,
+        /// The cargo profile the crates are built with.
+        #[arg(long, default_value = "release")]
+        cargo_profile: String,
+    },
+    /// The public keys whose signatures `add` accepts (usr/trusted-keys/).
+    Trust {
+        #[command(subcommand)]
+        command: TrustCommand,
+    },
+    /// Install a package: SOURCE is an archive (its .minisig beside it), an unpacked package
+    /// folder, or an http(s) URL. Verified first (signature, hashes, compat, target triple),
+    /// shown, asked (or --yes), installed into usr/plugins/NAME/ in one rename and recorded in
+    /// usr/packages.lock. A running host loads it live.
+    Add {
+        /// The package.
+        source: String,
+        /// Install only what usr/packages.lock records for this package (same version, same
+        /// bytes).
+        #[arg(long)]
+        locked: bool,
+    },
+    /// Install the newer version of installed packages (all, or NAME) from the sources they
+    /// came from, with the same checks; the old version serves until the new one is in place.
+    Update {
+        /// The package (default: every installed one).
+        name: Option<String>,
+    },
+    /// Remove an installed package from usr/plugins/ and usr/packages.lock.
+    Remove {
+        /// The package.
+        name: String,
+    },
+    /// The installed packages: name, version, source, signer and the libraries each provides.
+    Installed {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a completion script for SHELL to standard output, generated from this command's
     /// own definition (bash: `toolhost completions bash > /etc/bash_completion.d/toolhost`).
     Completions {
@@ -281,6 +352,17 @@ impl SessionArgs {
             .with_max_iterations(self.max_iterations)
             .with_max_unusable(self.max_unusable)
     }
+}
+
+#[derive(Subcommand)]
+enum TrustCommand {
+    /// Trust a minisign public key file (NAME.pub): copied to usr/trusted-keys/ID.pub.
+    Add {
+        /// The public key file.
+        key: PathBuf,
+    },
+    /// The trusted keys.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -505,6 +587,36 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { out } => man(out.as_deref()),
+        Command::Keygen {
+            out,
+            name,
+            no_password,
+        } => keygen::keygen(&out, &name, no_password),
+        Command::Pack {
+            path,
+            out,
+            sign,
+            cargo_profile,
+        } => pack::pack(&pack::PackOptions {
+            folder: &path,
+            out: &out,
+            sign: sign.as_deref(),
+            cargo_profile: &cargo_profile,
+        }),
+        Command::Trust { command } => match command {
+            TrustCommand::Add { key } => trust::add(&root, &key),
+            TrustCommand::List => trust::list(&root),
+        },
+        Command::Add { source, locked } => {
+            let options = add_options(&root, yes, locked)?;
+            add::add(&root, &source, &options)
+        }
+        Command::Update { name } => {
+            let options = add_options(&root, yes, false)?;
+            add::update(&root, name.as_deref(), &options)
+        }
+        Command::Remove { name } => remove::remove(&root, &name),
+        Command::Installed { json } => installed::installed(&root, json),
         Command::Call {
             name,
             args,
@@ -513,6 +625,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json, yes),
     }
+}
+
+/// The options of `add` and `update`, with the trust policy of usr/toolhost.toml.
+fn add_options(root: &Path, yes: bool, locked: bool) -> Result<add::AddOptions> {
+    let policy = toolhost::package::Policy::default();
+    let _ = root;
+    Ok(add::AddOptions {
+        yes,
+        locked,
+        policy,
+    })
 }
 
 /// `toolhost man`: the page of `toolhost` on standard output, or every page into `out`.

@@ -141,7 +141,13 @@ pub fn sign(
         ))
     })?;
     let password = password.or_else(|| std::env::var(PASSWORD_ENV).ok());
-    let sk = minisign::SecretKey::from_box(text.into(), password).map_err(|e| {
+    // A key made without a password (`minisign -W`, `keygen --no-password`) is read as it
+    // is; any other is decrypted.
+    let sk = match minisign::SecretKey::from_unencrypted_box(text.clone().into()) {
+        Ok(sk) => Ok(sk),
+        Err(_) => minisign::SecretKey::from_box(text.into(), password),
+    };
+    let sk = sk.map_err(|e| {
         key_error(format!(
             "{}: cannot use this secret key: {e} (a minisign secret key, and its password in {PASSWORD_ENV} or on the terminal)",
             Escaped(key_file)

@@ -1,0 +1,213 @@
+//! `toolhost add SOURCE` and `toolhost update [NAME]`: verify a package (signature against the
+//! trusted keys, every hash, `[compat]`, the target triple), show what it installs, ask (or
+//! `--yes`), then install it into usr/plugins/<name>/ in one rename and record it in
+//! usr/packages.lock. A running host picks it up through its normal reload path.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _, Result};
+use toolhost::package::archive::MAX_UNPACKED_BYTES;
+use toolhost::package::{install, signature, PackageLock, Policy, Verified};
+use toolhost::{Escaped, Layout};
+
+/// What `add` and `update` were asked.
+pub(crate) struct AddOptions {
+    pub(crate) yes: bool,
+    pub(crate) locked: bool,
+    pub(crate) policy: Policy,
+}
+
+pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<ExitCode> {
+    let layout = Layout::new(root);
+    let verified = fetch_and_verify(&layout, source, &options.policy)?;
+    if options.locked {
+        install::check_locked(&layout, &verified)?;
+    }
+    finish(&layout, verified, options)
+}
+
+pub(crate) fn update(root: &Path, name: Option<&str>, options: &AddOptions) -> Result<ExitCode> {
+    let layout = Layout::new(root);
+    let lock = PackageLock::read(&install::packages_lock_file(&layout))?;
+    let names: Vec<String> = match name {
+        Some(name) if !lock.packages.contains_key(name) => {
+            bail!("no installed package {name:?}: `toolhost installed` lists them")
+        }
+        Some(name) => vec![name.to_owned()],
+        None => lock.packages.keys().cloned().collect(),
+    };
+    for name in names {
+        let locked = &lock.packages[&name];
+        let verified = fetch_and_verify(&layout, &locked.source, &options.policy)?;
+        if verified.manifest.name != name {
+            bail!(
+                "{}: its source now holds package {}, not {name}; nothing was changed",
+                locked.source,
+                verified.manifest.name
+            );
+        }
+        if verified.files == locked.files {
+            println!(
+                "{name} {} is up to date ({})",
+                locked.version, locked.source
+            );
+            continue;
+        }
+        finish(&layout, verified, options)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows, asks and installs.
+fn finish(layout: &Layout, verified: Verified, options: &AddOptions) -> Result<ExitCode> {
+    show(layout, &verified);
+    if !options.yes {
+        if !std::io::stdin().is_terminal() {
+            crate::exit::usage!(
+                "not installed: pass --yes to install without a terminal to ask on"
+            );
+        }
+        print!("Install {}? [y/N] ", verified.manifest.label());
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("not installed");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let name = verified.manifest.name.clone();
+    let label = verified.manifest.label();
+    let replaced = install::install(layout, verified)?;
+    match replaced {
+        Some(old) => println!("installed {label} into usr/plugins/{name}/ (replacing {old})"),
+        None => println!("installed {label} into usr/plugins/{name}/"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What is being installed: name, version, signer, source, what it adds and overrides, and the
+/// capabilities it asks for.
+fn show(layout: &Layout, verified: &Verified) {
+    let m = &verified.manifest;
+    println!("package      {} — {}", m.label(), m.description);
+    match &verified.signer {
+        Some(key) => println!("signed by    {} (trusted)", key.id),
+        None => println!("signed by    nobody (unsigned; allowed by require_signature = false)"),
+    }
+    println!("source       {}", verified.source);
+    let own = format!("usr/plugins/{}", m.name);
+    for place in &verified.libraries {
+        let overrides = overridden(layout, place, &own);
+        let note = match overrides {
+            Some(layer) => format!("  (overrides the one in {layer})"),
+            None => String::new(),
+        };
+        println!("adds         {place}{note}");
+    }
+    let capabilities = match m.capabilities.is_empty() {
+        true => "none".to_owned(),
+        false => m.capabilities.join(", "),
+    };
+    println!("capabilities {capabilities} (granted in your configuration, not by the package)");
+}
+
+/// The layer after which `place` (`tools/x.so`) of the new plugin would win, if another layer
+/// that it would shadow has the same file (plugins' layers come before `core/`).
+fn overridden(layout: &Layout, place: &str, own: &str) -> Option<String> {
+    layout
+        .layers("default")
+        .into_iter()
+        .filter(|layer| layer.label != own)
+        .find(|layer| layer.dir.join(place).exists())
+        .map(|layer| layer.label)
+}
+
+/// Verifies SOURCE: a path (archive or folder) or an http(s) URL, downloaded first with its
+/// `.minisig`.
+fn fetch_and_verify(layout: &Layout, source: &str, policy: &Policy) -> Result<Verified> {
+    if source.starts_with("https://") || source.starts_with("http://") {
+        let dir = layout
+            .cache_dir()
+            .join("packages")
+            .join(format!("download-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", Escaped(&dir)))?;
+        let result = (|| {
+            let file = download(source, &dir)?;
+            Ok(install::verify(layout, &file, source, policy)?)
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
+    }
+    let path = PathBuf::from(source);
+    if std::fs::symlink_metadata(&path).is_err() {
+        crate::exit::usage!("{}: no such file or folder (give a package archive, an unpacked package folder, or an https:// URL)", Escaped(&path));
+    }
+    let shown = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    Ok(install::verify(
+        layout,
+        &path,
+        &shown.to_string_lossy(),
+        policy,
+    )?)
+}
+
+/// Downloads `url` and `url.minisig` (if the server has it) into `dir`.
+fn download(url: &str, dir: &Path) -> Result<PathBuf> {
+    let name = url
+        .rsplit('/')
+        .next()
+        .filter(|n| toolhost::is_safe_name(n))
+        .unwrap_or("package.tar.gz");
+    let file = dir.join(name);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder().build()?;
+        let bytes = get(&client, url)
+            .await?
+            .with_context(|| format!("{url}: not found (404)"))?;
+        std::fs::write(&file, bytes)?;
+        if let Some(signature) = get(&client, &format!("{url}.minisig")).await? {
+            std::fs::write(signature::signature_path(&file), signature)?;
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(file)
+}
+
+/// The body of `url`, at most the largest package; `None` for a 404.
+async fn get(client: &reqwest::Client, url: &str) -> Result<Option<Vec<u8>>> {
+    let mut response = client
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("cannot download {url}"))?;
+    if response.status() == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !response.status().is_success() {
+        bail!("cannot download {url}: HTTP {}", response.status());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .with_context(|| format!("cannot download {url}"))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 > MAX_UNPACKED_BYTES {
+            bail!(
+                "{url}: larger than {} MiB: not a package",
+                MAX_UNPACKED_BYTES >> 20
+            );
+        }
+    }
+    Ok(Some(body))
+}

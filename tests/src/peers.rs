@@ -2,8 +2,9 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; and `mdbook` from crates.io, into
-//! `target/tools/`. And one system tool: util-linux `script` for the terminal tests, installed
-//! with apt-get where it is missing ([`script`]).
+//! `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
+//! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
+//! [`minisign`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -104,7 +105,7 @@ pub fn script() -> bool {
         if runs() {
             return true;
         }
-        let why = match install_script_package() {
+        let why = match apt_install(SCRIPT_PACKAGE) {
             Ok(()) if runs() => return true,
             Ok(()) => format!("`apt-get install {SCRIPT_PACKAGE}` did not provide it"),
             Err(why) => why,
@@ -118,23 +119,54 @@ pub fn script() -> bool {
     })
 }
 
-/// `apt-get install -y SCRIPT_PACKAGE`, with an `apt-get update` first if the package lists
-/// do not have it yet; only as root (a plain user cannot install system packages).
-fn install_script_package() -> Result<(), String> {
+/// `apt-get install -y PACKAGE`, with an `apt-get update` first if the package lists do not
+/// have it yet; only as root (a plain user cannot install system packages).
+fn apt_install(package: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     if !root {
         return Err(format!(
-            "not root, so `apt-get install {SCRIPT_PACKAGE}` cannot be run"
+            "not root, so `apt-get install {package}` cannot be run"
         ));
     }
     let apt = |args: &[&str]| {
         let mut apt = Command::new("apt-get");
         apt.env("DEBIAN_FRONTEND", "noninteractive").args(args);
-        try_install(SCRIPT_PACKAGE, &mut apt)
+        try_install(package, &mut apt)
     };
-    let install = ["install", "-y", "--no-install-recommends", SCRIPT_PACKAGE];
+    let install = ["install", "-y", "--no-install-recommends", package];
     apt(&install).or_else(|_| apt(&["update", "-q"]).and_then(|()| apt(&install)))
+}
+
+/// The Debian package of the `minisign` program (0.11 on this project's machines).
+const MINISIGN_PACKAGE: &str = "minisign";
+
+/// Whether the `minisign` program is there, for the package tests' signatures both ways:
+/// installed with apt-get where it is missing, as [`script`] is, once per process.
+///
+/// # Panics
+///
+/// Under `CI=true`, with one line, if `minisign` is missing and cannot be installed;
+/// elsewhere that is said on stderr and the answer is `false`.
+pub fn minisign() -> bool {
+    static THERE: OnceLock<bool> = OnceLock::new();
+    *THERE.get_or_init(|| {
+        let runs = || Command::new("minisign").arg("-v").output().is_ok();
+        if runs() {
+            return true;
+        }
+        let why = match apt_install(MINISIGN_PACKAGE) {
+            Ok(()) if runs() => return true,
+            Ok(()) => format!("`apt-get install {MINISIGN_PACKAGE}` did not provide it"),
+            Err(why) => why,
+        };
+        let line = format!("`minisign` is missing: {why}");
+        if in_ci() {
+            panic!("{line}; the package tests need it under CI=true");
+        }
+        eprintln!("{line}: the minisign test is skipped");
+        false
+    })
 }
 
 /// The Python of a virtual environment in `target/peers/<name>/` holding `packages`, installed

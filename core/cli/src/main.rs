@@ -629,8 +629,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// The options of `add` and `update`, with the trust policy of usr/toolhost.toml.
 fn add_options(root: &Path, yes: bool, locked: bool) -> Result<add::AddOptions> {
-    let policy = toolhost::package::Policy::default();
-    let _ = root;
+    let layout = toolhost::Layout::new(root);
+    let config =
+        toolhost::config::Config::load(&layout, "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
+    let policy = toolhost::package::Policy {
+        require_signature: config.require_signature(),
+    };
     Ok(add::AddOptions {
         yes,
         locked,

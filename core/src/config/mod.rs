@@ -160,6 +160,12 @@ impl Config {
         self.values.pinning.unwrap_or(false)
     }
 
+    /// Whether `toolhost add` and `update` refuse a package without a signature by a trusted
+    /// key (`[packages] require_signature`, default `true`).
+    pub fn require_signature(&self) -> bool {
+        self.values.packages.require_signature.unwrap_or(true)
+    }
+
     /// Whether `tool`, found in `layer`, runs in a worker process: `isolate` names it, its
     /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
     /// `*`. See the book, `docs/src/reference/isolation.md`.

@@ -29,6 +29,14 @@ pub(super) struct FileConfig {
     pub isolation: Isolation,
     /// `pinning = true`: refuse libraries not pinned in `usr/plugins.lock`.
     pub pinning: Option<bool>,
+    pub packages: Packages,
+}
+
+/// `[packages]`: the trust policy of `toolhost add` and `update`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Packages {
+    pub require_signature: Option<bool>,
 }
 
 /// `[isolation]`: the limits of worker processes.

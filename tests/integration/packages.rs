@@ -778,3 +778,60 @@ fn a_manifest_mistake_is_one_line_naming_the_file_the_line_and_the_key() {
     let line = refused(&root, &unpacked, "toolhost-plugin.toml line 3: `version`: ");
     assert!(line.contains("a semantic version such as"), "{line}");
 }
+
+#[test]
+fn the_example_plugin_packs_with_cargo_and_installs_from_a_signed_folder() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/example");
+    let root = TestRoot::new();
+    // The dev profile: the test build has already compiled the crates' dependencies.
+    let out = work.path().join("dist");
+    let printed = ok(&root.run_cli(&[
+        "pack",
+        example.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--cargo-profile",
+        "dev",
+    ]));
+    assert!(printed.starts_with("packed "), "{printed}");
+    let archive = out.join("example-0.1.0.tar.gz");
+    let names: Vec<String> = entries_of(&archive).into_iter().map(|(p, _)| p).collect();
+    let ext = toolhost::LIBRARY_EXTENSION;
+    let triple = host_target();
+    for expected in [
+        format!("lib/{triple}/tools/greet.{ext}"),
+        format!("lib/{triple}/agents/example/tools/response.{ext}"),
+        format!(
+            "lib/{triple}/agents/example/extensions/tool_execute_after/_50_truncate_output.{ext}"
+        ),
+        "prompts/agent.system.tool.greet.md".to_owned(),
+    ] {
+        assert!(names.contains(&expected), "{expected} not in {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("demo/") || n.contains("src/")),
+        "{names:?}"
+    );
+
+    // Unpacked into a folder whose manifest is signed: a folder source.
+    let folder = work.path().join("unpacked");
+    for (path, bytes) in entries_of(&archive) {
+        let target = folder.join(&path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, bytes).unwrap();
+    }
+    sign(&folder.join("toolhost-plugin.toml"), &keys);
+    let root = trusting(&keys);
+    let shown = ok(&root.run_cli(&["add", folder.to_str().unwrap(), "--yes"]));
+    assert!(shown.contains("installed example 0.1.0"), "{shown}");
+    let answer = ok(&root.run_cli(&["call", "greet", "--args", r#"{"name":"Ada"}"#]));
+    assert!(answer.contains("Ada"), "{answer}");
+    assert!(root
+        .path()
+        .join(format!("usr/plugins/example/tools/greet.{ext}"))
+        .is_file());
+}

@@ -835,3 +835,33 @@ fn the_example_plugin_packs_with_cargo_and_installs_from_a_signed_folder() {
         .join(format!("usr/plugins/example/tools/greet.{ext}"))
         .is_file());
 }
+
+#[test]
+fn with_pinning_on_an_installed_library_overwritten_in_place_is_refused_and_the_old_build_serves() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    root.write("usr/toolhost.toml", "pinning = true\n");
+    ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    // The package lock pins what `add` installed: no `toolhost pin` needed.
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+
+    let mut watch = WatchProcess::start(&root);
+    watch.expect_line("the start", |l| {
+        l.starts_with("watching ") && l.contains("(ver)")
+    });
+    watch.send("ver");
+    watch.expect_line("answering v1", |l| l == "v1");
+    // A file-writing tool drops new bytes over the installed library.
+    let library = format!("usr/plugins/ver/tools/ver.{}", toolhost::LIBRARY_EXTENSION);
+    root.replace_like_cargo(&library, Fixture::VersionedV2);
+    let line = watch.expect_line("the refusal", |l| l.contains("usr/packages.lock records"));
+    assert!(line.contains("still serving"), "{line}");
+    watch.send("ver");
+    watch.expect_line("the old build still answering", |l| l == "v1");
+}

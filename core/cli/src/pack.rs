@@ -33,7 +33,7 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
         let library = build(&krate, options.cargo_profile)?;
         built.insert(format!("{place}.{}", toolhost::LIBRARY_EXTENSION), library);
     }
-    let packed = pack::pack(folder, &built, options.out)?;
+    let packed = pack::pack(folder, &built, options.out, &capabilities_of)?;
     println!(
         "packed {} ({} for {})",
         Escaped(&packed.archive),
@@ -45,6 +45,18 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
         println!("signed {}", Escaped(&signature));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The capabilities a library's tool declares (none for an extension, or a library whose
+/// metadata cannot be read: `add` refuses nothing for it, the host skips it when loading).
+fn capabilities_of(library: &Path) -> Vec<String> {
+    match toolhost::inspect(library) {
+        Ok(inspection) => match inspection.kind {
+            toolhost::Declared::Tool { info, .. } => info.capabilities,
+            toolhost::Declared::Extension(_) => Vec::new(),
+        },
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The plugin crates of a plugin folder: `tools/<name>/`, `extensions/<point>/<name>/`, and

@@ -67,6 +67,11 @@ pub fn write_archive(out: &Path, mut entries: Vec<Entry>) -> Result<(), PackageE
 /// is not a gzip-compressed tar.
 pub fn unpack(file: &Path, dest: &Path) -> Result<(), PackageError> {
     let archive = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
+    unpack_reader(archive, file, dest)
+}
+
+/// As [`unpack`], for the archive's bytes in `archive`, named `file` in messages.
+pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(), PackageError> {
     let not_archive = |e: io::Error| {
         PackageError::new(
             PackageErrorKind::NotAnArchive,

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::archive::{unpack, MAX_ENTRIES, MAX_UNPACKED_BYTES};
+use super::archive::{unpack_reader, MAX_ENTRIES, MAX_UNPACKED_BYTES};
 use super::lock::{Locked, PackageLock, PACKAGES_LOCK_FILE_NAME};
 use super::manifest::{check_path, Manifest, MANIFEST_FILE_NAME};
 use super::signature::{self, PublicKey, TRUSTED_KEYS_DIR};
@@ -109,28 +109,39 @@ pub fn verify(
     let is_dir = fs::metadata(path)
         .map_err(|e| PackageError::io("cannot read", path, e))?
         .is_dir();
-    let (signed_file, archive_sha256) = match is_dir {
-        true => (path.join(MANIFEST_FILE_NAME), None),
-        false => (path.to_owned(), Some(sha256_file(path)?)),
-    };
-    let signer = match signature::verify(&signed_file, &signature::signature_path(&signed_file), &keys) {
-        Ok(key) => Some(key),
-        Err(e) if e.kind == PackageErrorKind::Unsigned && !policy.require_signature => None,
-        Err(e) if e.kind == PackageErrorKind::Unsigned => {
-            return Err(PackageError::new(
-                PackageErrorKind::Unsigned,
-                format!(
-                    "{}; or allow unsigned packages with `require_signature = false` in [packages] of usr/toolhost.toml",
-                    e.message
-                ),
-            ))
+    // What is verified is what is used: an archive is opened once, hashed, verified and
+    // unpacked from that one open file; a folder is copied first, and its copy's manifest
+    // verified.
+    let (signed, archive_sha256) = match is_dir {
+        true => {
+            copy_folder(path, &unpacked)?;
+            let manifest = path.join(MANIFEST_FILE_NAME);
+            let copy = unpacked.join(MANIFEST_FILE_NAME);
+            let mut data = fs::File::open(&copy).map_err(|_| {
+                PackageError::new(
+                    PackageErrorKind::Manifest,
+                    format!(
+                        "{}: no manifest: a package folder has toolhost-plugin.toml at its top",
+                        Escaped(&manifest)
+                    ),
+                )
+            })?;
+            (check_signature(&mut data, &manifest, &keys, policy), None)
         }
-        Err(e) => return Err(e),
+        false => {
+            let mut data =
+                fs::File::open(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+            let hash = sha256_reader(&mut data, path)?;
+            let signed = check_signature(&mut data, path, &keys, policy);
+            if signed.is_ok() {
+                std::io::Seek::rewind(&mut data)
+                    .map_err(|e| PackageError::io("cannot read", path, e))?;
+                unpack_reader(std::io::BufReader::new(data), path, &unpacked)?;
+            }
+            (signed, Some(hash))
+        }
     };
-    match is_dir {
-        true => copy_folder(path, &unpacked)?,
-        false => unpack(path, &unpacked)?,
-    }
+    let signer = signed?;
     let manifest = Manifest::read(&unpacked.join(MANIFEST_FILE_NAME))?;
     let label = format!("{} ({})", manifest.label(), Escaped(path));
     check_compat(&manifest, &label)?;
@@ -178,6 +189,28 @@ pub fn verify(
         folder,
         _staging: staging,
     })
+}
+
+/// The signer of `data` (the bytes of `file`, whose signature is `<file>.minisig`), `None`
+/// for an unsigned package that the policy allows.
+fn check_signature(
+    data: &mut fs::File,
+    file: &Path,
+    keys: &[PublicKey],
+    policy: &Policy,
+) -> Result<Option<PublicKey>, PackageError> {
+    match signature::verify_reader(data, file, &signature::signature_path(file), keys) {
+        Ok(key) => Ok(Some(key)),
+        Err(e) if e.kind == PackageErrorKind::Unsigned && !policy.require_signature => Ok(None),
+        Err(e) if e.kind == PackageErrorKind::Unsigned => Err(PackageError::new(
+            PackageErrorKind::Unsigned,
+            format!(
+                "{}; or allow unsigned packages with `require_signature = false` in [packages] of usr/toolhost.toml",
+                e.message
+            ),
+        )),
+        Err(e) => Err(e),
+    }
 }
 
 /// Refuses a package built for another contract or toolhost version.
@@ -330,12 +363,17 @@ fn copy_dir(
 
 /// The SHA-256 of a file, in hex (read in pieces: a package's files are not held whole).
 pub(crate) fn sha256_file(path: &Path) -> Result<String, PackageError> {
-    use sha2::{Digest, Sha256};
     let mut file = fs::File::open(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+    sha256_reader(&mut file, path)
+}
+
+/// The SHA-256 of what `file` holds from where it is read, in hex; `path` names it in errors.
+fn sha256_reader(file: &mut fs::File, path: &Path) -> Result<String, PackageError> {
+    use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
-        let n = std::io::Read::read(&mut file, &mut buffer)
+        let n = std::io::Read::read(file, &mut buffer)
             .map_err(|e| PackageError::io("cannot read", path, e))?;
         if n == 0 {
             break;

@@ -26,3 +26,9 @@ pub use manifest::{Manifest, MANIFEST_FILE_NAME};
 pub fn host_target() -> &'static str {
     env!("TOOLHOST_TARGET")
 }
+
+/// The SHA-256 of `bytes`, in hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}

@@ -48,10 +48,13 @@ pub struct Packed {
 /// library files already in its `tools/` and `extensions/<point>/` folders (and under
 /// `agents/<P>/`), plus `built` (place in the layer -> built file). Left out: the template's
 /// `exclude`, hidden files, `target/` folders and crate folders (those with a Cargo.toml).
+/// `capabilities_of` says what each library's tools declare (the caller reads their
+/// metadata); the manifest lists them with the template's.
 pub fn pack(
     folder: &Path,
     built: &BTreeMap<String, PathBuf>,
     out: &Path,
+    capabilities_of: &dyn Fn(&Path) -> Vec<String>,
 ) -> Result<Packed, PackageError> {
     let template_file = folder.join(MANIFEST_FILE_NAME);
     let text = crate::layout::read_text(&template_file, 1 << 20, "the manifest's limit of 1 MiB").map_err(|e| {
@@ -102,18 +105,14 @@ pub fn pack(
     let mut entries = Vec::new();
     let mut listed = BTreeMap::new();
     for (place, path) in &libraries {
-        if let Ok(inspection) = crate::inspect(path) {
-            if let crate::Declared::Tool { info, .. } = inspection.kind {
-                capabilities.extend(info.capabilities);
-            }
-        }
+        capabilities.extend(capabilities_of(path));
         let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
         let in_package = format!("lib/{triple}/{place}");
         listed.insert(
             place.clone(),
             Library {
                 path: in_package.clone(),
-                sha256: crate::load::image::sha256_hex(&bytes),
+                sha256: super::sha256_hex(&bytes),
             },
         );
         entries.push(Entry {
@@ -125,7 +124,7 @@ pub fn pack(
     let mut hashes = BTreeMap::new();
     for (relative, path) in &files {
         let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
-        hashes.insert(relative.clone(), crate::load::image::sha256_hex(&bytes));
+        hashes.insert(relative.clone(), super::sha256_hex(&bytes));
         entries.push(Entry {
             path: relative.clone(),
             bytes,

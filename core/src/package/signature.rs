@@ -195,6 +195,18 @@ pub fn trust(dir: &Path, key_file: &Path) -> Result<PublicKey, PackageError> {
 /// Checks the signature `sig_file` of `file` against `keys`: the key that made it, or one
 /// line saying why not (no signature, a key not trusted, a signature that does not match).
 pub fn verify(file: &Path, sig_file: &Path, keys: &[PublicKey]) -> Result<PublicKey, PackageError> {
+    let mut data = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
+    verify_reader(&mut data, file, sig_file, keys)
+}
+
+/// As [`verify`], for the bytes of `data` (read from its start), named `file` in messages:
+/// the caller reads the same open file afterwards, so what was verified is what it uses.
+pub fn verify_reader<R: std::io::Read + std::io::Seek>(
+    data: &mut R,
+    file: &Path,
+    sig_file: &Path,
+    keys: &[PublicKey],
+) -> Result<PublicKey, PackageError> {
     let text = match fs::read_to_string(sig_file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -227,8 +239,9 @@ pub fn verify(file: &Path, sig_file: &Path, keys: &[PublicKey]) -> Result<Public
             "it is signed by key {signer}, which is not trusted (trust the publisher's key with `toolhost trust add KEY.pub`)"
         )));
     };
-    let data = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
-    minisign::verify(&key.key, &signature, data, true, false, false).map_err(|e| {
+    data.rewind()
+        .map_err(|e| PackageError::io("cannot read", file, e))?;
+    minisign::verify(&key.key, &signature, &mut *data, true, false, false).map_err(|e| {
         bad(format!(
             "its signature by key {signer} does not match its bytes ({e})"
         ))

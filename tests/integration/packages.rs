@@ -865,3 +865,83 @@ fn with_pinning_on_an_installed_library_overwritten_in_place_is_refused_and_the_
     watch.send("ver");
     watch.expect_line("the old build still answering", |l| l == "v1");
 }
+
+#[test]
+fn pack_mcpb_writes_a_bundle_that_the_official_mcpb_tool_validates_and_that_serves_the_tool() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let out = work.path().join("out");
+    let root = TestRoot::new();
+    let printed = ok(&root.run_cli(&[
+        "pack",
+        folder.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--mcpb",
+    ]));
+    let bundle = out.join("ver-1.0.0.mcpb");
+    assert!(
+        printed.contains(&format!("bundled {}", bundle.display())),
+        "{printed}"
+    );
+    let dir = work.path().join("unzipped");
+    let unzip = Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&bundle)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(unzip.status.success(), "{}", stderr(&unzip));
+
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["server"]["type"], "binary");
+    assert_eq!(
+        manifest["server"]["mcp_config"]["args"],
+        serde_json::json!(["--root", "${__dirname}/root", "serve-mcp"])
+    );
+    assert_eq!(manifest["tools"][0]["name"], "ver");
+    let platform = toolhost::package::mcpb::mcpb_platform(host_target());
+    assert_eq!(
+        manifest["compatibility"]["platforms"],
+        serde_json::json!([platform])
+    );
+
+    // The official tool accepts the manifest and reads the bundle, and refuses a broken one.
+    let mcpb = peers::mcpb();
+    let node =
+        |args: &[&std::ffi::OsStr]| Command::new("node").arg(&mcpb).args(args).output().unwrap();
+    let manifest_file = dir.join("manifest.json");
+    let out = node(&["validate".as_ref(), manifest_file.as_os_str()]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("Manifest schema validation passes"),
+        "{}",
+        stdout(&out)
+    );
+    let out = node(&["info".as_ref(), bundle.as_os_str()]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("ver-1.0.0.mcpb"), "{}", stdout(&out));
+    let broken = work.path().join("broken.json");
+    let mut wrong = manifest.clone();
+    wrong["server"]["type"] = "shared-library".into();
+    std::fs::write(&broken, wrong.to_string()).unwrap();
+    assert!(!node(&["validate".as_ref(), broken.as_os_str()])
+        .status
+        .success());
+
+    // The command a client runs, with ${__dirname} the unpacked bundle, serves the tool.
+    let server = dir.join(manifest["server"]["entry_point"].as_str().unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = Command::new(&server)
+        .arg("--root")
+        .arg(dir.join("root"))
+        .args(["call", "ver"])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&out).trim().lines().last(), Some("v1"));
+}

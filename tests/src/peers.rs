@@ -1,8 +1,8 @@
 //! Real peers installed by the tests themselves, pinned, into a cache under `target/peers/`
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
-//! server and with it the Python `mcp` client from PyPI; and `mdbook` from crates.io, into
-//! `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
+//! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
+//! and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
 //! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
 //! [`minisign`]).
 
@@ -18,6 +18,10 @@ pub const FAKELLM: &str = "fakellm==0.3.5";
 pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
 /// The pinned MCP reference server from npm.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
+/// --mcpb` (tests/integration/packages.rs).
+pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
 
 /// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
 pub const MDBOOK: &str = "0.5.4";
@@ -264,6 +268,22 @@ pub fn server_everything() -> PathBuf {
         .get_or_init(|| {
             let package = npm_package("server-everything-2026.8.31", SERVER_EVERYTHING);
             package.join("dist").join("index.js")
+        })
+        .clone()
+}
+
+/// The command-line entry point (`dist/cli/cli.js`) of [`MCPB`], installed on first use into
+/// `target/peers/mcpb-2.1.2/`. Run it with `node <path> validate manifest.json`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn mcpb() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let package = npm_package("mcpb-2.1.2", MCPB);
+            package.join("dist").join("cli").join("cli.js")
         })
         .clone()
 }

@@ -277,6 +277,10 @@ enum Command {
         /// The cargo profile the crates are built with.
         #[arg(long, default_value = "release")]
         cargo_profile: String,
+        /// Also write DIR/NAME-VERSION.mcpb, an MCP Bundle that MCP clients install: this
+        /// toolhost binary serving the package's tools (`serve-mcp`).
+        #[arg(long)]
+        mcpb: bool,
     },
     /// The public keys whose signatures `add` accepts (usr/trusted-keys/).
     Trust {
@@ -597,11 +601,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             sign,
             cargo_profile,
+            mcpb,
         } => pack::pack(&pack::PackOptions {
             folder: &path,
             out: &out,
             sign: sign.as_deref(),
             cargo_profile: &cargo_profile,
+            mcpb,
         }),
         Command::Trust { command } => match command {
             TrustCommand::Add { key } => trust::add(&root, &key),

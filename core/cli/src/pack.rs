@@ -16,6 +16,7 @@ pub(crate) struct PackOptions<'a> {
     pub(crate) out: &'a Path,
     pub(crate) sign: Option<&'a Path>,
     pub(crate) cargo_profile: &'a str,
+    pub(crate) mcpb: bool,
 }
 
 pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
@@ -33,13 +34,29 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
         let library = build(&krate, options.cargo_profile)?;
         built.insert(format!("{place}.{}", toolhost::LIBRARY_EXTENSION), library);
     }
-    let packed = pack::pack(folder, &built, options.out, &capabilities_of)?;
+    let binary =
+        std::env::current_exe().context("cannot find the toolhost binary for the bundle")?;
+    let packed = pack::pack(
+        folder,
+        &pack::PackOptions {
+            built: &built,
+            out: options.out,
+            describe: &describe,
+            mcpb_binary: options.mcpb.then_some(binary.as_path()),
+        },
+    )?;
     println!(
         "packed {} ({} for {})",
         Escaped(&packed.archive),
         packed.manifest.label(),
         toolhost::package::host_target()
     );
+    if let Some(bundle) = &packed.bundle {
+        println!(
+            "bundled {} (an MCP Bundle serving it with toolhost serve-mcp)",
+            Escaped(bundle)
+        );
+    }
     if let Some(key) = options.sign {
         let signature = signature::sign(&packed.archive, key, None)?;
         println!("signed {}", Escaped(&signature));
@@ -47,15 +64,12 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The capabilities a library's tool declares (none for an extension, or a library whose
-/// metadata cannot be read: `add` refuses nothing for it, the host skips it when loading).
-fn capabilities_of(library: &Path) -> Vec<String> {
-    match toolhost::inspect(library) {
-        Ok(inspection) => match inspection.kind {
-            toolhost::Declared::Tool { info, .. } => info.capabilities,
-            toolhost::Declared::Extension(_) => Vec::new(),
-        },
-        Err(_) => Vec::new(),
+/// A library's tool: its description and the capabilities it declares (`None` for an
+/// extension, or a library whose metadata cannot be read: the host skips it when loading).
+fn describe(library: &Path) -> Option<(String, Vec<String>)> {
+    match toolhost::inspect(library).ok()?.kind {
+        toolhost::Declared::Tool { info, .. } => Some((info.description, info.capabilities)),
+        toolhost::Declared::Extension(_) => None,
     }
 }
 

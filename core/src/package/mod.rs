@@ -5,7 +5,7 @@
 //!
 //! One concept per file: [`manifest`] (the format), [`archive`] (the deterministic tar.gz and
 //! its safe unpacking), [`signature`] (minisign keys and signatures, the trusted keys),
-//! [`pack`] (a plugin folder into an archive), [`install`] (verify, install atomically,
+//! [`pack`] (a plugin folder into an archive), [`mcpb`] (an MCP Bundle of it), [`install`] (verify, install atomically,
 //! remove) and [`lock`] (`usr/packages.lock`).
 
 pub mod archive;
@@ -13,6 +13,7 @@ mod error;
 pub mod install;
 pub mod lock;
 pub mod manifest;
+pub mod mcpb;
 pub mod pack;
 pub mod signature;
 

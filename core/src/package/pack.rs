@@ -14,6 +14,7 @@ use super::archive::{write_archive, Entry};
 use super::manifest::{
     library_extension, Compat, Library, Manifest, MANIFEST_FILE_NAME, MANIFEST_FORMAT,
 };
+use super::mcpb::{write_bundle, BundledTool};
 use super::{host_target, PackageError, PackageErrorKind};
 use crate::layout::Escaped;
 
@@ -42,20 +43,33 @@ pub struct Packed {
     pub archive: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
+    /// The MCP Bundle, `<out>/NAME-VERSION.mcpb`, if one was asked for.
+    pub bundle: Option<PathBuf>,
+}
+
+/// What a library is, if it is a tool: its description and the capabilities it declares.
+pub type Describe = dyn Fn(&Path) -> Option<(String, Vec<String>)>;
+
+/// What [`pack`] is given besides the plugin folder.
+pub struct PackOptions<'a> {
+    /// Libraries built by the caller: place in the layer (`tools/x.so`) -> built file.
+    pub built: &'a BTreeMap<String, PathBuf>,
+    /// The folder the archive (and bundle) go into.
+    pub out: &'a Path,
+    /// What a library is, if it is a tool: its description and the capabilities it declares
+    /// (the caller reads the metadata).
+    pub describe: &'a Describe,
+    /// Also write an MCP Bundle, `NAME-VERSION.mcpb`, with this `toolhost` binary as its server.
+    pub mcpb_binary: Option<&'a Path>,
 }
 
 /// Packs the plugin folder `folder` into `out/NAME-VERSION.tar.gz`. Its libraries are the
 /// library files already in its `tools/` and `extensions/<point>/` folders (and under
-/// `agents/<P>/`), plus `built` (place in the layer -> built file). Left out: the template's
-/// `exclude`, hidden files, `target/` folders and crate folders (those with a Cargo.toml).
-/// `capabilities_of` says what each library's tools declare (the caller reads their
-/// metadata); the manifest lists them with the template's.
-pub fn pack(
-    folder: &Path,
-    built: &BTreeMap<String, PathBuf>,
-    out: &Path,
-    capabilities_of: &dyn Fn(&Path) -> Vec<String>,
-) -> Result<Packed, PackageError> {
+/// `agents/<P>/`), plus the built ones. Left out: the template's `exclude`, hidden files,
+/// `target/` folders and crate folders (those with a Cargo.toml). The manifest lists the
+/// capabilities the tools declare with the template's.
+pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageError> {
+    let (built, out) = (options.built, options.out);
     let template_file = folder.join(MANIFEST_FILE_NAME);
     let text = crate::layout::read_text(&template_file, 1 << 20, "the manifest's limit of 1 MiB").map_err(|e| {
         PackageError::new(
@@ -104,8 +118,20 @@ pub fn pack(
     let mut capabilities: BTreeSet<String> = template.capabilities.iter().cloned().collect();
     let mut entries = Vec::new();
     let mut listed = BTreeMap::new();
+    let mut tools = Vec::new();
+    let mut installed = Vec::new();
     for (place, path) in &libraries {
-        capabilities.extend(capabilities_of(path));
+        if let Some((description, declared)) = (options.describe)(path) {
+            capabilities.extend(declared);
+            // The bundle serves the default profile: the tools of the plugin's own folder.
+            if let Some(name) = place.strip_prefix("tools/") {
+                let name = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+                tools.push(BundledTool {
+                    name: name.to_owned(),
+                    description,
+                });
+            }
+        }
         let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
         let in_package = format!("lib/{triple}/{place}");
         listed.insert(
@@ -115,6 +141,7 @@ pub fn pack(
                 sha256: super::sha256_hex(&bytes),
             },
         );
+        installed.push((place.clone(), bytes.clone()));
         entries.push(Entry {
             path: in_package,
             bytes,
@@ -125,6 +152,7 @@ pub fn pack(
     for (relative, path) in &files {
         let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
         hashes.insert(relative.clone(), super::sha256_hex(&bytes));
+        installed.push((relative.clone(), bytes.clone()));
         entries.push(Entry {
             path: relative.clone(),
             bytes,
@@ -173,15 +201,29 @@ pub fn pack(
         libraries: BTreeMap::from([(triple.to_owned(), listed)]),
         files: hashes,
     };
+    let text = manifest.to_toml().into_bytes();
+    installed.push((MANIFEST_FILE_NAME.to_owned(), text.clone()));
     entries.push(Entry {
         path: MANIFEST_FILE_NAME.to_owned(),
-        bytes: manifest.to_toml().into_bytes(),
+        bytes: text,
         executable: false,
     });
     fs::create_dir_all(out).map_err(|e| PackageError::io("cannot create", out, e))?;
-    let archive = out.join(format!("{}-{}.tar.gz", manifest.name, manifest.version));
+    let stem = format!("{}-{}", manifest.name, manifest.version);
+    let archive = out.join(format!("{stem}.tar.gz"));
     write_archive(&archive, entries)?;
-    Ok(Packed { archive, manifest })
+    let bundle = match options.mcpb_binary {
+        Some(binary) => {
+            let path = out.join(format!("{stem}.mcpb"));
+            Some(write_bundle(&path, &manifest, &tools, binary, &installed)?)
+        }
+        None => None,
+    };
+    Ok(Packed {
+        archive,
+        manifest,
+        bundle,
+    })
 }
 
 /// Whether `relative` is where a library goes in a plugin folder.

@@ -281,7 +281,13 @@ fn add_accepts_a_package_signed_by_the_minisign_program_and_the_tool_answers() {
 
     let root = TestRoot::new();
     ok(&root.run_cli(&["trust", "add", public.to_str().unwrap()]));
+    // The core has a tool of the same name: the package's overrides it.
+    root.copy(
+        Fixture::VersionedV2,
+        &format!("core/tools/ver.{}", toolhost::LIBRARY_EXTENSION),
+    );
     let shown = ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    assert!(shown.contains("(overrides the one in core)"), "{shown}");
     assert!(
         shown.contains("package      ver 1.0.0 — Says its version."),
         "{shown}"

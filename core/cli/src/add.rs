@@ -98,11 +98,12 @@ fn show(layout: &Layout, verified: &Verified) {
         None => println!("signed by    nobody (unsigned; allowed by require_signature = false)"),
     }
     println!("source       {}", verified.source);
-    let own = format!("usr/plugins/{}", m.name);
     for place in &verified.libraries {
-        let overrides = overridden(layout, place, &own);
-        let note = match overrides {
-            Some(layer) => format!("  (overrides the one in {layer})"),
+        let note = match standing(layout, place, &m.name) {
+            Some((layer, true)) => {
+                format!("  (shadowed by the one in {layer}, which keeps serving)")
+            }
+            Some((layer, false)) => format!("  (overrides the one in {layer})"),
             None => String::new(),
         };
         println!("adds         {place}{note}");
@@ -114,15 +115,29 @@ fn show(layout: &Layout, verified: &Verified) {
     println!("capabilities {capabilities} (granted in your configuration, not by the package)");
 }
 
-/// The layer after which `place` (`tools/x.so`) of the new plugin would win, if another layer
-/// that it would shadow has the same file (plugins' layers come before `core/`).
-fn overridden(layout: &Layout, place: &str, own: &str) -> Option<String> {
-    layout
+/// The first other layer of the default profile that has a file at `place` (`tools/x.so`),
+/// and whether it comes before the package's layer `usr/plugins/<name>/` (and so keeps
+/// serving) rather than after it (the package overrides it). See the layer order in
+/// docs/src/guide/profiles.md.
+fn standing(layout: &Layout, place: &str, name: &str) -> Option<(String, bool)> {
+    use toolhost::LayerKind;
+    let own = format!("usr/plugins/{name}");
+    let layer = layout
         .layers("default")
         .into_iter()
         .filter(|layer| layer.label != own)
-        .find(|layer| layer.dir.join(place).exists())
-        .map(|layer| layer.label)
+        .find(|layer| layer.dir.join(place).exists())?;
+    let before = match layer.kind {
+        LayerKind::Profile | LayerKind::User => true,
+        // User plugins in folder-name order, then the built-in ones (a built-in plugin of the
+        // same name is hidden by the package).
+        LayerKind::Plugin => layer
+            .label
+            .strip_prefix("usr/plugins/")
+            .is_some_and(|other| other < name),
+        _ => false,
+    };
+    Some((layer.label, before))
 }
 
 /// Verifies SOURCE: a path (archive or folder) or an http(s) URL, downloaded first with its

@@ -951,3 +951,32 @@ fn pack_mcpb_writes_a_bundle_that_the_official_mcpb_tool_validates_and_that_serv
         .unwrap();
     assert_eq!(ok(&out).trim().lines().last(), Some("v1"));
 }
+
+#[test]
+fn add_asks_on_a_terminal_and_without_one_needs_yes() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    let add = format!("add {}", archive.display());
+
+    // No terminal and no --yes: nothing installed, and the line says what to pass.
+    let out = root.run_cli(&["add", archive.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    assert!(!root.path().join("usr/plugins/ver").exists());
+
+    let Some(shown) = root.run_on_terminal(&add, "n\n", false) else {
+        return;
+    };
+    assert!(shown.contains("Install ver 1.0.0? [y/N]"), "{shown}");
+    assert!(shown.contains("not installed"), "{shown}");
+    assert!(!root.path().join("usr/plugins/ver").exists());
+    let shown = root.run_on_terminal(&add, "y\n", false).unwrap();
+    assert!(
+        shown.contains("installed ver 1.0.0 into usr/plugins/ver/"),
+        "{shown}"
+    );
+    assert!(root.path().join("usr/plugins/ver").is_dir());
+}

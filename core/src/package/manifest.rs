@@ -28,7 +28,8 @@
 //!
 //! let bad = text.replace("1.2.0", "one");
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
-//! assert!(error.message.starts_with("toolhost-plugin.toml line 3: `version`"), "{error}");
+//! // The text starts with a newline: `version` is on line 4.
+//! assert!(error.message.starts_with("toolhost-plugin.toml line 4: `version`"), "{error}");
 //! ```
 
 use std::collections::BTreeMap;

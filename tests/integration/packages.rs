@@ -980,3 +980,73 @@ fn add_asks_on_a_terminal_and_without_one_needs_yes() {
     );
     assert!(root.path().join("usr/plugins/ver").is_dir());
 }
+
+#[test]
+fn add_builds_a_plugin_folder_from_a_path_or_a_local_git_repository() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+
+    let root = TestRoot::new();
+    let shown = ok(&root.run_cli(&["add", "--path", folder.to_str().unwrap(), "--yes"]));
+    assert!(shown.contains("built here from source"), "{shown}");
+    assert!(shown.contains("installed ver 1.0.0"), "{shown}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+
+    // The same folder as a git repository with two commits: --rev picks the first.
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&folder)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    git(&["init", "--quiet"]);
+    git(&["add", "-A"]);
+    git(&["commit", "--quiet", "-m", "v1"]);
+    let first = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    std::fs::copy(
+        Fixture::VersionedV2.path(),
+        folder.join(format!("tools/ver.{}", toolhost::LIBRARY_EXTENSION)),
+    )
+    .unwrap();
+    let manifest = folder.join("toolhost-plugin.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("1.0.0", "2.0.0");
+    std::fs::write(&manifest, text).unwrap();
+    git(&["commit", "--quiet", "-am", "v2"]);
+    let url = format!("file://{}", folder.display());
+
+    let root = TestRoot::new();
+    let shown = ok(&root.run_cli(&["add", "--git", &url, "--rev", &first, "--yes"]));
+    assert!(shown.contains("installed ver 1.0.0"), "{shown}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&root.run_cli(&["installed", "--json"]))).unwrap();
+    assert_eq!(listed[0]["source"], format!("git+{url}#{first}"));
+    assert_eq!(listed[0]["signer"], serde_json::Value::Null);
+
+    let root = TestRoot::new();
+    let shown = ok(&root.run_cli(&["add", "--git", &url, "--yes"]));
+    assert!(shown.contains("installed ver 2.0.0"), "{shown}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v2")
+    );
+    // Nothing of the clone or the build is left behind.
+    let left: Vec<_> = std::fs::read_dir(root.path().join("usr/.cache/packages"))
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -17,11 +17,13 @@ pub(crate) struct AddOptions {
     pub(crate) yes: bool,
     pub(crate) locked: bool,
     pub(crate) policy: Policy,
+    /// The cargo profile a package built from source (`--path`, `--git`) is built with.
+    pub(crate) cargo_profile: String,
 }
 
 pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<ExitCode> {
     let layout = Layout::new(root);
-    let verified = fetch_and_verify(&layout, source, &options.policy)?;
+    let verified = fetch_and_verify(&layout, source, options)?;
     if options.locked {
         install::check_locked(&layout, &verified)?;
     }
@@ -40,7 +42,7 @@ pub(crate) fn update(root: &Path, name: Option<&str>, options: &AddOptions) -> R
     };
     for name in names {
         let locked = &lock.packages[&name];
-        let verified = fetch_and_verify(&layout, &locked.source, &options.policy)?;
+        let verified = fetch_and_verify(&layout, &locked.source, options)?;
         if verified.manifest.name != name {
             bail!(
                 "{}: its source now holds package {}, not {name}; nothing was changed",
@@ -95,6 +97,9 @@ fn show(layout: &Layout, verified: &Verified) {
     println!("package      {} — {}", m.label(), m.description);
     match &verified.signer {
         Some(key) => println!("signed by    {} (trusted)", key.id),
+        None if verified.source.starts_with("path+") || verified.source.starts_with("git+") => {
+            println!("signed by    nobody (built here from source: you trust the source)")
+        }
         None => println!("signed by    nobody (unsigned; allowed by require_signature = false)"),
     }
     println!("source       {}", verified.source);
@@ -140,17 +145,35 @@ fn standing(layout: &Layout, place: &str, name: &str) -> Option<(String, bool)> 
     Some((layer.label, before))
 }
 
-/// Verifies SOURCE: a path (archive or folder) or an http(s) URL, downloaded first with its
-/// `.minisig`.
-fn fetch_and_verify(layout: &Layout, source: &str, policy: &Policy) -> Result<Verified> {
-    if source.starts_with("https://") || source.starts_with("http://") {
-        let dir = layout
-            .cache_dir()
-            .join("packages")
-            .join(format!("download-{}", std::process::id()));
+/// Verifies SOURCE: a path (archive or folder), an http(s) URL (downloaded first with its
+/// `.minisig`), `path+DIR` (a plugin folder built and packed here) or `git+URL[#REV]` (a
+/// repository cloned, then the same).
+fn fetch_and_verify(layout: &Layout, source: &str, options: &AddOptions) -> Result<Verified> {
+    let policy = &options.policy;
+    if let Some(dir) = source.strip_prefix("path+") {
+        return from_source(layout, Path::new(dir), source, options);
+    }
+    if let Some(rest) = source.strip_prefix("git+") {
+        let (url, rev) = match rest.split_once('#') {
+            Some((url, rev)) => (url, Some(rev)),
+            None => (rest, None),
+        };
+        let dir = scratch(layout, "git")?;
+        let result = (|| {
+            git(&["clone", "--quiet", url], Some(&dir))?;
+            if let Some(rev) = rev {
+                git(
+                    &["-C", &dir.to_string_lossy(), "checkout", "--quiet", rev],
+                    None,
+                )?;
+            }
+            from_source(layout, &dir, source, options)
+        })();
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", Escaped(&dir)))?;
+        return result;
+    }
+    if source.starts_with("https://") || source.starts_with("http://") {
+        let dir = scratch(layout, "download")?;
         let result = (|| {
             let file = download(source, &dir)?;
             Ok(install::verify(layout, &file, source, policy)?)
@@ -169,6 +192,70 @@ fn fetch_and_verify(layout: &Layout, source: &str, policy: &Policy) -> Result<Ve
         &shown.to_string_lossy(),
         policy,
     )?)
+}
+
+/// An empty folder `usr/.cache/packages/<what>-<pid>/` (the caller removes it).
+fn scratch(layout: &Layout, what: &str) -> Result<PathBuf> {
+    let dir = layout
+        .cache_dir()
+        .join("packages")
+        .join(format!("{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", Escaped(&dir)))?;
+    Ok(dir)
+}
+
+/// Runs git with `args` (and `into` as the last argument), failing with its last line.
+fn git(args: &[&str], into: Option<&Path>) -> Result<()> {
+    let mut command = std::process::Command::new("git");
+    command.args(args);
+    if let Some(dir) = into {
+        command.arg(dir);
+    }
+    let out = command
+        .output()
+        .context("cannot run git (is it on PATH?)")?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        bail!("git {} failed: {}", args.join(" "), last.trim());
+    }
+    Ok(())
+}
+
+/// Builds and packs the plugin folder `dir` here, then verifies the package as any other
+/// (it has no signature: the user trusts the source they named).
+fn from_source(
+    layout: &Layout,
+    dir: &Path,
+    source: &str,
+    options: &AddOptions,
+) -> Result<Verified> {
+    if !dir.join(toolhost::package::MANIFEST_FILE_NAME).is_file() {
+        crate::exit::usage!(
+            "{}: no toolhost-plugin.toml: a plugin folder to build has one (docs/src/reference/packages.md)",
+            Escaped(dir)
+        );
+    }
+    let out = scratch(layout, "build")?;
+    let result = (|| {
+        let packed = crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false)?;
+        let built_here = Policy {
+            require_signature: false,
+        };
+        Ok(install::verify(
+            layout,
+            &packed.archive,
+            source,
+            &built_here,
+        )?)
+    })();
+    let _ = std::fs::remove_dir_all(&out);
+    result
 }
 
 /// Downloads `url` and `url.minisig` (if the server has it) into `dir`.

@@ -288,12 +288,26 @@ enum Command {
         command: TrustCommand,
     },
     /// Install a package: SOURCE is an archive (its .minisig beside it), an unpacked package
-    /// folder, or an http(s) URL. Verified first (signature, hashes, compat, target triple),
-    /// shown, asked (or --yes), installed into usr/plugins/NAME/ in one rename and recorded in
-    /// usr/packages.lock. A running host loads it live.
+    /// folder, or an http(s) URL; or a plugin folder built here (--path, --git). Verified first
+    /// (signature, hashes, compat, target triple), shown, asked (or --yes), installed into
+    /// usr/plugins/NAME/ in one rename and recorded in usr/packages.lock. A running host loads
+    /// it live.
     Add {
         /// The package.
-        source: String,
+        #[arg(required_unless_present_any = ["path", "git"], conflicts_with_all = ["path", "git"])]
+        source: Option<String>,
+        /// Build the plugin folder DIR (with toolhost-plugin.toml) here and install it.
+        #[arg(long, value_name = "DIR", conflicts_with = "git")]
+        path: Option<PathBuf>,
+        /// Clone the repository URL (a plugin folder at its top) and build it here.
+        #[arg(long, value_name = "URL")]
+        git: Option<String>,
+        /// With --git: the commit, tag or branch to build.
+        #[arg(long, value_name = "REV", requires = "git")]
+        rev: Option<String>,
+        /// With --path or --git: the cargo profile the crates are built with.
+        #[arg(long, default_value = "release")]
+        cargo_profile: String,
         /// Install only what usr/packages.lock records for this package (same version, same
         /// bytes).
         #[arg(long)]
@@ -613,12 +627,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
             TrustCommand::Add { key } => trust::add(&root, &key),
             TrustCommand::List => trust::list(&root),
         },
-        Command::Add { source, locked } => {
-            let options = add_options(&root, yes, locked)?;
+        Command::Add {
+            source,
+            path,
+            git,
+            rev,
+            cargo_profile,
+            locked,
+        } => {
+            let source = match (source, path, git) {
+                (Some(source), _, _) => source,
+                (None, Some(path), _) => {
+                    let path = std::fs::canonicalize(&path).unwrap_or(path);
+                    format!("path+{}", path.display())
+                }
+                (None, None, Some(url)) => match rev {
+                    Some(rev) => format!("git+{url}#{rev}"),
+                    None => format!("git+{url}"),
+                },
+                (None, None, None) => exit::usage!("add needs SOURCE, --path DIR or --git URL"),
+            };
+            let options = add_options(&root, yes, locked, cargo_profile)?;
             add::add(&root, &source, &options)
         }
         Command::Update { name } => {
-            let options = add_options(&root, yes, false)?;
+            let options = add_options(&root, yes, false, "release".to_owned())?;
             add::update(&root, name.as_deref(), &options)
         }
         Command::Remove { name } => remove::remove(&root, &name),
@@ -634,7 +667,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 /// The options of `add` and `update`, with the trust policy of usr/toolhost.toml.
-fn add_options(root: &Path, yes: bool, locked: bool) -> Result<add::AddOptions> {
+fn add_options(
+    root: &Path,
+    yes: bool,
+    locked: bool,
+    cargo_profile: String,
+) -> Result<add::AddOptions> {
     let layout = toolhost::Layout::new(root);
     let config =
         toolhost::config::Config::load(&layout, "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
@@ -645,6 +683,7 @@ fn add_options(root: &Path, yes: bool, locked: bool) -> Result<add::AddOptions> 
         yes,
         locked,
         policy,
+        cargo_profile,
     })
 }
 

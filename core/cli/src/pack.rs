@@ -24,27 +24,7 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     if !folder.is_dir() {
         crate::exit::usage!("{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)", Escaped(folder));
     }
-    let mut built = BTreeMap::new();
-    for krate in crates(folder) {
-        let place = krate
-            .strip_prefix(folder)
-            .unwrap_or(&krate)
-            .to_string_lossy()
-            .replace('\\', "/");
-        let library = build(&krate, options.cargo_profile)?;
-        built.insert(format!("{place}.{}", toolhost::LIBRARY_EXTENSION), library);
-    }
-    let binary =
-        std::env::current_exe().context("cannot find the toolhost binary for the bundle")?;
-    let packed = pack::pack(
-        folder,
-        &pack::PackOptions {
-            built: &built,
-            out: options.out,
-            describe: &describe,
-            mcpb_binary: options.mcpb.then_some(binary.as_path()),
-        },
-    )?;
+    let packed = build_and_pack(folder, options.out, options.cargo_profile, options.mcpb)?;
     println!(
         "packed {} ({} for {})",
         Escaped(&packed.archive),
@@ -62,6 +42,37 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
         println!("signed {}", Escaped(&signature));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the crates of the plugin folder `folder` with cargo (`--profile PROFILE`) and packs
+/// it into `out` (with an MCP Bundle if `mcpb`).
+pub(crate) fn build_and_pack(
+    folder: &Path,
+    out: &Path,
+    cargo_profile: &str,
+    mcpb: bool,
+) -> Result<pack::Packed> {
+    let mut built = BTreeMap::new();
+    for krate in crates(folder) {
+        let place = krate
+            .strip_prefix(folder)
+            .unwrap_or(&krate)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let library = build(&krate, cargo_profile)?;
+        built.insert(format!("{place}.{}", toolhost::LIBRARY_EXTENSION), library);
+    }
+    let binary =
+        std::env::current_exe().context("cannot find the toolhost binary for the bundle")?;
+    Ok(pack::pack(
+        folder,
+        &pack::PackOptions {
+            built: &built,
+            out,
+            describe: &describe,
+            mcpb_binary: mcpb.then_some(binary.as_path()),
+        },
+    )?)
 }
 
 /// A library's tool: its description and the capabilities it declares (`None` for an

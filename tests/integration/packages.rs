@@ -361,6 +361,23 @@ fn hostile_or_wrong_packages_are_refused_with_one_line_and_the_layers_untouched(
     let other = pack(&folder, &file("other"), Some(&stranger.secret));
     refused(&root, &other, "which is not trusted");
 
+    // A trusted key, but not one of those allowed for this source.
+    let source_dir = std::fs::canonicalize(good.parent().unwrap()).unwrap();
+    root.write(
+        "usr/toolhost.toml",
+        format!(
+            "[packages.signers]\n{:?} = [\"0123456789ABCDEF\"]\n",
+            source_dir.to_string_lossy()
+        ),
+    );
+    let line = refused(
+        &root,
+        &good,
+        "[packages.signers] of usr/toolhost.toml allows only 0123456789ABCDEF",
+    );
+    assert!(line.contains("is signed by key "), "{line}");
+    std::fs::remove_file(root.path().join("usr/toolhost.toml")).unwrap();
+
     // A library changed after packing, the archive signed again by the trusted key: only the
     // manifest's hash catches it.
     let mut entries = entries_of(&good);

@@ -246,6 +246,7 @@ fn from_source(
         let packed = crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false)?;
         let built_here = Policy {
             require_signature: false,
+            signers: Vec::new(),
         };
         Ok(install::verify(
             layout,

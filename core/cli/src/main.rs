@@ -678,6 +678,7 @@ fn add_options(
         toolhost::config::Config::load(&layout, "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
     let policy = toolhost::package::Policy {
         require_signature: config.require_signature(),
+        signers: config.package_signers(),
     };
     Ok(add::AddOptions {
         yes,

@@ -166,6 +166,18 @@ impl Config {
         self.values.packages.require_signature.unwrap_or(true)
     }
 
+    /// `[packages.signers]`: for sources starting with each prefix (a URL or a folder), the
+    /// ids of the only keys whose signatures `toolhost add` accepts from there.
+    pub fn package_signers(&self) -> Vec<(String, Vec<String>)> {
+        self.values
+            .packages
+            .signers
+            .iter()
+            .flatten()
+            .map(|(prefix, ids)| (prefix.clone(), ids.clone()))
+            .collect()
+    }
+
     /// Whether `tool`, found in `layer`, runs in a worker process: `isolate` names it, its
     /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
     /// `*`. See the book, `docs/src/reference/isolation.md`.

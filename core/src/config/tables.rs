@@ -37,6 +37,8 @@ pub(super) struct FileConfig {
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct Packages {
     pub require_signature: Option<bool>,
+    /// `[packages.signers]`: source prefix -> the key ids allowed to sign packages from it.
+    pub signers: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// `[isolation]`: the limits of worker processes.

@@ -24,13 +24,39 @@ use crate::layout::{Escaped, Layout};
 pub struct Policy {
     /// Refuse a package without a signature (default `true`).
     pub require_signature: bool,
+    /// For sources starting with each prefix, the ids of the only keys allowed to sign them
+    /// (the longest matching prefix applies); other sources take any trusted key.
+    pub signers: Vec<(String, Vec<String>)>,
 }
 
 impl Default for Policy {
     fn default() -> Self {
         Self {
             require_signature: true,
+            signers: Vec::new(),
         }
+    }
+}
+
+impl Policy {
+    /// Whether `key` may sign a package from `source`; the error is the refusal's reason.
+    fn check_signer(&self, source: &str, key: &PublicKey) -> Result<(), String> {
+        let Some((prefix, allowed)) = self
+            .signers
+            .iter()
+            .filter(|(prefix, _)| source.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+        else {
+            return Ok(());
+        };
+        if allowed.iter().any(|id| id.eq_ignore_ascii_case(&key.id)) {
+            return Ok(());
+        }
+        Err(format!(
+            "it is signed by key {}, and [packages.signers] of usr/toolhost.toml allows only {} for sources under {prefix}",
+            key.id,
+            if allowed.is_empty() { "no key".to_owned() } else { allowed.join(", ") }
+        ))
     }
 }
 
@@ -142,6 +168,14 @@ pub fn verify(
         }
     };
     let signer = signed?;
+    if let Some(key) = &signer {
+        policy.check_signer(source, key).map_err(|why| {
+            PackageError::new(
+                PackageErrorKind::Signature,
+                format!("{}: refused: {why}; nothing was installed", Escaped(path)),
+            )
+        })?;
+    }
     let manifest = Manifest::read(&unpacked.join(MANIFEST_FILE_NAME))?;
     let label = format!("{} ({})", manifest.label(), Escaped(path));
     check_compat(&manifest, &label)?;

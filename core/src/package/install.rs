@@ -176,7 +176,12 @@ pub fn verify(
             )
         })?;
     }
-    let manifest = Manifest::read(&unpacked.join(MANIFEST_FILE_NAME))?;
+    // Errors name the manifest where the user has it: in the folder, or in the archive.
+    let shown = match is_dir {
+        true => path.join(MANIFEST_FILE_NAME),
+        false => PathBuf::from(format!("{}: {MANIFEST_FILE_NAME}", Escaped(path))),
+    };
+    let manifest = Manifest::read_as(&unpacked.join(MANIFEST_FILE_NAME), &shown)?;
     let label = format!("{} ({})", manifest.label(), Escaped(path));
     check_compat(&manifest, &label)?;
     let triple = host_target();

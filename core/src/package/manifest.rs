@@ -159,17 +159,22 @@ impl At<'_> {
 impl Manifest {
     /// Reads the manifest at `path`.
     pub fn read(path: &Path) -> Result<Self, PackageError> {
+        Self::read_as(path, path)
+    }
+
+    /// Reads the manifest at `path`, naming it `shown` in errors (where the user has it).
+    pub fn read_as(path: &Path, shown: &Path) -> Result<Self, PackageError> {
         let text = crate::layout::read_text(path, 1 << 20, "the manifest's limit of 1 MiB")
             .map_err(|e| {
                 PackageError::new(
                     PackageErrorKind::Manifest,
                     format!(
                         "{}: {e}: a package has its manifest at its top",
-                        Escaped(path)
+                        Escaped(shown)
                     ),
                 )
             })?;
-        Self::parse(path, &text)
+        Self::parse(shown, &text)
     }
 
     /// Parses `text`, the manifest read from `file` (named in errors).
@@ -177,20 +182,11 @@ impl Manifest {
         let at = At { file, text };
         let raw: Raw = toml::from_str(text).map_err(|e| {
             let start = e.span().map_or(0, |s| s.start);
-            let key = e
-                .span()
-                .and_then(|s| text.get(s))
-                .and_then(|t| t.lines().next())
-                .map(|t| t.split('=').next().unwrap_or(t).trim().trim_matches('"'))
-                .filter(|k| !k.is_empty() && !k.starts_with('[') && k.len() < 80)
-                .unwrap_or("manifest");
+            let message = e.message().trim().replace('\n', "; ");
             at.error(
                 start,
-                key,
-                &format!(
-                    "{} (see docs/src/reference/packages.md)",
-                    e.message().trim()
-                ),
+                &toml_error_key(text, start, &message),
+                &format!("{message} (see docs/src/reference/packages.md)"),
             )
         })?;
         if *raw.format.get_ref() > MANIFEST_FORMAT {
@@ -340,6 +336,23 @@ impl Manifest {
         }
         doc["files"] = toml_edit::Item::Table(files);
         doc.to_string()
+    }
+}
+
+/// The key a TOML error is about: the missing field it names, else the key on the line where
+/// it points (`key = value`), else the table (`[compat]`), else `manifest`.
+fn toml_error_key(text: &str, offset: usize, message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        return rest.split('`').next().unwrap_or("manifest").to_owned();
+    }
+    let start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("").trim();
+    match line.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => key.trim().to_owned(),
+        _ if line.starts_with('[') => line.trim_matches(['[', ']']).trim().to_owned(),
+        _ => "manifest".to_owned(),
     }
 }
 

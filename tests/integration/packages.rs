@@ -798,7 +798,12 @@ fn a_manifest_mistake_is_one_line_naming_the_file_the_line_and_the_key() {
         "usr/toolhost.toml",
         "[packages]\nrequire_signature = false\n",
     );
-    let line = refused(&root, &unpacked, "toolhost-plugin.toml line 3: `version`: ");
+    // Named where the user has it, not in the staging folder.
+    let shown = format!(
+        "{} line 3: `version`: ",
+        unpacked.join("toolhost-plugin.toml").display()
+    );
+    let line = refused(&root, &unpacked, &shown);
     assert!(line.contains("a semantic version such as"), "{line}");
 }
 

@@ -1072,3 +1072,36 @@ fn add_builds_a_plugin_folder_from_a_path_or_a_local_git_repository() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn with_only_installed_a_hand_copied_library_in_usr_is_refused_and_packages_load() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    root.write("usr/toolhost.toml", "[packages]\nonly_installed = true\n");
+    ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    let copied = root.tool("usr", "echo", Fixture::Echo);
+    root.tool("core", "response", Fixture::Response);
+
+    let listing = root.host().list("default");
+    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["response", "ver"], "{:?}", listing.skipped);
+    assert_eq!(listing.skipped.len(), 1, "{:?}", listing.skipped);
+    assert_eq!(listing.skipped[0].path, copied);
+    assert!(
+        listing.skipped[0]
+            .reason
+            .contains("[packages] only_installed = true"),
+        "{}",
+        listing.skipped[0].reason
+    );
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+    // The development escape hatch loads it anyway.
+    let out = root.run_cli(&["--allow-unpinned", "call", "echo", "--args", r#"{"a":1}"#]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -166,6 +166,13 @@ impl Config {
         self.values.packages.require_signature.unwrap_or(true)
     }
 
+    /// Whether a library under `usr/` loads only as a file of a package installed with
+    /// `toolhost add` (`[packages] only_installed`, default `false`): hand-copied libraries
+    /// and `toolhost new` links are refused. The host reads it once, when it starts.
+    pub fn only_installed(&self) -> bool {
+        self.values.packages.only_installed.unwrap_or(false)
+    }
+
     /// `[packages.signers]`: for sources starting with each prefix (a URL or a folder), the
     /// ids of the only keys whose signatures `toolhost add` accepts from there.
     pub fn package_signers(&self) -> Vec<(String, Vec<String>)> {

@@ -37,6 +37,9 @@ pub(super) struct FileConfig {
 #[serde(deny_unknown_fields, default, expecting = "a table")]
 pub(super) struct Packages {
     pub require_signature: Option<bool>,
+    /// `only_installed = true`: a library under `usr/` loads only as a file of an installed
+    /// package.
+    pub only_installed: Option<bool>,
     /// `[packages.signers]`: source prefix -> the key ids allowed to sign packages from it.
     pub signers: Option<BTreeMap<String, Vec<String>>>,
 }

@@ -196,6 +196,21 @@ type LockRead = (Option<Stamp>, Result<PinLock, PinError>);
 type PackagesRead = (Option<Stamp>, Result<PackageLock, PackageError>);
 
 impl Pins {
+    /// What `usr/plugins.lock` says of `relative`, read again if its file changed.
+    fn check_lock(&self, relative: &str, pin: &str) -> Result<(), String> {
+        let file = self.layout.pins_file();
+        let stamp = Stamp::of(&file);
+        let mut read = lock(&self.read);
+        if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
+            let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
+            *read = Some((stamp, lock));
+        }
+        match &read.as_ref().expect("just read").1 {
+            Ok(lock) => lock.check_pin(relative, pin),
+            Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
+        }
+    }
+
     /// What `usr/packages.lock` says of the file at `relative` (`usr/plugins/<name>/<file>`):
     /// `None` if no installed package has it (the pinning lock decides), else whether `pin`
     /// is the bytes `toolhost add` installed.
@@ -239,6 +254,11 @@ pub(crate) struct Pins {
     packages: Mutex<Option<PackagesRead>>,
     /// Refuse every library, for this reason (the configuration hides whether pinning is on).
     refuse_all: Option<String>,
+    /// Whether `usr/plugins.lock` is checked (`pinning = true`).
+    pinning: bool,
+    /// Refuse a library under `usr/` that is not a file of an installed package (`[packages]
+    /// only_installed = true`).
+    only_installed: bool,
 }
 
 impl Pins {
@@ -250,7 +270,17 @@ impl Pins {
             read: Mutex::new(None),
             packages: Mutex::new(None),
             refuse_all: None,
+            pinning: true,
+            only_installed: false,
         }
+    }
+
+    /// Which checks apply: the pinning lock's (`pinning`), and whether a library under `usr/`
+    /// must be a file of an installed package (`only_installed`).
+    pub(crate) fn with_checks(mut self, pinning: bool, only_installed: bool) -> Self {
+        self.pinning = pinning;
+        self.only_installed = only_installed;
+        self
     }
 
     /// The same check refusing every library for `reason`, whatever the lock says.
@@ -275,20 +305,14 @@ impl Pins {
                 false => Err(reason.clone()),
             };
         }
-        let file = self.layout.pins_file();
-        let stamp = Stamp::of(&file);
-        let mut read = lock(&self.read);
-        if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
-            let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
-            *read = Some((stamp, lock));
-        }
         let relative = relative(&self.layout, path);
         let verdict = match self.installed(&relative, pin) {
             Some(verdict) => verdict,
-            None => match &read.as_ref().expect("just read").1 {
-                Ok(lock) => lock.check_pin(&relative, pin),
-                Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
-            },
+            None if self.only_installed && relative.starts_with("usr/") => Err(
+                "it is not a file of a package installed with `toolhost add` ([packages] only_installed = true in usr/toolhost.toml): install it as a package, or pass --allow-unpinned while developing".to_owned(),
+            ),
+            None if !self.pinning => Ok(()),
+            None => self.check_lock(&relative, pin),
         };
         match verdict {
             Err(reason) if self.allow_unpinned => {

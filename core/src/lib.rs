@@ -154,6 +154,7 @@ mod load;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod model;
+pub mod package;
 mod plugin;
 mod secrets;
 mod sync;

@@ -32,6 +32,7 @@ mod models;
 mod names;
 mod new_plugin;
 mod outside_numbers;
+mod packages;
 mod panics;
 mod pinning;
 mod private_copies;

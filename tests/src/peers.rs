@@ -1,9 +1,10 @@
 //! Real peers installed by the tests themselves, pinned, into a cache under `target/peers/`
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
-//! server and with it the Python `mcp` client from PyPI; and `mdbook` from crates.io, into
-//! `target/tools/`. And one system tool: util-linux `script` for the terminal tests, installed
-//! with apt-get where it is missing ([`script`]).
+//! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
+//! and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
+//! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
+//! [`minisign`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -17,6 +18,10 @@ pub const FAKELLM: &str = "fakellm==0.3.5";
 pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
 /// The pinned MCP reference server from npm.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
+/// --mcpb` (tests/integration/packages.rs).
+pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
 
 /// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
 pub const MDBOOK: &str = "0.5.4";
@@ -104,7 +109,7 @@ pub fn script() -> bool {
         if runs() {
             return true;
         }
-        let why = match install_script_package() {
+        let why = match apt_install(SCRIPT_PACKAGE) {
             Ok(()) if runs() => return true,
             Ok(()) => format!("`apt-get install {SCRIPT_PACKAGE}` did not provide it"),
             Err(why) => why,
@@ -118,23 +123,54 @@ pub fn script() -> bool {
     })
 }
 
-/// `apt-get install -y SCRIPT_PACKAGE`, with an `apt-get update` first if the package lists
-/// do not have it yet; only as root (a plain user cannot install system packages).
-fn install_script_package() -> Result<(), String> {
+/// `apt-get install -y PACKAGE`, with an `apt-get update` first if the package lists do not
+/// have it yet; only as root (a plain user cannot install system packages).
+fn apt_install(package: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     if !root {
         return Err(format!(
-            "not root, so `apt-get install {SCRIPT_PACKAGE}` cannot be run"
+            "not root, so `apt-get install {package}` cannot be run"
         ));
     }
     let apt = |args: &[&str]| {
         let mut apt = Command::new("apt-get");
         apt.env("DEBIAN_FRONTEND", "noninteractive").args(args);
-        try_install(SCRIPT_PACKAGE, &mut apt)
+        try_install(package, &mut apt)
     };
-    let install = ["install", "-y", "--no-install-recommends", SCRIPT_PACKAGE];
+    let install = ["install", "-y", "--no-install-recommends", package];
     apt(&install).or_else(|_| apt(&["update", "-q"]).and_then(|()| apt(&install)))
+}
+
+/// The Debian package of the `minisign` program (0.11 on this project's machines).
+const MINISIGN_PACKAGE: &str = "minisign";
+
+/// Whether the `minisign` program is there, for the package tests' signatures both ways:
+/// installed with apt-get where it is missing, as [`script`] is, once per process.
+///
+/// # Panics
+///
+/// Under `CI=true`, with one line, if `minisign` is missing and cannot be installed;
+/// elsewhere that is said on stderr and the answer is `false`.
+pub fn minisign() -> bool {
+    static THERE: OnceLock<bool> = OnceLock::new();
+    *THERE.get_or_init(|| {
+        let runs = || Command::new("minisign").arg("-v").output().is_ok();
+        if runs() {
+            return true;
+        }
+        let why = match apt_install(MINISIGN_PACKAGE) {
+            Ok(()) if runs() => return true,
+            Ok(()) => format!("`apt-get install {MINISIGN_PACKAGE}` did not provide it"),
+            Err(why) => why,
+        };
+        let line = format!("`minisign` is missing: {why}");
+        if in_ci() {
+            panic!("{line}; the package tests need it under CI=true");
+        }
+        eprintln!("{line}: the minisign test is skipped");
+        false
+    })
 }
 
 /// The Python of a virtual environment in `target/peers/<name>/` holding `packages`, installed
@@ -232,6 +268,22 @@ pub fn server_everything() -> PathBuf {
         .get_or_init(|| {
             let package = npm_package("server-everything-2026.8.31", SERVER_EVERYTHING);
             package.join("dist").join("index.js")
+        })
+        .clone()
+}
+
+/// The command-line entry point (`dist/cli/cli.js`) of [`MCPB`], installed on first use into
+/// `target/peers/mcpb-2.1.2/`. Run it with `node <path> validate manifest.json`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn mcpb() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let package = npm_package("mcpb-2.1.2", MCPB);
+            package.join("dist").join("cli").join("cli.js")
         })
         .clone()
 }

@@ -1,6 +1,7 @@
 //! `toolhost`: list, call and describe the tools a profile sees, run scripted sessions, chat
 //! with a real model, and watch plugin folders while developing. One file per command.
 
+mod add;
 mod approve;
 mod args_error;
 mod audit;
@@ -9,15 +10,20 @@ mod chat;
 mod dev;
 mod exit;
 mod inspect;
+mod installed;
+mod keygen;
 mod list;
 mod masked_log;
 mod mcp;
 mod new;
+mod pack;
 mod pin;
 mod plugin_exit;
 mod reloads;
+mod remove;
 mod run;
 mod serve_mcp;
+mod trust;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -48,7 +54,7 @@ struct Cli {
     #[arg(short, long, global = true)]
     verbose: bool,
     /// Approve the calls of `write` tools that the policy asks about, without asking (never
-    /// `exec` tools).
+    /// `exec` tools); `add` and `update`: install without asking.
     #[arg(long, global = true)]
     yes: bool,
     /// With `pinning = true` in usr/toolhost.toml, load libraries that are not pinned in
@@ -228,6 +234,89 @@ enum Command {
         #[arg(long, short, default_value = "default")]
         profile: String,
     },
+    /// Make a minisign key pair for signing packages: DIR/NAME.pub and DIR/NAME.key (the
+    /// secret key encrypted with a password, as minisign does, unless --no-password).
+    Keygen {
+        /// The folder to write the keys into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The keys' file name.
+        #[arg(long, default_value = "toolhost")]
+        name: String,
+        /// Leave the secret key unencrypted (for CI signing keys kept in a secret store).
+        #[arg(long)]
+        no_password: bool,
+    },
+    /// Pack a plugin folder (with toolhost-plugin.toml) into DIR/NAME-VERSION.tar.gz: its
+    /// crates built with cargo for this host, its manifest with every file's SHA-256; --sign
+    /// writes the minisign signature beside it (ARCHIVE.minisig).
+    Pack {
+        /// The plugin folder.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// The folder to write the archive into.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Sign the archive with this minisign secret key (its password from
+        /// TOOLHOST_KEY_PASSWORD or the terminal).
+        #[arg(long, value_name = "KEYFILE")]
+        sign: Option<PathBuf>,
+        /// The cargo profile the crates are built with.
+        #[arg(long, default_value = "release")]
+        cargo_profile: String,
+        /// Also write DIR/NAME-VERSION.mcpb, an MCP Bundle that MCP clients install: this
+        /// toolhost binary serving the package's tools (`serve-mcp`).
+        #[arg(long)]
+        mcpb: bool,
+    },
+    /// The public keys whose signatures `add` accepts (usr/trusted-keys/).
+    Trust {
+        #[command(subcommand)]
+        command: TrustCommand,
+    },
+    /// Install a package: SOURCE is an archive (its .minisig beside it), an unpacked package
+    /// folder, or an http(s) URL; or a plugin folder built here (--path, --git). Verified first
+    /// (signature, hashes, compat, target triple), shown, asked (or --yes), installed into
+    /// usr/plugins/NAME/ in one rename and recorded in usr/packages.lock. A running host loads
+    /// it live.
+    Add {
+        /// The package.
+        #[arg(required_unless_present_any = ["path", "git"], conflicts_with_all = ["path", "git"])]
+        source: Option<String>,
+        /// Build the plugin folder DIR (with toolhost-plugin.toml) here and install it.
+        #[arg(long, value_name = "DIR", conflicts_with = "git")]
+        path: Option<PathBuf>,
+        /// Clone the repository URL (a plugin folder at its top) and build it here.
+        #[arg(long, value_name = "URL")]
+        git: Option<String>,
+        /// With --git: the commit, tag or branch to build.
+        #[arg(long, value_name = "REV", requires = "git")]
+        rev: Option<String>,
+        /// With --path or --git: the cargo profile the crates are built with.
+        #[arg(long, default_value = "release")]
+        cargo_profile: String,
+        /// Install only what usr/packages.lock records for this package (same version, same
+        /// bytes).
+        #[arg(long)]
+        locked: bool,
+    },
+    /// Install the newer version of installed packages (all, or NAME) from the sources they
+    /// came from, with the same checks; the old version serves until the new one is in place.
+    Update {
+        /// The package (default: every installed one).
+        name: Option<String>,
+    },
+    /// Remove an installed package from usr/plugins/ and usr/packages.lock.
+    Remove {
+        /// The package.
+        name: String,
+    },
+    /// The installed packages: name, version, source, signer and the libraries each provides.
+    Installed {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a completion script for SHELL to standard output, generated from this command's
     /// own definition (bash: `toolhost completions bash > /etc/bash_completion.d/toolhost`).
     Completions {
@@ -291,6 +380,17 @@ impl SessionArgs {
             .with_max_iterations(self.max_iterations)
             .with_max_unusable(self.max_unusable)
     }
+}
+
+#[derive(Subcommand)]
+enum TrustCommand {
+    /// Trust a minisign public key file (NAME.pub): copied to usr/trusted-keys/ID.pub.
+    Add {
+        /// The public key file.
+        key: PathBuf,
+    },
+    /// The trusted keys.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -512,6 +612,57 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { out } => man(out.as_deref()),
+        Command::Keygen {
+            out,
+            name,
+            no_password,
+        } => keygen::keygen(&out, &name, no_password),
+        Command::Pack {
+            path,
+            out,
+            sign,
+            cargo_profile,
+            mcpb,
+        } => pack::pack(&pack::PackOptions {
+            folder: &path,
+            out: &out,
+            sign: sign.as_deref(),
+            cargo_profile: &cargo_profile,
+            mcpb,
+        }),
+        Command::Trust { command } => match command {
+            TrustCommand::Add { key } => trust::add(&root, &key),
+            TrustCommand::List => trust::list(&root),
+        },
+        Command::Add {
+            source,
+            path,
+            git,
+            rev,
+            cargo_profile,
+            locked,
+        } => {
+            let source = match (source, path, git) {
+                (Some(source), _, _) => source,
+                (None, Some(path), _) => {
+                    let path = std::fs::canonicalize(&path).unwrap_or(path);
+                    format!("path+{}", path.display())
+                }
+                (None, None, Some(url)) => match rev {
+                    Some(rev) => format!("git+{url}#{rev}"),
+                    None => format!("git+{url}"),
+                },
+                (None, None, None) => exit::usage!("add needs SOURCE, --path DIR or --git URL"),
+            };
+            let options = add_options(&root, yes, locked, cargo_profile)?;
+            add::add(&root, &source, &options)
+        }
+        Command::Update { name } => {
+            let options = add_options(&root, yes, false, "release".to_owned())?;
+            add::update(&root, name.as_deref(), &options)
+        }
+        Command::Remove { name } => remove::remove(&root, &name),
+        Command::Installed { json } => installed::installed(&root, json),
         Command::Call {
             name,
             args,
@@ -520,6 +671,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json, yes),
     }
+}
+
+/// The options of `add` and `update`, with the trust policy of usr/toolhost.toml.
+fn add_options(
+    root: &Path,
+    yes: bool,
+    locked: bool,
+    cargo_profile: String,
+) -> Result<add::AddOptions> {
+    let layout = toolhost::Layout::new(root);
+    let config =
+        toolhost::config::Config::load(&layout, "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
+    let policy = toolhost::package::Policy {
+        require_signature: config.require_signature(),
+        signers: config.package_signers(),
+    };
+    Ok(add::AddOptions {
+        yes,
+        locked,
+        policy,
+        cargo_profile,
+    })
 }
 
 /// `toolhost man`: the page of `toolhost` on standard output, or every page into `out`.

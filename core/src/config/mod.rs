@@ -173,6 +173,31 @@ impl Config {
         self.values.pinning.unwrap_or(false)
     }
 
+    /// Whether `toolhost add` and `update` refuse a package without a signature by a trusted
+    /// key (`[packages] require_signature`, default `true`).
+    pub fn require_signature(&self) -> bool {
+        self.values.packages.require_signature.unwrap_or(true)
+    }
+
+    /// Whether a library under `usr/` loads only as a file of a package installed with
+    /// `toolhost add` (`[packages] only_installed`, default `false`): hand-copied libraries
+    /// and `toolhost new` links are refused. The host reads it once, when it starts.
+    pub fn only_installed(&self) -> bool {
+        self.values.packages.only_installed.unwrap_or(false)
+    }
+
+    /// `[packages.signers]`: for sources starting with each prefix (a URL or a folder), the
+    /// ids of the only keys whose signatures `toolhost add` accepts from there.
+    pub fn package_signers(&self) -> Vec<(String, Vec<String>)> {
+        self.values
+            .packages
+            .signers
+            .iter()
+            .flatten()
+            .map(|(prefix, ids)| (prefix.clone(), ids.clone()))
+            .collect()
+    }
+
     /// Whether `tool`, found in `layer`, runs in a worker process: `isolate` names it, its
     /// plugin (`plugin:<folder>`), its kind of layer (`usr`, `plugins`, `core`, `profile`), or
     /// `*`. See the book, `docs/src/reference/isolation.md`.

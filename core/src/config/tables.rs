@@ -29,6 +29,19 @@ pub(super) struct FileConfig {
     pub isolation: Isolation,
     /// `pinning = true`: refuse libraries not pinned in `usr/plugins.lock`.
     pub pinning: Option<bool>,
+    pub packages: Packages,
+}
+
+/// `[packages]`: the trust policy of `toolhost add` and `update`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Packages {
+    pub require_signature: Option<bool>,
+    /// `only_installed = true`: a library under `usr/` loads only as a file of an installed
+    /// package.
+    pub only_installed: Option<bool>,
+    /// `[packages.signers]`: source prefix -> the key ids allowed to sign packages from it.
+    pub signers: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// `[isolation]`: the limits of worker processes.

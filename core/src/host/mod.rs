@@ -246,9 +246,16 @@ fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
         Err((Pinning::Off, _)) => Pinning::Off,
     };
     let (max, allow) = (options.max_text_bytes, options.allow_unpinned);
+    // `[packages] only_installed`: read from the same files, once; a file with a mistake
+    // leaves it off, and the mistake is reported where the configuration is used.
+    let only_installed = crate::config::Config::load(layout, "default", max)
+        .is_ok_and(|config| config.only_installed());
     match pinning {
-        Pinning::Off => None,
-        Pinning::On => Some(Pins::new(layout.clone(), max, allow)),
+        Pinning::Off if !only_installed => None,
+        Pinning::Off => Some(Pins::new(layout.clone(), max, allow).with_checks(false, true)),
+        Pinning::On => {
+            Some(Pins::new(layout.clone(), max, allow).with_checks(true, only_installed))
+        }
         Pinning::Unknown(reason) => Some(Pins::new(layout.clone(), max, allow).refusing(reason)),
     }
 }

@@ -2,6 +2,9 @@
 //! (`toolhost pin` writes it). With `pinning = true` in `usr/toolhost.toml`, a library that the
 //! lock does not list, or whose bytes changed since it was pinned, is refused with one line,
 //! like any other skipped file ([`LoadErrorKind::Unpinned`](crate::LoadErrorKind::Unpinned)).
+//! The files of installed packages (`usr/plugins/<name>/`) are pinned by the package lock,
+//! `usr/packages.lock` ([`crate::package::lock`]): their bytes must be the ones `toolhost add`
+//! installed.
 //!
 //! The lock is TOML, one line per library, by its path relative to the root:
 //!
@@ -38,6 +41,7 @@ use crate::layout::write_atomically;
 use crate::layout::{library_files, read_capped, subdirs, Escaped, Layout};
 use crate::load::image::sha256_hex;
 use crate::load::image::Stamp;
+use crate::package::{PackageError, PackageLock};
 use crate::sync::lock;
 
 pub use crate::layout::PINS_FILE_NAME;
@@ -188,6 +192,55 @@ fn library_paths(layout: &Layout) -> Vec<PathBuf> {
 /// The lock as read, with the stamp its file had then.
 type LockRead = (Option<Stamp>, Result<PinLock, PinError>);
 
+/// The package lock as read, with the stamp its file had then.
+type PackagesRead = (Option<Stamp>, Result<PackageLock, PackageError>);
+
+impl Pins {
+    /// What `usr/plugins.lock` says of `relative`, read again if its file changed.
+    fn check_lock(&self, relative: &str, pin: &str) -> Result<(), String> {
+        let file = self.layout.pins_file();
+        let stamp = Stamp::of(&file);
+        let mut read = lock(&self.read);
+        if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
+            let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
+            *read = Some((stamp, lock));
+        }
+        match &read.as_ref().expect("just read").1 {
+            Ok(lock) => lock.check_pin(relative, pin),
+            Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
+        }
+    }
+
+    /// What `usr/packages.lock` says of the file at `relative` (`usr/plugins/<name>/<file>`):
+    /// `None` if no installed package has it (the pinning lock decides), else whether `pin`
+    /// is the bytes `toolhost add` installed.
+    fn installed(&self, relative: &str, pin: &str) -> Option<Result<(), String>> {
+        let rest = relative.strip_prefix("usr/plugins/")?;
+        let (name, file) = rest.split_once('/')?;
+        let lock_file = crate::package::install::packages_lock_file(&self.layout);
+        let stamp = Stamp::of(&lock_file);
+        let mut read = lock(&self.packages);
+        if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
+            *read = Some((stamp, PackageLock::read(&lock_file)));
+        }
+        let package = match &read.as_ref().expect("just read").1 {
+            Ok(lock) => lock.packages.get(name)?,
+            Err(e) => {
+                return Some(Err(format!(
+                    "pinning is on and the package lock cannot be used: {e}"
+                )))
+            }
+        };
+        let hash = package.files.get(file)?;
+        match pin.strip_prefix("sha256:") == Some(hash.as_str()) {
+            true => Some(Ok(())),
+            false => Some(Err(format!(
+                "its bytes are not the ones usr/packages.lock records for package {name} (pinning is on): reinstall it with `toolhost add` or `toolhost update {name}`, or pass --allow-unpinned while developing"
+            ))),
+        }
+    }
+}
+
 /// The host's pin check: the lock, read again whenever its file changes.
 pub(crate) struct Pins {
     layout: Layout,
@@ -196,8 +249,16 @@ pub(crate) struct Pins {
     allow_unpinned: bool,
     /// The lock as last read, with the stamp of its file then.
     read: Mutex<Option<LockRead>>,
+    /// The package lock (`usr/packages.lock`) as last read, with the stamp of its file then:
+    /// the files of installed packages are pinned by it.
+    packages: Mutex<Option<PackagesRead>>,
     /// Refuse every library, for this reason (the configuration hides whether pinning is on).
     refuse_all: Option<String>,
+    /// Whether `usr/plugins.lock` is checked (`pinning = true`).
+    pinning: bool,
+    /// Refuse a library under `usr/` that is not a file of an installed package (`[packages]
+    /// only_installed = true`).
+    only_installed: bool,
 }
 
 impl Pins {
@@ -207,8 +268,19 @@ impl Pins {
             max_text_bytes,
             allow_unpinned,
             read: Mutex::new(None),
+            packages: Mutex::new(None),
             refuse_all: None,
+            pinning: true,
+            only_installed: false,
         }
+    }
+
+    /// Which checks apply: the pinning lock's (`pinning`), and whether a library under `usr/`
+    /// must be a file of an installed package (`only_installed`).
+    pub(crate) fn with_checks(mut self, pinning: bool, only_installed: bool) -> Self {
+        self.pinning = pinning;
+        self.only_installed = only_installed;
+        self
     }
 
     /// The same check refusing every library for `reason`, whatever the lock says.
@@ -233,16 +305,14 @@ impl Pins {
                 false => Err(reason.clone()),
             };
         }
-        let file = self.layout.pins_file();
-        let stamp = Stamp::of(&file);
-        let mut read = lock(&self.read);
-        if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
-            let lock = PinLock::read(&file, self.max_text_bytes).map(Option::unwrap_or_default);
-            *read = Some((stamp, lock));
-        }
-        let verdict = match &read.as_ref().expect("just read").1 {
-            Ok(lock) => lock.check_pin(&relative(&self.layout, path), pin),
-            Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
+        let relative = relative(&self.layout, path);
+        let verdict = match self.installed(&relative, pin) {
+            Some(verdict) => verdict,
+            None if self.only_installed && relative.starts_with("usr/") => Err(
+                "it is not a file of a package installed with `toolhost add` ([packages] only_installed = true in usr/toolhost.toml): install it as a package, or pass --allow-unpinned while developing".to_owned(),
+            ),
+            None if !self.pinning => Ok(()),
+            None => self.check_lock(&relative, pin),
         };
         match verdict {
             Err(reason) if self.allow_unpinned => {

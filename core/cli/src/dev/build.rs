@@ -72,7 +72,7 @@ pub(crate) fn build(crates: &Crates, krate: &PluginCrate) -> Built {
 }
 
 /// The shared libraries a line of cargo's JSON output says it wrote.
-fn libraries_in_message(line: &str) -> Vec<PathBuf> {
+pub(crate) fn libraries_in_message(line: &str) -> Vec<PathBuf> {
     let Ok(message) = serde_json::from_str::<Value>(line) else {
         return Vec::new();
     };

@@ -5,7 +5,7 @@
 //! serving), loads the new library at once, and calls tools typed on standard input as
 //! `toolhost watch` does.
 
-mod build;
+pub(crate) mod build;
 mod crates;
 mod sources;
 

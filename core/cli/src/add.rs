@@ -1,0 +1,316 @@
+//! `toolhost add SOURCE` and `toolhost update [NAME]`: verify a package (signature against the
+//! trusted keys, every hash, `[compat]`, the target triple), show what it installs, ask (or
+//! `--yes`), then install it into usr/plugins/<name>/ in one rename and record it in
+//! usr/packages.lock. A running host picks it up through its normal reload path.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _, Result};
+use toolhost::package::archive::MAX_UNPACKED_BYTES;
+use toolhost::package::{install, signature, PackageLock, Policy, Verified};
+use toolhost::{Escaped, Layout};
+
+/// What `add` and `update` were asked.
+pub(crate) struct AddOptions {
+    pub(crate) yes: bool,
+    pub(crate) locked: bool,
+    pub(crate) policy: Policy,
+    /// The cargo profile a package built from source (`--path`, `--git`) is built with.
+    pub(crate) cargo_profile: String,
+}
+
+pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<ExitCode> {
+    let layout = Layout::new(root);
+    let verified = fetch_and_verify(&layout, source, options)?;
+    if options.locked {
+        install::check_locked(&layout, &verified)?;
+    }
+    finish(&layout, verified, options)
+}
+
+pub(crate) fn update(root: &Path, name: Option<&str>, options: &AddOptions) -> Result<ExitCode> {
+    let layout = Layout::new(root);
+    let lock = PackageLock::read(&install::packages_lock_file(&layout))?;
+    let names: Vec<String> = match name {
+        Some(name) if !lock.packages.contains_key(name) => {
+            bail!("no installed package {name:?}: `toolhost installed` lists them")
+        }
+        Some(name) => vec![name.to_owned()],
+        None => lock.packages.keys().cloned().collect(),
+    };
+    for name in names {
+        let locked = &lock.packages[&name];
+        let verified = fetch_and_verify(&layout, &locked.source, options)?;
+        if verified.manifest.name != name {
+            bail!(
+                "{}: its source now holds package {}, not {name}; nothing was changed",
+                locked.source,
+                verified.manifest.name
+            );
+        }
+        if verified.files == locked.files {
+            println!(
+                "{name} {} is up to date ({})",
+                locked.version, locked.source
+            );
+            continue;
+        }
+        finish(&layout, verified, options)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows, asks and installs.
+fn finish(layout: &Layout, verified: Verified, options: &AddOptions) -> Result<ExitCode> {
+    show(layout, &verified);
+    if !options.yes {
+        if !std::io::stdin().is_terminal() {
+            crate::exit::usage!(
+                "not installed: pass --yes to install without a terminal to ask on"
+            );
+        }
+        print!("Install {}? [y/N] ", verified.manifest.label());
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("not installed");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let name = verified.manifest.name.clone();
+    let label = verified.manifest.label();
+    let replaced = install::install(layout, verified)?;
+    match replaced {
+        Some(old) => println!("installed {label} into usr/plugins/{name}/ (replacing {old})"),
+        None => println!("installed {label} into usr/plugins/{name}/"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What is being installed: name, version, signer, source, what it adds and overrides, and the
+/// capabilities it asks for.
+fn show(layout: &Layout, verified: &Verified) {
+    let m = &verified.manifest;
+    println!("package      {} — {}", m.label(), m.description);
+    match &verified.signer {
+        Some(key) => println!("signed by    {} (trusted)", key.id),
+        None if verified.source.starts_with("path+") || verified.source.starts_with("git+") => {
+            println!("signed by    nobody (built here from source: you trust the source)")
+        }
+        None => println!("signed by    nobody (unsigned; allowed by require_signature = false)"),
+    }
+    println!("source       {}", verified.source);
+    for place in &verified.libraries {
+        let note = match standing(layout, place, &m.name) {
+            Some((layer, true)) => {
+                format!("  (shadowed by the one in {layer}, which keeps serving)")
+            }
+            Some((layer, false)) => format!("  (overrides the one in {layer})"),
+            None => String::new(),
+        };
+        println!("adds         {place}{note}");
+    }
+    let capabilities = match m.capabilities.is_empty() {
+        true => "none".to_owned(),
+        false => m.capabilities.join(", "),
+    };
+    println!("capabilities {capabilities} (granted in your configuration, not by the package)");
+}
+
+/// The first other layer of the default profile that has a file at `place` (`tools/x.so`),
+/// and whether it comes before the package's layer `usr/plugins/<name>/` (and so keeps
+/// serving) rather than after it (the package overrides it). See the layer order in
+/// docs/src/guide/profiles.md.
+fn standing(layout: &Layout, place: &str, name: &str) -> Option<(String, bool)> {
+    use toolhost::LayerKind;
+    let own = format!("usr/plugins/{name}");
+    let layer = layout
+        .layers("default")
+        .into_iter()
+        .filter(|layer| layer.label != own)
+        .find(|layer| layer.dir.join(place).exists())?;
+    let before = match layer.kind {
+        LayerKind::Profile | LayerKind::User => true,
+        // User plugins in folder-name order, then the built-in ones (a built-in plugin of the
+        // same name is hidden by the package).
+        LayerKind::Plugin => layer
+            .label
+            .strip_prefix("usr/plugins/")
+            .is_some_and(|other| other < name),
+        _ => false,
+    };
+    Some((layer.label, before))
+}
+
+/// Verifies SOURCE: a path (archive or folder), an http(s) URL (downloaded first with its
+/// `.minisig`), `path+DIR` (a plugin folder built and packed here) or `git+URL[#REV]` (a
+/// repository cloned, then the same).
+fn fetch_and_verify(layout: &Layout, source: &str, options: &AddOptions) -> Result<Verified> {
+    let policy = &options.policy;
+    if let Some(dir) = source.strip_prefix("path+") {
+        return from_source(layout, Path::new(dir), source, options);
+    }
+    if let Some(rest) = source.strip_prefix("git+") {
+        let (url, rev) = match rest.split_once('#') {
+            Some((url, rev)) => (url, Some(rev)),
+            None => (rest, None),
+        };
+        let dir = scratch(layout, "git")?;
+        let result = (|| {
+            git(&["clone", "--quiet", url], Some(&dir))?;
+            if let Some(rev) = rev {
+                git(
+                    &["-C", &dir.to_string_lossy(), "checkout", "--quiet", rev],
+                    None,
+                )?;
+            }
+            from_source(layout, &dir, source, options)
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
+    }
+    if source.starts_with("https://") || source.starts_with("http://") {
+        let dir = scratch(layout, "download")?;
+        let result = (|| {
+            let file = download(source, &dir)?;
+            Ok(install::verify(layout, &file, source, policy)?)
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
+    }
+    let path = PathBuf::from(source);
+    if std::fs::symlink_metadata(&path).is_err() {
+        crate::exit::usage!("{}: no such file or folder (give a package archive, an unpacked package folder, or an https:// URL)", Escaped(&path));
+    }
+    let shown = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    Ok(install::verify(
+        layout,
+        &path,
+        &shown.to_string_lossy(),
+        policy,
+    )?)
+}
+
+/// An empty folder `usr/.cache/packages/<what>-<pid>/` (the caller removes it).
+fn scratch(layout: &Layout, what: &str) -> Result<PathBuf> {
+    let dir = layout
+        .cache_dir()
+        .join("packages")
+        .join(format!("{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", Escaped(&dir)))?;
+    Ok(dir)
+}
+
+/// Runs git with `args` (and `into` as the last argument), failing with its last line.
+fn git(args: &[&str], into: Option<&Path>) -> Result<()> {
+    let mut command = std::process::Command::new("git");
+    command.args(args);
+    if let Some(dir) = into {
+        command.arg(dir);
+    }
+    let out = command
+        .output()
+        .context("cannot run git (is it on PATH?)")?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        bail!("git {} failed: {}", args.join(" "), last.trim());
+    }
+    Ok(())
+}
+
+/// Builds and packs the plugin folder `dir` here, then verifies the package as any other
+/// (it has no signature: the user trusts the source they named).
+fn from_source(
+    layout: &Layout,
+    dir: &Path,
+    source: &str,
+    options: &AddOptions,
+) -> Result<Verified> {
+    if !dir.join(toolhost::package::MANIFEST_FILE_NAME).is_file() {
+        crate::exit::usage!(
+            "{}: no toolhost-plugin.toml: a plugin folder to build has one (docs/src/reference/packages.md)",
+            Escaped(dir)
+        );
+    }
+    let out = scratch(layout, "build")?;
+    let result = (|| {
+        let packed = crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false)?;
+        let built_here = Policy {
+            require_signature: false,
+            signers: Vec::new(),
+        };
+        Ok(install::verify(
+            layout,
+            &packed.archive,
+            source,
+            &built_here,
+        )?)
+    })();
+    let _ = std::fs::remove_dir_all(&out);
+    result
+}
+
+/// Downloads `url` and `url.minisig` (if the server has it) into `dir`.
+fn download(url: &str, dir: &Path) -> Result<PathBuf> {
+    let name = url
+        .rsplit('/')
+        .next()
+        .filter(|n| toolhost::is_safe_name(n))
+        .unwrap_or("package.tar.gz");
+    let file = dir.join(name);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder().build()?;
+        let bytes = get(&client, url)
+            .await?
+            .with_context(|| format!("{url}: not found (404)"))?;
+        std::fs::write(&file, bytes)?;
+        if let Some(signature) = get(&client, &format!("{url}.minisig")).await? {
+            std::fs::write(signature::signature_path(&file), signature)?;
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(file)
+}
+
+/// The body of `url`, at most the largest package; `None` for a 404.
+async fn get(client: &reqwest::Client, url: &str) -> Result<Option<Vec<u8>>> {
+    let mut response = client
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("cannot download {url}"))?;
+    if response.status() == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !response.status().is_success() {
+        bail!("cannot download {url}: HTTP {}", response.status());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .with_context(|| format!("cannot download {url}"))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 > MAX_UNPACKED_BYTES {
+            bail!(
+                "{url}: larger than {} MiB: not a package",
+                MAX_UNPACKED_BYTES >> 20
+            );
+        }
+    }
+    Ok(Some(body))
+}

@@ -1,0 +1,46 @@
+//! `toolhost keygen`: a minisign key pair for signing packages.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use toolhost::package::signature;
+use toolhost::Escaped;
+
+pub(crate) fn keygen(out: &Path, name: &str, no_password: bool) -> Result<ExitCode> {
+    if !toolhost::is_safe_name(name) {
+        crate::exit::usage!("--name {name:?}: a file name (letters, digits, '_', '-' and '.')");
+    }
+    let password = match no_password {
+        true => None,
+        false => Some(match std::env::var(signature::PASSWORD_ENV) {
+            Ok(p) if !p.is_empty() => p,
+            _ => ask_password()?,
+        }),
+    };
+    let key = signature::keygen(out, name, password)?;
+    println!("public key  {}", Escaped(&out.join(format!("{name}.pub"))));
+    println!("secret key  {}", Escaped(&out.join(format!("{name}.key"))));
+    println!("key id      {}", key.id);
+    println!(
+        "sign with `toolhost pack --sign {}`; users trust it with `toolhost trust add {name}.pub`",
+        Escaped(&out.join(format!("{name}.key")))
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The password for a new secret key, typed twice on the terminal.
+fn ask_password() -> Result<String> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        crate::exit::usage!(
+            "keygen needs a password for the secret key: type it on a terminal, set {}, or pass --no-password",
+            signature::PASSWORD_ENV
+        );
+    }
+    let first = rpassword::prompt_password("Password for the secret key: ")?;
+    let second = rpassword::prompt_password("Password (again): ")?;
+    if first != second {
+        crate::exit::usage!("the two passwords differ: run keygen again");
+    }
+    Ok(first)
+}

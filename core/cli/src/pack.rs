@@ -1,0 +1,154 @@
+//! `toolhost pack`: builds a plugin folder's crates with cargo for this host and writes one
+//! archive, `NAME-VERSION.tar.gz`, with its manifest; `--sign` writes the minisign signature
+//! beside it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{bail, Context as _, Result};
+use toolhost::package::{pack, signature};
+use toolhost::Escaped;
+
+/// What `toolhost pack` was asked.
+pub(crate) struct PackOptions<'a> {
+    pub(crate) folder: &'a Path,
+    pub(crate) out: &'a Path,
+    pub(crate) sign: Option<&'a Path>,
+    pub(crate) cargo_profile: &'a str,
+    pub(crate) mcpb: bool,
+}
+
+pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
+    let folder = options.folder;
+    if !folder.is_dir() {
+        crate::exit::usage!("{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)", Escaped(folder));
+    }
+    let packed = build_and_pack(folder, options.out, options.cargo_profile, options.mcpb)?;
+    println!(
+        "packed {} ({} for {})",
+        Escaped(&packed.archive),
+        packed.manifest.label(),
+        toolhost::package::host_target()
+    );
+    if let Some(bundle) = &packed.bundle {
+        println!(
+            "bundled {} (an MCP Bundle serving it with toolhost serve-mcp)",
+            Escaped(bundle)
+        );
+    }
+    if let Some(key) = options.sign {
+        let signature = signature::sign(&packed.archive, key, None)?;
+        println!("signed {}", Escaped(&signature));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the crates of the plugin folder `folder` with cargo (`--profile PROFILE`) and packs
+/// it into `out` (with an MCP Bundle if `mcpb`).
+pub(crate) fn build_and_pack(
+    folder: &Path,
+    out: &Path,
+    cargo_profile: &str,
+    mcpb: bool,
+) -> Result<pack::Packed> {
+    let mut built = BTreeMap::new();
+    for krate in crates(folder) {
+        let place = krate
+            .strip_prefix(folder)
+            .unwrap_or(&krate)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let library = build(&krate, cargo_profile)?;
+        built.insert(format!("{place}.{}", toolhost::LIBRARY_EXTENSION), library);
+    }
+    let binary =
+        std::env::current_exe().context("cannot find the toolhost binary for the bundle")?;
+    Ok(pack::pack(
+        folder,
+        &pack::PackOptions {
+            built: &built,
+            out,
+            describe: &describe,
+            mcpb_binary: mcpb.then_some(binary.as_path()),
+        },
+    )?)
+}
+
+/// A library's tool: its description and the capabilities it declares (`None` for an
+/// extension, or a library whose metadata cannot be read: the host skips it when loading).
+fn describe(library: &Path) -> Option<(String, Vec<String>)> {
+    match toolhost::inspect(library).ok()?.kind {
+        toolhost::Declared::Tool { info, .. } => Some((info.description, info.capabilities)),
+        toolhost::Declared::Extension(_) => None,
+    }
+}
+
+/// The plugin crates of a plugin folder: `tools/<name>/`, `extensions/<point>/<name>/`, and
+/// the same under `agents/<P>/`, each with a Cargo.toml.
+fn crates(folder: &Path) -> Vec<PathBuf> {
+    let subdirs = |dir: &Path| -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        dirs
+    };
+    let mut bases = vec![folder.to_owned()];
+    bases.extend(subdirs(&folder.join("agents")));
+    let mut out = Vec::new();
+    for base in bases {
+        out.extend(subdirs(&base.join("tools")));
+        for point in subdirs(&base.join("extensions")) {
+            out.extend(subdirs(&point));
+        }
+    }
+    out.retain(|dir| dir.join("Cargo.toml").is_file());
+    out
+}
+
+/// Builds the crate in `dir` with cargo (`--profile PROFILE`) and returns its library.
+fn build(dir: &Path, profile: &str) -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("building {} ({profile})", Escaped(dir));
+    let output = Command::new(cargo)
+        .args([
+            "build",
+            "--lib",
+            "--message-format=json-render-diagnostics",
+            "--profile",
+            profile,
+        ])
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run cargo (is it on PATH?)")?;
+    if !output.status.success() {
+        bail!(
+            "cargo build of {} failed (its errors are above)",
+            Escaped(dir)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let libraries: Vec<PathBuf> = stdout
+        .lines()
+        .flat_map(crate::dev::build::libraries_in_message)
+        .collect();
+    match libraries.as_slice() {
+        [library] => Ok(library.clone()),
+        [] => bail!(
+            "{}: cargo built no library (a plugin crate has crate-type = [\"cdylib\"])",
+            Escaped(dir)
+        ),
+        _ => bail!(
+            "{}: cargo built several libraries; a plugin crate builds one",
+            Escaped(dir)
+        ),
+    }
+}

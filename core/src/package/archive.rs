@@ -1,0 +1,170 @@
+//! The package archive: a gzip-compressed tar with the manifest first and every other file
+//! after it in path order, written deterministically (the same files give the same bytes:
+//! mtime 0, owner 0, mode 0644 or 0755, no user names), and read entry by entry with each
+//! path checked before anything is written.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use super::manifest::{check_path, MANIFEST_FILE_NAME};
+use super::{PackageError, PackageErrorKind};
+use crate::layout::Escaped;
+
+/// The most bytes a package may unpack to (all its files together): 1 GiB.
+pub const MAX_UNPACKED_BYTES: u64 = 1 << 30;
+
+/// The most entries a package may hold.
+pub const MAX_ENTRIES: usize = 10_000;
+
+/// One file to put in an archive: its path in the package, its bytes, and whether it is
+/// executable (libraries are).
+pub struct Entry {
+    /// The path in the package, `/`-separated.
+    pub path: String,
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+    /// Mode 0755 instead of 0644.
+    pub executable: bool,
+}
+
+/// Writes `entries` (the manifest first, then the others sorted by path) as a tar.gz to `out`,
+/// through a temporary file renamed into place.
+pub fn write_archive(out: &Path, mut entries: Vec<Entry>) -> Result<(), PackageError> {
+    entries.sort_by(|a, b| {
+        let key = |e: &Entry| (e.path != MANIFEST_FILE_NAME, e.path.clone());
+        key(a).cmp(&key(b))
+    });
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::best());
+    let mut tar = tar::Builder::new(gz);
+    tar.mode(tar::HeaderMode::Deterministic);
+    let failed = |e: io::Error| PackageError::io("cannot write", out, e);
+    for entry in &entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(entry.bytes.len() as u64);
+        header.set_mode(if entry.executable { 0o755 } else { 0o644 });
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut header, &entry.path, entry.bytes.as_slice())
+            .map_err(failed)?;
+    }
+    let bytes = tar
+        .into_inner()
+        .and_then(|gz| gz.finish())
+        .map_err(failed)?;
+    crate::layout::write_atomically(out, &bytes).map_err(failed)
+}
+
+/// Unpacks the archive `file` into the folder `dest` (which must exist and be empty).
+///
+/// Refused before anything of it is written outside `dest`, with one line: an entry with
+/// `..`, an absolute path or another unsafe name, a link, a device or other special entry;
+/// more than [`MAX_ENTRIES`] entries or [`MAX_UNPACKED_BYTES`] unpacked bytes; a file that
+/// is not a gzip-compressed tar.
+pub fn unpack(file: &Path, dest: &Path) -> Result<(), PackageError> {
+    let archive = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
+    unpack_reader(archive, file, dest)
+}
+
+/// As [`unpack`], for the archive's bytes in `archive`, named `file` in messages.
+pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(), PackageError> {
+    let not_archive = |e: io::Error| {
+        PackageError::new(
+            PackageErrorKind::NotAnArchive,
+            format!(
+                "{}: not a package archive (a .tar.gz made by `toolhost pack`): {e}",
+                Escaped(file)
+            ),
+        )
+    };
+    let unsafe_entry = |why: String| {
+        PackageError::new(
+            PackageErrorKind::UnsafeArchive,
+            format!("{}: refused: {why}; nothing was installed", Escaped(file)),
+        )
+    };
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(archive)));
+    let mut total: u64 = 0;
+    let mut count = 0usize;
+    for entry in tar.entries().map_err(not_archive)? {
+        let mut entry = entry.map_err(not_archive)?;
+        count += 1;
+        if count > MAX_ENTRIES {
+            return Err(unsafe_entry(format!("more than {MAX_ENTRIES} entries")));
+        }
+        let raw = entry.path_bytes().into_owned();
+        let name = String::from_utf8_lossy(&raw).into_owned();
+        let name = name.strip_prefix("./").unwrap_or(&name).to_owned();
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            check_path(name.trim_end_matches('/'))
+                .map_err(|why| unsafe_entry(format!("entry {why}")))?;
+            continue;
+        }
+        if !kind.is_file() {
+            return Err(unsafe_entry(format!(
+                "entry {name:?} is a {} (a package holds regular files only)",
+                entry_kind(kind)
+            )));
+        }
+        check_path(&name).map_err(|why| unsafe_entry(format!("entry {why}")))?;
+        let size = entry.header().size().map_err(not_archive)?;
+        total = total.saturating_add(size);
+        if total > MAX_UNPACKED_BYTES {
+            return Err(unsafe_entry(format!(
+                "it unpacks to more than {} MiB (a decompression bomb?)",
+                MAX_UNPACKED_BYTES >> 20
+            )));
+        }
+        let target = dest.join(&name);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| PackageError::io("cannot create", parent, e))?;
+        }
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => {
+                    unsafe_entry(format!("entry {name:?} appears twice"))
+                }
+                _ => PackageError::io("cannot write", &target, e),
+            })?;
+        // The header's size bounds what is read: a lying stream cannot write more.
+        let copied = io::copy(&mut (&mut entry).take(size), &mut out).map_err(not_archive)?;
+        if copied != size {
+            return Err(not_archive(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "cut short",
+            )));
+        }
+        out.flush()
+            .map_err(|e| PackageError::io("cannot write", &target, e))?;
+        #[cfg(unix)]
+        if entry.header().mode().is_ok_and(|m| m & 0o111 != 0) {
+            use std::os::unix::fs::PermissionsExt as _;
+            let _ = fs::set_permissions(&target, fs::Permissions::from_mode(0o755));
+        }
+    }
+    if count == 0 {
+        return Err(not_archive(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no entries",
+        )));
+    }
+    Ok(())
+}
+
+fn entry_kind(kind: tar::EntryType) -> &'static str {
+    match kind {
+        tar::EntryType::Symlink => "symbolic link",
+        tar::EntryType::Link => "hard link",
+        tar::EntryType::Char | tar::EntryType::Block => "device",
+        tar::EntryType::Fifo => "FIFO",
+        _ => "special entry",
+    }
+}

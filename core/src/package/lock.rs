@@ -1,0 +1,103 @@
+//! The package lock, `usr/packages.lock` (beside the pinning lock `usr/plugins.lock`): for each
+//! installed package its version, source, signer, the archive's SHA-256 and every installed
+//! file's SHA-256, so that another machine can reproduce the same install
+//! (`toolhost add --locked`) and `toolhost installed` can say where each came from.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{PackageError, PackageErrorKind};
+use crate::layout::Escaped;
+
+/// The lock's file name, in `usr/`.
+pub const PACKAGES_LOCK_FILE_NAME: &str = "packages.lock";
+
+/// One installed package, as the lock records it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Locked {
+    /// Its version.
+    pub version: String,
+    /// Where it was installed from: an archive's path, a folder, or a URL.
+    pub source: String,
+    /// The id of the key that signed it, if it was signed.
+    #[serde(default)]
+    pub signer: Option<String>,
+    /// The SHA-256 (hex) of the archive it came from (none for a folder).
+    #[serde(default)]
+    pub archive_sha256: Option<String>,
+    /// The SHA-256 (hex) of every installed file, by its path in `usr/plugins/<name>/`.
+    pub files: BTreeMap<String, String>,
+}
+
+/// The lock: the installed packages by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackageLock {
+    /// The installed packages, by name.
+    #[serde(default)]
+    pub packages: BTreeMap<String, Locked>,
+}
+
+const HEADER: &str = "\
+# The packages `toolhost add` installed into usr/plugins/: source, version, signer and the
+# SHA-256 of every file. Written by toolhost add, update and remove; `toolhost add --locked`
+# installs exactly what is recorded here.
+";
+
+impl PackageLock {
+    /// Reads the lock at `path` (an empty lock if there is none).
+    pub fn read(path: &Path) -> Result<Self, PackageError> {
+        let text = match crate::layout::read_text(path, 16 << 20, "the lock's limit of 16 MiB") {
+            Ok(text) => text,
+            Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => return Ok(Self::default()),
+            Err(e) => {
+                return Err(PackageError::new(
+                    PackageErrorKind::Lock,
+                    format!("{}: {e}", Escaped(path)),
+                ))
+            }
+        };
+        toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(1, |s| text[..s.start].matches('\n').count() + 1);
+            PackageError::new(
+                PackageErrorKind::Lock,
+                format!(
+                    "{} line {line}: {} (the lock is written by `toolhost add`; restore it or remove the packages and add them again)",
+                    Escaped(path),
+                    e.message().trim()
+                ),
+            )
+        })
+    }
+
+    /// Writes the lock to `path` atomically.
+    pub fn write(&self, path: &Path) -> Result<(), PackageError> {
+        let mut doc = toml_edit::DocumentMut::new();
+        let mut packages = toml_edit::Table::new();
+        packages.set_implicit(true);
+        for (name, locked) in &self.packages {
+            let mut table = toml_edit::Table::new();
+            table["version"] = toml_edit::value(&locked.version);
+            table["source"] = toml_edit::value(&locked.source);
+            if let Some(signer) = &locked.signer {
+                table["signer"] = toml_edit::value(signer);
+            }
+            if let Some(hash) = &locked.archive_sha256 {
+                table["archive_sha256"] = toml_edit::value(hash);
+            }
+            let mut files = toml_edit::Table::new();
+            for (file, hash) in &locked.files {
+                files[file.as_str()] = toml_edit::value(hash);
+            }
+            table["files"] = toml_edit::Item::Table(files);
+            packages[name.as_str()] = toml_edit::Item::Table(table);
+        }
+        doc["packages"] = toml_edit::Item::Table(packages);
+        let text = format!("{HEADER}{doc}");
+        crate::layout::write_atomically(path, text.as_bytes())
+            .map_err(|e| PackageError::io("cannot write", path, e))
+    }
+}

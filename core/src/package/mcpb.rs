@@ -1,0 +1,121 @@
+//! An MCP Bundle (`.mcpb`, manifest version 0.3) of a package, so that MCP clients that install
+//! bundles (Claude Desktop and others, the `mcpb` tool) can install a toolhost pack: a zip
+//! holding `manifest.json`, the `toolhost` binary as a `binary` server, and a root whose
+//! `usr/plugins/<name>/` is the package installed. The client starts
+//! `toolhost --root <bundle>/root serve-mcp`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::manifest::Manifest;
+use super::{PackageError, PackageErrorKind};
+
+/// The MCPB manifest version written.
+pub const MCPB_MANIFEST_VERSION: &str = "0.3";
+
+/// A tool a bundle serves, as its manifest lists it.
+#[derive(Debug, Clone)]
+pub struct BundledTool {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+}
+
+/// The MCPB platform name of a target triple (`linux`, `darwin`, `win32`).
+pub fn mcpb_platform(triple: &str) -> &'static str {
+    if triple.contains("windows") {
+        "win32"
+    } else if triple.contains("apple") {
+        "darwin"
+    } else {
+        "linux"
+    }
+}
+
+/// The bundle's `manifest.json` for `manifest` (this host's platform), serving `tools`.
+pub fn bundle_manifest(manifest: &Manifest, tools: &[BundledTool]) -> serde_json::Value {
+    let binary = format!("server/toolhost{}", std::env::consts::EXE_SUFFIX);
+    let author = manifest.authors.first().map_or("unknown", String::as_str);
+    let mut value = json!({
+        "manifest_version": MCPB_MANIFEST_VERSION,
+        "name": manifest.name,
+        "version": manifest.version.to_string(),
+        "description": manifest.description,
+        "author": {"name": author},
+        "server": {
+            "type": "binary",
+            "entry_point": binary,
+            "mcp_config": {
+                "command": format!("${{__dirname}}/{binary}"),
+                "args": ["--root", "${__dirname}/root", "serve-mcp"],
+            },
+        },
+        "tools": tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description}))
+            .collect::<Vec<_>>(),
+        "compatibility": {"platforms": [mcpb_platform(super::host_target())]},
+    });
+    if let Some(license) = &manifest.license {
+        value["license"] = json!(license);
+    }
+    if let Some(repository) = &manifest.repository {
+        value["repository"] = json!({"type": "git", "url": repository});
+    }
+    value
+}
+
+/// Writes `out` (a `.mcpb` zip): `manifest.json`, `binary` as `server/toolhost`, and each of
+/// `files` (path in the package's plugin folder, bytes) under `root/usr/plugins/<name>/`.
+pub fn write_bundle(
+    out: &Path,
+    manifest: &Manifest,
+    tools: &[BundledTool],
+    binary: &Path,
+    files: &[(String, Vec<u8>)],
+) -> Result<PathBuf, PackageError> {
+    let failed = |e: &dyn std::fmt::Display| {
+        PackageError::new(
+            PackageErrorKind::Io,
+            format!("cannot write {}: {e}", crate::layout::Escaped(out)),
+        )
+    };
+    let exe = std::fs::read(binary).map_err(|e| PackageError::io("cannot read", binary, e))?;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = |mode: u32| {
+        zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default())
+            .unix_permissions(mode)
+            .large_file(false)
+    };
+    let mut add = |name: &str, bytes: &[u8], mode: u32| -> Result<(), PackageError> {
+        zip.start_file(name, options(mode))
+            .map_err(|e| failed(&e))?;
+        zip.write_all(bytes).map_err(|e| failed(&e))
+    };
+    let text = serde_json::to_string_pretty(&bundle_manifest(manifest, tools)).expect("JSON");
+    add("manifest.json", text.as_bytes(), 0o644)?;
+    let binary_name = format!("server/toolhost{}", std::env::consts::EXE_SUFFIX);
+    add(&binary_name, &exe, 0o755)?;
+    let mut files: Vec<&(String, Vec<u8>)> = files.iter().collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, bytes) in files {
+        let mode = if path.ends_with(&format!(".{}", crate::LIBRARY_EXTENSION)) {
+            0o755
+        } else {
+            0o644
+        };
+        add(
+            &format!("root/usr/plugins/{}/{path}", manifest.name),
+            bytes,
+            mode,
+        )?;
+    }
+    let bytes = zip.finish().map_err(|e| failed(&e))?.into_inner();
+    crate::layout::write_atomically(out, &bytes).map_err(|e| failed(&e))?;
+    Ok(out.to_owned())
+}

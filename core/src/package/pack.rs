@@ -1,0 +1,273 @@
+//! Making a package from a plugin folder: its built libraries, its other files and the
+//! manifest template at its top (`toolhost-plugin.toml` with `name`, `version`,
+//! `description`, ...) become one archive, `NAME-VERSION.tar.gz`, whose manifest lists every
+//! file's SHA-256. The libraries are for this host's target triple; building them is the
+//! caller's part (`toolhost pack` runs cargo).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::archive::{write_archive, Entry};
+use super::manifest::{
+    library_extension, Compat, Library, Manifest, MANIFEST_FILE_NAME, MANIFEST_FORMAT,
+};
+use super::mcpb::{write_bundle, BundledTool};
+use super::{host_target, PackageError, PackageErrorKind};
+use crate::layout::Escaped;
+
+/// The manifest template at the top of a plugin folder: what `toolhost pack` cannot find out.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Template {
+    name: String,
+    version: String,
+    description: String,
+    #[serde(default)]
+    authors: Vec<String>,
+    license: Option<String>,
+    repository: Option<String>,
+    #[serde(default)]
+    capabilities: Vec<String>,
+    /// Folders and files (relative to the plugin folder) left out of the package.
+    #[serde(default)]
+    exclude: Vec<String>,
+}
+
+/// A package written by [`pack`].
+#[derive(Debug)]
+pub struct Packed {
+    /// The archive, `<out>/NAME-VERSION.tar.gz`.
+    pub archive: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// The MCP Bundle, `<out>/NAME-VERSION.mcpb`, if one was asked for.
+    pub bundle: Option<PathBuf>,
+}
+
+/// What a library is, if it is a tool: its description and the capabilities it declares.
+pub type Describe = dyn Fn(&Path) -> Option<(String, Vec<String>)>;
+
+/// What [`pack`] is given besides the plugin folder.
+pub struct PackOptions<'a> {
+    /// Libraries built by the caller: place in the layer (`tools/x.so`) -> built file.
+    pub built: &'a BTreeMap<String, PathBuf>,
+    /// The folder the archive (and bundle) go into.
+    pub out: &'a Path,
+    /// What a library is, if it is a tool: its description and the capabilities it declares
+    /// (the caller reads the metadata).
+    pub describe: &'a Describe,
+    /// Also write an MCP Bundle, `NAME-VERSION.mcpb`, with this `toolhost` binary as its server.
+    pub mcpb_binary: Option<&'a Path>,
+}
+
+/// Packs the plugin folder `folder` into `out/NAME-VERSION.tar.gz`. Its libraries are the
+/// library files already in its `tools/` and `extensions/<point>/` folders (and under
+/// `agents/<P>/`), plus the built ones. Left out: the template's `exclude`, hidden files,
+/// `target/` folders and crate folders (those with a Cargo.toml). The manifest lists the
+/// capabilities the tools declare with the template's.
+pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageError> {
+    let (built, out) = (options.built, options.out);
+    let template_file = folder.join(MANIFEST_FILE_NAME);
+    let text = crate::layout::read_text(&template_file, 1 << 20, "the manifest's limit of 1 MiB").map_err(|e| {
+        PackageError::new(
+            PackageErrorKind::Manifest,
+            format!(
+                "{}: {e}: a plugin folder to pack has a toolhost-plugin.toml with name, version and description (docs/src/reference/packages.md)",
+                Escaped(&template_file)
+            ),
+        )
+    })?;
+    let template: Template = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map_or(1, |s| text[..s.start].matches('\n').count() + 1);
+        PackageError::new(
+            PackageErrorKind::Manifest,
+            format!(
+                "{} line {line}: {} (see docs/src/reference/packages.md)",
+                Escaped(&template_file),
+                e.message().trim()
+            ),
+        )
+    })?;
+    let triple = host_target();
+    let ext = library_extension(triple);
+    let excluded: BTreeSet<&str> = template.exclude.iter().map(String::as_str).collect();
+    let mut found = Vec::new();
+    collect(folder, folder, &excluded, &mut found)?;
+    let mut libraries: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut files: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for relative in found {
+        let path = folder.join(&relative);
+        if relative.ends_with(&format!(".{ext}")) && is_library_place(&relative) {
+            libraries.insert(relative, path);
+        } else {
+            files.insert(relative, path);
+        }
+    }
+    libraries.extend(built.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if libraries.is_empty() {
+        return Err(PackageError::new(
+            PackageErrorKind::Target,
+            format!("{}: no plugin library to pack (no crate built, no tools/*.{ext} or extensions/*/*.{ext})", Escaped(folder)),
+        ));
+    }
+    let mut capabilities: BTreeSet<String> = template.capabilities.iter().cloned().collect();
+    let mut entries = Vec::new();
+    let mut listed = BTreeMap::new();
+    let mut tools = Vec::new();
+    let mut installed = Vec::new();
+    for (place, path) in &libraries {
+        if let Some((description, declared)) = (options.describe)(path) {
+            capabilities.extend(declared);
+            // The bundle serves the default profile: the tools of the plugin's own folder.
+            if let Some(name) = place.strip_prefix("tools/") {
+                let name = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+                tools.push(BundledTool {
+                    name: name.to_owned(),
+                    description,
+                });
+            }
+        }
+        let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+        let in_package = format!("lib/{triple}/{place}");
+        listed.insert(
+            place.clone(),
+            Library {
+                path: in_package.clone(),
+                sha256: super::sha256_hex(&bytes),
+            },
+        );
+        installed.push((place.clone(), bytes.clone()));
+        entries.push(Entry {
+            path: in_package,
+            bytes,
+            executable: true,
+        });
+    }
+    let mut hashes = BTreeMap::new();
+    for (relative, path) in &files {
+        let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+        hashes.insert(relative.clone(), super::sha256_hex(&bytes));
+        installed.push((relative.clone(), bytes.clone()));
+        entries.push(Entry {
+            path: relative.clone(),
+            bytes,
+            executable: false,
+        });
+    }
+    let bad = |key: &str, why: String| {
+        PackageError::new(
+            PackageErrorKind::Manifest,
+            format!("{}: `{key}`: {why}", Escaped(&template_file)),
+        )
+    };
+    let version = semver::Version::parse(&template.version).map_err(|e| {
+        bad(
+            "version",
+            format!("{e} (a semantic version such as \"1.2.0\")"),
+        )
+    })?;
+    if !crate::is_safe_name(&template.name) {
+        return Err(bad(
+            "name",
+            "a package's name is a folder name: letters, digits, '_', '-' and '.'".into(),
+        ));
+    }
+    let caret = |v: &str| {
+        let v = semver::Version::parse(v).expect("a crate version");
+        let range = match v.major {
+            0 => format!("^0.{}", v.minor),
+            major => format!("^{major}"),
+        };
+        semver::VersionReq::parse(&range).expect("a caret range")
+    };
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT,
+        name: template.name,
+        version,
+        description: template.description,
+        authors: template.authors,
+        license: template.license,
+        repository: template.repository,
+        capabilities: capabilities.into_iter().collect(),
+        compat: Compat {
+            plugin_api: caret(plugin_abi::ABI_VERSION),
+            toolhost: caret(env!("CARGO_PKG_VERSION")),
+        },
+        libraries: BTreeMap::from([(triple.to_owned(), listed)]),
+        files: hashes,
+    };
+    let text = manifest.to_toml().into_bytes();
+    installed.push((MANIFEST_FILE_NAME.to_owned(), text.clone()));
+    entries.push(Entry {
+        path: MANIFEST_FILE_NAME.to_owned(),
+        bytes: text,
+        executable: false,
+    });
+    fs::create_dir_all(out).map_err(|e| PackageError::io("cannot create", out, e))?;
+    let stem = format!("{}-{}", manifest.name, manifest.version);
+    let archive = out.join(format!("{stem}.tar.gz"));
+    write_archive(&archive, entries)?;
+    let bundle = match options.mcpb_binary {
+        Some(binary) => {
+            let path = out.join(format!("{stem}.mcpb"));
+            Some(write_bundle(&path, &manifest, &tools, binary, &installed)?)
+        }
+        None => None,
+    };
+    Ok(Packed {
+        archive,
+        manifest,
+        bundle,
+    })
+}
+
+/// Whether `relative` is where a library goes in a plugin folder.
+fn is_library_place(relative: &str) -> bool {
+    let parts: Vec<&str> = relative.split('/').collect();
+    let rest = match parts.as_slice() {
+        ["agents", _, rest @ ..] => rest,
+        rest => rest,
+    };
+    matches!(rest, ["tools", _] | ["extensions", _, _])
+}
+
+/// Every file to pack under `dir`, relative to `root`, `/`-separated.
+fn collect(
+    root: &Path,
+    dir: &Path,
+    excluded: &BTreeSet<&str>,
+    out: &mut Vec<String>,
+) -> Result<(), PackageError> {
+    let entries = fs::read_dir(dir).map_err(|e| PackageError::io("cannot read", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| PackageError::io("cannot read", dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let relative = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if name.starts_with('.')
+            || excluded.contains(relative.as_str())
+            || relative == MANIFEST_FILE_NAME
+        {
+            continue;
+        }
+        let meta = fs::metadata(&path).map_err(|e| PackageError::io("cannot read", &path, e))?;
+        if meta.is_dir() {
+            if name == "target" || path.join("Cargo.toml").is_file() {
+                continue;
+            }
+            collect(root, &path, excluded, out)?;
+        } else if meta.is_file() {
+            out.push(relative);
+        }
+    }
+    Ok(())
+}

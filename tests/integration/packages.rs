@@ -1,0 +1,1107 @@
+//! Plugin packages: `toolhost keygen`, `pack`, `trust add`, `add`, `update`, `remove` and
+//! `installed`, with real archives, real minisign signatures (and the real `minisign` program
+//! both ways), a real HTTP download, a running `watch` that picks the install up live, and
+//! each hostile package refused with one line and the layers left untouched.
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use toolhost::package::archive::{write_archive, Entry};
+use toolhost::package::manifest::{Compat, Library, Manifest, MANIFEST_FORMAT};
+use toolhost::package::{host_target, signature};
+use toolhost_tests::{peers, Fixture, TestRoot};
+
+use super::watch_mode::WatchProcess;
+
+/// A key pair made by `toolhost keygen --no-password` in a folder of its own.
+struct Keys {
+    _dir: tempfile::TempDir,
+    secret: PathBuf,
+    public: PathBuf,
+}
+
+fn keygen(name: &str) -> Keys {
+    let dir = tempfile::tempdir().unwrap();
+    let root = TestRoot::new();
+    let out = dir.path().to_str().unwrap();
+    ok(&root.run_cli(&["keygen", "--out", out, "--name", name, "--no-password"]));
+    Keys {
+        secret: dir.path().join(format!("{name}.key")),
+        public: dir.path().join(format!("{name}.pub")),
+        _dir: dir,
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "{}{}", stdout(out), stderr(out));
+    stdout(out)
+}
+
+/// A plugin folder in `dir` holding the tool `ver` (the library of `fixture`), a prompt
+/// fragment and the manifest template.
+fn plugin_folder(dir: &Path, version: &str, fixture: Fixture) -> PathBuf {
+    let folder = dir.join(format!("ver-{version}"));
+    std::fs::create_dir_all(folder.join("tools")).unwrap();
+    std::fs::create_dir_all(folder.join("prompts")).unwrap();
+    std::fs::copy(
+        fixture.path(),
+        folder.join(format!("tools/ver.{}", toolhost::LIBRARY_EXTENSION)),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("prompts/agent.system.tool.ver.md"),
+        "### ver\nsays its version\n",
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("toolhost-plugin.toml"),
+        format!(
+            "name = \"ver\"\nversion = \"{version}\"\ndescription = \"Says its version.\"\nauthors = [\"Ada\"]\nlicense = \"MIT\"\n"
+        ),
+    )
+    .unwrap();
+    folder
+}
+
+/// `toolhost pack FOLDER --out OUT [--sign KEY]`: the archive.
+fn pack(folder: &Path, out: &Path, sign: Option<&Path>) -> PathBuf {
+    let root = TestRoot::new();
+    let mut args = vec![
+        "pack".to_owned(),
+        folder.to_string_lossy().into_owned(),
+        "--out".to_owned(),
+        out.to_string_lossy().into_owned(),
+    ];
+    if let Some(key) = sign {
+        args.extend(["--sign".to_owned(), key.to_string_lossy().into_owned()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let printed = ok(&root.run_cli(&args));
+    let line = printed.lines().next().unwrap();
+    let archive = line
+        .strip_prefix("packed ")
+        .and_then(|l| l.split(" (").next())
+        .unwrap();
+    PathBuf::from(archive)
+}
+
+/// A root that trusts `keys`.
+fn trusting(keys: &Keys) -> TestRoot {
+    let root = TestRoot::new();
+    let out = ok(&root.run_cli(&["trust", "add", keys.public.to_str().unwrap()]));
+    assert!(out.starts_with("trusted key "), "{out}");
+    root
+}
+
+/// Every file under `usr/` but the cache and the audit log, with its bytes: what a refused
+/// install must leave as it was.
+fn layers_of(root: &TestRoot) -> BTreeMap<String, Vec<u8>> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".cache" || rel == "audit" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    let usr = root.path().join("usr");
+    walk(&usr, &usr, &mut out);
+    out
+}
+
+/// `toolhost add SOURCE --yes` must fail with one line containing `expected`, and leave the
+/// layers as they were; the staging folder is gone too.
+fn refused(root: &TestRoot, source: &Path, expected: &str) -> String {
+    refused_with(root, &["add", source.to_str().unwrap(), "--yes"], expected)
+}
+
+/// As [`refused`], for the command `args`.
+fn refused_with(root: &TestRoot, args: &[&str], expected: &str) -> String {
+    let before = layers_of(root);
+    let out = root.run_cli(args);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{}{err}", stdout(&out));
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(
+        lines[0].contains(expected),
+        "expected {expected:?} in {err}"
+    );
+    assert_eq!(
+        layers_of(root).keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
+    );
+    assert!(layers_of(root) == before, "the layers changed");
+    let staging = root.path().join("usr/.cache/packages");
+    let left: Vec<_> = std::fs::read_dir(&staging).into_iter().flatten().collect();
+    assert!(left.is_empty(), "staging left behind: {left:?}");
+    lines[0].to_owned()
+}
+
+/// The entries of a `.tar.gz`: path and bytes.
+fn entries_of(archive: &Path) -> Vec<(String, Vec<u8>)> {
+    let file = std::fs::File::open(archive).unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    tar.entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let path = e.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            e.read_to_end(&mut bytes).unwrap();
+            (path, bytes)
+        })
+        .collect()
+}
+
+/// Writes `entries` as a package archive (with toolhost's own writer).
+fn rewrite(out: &Path, entries: Vec<(String, Vec<u8>)>) {
+    let entries = entries
+        .into_iter()
+        .map(|(path, bytes)| Entry {
+            path,
+            bytes,
+            executable: false,
+        })
+        .collect();
+    write_archive(out, entries).unwrap();
+}
+
+fn sign(file: &Path, keys: &Keys) {
+    signature::sign(file, &keys.secret, None).unwrap();
+}
+
+#[test]
+fn pack_is_deterministic_and_the_minisign_program_verifies_its_signature() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let first = pack(&folder, &work.path().join("a"), Some(&keys.secret));
+    let second = pack(&folder, &work.path().join("b"), None);
+    assert_eq!(first.file_name().unwrap(), "ver-1.0.0.tar.gz");
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap()
+    );
+    let names: Vec<String> = entries_of(&first).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        names,
+        [
+            "toolhost-plugin.toml".to_owned(),
+            format!(
+                "lib/{}/tools/ver.{}",
+                host_target(),
+                toolhost::LIBRARY_EXTENSION
+            ),
+            "prompts/agent.system.tool.ver.md".to_owned(),
+        ]
+    );
+    let manifest = &entries_of(&first)[0].1;
+    let manifest = Manifest::parse(
+        Path::new("toolhost-plugin.toml"),
+        std::str::from_utf8(manifest).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest.version.to_string(), "1.0.0");
+    assert!(manifest.libraries_for(host_target()).is_some());
+    assert!(manifest
+        .files
+        .contains_key("prompts/agent.system.tool.ver.md"));
+
+    if !peers::minisign() {
+        return;
+    }
+    let verify = |file: &Path| {
+        Command::new("minisign")
+            .arg("-Vm")
+            .arg(file)
+            .arg("-p")
+            .arg(&keys.public)
+            .output()
+            .unwrap()
+    };
+    let out = verify(&first);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Signature and comment signature verified"));
+    // One byte changed: minisign refuses the signature.
+    let mut bytes = std::fs::read(&first).unwrap();
+    let n = bytes.len() / 2;
+    bytes[n] ^= 1;
+    std::fs::write(&first, bytes).unwrap();
+    assert!(!verify(&first).status.success());
+}
+
+#[test]
+fn add_accepts_a_package_signed_by_the_minisign_program_and_the_tool_answers() {
+    if !peers::minisign() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (public, secret) = (work.path().join("m.pub"), work.path().join("m.key"));
+    let out = Command::new("minisign")
+        .args(["-G", "-W", "-p"])
+        .arg(&public)
+        .arg("-s")
+        .arg(&secret)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), None);
+    let out = Command::new("minisign")
+        .arg("-Sm")
+        .arg(&archive)
+        .arg("-s")
+        .arg(&secret)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let root = TestRoot::new();
+    ok(&root.run_cli(&["trust", "add", public.to_str().unwrap()]));
+    // The core has a tool of the same name: the package's overrides it.
+    root.copy(
+        Fixture::VersionedV2,
+        &format!("core/tools/ver.{}", toolhost::LIBRARY_EXTENSION),
+    );
+    let shown = ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    assert!(shown.contains("(overrides the one in core)"), "{shown}");
+    assert!(
+        shown.contains("package      ver 1.0.0 — Says its version."),
+        "{shown}"
+    );
+    assert!(shown.contains("(trusted)"), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "adds         tools/ver.{}",
+            toolhost::LIBRARY_EXTENSION
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("installed ver 1.0.0 into usr/plugins/ver/"),
+        "{shown}"
+    );
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&root.run_cli(&["installed", "--json"]))).unwrap();
+    assert_eq!(listed[0]["name"], "ver");
+    assert_eq!(listed[0]["version"], "1.0.0");
+    let key_id = std::fs::read_dir(root.path().join("usr/trusted-keys"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let key_id = key_id.file_stem().unwrap().to_str().unwrap();
+    assert_eq!(listed[0]["signer"], key_id);
+    let library = format!("tools/ver.{}", toolhost::LIBRARY_EXTENSION);
+    assert_eq!(listed[0]["provides"][0], library.as_str());
+    let installed = std::fs::read(root.path().join("usr/plugins/ver").join(&library)).unwrap();
+    assert_eq!(installed, std::fs::read(Fixture::Versioned.path()).unwrap());
+
+    // Removed: the files and the lock entry go.
+    let out = ok(&root.run_cli(&["remove", "ver"]));
+    assert!(out.contains("removed ver 1.0.0"), "{out}");
+    assert!(!root.path().join("usr/plugins/ver").exists());
+    let out = ok(&root.run_cli(&["installed"]));
+    assert!(out.contains("no packages installed"), "{out}");
+}
+
+#[test]
+fn hostile_or_wrong_packages_are_refused_with_one_line_and_the_layers_untouched() {
+    let keys = keygen("publisher");
+    let stranger = keygen("stranger");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let good = pack(&folder, &work.path().join("good"), Some(&keys.secret));
+    let root = trusting(&keys);
+    // An installed older version must keep serving through every refusal.
+    let old = plugin_folder(work.path(), "0.9.0", Fixture::Versioned);
+    let old = pack(&old, &work.path().join("old"), Some(&keys.secret));
+    ok(&root.run_cli(&["add", old.to_str().unwrap(), "--yes"]));
+    let file = |name: &str| work.path().join(name);
+    let library = format!(
+        "lib/{}/tools/ver.{}",
+        host_target(),
+        toolhost::LIBRARY_EXTENSION
+    );
+
+    // Unsigned.
+    let unsigned = pack(&folder, &file("unsigned"), None);
+    refused(&root, &unsigned, "no signature");
+
+    // Signed by a key the user does not trust.
+    let other = pack(&folder, &file("other"), Some(&stranger.secret));
+    refused(&root, &other, "which is not trusted");
+
+    // A trusted key, but not one of those allowed for this source.
+    let source_dir = std::fs::canonicalize(good.parent().unwrap()).unwrap();
+    root.write(
+        "usr/toolhost.toml",
+        format!(
+            "[packages.signers]\n{:?} = [\"0123456789ABCDEF\"]\n",
+            source_dir.to_string_lossy()
+        ),
+    );
+    let line = refused(
+        &root,
+        &good,
+        "[packages.signers] of usr/toolhost.toml allows only 0123456789ABCDEF",
+    );
+    assert!(line.contains("is signed by key "), "{line}");
+    std::fs::remove_file(root.path().join("usr/toolhost.toml")).unwrap();
+
+    // A library changed after packing, the archive signed again by the trusted key: only the
+    // manifest's hash catches it.
+    let mut entries = entries_of(&good);
+    entries.iter_mut().find(|(p, _)| *p == library).unwrap().1[100] ^= 0xff;
+    let tampered = file("tampered-library.tar.gz");
+    rewrite(&tampered, entries);
+    sign(&tampered, &keys);
+    refused(&root, &tampered, "is not the one its manifest lists");
+
+    // The manifest changed after signing: the signature no longer matches.
+    let mut entries = entries_of(&good);
+    let text = String::from_utf8(entries[0].1.clone()).unwrap();
+    entries[0].1 = text.replace("Says its version.", "Harmless.").into_bytes();
+    let tampered = file("tampered-manifest.tar.gz");
+    rewrite(&tampered, entries);
+    std::fs::copy(
+        signature::signature_path(&good),
+        signature::signature_path(&tampered),
+    )
+    .unwrap();
+    refused(&root, &tampered, "does not match its bytes");
+
+    // Libraries for other triples only.
+    let manifest = |compat: Compat, triples: &[&str]| {
+        let bytes = b"not for this machine".to_vec();
+        let sha256 = sha256(&bytes);
+        let mut libraries = BTreeMap::new();
+        let mut entries = Vec::new();
+        for triple in triples {
+            let ext = toolhost::package::manifest::library_extension(triple);
+            let path = format!("lib/{triple}/tools/ver.{ext}");
+            let place = BTreeMap::from([(
+                format!("tools/ver.{ext}"),
+                Library {
+                    path: path.clone(),
+                    sha256: sha256.clone(),
+                },
+            )]);
+            libraries.insert((*triple).to_owned(), place);
+            entries.push((path, bytes.clone()));
+        }
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT,
+            name: "ver".into(),
+            version: "2.0.0".parse().unwrap(),
+            description: "elsewhere".into(),
+            authors: vec![],
+            license: None,
+            repository: None,
+            capabilities: vec![],
+            compat,
+            libraries,
+            files: BTreeMap::new(),
+        };
+        entries.insert(
+            0,
+            (
+                "toolhost-plugin.toml".into(),
+                manifest.to_toml().into_bytes(),
+            ),
+        );
+        entries
+    };
+    let this_host = Compat {
+        plugin_api: format!("={}", plugin_abi::ABI_VERSION).parse().unwrap(),
+        toolhost: "*".parse().unwrap(),
+    };
+    let elsewhere = file("elsewhere.tar.gz");
+    rewrite(
+        &elsewhere,
+        manifest(
+            this_host.clone(),
+            &["aarch64-apple-darwin", "x86_64-pc-windows-msvc"],
+        ),
+    );
+    sign(&elsewhere, &keys);
+    let line = refused(&root, &elsewhere, "no library for this host");
+    assert!(
+        line.ends_with(&format!(
+            "({}); it has libraries for: aarch64-apple-darwin, x86_64-pc-windows-msvc",
+            host_target()
+        )),
+        "{line}"
+    );
+
+    // Built for a newer contract.
+    let newer = Compat {
+        plugin_api: "^99.0".parse().unwrap(),
+        toolhost: "*".parse().unwrap(),
+    };
+    let future = file("future.tar.gz");
+    rewrite(&future, manifest(newer, &[host_target()]));
+    sign(&future, &keys);
+    refused(&root, &future, "built for plugin-api contract ^99.0");
+
+    // Entries that would land outside the package.
+    let bytes = std::fs::read(Fixture::Echo.path()).unwrap();
+    for (name, entry) in [
+        (
+            "dotdot",
+            hostile_entry(
+                b"../../usr/tools/x.so",
+                tar::EntryType::Regular,
+                &bytes,
+                None,
+            ),
+        ),
+        (
+            "absolute",
+            hostile_entry(
+                b"/tmp/toolhost-pwned.so",
+                tar::EntryType::Regular,
+                &bytes,
+                None,
+            ),
+        ),
+        (
+            "symlink",
+            hostile_entry(
+                b"tools/x.so",
+                tar::EntryType::Symlink,
+                b"",
+                Some(b"../../../usr/tools/x.so"),
+            ),
+        ),
+    ] {
+        let archive = file(&format!("{name}.tar.gz"));
+        let mut tar = good_entries_tar(&good);
+        tar.extend(entry);
+        tar.extend([0u8; 1024]);
+        gzip_to(&archive, &tar);
+        sign(&archive, &keys);
+        let line = refused(&root, &archive, "refused: ");
+        assert!(line.contains("nothing was installed"), "{line}");
+    }
+    assert!(!Path::new("/tmp/toolhost-pwned.so").exists());
+    assert!(!root.path().join("usr/tools/x.so").exists());
+
+    // A 10 GB decompression bomb (about 10 MB of gzip).
+    let bomb = file("bomb.tar.gz");
+    write_bomb(&bomb, 10 << 30);
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 64 << 20);
+    sign(&bomb, &keys);
+    refused(&root, &bomb, "a decompression bomb");
+
+    // Not an archive at all, signed.
+    let text = file("not-an-archive.tar.gz");
+    std::fs::write(&text, "hello, I am text\n").unwrap();
+    sign(&text, &keys);
+    refused(&root, &text, "not a package archive");
+
+    // Through all of that, the old version kept serving.
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+    let installed = ok(&root.run_cli(&["installed"]));
+    assert!(installed.starts_with("ver 0.9.0"), "{installed}");
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The tar stream of `archive` without its end-of-archive blocks.
+fn good_entries_tar(archive: &Path) -> Vec<u8> {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    while raw.len() >= 512 && raw[raw.len() - 512..].iter().all(|&b| b == 0) {
+        raw.truncate(raw.len() - 512);
+    }
+    raw
+}
+
+/// One tar entry with a raw name (not checked, as a hostile tool would write it).
+fn hostile_entry(name: &[u8], kind: tar::EntryType, data: &[u8], link: Option<&[u8]>) -> Vec<u8> {
+    let mut header = tar::Header::new_old();
+    header.as_old_mut().name[..name.len()].copy_from_slice(name);
+    if let Some(link) = link {
+        header.as_old_mut().linkname[..link.len()].copy_from_slice(link);
+    }
+    header.set_entry_type(kind);
+    header.set_size(data.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    let mut out = header.as_bytes().to_vec();
+    out.extend_from_slice(data);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+    out
+}
+
+fn gzip_to(path: &Path, bytes: &[u8]) {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    std::fs::write(path, gz.finish().unwrap()).unwrap();
+}
+
+/// A gzip stream that unpacks to a tar holding one `size`-byte file of zeros: each MiB of
+/// zeros compressed once with a full flush (independent, byte-aligned blocks) and repeated.
+fn write_bomb(path: &Path, size: u64) {
+    use flate2::{Compress, Compression, FlushCompress};
+    let mut header = tar::Header::new_gnu();
+    header.set_path("tools/big.bin").unwrap();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_cksum();
+    let chunk = |input: &[u8], compress: &mut Compress| {
+        let mut out = Vec::with_capacity(input.len() / 100 + 1024);
+        let before = compress.total_in();
+        compress
+            .compress_vec(input, &mut out, FlushCompress::Full)
+            .unwrap();
+        assert_eq!(
+            compress.total_in() - before,
+            input.len() as u64,
+            "all compressed"
+        );
+        out
+    };
+    let mut compress = Compress::new(Compression::best(), false);
+    let head = chunk(header.as_bytes(), &mut compress);
+    let zeros = vec![0u8; 1 << 20];
+    let block = chunk(&zeros, &mut compress);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    // gzip header: magic, deflate, no flags, mtime 0, no extra flags, unknown OS.
+    file.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255])
+        .unwrap();
+    file.write_all(&head).unwrap();
+    for _ in 0..size >> 20 {
+        file.write_all(&block).unwrap();
+    }
+    // A final empty stored block; the trailer's CRC is never reached by a reader that stops
+    // at its cap.
+    file.write_all(&[1, 0, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0])
+        .unwrap();
+    file.flush().unwrap();
+}
+
+/// A tiny HTTP server on 127.0.0.1 serving the files of a folder (404 otherwise).
+fn serve(dir: PathBuf) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&request)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned();
+            let path = line
+                .split(' ')
+                .nth(1)
+                .unwrap_or("/")
+                .trim_start_matches('/')
+                .to_owned();
+            let response = match std::fs::read(dir.join(&path)) {
+                Ok(body) if !path.contains("..") => {
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    r.extend(body);
+                    r
+                }
+                _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_vec(),
+            };
+            let _ = stream.write_all(&response);
+        }
+    });
+    url
+}
+
+#[test]
+fn a_running_watch_picks_up_an_add_from_a_url_an_update_and_a_remove() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    let v1 = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&v1, &served, Some(&keys.secret));
+    // The URL stays; what it serves changes (as a "latest" link does).
+    let latest = served.join("ver.tar.gz");
+    std::fs::copy(&archive, &latest).unwrap();
+    std::fs::copy(
+        signature::signature_path(&archive),
+        signature::signature_path(&latest),
+    )
+    .unwrap();
+    let url = format!("{}/ver.tar.gz", serve(served.clone()));
+
+    let root = trusting(&keys);
+    root.copy(
+        Fixture::Response,
+        &format!("core/tools/response.{}", toolhost::LIBRARY_EXTENSION),
+    );
+    let mut watch = WatchProcess::start(&root);
+    watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
+
+    let out = ok(&root.run_cli(&["add", &url, "--yes"]));
+    assert!(out.contains(&format!("source       {url}")), "{out}");
+    watch.expect_line("loading the new plugin", |l| {
+        l.contains("usr/plugins/ver/tools/ver.")
+    });
+    watch.send("ver");
+    watch.expect_line("answering v1", |l| l == "v1");
+
+    // Version 2 at the same URL: `update` verifies it and puts it in place.
+    let v2 = plugin_folder(work.path(), "2.0.0", Fixture::VersionedV2);
+    let archive = pack(&v2, &served, Some(&keys.secret));
+    std::fs::copy(&archive, &latest).unwrap();
+    std::fs::copy(
+        signature::signature_path(&archive),
+        signature::signature_path(&latest),
+    )
+    .unwrap();
+    let out = ok(&root.run_cli(&["update", "ver", "--yes"]));
+    assert!(
+        out.contains("installed ver 2.0.0 into usr/plugins/ver/ (replacing 1.0.0)"),
+        "{out}"
+    );
+    watch.expect_line("reloading the update", |l| {
+        l.starts_with("reloaded ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
+    watch.send("ver");
+    watch.expect_line("answering v2", |l| l == "v2");
+    let out = ok(&root.run_cli(&["update", "--yes"]));
+    assert!(out.contains("ver 2.0.0 is up to date"), "{out}");
+
+    ok(&root.run_cli(&["remove", "ver"]));
+    watch.expect_line("dropping the removed plugin", |l| {
+        l.contains("usr/plugins/ver/tools/ver.") && !l.starts_with("reloaded")
+    });
+    watch.send("ver");
+    watch.expect_line("no longer knowing ver", |l| {
+        l.starts_with("Tool ver not found")
+    });
+}
+
+#[test]
+fn add_locked_installs_only_what_the_lock_records() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let v1 = pack(
+        &plugin_folder(work.path(), "1.0.0", Fixture::Versioned),
+        &work.path().join("1"),
+        Some(&keys.secret),
+    );
+    let v2 = pack(
+        &plugin_folder(work.path(), "2.0.0", Fixture::VersionedV2),
+        &work.path().join("2"),
+        Some(&keys.secret),
+    );
+    let first = trusting(&keys);
+    ok(&first.run_cli(&["add", v1.to_str().unwrap(), "--yes"]));
+
+    // A second machine with the first one's lock.
+    let second = trusting(&keys);
+    std::fs::copy(
+        first.path().join("usr/packages.lock"),
+        second.path().join("usr/packages.lock"),
+    )
+    .unwrap();
+    let line = refused_with(
+        &second,
+        &["add", v2.to_str().unwrap(), "--yes", "--locked"],
+        "--locked",
+    );
+    assert!(line.contains("locks version 1.0.0"), "{line}");
+    ok(&second.run_cli(&["add", v1.to_str().unwrap(), "--yes", "--locked"]));
+    assert_eq!(
+        std::fs::read(first.path().join("usr/packages.lock"))
+            .unwrap()
+            .len(),
+        std::fs::read(second.path().join("usr/packages.lock"))
+            .unwrap()
+            .len()
+    );
+    assert_eq!(
+        ok(&second.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+}
+
+#[test]
+fn a_manifest_mistake_is_one_line_naming_the_file_the_line_and_the_key() {
+    let root = TestRoot::new();
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), None);
+    // Unpacked, with a bad version in the manifest, as a folder source.
+    let unpacked = work.path().join("unpacked");
+    for (path, bytes) in entries_of(&archive) {
+        let target = unpacked.join(&path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        let bytes = match path.as_str() {
+            "toolhost-plugin.toml" => String::from_utf8(bytes)
+                .unwrap()
+                .replace("\"1.0.0\"", "\"one\"")
+                .into_bytes(),
+            _ => bytes,
+        };
+        std::fs::write(target, bytes).unwrap();
+    }
+    root.write(
+        "usr/toolhost.toml",
+        "[packages]\nrequire_signature = false\n",
+    );
+    // Named where the user has it, not in the staging folder.
+    let shown = format!(
+        "{} line 3: `version`: ",
+        unpacked.join("toolhost-plugin.toml").display()
+    );
+    let line = refused(&root, &unpacked, &shown);
+    assert!(line.contains("a semantic version such as"), "{line}");
+}
+
+#[test]
+fn the_example_plugin_packs_with_cargo_and_installs_from_a_signed_folder() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/example");
+    let root = TestRoot::new();
+    // The dev profile: the test build has already compiled the crates' dependencies.
+    let out = work.path().join("dist");
+    let printed = ok(&root.run_cli(&[
+        "pack",
+        example.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--cargo-profile",
+        "dev",
+    ]));
+    assert!(printed.starts_with("packed "), "{printed}");
+    let archive = out.join("example-0.1.0.tar.gz");
+    let names: Vec<String> = entries_of(&archive).into_iter().map(|(p, _)| p).collect();
+    let ext = toolhost::LIBRARY_EXTENSION;
+    let triple = host_target();
+    for expected in [
+        format!("lib/{triple}/tools/greet.{ext}"),
+        format!("lib/{triple}/agents/example/tools/response.{ext}"),
+        format!(
+            "lib/{triple}/agents/example/extensions/tool_execute_after/_50_truncate_output.{ext}"
+        ),
+        "prompts/agent.system.tool.greet.md".to_owned(),
+    ] {
+        assert!(names.contains(&expected), "{expected} not in {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("demo/") || n.contains("src/")),
+        "{names:?}"
+    );
+
+    // Unpacked into a folder whose manifest is signed: a folder source.
+    let folder = work.path().join("unpacked");
+    for (path, bytes) in entries_of(&archive) {
+        let target = folder.join(&path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, bytes).unwrap();
+    }
+    sign(&folder.join("toolhost-plugin.toml"), &keys);
+    let root = trusting(&keys);
+    let shown = ok(&root.run_cli(&["add", folder.to_str().unwrap(), "--yes"]));
+    assert!(shown.contains("installed example 0.1.0"), "{shown}");
+    let answer = ok(&root.run_cli(&["call", "greet", "--args", r#"{"name":"Ada"}"#]));
+    assert!(answer.contains("Ada"), "{answer}");
+    assert!(root
+        .path()
+        .join(format!("usr/plugins/example/tools/greet.{ext}"))
+        .is_file());
+}
+
+#[test]
+fn with_pinning_on_an_installed_library_overwritten_in_place_is_refused_and_the_old_build_serves() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    root.write("usr/toolhost.toml", "pinning = true\n");
+    ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    // The package lock pins what `add` installed: no `toolhost pin` needed.
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+
+    let mut watch = WatchProcess::start(&root);
+    watch.expect_line("the start", |l| {
+        l.starts_with("watching ") && l.contains("(ver)")
+    });
+    watch.send("ver");
+    watch.expect_line("answering v1", |l| l == "v1");
+    // A file-writing tool drops new bytes over the installed library.
+    let library = format!("usr/plugins/ver/tools/ver.{}", toolhost::LIBRARY_EXTENSION);
+    root.replace_like_cargo(&library, Fixture::VersionedV2);
+    let line = watch.expect_line("the refusal", |l| l.contains("usr/packages.lock records"));
+    assert!(line.contains("still serving"), "{line}");
+    watch.send("ver");
+    watch.expect_line("the old build still answering", |l| l == "v1");
+}
+
+#[test]
+fn pack_mcpb_writes_a_bundle_that_the_official_mcpb_tool_validates_and_that_serves_the_tool() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let out = work.path().join("out");
+    let root = TestRoot::new();
+    let printed = ok(&root.run_cli(&[
+        "pack",
+        folder.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--mcpb",
+    ]));
+    let bundle = out.join("ver-1.0.0.mcpb");
+    assert!(
+        printed.contains(&format!("bundled {}", bundle.display())),
+        "{printed}"
+    );
+    let dir = work.path().join("unzipped");
+    let unzip = Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&bundle)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(unzip.status.success(), "{}", stderr(&unzip));
+
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["server"]["type"], "binary");
+    assert_eq!(
+        manifest["server"]["mcp_config"]["args"],
+        serde_json::json!(["--root", "${__dirname}/root", "serve-mcp"])
+    );
+    assert_eq!(manifest["tools"][0]["name"], "ver");
+    let platform = toolhost::package::mcpb::mcpb_platform(host_target());
+    assert_eq!(
+        manifest["compatibility"]["platforms"],
+        serde_json::json!([platform])
+    );
+
+    // The official tool accepts the manifest and reads the bundle, and refuses a broken one.
+    let mcpb = peers::mcpb();
+    let node =
+        |args: &[&std::ffi::OsStr]| Command::new("node").arg(&mcpb).args(args).output().unwrap();
+    let manifest_file = dir.join("manifest.json");
+    let out = node(&["validate".as_ref(), manifest_file.as_os_str()]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("Manifest schema validation passes"),
+        "{}",
+        stdout(&out)
+    );
+    let out = node(&["info".as_ref(), bundle.as_os_str()]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("ver-1.0.0.mcpb"), "{}", stdout(&out));
+    let broken = work.path().join("broken.json");
+    let mut wrong = manifest.clone();
+    wrong["server"]["type"] = "shared-library".into();
+    std::fs::write(&broken, wrong.to_string()).unwrap();
+    assert!(!node(&["validate".as_ref(), broken.as_os_str()])
+        .status
+        .success());
+
+    // The command a client runs, with ${__dirname} the unpacked bundle, serves the tool.
+    let server = dir.join(manifest["server"]["entry_point"].as_str().unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = Command::new(&server)
+        .arg("--root")
+        .arg(dir.join("root"))
+        .args(["call", "ver"])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&out).trim().lines().last(), Some("v1"));
+}
+
+#[test]
+fn add_asks_on_a_terminal_and_without_one_needs_yes() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    let add = format!("add {}", archive.display());
+
+    // No terminal and no --yes: nothing installed, and the line says what to pass.
+    let out = root.run_cli(&["add", archive.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    assert!(!root.path().join("usr/plugins/ver").exists());
+
+    let Some(shown) = root.run_on_terminal(&add, "n\n", false) else {
+        return;
+    };
+    assert!(shown.contains("Install ver 1.0.0? [y/N]"), "{shown}");
+    assert!(shown.contains("not installed"), "{shown}");
+    assert!(!root.path().join("usr/plugins/ver").exists());
+    let shown = root.run_on_terminal(&add, "y\n", false).unwrap();
+    assert!(
+        shown.contains("installed ver 1.0.0 into usr/plugins/ver/"),
+        "{shown}"
+    );
+    assert!(root.path().join("usr/plugins/ver").is_dir());
+}
+
+#[test]
+fn add_builds_a_plugin_folder_from_a_path_or_a_local_git_repository() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+
+    let root = TestRoot::new();
+    let shown = ok(&root.run_cli(&["add", "--path", folder.to_str().unwrap(), "--yes"]));
+    assert!(shown.contains("built here from source"), "{shown}");
+    assert!(shown.contains("installed ver 1.0.0"), "{shown}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+
+    // The same folder as a git repository with two commits: --rev picks the first.
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&folder)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    git(&["init", "--quiet"]);
+    git(&["add", "-A"]);
+    git(&["commit", "--quiet", "-m", "v1"]);
+    let first = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    std::fs::copy(
+        Fixture::VersionedV2.path(),
+        folder.join(format!("tools/ver.{}", toolhost::LIBRARY_EXTENSION)),
+    )
+    .unwrap();
+    let manifest = folder.join("toolhost-plugin.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("1.0.0", "2.0.0");
+    std::fs::write(&manifest, text).unwrap();
+    git(&["commit", "--quiet", "-am", "v2"]);
+    let url = format!("file://{}", folder.display());
+
+    let root = TestRoot::new();
+    let shown = ok(&root.run_cli(&["add", "--git", &url, "--rev", &first, "--yes"]));
+    assert!(shown.contains("installed ver 1.0.0"), "{shown}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&root.run_cli(&["installed", "--json"]))).unwrap();
+    assert_eq!(listed[0]["source"], format!("git+{url}#{first}"));
+    assert_eq!(listed[0]["signer"], serde_json::Value::Null);
+
+    let root = TestRoot::new();
+    let shown = ok(&root.run_cli(&["add", "--git", &url, "--yes"]));
+    assert!(shown.contains("installed ver 2.0.0"), "{shown}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v2")
+    );
+    // Nothing of the clone or the build is left behind.
+    let left: Vec<_> = std::fs::read_dir(root.path().join("usr/.cache/packages"))
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn with_only_installed_a_hand_copied_library_in_usr_is_refused_and_packages_load() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    root.write("usr/toolhost.toml", "[packages]\nonly_installed = true\n");
+    ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    let copied = root.tool("usr", "echo", Fixture::Echo);
+    root.tool("core", "response", Fixture::Response);
+
+    let listing = root.host().list("default");
+    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["response", "ver"], "{:?}", listing.skipped);
+    assert_eq!(listing.skipped.len(), 1, "{:?}", listing.skipped);
+    assert_eq!(listing.skipped[0].path, copied);
+    assert!(
+        listing.skipped[0]
+            .reason
+            .contains("[packages] only_installed = true"),
+        "{}",
+        listing.skipped[0].reason
+    );
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+    // The development escape hatch loads it anyway.
+    let out = root.run_cli(&["--allow-unpinned", "call", "echo", "--args", r#"{"a":1}"#]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -3,9 +3,9 @@
 //! [`verify`] unpacks the package into a staging folder under `usr/.cache/packages/` (which
 //! the watcher ignores), checks its signature against the trusted keys, its manifest, every
 //! file's SHA-256, the `[compat]` ranges and the target triple, and lays out the folder to
-//! install: nothing in the layers has changed yet. [`install`] then puts that folder in place
-//! with one rename (on Linux an atomic exchange with the old version, which keeps serving until
-//! then) and records it in the lock. A failure at any step removes the staging folder.
+//! install: nothing in the layers has changed yet. [`install`] then records it in the lock and
+//! puts that folder in place with one rename (on Linux an atomic exchange with the old version,
+//! which keeps serving until then). A failure at any step removes the staging folder.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -453,8 +453,8 @@ pub fn check_locked(layout: &Layout, verified: &Verified) -> Result<(), PackageE
     Ok(())
 }
 
-/// Installs `verified` into `usr/plugins/<name>/` with one rename (the old version, if any,
-/// serves until then) and records it in `usr/packages.lock`. Returns the version it replaced.
+/// Records `verified` in `usr/packages.lock`, then installs it into `usr/plugins/<name>/` with
+/// one rename (the old version, if any, serves until then). Returns the version it replaced.
 pub fn install(layout: &Layout, verified: Verified) -> Result<Option<String>, PackageError> {
     let name = verified.manifest.name.clone();
     let target = plugin_dir(layout, &name);
@@ -472,13 +472,7 @@ pub fn install(layout: &Layout, verified: Verified) -> Result<Option<String>, Pa
             ),
         ));
     }
-    if old {
-        swap(&verified.folder, &target)?;
-        // The old version is now in the staging folder, removed with it.
-    } else {
-        fs::rename(&verified.folder, &target)
-            .map_err(|e| PackageError::io("cannot install into", &target, e))?;
-    }
+    let previous = lock.clone();
     let replaced = lock.packages.get(&name).map(|l| l.version.clone());
     lock.packages.insert(
         name,
@@ -490,7 +484,20 @@ pub fn install(layout: &Layout, verified: Verified) -> Result<Option<String>, Pa
             files: verified.files.clone(),
         },
     );
+    // Recorded before it is placed: with pinning on, the new bytes are pinned before a watcher
+    // sees them, and no install is ever in the layers without its lock entry. A failed move
+    // puts the lock back as it was.
     lock.write(&lock_file)?;
+    let placed = match old {
+        // The old version ends up in the staging folder, removed with it.
+        true => swap(&verified.folder, &target),
+        false => fs::rename(&verified.folder, &target)
+            .map_err(|e| PackageError::io("cannot install into", &target, e)),
+    };
+    if let Err(e) = placed {
+        let _ = previous.write(&lock_file);
+        return Err(e);
+    }
     Ok(replaced)
 }
 

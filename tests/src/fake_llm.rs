@@ -238,6 +238,13 @@ fn streamed(pieces: Vec<Piece>, cut: bool, state: Arc<State>) -> Response<Body> 
             let _ = tx.send(Err(std::io::Error::other("cut"))).await;
         }
     });
+    event_stream(rx)
+}
+
+/// An event-stream response whose body is what comes on `rx`, until it closes.
+fn event_stream(
+    rx: tokio::sync::mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>,
+) -> Response<Body> {
     let frames =
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
     Response::builder()
@@ -254,12 +261,7 @@ fn endless(bytes: Vec<u8>) -> Response<Body> {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
-    let frames =
-        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(StreamBody::new(frames).boxed())
-        .expect("response")
+    event_stream(rx)
 }
 
 /// A `chat.completion.chunk` with `delta` (and `finish_reason`, if given).

@@ -26,13 +26,7 @@ fn isolated_root() -> TestRoot {
 fn fields_progress_loop_data_and_history_cross_the_pipe() {
     let root = isolated_root();
     let (agent, output) = root.agent("default");
-    let handle = agent
-        .host()
-        .resolve("default", "echo")
-        .found
-        .clone()
-        .unwrap()
-        .handle;
+    let handle = super::handle(agent.host(), "echo");
     assert!(handle.is_isolated());
     let r = block_on(agent.call_tool("echo:context", json!({}))).unwrap();
     let fields: serde_json::Value = serde_json::from_str(&r.message).unwrap();

@@ -67,13 +67,7 @@ fn crashes_count_for_the_breaker() {
         "{}",
         e.message()
     );
-    let handle = agent
-        .host()
-        .resolve("default", "crashy")
-        .found
-        .clone()
-        .unwrap()
-        .handle;
+    let handle = super::handle(agent.host(), "crashy");
     assert!(handle
         .unavailable()
         .unwrap()

@@ -56,12 +56,7 @@ fn a_library_that_appears_while_the_host_runs_is_constructed_only_in_a_worker() 
             reason.contains("its worker process did not start: the plugin process died: SIGSEGV"),
             "{config}: {reason}"
         );
-        let echo = host
-            .resolve("default", "echo")
-            .found
-            .clone()
-            .unwrap()
-            .handle;
+        let echo = super::handle(&host, "echo");
         assert!(echo.is_isolated(), "{config}");
     }
 }
@@ -133,13 +128,7 @@ fn a_grace_kill_fails_only_the_call_that_overran() {
     let extra = "grace_ms = 100\n\n[tools.crashy]\ntimeout_seconds = 0.3\n";
     let root = super::root_with_crashy(extra);
     let (agent, _) = root.agent("default");
-    let handle = agent
-        .host()
-        .resolve("default", "crashy")
-        .found
-        .clone()
-        .unwrap()
-        .handle;
+    let handle = super::handle(agent.host(), "crashy");
     let pid = handle.worker_pid().expect("a worker");
     // A call with no deadline, on the same worker, waiting for a file.
     let gate = root.path().join("gate");
@@ -235,12 +224,7 @@ fn workers_load_sealed_in_memory_copies_and_leave_no_file() {
         let mut options = HostOptions::default().with_isolate_all(true);
         options.file_copies = file_copies;
         let host = Host::with_options(root.path(), options).unwrap();
-        let handle = host
-            .resolve("default", "crashy")
-            .found
-            .clone()
-            .unwrap()
-            .handle;
+        let handle = super::handle(&host, "crashy");
         let pid = handle.worker_pid().expect("a worker");
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
         let library: Vec<&str> = maps
@@ -362,11 +346,6 @@ fn a_config_mistake_keeps_library_code_out_of_the_host() {
         .expect("faulty is skipped")
         .reason;
     assert!(reason.contains("SIGSEGV"), "{reason}");
-    let echo = host
-        .resolve("default", "echo")
-        .found
-        .clone()
-        .unwrap()
-        .handle;
+    let echo = super::handle(&host, "echo");
     assert!(echo.is_isolated());
 }

@@ -81,13 +81,7 @@ fn a_cooperative_tool_sees_its_cancellation_and_its_worker_lives_on() {
         "isolate = [\"governed\"]\n\n[isolation]\ngrace_ms = 5000\n\n[tools.governed]\ntimeout_seconds = 0.3\n",
     );
     let (agent, _) = root.agent("default");
-    let handle = agent
-        .host()
-        .resolve("default", "governed")
-        .found
-        .clone()
-        .unwrap()
-        .handle;
+    let handle = super::handle(agent.host(), "governed");
     let pid = handle.worker_pid().expect("a worker");
     let note = root.path().join("note.txt");
     let args = json!({"city": "x", "note": note.to_str().unwrap()});

@@ -28,6 +28,15 @@ pub(super) fn root_with_crashy(extra: &str) -> TestRoot {
     root
 }
 
+/// The handle of the tool `name` that profile `default` resolves to (it must have one).
+pub(super) fn handle(host: &toolhost::Host, name: &str) -> std::sync::Arc<toolhost::ToolHandle> {
+    host.resolve("default", name)
+        .found
+        .clone()
+        .unwrap_or_else(|| panic!("no tool {name}"))
+        .handle
+}
+
 /// Whether process `pid` is alive (a zombie counts as gone).
 pub(super) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -1105,3 +1105,68 @@ fn with_only_installed_a_hand_copied_library_in_usr_is_refused_and_packages_load
     let out = root.run_cli(&["--allow-unpinned", "call", "echo", "--args", r#"{"a":1}"#]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn a_mistake_in_packages_fails_closed_with_one_line_naming_the_file_the_line_and_the_key() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let archive = pack(&folder, &work.path().join("out"), Some(&keys.secret));
+    let root = trusting(&keys);
+    ok(&root.run_cli(&["add", archive.to_str().unwrap(), "--yes"]));
+    let copied = root.tool("usr", "echo", Fixture::Echo);
+    root.tool("core", "response", Fixture::Response);
+
+    // Each mistake: what the skipped library's reason and `add`'s one line must name.
+    let cases = [
+        // A typo'd key in [packages]: it may be the only_installed meant.
+        (
+            "[packages]\nonly_instaled = true\n",
+            "line 2",
+            "only_instaled",
+        ),
+        // A value of the wrong type.
+        (
+            "[packages]\nonly_installed = \"yes\"\n",
+            "line 2",
+            "only_installed",
+        ),
+        // A wrong type for another key of the table.
+        (
+            "[packages]\nrequire_signature = \"no\"\n",
+            "line 2",
+            "require_signature",
+        ),
+        // A mistake elsewhere does not switch off what [packages] still says.
+        (
+            "[calls]\ntimeout_secs = 3\n\n[packages]\nonly_installed = true\n",
+            "line 2",
+            "timeout_secs",
+        ),
+    ];
+    for (text, line, key) in cases {
+        root.write("usr/toolhost.toml", text);
+        let listing = root.host().list("default");
+        let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["response", "ver"], "{text}: {:?}", listing.skipped);
+        assert_eq!(listing.skipped.len(), 1, "{text}: {:?}", listing.skipped);
+        assert_eq!(listing.skipped[0].path, copied);
+        let reason = &listing.skipped[0].reason;
+        for part in ["usr/toolhost.toml", line, key, "only_installed"] {
+            assert!(reason.contains(part), "{text}: {part:?} not in {reason}");
+        }
+        assert!(!reason.contains('\n'), "{reason}");
+        // `add` and `update` refuse to run on a trust policy they cannot read.
+        let refusal = refused(&root, &archive, "usr/toolhost.toml");
+        assert!(
+            refusal.contains(line) && refusal.contains(key),
+            "{text}: {refusal}"
+        );
+    }
+
+    // Fixed, and without only_installed: the hand-copied library loads again.
+    root.write("usr/toolhost.toml", "[packages]\nonly_installed = false\n");
+    let listing = root.host().list("default");
+    assert!(listing.skipped.is_empty(), "{:?}", listing.skipped);
+    assert_eq!(listing.tools.len(), 3);
+}

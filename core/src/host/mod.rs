@@ -246,13 +246,29 @@ fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
         Err((Pinning::Off, _)) => Pinning::Off,
     };
     let (max, allow) = (options.max_text_bytes, options.allow_unpinned);
-    // `[packages] only_installed`: read from the same files, once; a file with a mistake
-    // leaves it off, and the mistake is reported where the configuration is used.
-    let only_installed = crate::config::Config::load(layout, "default", max)
-        .is_ok_and(|config| config.only_installed());
+    // `[packages] only_installed`: read from the same files, once, failing closed as pinning
+    // does (a mistake in `[packages]` turns it on until it is fixed); `Some` is the reason a
+    // hand-copied library is refused.
+    let only_installed = match crate::config::pinning::only_installed(layout, max) {
+        Ok(true) => Some(
+            "it is not a file of a package installed with `toolhost add` ([packages] \
+             only_installed = true in usr/toolhost.toml): install it as a package, or pass \
+             --allow-unpinned while developing"
+                .to_owned(),
+        ),
+        Ok(false) | Err((false, _)) => None,
+        Err((true, message)) => {
+            tracing::error!("{message}");
+            Some(format!(
+                "it is not a file of a package installed with `toolhost add`, and {message}"
+            ))
+        }
+    };
     match pinning {
-        Pinning::Off if !only_installed => None,
-        Pinning::Off => Some(Pins::new(layout.clone(), max, allow).with_checks(false, true)),
+        Pinning::Off if only_installed.is_none() => None,
+        Pinning::Off => {
+            Some(Pins::new(layout.clone(), max, allow).with_checks(false, only_installed))
+        }
         Pinning::On => {
             Some(Pins::new(layout.clone(), max, allow).with_checks(true, only_installed))
         }

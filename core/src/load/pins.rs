@@ -257,8 +257,8 @@ pub(crate) struct Pins {
     /// Whether `usr/plugins.lock` is checked (`pinning = true`).
     pinning: bool,
     /// Refuse a library under `usr/` that is not a file of an installed package (`[packages]
-    /// only_installed = true`).
-    only_installed: bool,
+    /// only_installed = true`, or a mistake in `[packages]`), for this reason.
+    only_installed: Option<String>,
 }
 
 impl Pins {
@@ -271,13 +271,14 @@ impl Pins {
             packages: Mutex::new(None),
             refuse_all: None,
             pinning: true,
-            only_installed: false,
+            only_installed: None,
         }
     }
 
     /// Which checks apply: the pinning lock's (`pinning`), and whether a library under `usr/`
-    /// must be a file of an installed package (`only_installed`).
-    pub(crate) fn with_checks(mut self, pinning: bool, only_installed: bool) -> Self {
+    /// must be a file of an installed package (`only_installed`: `Some` with the reason a
+    /// library that is not is refused).
+    pub(crate) fn with_checks(mut self, pinning: bool, only_installed: Option<String>) -> Self {
         self.pinning = pinning;
         self.only_installed = only_installed;
         self
@@ -308,9 +309,9 @@ impl Pins {
         let relative = relative(&self.layout, path);
         let verdict = match self.installed(&relative, pin) {
             Some(verdict) => verdict,
-            None if self.only_installed && relative.starts_with("usr/") => Err(
-                "it is not a file of a package installed with `toolhost add` ([packages] only_installed = true in usr/toolhost.toml): install it as a package, or pass --allow-unpinned while developing".to_owned(),
-            ),
+            None if relative.starts_with("usr/") && self.only_installed.is_some() => {
+                Err(self.only_installed.clone().unwrap_or_default())
+            }
             None if !self.pinning => Ok(()),
             None => self.check_lock(&relative, pin),
         };

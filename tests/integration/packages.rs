@@ -1170,3 +1170,158 @@ fn a_mistake_in_packages_fails_closed_with_one_line_naming_the_file_the_line_and
     assert!(listing.skipped.is_empty(), "{:?}", listing.skipped);
     assert_eq!(listing.tools.len(), 3);
 }
+
+/// Waits until `process` has logged a line satisfying `pred` (20 s at most); returns it.
+fn logged_line(process: &WatchProcess, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(line) = process.logged().into_iter().find(|l| pred(l)) {
+            return line;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no log line {what}; logged {:?}",
+            process.logged()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Version `version` of `ver` (the library of `fixture`), signed by `keys`, at `served`'s
+/// `ver.tar.gz` (the URL stays, what it serves changes).
+fn publish(work: &Path, served: &Path, version: &str, fixture: Fixture, keys: &Keys) {
+    let archive = pack(
+        &plugin_folder(work, version, fixture),
+        served,
+        Some(&keys.secret),
+    );
+    let latest = served.join("ver.tar.gz");
+    std::fs::copy(&archive, &latest).unwrap();
+    std::fs::copy(
+        signature::signature_path(&archive),
+        signature::signature_path(&latest),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_running_serve_mcp_picks_up_an_add_an_update_and_a_remove() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    publish(work.path(), &served, "1.0.0", Fixture::Versioned, &keys);
+    let url = format!("{}/ver.tar.gz", serve(served.clone()));
+    let root = trusting(&keys);
+    root.tool("usr", "echo", Fixture::Echo);
+
+    let mut command = Command::new(toolhost_tests::toolhost_bin());
+    command.arg("serve-mcp");
+    let mut server = WatchProcess::spawn(&root, command, std::time::Duration::from_secs(20));
+    server.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"packages-test","version":"0"}}}"#,
+    );
+    server.expect_line("initialized", |l| l.contains(r#""id":1"#));
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let list = r#"{"jsonrpc":"2.0","id":ID,"method":"tools/list"}"#;
+    let call =
+        r#"{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"ver","arguments":{}}}"#;
+    server.send(&list.replace("ID", "2"));
+    let tools = server.expect_line("listing the tools", |l| l.contains(r#""id":2"#));
+    assert!(
+        tools.contains(r#""echo""#) && !tools.contains(r#""ver""#),
+        "{tools}"
+    );
+
+    ok(&root.run_cli(&["add", &url, "--yes"]));
+    server.expect_line("telling the client the tools changed", |l| {
+        l.contains("notifications/tools/list_changed")
+    });
+    server.send(&list.replace("ID", "3"));
+    let tools = server.expect_line("listing ver", |l| l.contains(r#""id":3"#));
+    assert!(tools.contains(r#""ver""#), "{tools}");
+    server.send(&call.replace("ID", "4"));
+    let answer = server.expect_line("answering v1", |l| l.contains(r#""id":4"#));
+    assert!(answer.contains(r#""text":"v1""#), "{answer}");
+
+    publish(work.path(), &served, "2.0.0", Fixture::VersionedV2, &keys);
+    ok(&root.run_cli(&["update", "ver", "--yes"]));
+    logged_line(&server, "reloading the update", |l| {
+        l.starts_with("reloaded ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
+    server.send(&call.replace("ID", "5"));
+    let answer = server.expect_line("answering v2", |l| l.contains(r#""id":5"#));
+    assert!(answer.contains(r#""text":"v2""#), "{answer}");
+
+    ok(&root.run_cli(&["remove", "ver"]));
+    server.expect_line("telling the client the tools changed again", |l| {
+        l.contains("notifications/tools/list_changed")
+    });
+    server.send(&list.replace("ID", "6"));
+    let tools = server.expect_line("listing without ver", |l| l.contains(r#""id":6"#));
+    assert!(
+        tools.contains(r#""echo""#) && !tools.contains(r#""ver""#),
+        "{tools}"
+    );
+}
+
+#[test]
+fn a_running_chat_picks_up_an_add_an_update_and_a_remove() {
+    use toolhost_tests::fake_llm::{text_reply, FakeLlm};
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    publish(work.path(), &served, "1.0.0", Fixture::Versioned, &keys);
+    let url = format!("{}/ver.tar.gz", serve(served.clone()));
+    let root = trusting(&keys);
+    root.tool("core", "response", Fixture::Response);
+    let model = FakeLlm::start();
+    root.write(
+        "usr/models.toml",
+        format!(
+            "[models.fake]\nbase_url = \"{}\"\nmodel = \"fake-1\"\n",
+            model.url()
+        ),
+    );
+    // One turn: the model calls `ver`, then answers `done`; returns what the model was told
+    // the call gave (the last request's last message).
+    let turn = |chat: &mut WatchProcess, done: &str| -> String {
+        let request = serde_json::json!({"tool_name": "ver", "tool_args": {}}).to_string();
+        let response =
+            serde_json::json!({"tool_name": "response", "tool_args": {"text": done}}).to_string();
+        model.push(text_reply(&request, None));
+        model.push(text_reply(&response, None));
+        chat.send("say your version");
+        chat.expect_line("the answer", |l| l == done);
+        let requests = model.requests();
+        let last = requests.last().unwrap();
+        let messages = last.body["messages"].as_array().unwrap();
+        messages.last().unwrap()["content"].to_string()
+    };
+
+    let mut command = Command::new(toolhost_tests::toolhost_bin());
+    command.args(["chat", "--model", "fake"]);
+    let mut chat = WatchProcess::spawn(&root, command, std::time::Duration::from_secs(20));
+
+    // Installed before the first message: announced all the same.
+    ok(&root.run_cli(&["add", &url, "--yes"]));
+    logged_line(&chat, "loading the new plugin", |l| {
+        l.starts_with("loaded ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
+    let told = turn(&mut chat, "done 1");
+    assert!(told.contains("v1"), "{told}");
+
+    publish(work.path(), &served, "2.0.0", Fixture::VersionedV2, &keys);
+    ok(&root.run_cli(&["update", "ver", "--yes"]));
+    logged_line(&chat, "reloading the update", |l| {
+        l.starts_with("reloaded ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
+    let told = turn(&mut chat, "done 2");
+    assert!(told.contains("v2"), "{told}");
+
+    ok(&root.run_cli(&["remove", "ver"]));
+    logged_line(&chat, "dropping the removed plugin", |l| {
+        l.starts_with("removed ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
+    let told = turn(&mut chat, "done 3");
+    assert!(told.contains("ver") && told.contains("not found"), "{told}");
+}

@@ -37,6 +37,9 @@ pub(crate) fn chat(
     let _watcher = crate::reloads::report(&host, crate::reloads::To::Stderr)
         .inspect_err(|e| tracing::warn!("{e:#}; plugins are not reloaded during this chat"))
         .ok();
+    // The profile's layers in use from the start, so that a library installed before the
+    // first message is loaded and announced as it appears, not at that message.
+    host.layers(profile);
     let sessions = host.layout().sessions_dir();
     let agent = Agent::with_output(host, agent, profile, Arc::new(Terminal::default()))?;
     let session = agent

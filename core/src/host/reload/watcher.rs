@@ -255,10 +255,14 @@ impl WatchState {
             }
         }
         let files = self.hold_back_removals(changes.files);
+        // The layers first: the libraries of a plugin folder that just appeared (an install's
+        // rename) are then in a layer in use, and are loaded and reported with the others.
+        if !changes.structure.is_empty() {
+            host.refresh();
+        }
         host.files_changed(&files);
         self.until_settled(&files);
         if !changes.structure.is_empty() {
-            host.refresh();
             for path in changes.structure {
                 host.emit(ReloadEvent::Changed { path });
             }

@@ -621,47 +621,182 @@ fn write_bomb(path: &Path, size: u64) {
 
 /// A tiny HTTP server on 127.0.0.1 serving the files of a folder (404 otherwise).
 fn serve(dir: PathBuf) -> String {
+    serve_on(dir, None)
+}
+
+/// Read and Write, for a connection plain or over TLS.
+trait Connection: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> Connection for T {}
+
+/// As [`serve`], over TLS with `tls` if given (the URL is then `https://127.0.0.1:PORT`);
+/// each connection on its own thread, so a client that gives up mid-handshake blocks nothing.
+fn serve_on(dir: PathBuf, tls: Option<std::sync::Arc<rustls::ServerConfig>>) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
+            let Ok(stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let mut stream: Box<dyn Connection + Send> = match &tls {
+                Some(config) => {
+                    let server = rustls::ServerConnection::new(config.clone()).unwrap();
+                    Box::new(rustls::StreamOwned::new(server, stream))
                 }
-            }
-            let line = String::from_utf8_lossy(&request)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_owned();
-            let path = line
-                .split(' ')
-                .nth(1)
-                .unwrap_or("/")
-                .trim_start_matches('/')
-                .to_owned();
-            let response = match std::fs::read(dir.join(&path)) {
-                Ok(body) if !path.contains("..") => {
-                    let mut r = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    )
-                    .into_bytes();
-                    r.extend(body);
-                    r
-                }
-                _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    .to_vec(),
+                None => Box::new(stream),
             };
-            let _ = stream.write_all(&response);
+            let dir = dir.clone();
+            std::thread::spawn(move || answer(&mut *stream, &dir));
         }
     });
     url
+}
+
+/// Reads one request from `stream` and answers it with the file of `dir` it names.
+fn answer(stream: &mut dyn Connection, dir: &Path) {
+    let mut request = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&request)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    let path = line
+        .split(' ')
+        .nth(1)
+        .unwrap_or("/")
+        .trim_start_matches('/')
+        .to_owned();
+    let response = match std::fs::read(dir.join(&path)) {
+        Ok(body) if !path.contains("..") => {
+            let mut r = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            r.extend(body);
+            r
+        }
+        _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+    };
+    let _ = stream.write_all(&response);
+    let _ = stream.flush();
+}
+
+/// A private certificate authority made here (its certificate in PEM), and a TLS server
+/// configuration with a certificate for 127.0.0.1 that it signed.
+fn private_ca() -> (String, std::sync::Arc<rustls::ServerConfig>) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("toolhost test CA {n}"));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "127.0.0.1");
+    let certificate = params.signed_by(&key, &*ca).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![certificate.der().clone(), ca.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .unwrap();
+    (ca.pem(), std::sync::Arc::new(config))
+}
+
+#[test]
+fn add_from_https_trusts_a_private_ca_given_with_ca_or_ssl_cert_file_and_refuses_others() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    publish(work.path(), &served, "1.0.0", Fixture::Versioned, &keys);
+    let (ca, tls) = private_ca();
+    let url = format!("{}/ver.tar.gz", serve_on(served.clone(), Some(tls)));
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let ca_file = work.path().join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+    let (other, _) = private_ca();
+    let other_file = work.path().join("other-ca.pem");
+    std::fs::write(&other_file, other).unwrap();
+    let root = trusting(&keys);
+
+    // The system's authorities do not know the test's, nor does another private one.
+    let line = refused_with(
+        &root,
+        &["add", &url, "--yes"],
+        "TLS certificate is not trusted",
+    );
+    assert!(line.contains(&url) && line.contains("--ca FILE"), "{line}");
+    let other = other_file.to_str().unwrap();
+    let line = refused_with(
+        &root,
+        &["add", &url, "--yes", "--ca", other],
+        "TLS certificate is not trusted",
+    );
+    assert!(line.contains("UnknownIssuer"), "{line}");
+    // A file with no certificate is a usage error naming it.
+    let not_pem = work.path().join("ver-1.0.0/toolhost-plugin.toml");
+    let line = refused_with(
+        &root,
+        &["add", &url, "--yes", "--ca", not_pem.to_str().unwrap()],
+        "no PEM certificate",
+    );
+    assert!(line.contains("toolhost-plugin.toml"), "{line}");
+
+    // With the private authority given: installed, the tool answers.
+    let out = ok(&root.run_cli(&["add", &url, "--yes", "--ca", ca_file.to_str().unwrap()]));
+    assert!(out.contains(&format!("source       {url}")), "{out}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v1")
+    );
+
+    // `update` from the same https source, trusting the authority through SSL_CERT_FILE.
+    publish(work.path(), &served, "2.0.0", Fixture::VersionedV2, &keys);
+    let update = |env: Option<&Path>| {
+        let mut command = Command::new(toolhost_tests::toolhost_bin());
+        command
+            .arg("--root")
+            .arg(root.path())
+            .args(["update", "ver", "--yes"]);
+        if let Some(file) = env {
+            command.env("SSL_CERT_FILE", file);
+        }
+        command.output().unwrap()
+    };
+    let out = update(None);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("TLS certificate is not trusted"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ok(&update(Some(&ca_file)));
+    assert!(out.contains("installed ver 2.0.0"), "{out}");
+    assert_eq!(
+        ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
+        Some("v2")
+    );
 }
 
 #[test]

@@ -19,6 +19,9 @@ pub(crate) struct AddOptions {
     pub(crate) policy: Policy,
     /// The cargo profile a package built from source (`--path`, `--git`) is built with.
     pub(crate) cargo_profile: String,
+    /// `--ca FILE`: certificate authorities (PEM) trusted for https:// sources besides the
+    /// system's.
+    pub(crate) ca: Option<PathBuf>,
 }
 
 pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<ExitCode> {
@@ -175,7 +178,7 @@ fn fetch_and_verify(layout: &Layout, source: &str, options: &AddOptions) -> Resu
     if source.starts_with("https://") || source.starts_with("http://") {
         let dir = scratch(layout, "download")?;
         let result = (|| {
-            let file = download(source, &dir)?;
+            let file = download(source, &dir, options.ca.as_deref())?;
             Ok(install::verify(layout, &file, source, policy)?)
         })();
         let _ = std::fs::remove_dir_all(&dir);
@@ -259,8 +262,9 @@ fn from_source(
     result
 }
 
-/// Downloads `url` and `url.minisig` (if the server has it) into `dir`.
-fn download(url: &str, dir: &Path) -> Result<PathBuf> {
+/// Downloads `url` and `url.minisig` (if the server has it) into `dir`, trusting the
+/// certificate authorities in the PEM file `ca` besides the system's.
+fn download(url: &str, dir: &Path, ca: Option<&Path>) -> Result<PathBuf> {
     let name = url
         .rsplit('/')
         .next()
@@ -272,7 +276,11 @@ fn download(url: &str, dir: &Path) -> Result<PathBuf> {
         .build()?;
     runtime.block_on(async {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder().build()?;
+        let mut builder = reqwest::Client::builder();
+        if let Some(ca) = ca {
+            builder = builder.tls_certs_merge(authorities(ca)?);
+        }
+        let client = builder.build()?;
         let bytes = get(&client, url)
             .await?
             .with_context(|| format!("{url}: not found (404)"))?;
@@ -285,13 +293,29 @@ fn download(url: &str, dir: &Path) -> Result<PathBuf> {
     Ok(file)
 }
 
+/// The certificates of the PEM file `ca` (`--ca`).
+fn authorities(ca: &Path) -> Result<Vec<reqwest::Certificate>> {
+    let pem = std::fs::read(ca).with_context(|| format!("--ca {}: cannot read it", Escaped(ca)))?;
+    match reqwest::Certificate::from_pem_bundle(&pem) {
+        Ok(certs) if !certs.is_empty() => Ok(certs),
+        _ => crate::exit::usage!(
+            "--ca {}: no PEM certificate in it (give the certificate of the authority that signed the server's, -----BEGIN CERTIFICATE-----)",
+            Escaped(ca)
+        ),
+    }
+}
+
 /// The body of `url`, at most the largest package; `None` for a 404.
 async fn get(client: &reqwest::Client, url: &str) -> Result<Option<Vec<u8>>> {
-    let mut response = client
-        .get(url)
-        .send()
-        .await
-        .with_context(|| format!("cannot download {url}"))?;
+    let mut response = match client.get(url).send().await {
+        Ok(response) => response,
+        Err(e) => match certificate_refused(&e) {
+            Some(why) => bail!(
+                "cannot download {url}: the server's TLS certificate is not trusted ({why}): pass --ca FILE with the certificate of the authority that signed it, or set SSL_CERT_FILE"
+            ),
+            None => return Err(e).with_context(|| format!("cannot download {url}")),
+        },
+    };
     if response.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
@@ -313,4 +337,26 @@ async fn get(client: &reqwest::Client, url: &str) -> Result<Option<Vec<u8>>> {
         }
     }
     Ok(Some(body))
+}
+
+/// Why the server's certificate was refused, if that is why `e` failed: a rustls error in its
+/// chain of causes (wrapped in I/O errors, whose payload `source` skips).
+fn certificate_refused(e: &reqwest::Error) -> Option<String> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(mut error) = cause {
+        while let Some(inner) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            error = inner;
+        }
+        if let Some(
+            tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented),
+        ) = error.downcast_ref::<rustls::Error>()
+        {
+            return Some(tls.to_string());
+        }
+        cause = error.source();
+    }
+    None
 }

@@ -299,12 +299,20 @@ enum Command {
         /// bytes).
         #[arg(long)]
         locked: bool,
+        /// For an https:// SOURCE: also trust the certificate authorities in this PEM file
+        /// (a private CA), besides the system's.
+        #[arg(long, value_name = "FILE")]
+        ca: Option<PathBuf>,
     },
     /// Install the newer version of installed packages (all, or NAME) from the sources they
     /// came from, with the same checks; the old version serves until the new one is in place.
     Update {
         /// The package (default: every installed one).
         name: Option<String>,
+        /// For packages from https:// URLs: also trust the certificate authorities in this
+        /// PEM file (a private CA), besides the system's.
+        #[arg(long, value_name = "FILE")]
+        ca: Option<PathBuf>,
     },
     /// Remove an installed package from usr/plugins/ and usr/packages.lock.
     Remove {
@@ -641,6 +649,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             rev,
             cargo_profile,
             locked,
+            ca,
         } => {
             let source = match (source, path, git) {
                 (Some(source), _, _) => source,
@@ -654,11 +663,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 (None, None, None) => exit::usage!("add needs SOURCE, --path DIR or --git URL"),
             };
-            let options = add_options(&root, yes, locked, cargo_profile)?;
+            let options = add_options(&root, yes, locked, cargo_profile, ca)?;
             add::add(&root, &source, &options)
         }
-        Command::Update { name } => {
-            let options = add_options(&root, yes, false, "release".to_owned())?;
+        Command::Update { name, ca } => {
+            let options = add_options(&root, yes, false, "release".to_owned(), ca)?;
             add::update(&root, name.as_deref(), &options)
         }
         Command::Remove { name } => remove::remove(&root, &name),
@@ -679,6 +688,7 @@ fn add_options(
     yes: bool,
     locked: bool,
     cargo_profile: String,
+    ca: Option<PathBuf>,
 ) -> Result<add::AddOptions> {
     let layout = toolhost::Layout::new(root);
     let config =
@@ -692,6 +702,7 @@ fn add_options(
         locked,
         policy,
         cargo_profile,
+        ca,
     })
 }
 

@@ -428,6 +428,7 @@ fn hostile_or_wrong_packages_are_refused_with_one_line_and_the_layers_untouched(
             license: None,
             repository: None,
             capabilities: vec![],
+            secrets: vec![],
             compat,
             libraries,
             files: BTreeMap::new(),
@@ -1459,4 +1460,155 @@ fn a_running_chat_picks_up_an_add_an_update_and_a_remove() {
     });
     let told = turn(&mut chat, "done 3");
     assert!(told.contains("ver") && told.contains("not found"), "{told}");
+}
+
+#[test]
+fn pack_mcpb_asks_for_the_manifests_secrets_as_sensitive_user_config_and_serves_with_them() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("weather");
+    std::fs::create_dir_all(folder.join("tools")).unwrap();
+    std::fs::copy(
+        Fixture::Echo.path(),
+        folder.join(format!("tools/echo.{}", toolhost::LIBRARY_EXTENSION)),
+    )
+    .unwrap();
+    let template = "name = \"weather\"\nversion = \"1.0.0\"\ndescription = \"Echoes.\"\n\
+                    authors = [\"Ada\"]\nsecrets = [\"WEATHER_KEY\"]\n";
+    std::fs::write(folder.join("toolhost-plugin.toml"), template).unwrap();
+    let out = work.path().join("out");
+    let root = TestRoot::new();
+    let pack_args = |folder: &Path| {
+        root.run_cli(&[
+            "pack",
+            folder.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mcpb",
+        ])
+    };
+    ok(&pack_args(&folder));
+    // The package's manifest: format 2, the first with `secrets`.
+    let archive = out.join("weather-1.0.0.tar.gz");
+    let (_, text) = entries_of(&archive)
+        .into_iter()
+        .find(|(path, _)| path == "toolhost-plugin.toml")
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.starts_with("format = 2\n"), "{text}");
+    assert!(text.contains("secrets = [\"WEATHER_KEY\"]"), "{text}");
+    let older = text.replacen("format = 2", "format = 1", 1);
+    let error = Manifest::parse(Path::new("toolhost-plugin.toml"), &older).unwrap_err();
+    assert!(
+        error.message.contains("`secrets`") && error.message.contains("format = 2"),
+        "{error}"
+    );
+
+    let bundle = out.join("weather-1.0.0.mcpb");
+    let dir = work.path().join("unzipped");
+    let unzip = Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(&bundle)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(unzip.status.success(), "{}", stderr(&unzip));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let asked = &manifest["user_config"]["weather_key"];
+    assert_eq!(asked["type"], "string", "{manifest:#}");
+    assert_eq!(asked["sensitive"], true, "{manifest:#}");
+    assert_eq!(asked["required"], true, "{manifest:#}");
+    let config = &manifest["server"]["mcp_config"];
+    assert_eq!(
+        config["env"],
+        serde_json::json!({"WEATHER_KEY": "${user_config.weather_key}"})
+    );
+    assert_eq!(
+        config["args"],
+        serde_json::json!([
+            "--root",
+            "${__dirname}/root",
+            "serve-mcp",
+            "--secret-env",
+            "WEATHER_KEY"
+        ])
+    );
+
+    // The official tool: the manifest validates, and `info` reads the bundle.
+    let mcpb = peers::mcpb();
+    let node =
+        |args: &[&std::ffi::OsStr]| Command::new("node").arg(&mcpb).args(args).output().unwrap();
+    let manifest_file = dir.join("manifest.json");
+    let checked = node(&["validate".as_ref(), manifest_file.as_os_str()]);
+    assert!(
+        checked.status.success(),
+        "{}{}",
+        stdout(&checked),
+        stderr(&checked)
+    );
+    assert!(
+        stdout(&checked).contains("Manifest schema validation passes"),
+        "{}",
+        stdout(&checked)
+    );
+    let info = node(&["info".as_ref(), bundle.as_os_str()]);
+    assert!(info.status.success(), "{}{}", stdout(&info), stderr(&info));
+    assert!(
+        stdout(&info).contains("weather-1.0.0.mcpb"),
+        "{}",
+        stdout(&info)
+    );
+    // A user_config entry the schema does not accept is refused by the same tool.
+    let mut wrong = manifest.clone();
+    wrong["user_config"]["weather_key"]["type"] = "secret".into();
+    let broken = work.path().join("broken.json");
+    std::fs::write(&broken, wrong.to_string()).unwrap();
+    assert!(!node(&["validate".as_ref(), broken.as_os_str()])
+        .status
+        .success());
+
+    // Started as a client starts it (${__dirname} the bundle, ${user_config.weather_key} what
+    // the user typed, in the server's environment): the host knows the secret, so it masks it
+    // in what the tool answers.
+    let value = "sk-weather-0123456789";
+    let dirname = dir.to_str().unwrap();
+    let server = dir.join(manifest["server"]["entry_point"].as_str().unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut command = Command::new(&server);
+    for arg in config["args"].as_array().unwrap() {
+        command.arg(arg.as_str().unwrap().replace("${__dirname}", dirname));
+    }
+    command.env("WEATHER_KEY", value);
+    let served = TestRoot::new();
+    let mut client = WatchProcess::spawn(&served, command, std::time::Duration::from_secs(20));
+    client.send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"packages-test","version":"0"}}}"#,
+    );
+    client.expect_line("initialized", |l| l.contains(r#""id":1"#));
+    client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": format!("key={value}")}}});
+    client.send(&call.to_string());
+    let answer = client.expect_line("the echo", |l| l.contains(r#""id":2"#));
+    assert!(answer.contains("§§secret(WEATHER_KEY)"), "{answer}");
+    assert!(!answer.contains(value), "{answer}");
+
+    // A name that cannot be a secret's is one line naming the key.
+    std::fs::write(
+        folder.join("toolhost-plugin.toml"),
+        template.replace("WEATHER_KEY", "weather key"),
+    )
+    .unwrap();
+    let refused = pack_args(&folder);
+    assert!(!refused.status.success());
+    let err = stderr(&refused);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("`secrets`") && err.contains("\"weather key\""),
+        "{err}"
+    );
 }

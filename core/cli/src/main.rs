@@ -217,6 +217,10 @@ enum Command {
         /// Do not watch the plugin folders.
         #[arg(long)]
         no_watch: bool,
+        /// Also take the secret NAME from the environment variable NAME, over usr/secrets.env
+        /// (an MCP client's configuration sets it: an .mcpb's user_config). Repeatable.
+        #[arg(long, value_name = "NAME")]
+        secret_env: Vec<String>,
     },
     /// The profile's MCP servers (usr/mcp.json, usr/agents/<P>/mcp.json): each one's state
     /// (starting, ready with N tools, failed with the reason), its tools and its last error.
@@ -573,9 +577,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_body_bytes,
             sessions,
             no_watch,
+            secret_env,
         } => {
+            for name in &secret_env {
+                if let Err(why) = toolhost::package::manifest::check_secret_name(name) {
+                    exit::usage!("--secret-env {why}");
+                }
+            }
             // A call whose record cannot be written is refused, unless the config says not.
-            let served = Host::with_options(&root, options.clone().with_audit_required(true))?;
+            let options = options
+                .clone()
+                .with_audit_required(true)
+                .with_secrets_from_env(secret_env);
+            let served = Host::with_options(&root, options)?;
             let options = serve_mcp::ServeOptions {
                 profile,
                 http,

@@ -102,11 +102,10 @@ impl Host {
         if !layout.root().is_dir() {
             return Err(HostError::MissingRoot(layout.root().to_owned()));
         }
-        let secrets = Secrets::load_capped(&layout.secrets_file(), options.max_text_bytes)
-            .unwrap_or_else(|e| {
-                tracing::warn!("{e}; running without secrets");
-                Secrets::empty()
-            });
+        let secrets = load_secrets(&layout, &options).unwrap_or_else(|e| {
+            tracing::warn!("{e}; running without secrets");
+            with_env(Secrets::empty(), &options)
+        });
         let metadata =
             crate::load::metadata_cache::MetadataCache::new(layout.metadata_cache_file());
         let host = Self {
@@ -158,7 +157,7 @@ impl Host {
 
     /// Reads `usr/secrets.env` again (a bad file keeps the previous secrets and logs why).
     pub fn reload_secrets(&self) {
-        match Secrets::load_capped(&self.layout.secrets_file(), self.options.max_text_bytes) {
+        match load_secrets(&self.layout, &self.options) {
             Ok(secrets) => self.set_secrets(secrets),
             Err(e) => tracing::warn!("{e}; keeping the secrets loaded before"),
         }
@@ -215,6 +214,30 @@ impl Host {
             .settle(&self.epoch, ticket, profile, LAYERS, found);
         layers
     }
+}
+
+/// `usr/secrets.env`, with the options' [`secrets_from_env`](HostOptions::secrets_from_env)
+/// over it.
+fn load_secrets(layout: &Layout, options: &HostOptions) -> Result<Secrets, String> {
+    let secrets = Secrets::load_capped(&layout.secrets_file(), options.max_text_bytes)?;
+    Ok(with_env(secrets, options))
+}
+
+/// `secrets` with the options' [`secrets_from_env`](HostOptions::secrets_from_env) over them.
+fn with_env(secrets: Secrets, options: &HostOptions) -> Secrets {
+    let from_env: Vec<(String, String)> = options
+        .secrets_from_env
+        .iter()
+        .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+        .filter(|(_, value)| !value.is_empty())
+        .collect();
+    if from_env.is_empty() {
+        return secrets;
+    }
+    let from_file = secrets
+        .keys()
+        .filter_map(|key| Some((key.to_owned(), secrets.get(key)?.to_owned())));
+    Secrets::from_pairs(from_file.collect::<Vec<_>>().into_iter().chain(from_env))
 }
 
 /// How long a library's constructor and metadata read may take: the options', else

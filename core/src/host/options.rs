@@ -72,6 +72,11 @@ pub struct HostOptions {
     /// Whether a call whose audit record cannot be written is refused when `[audit] required`
     /// in `toolhost.toml` does not say. Default `false`; `serve-mcp` sets it.
     pub audit_required: bool,
+    /// Secrets taken from the environment variables of these names, over those of
+    /// `usr/secrets.env` (at start and at each reload of the file): `serve-mcp --secret-env`,
+    /// for an MCP client that passes a secret in the server's environment. A variable that is
+    /// unset or empty adds nothing. Default none.
+    pub secrets_from_env: Vec<String>,
 }
 
 impl Default for HostOptions {
@@ -89,11 +94,18 @@ impl Default for HostOptions {
             file_copies: std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1"),
             init_timeout: None,
             audit_required: false,
+            secrets_from_env: Vec::new(),
         }
     }
 }
 
 impl HostOptions {
+    /// Sets [`secrets_from_env`](Self::secrets_from_env).
+    pub fn with_secrets_from_env(mut self, names: Vec<String>) -> Self {
+        self.secrets_from_env = names;
+        self
+    }
+
     /// Sets [`init_timeout`](Self::init_timeout).
     pub fn with_init_timeout(mut self, limit: Duration) -> Self {
         self.init_timeout = Some(limit);

@@ -44,8 +44,13 @@ use crate::layout::Escaped;
 /// The manifest's file name, at the top of every package.
 pub const MANIFEST_FILE_NAME: &str = "toolhost-plugin.toml";
 
-/// The manifest format this toolhost writes, and the newest it reads.
-pub const MANIFEST_FORMAT: u32 = 1;
+/// The newest manifest format this toolhost reads. Format 2 added `secrets`; `toolhost pack`
+/// writes the oldest format that holds what a manifest says (1 without `secrets`), so a
+/// package is installable by as many toolhosts as can use it.
+pub const MANIFEST_FORMAT: u32 = 2;
+
+/// The first manifest format with `secrets`.
+pub const SECRETS_FORMAT: u32 = 2;
 
 /// A package's manifest, read and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +72,9 @@ pub struct Manifest {
     /// The capabilities its tools declare (`network`, `filesystem`, `exec`, ...): shown before
     /// install; granted by the user's configuration, never by the package.
     pub capabilities: Vec<String>,
+    /// The names of the secrets its tools need (keys of `usr/secrets.env`, letters, digits
+    /// and '_'): an MCP Bundle asks its user for each (format 2).
+    pub secrets: Vec<String>,
     /// What it was built for.
     pub compat: Compat,
     /// Its libraries, by target triple.
@@ -106,6 +114,7 @@ struct Raw {
     repository: Option<String>,
     #[serde(default)]
     capabilities: Vec<String>,
+    secrets: Option<Spanned<Vec<Spanned<String>>>>,
     compat: RawCompat,
     #[serde(default)]
     libraries: BTreeMap<String, BTreeMap<Spanned<String>, RawLibrary>>,
@@ -206,6 +215,22 @@ impl Manifest {
                 "a package's name is a folder name: letters, digits, '_', '-' and '.'",
             ));
         }
+        let mut secrets = Vec::new();
+        if let Some(names) = raw.secrets {
+            if *raw.format.get_ref() < SECRETS_FORMAT {
+                return Err(at.error(
+                    names.span().start,
+                    "secrets",
+                    &format!("`secrets` needs format = {SECRETS_FORMAT} or later"),
+                ));
+            }
+            for name in names.into_inner() {
+                if let Err(why) = check_secret_name(name.get_ref()) {
+                    return Err(at.error(name.span().start, "secrets", &why));
+                }
+                secrets.push(name.into_inner());
+            }
+        }
         let version = semver::Version::parse(raw.version.get_ref()).map_err(|e| {
             at.error(
                 raw.version.span().start,
@@ -272,6 +297,7 @@ impl Manifest {
             license: raw.license,
             repository: raw.repository,
             capabilities: raw.capabilities,
+            secrets,
             compat,
             libraries,
             files,
@@ -313,6 +339,9 @@ impl Manifest {
             doc["repository"] = toml_edit::value(r);
         }
         doc["capabilities"] = strings(&self.capabilities);
+        if !self.secrets.is_empty() {
+            doc["secrets"] = strings(&self.secrets);
+        }
         let mut compat = toml_edit::Table::new();
         compat["plugin-api"] = toml_edit::value(self.compat.plugin_api.to_string());
         compat["toolhost"] = toml_edit::value(self.compat.toolhost.to_string());
@@ -424,4 +453,14 @@ fn check_sha256(value: &str, prefixed: bool) -> Result<String, String> {
         "64 lower-case hex digits"
     };
     Err(format!("expected {shape}"))
+}
+
+/// A secret's name, as `usr/secrets.env` has its keys: letters, digits and '_'.
+pub fn check_secret_name(name: &str) -> Result<(), String> {
+    match !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        true => Ok(()),
+        false => Err(format!(
+            "{name:?} is not a secret's name: letters, digits and '_', as the keys of usr/secrets.env"
+        )),
+    }
 }

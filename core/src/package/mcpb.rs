@@ -2,7 +2,9 @@
 //! bundles (Claude Desktop and others, the `mcpb` tool) can install a toolhost pack: a zip
 //! holding `manifest.json`, the `toolhost` binary as a `binary` server, and a root whose
 //! `usr/plugins/<name>/` is the package installed. The client starts
-//! `toolhost --root <bundle>/root serve-mcp`.
+//! `toolhost --root <bundle>/root serve-mcp`, with `--secret-env NAME` and the environment
+//! variable NAME for each secret of the manifest's `secrets`, which the client asks its user
+//! for (`user_config`, `sensitive`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,31 @@ pub fn mcpb_platform(triple: &str) -> &'static str {
 pub fn bundle_manifest(manifest: &Manifest, tools: &[BundledTool]) -> serde_json::Value {
     let binary = format!("server/toolhost{}", std::env::consts::EXE_SUFFIX);
     let author = manifest.authors.first().map_or("unknown", String::as_str);
+    // Each secret the tools need: asked of the user by the client (`user_config`, sensitive:
+    // kept in the system's keychain), given to the server in an environment variable of its
+    // name, which `serve-mcp --secret-env NAME` adds to the host's secrets.
+    let mut args = vec![
+        json!("--root"),
+        json!("${__dirname}/root"),
+        json!("serve-mcp"),
+    ];
+    let mut user_config = serde_json::Map::new();
+    let mut env = serde_json::Map::new();
+    for name in &manifest.secrets {
+        let key = name.to_ascii_lowercase();
+        args.extend([json!("--secret-env"), json!(name)]);
+        env.insert(name.clone(), json!(format!("${{user_config.{key}}}")));
+        user_config.insert(
+            key,
+            json!({
+                "type": "string",
+                "title": name,
+                "description": format!("The secret {name} that the tools of {} use (usr/secrets.env of a toolhost root)", manifest.name),
+                "sensitive": true,
+                "required": true,
+            }),
+        );
+    }
     let mut value = json!({
         "manifest_version": MCPB_MANIFEST_VERSION,
         "name": manifest.name,
@@ -50,7 +77,7 @@ pub fn bundle_manifest(manifest: &Manifest, tools: &[BundledTool]) -> serde_json
             "entry_point": binary,
             "mcp_config": {
                 "command": format!("${{__dirname}}/{binary}"),
-                "args": ["--root", "${__dirname}/root", "serve-mcp"],
+                "args": args,
             },
         },
         "tools": tools
@@ -59,6 +86,10 @@ pub fn bundle_manifest(manifest: &Manifest, tools: &[BundledTool]) -> serde_json
             .collect::<Vec<_>>(),
         "compatibility": {"platforms": [mcpb_platform(super::host_target())]},
     });
+    if !user_config.is_empty() {
+        value["server"]["mcp_config"]["env"] = json!(env);
+        value["user_config"] = json!(user_config);
+    }
     if let Some(license) = &manifest.license {
         value["license"] = json!(license);
     }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::archive::{write_archive, Entry};
 use super::manifest::{
-    library_extension, Compat, Library, Manifest, MANIFEST_FILE_NAME, MANIFEST_FORMAT,
+    library_extension, Compat, Library, Manifest, MANIFEST_FILE_NAME, SECRETS_FORMAT,
 };
 use super::mcpb::{write_bundle, BundledTool};
 use super::{host_target, PackageError, PackageErrorKind};
@@ -31,6 +31,9 @@ struct Template {
     repository: Option<String>,
     #[serde(default)]
     capabilities: Vec<String>,
+    /// The names of the secrets the tools need (an MCP Bundle asks its user for each).
+    #[serde(default)]
+    secrets: Vec<String>,
     /// Folders and files (relative to the plugin folder) left out of the package.
     #[serde(default)]
     exclude: Vec<String>,
@@ -177,6 +180,9 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             "a package's name is a folder name: letters, digits, '_', '-' and '.'".into(),
         ));
     }
+    for name in &template.secrets {
+        super::manifest::check_secret_name(name).map_err(|why| bad("secrets", why))?;
+    }
     let caret = |v: &str| {
         let v = semver::Version::parse(v).expect("a crate version");
         let range = match v.major {
@@ -186,7 +192,11 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         semver::VersionReq::parse(&range).expect("a caret range")
     };
     let manifest = Manifest {
-        format: MANIFEST_FORMAT,
+        // The oldest format that holds what it says (see MANIFEST_FORMAT).
+        format: match template.secrets.is_empty() {
+            true => 1,
+            false => SECRETS_FORMAT,
+        },
         name: template.name,
         version,
         description: template.description,
@@ -194,6 +204,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         license: template.license,
         repository: template.repository,
         capabilities: capabilities.into_iter().collect(),
+        secrets: template.secrets,
         compat: Compat {
             plugin_api: caret(plugin_abi::ABI_VERSION),
             toolhost: caret(env!("CARGO_PKG_VERSION")),

@@ -949,7 +949,8 @@ fn the_example_plugin_packs_with_cargo_and_installs_from_a_signed_folder() {
     let work = tempfile::tempdir().unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/example");
     let root = TestRoot::new();
-    // The dev profile: the test build has already compiled the crates' dependencies.
+    // The dev profile: the test build has already compiled the crates' dependencies. The
+    // host's triple named explicitly, as `--target` names any the toolchain can build.
     let out = work.path().join("dist");
     let printed = ok(&root.run_cli(&[
         "pack",
@@ -958,8 +959,14 @@ fn the_example_plugin_packs_with_cargo_and_installs_from_a_signed_folder() {
         out.to_str().unwrap(),
         "--cargo-profile",
         "dev",
+        "--target",
+        host_target(),
     ]));
     assert!(printed.starts_with("packed "), "{printed}");
+    assert!(
+        printed.contains(&format!("(example 0.1.0 for {})", host_target())),
+        "{printed}"
+    );
     let archive = out.join("example-0.1.0.tar.gz");
     let names: Vec<String> = entries_of(&archive).into_iter().map(|(p, _)| p).collect();
     let ext = toolhost::LIBRARY_EXTENSION;
@@ -1611,4 +1618,69 @@ fn pack_mcpb_asks_for_the_manifests_secrets_as_sensitive_user_config_and_serves_
         err.contains("`secrets`") && err.contains("\"weather key\""),
         "{err}"
     );
+}
+
+#[test]
+fn pack_target_refuses_a_triple_the_toolchain_cannot_build_with_the_command_that_adds_it() {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .expect("rustup (the toolchain manager) is on PATH");
+    let installed = stdout(&installed);
+    let missing = [
+        "aarch64-apple-darwin",
+        "x86_64-pc-windows-msvc",
+        "riscv64gc-unknown-linux-gnu",
+    ]
+    .into_iter()
+    .find(|t| !installed.lines().any(|l| l.trim() == *t))
+    .expect("a triple the toolchain does not have");
+    let work = tempfile::tempdir().unwrap();
+    let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
+    let out = work.path().join("out");
+    let root = TestRoot::new();
+    for targets in [vec![missing], vec![host_target(), missing]] {
+        let mut args = vec![
+            "pack",
+            folder.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for triple in &targets {
+            args.extend(["--target", triple]);
+        }
+        let refused = root.run_cli(&args);
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+        let err = stderr(&refused);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("--target {missing}"))
+                && err.contains(&format!("rustup target add {missing}")),
+            "{err}"
+        );
+        assert!(!out.exists(), "nothing is written");
+    }
+    // The host's own triple, named: packed for it alone.
+    let printed = ok(&root.run_cli(&[
+        "pack",
+        folder.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--target",
+        host_target(),
+    ]));
+    assert!(
+        printed.contains(&format!("for {})", host_target())),
+        "{printed}"
+    );
+    let (_, manifest) = entries_of(&out.join("ver-1.0.0.tar.gz"))
+        .into_iter()
+        .find(|(path, _)| path == "toolhost-plugin.toml")
+        .unwrap();
+    let manifest = Manifest::parse(
+        Path::new("toolhost-plugin.toml"),
+        std::str::from_utf8(&manifest).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest.triples(), [host_target()]);
 }

@@ -272,6 +272,11 @@ enum Command {
         /// toolhost binary serving the package's tools (`serve-mcp`).
         #[arg(long)]
         mcpb: bool,
+        /// Build the libraries for this target triple (one the installed toolchain can build:
+        /// `rustup target list --installed`) instead of only this host's. Repeatable; name
+        /// this host's triple too to keep its libraries.
+        #[arg(long, value_name = "TRIPLE")]
+        target: Vec<String>,
     },
     /// The public keys whose signatures `add` accepts (usr/trusted-keys/).
     Trust {
@@ -645,12 +650,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sign,
             cargo_profile,
             mcpb,
+            target,
         } => pack::pack(&pack::PackOptions {
             folder: &path,
             out: &out,
             sign: sign.as_deref(),
             cargo_profile: &cargo_profile,
             mcpb,
+            targets: &target,
         }),
         Command::Trust { command } => match command {
             TrustCommand::Add { key } => trust::add(&root, &key),

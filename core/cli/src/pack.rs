@@ -17,6 +17,8 @@ pub(crate) struct PackOptions<'a> {
     pub(crate) sign: Option<&'a Path>,
     pub(crate) cargo_profile: &'a str,
     pub(crate) mcpb: bool,
+    /// `--target`: the triples to build for (empty: this host's).
+    pub(crate) targets: &'a [String],
 }
 
 pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
@@ -24,12 +26,18 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     if !folder.is_dir() {
         crate::exit::usage!("{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)", Escaped(folder));
     }
-    let packed = build_and_pack(folder, options.out, options.cargo_profile, options.mcpb)?;
+    let packed = build_and_pack(
+        folder,
+        options.out,
+        options.cargo_profile,
+        options.mcpb,
+        options.targets,
+    )?;
     println!(
         "packed {} ({} for {})",
         Escaped(&packed.archive),
         packed.manifest.label(),
-        toolhost::package::host_target()
+        packed.manifest.triples().join(", ")
     );
     if let Some(bundle) = &packed.bundle {
         println!(
@@ -44,23 +52,45 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Builds the crates of the plugin folder `folder` with cargo (`--profile PROFILE`) and packs
-/// it into `out` (with an MCP Bundle if `mcpb`).
+/// Builds the crates of the plugin folder `folder` with cargo (`--profile PROFILE`) for each of
+/// `targets` (empty: this host) and packs it into `out` (with an MCP Bundle if `mcpb`).
 pub(crate) fn build_and_pack(
     folder: &Path,
     out: &Path,
     cargo_profile: &str,
     mcpb: bool,
+    targets: &[String],
 ) -> Result<pack::Packed> {
-    let mut built = BTreeMap::new();
-    for krate in crates(folder) {
-        let place = krate
-            .strip_prefix(folder)
-            .unwrap_or(&krate)
-            .to_string_lossy()
-            .replace('\\', "/");
-        let library = build(&krate, cargo_profile)?;
-        built.insert(format!("{place}.{}", toolhost::LIBRARY_EXTENSION), library);
+    let host = toolhost::package::host_target();
+    let mut triples: Vec<String> = targets.to_vec();
+    triples.sort();
+    triples.dedup();
+    if triples.iter().any(|t| t != host) {
+        check_targets(&triples)?;
+    }
+    let mut built: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    let crates = crates(folder);
+    for triple in triples
+        .iter()
+        .map(String::as_str)
+        .chain(triples.is_empty().then_some(host))
+    {
+        let ext = toolhost::package::manifest::library_extension(triple);
+        // This host's triple is built as cargo builds by default (target/<profile>/), so a
+        // plain `pack` and `pack --target <host>` share their builds.
+        let target = (triple != host).then_some(triple);
+        for krate in &crates {
+            let place = krate
+                .strip_prefix(folder)
+                .unwrap_or(krate)
+                .to_string_lossy()
+                .replace('\\', "/");
+            let library = build(krate, cargo_profile, target)?;
+            built
+                .entry(triple.to_owned())
+                .or_default()
+                .insert(format!("{place}.{ext}"), library);
+        }
     }
     let binary =
         std::env::current_exe().context("cannot find the toolhost binary for the bundle")?;
@@ -68,11 +98,35 @@ pub(crate) fn build_and_pack(
         folder,
         &pack::PackOptions {
             built: &built,
+            targets: &triples,
             out,
             describe: &describe,
             mcpb_binary: mcpb.then_some(binary.as_path()),
         },
     )?)
+}
+
+/// Refuses a triple the installed toolchain cannot build, with the command that adds it.
+fn check_targets(triples: &[String]) -> Result<()> {
+    let host = toolhost::package::host_target();
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+    for triple in triples.iter().filter(|t| *t != host) {
+        match &installed {
+            Some(list) if list.lines().any(|l| l.trim() == triple) => {}
+            Some(_) => crate::exit::usage!(
+                "--target {triple}: the installed toolchain cannot build for it (not in `rustup target list --installed`): add it with `rustup target add {triple}` (and a linker for it), or leave it out"
+            ),
+            None => crate::exit::usage!(
+                "--target {triple}: cannot ask rustup which targets the toolchain has (is rustup on PATH?): without it only this host's triple ({host}) is built"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// A library's tool: its description and the capabilities it declares (`None` for an
@@ -111,18 +165,24 @@ fn crates(folder: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Builds the crate in `dir` with cargo (`--profile PROFILE`) and returns its library.
-fn build(dir: &Path, profile: &str) -> Result<PathBuf> {
+/// Builds the crate in `dir` with cargo (`--profile PROFILE`, and `--target TRIPLE` if given)
+/// and returns its library.
+fn build(dir: &Path, profile: &str, target: Option<&str>) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("building {} ({profile})", Escaped(dir));
-    let output = Command::new(cargo)
-        .args([
-            "build",
-            "--lib",
-            "--message-format=json-render-diagnostics",
-            "--profile",
-            profile,
-        ])
+    let shown = target.map_or(String::new(), |t| format!(", {t}"));
+    eprintln!("building {} ({profile}{shown})", Escaped(dir));
+    let mut command = Command::new(cargo);
+    command.args([
+        "build",
+        "--lib",
+        "--message-format=json-render-diagnostics",
+        "--profile",
+        profile,
+    ]);
+    if let Some(triple) = target {
+        command.args(["--target", triple]);
+    }
+    let output = command
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))
         .stdout(Stdio::piped())

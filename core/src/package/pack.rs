@@ -1,8 +1,8 @@
 //! Making a package from a plugin folder: its built libraries, its other files and the
 //! manifest template at its top (`toolhost-plugin.toml` with `name`, `version`,
 //! `description`, ...) become one archive, `NAME-VERSION.tar.gz`, whose manifest lists every
-//! file's SHA-256. The libraries are for this host's target triple; building them is the
-//! caller's part (`toolhost pack` runs cargo).
+//! file's SHA-256. The libraries are for this host's target triple, or the triples asked for;
+//! building them is the caller's part (`toolhost pack` runs cargo).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -55,8 +55,12 @@ pub type Describe = dyn Fn(&Path) -> Option<(String, Vec<String>)>;
 
 /// What [`pack`] is given besides the plugin folder.
 pub struct PackOptions<'a> {
-    /// Libraries built by the caller: place in the layer (`tools/x.so`) -> built file.
-    pub built: &'a BTreeMap<String, PathBuf>,
+    /// Libraries built by the caller, by target triple: place in the layer (`tools/x.so`) ->
+    /// built file.
+    pub built: &'a BTreeMap<String, BTreeMap<String, PathBuf>>,
+    /// The target triples to pack libraries for (empty: this host's). Library files already
+    /// in the folder are this host's.
+    pub targets: &'a [String],
     /// The folder the archive (and bundle) go into.
     pub out: &'a Path,
     /// What a library is, if it is a tool: its description and the capabilities it declares
@@ -96,60 +100,97 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             ),
         )
     })?;
-    let triple = host_target();
-    let ext = library_extension(triple);
+    let host = host_target();
+    let ext = library_extension(host);
     let excluded: BTreeSet<&str> = template.exclude.iter().map(String::as_str).collect();
     let mut found = Vec::new();
     collect(folder, folder, &excluded, &mut found)?;
-    let mut libraries: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // Library files already in the folder are this host's builds.
+    let mut prebuilt: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut files: BTreeMap<String, PathBuf> = BTreeMap::new();
     for relative in found {
         let path = folder.join(&relative);
         if relative.ends_with(&format!(".{ext}")) && is_library_place(&relative) {
-            libraries.insert(relative, path);
+            prebuilt.insert(relative, path);
         } else {
             files.insert(relative, path);
         }
     }
-    libraries.extend(built.iter().map(|(k, v)| (k.clone(), v.clone())));
-    if libraries.is_empty() {
+    let targets: Vec<&str> = match options.targets.is_empty() {
+        true => vec![host],
+        false => options.targets.iter().map(String::as_str).collect(),
+    };
+    let mut by_triple: BTreeMap<&str, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for &triple in &targets {
+        let mut libraries = match triple == host {
+            true => prebuilt.clone(),
+            false => BTreeMap::new(),
+        };
+        libraries.extend(
+            built
+                .get(triple)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        if libraries.is_empty() {
+            let ext = library_extension(triple);
+            return Err(PackageError::new(
+                PackageErrorKind::Target,
+                format!("{}: no plugin library to pack for {triple} (no crate built, no tools/*.{ext} or extensions/*/*.{ext})", Escaped(folder)),
+            ));
+        }
+        by_triple.insert(triple, libraries);
+    }
+    if options.mcpb_binary.is_some() && !by_triple.contains_key(host) {
         return Err(PackageError::new(
             PackageErrorKind::Target,
-            format!("{}: no plugin library to pack (no crate built, no tools/*.{ext} or extensions/*/*.{ext})", Escaped(folder)),
+            format!("{}: an MCP Bundle serves the libraries of this host ({host}) with this toolhost: pack them too (--target {host})", Escaped(folder)),
         ));
     }
     let mut capabilities: BTreeSet<String> = template.capabilities.iter().cloned().collect();
     let mut entries = Vec::new();
-    let mut listed = BTreeMap::new();
+    let mut listed_by_triple = BTreeMap::new();
     let mut tools = Vec::new();
     let mut installed = Vec::new();
-    for (place, path) in &libraries {
-        if let Some((description, declared)) = (options.describe)(path) {
-            capabilities.extend(declared);
-            // The bundle serves the default profile: the tools of the plugin's own folder.
-            if let Some(name) = place.strip_prefix("tools/") {
-                let name = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-                tools.push(BundledTool {
-                    name: name.to_owned(),
-                    description,
-                });
+    for (&triple, libraries) in &by_triple {
+        let mut listed = BTreeMap::new();
+        for (place, path) in libraries {
+            // Only this host's libraries can be read (loaded) here.
+            let described = match triple == host {
+                true => (options.describe)(path),
+                false => None,
+            };
+            if let Some((description, declared)) = described {
+                capabilities.extend(declared);
+                // The bundle serves the default profile: the tools of the plugin's own folder.
+                if let Some(name) = place.strip_prefix("tools/") {
+                    let name = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+                    tools.push(BundledTool {
+                        name: name.to_owned(),
+                        description,
+                    });
+                }
             }
+            let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+            let in_package = format!("lib/{triple}/{place}");
+            listed.insert(
+                place.clone(),
+                Library {
+                    path: in_package.clone(),
+                    sha256: super::sha256_hex(&bytes),
+                },
+            );
+            if triple == host {
+                installed.push((place.clone(), bytes.clone()));
+            }
+            entries.push(Entry {
+                path: in_package,
+                bytes,
+                executable: true,
+            });
         }
-        let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
-        let in_package = format!("lib/{triple}/{place}");
-        listed.insert(
-            place.clone(),
-            Library {
-                path: in_package.clone(),
-                sha256: super::sha256_hex(&bytes),
-            },
-        );
-        installed.push((place.clone(), bytes.clone()));
-        entries.push(Entry {
-            path: in_package,
-            bytes,
-            executable: true,
-        });
+        listed_by_triple.insert(triple.to_owned(), listed);
     }
     let mut hashes = BTreeMap::new();
     for (relative, path) in &files {
@@ -209,7 +250,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             plugin_api: caret(plugin_abi::ABI_VERSION),
             toolhost: caret(env!("CARGO_PKG_VERSION")),
         },
-        libraries: BTreeMap::from([(triple.to_owned(), listed)]),
+        libraries: listed_by_triple,
         files: hashes,
     };
     let text = manifest.to_toml().into_bytes();

@@ -1376,6 +1376,11 @@ fn a_running_serve_mcp_picks_up_an_add_an_update_and_a_remove() {
     );
 
     ok(&root.run_cli(&["add", &url, "--yes"]));
+    // Loaded (a folder that appears may be announced before the library in it is), and the
+    // client told.
+    logged_line(&server, "loading the new plugin", |l| {
+        l.starts_with("loaded ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
     server.expect_line("telling the client the tools changed", |l| {
         l.contains("notifications/tools/list_changed")
     });
@@ -1396,6 +1401,9 @@ fn a_running_serve_mcp_picks_up_an_add_an_update_and_a_remove() {
     assert!(answer.contains(r#""text":"v2""#), "{answer}");
 
     ok(&root.run_cli(&["remove", "ver"]));
+    logged_line(&server, "dropping the removed plugin", |l| {
+        l.starts_with("removed ") && l.contains("usr/plugins/ver/tools/ver.")
+    });
     server.expect_line("telling the client the tools changed again", |l| {
         l.contains("notifications/tools/list_changed")
     });

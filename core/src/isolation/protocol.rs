@@ -84,6 +84,8 @@ pub(crate) struct CallInfo {
     /// The most bytes of an `execute` answer's message the host keeps: the worker cuts the
     /// rest off (at a character boundary) before it crosses the pipe. `u64::MAX`: no cut.
     pub max_output: u64,
+    /// The call's scratch folder: set by the worker, which makes it (the host leaves it empty).
+    pub scratch: String,
 }
 
 /// What a worker sends to the host.
@@ -144,6 +146,9 @@ pub(crate) struct Hello {
     pub after_hook: bool,
     /// Whether it has a `readiness` function.
     pub readiness: bool,
+    /// What its sandbox enforces (`sandboxed`, or what the kernel could not enforce and the
+    /// user allowed), if it runs in one.
+    pub sandbox: Option<String>,
 }
 
 /// A host function a plugin called, with its arguments.

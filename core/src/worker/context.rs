@@ -120,6 +120,7 @@ impl HostServices for WorkerCall {
             ContextField::ExtensionPoint => info.extension_point.clone(),
             ContextField::ExtensionName => info.extension_name.clone(),
             ContextField::LogId => info.log_id.to_string(),
+            ContextField::Scratch => info.scratch.clone(),
         }
     }
 

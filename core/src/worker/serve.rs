@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Handle;
@@ -15,6 +15,7 @@ use crate::exec::cancel::Cancel;
 use crate::isolation::protocol::{
     read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse,
 };
+use crate::isolation::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::generation::Generation;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::sync::lock;
@@ -51,8 +52,19 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
         }
     };
     let link = Arc::new(WorkerLink::new(output));
+    let scratch = std::env::var_os(SCRATCH_ENV).map(PathBuf::from);
+    // Before the library is opened: its constructors run confined too.
+    let sandbox = match sandbox() {
+        Ok(sandbox) => sandbox,
+        Err(reason) => {
+            let kind = crate::LoadErrorKind::Sandbox.as_str().to_owned();
+            link.send(&FromWorker::LoadFailed { kind, reason });
+            exit_now()
+        }
+    };
     let tool = match load(library, source, extension) {
-        Ok((tool, hello)) => {
+        Ok((tool, mut hello)) => {
+            hello.sandbox = sandbox;
             link.send(&FromWorker::Hello(hello));
             Arc::new(tool)
         }
@@ -70,8 +82,50 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
         eprintln!("toolhost worker: cannot start its runtime");
         exit_now()
     };
-    serve(&mut BufReader::new(input), &link, &tool, runtime.handle());
+    let scratch = Scratch(scratch);
+    serve(
+        &mut BufReader::new(input),
+        &link,
+        &tool,
+        runtime.handle(),
+        &scratch,
+    );
     exit_now()
+}
+
+/// Reads the sandbox the host asked for ([`SANDBOX_ENV`]) and confines this process to it:
+/// `None` if none was asked for, else what is enforced; an error if it cannot be.
+fn sandbox() -> Result<Option<String>, String> {
+    let Some(text) = std::env::var_os(SANDBOX_ENV) else {
+        return Ok(None);
+    };
+    let plan: Confinement = serde_json::from_str(&text.to_string_lossy())
+        .map_err(|e| format!("the host sent an unreadable sandbox: {e}"))?;
+    super::confine::confine(&plan).map(Some)
+}
+
+/// The worker's scratch folder, if it has one.
+struct Scratch(Option<PathBuf>);
+
+impl Scratch {
+    /// A new, empty folder for call `id`, as text (empty if there is none).
+    fn for_call(&self, id: u64) -> String {
+        let Some(root) = &self.0 else {
+            return String::new();
+        };
+        let dir = root.join(format!("call-{id}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        match std::fs::create_dir_all(&dir) {
+            Ok(()) => dir.to_string_lossy().into_owned(),
+            Err(e) => {
+                eprintln!(
+                    "toolhost worker: cannot create the scratch folder {}: {e}",
+                    dir.display()
+                );
+                String::new()
+            }
+        }
+    }
 }
 
 /// Keeps the pipes to the host for the frames, and points standard output at standard error
@@ -121,6 +175,7 @@ fn load(
             before_hook: false,
             after_hook: false,
             readiness: false,
+            sandbox: None,
         };
         return Ok((Served::Extension(handle), hello));
     }
@@ -133,6 +188,7 @@ fn load(
         before_hook: tool.has_before_hook(),
         after_hook: tool.has_after_hook(),
         readiness: tool.has_readiness(),
+        sandbox: None,
     };
     Ok((Served::Tool(Box::new(tool)), hello))
 }
@@ -141,12 +197,19 @@ fn load(
 type Running = Arc<Mutex<HashMap<u64, Arc<Cancel>>>>;
 
 /// Reads the host's messages until its pipe closes.
-fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>, rt: &Handle) {
+fn serve(
+    input: &mut BufReader<File>,
+    link: &Arc<WorkerLink>,
+    tool: &Arc<Served>,
+    rt: &Handle,
+    scratch: &Scratch,
+) {
     let running = Running::default();
     let mut buf = Vec::new();
     while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
         match message {
-            ToWorker::Call { id, op, info } => {
+            ToWorker::Call { id, op, mut info } => {
+                info.scratch = scratch.for_call(id);
                 let cancel = Arc::new(Cancel::default());
                 lock(&running).insert(id, cancel.clone());
                 let link = link.clone();
@@ -171,6 +234,9 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                         _ => None,
                     };
                     lock(&running).remove(&id);
+                    if !call.info.scratch.is_empty() {
+                        let _ = std::fs::remove_dir_all(&call.info.scratch);
+                    }
                     call.link.send(&FromWorker::Done { id, result, ready });
                 }));
             }

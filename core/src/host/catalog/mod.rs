@@ -95,6 +95,7 @@ impl Host {
         let mut skipped = Vec::new();
         for (i, (layer, path)) in files.iter().enumerate() {
             let mode = self.tool_mode(profile, layer, name);
+            let isolated = matches!(mode, crate::host::libraries::Mode::Isolated(_));
             match self.catalog_file(path, None, mode, load, loads) {
                 Found::Tool(source) => {
                     let listed = ListedTool {
@@ -103,7 +104,7 @@ impl Host {
                         path: path.clone(),
                         shadows: files[i + 1..].iter().map(|(_, p)| p.clone()).collect(),
                         source,
-                        isolated: matches!(mode, crate::host::libraries::Mode::Isolated(_)),
+                        isolated,
                     };
                     return (Some(listed), skipped);
                 }

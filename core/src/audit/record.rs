@@ -84,6 +84,10 @@ pub struct CallRecord {
     /// by validation or approval, which its `approval` and `outcome` say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// The sandbox an isolated tool ran in: what the kernel enforced and what the user had
+    /// granted (`sandboxed; granted: net:443`); `None` for a tool without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// A call about to run its tool ([`AuditRecord::Start`]).

@@ -4,8 +4,42 @@
 use std::sync::Arc;
 
 use super::{Catalog, Host, ListedExtension, ListedTool, Resolution, ToolSource};
+use crate::host::libraries::Mode;
+use crate::plugin::ToolSandbox;
+
+/// Where a tool's library runs, as the configuration says ([`Host::runs_as`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunsAs {
+    /// In the host's process.
+    InProcess,
+    /// In a worker process, sandboxed or not.
+    Isolated {
+        /// Its sandbox, if it runs in one.
+        sandbox: Option<ToolSandbox>,
+    },
+}
 
 impl Host {
+    /// Where the library `file` runs for `profile` if it is a tool of one of the profile's
+    /// layers (`<layer>/tools/<name>.so`): in this process, or isolated with its sandbox.
+    /// `None` for a file outside the layers' tool folders.
+    pub fn runs_as(&self, profile: &str, file: &std::path::Path) -> Option<RunsAs> {
+        let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned());
+        let name = file.file_stem()?.to_str()?;
+        let layers = self.layers(profile);
+        let layer = layers.iter().find(|l| {
+            let tools = std::fs::canonicalize(l.tools_dir()).unwrap_or_else(|_| l.tools_dir());
+            file.parent() == Some(tools.as_path())
+        })?;
+        Some(match self.tool_mode(profile, layer, name) {
+            Mode::InProcess => RunsAs::InProcess,
+            Mode::Isolated(settings) => RunsAs::Isolated {
+                sandbox: settings.sandbox.as_deref().map(ToolSandbox::configured),
+            },
+        })
+    }
+
     /// Every tool the profile sees, with the winning layer and what it shadows, loaded as a call
     /// would load it (each row's source is [`ToolSource::Loaded`]); the extensions that run at
     /// each point; `skipped` holds the tool and extension files that failed to load. Unlike
@@ -27,6 +61,7 @@ impl Host {
                 listing.tools.push(ListedTool {
                     name,
                     isolated: found.handle.is_isolated(),
+                    sandbox: found.handle.sandbox(),
                     layer: found.layer,
                     path: found.path,
                     shadows,

@@ -108,9 +108,4 @@ impl Confinement {
         }
         Ok(plan)
     }
-
-    /// One line for messages: `sandboxed (granted: net:443)`.
-    pub(crate) fn describe(&self) -> String {
-        format!("the tool ran sandboxed (granted: {})", self.grants)
-    }
 }

@@ -54,7 +54,7 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
     let link = Arc::new(WorkerLink::new(output));
     let scratch = std::env::var_os(SCRATCH_ENV).map(PathBuf::from);
     // Before the library is opened: its constructors run confined too.
-    let sandbox = match sandbox() {
+    let sandbox = match sandbox(library) {
         Ok(sandbox) => sandbox,
         Err(reason) => {
             let kind = crate::LoadErrorKind::Sandbox.as_str().to_owned();
@@ -94,13 +94,20 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
 }
 
 /// Reads the sandbox the host asked for ([`SANDBOX_ENV`]) and confines this process to it:
-/// `None` if none was asked for, else what is enforced; an error if it cannot be.
-fn sandbox() -> Result<Option<String>, String> {
+/// `None` if none was asked for, else what is enforced; an error if it cannot be. The library
+/// copy the worker loads stays readable: a file copy (removed, open through its descriptor)
+/// by a rule of its own; an in-memory file needs none (no rule can name one).
+fn sandbox(library: &Path) -> Result<Option<String>, String> {
     let Some(text) = std::env::var_os(SANDBOX_ENV) else {
         return Ok(None);
     };
-    let plan: Confinement = serde_json::from_str(&text.to_string_lossy())
+    let mut plan: Confinement = serde_json::from_str(&text.to_string_lossy())
         .map_err(|e| format!("the host sent an unreadable sandbox: {e}"))?;
+    let in_memory = std::fs::read_link(library)
+        .is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"));
+    if !in_memory {
+        plan.read.push(library.to_owned());
+    }
     super::confine::confine(&plan).map(Some)
 }
 

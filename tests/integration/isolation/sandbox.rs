@@ -385,14 +385,45 @@ fn the_audit_record_of_a_denied_call_names_the_sandbox_and_its_grants() {
         .lines()
         .rfind(|l| l.contains("hostile"))
         .expect("a record of the call");
-    assert!(
-        line.contains("the tool ran sandboxed; granted: nothing"),
-        "{line}"
-    );
+    let record: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(record["sandbox"], "sandboxed; granted: nothing", "{line}");
     assert_eq!(
         block_on(agent.call_tool("hostile:read", json!({"path": "/etc/shadow"})))
             .unwrap_err()
             .kind(),
         ErrorKind::Business
+    );
+}
+
+#[test]
+fn list_and_inspect_show_each_tools_sandbox() {
+    let root = hostile_root(&["net:443".to_owned(), "read:/srv".to_owned()], "");
+    let out = root.run_cli(&["list"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "usr/plugins/hostile/tools/hostile.so (isolated, sandboxed; granted: nothing)",
+        "usr/tools/loose.so (isolated: runs in a worker process, not sandboxed)",
+        "usr/tools/granted.so (isolated, sandboxed; granted: net:443, read:/srv)",
+    ] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
+    let out = root.run_cli(&["list", "--json"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let granted = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "granted")
+        .unwrap();
+    assert_eq!(
+        granted["sandbox"]["grants"],
+        json!(["net:443", "read:/srv"])
+    );
+    let file = root.path().join("usr/tools/granted.so");
+    let out = root.run_cli(&["inspect", file.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("runs         in a worker process, sandboxed; granted: net:443, read:/srv (profile default)"),
+        "{stdout}"
     );
 }

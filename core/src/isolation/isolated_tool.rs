@@ -314,7 +314,6 @@ fn call_info(ctx: &FfiContext) -> CallInfo {
         extension_name: field(ContextField::ExtensionName),
         log_id: field(ContextField::LogId).parse().unwrap_or_default(),
         max_output: u64::MAX,
-        scratch: String::new(),
     }
 }
 

@@ -84,8 +84,6 @@ pub(crate) struct CallInfo {
     /// The most bytes of an `execute` answer's message the host keeps: the worker cuts the
     /// rest off (at a character boundary) before it crosses the pipe. `u64::MAX`: no cut.
     pub max_output: u64,
-    /// The call's scratch folder: set by the worker, which makes it (the host leaves it empty).
-    pub scratch: String,
 }
 
 /// What a worker sends to the host.

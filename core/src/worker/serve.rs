@@ -82,7 +82,7 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
         eprintln!("toolhost worker: cannot start its runtime");
         exit_now()
     };
-    let scratch = Scratch(scratch);
+    let scratch = scratch.map(Arc::new);
     serve(
         &mut BufReader::new(input),
         &link,
@@ -109,30 +109,6 @@ fn sandbox(library: &Path) -> Result<Option<String>, String> {
         plan.read.push(library.to_owned());
     }
     super::confine::confine(&plan).map(Some)
-}
-
-/// The worker's scratch folder, if it has one.
-struct Scratch(Option<PathBuf>);
-
-impl Scratch {
-    /// A new, empty folder for call `id`, as text (empty if there is none).
-    fn for_call(&self, id: u64) -> String {
-        let Some(root) = &self.0 else {
-            return String::new();
-        };
-        let dir = root.join(format!("call-{id}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        match std::fs::create_dir_all(&dir) {
-            Ok(()) => dir.to_string_lossy().into_owned(),
-            Err(e) => {
-                eprintln!(
-                    "toolhost worker: cannot create the scratch folder {}: {e}",
-                    dir.display()
-                );
-                String::new()
-            }
-        }
-    }
 }
 
 /// Keeps the pipes to the host for the frames, and points standard output at standard error
@@ -209,14 +185,13 @@ fn serve(
     link: &Arc<WorkerLink>,
     tool: &Arc<Served>,
     rt: &Handle,
-    scratch: &Scratch,
+    scratch: &Option<Arc<PathBuf>>,
 ) {
     let running = Running::default();
     let mut buf = Vec::new();
     while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
         match message {
-            ToWorker::Call { id, op, mut info } => {
-                info.scratch = scratch.for_call(id);
+            ToWorker::Call { id, op, info } => {
                 let cancel = Arc::new(Cancel::default());
                 lock(&running).insert(id, cancel.clone());
                 let link = link.clone();
@@ -226,6 +201,8 @@ fn serve(
                     info: *info,
                     cancel,
                     link,
+                    scratch_root: scratch.clone(),
+                    scratch: std::sync::OnceLock::new(),
                 });
                 let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
                 call_threads::dispatch(Box::new(move || {
@@ -241,9 +218,7 @@ fn serve(
                         _ => None,
                     };
                     lock(&running).remove(&id);
-                    if !call.info.scratch.is_empty() {
-                        let _ = std::fs::remove_dir_all(&call.info.scratch);
-                    }
+                    call.remove_scratch();
                     call.link.send(&FromWorker::Done { id, result, ready });
                 }));
             }

@@ -57,14 +57,28 @@ pub(super) struct Grant(pub super::Capability);
 
 impl<'de> Deserialize<'de> for Grant {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        match super::Capability::parse(&text) {
-            Ok(Some(cap)) => Ok(Self(cap)),
-            Ok(None) => Err(de::Error::custom(format!(
+        // Read through a visitor, so a mistake is reported at the entry, not its list.
+        d.deserialize_any(GrantVisitor)
+    }
+}
+
+struct GrantVisitor;
+
+impl Visitor<'_> for GrantVisitor {
+    type Value = Grant;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(super::sandbox::CAPABILITY_EXPECTED)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Grant, E> {
+        match super::Capability::parse(text) {
+            Ok(Some(cap)) => Ok(Grant(cap)),
+            Ok(None) => Err(E::custom(format!(
                 "`{text}` is not a capability: expected {}",
                 super::sandbox::CAPABILITY_EXPECTED
             ))),
-            Err(e) => Err(de::Error::custom(e)),
+            Err(e) => Err(E::custom(e)),
         }
     }
 }

@@ -11,7 +11,12 @@ use toolhost::{Declared, Host, Inspection, RunsAs};
 pub(crate) fn inspect(file: &Path, json: bool, host: Option<&Host>) -> Result<ExitCode> {
     // How the profile `default` of the root runs it, if it is a tool of one of its layers.
     let runs = host.and_then(|h| h.runs_as("default", file));
-    match toolhost::inspect(file) {
+    // A library the profile isolates is read in its worker (and sandbox): its constructor
+    // never runs in this process.
+    let report = host
+        .and_then(|h| h.inspect_isolated("default", file))
+        .unwrap_or_else(|| toolhost::inspect(file));
+    match report {
         Ok(report) if json => {
             let mut value = as_json(&report);
             if let (Value::Object(out), Some(runs)) = (&mut value, &runs) {

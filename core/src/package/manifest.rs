@@ -30,6 +30,11 @@
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
 //! // The text starts with a newline: `version` is on line 4.
 //! assert!(error.message.starts_with("toolhost-plugin.toml line 4: `version`"), "{error}");
+//!
+//! // A capability of the sandbox must be well formed (a free-form tag is anything).
+//! let bad = text.replace("net:443", "net:https");
+//! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
+//! assert!(error.message.starts_with("toolhost-plugin.toml line 6: `capabilities`: `net:https`: expected a port"), "{error}");
 //! ```
 
 use std::collections::BTreeMap;

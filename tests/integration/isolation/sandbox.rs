@@ -291,6 +291,14 @@ fn a_tool_asking_for_what_is_not_granted_is_refused_with_how_to_grant_it() {
             ),
         "{error}"
     );
+    // `inspect` reads it in its worker, as a call would load it: refused the same way.
+    let file = root.path().join("usr/tools/asks.so");
+    let out = root.run_cli(&["inspect", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("asks for exec, read:/srv/data"),
+        "{stderr}"
+    );
     // Granted (a folder above the one it asks for covers it), it loads.
     root.write(
         "usr/toolhost.toml",

@@ -2,7 +2,9 @@
 //! taken in turn (so that a busy machine slows both alike): the start of a worker (a fresh
 //! host resolving the tool: read, private copy, spawn, sandbox applied, library load, hello)
 //! and the round trip of a no-op call, each with `sandbox = "off"` and sandboxed. Prints the
-//! median of each, and the difference.
+//! median of each, and the difference; and the median time a worker took to apply its sandbox,
+//! as the worker measured it (`ToolSandbox::applied_in`): the cost itself, without the noise of
+//! starting a process on a busy machine.
 //!
 //! Run with `cargo bench --profile dev -p toolhost-tests --bench sandbox` (the sandbox is
 //! applied by the kernel, so the profile changes little of the difference; `cargo bench`
@@ -56,6 +58,7 @@ fn main() {
     let roots = [root(false), root(true)];
     // Worker start, the two kinds in turn.
     let mut starts = [Vec::new(), Vec::new()];
+    let mut applied = Vec::new();
     for round in 0..STARTS {
         for i in [round % 2, 1 - round % 2] {
             let host = roots[i].host();
@@ -64,6 +67,9 @@ fn main() {
             starts[i].push(start.elapsed());
             assert!(found.handle.is_isolated());
             assert_eq!(found.handle.sandbox().is_some(), i == 1);
+            if let Some(sandbox) = found.handle.sandbox() {
+                applied.push(sandbox.applied_in.unwrap());
+            }
             drop(found);
             drop(host);
         }
@@ -103,6 +109,11 @@ fn main() {
     }
     let [off, on] = starts;
     report("worker start", off, on);
+    println!(
+        "{:<28} {:>10.1} µs (median, as the worker measured it)",
+        "sandbox applied",
+        median(applied).as_secs_f64() * 1e6
+    );
     let [off, on] = calls;
     report("isolated call round trip", off, on);
 }

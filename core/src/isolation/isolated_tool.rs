@@ -244,9 +244,14 @@ impl IsolatedTool {
     }
 
     /// Whether its worker runs sandboxed, and what the sandbox enforces.
-    pub(crate) fn sandbox(&self) -> Option<(&SandboxPolicy, &str)> {
+    pub(crate) fn sandbox(&self) -> Option<(&SandboxPolicy, &str, Duration)> {
         let policy = self.settings.sandbox.as_deref()?;
-        Some((policy, self.hello.sandbox.as_deref().unwrap_or("sandboxed")))
+        let enforced = self.hello.sandbox.as_deref().unwrap_or("sandboxed");
+        Some((
+            policy,
+            enforced,
+            Duration::from_micros(self.hello.sandbox_micros),
+        ))
     }
 
     /// Runs `op` in the worker with no deadline (the hooks, extensions, `execute_bare`).

@@ -198,9 +198,10 @@ impl ToolHandle {
     /// The sandbox its worker runs in, if it is isolated and sandboxed (see the book,
     /// "Isolated plugins").
     pub fn sandbox(&self) -> Option<ToolSandbox> {
-        let (policy, enforced) = self.worker()?.sandbox()?;
+        let (policy, enforced, applied_in) = self.worker()?.sandbox()?;
         Some(ToolSandbox {
             enforced: enforced.to_owned(),
+            applied_in: Some(applied_in),
             ..ToolSandbox::configured(policy)
         })
     }
@@ -315,6 +316,8 @@ pub struct ToolSandbox {
     pub enforced: String,
     /// The grants, as written (`net:443`, `read:/data`, `exec`).
     pub grants: Vec<String>,
+    /// How long the tool's first worker took to apply it (`None` before a worker has).
+    pub applied_in: Option<std::time::Duration>,
 }
 
 impl ToolSandbox {
@@ -325,6 +328,7 @@ impl ToolSandbox {
         Self {
             enforced: "sandboxed".to_owned(),
             grants,
+            applied_in: None,
         }
     }
 }

@@ -129,6 +129,14 @@ mod linux {
     #[cfg(target_arch = "x86_64")]
     const X32: i64 = 0x4000_0000;
 
+    /// Whether this kernel runs x32 system calls (`CONFIG_X86_X32_ABI`): `getpid` with the x32
+    /// bit answers the process id there, and `ENOSYS` where the kernel has no x32 (most).
+    #[cfg(target_arch = "x86_64")]
+    fn x32_available() -> bool {
+        // SAFETY: getpid takes no arguments and changes nothing.
+        unsafe { libc::syscall(libc::SYS_getpid | X32) != -1 }
+    }
+
     /// Installs the seccomp filters.
     pub(super) fn seccomp(plan: &Confinement) -> Result<(), String> {
         let arch = std::env::consts::ARCH
@@ -289,7 +297,7 @@ mod linux {
         }
         rules.insert(libc::SYS_socket, socket);
         #[cfg(target_arch = "x86_64")]
-        {
+        if x32_available() {
             // The same calls through the x32 ABI, where the kernel has it: their numbers with
             // the x32 bit (execve and execveat have x32 numbers of their own).
             let native: Vec<(i64, Vec<SeccompRule>)> =

@@ -54,7 +54,10 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
     let link = Arc::new(WorkerLink::new(output));
     let scratch = std::env::var_os(SCRATCH_ENV).map(PathBuf::from);
     // Before the library is opened: its constructors run confined too.
-    let sandbox = match sandbox(library) {
+    let confining = std::time::Instant::now();
+    let sandbox = sandbox(library);
+    let sandbox_micros = confining.elapsed().as_micros() as u64;
+    let sandbox = match sandbox {
         Ok(sandbox) => sandbox,
         Err(reason) => {
             let kind = crate::LoadErrorKind::Sandbox.as_str().to_owned();
@@ -65,6 +68,7 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
     let tool = match load(library, source, extension) {
         Ok((tool, mut hello)) => {
             hello.sandbox = sandbox;
+            hello.sandbox_micros = sandbox_micros;
             link.send(&FromWorker::Hello(hello));
             Arc::new(tool)
         }
@@ -159,6 +163,7 @@ fn load(
             after_hook: false,
             readiness: false,
             sandbox: None,
+            sandbox_micros: 0,
         };
         return Ok((Served::Extension(handle), hello));
     }
@@ -172,6 +177,7 @@ fn load(
         after_hook: tool.has_after_hook(),
         readiness: tool.has_readiness(),
         sandbox: None,
+        sandbox_micros: 0,
     };
     Ok((Served::Tool(Box::new(tool)), hello))
 }

@@ -191,6 +191,8 @@ impl WorkerProcess {
         let scratch = Scratch::new().map_err(StartError::Spawn)?;
         let mut command = command(program, library, source, extension, settings);
         command.env(SCRATCH_ENV, &scratch.0);
+        // Only what this host asks for: never a sandbox inherited from its own environment.
+        command.env_remove(SANDBOX_ENV);
         if let Some(policy) = &settings.sandbox {
             let plan =
                 Confinement::plan(policy, source, &scratch.0).map_err(StartError::Sandbox)?;

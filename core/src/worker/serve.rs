@@ -53,9 +53,13 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
     };
     let link = Arc::new(WorkerLink::new(output));
     let scratch = std::env::var_os(SCRATCH_ENV).map(PathBuf::from);
+    let plan = std::env::var_os(SANDBOX_ENV);
+    // Still the only thread: the plugin and what it starts do not see them.
+    std::env::remove_var(SCRATCH_ENV);
+    std::env::remove_var(SANDBOX_ENV);
     // Before the library is opened: its constructors run confined too.
     let confining = std::time::Instant::now();
-    let sandbox = sandbox(library);
+    let sandbox = sandbox(plan, library);
     let sandbox_micros = confining.elapsed().as_micros() as u64;
     let sandbox = match sandbox {
         Ok(sandbox) => sandbox,
@@ -97,12 +101,13 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
     exit_now()
 }
 
-/// Reads the sandbox the host asked for ([`SANDBOX_ENV`]) and confines this process to it:
+/// Reads the sandbox the host asked for (`plan`, from [`SANDBOX_ENV`]) and confines this
+/// process to it:
 /// `None` if none was asked for, else what is enforced; an error if it cannot be. The library
 /// copy the worker loads stays readable: a file copy (removed, open through its descriptor)
 /// by a rule of its own; an in-memory file needs none (no rule can name one).
-fn sandbox(library: &Path) -> Result<Option<String>, String> {
-    let Some(text) = std::env::var_os(SANDBOX_ENV) else {
+fn sandbox(plan: Option<std::ffi::OsString>, library: &Path) -> Result<Option<String>, String> {
+    let Some(text) = plan else {
         return Ok(None);
     };
     let mut plan: Confinement = serde_json::from_str(&text.to_string_lossy())

@@ -176,7 +176,11 @@ fn tcp_needs_a_grant_by_port_and_bind_is_refused() {
             drop(server.accept());
         }
     });
-    let root = hostile_root(&[format!("net:{port}")], "");
+    // A port free a moment ago, for the bind grant.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let bind_port = free.local_addr().unwrap().port();
+    drop(free);
+    let root = hostile_root(&[format!("net:{port}"), format!("bind:{bind_port}")], "");
     let (agent, _) = root.agent("default");
     refused(
         call(&agent, "hostile", "connect", json!({"port": port})),
@@ -194,6 +198,13 @@ fn tcp_needs_a_grant_by_port_and_bind_is_refused() {
     accept.join().unwrap();
     refused(call(&agent, "hostile", "bind", json!({})), EACCES, "bind");
     works(call(&agent, "loose", "bind", json!({})), "bind");
+    // A bind grant is for its port only.
+    works(
+        call(&agent, "granted", "bind", json!({"port": bind_port})),
+        "bind granted",
+    );
+    let other = call(&agent, "granted", "bind", json!({}));
+    assert!(other.is_err_and(|e| e.contains(EACCES)), "another port");
 }
 
 #[test]

@@ -208,6 +208,30 @@ fn tcp_needs_a_grant_by_port_and_bind_is_refused() {
 }
 
 #[test]
+fn udp_needs_its_grant_and_unix_sockets_are_refused() {
+    let root = hostile_root(&["net:udp".to_owned()], "");
+    let (agent, _) = root.agent("default");
+    refused(call(&agent, "hostile", "udp", json!({})), EPERM, "udp");
+    works(call(&agent, "loose", "udp", json!({})), "udp");
+    works(call(&agent, "granted", "udp", json!({})), "udp granted");
+    // A Unix socket by path (a container runtime's, a desktop bus): refused, whatever the
+    // folder's rights.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    refused(
+        call(&agent, "hostile", "unix", json!({"path": path})),
+        EPERM,
+        "unix socket",
+    );
+    works(
+        call(&agent, "loose", "unix", json!({"path": path})),
+        "unix socket",
+    );
+    drop(listener);
+}
+
+#[test]
 fn programs_processes_and_signals_to_the_host_are_refused() {
     let root = hostile_root(&["exec".to_owned()], "");
     let (agent, _) = root.agent("default");

@@ -173,7 +173,7 @@ pub use host::HostError;
 pub use host::ListedMcpTool;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
-    ListedTool, Resolution, ToolSource,
+    ListedTool, Resolution, RunsAs, ToolSource,
 };
 pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};
@@ -188,7 +188,7 @@ pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
-pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle};
+pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, ToolSandbox};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use secrets::{
     mask_log_line, placeholder, MaskStream, Masked, MaskedError, MaskedInLogs, Secrets,

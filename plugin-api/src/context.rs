@@ -68,6 +68,16 @@ impl Context {
         self.field(ContextField::LogId).parse().unwrap_or(0)
     }
 
+    /// The call's private scratch folder, when the tool runs in a worker process
+    /// ([isolated](https://docs.rs/toolhost), sandboxed or not): a folder of its own for this
+    /// call, emptied and removed when the call ends. A sandboxed tool may write here and
+    /// nowhere else unless the user granted it more. `None` in the host's process.
+    pub fn scratch_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.field(ContextField::Scratch))
+            .filter(|dir| !dir.is_empty())
+            .map(std::path::PathBuf::from)
+    }
+
     /// Replaces the text content of the call's log item.
     pub fn log_content(&self, content: &str) {
         self.ffi.log_content(content)

@@ -65,7 +65,12 @@ pub struct ToolInfo {
     pub max_retries: u32,
     /// Whether the tool reports progress while it runs.
     pub stream_capable: bool,
-    /// Free-form capability tags (`"network"`, `"filesystem"`, ...).
+    /// What the tool needs and other tags. When the tool runs sandboxed (an isolated tool of
+    /// the host), these ask for rights: `read:/path`, `write:/path`, `net:PORT` (TCP connect;
+    /// `net:*` any port), `bind:PORT`, `net:udp` and `exec`. The host refuses to load a
+    /// sandboxed tool that asks for one its user has not granted, with one line saying how to
+    /// grant it; it never grants anything because a tool asks. Any other tag (`idempotent`,
+    /// `network`) is free-form: the host's `[access]` lists match them as `cap:<tag>`.
     pub capabilities: Vec<String>,
     /// What the tool can change.
     pub risk_level: RiskLevel,
@@ -153,7 +158,8 @@ impl ToolInfo {
         self.stream_capable = yes;
         self
     }
-    /// Adds a capability tag.
+    /// Adds a capability tag (`"net:443"`, `"read:/data"`, `"idempotent"`: see
+    /// [`capabilities`](Self::capabilities)).
     pub fn capability(mut self, tag: impl Into<String>) -> Self {
         self.capabilities.push(tag.into());
         self

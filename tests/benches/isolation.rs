@@ -1,8 +1,10 @@
-//! Isolated plugins: a no-op call in a worker process against the same call in the host's
-//! process and the direct Rust call, in one run; calls per second on one worker; and the start
-//! of a worker (load of an isolated tool: read, private copy, spawn, library load, hello).
+//! Isolated plugins: a no-op call in a worker process (with and without its sandbox) against
+//! the same call in the host's process and the direct Rust call, in one run; calls per second
+//! on one worker; and the start of a worker (load of an isolated tool: read, private copy,
+//! spawn, sandbox, library load, hello), with and without the sandbox.
 //!
-//! Run with `cargo bench -p toolhost-tests --bench isolation`.
+//! Run with `cargo bench -p toolhost-tests --bench isolation` (or `--profile dev` for a quick
+//! comparison of the sandbox's cost in the same run).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,18 +26,28 @@ impl Noop {
     }
 }
 
-/// A root with the noop tool, isolated or not, without the audit.
-fn root(isolated: bool) -> TestRoot {
+/// Where the noop tool runs.
+#[derive(Clone, Copy)]
+enum Runs {
+    InProcess,
+    /// In a worker, `sandbox = "off"`.
+    Isolated,
+    /// In a sandboxed worker (the default of an isolated tool).
+    Sandboxed,
+}
+
+/// A root with the noop tool, run as `runs` says, without the audit.
+fn root(runs: Runs) -> TestRoot {
     let root = TestRoot::new();
     root.tool("usr", "noop", Fixture::Noop);
-    let isolate = if isolated {
-        "isolate = [\"noop\"]\n"
-    } else {
-        ""
+    let config = match runs {
+        Runs::InProcess => "",
+        Runs::Isolated => "isolate = [\"noop\"]\n\n[tools.noop]\nsandbox = \"off\"\n\n",
+        Runs::Sandboxed => "isolate = [\"noop\"]\n\n",
     };
     root.write(
         "usr/toolhost.toml",
-        format!("{isolate}[audit]\nenabled = false\n"),
+        format!("{config}[audit]\nenabled = false\n"),
     );
     root
 }
@@ -47,10 +59,14 @@ fn agent(root: &TestRoot) -> Arc<Agent> {
 fn bench_calls(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let args = json!({"city": "Paris", "days": 3, "units": "metric"});
     let args_json = args.to_string();
-    let (in_root, iso_root) = (root(false), root(true));
+    let (in_root, iso_root) = (root(Runs::InProcess), root(Runs::Isolated));
+    let sandbox_root = root(Runs::Sandboxed);
     let (local, isolated) = (agent(&in_root), agent(&iso_root));
+    let sandboxed = agent(&sandbox_root);
     rt.block_on(local.call_tool("noop", args.clone())).unwrap();
     rt.block_on(isolated.call_tool("noop", args.clone()))
+        .unwrap();
+    rt.block_on(sandboxed.call_tool("noop", args.clone()))
         .unwrap();
     let handle = |a: &Agent| {
         a.host()
@@ -61,7 +77,9 @@ fn bench_calls(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
             .handle
     };
     let (local_tool, isolated_tool) = (handle(&local), handle(&isolated));
+    let sandboxed_tool = handle(&sandboxed);
     assert!(isolated_tool.is_isolated() && !local_tool.is_isolated());
+    assert!(isolated_tool.sandbox().is_none() && sandboxed_tool.sandbox().is_some());
 
     let mut group = c.benchmark_group("isolation");
     group.bench_function("direct in-process", |b| {
@@ -76,6 +94,12 @@ fn bench_calls(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     group.bench_function("bare execute, isolated", |b| {
         b.iter(|| {
             rt.block_on(isolated.execute_bare(black_box(&isolated_tool), &args))
+                .unwrap()
+        })
+    });
+    group.bench_function("bare execute, isolated and sandboxed", |b| {
+        b.iter(|| {
+            rt.block_on(sandboxed.execute_bare(black_box(&sandboxed_tool), &args))
                 .unwrap()
         })
     });
@@ -134,26 +158,32 @@ fn fresh_agents(
 }
 
 /// The start of a worker: a fresh host resolves the isolated tool (its file read and hashed,
-/// a private copy made, the worker spawned, the library loaded there, the hello read).
+/// a private copy made, the worker spawned, its sandbox applied, the library loaded there, the
+/// hello read).
 fn bench_start(c: &mut Criterion) {
-    let root = root(true);
     let mut group = c.benchmark_group("isolation start");
     group.sample_size(20);
-    group.bench_function("worker start (isolated tool load)", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let host = root.host();
-                let start = Instant::now();
-                let found = host.resolve("default", "noop").found.clone().unwrap();
-                total += start.elapsed();
-                assert!(found.handle.is_isolated());
-                drop(found);
-                drop(host); // not timed: the worker exits once its stdin closes
-            }
-            total
-        })
-    });
+    for (name, runs) in [
+        ("worker start (isolated tool load)", Runs::Isolated),
+        ("worker start, sandboxed", Runs::Sandboxed),
+    ] {
+        let root = root(runs);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let host = root.host();
+                    let start = Instant::now();
+                    let found = host.resolve("default", "noop").found.clone().unwrap();
+                    total += start.elapsed();
+                    assert!(found.handle.is_isolated());
+                    drop(found);
+                    drop(host); // not timed: the worker exits once its stdin closes
+                }
+                total
+            })
+        });
+    }
     group.finish();
 }
 

@@ -40,5 +40,6 @@ pub fn call_record(writer: &str, i: u64) -> AuditRecord {
         outcome: "success".into(),
         metadata: Some(json!({"bytes_written": 66, "created": false})),
         stage: None,
+        sandbox: None,
     })
 }

@@ -6,16 +6,30 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::{json, Value};
-use toolhost::{Declared, Inspection};
+use toolhost::{Declared, Host, Inspection, RunsAs};
 
-pub(crate) fn inspect(file: &Path, json: bool) -> Result<ExitCode> {
-    match toolhost::inspect(file) {
+pub(crate) fn inspect(file: &Path, json: bool, host: Option<&Host>) -> Result<ExitCode> {
+    // How the profile `default` of the root runs it, if it is a tool of one of its layers.
+    let runs = host.and_then(|h| h.runs_as("default", file));
+    // A library the profile isolates is read in its worker (and sandbox): its constructor
+    // never runs in this process.
+    let report = host
+        .and_then(|h| h.inspect_isolated("default", file))
+        .unwrap_or_else(|| toolhost::inspect(file));
+    match report {
         Ok(report) if json => {
-            println!("{}", serde_json::to_string_pretty(&as_json(&report))?);
+            let mut value = as_json(&report);
+            if let (Value::Object(out), Some(runs)) = (&mut value, &runs) {
+                out.insert("runs".to_owned(), runs_json(runs));
+            }
+            println!("{}", serde_json::to_string_pretty(&value)?);
             Ok(ExitCode::SUCCESS)
         }
         Ok(report) => {
             print(&report);
+            if let Some(runs) = &runs {
+                println!("  runs         {}", runs_text(runs));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -60,6 +74,30 @@ fn print(r: &Inspection) {
             println!("  kind         extension (goes in an extensions/<point>/ folder)");
             println!("  description  {}", shown(&info.description));
         }
+    }
+}
+
+/// `in a worker process, sandboxed; granted: net:443`.
+fn runs_text(runs: &RunsAs) -> String {
+    match runs {
+        RunsAs::InProcess => "in the host's process (profile default)".to_owned(),
+        RunsAs::Isolated { sandbox: None } => {
+            "in a worker process, not sandboxed (profile default)".to_owned()
+        }
+        RunsAs::Isolated {
+            sandbox: Some(sandbox),
+        } => format!("in a worker process, {sandbox} (profile default)"),
+        _ => "(unknown)".to_owned(),
+    }
+}
+
+fn runs_json(runs: &RunsAs) -> Value {
+    match runs {
+        RunsAs::Isolated { sandbox } => json!({
+            "isolated": true,
+            "sandbox": sandbox.as_ref().map(|s| json!({"enforced": s.enforced, "grants": s.grants})),
+        }),
+        _ => json!({"isolated": false, "sandbox": null}),
     }
 }
 

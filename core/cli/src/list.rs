@@ -77,9 +77,10 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
     }
     for tool in &listing.tools {
         let info = tool.info();
-        let isolated = match tool.is_isolated() {
-            true => " (isolated: runs in a worker process)",
-            false => "",
+        let isolated = match (tool.is_isolated(), tool.sandbox()) {
+            (true, Some(sandbox)) => format!(" (isolated, {sandbox})"),
+            (true, None) => " (isolated: runs in a worker process, not sandboxed)".to_owned(),
+            (false, _) => String::new(),
         };
         println!(
             "  {:<12} {:<5} [{} layer] {}{isolated}",
@@ -241,6 +242,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Catalog) -> Value {
                 "version": info.version,
                 "package": t.package(),
                 "isolated": t.is_isolated(),
+                "sandbox": t.sandbox().map(|s| json!({"enforced": s.enforced, "grants": s.grants})),
                 "contract": t.contract(),
                 "parameters": info.parameters,
                 "capabilities": info.capabilities,

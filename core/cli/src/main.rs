@@ -560,7 +560,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             load,
         } => list::list(&host()?, &profile, json, load),
-        Command::Inspect { file, json } => inspect::inspect(&file, json),
+        Command::Inspect { file, json } => inspect::inspect(&file, json, host().ok().as_ref()),
         Command::Pin { check } => pin::pin(&host()?, check),
         Command::New {
             name,

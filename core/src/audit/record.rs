@@ -9,6 +9,9 @@ use serde_json::Value;
 /// `"type": "call" | "approval" | "breaker"` first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// Records are read back one at a time (verify, tail), never kept in bulk: a call's record
+// inline costs less than a box per record.
+#[allow(clippy::large_enum_variant)]
 pub enum AuditRecord {
     /// A tool call, from request to result.
     Call(CallRecord),
@@ -84,6 +87,10 @@ pub struct CallRecord {
     /// by validation or approval, which its `approval` and `outcome` say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// The sandbox an isolated tool ran in: what the kernel enforced and what the user had
+    /// granted (`sandboxed; granted: net:443`); `None` for a tool without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// A call about to run its tool ([`AuditRecord::Start`]).

@@ -31,6 +31,7 @@ fn call(i: u64) -> AuditRecord {
         outcome: "success".into(),
         metadata: Some(json!({"bytes": 12})),
         stage: None,
+        sandbox: None,
     })
 }
 

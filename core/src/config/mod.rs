@@ -39,6 +39,7 @@ mod locate;
 pub mod numbers;
 pub(crate) mod pinning;
 mod policy;
+mod sandbox;
 mod settings;
 mod source;
 mod tables;
@@ -53,6 +54,7 @@ use tables::FileConfig;
 pub use edit::save_tool_policy;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
+pub use sandbox::{Capability, Port, SandboxPolicy, CAPABILITY_EXPECTED};
 pub use settings::{
     AuditSettings, Backoff, BreakerSettings, IsolationSettings, DEFAULT_INIT_TIMEOUT,
     MIN_WORKER_MEMORY_MB,
@@ -216,26 +218,66 @@ impl Config {
         let Some(entries) = &self.values.isolate else {
             return false;
         };
-        let label = layer.label.strip_prefix("usr/").unwrap_or(&layer.label);
         entries.iter().any(|entry| match entry {
             IsolateEntry::All => true,
             IsolateEntry::Layer(kind) => *kind == layer.kind,
             IsolateEntry::Tool(name) => Some(name.as_str()) == tool,
-            IsolateEntry::Plugin(folder) => label
-                .strip_prefix("plugins/")
-                .and_then(|rest| rest.strip_prefix(folder.as_str()))
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+            IsolateEntry::Plugin(folder) => plugin_folder(layer) == Some(folder.as_str()),
         })
     }
 
-    /// The limits of worker processes (`[isolation]`).
+    /// The limits of worker processes (`[isolation]`), without a sandbox (see
+    /// [`sandbox`](Self::sandbox)).
     pub fn isolation(&self) -> IsolationSettings {
         let (table, default) = (&self.values.isolation, IsolationSettings::default());
         IsolationSettings {
             memory_mb: table.memory_mb.map(|m| m.0),
             cpu_seconds: table.cpu_seconds.map(|s| s.0),
             grace: table.grace_ms.map_or(default.grace, |ms| ms.0),
+            sandbox: None,
         }
+    }
+
+    /// Whether packages installed with `toolhost add` run isolated (and so sandboxed) when
+    /// `isolate` does not name them (`[packages] isolate`, default `true`).
+    pub fn isolate_packages(&self) -> bool {
+        self.values.packages.isolate.unwrap_or(true)
+    }
+
+    /// The sandbox of `tool` (`None` for an extension) found in `layer`, if it runs isolated:
+    /// `None` when `[tools.<tool>] sandbox = "off"`; else its grants, from `[sandbox] grant`,
+    /// `[sandbox.plugins.<folder>] grant` (its plugin's) and `[tools.<tool>] grant`.
+    pub fn sandbox(
+        &self,
+        tool: Option<&str>,
+        layer: &crate::layout::Layer,
+    ) -> Option<SandboxPolicy> {
+        let entry = tool.and_then(|t| self.values.tools.get(t));
+        if entry.and_then(|e| e.sandbox).is_some_and(|on| !on.0) {
+            return None;
+        }
+        let sandbox = &self.values.sandbox;
+        let mut grants = Vec::new();
+        let mut add = |list: &Option<Vec<tables::Grant>>, keys: &[&str]| {
+            let from = self.source(keys).to_string();
+            for grant in list.iter().flatten() {
+                grants.push((grant.0.clone(), from.clone()));
+            }
+        };
+        add(&sandbox.grant, &["sandbox", "grant"]);
+        if let Some(folder) = plugin_folder(layer) {
+            if let Some(plugin) = sandbox.plugins.get(folder) {
+                add(&plugin.grant, &["sandbox", "plugins", folder, "grant"]);
+            }
+        }
+        if let (Some(tool), Some(entry)) = (tool, entry) {
+            add(&entry.grant, &["tools", tool, "grant"]);
+        }
+        Some(SandboxPolicy {
+            grants,
+            weaker: sandbox.weaker.unwrap_or(false),
+            ..SandboxPolicy::default()
+        })
     }
 
     /// The audit log's settings (`[audit]`).
@@ -257,6 +299,14 @@ impl Config {
             .as_ref()
             .map(|name| name.0.as_str())
     }
+}
+
+/// The plugin folder `layer` belongs to (`web` for `plugins/web`, `usr/plugins/web` and
+/// `plugins/web/agents/dev`), if it is a plugin's.
+fn plugin_folder(layer: &crate::layout::Layer) -> Option<&str> {
+    let label = layer.label.strip_prefix("usr/").unwrap_or(&layer.label);
+    let rest = label.strip_prefix("plugins/")?;
+    Some(rest.split('/').next().unwrap_or(rest)).filter(|f| !f.is_empty())
 }
 
 #[cfg(test)]

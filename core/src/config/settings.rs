@@ -122,7 +122,7 @@ pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// assert_eq!(settings.memory_mb, None);
 /// assert_eq!(settings.grace, Duration::from_millis(1000));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsolationSettings {
     /// The most address space a worker may use, in MiB (`RLIMIT_AS`); `None`: no limit.
     pub memory_mb: Option<u64>,
@@ -132,6 +132,10 @@ pub struct IsolationSettings {
     /// How long a call cancelled at its deadline (or by the user) may go on before its worker
     /// is killed. Default 1 s.
     pub grace: Duration,
+    /// The sandbox its worker runs in ([`Config::sandbox`](super::Config::sandbox)); `None`:
+    /// none (the default of a bare `IsolationSettings`; the host sandboxes every isolated tool
+    /// whose configuration does not say `sandbox = "off"`).
+    pub sandbox: Option<std::sync::Arc<super::SandboxPolicy>>,
 }
 
 impl Default for IsolationSettings {
@@ -140,6 +144,7 @@ impl Default for IsolationSettings {
             memory_mb: None,
             cpu_seconds: None,
             grace: Duration::from_millis(1000),
+            sandbox: None,
         }
     }
 }

@@ -30,6 +30,74 @@ pub(super) struct FileConfig {
     /// `pinning = true`: refuse libraries not pinned in `usr/plugins.lock`.
     pub pinning: Option<bool>,
     pub packages: Packages,
+    pub sandbox: Sandbox,
+}
+
+/// `[sandbox]`: what every sandboxed tool of the profile is granted, per plugin folder too,
+/// and whether a kernel that enforces only part of it may run sandboxed tools.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Sandbox {
+    pub grant: Option<Vec<Grant>>,
+    pub weaker: Option<bool>,
+    /// `[sandbox.plugins.<folder>]`: the grants of one plugin's tools.
+    pub plugins: BTreeMap<String, PluginSandbox>,
+}
+
+/// `[sandbox.plugins.<folder>]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct PluginSandbox {
+    pub grant: Option<Vec<Grant>>,
+}
+
+/// One entry of a `grant` list: a [`Capability`](super::Capability).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Grant(pub super::Capability);
+
+impl<'de> Deserialize<'de> for Grant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Read through a visitor, so a mistake is reported at the entry, not its list.
+        d.deserialize_any(GrantVisitor)
+    }
+}
+
+struct GrantVisitor;
+
+impl Visitor<'_> for GrantVisitor {
+    type Value = Grant;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(super::sandbox::CAPABILITY_EXPECTED)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Grant, E> {
+        match super::Capability::parse(text) {
+            Ok(Some(cap)) => Ok(Grant(cap)),
+            Ok(None) => Err(E::custom(format!(
+                "`{text}` is not a capability: expected {}",
+                super::sandbox::CAPABILITY_EXPECTED
+            ))),
+            Err(e) => Err(E::custom(e)),
+        }
+    }
+}
+
+/// `sandbox = "on" | "off"` of a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SandboxSwitch(pub bool);
+
+impl<'de> Deserialize<'de> for SandboxSwitch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "on" => Ok(Self(true)),
+            "off" => Ok(Self(false)),
+            other => Err(de::Error::invalid_value(
+                Unexpected::Str(other),
+                &r#""on" or "off""#,
+            )),
+        }
+    }
 }
 
 /// `[packages]`: the trust policy of `toolhost add` and `update`.
@@ -42,6 +110,8 @@ pub(super) struct Packages {
     pub only_installed: Option<bool>,
     /// `[packages.signers]`: source prefix -> the key ids allowed to sign packages from it.
     pub signers: Option<BTreeMap<String, Vec<String>>>,
+    /// `isolate = false`: installed packages run where `isolate` says, not isolated by default.
+    pub isolate: Option<bool>,
 }
 
 /// `[isolation]`: the limits of worker processes.
@@ -176,6 +246,10 @@ pub(super) struct ToolEntry {
     pub timeout_seconds: Option<Seconds>,
     pub max_retries: Option<Count>,
     pub policy: Option<PolicyDecision>,
+    /// What the tool is granted in its sandbox.
+    pub grant: Option<Vec<Grant>>,
+    /// `sandbox = "off"`: isolated without a sandbox.
+    pub sandbox: Option<SandboxSwitch>,
 }
 
 /// `[access]`

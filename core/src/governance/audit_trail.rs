@@ -112,6 +112,8 @@ struct CallLine<'a> {
     metadata: Option<MaybeMasked<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stage: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<&'a str>,
 }
 
 /// A call's start as written: the fields of [`StartRecord`](crate::audit::StartRecord),
@@ -192,6 +194,8 @@ pub(crate) struct Caller<'a> {
 pub(crate) struct EndedCall<'c, S> {
     pub(crate) request: &'c ToolName,
     pub(crate) source: S,
+    /// The sandbox the tool ran in, if it ran in one (`sandboxed; granted: net:443`).
+    pub(crate) sandbox: Option<String>,
     pub(crate) rules: &'c CallRules,
     pub(crate) args: &'c Map<String, Value>,
     pub(crate) trail: Trail,
@@ -213,6 +217,7 @@ pub(crate) fn append_call<'a>(
     let EndedCall {
         request,
         source,
+        sandbox,
         rules,
         args,
         trail,
@@ -257,6 +262,7 @@ pub(crate) fn append_call<'a>(
             _ => None,
         },
         stage: trail.stage,
+        sandbox: sandbox.as_deref(),
     };
     audit.append_serialized(&line)?;
     // The user's own decision gets a record of its own, with the call's id and arguments.
@@ -353,6 +359,7 @@ pub(crate) fn append_early(
         outcome: call.outcome,
         metadata: None,
         stage: Some(call.stage),
+        sandbox: None,
     })
 }
 
@@ -419,6 +426,7 @@ mod tests {
             outcome: "timeout",
             metadata: Some(MaybeMasked::Masked(metadata.as_object().unwrap().clone())),
             stage: None,
+            sandbox: Some("sandboxed; granted: net:443"),
         };
         let text = serde_json::to_string(&line).unwrap();
         let expected = AuditRecord::Call(CallRecord {
@@ -442,6 +450,7 @@ mod tests {
             outcome: "timeout".to_owned(),
             metadata: Some(metadata),
             stage: None,
+            sandbox: Some("sandboxed; granted: net:443".to_owned()),
         });
         assert_eq!(
             serde_json::from_str::<AuditRecord>(&text).unwrap(),

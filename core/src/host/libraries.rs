@@ -43,7 +43,7 @@ impl Loaded {
 
 /// Where a tool is loaded: in this process, or in a worker process with these settings.
 /// Every load says which: a file is never loaded in this process by default.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Mode {
     InProcess,
     Isolated(IsolationSettings),
@@ -271,12 +271,12 @@ impl Libraries {
     /// What `path` serves now, if its file did not change since it was read. A file that is
     /// gone keeps serving until its removal is confirmed with [`forget`](Self::forget): cargo
     /// deletes a library before it links the new one in place.
-    fn cached(&self, path: &Path, mode: Mode) -> Option<Arc<Loaded>> {
+    fn cached(&self, path: &Path, mode: &Mode) -> Option<Arc<Loaded>> {
         let stamp = Stamp::of(path);
         let entries = lock(&self.entries);
         let entry = entries.get(path)?;
         let same_mode = match mode {
-            Mode::Isolated(settings) => entry.isolated == Some(settings),
+            Mode::Isolated(settings) => entry.isolated.as_ref() == Some(settings),
             Mode::InProcess => entry.isolated.is_none(),
         };
         (same_mode && !entry.stale && (stamp.is_none() || Some(entry.stamp) == stamp))
@@ -286,7 +286,7 @@ impl Libraries {
     /// What `path` serves now without reading it, if its file did not change since it was read
     /// and it was loaded as `mode` says.
     pub(crate) fn peek(&self, path: &Path, mode: Mode) -> Option<Arc<Loaded>> {
-        self.cached(path, mode)
+        self.cached(path, &mode)
     }
 
     /// The hash of the bytes of `path` last read, and whether they failed to load.
@@ -311,7 +311,7 @@ impl Libraries {
         extension: Option<(&str, &str)>,
         mode: Mode,
     ) -> Arc<Loaded> {
-        if let Some(current) = self.cached(path, mode) {
+        if let Some(current) = self.cached(path, &mode) {
             return current;
         }
         // One load per file at a time, so the one that reads last is the one that stays; other
@@ -321,7 +321,7 @@ impl Libraries {
             .or_default()
             .clone();
         let _loading = lock(&file_lock);
-        if let Some(current) = self.cached(path, mode) {
+        if let Some(current) = self.cached(path, &mode) {
             return current; // loaded by another thread while this one waited
         }
         let isolated = match mode {
@@ -373,7 +373,7 @@ impl Libraries {
             return previous.unwrap_or_else(|| unreachable!("a hash is only kept with an entry"));
         }
         let number = generations + 1;
-        let loaded = match self.instantiate(path, &image, number, extension, isolated) {
+        let loaded = match self.instantiate(path, &image, number, extension, isolated.clone()) {
             Ok(loaded) => Arc::new(loaded),
             Err(error) => {
                 let record = Some((image.stamp, Some(image.hash)));

@@ -216,8 +216,13 @@ impl Host {
         match isolated {
             Some(mode) => mode,
             None if self.options.isolate_all => {
-                let config = self.config(&profiles[0]).ok();
-                Mode::Isolated(config.map(|c| c.isolation()).unwrap_or_default())
+                let layers = self.layers(&profiles[0]);
+                let found = layers.iter().find(|l| l.dir == layer);
+                let tool = (!extension).then_some(name);
+                match (self.config(&profiles[0]), found) {
+                    (Ok(config), Some(found)) => self.isolated(&config, tool, found),
+                    _ => Mode::Isolated(self.fail_closed()),
+                }
             }
             None => Mode::InProcess,
         }
@@ -227,22 +232,94 @@ impl Host {
     /// [`HostOptions::isolate_all`](crate::HostOptions::isolate_all) or the profile's `isolate`
     /// says so. It fails closed: a profile whose config has a mistake (which hides what its
     /// `isolate` says) runs it in a worker with the default limits.
+    ///
+    /// A tool of a package installed with `toolhost add` (`usr/plugins/<name>/`, recorded in
+    /// `usr/packages.lock`) runs in a worker too, unless `[packages] isolate = false`. An
+    /// isolated tool runs sandboxed unless `[tools.<name>] sandbox = "off"`
+    /// ([`Config::sandbox`](crate::config::Config::sandbox)).
     pub(super) fn tool_mode(&self, profile: &str, layer: &Layer, name: &str) -> Mode {
-        self.mode(profile, |c| c.isolated(name, layer))
+        self.mode(profile, Some(name), layer)
     }
 
     /// Where an extension of `layer` runs for `profile` (as [`tool_mode`](Self::tool_mode)).
     pub(super) fn extension_mode(&self, profile: &str, layer: &Layer) -> Mode {
-        self.mode(profile, |c| c.isolated_extension(layer))
+        self.mode(profile, None, layer)
     }
 
-    fn mode(&self, profile: &str, isolates: impl Fn(&crate::config::Config) -> bool) -> Mode {
-        match self.config(profile) {
-            Ok(config) if self.options.isolate_all || isolates(&config) => {
-                Mode::Isolated(config.isolation())
-            }
-            Ok(_) => Mode::InProcess,
-            Err(_) => Mode::Isolated(Default::default()),
+    fn mode(&self, profile: &str, tool: Option<&str>, layer: &Layer) -> Mode {
+        let config = match self.config(profile) {
+            Ok(config) => config,
+            Err(_) => return Mode::Isolated(self.fail_closed()),
+        };
+        let isolates = match tool {
+            Some(name) => config.isolated(name, layer),
+            None => config.isolated_extension(layer),
+        };
+        let package = || config.isolate_packages() && self.installed_package(layer);
+        match self.options.isolate_all || isolates || package() {
+            true => self.isolated(&config, tool, layer),
+            false => Mode::InProcess,
+        }
+    }
+
+    /// Isolated, with the sandbox `config` gives the tool (or extension) of `layer`, completed
+    /// with what the host knows: the plugin folder it reads, the layer folders it never writes.
+    fn isolated(&self, config: &crate::config::Config, tool: Option<&str>, layer: &Layer) -> Mode {
+        let mut settings = config.isolation();
+        settings.sandbox = config.sandbox(tool, layer).map(|mut policy| {
+            policy.reads.extend(self.plugin_dir(layer));
+            policy.protected = self.protected_dirs();
+            Arc::new(policy)
+        });
+        Mode::Isolated(settings)
+    }
+
+    /// A configuration with a mistake hides what it says: its tools run isolated and
+    /// sandboxed, with the default limits and nothing granted.
+    fn fail_closed(&self) -> crate::IsolationSettings {
+        crate::IsolationSettings {
+            sandbox: Some(Arc::new(crate::config::SandboxPolicy {
+                protected: self.protected_dirs(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    /// The folders no sandboxed tool may write: the root's layer folders.
+    fn protected_dirs(&self) -> Vec<PathBuf> {
+        let root = self.layout.root();
+        ["usr", "plugins", "core"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect()
+    }
+
+    /// The plugin folder of `layer` (`plugins/web` for `plugins/web/agents/dev`), if it is a
+    /// plugin's.
+    fn plugin_dir(&self, layer: &Layer) -> Option<PathBuf> {
+        let label = layer.label.as_str();
+        let (parent, rest) = match label.strip_prefix("usr/plugins/") {
+            Some(rest) => ("usr/plugins", rest),
+            None => ("plugins", label.strip_prefix("plugins/")?),
+        };
+        let folder = rest.split('/').next()?;
+        Some(self.layout.root().join(parent).join(folder))
+    }
+
+    /// Whether `layer` belongs to a package that `toolhost add` installed (its name is in
+    /// `usr/packages.lock`).
+    fn installed_package(&self, layer: &Layer) -> bool {
+        let Some(rest) = layer.label.strip_prefix("usr/plugins/") else {
+            return false;
+        };
+        let name = rest.split('/').next().unwrap_or(rest);
+        let lock = crate::package::install::packages_lock_file(&self.layout);
+        match crate::package::PackageLock::read(&lock) {
+            Ok(lock) => lock.packages.contains_key(name),
+            // A lock that cannot be read: whether it lists the package is unknown, so the
+            // package is taken as installed (isolated and sandboxed).
+            Err(_) => true,
         }
     }
 }

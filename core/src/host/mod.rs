@@ -35,6 +35,7 @@ use crate::secrets::{SecretStore, Secrets};
 pub use catalog::ListedMcpTool;
 pub use catalog::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, ToolSource};
 pub use error::HostError;
+pub use listing::RunsAs;
 pub use lookup::{FoundTool, Resolution};
 pub use options::HostOptions;
 

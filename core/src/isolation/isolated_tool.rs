@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use super::limits::IsolationSettings;
 use super::protocol::{CallInfo, Hello, Op, Outcome, ToWorker};
 use super::worker_process::{CallResult, Pending, StartError, WorkerProcess};
+use crate::config::SandboxPolicy;
 use crate::exec::call_threads;
 use crate::load::error::{LoadError, LoadErrorKind};
 use crate::load::loader::Staged;
@@ -72,6 +73,9 @@ impl IsolatedTool {
         let ext = extension.as_ref();
         let worker = WorkerProcess::start(program, &library, source, ext, &settings, init_timeout);
         let worker = worker.map_err(|e| start_error(source, e))?;
+        if let Some(policy) = &settings.sandbox {
+            check_grants(source, &worker.hello, policy)?;
+        }
         Ok(Self {
             program: program.to_owned(),
             library,
@@ -204,8 +208,10 @@ impl IsolatedTool {
                 lock(&self.slot).deaths = 0;
                 Ok(answer)
             }
-            Ok(Err(e)) => Err(Ok(e)),
-            Err(()) => Err(Ok(ToolError::internal("the plugin process is gone"))),
+            Ok(Err(e)) => Err(Ok(self.in_sandbox(e))),
+            Err(()) => Err(Ok(
+                self.in_sandbox(ToolError::internal("the plugin process is gone"))
+            )),
         };
         if let Some(done) = quick {
             return ended(done);
@@ -219,6 +225,33 @@ impl IsolatedTool {
         let _ = link.send(&ToWorker::Cancel { id });
         self.watch_grace(worker, id);
         Err(Err(stopped))
+    }
+
+    /// `error` with the sandbox the call ran in, if it ran in one: `... (the tool ran sandboxed;
+    /// granted: net:443)`, so whoever reads the error (the model, the log, the audit record)
+    /// knows a denied operation may be why.
+    fn in_sandbox(&self, error: ToolError) -> ToolError {
+        let Some(policy) = &self.settings.sandbox else {
+            return error;
+        };
+        let enforced = self.hello.sandbox.as_deref().unwrap_or("sandboxed");
+        let message = format!(
+            "{} (the tool ran {enforced}; granted: {}; see `toolhost inspect` for its sandbox)",
+            error.message(),
+            policy.grants_text()
+        );
+        ToolError::new(error.kind(), message)
+    }
+
+    /// Whether its worker runs sandboxed, and what the sandbox enforces.
+    pub(crate) fn sandbox(&self) -> Option<(&SandboxPolicy, &str, Duration)> {
+        let policy = self.settings.sandbox.as_deref()?;
+        let enforced = self.hello.sandbox.as_deref().unwrap_or("sandboxed");
+        Some((
+            policy,
+            enforced,
+            Duration::from_micros(self.hello.sandbox_micros),
+        ))
     }
 
     /// Runs `op` in the worker with no deadline (the hooks, extensions, `execute_bare`).
@@ -300,5 +333,35 @@ fn start_error(source: &Path, error: StartError) -> LoadError {
             LoadErrorKind::InitFailed,
             format!("its worker process did not start: {reason}"),
         ),
+        StartError::Sandbox(reason) => LoadError::new(source, LoadErrorKind::Sandbox, reason),
     }
+}
+
+/// The capabilities the tool of `hello` (found at `source`) asks for that `policy` does not
+/// grant, as a load error that says how to grant them.
+fn check_grants(source: &Path, hello: &Hello, policy: &SandboxPolicy) -> Result<(), LoadError> {
+    let info: plugin_api::ToolInfo = match serde_json::from_str(&hello.info) {
+        Ok(info) => info,
+        // An extension's metadata: it declares no capabilities.
+        Err(_) => return Ok(()),
+    };
+    let missing = policy.missing(&info.capabilities);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let name = source
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let quoted: Vec<String> = missing.iter().map(|m| format!("\"{m}\"")).collect();
+    Err(LoadError::new(
+        source,
+        LoadErrorKind::NotGranted,
+        format!(
+            "tool {name} runs sandboxed and asks for {}, which the user has not granted (granted: {}): to grant it, add grant = [{}] to [tools.{name}] in usr/toolhost.toml, or run it without a sandbox with sandbox = \"off\" there",
+            missing.join(", "),
+            policy.grants_text(),
+            quoted.join(", ")
+        ),
+    ))
 }

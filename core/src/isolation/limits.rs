@@ -155,7 +155,7 @@ mod tests {
         );
         let limited = IsolationSettings {
             memory_mb: Some(256),
-            ..none
+            ..none.clone()
         };
         let reason = death_reason(&ending(signalled(libc::SIGABRT), 0.0), &limited, None);
         assert!(
@@ -166,7 +166,7 @@ mod tests {
         );
         let cpu = IsolationSettings {
             cpu_seconds: Some(1),
-            ..none
+            ..none.clone()
         };
         assert!(
             death_reason(&ending(signalled(libc::SIGXCPU), 1.0), &cpu, None)

@@ -8,7 +8,8 @@
 //!   turning its end into one line (`limits.rs` names signals and limits);
 //! - `isolated_tool.rs`: a tool's worker, restarted with backoff, and its calls with deadline
 //!   and grace period;
-//! - `host_requests.rs`: the host answers the plugin's context requests with the call's real context.
+//! - `host_requests.rs`: the host answers the plugin's context requests with the call's real context;
+//! - `sandbox.rs`: the sandbox a worker confines itself to, computed from the tool's grants.
 //!
 //! The worker process itself is [`crate::worker`]: this module is the host's side of it.
 //!
@@ -20,6 +21,7 @@ mod host_requests;
 pub(crate) mod isolated_tool;
 mod limits;
 pub(crate) mod protocol;
+pub(crate) mod sandbox;
 mod worker_process;
 
 use std::path::PathBuf;

@@ -144,6 +144,11 @@ pub(crate) struct Hello {
     pub after_hook: bool,
     /// Whether it has a `readiness` function.
     pub readiness: bool,
+    /// What its sandbox enforces (`sandboxed`, or what the kernel could not enforce and the
+    /// user allowed), if it runs in one.
+    pub sandbox: Option<String>,
+    /// How long applying it took the worker, in microseconds.
+    pub sandbox_micros: u64,
 }
 
 /// A host function a plugin called, with its arguments.

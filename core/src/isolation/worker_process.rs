@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
+use super::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::loader::Staged;
 use crate::sync::lock;
 use plugin_api::ToolError;
@@ -145,6 +146,35 @@ pub(crate) enum StartError {
     Load { kind: String, reason: String },
     /// The worker could not be started, or died before it said hello.
     Spawn(String),
+    /// Its sandbox cannot be applied (a grant opens a layer folder).
+    Sandbox(String),
+}
+
+/// A worker's scratch folder (mode 0700, in the system's temporary folder), where each of its
+/// calls gets a folder of its own; removed with everything in it once the worker has ended.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Self, String> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let name = format!("toolhost-scratch-{}-{n}", std::process::id());
+        let dir = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&dir)
+            .map_err(|e| format!("cannot create its scratch folder {}: {e}", dir.display()))?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl WorkerProcess {
@@ -158,7 +188,18 @@ impl WorkerProcess {
         settings: &IsolationSettings,
         init_timeout: Duration,
     ) -> Result<Self, StartError> {
+        let scratch = Scratch::new().map_err(StartError::Spawn)?;
         let mut command = command(program, library, source, extension, settings);
+        command.env(SCRATCH_ENV, &scratch.0);
+        // Only what this host asks for: never a sandbox inherited from its own environment.
+        command.env_remove(SANDBOX_ENV);
+        if let Some(policy) = &settings.sandbox {
+            let plan =
+                Confinement::plan(policy, source, &scratch.0).map_err(StartError::Sandbox)?;
+            let json = serde_json::to_string(&plan)
+                .map_err(|e| StartError::Spawn(format!("cannot write its sandbox: {e}")))?;
+            command.env(SANDBOX_ENV, json);
+        }
         let mut child = command.spawn().map_err(|e| {
             StartError::Spawn(format!(
                 "cannot start the worker program {}: {e}",
@@ -181,10 +222,13 @@ impl WorkerProcess {
         let (hello_tx, hello_rx) = mpsc::channel();
         let reader = {
             let link = link.clone();
-            let settings = *settings;
+            let settings = settings.clone();
             std::thread::Builder::new()
                 .name(format!("toolhost-worker-{}", child.id()))
-                .spawn(move || read_worker(child, &link, &settings, hello_tx))
+                .spawn(move || {
+                    read_worker(child, &link, &settings, hello_tx);
+                    drop(scratch);
+                })
         };
         if let Err(e) = reader {
             link.kill(format!("no thread to read it: {e}"));
@@ -268,7 +312,7 @@ fn command(
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        let settings = *settings;
+        let settings = settings.clone();
         let inherited = library.inherited_fd();
         // SAFETY: only system calls, as required between fork and exec. The worker leads a
         // process group of its own, so that whatever it forks is killed when it ends; it

@@ -38,6 +38,11 @@ pub enum LoadErrorKind {
     /// Pinning is on, and the library is not pinned in `usr/plugins.lock` or its bytes changed
     /// since (see [`crate::load::pins`]).
     Unpinned,
+    /// The tool runs sandboxed, and its sandbox cannot be applied: the kernel cannot enforce
+    /// it, or a grant would open a layer folder for writing.
+    Sandbox,
+    /// The tool runs sandboxed and asks for a capability its user has not granted.
+    NotGranted,
 }
 
 impl LoadErrorKind {
@@ -57,12 +62,14 @@ impl LoadErrorKind {
             Self::TooLarge => "too-large",
             Self::BadSchema => "bad-schema",
             Self::Unpinned => "unpinned",
+            Self::Sandbox => "sandbox",
+            Self::NotGranted => "not-granted",
         }
     }
 
     /// The kind named `name` ([`as_str`](Self::as_str)); an unknown name is `InitFailed`.
     pub(crate) fn from_name(name: &str) -> Self {
-        const ALL: [LoadErrorKind; 12] = [
+        const ALL: [LoadErrorKind; 14] = [
             LoadErrorKind::Empty,
             LoadErrorKind::Io,
             LoadErrorKind::Changing,
@@ -75,6 +82,8 @@ impl LoadErrorKind {
             LoadErrorKind::NotAFile,
             LoadErrorKind::TooLarge,
             LoadErrorKind::BadSchema,
+            LoadErrorKind::Sandbox,
+            LoadErrorKind::NotGranted,
         ];
         ALL.into_iter()
             .find(|k| k.as_str() == name)

@@ -10,7 +10,7 @@
 //! name = "hello"
 //! version = "1.2.0"
 //! description = "Says hello."
-//! capabilities = ["network"]
+//! capabilities = ["net:443"]
 //!
 //! [compat]
 //! plugin-api = "^0.1"
@@ -30,6 +30,11 @@
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
 //! // The text starts with a newline: `version` is on line 4.
 //! assert!(error.message.starts_with("toolhost-plugin.toml line 4: `version`"), "{error}");
+//!
+//! // A capability of the sandbox must be well formed (a free-form tag is anything).
+//! let bad = text.replace("net:443", "net:https");
+//! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
+//! assert!(error.message.starts_with("toolhost-plugin.toml line 6: `capabilities`: `net:https`: expected a port"), "{error}");
 //! ```
 
 use std::collections::BTreeMap;
@@ -69,7 +74,8 @@ pub struct Manifest {
     pub license: Option<String>,
     /// Where its sources are.
     pub repository: Option<String>,
-    /// The capabilities its tools declare (`network`, `filesystem`, `exec`, ...): shown before
+    /// The capabilities its tools declare (`net:443`, `read:/data`, `exec`, free-form tags;
+    /// see [`Capability`](crate::config::Capability)): shown before
     /// install; granted by the user's configuration, never by the package.
     pub capabilities: Vec<String>,
     /// The names of the secrets its tools need (keys of `usr/secrets.env`, letters, digits
@@ -113,7 +119,7 @@ struct Raw {
     license: Option<String>,
     repository: Option<String>,
     #[serde(default)]
-    capabilities: Vec<String>,
+    capabilities: Vec<Spanned<String>>,
     secrets: Option<Spanned<Vec<Spanned<String>>>>,
     compat: RawCompat,
     #[serde(default)]
@@ -288,6 +294,14 @@ impl Manifest {
                 .map_err(|why| at.error(hash.span().start, &key, &why))?;
             files.insert(path.into_inner(), sha256);
         }
+        let mut capabilities = Vec::with_capacity(raw.capabilities.len());
+        for tag in raw.capabilities {
+            // A free-form tag is fine; a capability of the sandbox must be well formed.
+            if let Err(why) = crate::config::Capability::parse(tag.get_ref()) {
+                return Err(at.error(tag.span().start, "capabilities", &why));
+            }
+            capabilities.push(tag.into_inner());
+        }
         Ok(Self {
             format: raw.format.into_inner(),
             name: raw.name.into_inner(),
@@ -296,7 +310,7 @@ impl Manifest {
             authors: raw.authors,
             license: raw.license,
             repository: raw.repository,
-            capabilities: raw.capabilities,
+            capabilities,
             secrets,
             compat,
             libraries,

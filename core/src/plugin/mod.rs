@@ -195,6 +195,17 @@ impl ToolHandle {
         self.worker().is_some()
     }
 
+    /// The sandbox its worker runs in, if it is isolated and sandboxed (see the book,
+    /// "Isolated plugins").
+    pub fn sandbox(&self) -> Option<ToolSandbox> {
+        let (policy, enforced, applied_in) = self.worker()?.sandbox()?;
+        Some(ToolSandbox {
+            enforced: enforced.to_owned(),
+            applied_in: Some(applied_in),
+            ..ToolSandbox::configured(policy)
+        })
+    }
+
     /// The process id of the tool's worker, if it is isolated and its worker runs.
     pub fn worker_pid(&self) -> Option<u32> {
         self.worker().and_then(IsolatedTool::worker_pid)
@@ -292,5 +303,42 @@ impl ToolHandle {
     /// The state of this build's circuit breaker.
     pub fn breaker_state(&self) -> BreakerStatus {
         self.breaker.snapshot()
+    }
+}
+
+/// The sandbox of an isolated tool: what the kernel enforces, and what the user granted.
+/// Shown as `sandboxed; granted: net:443, read:/data` (`granted: nothing` without grants).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolSandbox {
+    /// `sandboxed`, or what the kernel could not enforce where the user allowed a weaker
+    /// sandbox (`[sandbox] weaker = true`).
+    pub enforced: String,
+    /// The grants, as written (`net:443`, `read:/data`, `exec`).
+    pub grants: Vec<String>,
+    /// How long the tool's first worker took to apply it (`None` before a worker has).
+    pub applied_in: Option<std::time::Duration>,
+}
+
+impl ToolSandbox {
+    /// The sandbox `policy` describes, before a worker enforces it.
+    pub(crate) fn configured(policy: &crate::config::SandboxPolicy) -> Self {
+        let mut grants: Vec<String> = policy.grants.iter().map(|(g, _)| g.to_string()).collect();
+        grants.dedup();
+        Self {
+            enforced: "sandboxed".to_owned(),
+            grants,
+            applied_in: None,
+        }
+    }
+}
+
+impl std::fmt::Display for ToolSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let grants = match self.grants.is_empty() {
+            true => "nothing".to_owned(),
+            false => self.grants.join(", "),
+        };
+        write!(f, "{}; granted: {grants}", self.enforced)
     }
 }

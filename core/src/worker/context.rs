@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use plugin_abi::{ContextField, FfiContext, FfiError, FfiResponse, HostServices, RString};
 use plugin_api::ToolError;
@@ -65,9 +66,42 @@ pub(super) struct WorkerCall {
     pub(super) info: CallInfo,
     pub(super) cancel: Arc<Cancel>,
     pub(super) link: Arc<WorkerLink>,
+    /// The worker's scratch folder, where this call's own is made when the plugin first asks
+    /// for it (a call that never asks costs no folder).
+    pub(super) scratch_root: Option<Arc<PathBuf>>,
+    /// This call's scratch folder, once made (empty if it could not be).
+    pub(super) scratch: OnceLock<String>,
 }
 
 impl WorkerCall {
+    /// The call's scratch folder (`<root>/call-<id>`), made empty on first use; empty text if
+    /// the worker has none.
+    fn scratch(&self) -> String {
+        let Some(root) = &self.scratch_root else {
+            return String::new();
+        };
+        self.scratch
+            .get_or_init(|| {
+                let dir = root.join(format!("call-{}", self.id));
+                let _ = std::fs::remove_dir_all(&dir);
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => dir.to_string_lossy().into_owned(),
+                    Err(e) => {
+                        eprintln!("toolhost worker: cannot create {}: {e}", dir.display());
+                        String::new()
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Removes the call's scratch folder, if it made one.
+    pub(super) fn remove_scratch(&self) {
+        if let Some(dir) = self.scratch.get().filter(|d| !d.is_empty()) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
     /// A new reference for the plugin.
     pub(super) fn to_ffi(self: &Arc<Self>) -> FfiContext {
         FfiContext::new(self.clone())
@@ -120,6 +154,7 @@ impl HostServices for WorkerCall {
             ContextField::ExtensionPoint => info.extension_point.clone(),
             ContextField::ExtensionName => info.extension_name.clone(),
             ContextField::LogId => info.log_id.to_string(),
+            ContextField::Scratch => self.scratch(),
         }
     }
 

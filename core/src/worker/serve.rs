@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::runtime::Handle;
@@ -15,6 +15,7 @@ use crate::exec::cancel::Cancel;
 use crate::isolation::protocol::{
     read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse,
 };
+use crate::isolation::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::generation::Generation;
 use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::sync::lock;
@@ -51,8 +52,27 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
         }
     };
     let link = Arc::new(WorkerLink::new(output));
+    let scratch = std::env::var_os(SCRATCH_ENV).map(PathBuf::from);
+    let plan = std::env::var_os(SANDBOX_ENV);
+    // Still the only thread: the plugin and what it starts do not see them.
+    std::env::remove_var(SCRATCH_ENV);
+    std::env::remove_var(SANDBOX_ENV);
+    // Before the library is opened: its constructors run confined too.
+    let confining = std::time::Instant::now();
+    let sandbox = sandbox(plan, library);
+    let sandbox_micros = confining.elapsed().as_micros() as u64;
+    let sandbox = match sandbox {
+        Ok(sandbox) => sandbox,
+        Err(reason) => {
+            let kind = crate::LoadErrorKind::Sandbox.as_str().to_owned();
+            link.send(&FromWorker::LoadFailed { kind, reason });
+            exit_now()
+        }
+    };
     let tool = match load(library, source, extension) {
-        Ok((tool, hello)) => {
+        Ok((tool, mut hello)) => {
+            hello.sandbox = sandbox;
+            hello.sandbox_micros = sandbox_micros;
             link.send(&FromWorker::Hello(hello));
             Arc::new(tool)
         }
@@ -70,8 +90,34 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
         eprintln!("toolhost worker: cannot start its runtime");
         exit_now()
     };
-    serve(&mut BufReader::new(input), &link, &tool, runtime.handle());
+    let scratch = scratch.map(Arc::new);
+    serve(
+        &mut BufReader::new(input),
+        &link,
+        &tool,
+        runtime.handle(),
+        &scratch,
+    );
     exit_now()
+}
+
+/// Reads the sandbox the host asked for (`plan`, from [`SANDBOX_ENV`]) and confines this
+/// process to it:
+/// `None` if none was asked for, else what is enforced; an error if it cannot be. The library
+/// copy the worker loads stays readable: a file copy (removed, open through its descriptor)
+/// by a rule of its own; an in-memory file needs none (no rule can name one).
+fn sandbox(plan: Option<std::ffi::OsString>, library: &Path) -> Result<Option<String>, String> {
+    let Some(text) = plan else {
+        return Ok(None);
+    };
+    let mut plan: Confinement = serde_json::from_str(&text.to_string_lossy())
+        .map_err(|e| format!("the host sent an unreadable sandbox: {e}"))?;
+    let in_memory = std::fs::read_link(library)
+        .is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"));
+    if !in_memory {
+        plan.read.push(library.to_owned());
+    }
+    super::confine::confine(&plan).map(Some)
 }
 
 /// Keeps the pipes to the host for the frames, and points standard output at standard error
@@ -121,6 +167,8 @@ fn load(
             before_hook: false,
             after_hook: false,
             readiness: false,
+            sandbox: None,
+            sandbox_micros: 0,
         };
         return Ok((Served::Extension(handle), hello));
     }
@@ -133,6 +181,8 @@ fn load(
         before_hook: tool.has_before_hook(),
         after_hook: tool.has_after_hook(),
         readiness: tool.has_readiness(),
+        sandbox: None,
+        sandbox_micros: 0,
     };
     Ok((Served::Tool(Box::new(tool)), hello))
 }
@@ -141,7 +191,13 @@ fn load(
 type Running = Arc<Mutex<HashMap<u64, Arc<Cancel>>>>;
 
 /// Reads the host's messages until its pipe closes.
-fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>, rt: &Handle) {
+fn serve(
+    input: &mut BufReader<File>,
+    link: &Arc<WorkerLink>,
+    tool: &Arc<Served>,
+    rt: &Handle,
+    scratch: &Option<Arc<PathBuf>>,
+) {
     let running = Running::default();
     let mut buf = Vec::new();
     while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
@@ -156,6 +212,8 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                     info: *info,
                     cancel,
                     link,
+                    scratch_root: scratch.clone(),
+                    scratch: std::sync::OnceLock::new(),
                 });
                 let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
                 call_threads::dispatch(Box::new(move || {
@@ -171,6 +229,7 @@ fn serve(input: &mut BufReader<File>, link: &Arc<WorkerLink>, tool: &Arc<Served>
                         _ => None,
                     };
                     lock(&running).remove(&id);
+                    call.remove_scratch();
                     call.link.send(&FromWorker::Done { id, result, ready });
                 }));
             }

@@ -106,6 +106,9 @@ pub enum ContextField {
     ExtensionName,
     /// The id of the call's log item, as decimal text.
     LogId,
+    /// The call's private scratch folder, readable and writable in a sandboxed worker, or
+    /// empty where the call has none (in the host's process). Added in 0.6.
+    Scratch,
 }
 
 /// What a plugin can ask of the host during a call.

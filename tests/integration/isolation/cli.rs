@@ -22,7 +22,7 @@ fn call_reports_each_crash_as_its_error() {
     let out = root.run_cli(&["--isolate", "list"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("usr/tools/echo.so (isolated: runs in a worker process)"),
+        stdout.contains("usr/tools/echo.so (isolated, sandboxed; granted: nothing)"),
         "{stdout}"
     );
     let out = root.run_cli(&["list"]);

@@ -94,7 +94,13 @@ fn the_cause_of_a_workers_end_comes_from_its_wait_status_not_its_output() {
     ] {
         let e = block_on(agent.call_tool(&format!("crashy:{method}"), json!({}))).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Internal, "{method}: {}", e.message());
-        assert_eq!(e.message(), expected, "{method}");
+        // The cause, then the sandbox the tool ran in.
+        let message = e.message();
+        assert!(message.starts_with(expected), "{method}: {message}");
+        assert!(
+            message.ends_with("granted: nothing; see `toolhost inspect` for its sandbox)"),
+            "{message}"
+        );
     }
 }
 
@@ -104,16 +110,26 @@ fn the_cause_of_a_workers_end_comes_from_its_wait_status_not_its_output() {
 fn a_worker_that_aborts_beside_a_forked_child_is_reported_as_the_abort() {
     let root = TestRoot::new();
     root.tool("usr", "crashy", Fixture::Crashy);
+    // Sandboxed, it may fork and write its file where granted.
+    let files = root.path().join("files");
+    std::fs::create_dir(&files).unwrap();
     root.write(
         "usr/toolhost.toml",
-        "isolate = [\"crashy\"]\n\n[tools.crashy]\ntimeout_seconds = 60\n",
+        format!(
+            "isolate = [\"crashy\"]\n\n[tools.crashy]\ntimeout_seconds = 60\ngrant = [\"exec\", \"write:{}\"]\n",
+            files.display()
+        ),
     );
     let (agent, _) = root.agent("default");
-    let pid_file = root.path().join("child.pid");
+    let pid_file = files.join("child.pid");
     let args = json!({"pid_file": pid_file.to_str().unwrap()});
     let e = block_on(agent.call_tool("crashy:fork_abort", args)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Internal, "{}", e.message());
-    assert_eq!(e.message(), "the plugin process died: SIGABRT (aborted)");
+    assert!(
+        e.message().starts_with("the plugin process died: SIGABRT (aborted) (the tool ran sandboxed; granted: exec, write:"),
+        "{}",
+        e.message()
+    );
     let child: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
     wait_gone(child);
     let r = block_on(agent.call_tool("crashy", json!({}))).unwrap();
@@ -127,17 +143,24 @@ fn a_worker_that_aborts_beside_a_forked_child_is_reported_as_the_abort() {
 fn a_grace_kill_fails_only_the_call_that_overran() {
     let extra = "grace_ms = 100\n\n[tools.crashy]\ntimeout_seconds = 0.3\n";
     let root = super::root_with_crashy(extra);
+    // Its worker is sandboxed: the files it waits for are in a folder granted to it.
+    let files = root.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    root.write(
+        "usr/toolhost.toml",
+        format!("isolate = [\"crashy\"]\n\n[isolation]\nmemory_mb = 256\n{extra}grant = [\"write:{}\"]\n", files.display()),
+    );
     let (agent, _) = root.agent("default");
     let handle = super::handle(agent.host(), "crashy");
     let pid = handle.worker_pid().expect("a worker");
     // A call with no deadline, on the same worker, waiting for a file.
-    let gate = root.path().join("gate");
+    let gate = files.join("gate");
     let waiting = {
         let (agent, handle) = (agent.clone(), handle.clone());
         let args = json!({"wait_for": gate.to_str().unwrap()});
         std::thread::spawn(move || block_on(agent.execute_bare(&handle, &args)))
     };
-    let started = root.path().join("gate.started");
+    let started = files.join("gate.started");
     wait_for("the waiting call to start", || match started.exists() {
         true => Ok(()),
         false => Err(()),

@@ -78,12 +78,17 @@ fn a_cooperative_tool_sees_its_cancellation_and_its_worker_lives_on() {
     root.tool("usr", "governed", Fixture::Governed);
     root.write(
         "usr/toolhost.toml",
-        "isolate = [\"governed\"]\n\n[isolation]\ngrace_ms = 5000\n\n[tools.governed]\ntimeout_seconds = 0.3\n",
+        format!(
+            "isolate = [\"governed\"]\n\n[isolation]\ngrace_ms = 5000\n\n[tools.governed]\ntimeout_seconds = 0.3\ngrant = [\"write:{}\"]\n",
+            root.path().join("files").display()
+        ),
     );
+    // Sandboxed, it writes its note in the folder granted to it.
+    std::fs::create_dir(root.path().join("files")).unwrap();
     let (agent, _) = root.agent("default");
     let handle = super::handle(agent.host(), "governed");
     let pid = handle.worker_pid().expect("a worker");
-    let note = root.path().join("note.txt");
+    let note = root.path().join("files/note.txt");
     let args = json!({"city": "x", "note": note.to_str().unwrap()});
     let e = block_on(agent.call_tool("governed:cooperative", args)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout, "{}", e.message());

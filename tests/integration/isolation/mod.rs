@@ -9,6 +9,7 @@ mod crashes;
 mod holes;
 mod limits;
 mod memory;
+mod sandbox;
 
 use std::time::Duration;
 

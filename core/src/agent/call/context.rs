@@ -129,6 +129,8 @@ impl HostServices for CallContext {
                 .map(|(_, n)| n.to_string())
                 .unwrap_or_default(),
             ContextField::LogId => self.log_id.to_string(),
+            // Only a worker process has one (crate::worker).
+            ContextField::Scratch => String::new(),
         }
     }
 

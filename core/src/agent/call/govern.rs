@@ -66,6 +66,7 @@ impl Agent {
         let audited = self.audit_call(EndedCall {
             request,
             source: || tool.audit_source(self.host.root()),
+            sandbox: tool.sandbox(),
             rules,
             args,
             trail,

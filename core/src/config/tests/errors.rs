@@ -14,7 +14,7 @@ fn unknown_key_names_file_line_and_expected_keys() {
     assert_eq!(
         error(&[(GLOBAL, tool)]),
         "usr/toolhost.toml line 3: unknown key `polcy` in [tools.weather] (expected one of: \
-         timeout_seconds, max_retries, policy)"
+         timeout_seconds, max_retries, policy, grant, sandbox)"
     );
     assert_eq!(
         error(&[(
@@ -22,7 +22,7 @@ fn unknown_key_names_file_line_and_expected_keys() {
             "[limits]\nmax_output = 10\n\n[call]\nmax_retries = 1\n"
         )]),
         "usr/toolhost.toml line 4: unknown table `call` (expected one of: limits, calls, \
-         breaker, policy, tools, access, audit, isolate, isolation, pinning, packages)"
+         breaker, policy, tools, access, audit, isolate, isolation, pinning, packages, sandbox)"
     );
     let err = load(&root(&[(GLOBAL, "verbose = true\n")])).unwrap_err();
     assert_eq!(err.kind(), ConfigErrorKind::UnknownKey);

@@ -78,3 +78,64 @@ fn mistakes_are_one_line_naming_file_line_and_key() {
     );
     assert!(line.contains("memory_mb, cpu_seconds, grace_ms"), "{line}");
 }
+
+#[test]
+fn grants_add_up_from_the_profile_the_plugin_and_the_tool() {
+    let global = "[sandbox]\ngrant = [\"net:udp\"]\n\n[sandbox.plugins.maps]\ngrant = [\"read:/srv/tiles\"]\n\n\
+                  [tools.fetch]\ngrant = [\"net:443\", \"write:/var/cache/fetch\"]\n\n[tools.legacy]\nsandbox = \"off\"\n";
+    let config = load(&root(&[(GLOBAL, global)])).unwrap();
+    let usr = layer(LayerKind::User, "usr");
+    let fetch = config.sandbox(Some("fetch"), &usr).unwrap();
+    let texts: Vec<String> = fetch.grants.iter().map(|(g, _)| g.to_string()).collect();
+    assert_eq!(texts, ["net:udp", "net:443", "write:/var/cache/fetch"]);
+    assert_eq!(
+        fetch.grants[1].1,
+        "usr/toolhost.toml [tools.fetch] grant (line 8)"
+    );
+    assert!(!fetch.weaker);
+    let maps = config
+        .sandbox(Some("tile"), &layer(LayerKind::Plugin, "usr/plugins/maps"))
+        .unwrap();
+    assert_eq!(maps.grants_text(), "net:udp, read:/srv/tiles");
+    assert_eq!(
+        config.sandbox(Some("legacy"), &usr),
+        None,
+        "sandbox = \"off\""
+    );
+    let extension = config.sandbox(None, &usr).unwrap();
+    assert_eq!(extension.grants_text(), "net:udp");
+    assert!(config.isolate_packages());
+    let weaker = load(&root(&[(
+        GLOBAL,
+        "[sandbox]\nweaker = true\n\n[packages]\nisolate = false\n",
+    )]))
+    .unwrap();
+    assert!(weaker.sandbox(Some("x"), &usr).unwrap().weaker);
+    assert!(!weaker.isolate_packages());
+}
+
+#[test]
+fn a_bad_grant_is_one_line_with_its_file_line_and_key() {
+    let cases = [
+        (
+            "[tools.fetch]\ngrant = [\"net:http\"]\n",
+            "usr/toolhost.toml line 2: [tools.fetch] grant = \"net:http\": `net:http`: expected a port (1 to 65535) or * after `net:`",
+        ),
+        (
+            "[sandbox]\ngrant = [\"network\"]\n",
+            "usr/toolhost.toml line 2: [sandbox] grant = \"network\": `network` is not a capability: expected read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:* or exec",
+        ),
+        (
+            "[sandbox.plugins.maps]\ngrant = [\"read:tiles\"]\n",
+            "usr/toolhost.toml line 2: [sandbox.plugins.maps] grant = \"read:tiles\": `read:tiles`: expected an absolute path (or ~/...) without . or ..",
+        ),
+        (
+            "[tools.fetch]\nsandbox = \"no\"\n",
+            "usr/toolhost.toml line 2: [tools.fetch] sandbox = \"no\": expected \"on\" or \"off\"",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = load(&root(&[(GLOBAL, text)])).unwrap_err();
+        assert_eq!(err.to_string(), want, "{text}");
+    }
+}

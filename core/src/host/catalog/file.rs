@@ -49,19 +49,19 @@ impl Host {
         loads: &std::sync::atomic::AtomicUsize,
     ) -> Found {
         if !load {
-            if let Some(loaded) = self.libraries.peek(path, mode) {
+            if let Some(loaded) = self.libraries.peek(path, mode.clone()) {
                 self.observe(path, mode, &loaded);
                 return found(path, extension, &loaded);
             }
         }
         let seen = self.seen(path);
         if let (Some(seen), false) = (&seen, load) {
-            if let Some(found) = self.known(path, extension, mode, seen) {
+            if let Some(found) = self.known(path, extension, mode.clone(), seen) {
                 return found;
             }
         }
         loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let loaded = self.libraries.load(path, extension, mode);
+        let loaded = self.libraries.load(path, extension, mode.clone());
         tracing::debug!(
             "list: {} looked at through the loader",
             crate::layout::Escaped(path)

@@ -15,6 +15,7 @@ pub use rows::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool, To
 use super::Host;
 use crate::layout::Layer;
 use crate::load::error::LoadError;
+use crate::plugin::ToolSandbox;
 use file::Found;
 
 /// A tool name's files along the layers, most specific first.
@@ -95,6 +96,13 @@ impl Host {
         let mut skipped = Vec::new();
         for (i, (layer, path)) in files.iter().enumerate() {
             let mode = self.tool_mode(profile, layer, name);
+            let (isolated, sandbox) = match &mode {
+                crate::host::libraries::Mode::Isolated(settings) => (
+                    true,
+                    settings.sandbox.as_deref().map(ToolSandbox::configured),
+                ),
+                crate::host::libraries::Mode::InProcess => (false, None),
+            };
             match self.catalog_file(path, None, mode, load, loads) {
                 Found::Tool(source) => {
                     let listed = ListedTool {
@@ -103,7 +111,8 @@ impl Host {
                         path: path.clone(),
                         shadows: files[i + 1..].iter().map(|(_, p)| p.clone()).collect(),
                         source,
-                        isolated: matches!(mode, crate::host::libraries::Mode::Isolated(_)),
+                        isolated,
+                        sandbox,
                     };
                     return (Some(listed), skipped);
                 }

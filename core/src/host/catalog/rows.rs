@@ -10,7 +10,7 @@ use crate::layout::Layer;
 use crate::load::error::LoadError;
 #[cfg(feature = "mcp")]
 use crate::mcp::McpTool;
-use crate::plugin::{ExtensionHandle, ToolHandle};
+use crate::plugin::{ExtensionHandle, ToolHandle, ToolSandbox};
 
 /// What a profile sees: the tools that win, the extensions in run order, the skipped files.
 /// [`Host::list`] fills it with every library loaded; [`Host::catalog`] (what `toolhost list`
@@ -92,6 +92,8 @@ pub struct ListedTool {
     pub source: ToolSource,
     /// Whether the profile runs it in a worker process (for a tool known from the cache).
     pub(crate) isolated: bool,
+    /// The sandbox the profile runs it in (for a tool known from the cache).
+    pub(crate) sandbox: Option<ToolSandbox>,
 }
 
 impl ListedTool {
@@ -132,6 +134,15 @@ impl ListedTool {
         match &self.source {
             ToolSource::Loaded(handle) => handle.is_isolated(),
             ToolSource::Cached(_) => self.isolated,
+        }
+    }
+
+    /// The sandbox it runs in, if it is isolated and sandboxed: a loaded tool's as its worker
+    /// enforces it, else the one its configuration gives it.
+    pub fn sandbox(&self) -> Option<ToolSandbox> {
+        match &self.source {
+            ToolSource::Loaded(handle) => handle.sandbox(),
+            ToolSource::Cached(_) => self.sandbox.clone(),
         }
     }
 

@@ -44,6 +44,10 @@ pub(crate) trait Governed: Send + Sync + 'static {
     /// Where it comes from for the audit: a file (relative to the host's `root`) and its
     /// SHA-256.
     fn audit_source(&self, root: &Path) -> (Cow<'_, str>, Option<&str>);
+    /// The sandbox it runs in, for the audit (`sandboxed; granted: net:443`).
+    fn sandbox(&self) -> Option<String> {
+        None
+    }
     /// One attempt, until it answers, `timeout` passes or the user intervenes.
     fn attempt(
         self: &Arc<Self>,
@@ -89,6 +93,10 @@ impl Governed for ToolHandle {
             _ => Cow::Owned(relative.to_string_lossy().replace('\\', "/")),
         };
         (file, self.sha256())
+    }
+
+    fn sandbox(&self) -> Option<String> {
+        ToolHandle::sandbox(self).map(|s| s.to_string())
     }
 
     /// `execute` on a call thread, until it answers, the deadline passes or the user

@@ -31,9 +31,17 @@ pub(crate) async fn connect(
     handler: Handler,
 ) -> Result<Service, String> {
     match &config.transport {
-        Transport::Stdio { command, args, env } => {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args).kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
             for (key, value) in env {
                 let value = secrets
                     .unmask(value)

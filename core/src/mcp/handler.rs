@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::ClientHandler;
@@ -98,10 +99,15 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// Offers the newest protocol version that has the `initialize` handshake (2025-11-25;
+    /// from 2026-07-28 on there is none, so no server can answer `initialize` with it) and
+    /// takes the version the server answers with.
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
+        let mut info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info
     }
 }

@@ -11,6 +11,7 @@ use toolhost::output::OutputKind;
 use toolhost::{Agent, Host};
 use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
+mod config_cli;
 mod over_http;
 mod slow;
 mod storms;
@@ -256,7 +257,7 @@ fn a_profile_switches_a_server_off_and_a_bad_file_is_one_line() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     let line = errors[0].to_string();
     assert!(
-        line.starts_with("usr/agents/broken/mcp.json: invalid JSON"),
+        line.starts_with("usr/agents/broken/mcp.json:1: invalid JSON"),
         "{line}"
     );
     block_on(host.wait_for_mcp("broken", START));

@@ -567,7 +567,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_watch,
         } => {
             // A call whose record cannot be written is refused, unless the config says not.
-            let served = Host::with_options(&root, options.clone().with_audit_required(true))?;
+            // It offers library tools only, so it starts no MCP server of usr/mcp.json.
+            let options = options.clone().with_audit_required(true);
+            let served = Host::with_options(&root, options.with_mcp_client(false))?;
             let options = serve_mcp::ServeOptions {
                 profile,
                 http,

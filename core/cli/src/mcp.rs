@@ -1,12 +1,12 @@
 //! `toolhost mcp`: the profile's MCP servers, each with its state, its tools and its last
-//! error.
+//! error; exit 1 when a file has a mistake or a server is not ready.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{json, Value};
-use toolhost::mcp::McpServerStatus;
+use toolhost::mcp::{McpServerStatus, McpState};
 use toolhost::Host;
 
 use crate::check_profile;
@@ -34,7 +34,7 @@ pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
             "config_errors": errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(outcome(&servers, errors.len()));
     }
     for e in &errors {
         println!("config error: {}", toolhost::mask_log_line(&e.to_string()));
@@ -43,9 +43,11 @@ pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
         println!("No MCP servers for profile '{profile}' (list them in usr/mcp.json).");
     }
     for server in &servers {
-        let state = match server.state.name() {
-            "ready" => format!("ready with {} tools", server.tools.len()),
-            other => other.to_owned(),
+        let state = match &server.state {
+            McpState::Ready => format!("ready with {} tools", server.tools.len()),
+            McpState::Failed(why) => format!("failed: {why}"),
+            McpState::Starting => format!("still starting after {} s", SETTLE.as_secs()),
+            other => other.name().to_owned(),
         };
         println!("{}: {state}", server.name);
         for tool in &server.tools {
@@ -57,11 +59,34 @@ pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
                 info.risk_level.as_str()
             );
         }
-        if let Some(error) = &server.last_error {
-            println!("  last error: {error}");
+        match (&server.last_error, &server.state) {
+            (Some(error), McpState::Failed(why)) if error == why => {}
+            (Some(error), _) => println!("  last error: {error}"),
+            (None, _) => {}
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(outcome(&servers, errors.len()))
+}
+
+/// Success when every file is right and every server ready; else 1, with the count on
+/// standard error.
+fn outcome(servers: &[McpServerStatus], config_errors: usize) -> ExitCode {
+    let down = servers
+        .iter()
+        .filter(|s| s.state != McpState::Ready)
+        .count();
+    if down == 0 && config_errors == 0 {
+        return ExitCode::SUCCESS;
+    }
+    let mut problems = Vec::new();
+    if config_errors > 0 {
+        problems.push(format!("{config_errors} mistake(s) in mcp.json"));
+    }
+    if down > 0 {
+        problems.push(format!("{down} server(s) not ready"));
+    }
+    eprintln!("error: {}", problems.join(", "));
+    ExitCode::FAILURE
 }
 
 fn server_json(server: &McpServerStatus) -> Value {

@@ -11,8 +11,16 @@ use plugin_api::ToolError;
 
 impl Host {
     /// The profile's MCP servers (`usr/mcp.json`, `usr/agents/<profile>/mcp.json`), started in
-    /// the background the first time the profile is seen; this never waits for them.
+    /// the background the first time the profile is seen (an agent of it, its tools listed or
+    /// one called); this never waits for them. None when
+    /// [`HostOptions::mcp_client`](crate::HostOptions::mcp_client) is off.
     pub(crate) fn mcp_profile(&self, profile: &str) -> Arc<ProfileServers> {
+        if !self.options.mcp_client {
+            return Arc::new(ProfileServers {
+                config: Default::default(),
+                servers: Vec::new(),
+            });
+        }
         let secrets = self.secrets();
         let cap = self.options.max_text_bytes;
         self.mcp.profile(&self.layout, profile, cap, &secrets)

@@ -72,6 +72,10 @@ pub struct HostOptions {
     /// Whether a call whose audit record cannot be written is refused when `[audit] required`
     /// in `toolhost.toml` does not say. Default `false`; `serve-mcp` sets it.
     pub audit_required: bool,
+    /// Whether the profiles' MCP servers (`usr/mcp.json`) are used: started when a profile's
+    /// tools are first asked for, their tools offered and called. Default `true`; `serve-mcp`
+    /// turns it off, since it offers library tools only.
+    pub mcp_client: bool,
 }
 
 impl Default for HostOptions {
@@ -89,6 +93,7 @@ impl Default for HostOptions {
             file_copies: std::env::var_os("TOOLHOST_LOAD_COPY").is_some_and(|v| v == "1"),
             init_timeout: None,
             audit_required: false,
+            mcp_client: true,
         }
     }
 }
@@ -103,6 +108,12 @@ impl HostOptions {
     /// Sets [`audit_required`](Self::audit_required).
     pub fn with_audit_required(mut self, required: bool) -> Self {
         self.audit_required = required;
+        self
+    }
+
+    /// Sets [`mcp_client`](Self::mcp_client).
+    pub fn with_mcp_client(mut self, used: bool) -> Self {
+        self.mcp_client = used;
         self
     }
 

@@ -69,6 +69,9 @@ struct Inner {
     /// Failures in a row (starts or exits), for the backoff; a successful call resets it.
     failures: u32,
     failed_at: Option<Instant>,
+    /// The last failure logged as a warning: a server that fails again the same way is
+    /// reported once per host (later failures are logged at debug level).
+    warned: Option<String>,
 }
 
 /// A configured server and its connection.
@@ -97,6 +100,7 @@ impl Server {
                 last_error: None,
                 failures: 0,
                 failed_at: None,
+                warned: None,
             }),
             changed: watch::channel(0).0,
             progress: Arc::default(),
@@ -260,7 +264,13 @@ impl Server {
             if inner.state == McpState::Stopped {
                 return;
             }
-            tracing::warn!("MCP server {}: {reason}", self.config.name);
+            match inner.warned.as_deref() == Some(reason.as_str()) {
+                true => tracing::debug!("MCP server {}: {reason}", self.config.name),
+                false => {
+                    tracing::warn!("MCP server {}: {reason}", self.config.name);
+                    inner.warned = Some(reason.clone());
+                }
+            }
             inner.state = McpState::Failed(reason.clone());
             inner.last_error = Some(reason);
             inner.failures += 1;

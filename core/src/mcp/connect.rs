@@ -51,6 +51,8 @@ pub(crate) async fn connect(
             let (process, stderr) = super::child::spawn(cmd)
                 .await
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            // Its process group goes with the connection (the handler it owns).
+            *lock(&handler.group) = process.id().and_then(super::child::Group::new);
             let tail = Arc::new(Mutex::new(Vec::<String>::new()));
             if let Some(stderr) = stderr {
                 let masking = secrets.clone();

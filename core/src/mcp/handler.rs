@@ -81,6 +81,8 @@ pub(crate) fn progress_text(params: &ProgressNotificationParam) -> String {
 pub(crate) struct Handler {
     pub(crate) server: Weak<Server>,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// A stdio server's process group, killed when the connection (and so this) is dropped.
+    pub(crate) group: Mutex<Option<super::child::Group>>,
 }
 
 impl ClientHandler for Handler {

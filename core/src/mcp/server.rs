@@ -148,6 +148,7 @@ impl Server {
             let handler = Handler {
                 server: Arc::downgrade(&server),
                 progress: server.progress.clone(),
+                group: Default::default(),
             };
             let connected = connect(&server.config, &secrets, handler).await;
             server.connected(connected).await;

@@ -15,11 +15,12 @@ mod config_cli;
 mod over_http;
 mod slow;
 mod storms;
+mod structured;
 
 /// How long a test waits for its servers to start.
 const START: Duration = Duration::from_secs(60);
 
-fn everything() -> Value {
+pub(crate) fn everything() -> Value {
     let entry = peers::server_everything();
     json!({"command": "node", "args": [entry, "stdio"]})
 }

@@ -111,7 +111,7 @@ impl McpTool {
         match answer {
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 server.call_succeeded();
-                into_response(&self.name, result)
+                into_response(&self.name, result, self.output_schema)
             }
             Ok(Ok(_)) => Err(ToolError::dependency(format!(
                 "MCP server '{}' answered the call of {} with something other than a tool result",
@@ -141,26 +141,35 @@ impl McpTool {
 }
 
 /// Whether `text` already says `structured`: it is the same JSON, or the structured content
-/// only wraps it (`{"result": text}`, as the Python SDK wraps a plain return value).
+/// only wraps it in an object of one member (`{"result": text}` as the Python SDK wraps a
+/// plain return value, `{"content": text}` as the filesystem server gives a file).
 fn says(text: &str, structured: &Value) -> bool {
     let parsed = serde_json::from_str::<Value>(text).ok();
     if parsed.as_ref() == Some(structured) {
         return true;
     }
-    match structured.as_object().map(|o| (o.len(), o.get("result"))) {
-        Some((1, Some(inner))) => inner.as_str() == Some(text) || parsed.as_ref() == Some(inner),
-        _ => false,
+    match structured.as_object().filter(|o| o.len() == 1) {
+        Some(object) => object
+            .values()
+            .any(|inner| inner.as_str() == Some(text) || parsed.as_ref() == Some(inner)),
+        None => false,
     }
 }
 
-/// A result as the model sees it: its text and its structured content become the message
-/// (structured content only when the text does not already say it); images and other
-/// content go to `additional.content`. `isError` is a repairable error with the text.
+/// A result as the model sees it, once: when a text block says what the structured content
+/// says ([`says`]), the model gets one of them, the structured content when the tool declares
+/// an `outputSchema` (`structured_first`), else the text; other text and structured content
+/// become the message; images and other content go to `additional.content`. `isError` is a
+/// repairable error with the text.
 ///
 /// Each text is moved out of the result, never copied (one text block is the message itself):
 /// a long answer costs the host its parsed copy and nothing more, and the call's output limit
 /// then keeps only its start (`max_output`).
-fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolError> {
+pub(crate) fn into_response(
+    name: &str,
+    result: CallToolResult,
+    structured_first: bool,
+) -> Result<Response, ToolError> {
     let mut texts: Vec<String> = Vec::new();
     let mut other: Vec<Value> = Vec::new();
     for block in result.content {
@@ -169,9 +178,16 @@ fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolErr
             block => other.push(serde_json::to_value(&block).unwrap_or(Value::Null)),
         }
     }
-    let structured = result
-        .structured_content
-        .filter(|structured| !texts.iter().any(|t| says(t, structured)));
+    let mut structured = result.structured_content;
+    if let Some(said) = &structured {
+        let before = texts.len();
+        if structured_first {
+            texts.retain(|t| !says(t, said));
+        }
+        if texts.len() == before && texts.iter().any(|t| says(t, said)) {
+            structured = None; // the text says it
+        }
+    }
     let mut message = match texts.len() {
         1 => texts.pop().unwrap_or_default(),
         _ => texts.join("\n"),
@@ -199,4 +215,36 @@ fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolErr
         response.additional = Some(additional);
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(texts: &[&str], structured: Option<Value>) -> CallToolResult {
+        let content = texts.iter().map(|t| ContentBlock::text(*t)).collect();
+        let mut result = CallToolResult::success(content);
+        result.structured_content = structured;
+        result
+    }
+
+    #[test]
+    fn a_result_said_twice_reaches_the_model_once() {
+        let file = "line 1\nline 2\n";
+        let wrapped = serde_json::json!({"content": file});
+        let text = into_response("t", result(&[file], Some(wrapped.clone())), false);
+        assert_eq!(text.unwrap().message, file, "no outputSchema: the text");
+        let json = into_response("t", result(&[file], Some(wrapped.clone())), true);
+        assert_eq!(
+            json.unwrap().message,
+            wrapped.to_string(),
+            "outputSchema: structured"
+        );
+        let same = serde_json::json!({"a": 1, "b": [2]});
+        let text = same.to_string();
+        let once = into_response("t", result(&[&text], Some(same.clone())), true).unwrap();
+        assert_eq!(once.message, same.to_string());
+        let other = into_response("t", result(&["note"], Some(same.clone())), true).unwrap();
+        assert_eq!(other.message, format!("note\n{same}"), "different: both");
+    }
 }

@@ -12,6 +12,7 @@ use toolhost::{Agent, Host};
 use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
 mod config_cli;
+mod conformance;
 mod over_http;
 mod slow;
 mod storms;

@@ -24,6 +24,7 @@ printf '{"mcpServers": {"conf": {"url": "%s"}}}' "$url" > "$ROOT/usr/mcp.json"
 case "$MCP_CONFORMANCE_SCENARIO" in
   initialize) exec "$TOOLHOST" --root "$ROOT" mcp ;;
   tools_call) exec "$TOOLHOST" --root "$ROOT" call conf.add_numbers --args '{"a": 2, "b": 3}' ;;
+  sse-retry) exec "$TOOLHOST" --root "$ROOT" call conf.test_reconnection ;;
   *) echo "no step for scenario $MCP_CONFORMANCE_SCENARIO" >&2; exit 2 ;;
 esac
 "#;
@@ -90,4 +91,9 @@ fn conformance_initialize() {
 #[test]
 fn conformance_tools_call() {
     passes("tools_call");
+}
+
+#[test]
+fn conformance_sse_retry() {
+    passes("sse-retry");
 }

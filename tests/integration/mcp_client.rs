@@ -13,20 +13,21 @@ use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
 mod config_cli;
 mod conformance;
+mod live_reload;
 mod over_http;
 mod slow;
 mod storms;
 mod structured;
 
 /// How long a test waits for its servers to start.
-const START: Duration = Duration::from_secs(60);
+pub(crate) const START: Duration = Duration::from_secs(60);
 
 pub(crate) fn everything() -> Value {
     let entry = peers::server_everything();
     json!({"command": "node", "args": [entry, "stdio"]})
 }
 
-fn time() -> Value {
+pub(crate) fn time() -> Value {
     let python = peers::mcp_python();
     json!({"command": python, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]})
 }

@@ -50,6 +50,25 @@ impl Host {
         servers
     }
 
+    /// Whether `path` is an MCP server list: `usr/mcp.json` or `usr/agents/<P>/mcp.json`.
+    pub(crate) fn is_mcp_file(&self, path: &std::path::Path) -> bool {
+        let usr = self.layout.root().join("usr");
+        path.file_name() == Some(crate::mcp::MCP_FILE_NAME.as_ref())
+            && path
+                .parent()
+                .is_some_and(|dir| dir == usr || dir.parent() == Some(usr.join("agents").as_path()))
+    }
+
+    /// An `mcp.json` changed: the servers of every profile seen so far follow it (started,
+    /// restarted, stopped), each profile's change reported as a [`ReloadEvent::McpServers`].
+    pub(crate) fn mcp_files_changed(&self) {
+        let secrets = self.secrets();
+        let cap = self.options.max_text_bytes;
+        for reload in self.mcp.reload(&self.layout, cap, &secrets) {
+            self.emit(crate::host::reload::ReloadEvent::McpServers(reload));
+        }
+    }
+
     /// The mistakes in the profile's `mcp.json` files, one line each.
     pub fn mcp_config_errors(&self, profile: &str) -> Vec<McpConfigError> {
         self.mcp_profile(profile).config.errors.clone()

@@ -122,7 +122,7 @@ pub const ENTRY_KEYS: &[&str] = &[
 const FILE_KEYS: &[&str] = &["mcpServers", "servers"];
 
 /// A profile's servers, and the mistakes met reading its files.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpConfig {
     /// The servers in use (not switched off), sorted by name.
     pub servers: Vec<ServerConfig>,

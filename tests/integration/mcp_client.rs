@@ -15,6 +15,7 @@ mod config_cli;
 mod conformance;
 mod live_reload;
 mod over_http;
+mod rug_pull;
 mod slow;
 mod storms;
 mod structured;

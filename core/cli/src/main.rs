@@ -227,6 +227,8 @@ enum Command {
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
+        #[command(subcommand)]
+        action: Option<McpAction>,
     },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
@@ -380,6 +382,23 @@ impl SessionArgs {
             .with_max_iterations(self.max_iterations)
             .with_max_unusable(self.max_unusable)
     }
+}
+
+#[derive(Subcommand)]
+enum McpAction {
+    /// The tools of SERVER whose definition (description, schemas, annotations) changed
+    /// since it was first seen or last approved (usr/mcp-tools.lock), each change shown;
+    /// exit 1 if any changed.
+    Diff {
+        /// The server's name in mcp.json.
+        server: String,
+    },
+    /// Approve the changed tool definitions of SERVER: recorded in usr/mcp-tools.lock, its
+    /// tools are offered again.
+    Approve {
+        /// The server's name in mcp.json.
+        server: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -582,7 +601,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             serve_mcp::serve(Arc::new(served), options)
         }
-        Command::Mcp { profile, json } => mcp::mcp(&host()?, &profile, json),
+        Command::Mcp {
+            profile,
+            json,
+            action: None,
+        } => mcp::mcp(&host()?, &profile, json),
+        Command::Mcp {
+            profile,
+            action: Some(McpAction::Diff { server }),
+            ..
+        } => mcp::diff(&host()?, &profile, &server),
+        Command::Mcp {
+            profile,
+            action: Some(McpAction::Approve { server }),
+            ..
+        } => mcp::approve(&host()?, &profile, &server),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;

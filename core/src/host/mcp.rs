@@ -46,6 +46,11 @@ impl Host {
             for tool in &mut server.tools {
                 *tool = tool.masked(&secrets);
             }
+            for change in &mut server.changed {
+                for value in [&mut change.approved, &mut change.now] {
+                    *value = secrets.mask_value(std::mem::take(value)).into_inner();
+                }
+            }
         }
         servers
     }
@@ -67,6 +72,24 @@ impl Host {
         for reload in self.mcp.reload(&self.layout, cap, &secrets) {
             self.emit(crate::host::reload::ReloadEvent::McpServers(reload));
         }
+    }
+
+    /// Approves the changed tool definitions of the profile's server `server` (recorded in
+    /// `usr/mcp-tools.lock`, [`crate::mcp::pins`]): its tools are offered again. Waits (at most
+    /// `wait`) for the server to start and list its tools first. The tools approved; `Err` says
+    /// why not (no such server, the lock cannot be written).
+    pub async fn approve_mcp_tools(
+        &self,
+        profile: &str,
+        server: &str,
+        wait: Duration,
+    ) -> Result<Vec<String>, String> {
+        let servers = self.mcp_profile(profile);
+        let Some(found) = servers.get(server) else {
+            return Err(format!("profile '{profile}' has no MCP server '{server}'"));
+        };
+        found.settled(wait).await;
+        found.approve()
     }
 
     /// The mistakes in the profile's `mcp.json` files, one line each.

@@ -6,7 +6,8 @@
 //! - `connect.rs`: starting the process and the handshake;
 //! - `handler.rs`: progress and `tools/list_changed` notifications;
 //! - `tool.rs`: one tool, its metadata and breaker;
-//! - `call.rs`: one governed call of a tool (progress, cancellation, the result).
+//! - `call.rs`: one governed call of a tool (progress, cancellation, the result);
+//! - `pins.rs`: the tool definitions approved (`usr/mcp-tools.lock`), against rug pulls.
 //!
 //! Servers run on a runtime of their own (one thread), so they outlive the runtime of any
 //! caller and start in the background as soon as the host (or an agent of a profile) exists.
@@ -18,6 +19,7 @@ mod child;
 pub mod config;
 mod connect;
 mod handler;
+pub mod pins;
 mod server;
 mod tool;
 
@@ -50,6 +52,8 @@ pub struct McpServerStatus {
     pub tools: Vec<Arc<McpTool>>,
     /// The last thing that went wrong, if anything did.
     pub last_error: Option<String>,
+    /// Its tools whose definitions changed since approved ([`pins`]).
+    pub changed: Vec<pins::ChangedTool>,
 }
 
 /// What a change of the `mcp.json` files did to one profile's servers.
@@ -97,10 +101,11 @@ impl McpClients {
         for e in &config.errors {
             tracing::warn!("{e}");
         }
+        let pins = pins::ToolPins::new(layout, max_text_bytes);
         let servers = config
             .servers
             .iter()
-            .map(|c| self.server(c, secrets))
+            .map(|c| self.server(c, secrets, &pins))
             .collect();
         let found = Arc::new(ProfileServers { config, servers });
         let mut profiles = lock(&self.profiles);
@@ -108,12 +113,18 @@ impl McpClients {
     }
 
     /// The running server for `config`, started if it is new.
-    fn server(&self, config: &ServerConfig, secrets: &Arc<Secrets>) -> Arc<Server> {
+    fn server(
+        &self,
+        config: &ServerConfig,
+        secrets: &Arc<Secrets>,
+        pins: &pins::ToolPins,
+    ) -> Arc<Server> {
         let mut servers = lock(&self.servers);
         if let Some(server) = servers.get(config) {
             return server.clone();
         }
-        let server = Server::new(config.clone(), self.runtime().handle().clone());
+        let runtime = self.runtime().handle().clone();
+        let server = Server::new(config.clone(), runtime, pins.clone());
         server.start(secrets);
         servers.insert(config.clone(), server.clone());
         server
@@ -168,10 +179,11 @@ impl McpClients {
                     reload.stopped.push(server.name.clone());
                 }
             }
+            let pins = pins::ToolPins::new(layout, max_text_bytes);
             let servers = config
                 .servers
                 .iter()
-                .map(|c| self.server(c, secrets))
+                .map(|c| self.server(c, secrets, &pins))
                 .collect();
             let servers = Arc::new(ProfileServers { config, servers });
             lock(&self.profiles).insert(profile, servers);
@@ -233,6 +245,7 @@ impl ProfileServers {
                     state,
                     tools: tools.to_vec(),
                     last_error,
+                    changed: server.changed_tools(),
                 }
             })
             .collect()

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::config::ServerConfig;
 use super::connect::connect;
 use super::handler::{Handler, ProgressRoutes};
+use super::pins::{ChangedTool, ToolPins};
 use super::tool::McpTool;
 use crate::governance::Breaker;
 use crate::secrets::Secrets;
@@ -72,6 +73,9 @@ struct Inner {
     /// The last failure logged as a warning: a server that fails again the same way is
     /// reported once per host (later failures are logged at debug level).
     warned: Option<String>,
+    /// Its tools whose definition changed since it was approved (held back while pinning is
+    /// on).
+    changed: Vec<ChangedTool>,
 }
 
 /// A configured server and its connection.
@@ -86,10 +90,12 @@ pub(crate) struct Server {
     /// restarts.
     breakers: Mutex<HashMap<String, Arc<Breaker>>>,
     relist: Mutex<Relist>,
+    /// The approved tool definitions (`usr/mcp-tools.lock`).
+    pins: ToolPins,
 }
 
 impl Server {
-    pub(crate) fn new(config: ServerConfig, runtime: Handle) -> Arc<Self> {
+    pub(crate) fn new(config: ServerConfig, runtime: Handle, pins: ToolPins) -> Arc<Self> {
         Arc::new(Self {
             config,
             runtime,
@@ -101,11 +107,13 @@ impl Server {
                 failures: 0,
                 failed_at: None,
                 warned: None,
+                changed: Vec::new(),
             }),
             changed: watch::channel(0).0,
             progress: Arc::default(),
             breakers: Mutex::default(),
             relist: Mutex::default(),
+            pins,
         })
     }
 
@@ -237,8 +245,16 @@ impl Server {
             .list_all_tools()
             .await
             .map_err(|e| format!("listing its tools failed: {e}"))?;
+        let changed = self.pinned(&listed)?;
+        let held = match changed.is_empty() {
+            true => false,
+            false => self.pins.enforced(),
+        };
         let mut tools = Vec::with_capacity(listed.len());
         for tool in &listed {
+            if held && changed.iter().any(|c| c.tool == *tool.name) {
+                continue;
+            }
             let breaker = self.breaker(&tool.name);
             match McpTool::new(self, tool, breaker) {
                 Ok(tool) => tools.push(Arc::new(tool)),
@@ -249,7 +265,61 @@ impl Server {
             }
         }
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self.inner().changed = changed;
         Ok(tools.into())
+    }
+
+    /// The tools of `listed` whose definitions changed since approved (those seen for the
+    /// first time are recorded), each change logged. A lock that cannot be used fails the
+    /// listing while pinning is on.
+    fn pinned(&self, listed: &[rmcp::model::Tool]) -> Result<Vec<ChangedTool>, String> {
+        let name = &self.config.name;
+        let changed = match self.pins.check(name, listed) {
+            Ok(changed) => changed,
+            Err(e) if self.pins.enforced() => {
+                return Err(format!(
+                    "its tool definitions cannot be checked (pinning is on): {e}"
+                ))
+            }
+            Err(e) => {
+                tracing::warn!("MCP server {name}: its tool definitions cannot be checked: {e}");
+                Vec::new()
+            }
+        };
+        if !changed.is_empty() {
+            let tools: Vec<&str> = changed.iter().map(|c| c.tool.as_str()).collect();
+            let what = match self.pins.enforced() {
+                true => "held back until approved (pinning is on)",
+                false => "offered anyway (pinning is off)",
+            };
+            tracing::warn!(
+                "MCP server {name}: the definition of {} changed since it was approved, {what}: \
+                 see `toolhost mcp diff {name}`, approve with `toolhost mcp approve {name}`",
+                crate::layout::Escaped(std::path::Path::new(&tools.join(", ")))
+            );
+        }
+        Ok(changed)
+    }
+
+    /// Its tools whose definitions changed since approved.
+    pub(crate) fn changed_tools(&self) -> Vec<ChangedTool> {
+        self.inner().changed.clone()
+    }
+
+    /// Approves the changed definitions of its tools (recorded in the lock), then lists its
+    /// tools again if it runs. The tools approved.
+    pub(crate) fn approve(self: &Arc<Self>) -> Result<Vec<String>, String> {
+        let changed = self.changed_tools();
+        self.pins.approve(&self.config.name, &changed)?;
+        let peer = {
+            let mut inner = self.inner();
+            inner.changed.clear();
+            inner.service.as_ref().map(|s| s.peer().clone())
+        };
+        if let Some(peer) = peer {
+            self.list_changed(peer);
+        }
+        Ok(changed.into_iter().map(|c| c.tool).collect())
     }
 
     fn breaker(&self, tool: &str) -> Arc<Breaker> {

@@ -120,7 +120,7 @@ fn server_json(server: &McpServerStatus) -> Value {
 
 /// `text` safe for a terminal: control characters (escape sequences, carriage returns) shown
 /// escaped, since a server's text is a peer's.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     text.chars()
         .map(|c| match c.is_control() && c != '\n' {
             true => c.escape_default().to_string(),

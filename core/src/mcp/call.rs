@@ -36,7 +36,8 @@ impl Drop for Route<'_> {
 impl McpTool {
     /// One `tools/call` of this tool with `args` (the server started first if it must be):
     /// each progress notification's text goes to `progress`; at `timeout`, or when `interrupt`
-    /// completes, the server is told to stop (`notifications/cancelled`) and the call fails.
+    /// completes, the server is told to stop (`notifications/cancelled`) and the call fails. A
+    /// form the server asks to fill in meanwhile goes to `asker`.
     pub(crate) async fn call<P: Future<Output = ()>>(
         &self,
         secrets: &Arc<Secrets>,
@@ -44,6 +45,7 @@ impl McpTool {
         timeout: Option<Duration>,
         mut progress: impl FnMut(String) -> P,
         interrupt: impl Future<Output = ToolError>,
+        asker: super::Asker,
     ) -> Result<Response, ToolError> {
         let Some(server) = self.server.upgrade() else {
             let name = &self.server_name;
@@ -57,6 +59,8 @@ impl McpTool {
         );
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
         let peer = server.ready(secrets, wait).await?;
+        // A form the server sends during the call goes to whoever can answer for it.
+        let _asking = server.asking(asker);
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::no_options();

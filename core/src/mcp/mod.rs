@@ -4,7 +4,8 @@
 //! - `config.rs`: the `mcpServers` files, layered;
 //! - `server.rs`: one server's state, restarts with backoff, shutdown;
 //! - `connect.rs`: starting the process and the handshake;
-//! - `handler.rs`: progress and `tools/list_changed` notifications;
+//! - `handler.rs`: progress and `tools/list_changed` notifications, a server's requests;
+//! - `ask.rs`: a server's form (`elicitation/create`) for the person behind the call;
 //! - `tool.rs`: one tool, its metadata and breaker;
 //! - `call.rs`: one governed call of a tool (progress, cancellation, the result);
 //! - `pins.rs`: the tool definitions approved (`usr/mcp-tools.lock`), against rug pulls.
@@ -14,6 +15,7 @@
 //! A call of a server's tool is looked up before the layers: an MCP tool wins over a library
 //! of the same name.
 
+mod ask;
 mod call;
 mod child;
 pub mod config;
@@ -33,6 +35,7 @@ use crate::sync::lock;
 use config::{McpConfig, ServerConfig};
 use server::Server;
 
+pub(crate) use ask::Asker;
 pub use config::MCP_FILE_NAME;
 pub use server::McpState;
 pub use tool::McpTool;

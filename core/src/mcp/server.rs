@@ -92,6 +92,19 @@ pub(crate) struct Server {
     relist: Mutex<Relist>,
     /// The approved tool definitions (`usr/mcp-tools.lock`).
     pins: ToolPins,
+    /// Who can answer for each call under way, by a number of its own: a form the server
+    /// sends goes to the latest.
+    askers: Mutex<Vec<(u64, super::Asker)>>,
+    next_asker: std::sync::atomic::AtomicU64,
+}
+
+/// Takes a call's asker off its server when the call ends, however it ends.
+pub(crate) struct Asking<'a>(&'a Server, u64);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.askers).retain(|(id, _)| *id != self.1);
+    }
 }
 
 impl Server {
@@ -114,6 +127,8 @@ impl Server {
             breakers: Mutex::default(),
             relist: Mutex::default(),
             pins,
+            askers: Mutex::default(),
+            next_asker: Default::default(),
         })
     }
 
@@ -299,6 +314,20 @@ impl Server {
             );
         }
         Ok(changed)
+    }
+
+    /// Registers who can answer for a call under way, until the guard drops.
+    pub(crate) fn asking(&self, asker: super::Asker) -> Asking<'_> {
+        let id = self
+            .next_asker
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.askers).push((id, asker));
+        Asking(self, id)
+    }
+
+    /// Who can answer for the latest call under way, if one is.
+    pub(crate) fn asker(&self) -> Option<super::Asker> {
+        lock(&self.askers).last().map(|(_, asker)| asker.clone())
     }
 
     /// Its tools whose definitions changed since approved.

@@ -24,13 +24,16 @@ printf '{"mcpServers": {"conf": {"url": "%s"}}}' "$url" > "$ROOT/usr/mcp.json"
 case "$MCP_CONFORMANCE_SCENARIO" in
   initialize) exec "$TOOLHOST" --root "$ROOT" mcp ;;
   tools_call) exec "$TOOLHOST" --root "$ROOT" call conf.add_numbers --args '{"a": 2, "b": 3}' ;;
+  elicitation-sep1034-client-defaults)
+    exec "$TOOLHOST" --root "$ROOT" $YES call conf.test_client_elicitation_defaults ;;
   sse-retry) exec "$TOOLHOST" --root "$ROOT" call conf.test_reconnection ;;
   *) echo "no step for scenario $MCP_CONFORMANCE_SCENARIO" >&2; exit 2 ;;
 esac
 "#;
 
-/// Runs one client scenario; each check's status and name, and the suite's report.
-fn scenario(name: &str) -> (Vec<(String, String)>, String) {
+/// Runs one client scenario; each check's status and name, and the suite's report. `yes`:
+/// the driver's command gets `--yes`.
+fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
     let (node, suite) = conformance_suite();
     let root = TestRoot::new();
     let driver = root.write("driver.sh", DRIVER);
@@ -44,6 +47,7 @@ fn scenario(name: &str) -> (Vec<(String, String)>, String) {
         .env("ROOT", root.path())
         .env("TOOLHOST", toolhost_tests::toolhost_bin())
         .env("NO_COLOR", "1")
+        .env("YES", if yes { "--yes" } else { "" })
         .output()
         .expect("the conformance suite runs");
     let report = format!(
@@ -57,6 +61,12 @@ fn scenario(name: &str) -> (Vec<(String, String)>, String) {
         .map(|d| d.path().join("checks.json"))
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("no checks.json: {report}"));
+    // The client's own standard error, which the suite prints only when it fails.
+    let client_stderr = std::fs::read_to_string(checks.with_file_name("stderr.txt"));
+    let report = format!(
+        "{report}\nclient stderr:\n{}",
+        client_stderr.unwrap_or_default()
+    );
     let checks: Vec<Value> = serde_json::from_slice(&std::fs::read(checks).unwrap()).unwrap();
     let checks = checks
         .iter()
@@ -71,7 +81,7 @@ fn scenario(name: &str) -> (Vec<(String, String)>, String) {
 
 /// Asserts that the scenario passed: some check succeeded and none failed or warned.
 fn passes(name: &str) {
-    let (checks, report) = scenario(name);
+    let (checks, report) = scenario(name, true);
     let bad: Vec<&(String, String)> = checks
         .iter()
         .filter(|(status, _)| status == "FAILURE" || status == "WARNING")
@@ -96,4 +106,27 @@ fn conformance_tools_call() {
 #[test]
 fn conformance_sse_retry() {
     passes("sse-retry");
+}
+
+/// SEP-1034: the server's form has a default for every field and asks for none; `--yes`
+/// sends it with the defaults applied.
+#[test]
+fn conformance_elicitation_sep1034_client_defaults() {
+    passes("elicitation-sep1034-client-defaults");
+}
+
+/// Without `--yes` and off a terminal no one can answer the form: it is declined, and the
+/// reason is logged.
+#[test]
+fn a_form_no_one_can_answer_is_declined_with_the_reason() {
+    let (checks, report) = scenario("elicitation-sep1034-client-defaults", false);
+    assert!(
+        checks.iter().any(|(status, what)| status == "FAILURE"
+            && what.contains("Expected action 'accept', got 'decline'")),
+        "{checks:?}\n{report}"
+    );
+    assert!(
+        report.contains("declined, no one can answer here (not on a terminal; --yes sends a form whose required fields all have defaults)"),
+        "{report}"
+    );
 }

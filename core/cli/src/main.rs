@@ -54,7 +54,8 @@ struct Cli {
     #[arg(short, long, global = true)]
     verbose: bool,
     /// Approve the calls of `write` tools that the policy asks about, without asking (never
-    /// `exec` tools); `add` and `update`: install without asking.
+    /// `exec` tools); `add` and `update`: install without asking; an MCP server's form whose
+    /// required fields all have defaults: sent with them.
     #[arg(long, global = true)]
     yes: bool,
     /// With `pinning = true` in usr/toolhost.toml, load libraries that are not pinned in

@@ -144,25 +144,33 @@ impl McpTool {
     }
 }
 
-/// Whether `text` already says `structured`: it is the same JSON, or the structured content
-/// only wraps it in an object of one member (`{"result": text}` as the Python SDK wraps a
-/// plain return value, `{"content": text}` as the filesystem server gives a file).
-fn says(text: &str, structured: &Value) -> bool {
-    let parsed = serde_json::from_str::<Value>(text).ok();
-    if parsed.as_ref() == Some(structured) {
-        return true;
-    }
-    match structured.as_object().filter(|o| o.len() == 1) {
-        Some(object) => object
-            .values()
-            .any(|inner| inner.as_str() == Some(text) || parsed.as_ref() == Some(inner)),
-        None => false,
-    }
+/// How a text block says what the structured content says.
+#[derive(PartialEq)]
+enum Said {
+    /// The same JSON.
+    Same,
+    /// The structured content only wraps the text in an object of one member
+    /// (`{"result": text}` as the Python SDK wraps a plain return value, `{"content": text}` as
+    /// the filesystem server gives a file).
+    Wrapped,
 }
 
-/// A result as the model sees it, once: when a text block says what the structured content
-/// says ([`says`]), the model gets one of them, the structured content when the tool declares
-/// an `outputSchema` (`structured_first`), else the text; other text and structured content
+fn says(text: &str, structured: &Value) -> Option<Said> {
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    if parsed.as_ref() == Some(structured) {
+        return Some(Said::Same);
+    }
+    let object = structured.as_object().filter(|o| o.len() == 1)?;
+    object
+        .values()
+        .any(|inner| inner.as_str() == Some(text) || parsed.as_ref() == Some(inner))
+        .then_some(Said::Wrapped)
+}
+
+/// A result as the model sees it, once. When a text block says what the structured content
+/// says ([`says`]), the model gets one of them: the text when the structured content only
+/// wraps it; for the same JSON, the structured content when the tool declares an
+/// `outputSchema` (`structured_first`), else the text. Other texts and structured content
 /// become the message; images and other content go to `additional.content`. `isError` is a
 /// repairable error with the text.
 ///
@@ -183,13 +191,15 @@ pub(crate) fn into_response(
         }
     }
     let mut structured = result.structured_content;
-    if let Some(said) = &structured {
-        let before = texts.len();
-        if structured_first {
-            texts.retain(|t| !says(t, said));
-        }
-        if texts.len() == before && texts.iter().any(|t| says(t, said)) {
+    if let Some(value) = &structured {
+        let said: Vec<Option<Said>> = texts.iter().map(|t| says(t, value)).collect();
+        if said.contains(&Some(Said::Wrapped))
+            || (!structured_first && said.iter().any(Option::is_some))
+        {
             structured = None; // the text says it
+        } else if said.contains(&Some(Said::Same)) {
+            let mut said = said.into_iter();
+            texts.retain(|_| said.next().flatten().is_none()); // the structured form says it
         }
     }
     let mut message = match texts.len() {
@@ -239,15 +249,14 @@ mod tests {
         let text = into_response("t", result(&[file], Some(wrapped.clone())), false);
         assert_eq!(text.unwrap().message, file, "no outputSchema: the text");
         let json = into_response("t", result(&[file], Some(wrapped.clone())), true);
-        assert_eq!(
-            json.unwrap().message,
-            wrapped.to_string(),
-            "outputSchema: structured"
-        );
+        assert_eq!(json.unwrap().message, file, "only wrapped: the text");
         let same = serde_json::json!({"a": 1, "b": [2]});
         let text = same.to_string();
-        let once = into_response("t", result(&[&text], Some(same.clone())), true).unwrap();
-        assert_eq!(once.message, same.to_string());
+        let spaced = serde_json::to_string_pretty(&same).unwrap();
+        let once = into_response("t", result(&[&spaced], Some(same.clone())), true).unwrap();
+        assert_eq!(once.message, text, "outputSchema: the structured form");
+        let once = into_response("t", result(&[&spaced], Some(same.clone())), false).unwrap();
+        assert_eq!(once.message, spaced, "no outputSchema: the text");
         let other = into_response("t", result(&["note"], Some(same.clone())), true).unwrap();
         assert_eq!(other.message, format!("note\n{same}"), "different: both");
     }

@@ -11,6 +11,7 @@ use toolhost::output::OutputKind;
 use toolhost::{Agent, Host};
 use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
+mod asks;
 mod config_cli;
 mod conformance;
 mod live_reload;

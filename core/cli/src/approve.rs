@@ -94,8 +94,8 @@ impl Approver for TerminalApprover {
         answer
     }
 
-    /// The server's form, field by field (an empty line keeps the field's default), then
-    /// send, decline or cancel. The server's words are shown escaped.
+    /// The server's form, field by field, required ones first (an empty line keeps the
+    /// field's default), then send, decline or cancel. The server's words are shown escaped.
     fn fill(&self, request: &FormRequest) -> FormAnswer {
         let shown = crate::mcp::shown;
         let say = |text: String| {
@@ -119,7 +119,13 @@ impl Approver for TerminalApprover {
             .collect();
         let mut answers = Map::new();
         let no_fields = Map::new();
-        let fields = schema["properties"].as_object().unwrap_or(&no_fields);
+        // Required fields first (the schema's order does not survive its parsing).
+        let mut fields: Vec<_> = schema["properties"]
+            .as_object()
+            .unwrap_or(&no_fields)
+            .iter()
+            .collect();
+        fields.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
         for (name, field) in fields {
             let kind = field["type"].as_str().unwrap_or("string");
             let mut hint = kind.to_owned();

@@ -134,3 +134,27 @@ fn serve_mcp_starts_no_mcp_server_while_list_does() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("time.get_current_time"));
     assert!(marker.exists(), "list started the MCP server");
 }
+
+#[test]
+fn a_server_that_keeps_failing_the_same_way_is_reported_once_per_host() {
+    let root = TestRoot::new();
+    servers(
+        &root,
+        "usr/mcp.json",
+        json!({"gone": {"command": "/nonexistent/mcp-server"}}),
+    );
+    let mut watch = crate::watch_mode::WatchProcess::start(&root);
+    watch.expect_line("the prompt", |l| l.starts_with("type `name"));
+    for _ in 0..3 {
+        // Past the backoff (0 s, 1 s, 2 s), so each call starts the server again and it fails.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        watch.send("gone.x");
+        watch.expect_line("the call's error", |l| l.contains("MCP server 'gone'"));
+    }
+    let logged = watch.logged();
+    let warnings: Vec<&String> = logged
+        .iter()
+        .filter(|l| l.contains("WARN") && l.contains("MCP server gone: cannot start"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{logged:#?}\n{:#?}", watch.printed());
+}

@@ -8,6 +8,7 @@ mod book;
 mod breaker;
 mod cli;
 mod cli_mistakes;
+mod conformance_peer;
 mod deadlines;
 mod extensions;
 mod fakellm;

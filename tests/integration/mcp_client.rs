@@ -11,19 +11,25 @@ use toolhost::output::OutputKind;
 use toolhost::{Agent, Host};
 use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
+mod asks;
+mod config_cli;
+mod conformance;
+mod live_reload;
 mod over_http;
+mod rug_pull;
 mod slow;
 mod storms;
+mod structured;
 
 /// How long a test waits for its servers to start.
-const START: Duration = Duration::from_secs(60);
+pub(crate) const START: Duration = Duration::from_secs(60);
 
-fn everything() -> Value {
+pub(crate) fn everything() -> Value {
     let entry = peers::server_everything();
     json!({"command": "node", "args": [entry, "stdio"]})
 }
 
-fn time() -> Value {
+pub(crate) fn time() -> Value {
     let python = peers::mcp_python();
     json!({"command": python, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]})
 }
@@ -256,7 +262,7 @@ fn a_profile_switches_a_server_off_and_a_bad_file_is_one_line() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     let line = errors[0].to_string();
     assert!(
-        line.starts_with("usr/agents/broken/mcp.json: invalid JSON"),
+        line.starts_with("usr/agents/broken/mcp.json:1: invalid JSON"),
         "{line}"
     );
     block_on(host.wait_for_mcp("broken", START));

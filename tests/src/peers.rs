@@ -19,6 +19,10 @@ pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
 /// The pinned MCP reference server from npm.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
+/// The pinned MCP filesystem server from npm (its results carry a file both as text and as
+/// `structuredContent`).
+pub const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
 /// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
@@ -267,6 +271,22 @@ pub fn server_everything() -> PathBuf {
     ENTRY
         .get_or_init(|| {
             let package = npm_package("server-everything-2026.8.31", SERVER_EVERYTHING);
+            package.join("dist").join("index.js")
+        })
+        .clone()
+}
+
+/// The entry point (`dist/index.js`) of [`SERVER_FILESYSTEM`], installed on first use into
+/// `target/peers/server-filesystem-2026.8.31/`. Start it with `node <path> <allowed folder>...`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn server_filesystem() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let package = npm_package("server-filesystem-2026.8.31", SERVER_FILESYSTEM);
             package.join("dist").join("index.js")
         })
         .clone()

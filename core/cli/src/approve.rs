@@ -5,7 +5,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 
-use toolhost::governance::{ApprovalAnswer, ApprovalRequest, Approver};
+use serde_json::{Map, Value};
+use toolhost::governance::{ApprovalAnswer, ApprovalRequest, Approver, FormAnswer, FormRequest};
 use toolhost::Agent;
 
 /// Sets up an agent's approvals for a command: `--yes` approves writes; on a terminal, the
@@ -69,17 +70,7 @@ impl Approver for TerminalApprover {
         );
         let _ = err.flush();
         drop(err);
-        let line = match &self.lines {
-            Some(lines) => lines.next(),
-            // The terminal itself: standard input may be held by the command's own reader.
-            None => match std::fs::File::open("/dev/tty") {
-                Ok(tty) => std::io::BufReader::new(tty)
-                    .lines()
-                    .next()
-                    .and_then(Result::ok),
-                Err(_) => std::io::stdin().lock().lines().next().and_then(Result::ok),
-            },
-        };
+        let line = self.line();
         let (answer, said) = match line.as_deref().map(str::trim) {
             Some("o" | "once" | "y" | "yes") => (ApprovalAnswer::Once, "approved once".to_owned()),
             Some("s" | "session") => (
@@ -101,5 +92,111 @@ impl Approver for TerminalApprover {
         };
         let _ = writeln!(std::io::stderr(), "{said}");
         answer
+    }
+
+    /// The server's form, field by field, required ones first (an empty line keeps the
+    /// field's default), then send, decline or cancel. The server's words are shown escaped.
+    fn fill(&self, request: &FormRequest) -> FormAnswer {
+        let shown = crate::mcp::shown;
+        let say = |text: String| {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{text}");
+            let _ = err.flush();
+        };
+        say(format!(
+            "\nMCP server '{}' asks, during {}'s call of tool '{}':\n{}\n",
+            request.server,
+            request.agent,
+            request.tool,
+            shown(&request.message)
+        ));
+        let schema = &request.schema;
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut answers = Map::new();
+        let no_fields = Map::new();
+        // Required fields first (the schema's order does not survive its parsing).
+        let mut fields: Vec<_> = schema["properties"]
+            .as_object()
+            .unwrap_or(&no_fields)
+            .iter()
+            .collect();
+        fields.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+        for (name, field) in fields {
+            let kind = field["type"].as_str().unwrap_or("string");
+            let mut hint = kind.to_owned();
+            if let Some(choices) = field["enum"].as_array() {
+                let choices: Vec<String> = choices.iter().map(|c| c.to_string()).collect();
+                hint = format!("one of {}", choices.join(", "));
+            }
+            if let Some(default) = field.get("default") {
+                hint.push_str(&format!(", empty for {default}"));
+            }
+            let needed = if required.contains(&name.as_str()) {
+                " (required)"
+            } else {
+                ""
+            };
+            let about = field["description"]
+                .as_str()
+                .map_or(String::new(), |d| format!(" {d}"));
+            say(format!(
+                "  {}{needed}{} [{}]: ",
+                shown(name),
+                shown(&about),
+                shown(&hint)
+            ));
+            let Some(line) = self.line() else {
+                return FormAnswer::Cancel;
+            };
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let value = match kind {
+                "integer" => line.parse::<i64>().ok().map(Value::from),
+                "number" => line.parse::<f64>().ok().map(Value::from),
+                "boolean" => match line {
+                    "y" | "yes" | "true" => Some(Value::Bool(true)),
+                    "n" | "no" | "false" => Some(Value::Bool(false)),
+                    _ => None,
+                },
+                _ => Some(Value::String(line.to_owned())),
+            };
+            let allowed = field["enum"]
+                .as_array()
+                .is_none_or(|choices| value.as_ref().is_some_and(|v| choices.contains(v)));
+            match value {
+                Some(value) if allowed => drop(answers.insert(name.clone(), value)),
+                _ => say(format!("  not {}: left empty\n", shown(&hint))),
+            }
+        }
+        say("Send? [y]es, [d]ecline, [c]ancel: ".to_owned());
+        match self.line().as_deref().map(str::trim) {
+            Some("y" | "yes" | "s" | "send") => FormAnswer::Accept(answers),
+            Some("d" | "decline") => FormAnswer::Decline,
+            _ => FormAnswer::Cancel,
+        }
+    }
+}
+
+impl TerminalApprover {
+    /// The next line the user types.
+    fn line(&self) -> Option<String> {
+        match &self.lines {
+            Some(lines) => lines.next(),
+            // The terminal itself: standard input may be held by the command's own reader.
+            None => match std::fs::File::open("/dev/tty") {
+                Ok(tty) => std::io::BufReader::new(tty)
+                    .lines()
+                    .next()
+                    .and_then(Result::ok),
+                Err(_) => std::io::stdin().lock().lines().next().and_then(Result::ok),
+            },
+        }
     }
 }

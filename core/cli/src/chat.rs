@@ -29,6 +29,11 @@ pub(crate) fn chat(
     options: &LoopOptions,
 ) -> Result<ExitCode> {
     check_profile(&host, profile)?;
+    // Messages piped in go at once: the first prompt must offer the MCP servers' tools, so
+    // they are waited for (a person typing gives them that time).
+    if !std::io::stdin().is_terminal() {
+        crate::mcp::settle(&host, profile)?;
+    }
     let models = ModelsConfig::load(host.layout(), profile)?;
     let config = models.get(model)?.clone();
     let model = OpenAiModel::new(config, &host.secrets())?;

@@ -54,7 +54,8 @@ struct Cli {
     #[arg(short, long, global = true)]
     verbose: bool,
     /// Approve the calls of `write` tools that the policy asks about, without asking (never
-    /// `exec` tools); `add` and `update`: install without asking.
+    /// `exec` tools); `add` and `update`: install without asking; an MCP server's form whose
+    /// required fields all have defaults: sent with them.
     #[arg(long, global = true)]
     yes: bool,
     /// With `pinning = true` in usr/toolhost.toml, load libraries that are not pinned in
@@ -231,6 +232,8 @@ enum Command {
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
+        #[command(subcommand)]
+        action: Option<McpAction>,
     },
     /// The system prompt for a profile: its prompt fragments and the tools section.
     Prompt {
@@ -397,6 +400,23 @@ impl SessionArgs {
             .with_max_iterations(self.max_iterations)
             .with_max_unusable(self.max_unusable)
     }
+}
+
+#[derive(Subcommand)]
+enum McpAction {
+    /// The tools of SERVER whose definition (description, schemas, annotations) changed
+    /// since it was first seen or last approved (usr/mcp-tools.lock), each change shown;
+    /// exit 1 if any changed.
+    Diff {
+        /// The server's name in mcp.json.
+        server: String,
+    },
+    /// Approve the changed tool definitions of SERVER: recorded in usr/mcp-tools.lock, its
+    /// tools are offered again.
+    Approve {
+        /// The server's name in mcp.json.
+        server: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -590,10 +610,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             // A call whose record cannot be written is refused, unless the config says not.
+            // It offers library tools only, so it starts no MCP server of usr/mcp.json.
             let options = options
                 .clone()
                 .with_audit_required(true)
-                .with_secrets_from_env(secret_env);
+                .with_secrets_from_env(secret_env)
+                .with_mcp_client(false);
             let served = Host::with_options(&root, options)?;
             let options = serve_mcp::ServeOptions {
                 profile,
@@ -607,7 +629,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             serve_mcp::serve(Arc::new(served), options)
         }
-        Command::Mcp { profile, json } => mcp::mcp(&host()?, &profile, json),
+        Command::Mcp {
+            profile,
+            json,
+            action: None,
+        } => mcp::mcp(&host()?, &profile, json),
+        Command::Mcp {
+            profile,
+            action: Some(McpAction::Diff { server }),
+            ..
+        } => mcp::diff(&host()?, &profile, &server),
+        Command::Mcp {
+            profile,
+            action: Some(McpAction::Approve { server }),
+            ..
+        } => mcp::approve(&host()?, &profile, &server),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;

@@ -1,12 +1,12 @@
 //! `toolhost mcp`: the profile's MCP servers, each with its state, its tools and its last
-//! error.
+//! error; exit 1 when a file has a mistake or a server is not ready.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{json, Value};
-use toolhost::mcp::McpServerStatus;
+use toolhost::mcp::{McpServerStatus, McpState};
 use toolhost::Host;
 
 use crate::check_profile;
@@ -34,7 +34,7 @@ pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
             "config_errors": errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(outcome(&servers, errors.len()));
     }
     for e in &errors {
         println!("config error: {}", toolhost::mask_log_line(&e.to_string()));
@@ -43,25 +43,58 @@ pub(crate) fn mcp(host: &Host, profile: &str, json: bool) -> Result<ExitCode> {
         println!("No MCP servers for profile '{profile}' (list them in usr/mcp.json).");
     }
     for server in &servers {
-        let state = match server.state.name() {
-            "ready" => format!("ready with {} tools", server.tools.len()),
-            other => other.to_owned(),
+        let state = match &server.state {
+            McpState::Ready => format!("ready with {} tools", server.tools.len()),
+            McpState::Failed(why) => format!("failed: {why}"),
+            McpState::Starting => format!("still starting after {} s", SETTLE.as_secs()),
+            other => other.name().to_owned(),
         };
         println!("{}: {state}", server.name);
         for tool in &server.tools {
             let info = tool.info();
-            let line = info.description.lines().next().unwrap_or_default();
+            let line = shown(info.description.lines().next().unwrap_or_default());
             println!(
                 "  {:<32} {:<5} {line}",
                 tool.name(),
                 info.risk_level.as_str()
             );
         }
-        if let Some(error) = &server.last_error {
-            println!("  last error: {error}");
+        if !server.changed.is_empty() {
+            let tools: Vec<&str> = server.changed.iter().map(|c| c.tool.as_str()).collect();
+            println!(
+                "  definition changed since approved: {} (`toolhost mcp diff {}`)",
+                shown(&tools.join(", ")),
+                server.name
+            );
+        }
+        match (&server.last_error, &server.state) {
+            (Some(error), McpState::Failed(why)) if error == why => {}
+            (Some(error), _) => println!("  last error: {error}"),
+            (None, _) => {}
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(outcome(&servers, errors.len()))
+}
+
+/// Success when every file is right and every server ready; else 1, with the count on
+/// standard error.
+fn outcome(servers: &[McpServerStatus], config_errors: usize) -> ExitCode {
+    let down = servers
+        .iter()
+        .filter(|s| s.state != McpState::Ready)
+        .count();
+    if down == 0 && config_errors == 0 {
+        return ExitCode::SUCCESS;
+    }
+    let mut problems = Vec::new();
+    if config_errors > 0 {
+        problems.push(format!("{config_errors} mistake(s) in mcp.json"));
+    }
+    if down > 0 {
+        problems.push(format!("{down} server(s) not ready"));
+    }
+    eprintln!("error: {}", problems.join(", "));
+    ExitCode::FAILURE
 }
 
 fn server_json(server: &McpServerStatus) -> Value {
@@ -81,5 +114,93 @@ fn server_json(server: &McpServerStatus) -> Value {
             "breaker": t.breaker_state().name(),
         })).collect::<Vec<_>>(),
         "last_error": server.last_error,
+        "changed_tools": server.changed.iter().map(|c| &c.tool).collect::<Vec<_>>(),
     })
+}
+
+/// `text` safe for a terminal: control characters (escape sequences, carriage returns) shown
+/// escaped, since a server's text is a peer's.
+pub(crate) fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() && c != '\n' {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+/// The server `name` of the profile, once it has settled.
+fn settled_server(host: &Host, profile: &str, name: &str) -> Result<McpServerStatus> {
+    check_profile(host, profile)?;
+    settle(host, profile)?;
+    match host
+        .mcp_servers(profile)
+        .into_iter()
+        .find(|s| s.name == name)
+    {
+        Some(server) => Ok(server),
+        None => crate::exit::usage!(
+            "profile '{profile}' has no MCP server '{name}' (see `toolhost mcp`)"
+        ),
+    }
+}
+
+/// `toolhost mcp diff SERVER`: each changed definition, member by member (`-` approved,
+/// `+` now); exit 1 if anything changed.
+pub(crate) fn diff(host: &Host, profile: &str, name: &str) -> Result<ExitCode> {
+    let server = settled_server(host, profile, name)?;
+    if let McpState::Failed(why) = &server.state {
+        println!("{name}: failed: {}", shown(why));
+    }
+    if server.changed.is_empty() {
+        println!("{name}: no tool definition changed since approved");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for change in &server.changed {
+        println!("{name}.{}:", shown(&change.tool));
+        let members = |v: &Value| v.as_object().cloned().unwrap_or_default();
+        let (old, new) = (members(&change.approved), members(&change.now));
+        let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let (was, is) = (old.get(key), new.get(key));
+            if was == is {
+                continue;
+            }
+            println!("  {key}:");
+            let text = |v: &Value| match v {
+                Value::String(s) => s.clone(),
+                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            for (sign, value) in [("-", was), ("+", is)] {
+                if let Some(value) = value {
+                    for line in text(value).lines() {
+                        println!("    {sign} {}", shown(line));
+                    }
+                }
+            }
+        }
+    }
+    println!("approve with `toolhost mcp approve {name}`");
+    Ok(ExitCode::FAILURE)
+}
+
+/// `toolhost mcp approve SERVER`.
+pub(crate) fn approve(host: &Host, profile: &str, name: &str) -> Result<ExitCode> {
+    settled_server(host, profile, name)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let approved = runtime
+        .block_on(host.approve_mcp_tools(profile, name, SETTLE))
+        .map_err(anyhow::Error::msg)?;
+    match approved.is_empty() {
+        true => println!("{name}: nothing to approve"),
+        false => println!(
+            "{name}: approved the new definition of {}",
+            shown(&approved.join(", "))
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -23,6 +23,8 @@ pub(crate) fn run_script(
 ) -> Result<ExitCode> {
     check_profile(&host, profile)?;
     let script = Script::load(script).map_err(anyhow::Error::msg)?;
+    // The script's first turn must offer the MCP servers' tools: they are waited for.
+    crate::mcp::settle(&host, profile)?;
     // The final answers go to the host's own standard output; fd 1 points at standard error
     // while tools run (see toolhost::fds).
     let mut stdout = crate::call::host_stdout()?;

@@ -46,12 +46,47 @@ pub trait Approver: Send + Sync {
     /// The user's answer.
     fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer;
 
+    /// The user's answer to a form an MCP server asks them to fill in during a call
+    /// (`elicitation/create`). The default declines: implement it where a person can answer.
+    fn fill(&self, request: &FormRequest) -> FormAnswer {
+        let _ = request;
+        FormAnswer::Decline
+    }
+
     /// Why nobody can be asked now (for example, a client that cannot show a prompt): the
     /// call is denied with this reason, and [`ask`](Self::ask) is not called. `None` (the
     /// default): ask.
     fn unavailable(&self) -> Option<String> {
         None
     }
+}
+
+/// A form an MCP server asks the user to fill in during a call of one of its tools.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FormRequest {
+    /// The agent whose call it is.
+    pub agent: String,
+    /// The tool being called (`<server>.<tool>`).
+    pub tool: String,
+    /// The server that asks.
+    pub server: String,
+    /// What it asks, in its words (a peer's text: show it escaped).
+    pub message: String,
+    /// The fields: its `requestedSchema`, an object schema whose properties are strings,
+    /// numbers, integers, booleans or enums, each perhaps with a `default`.
+    pub schema: serde_json::Value,
+}
+
+/// The user's answer to a [`FormRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormAnswer {
+    /// Sent with these values (fields left out get their defaults).
+    Accept(serde_json::Map<String, serde_json::Value>),
+    /// Refused.
+    Decline,
+    /// Dismissed without a choice.
+    Cancel,
 }
 
 /// An agent's approval settings and what its user approved for the session.

@@ -19,7 +19,7 @@ mod schema;
 
 pub use crate::exec::call_threads::overdue;
 pub(crate) use approval::{allowed, refused, said, Approvals, DecisionSource, Verdict};
-pub use approval::{ApprovalAnswer, ApprovalRequest, Approver};
+pub use approval::{ApprovalAnswer, ApprovalRequest, Approver, FormAnswer, FormRequest};
 pub(crate) use audit_trail::{
     append_breaker, append_call, append_early, append_start, Caller, EarlyCall, EndedCall, Trail,
 };

@@ -11,8 +11,16 @@ use plugin_api::ToolError;
 
 impl Host {
     /// The profile's MCP servers (`usr/mcp.json`, `usr/agents/<profile>/mcp.json`), started in
-    /// the background the first time the profile is seen; this never waits for them.
+    /// the background the first time the profile is seen (an agent of it, its tools listed or
+    /// one called); this never waits for them. None when
+    /// [`HostOptions::mcp_client`](crate::HostOptions::mcp_client) is off.
     pub(crate) fn mcp_profile(&self, profile: &str) -> Arc<ProfileServers> {
+        if !self.options.mcp_client {
+            return Arc::new(ProfileServers {
+                config: Default::default(),
+                servers: Vec::new(),
+            });
+        }
         let secrets = self.secrets();
         let cap = self.options.max_text_bytes;
         self.mcp.profile(&self.layout, profile, cap, &secrets)
@@ -38,8 +46,50 @@ impl Host {
             for tool in &mut server.tools {
                 *tool = tool.masked(&secrets);
             }
+            for change in &mut server.changed {
+                for value in [&mut change.approved, &mut change.now] {
+                    *value = secrets.mask_value(std::mem::take(value)).into_inner();
+                }
+            }
         }
         servers
+    }
+
+    /// Whether `path` is an MCP server list: `usr/mcp.json` or `usr/agents/<P>/mcp.json`.
+    pub(crate) fn is_mcp_file(&self, path: &std::path::Path) -> bool {
+        let usr = self.layout.root().join("usr");
+        path.file_name() == Some(crate::mcp::MCP_FILE_NAME.as_ref())
+            && path
+                .parent()
+                .is_some_and(|dir| dir == usr || dir.parent() == Some(usr.join("agents").as_path()))
+    }
+
+    /// An `mcp.json` changed: the servers of every profile seen so far follow it (started,
+    /// restarted, stopped), each profile's change reported as a [`ReloadEvent::McpServers`].
+    pub(crate) fn mcp_files_changed(&self) {
+        let secrets = self.secrets();
+        let cap = self.options.max_text_bytes;
+        for reload in self.mcp.reload(&self.layout, cap, &secrets) {
+            self.emit(crate::host::reload::ReloadEvent::McpServers(reload));
+        }
+    }
+
+    /// Approves the changed tool definitions of the profile's server `server` (recorded in
+    /// `usr/mcp-tools.lock`, [`crate::mcp::pins`]): its tools are offered again. Waits (at most
+    /// `wait`) for the server to start and list its tools first. The tools approved; `Err` says
+    /// why not (no such server, the lock cannot be written).
+    pub async fn approve_mcp_tools(
+        &self,
+        profile: &str,
+        server: &str,
+        wait: Duration,
+    ) -> Result<Vec<String>, String> {
+        let servers = self.mcp_profile(profile);
+        let Some(found) = servers.get(server) else {
+            return Err(format!("profile '{profile}' has no MCP server '{server}'"));
+        };
+        found.settled(wait).await;
+        found.approve()
     }
 
     /// The mistakes in the profile's `mcp.json` files, one line each.

@@ -129,9 +129,6 @@ impl Host {
             mcp: Default::default(),
             metadata,
         };
-        // The default profile's MCP servers start now, in the background.
-        #[cfg(feature = "mcp")]
-        host.mcp_profile("default");
         Ok(host)
     }
 

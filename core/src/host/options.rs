@@ -77,6 +77,10 @@ pub struct HostOptions {
     /// for an MCP client that passes a secret in the server's environment. A variable that is
     /// unset or empty adds nothing. Default none.
     pub secrets_from_env: Vec<String>,
+    /// Whether the profiles' MCP servers (`usr/mcp.json`) are used: started when a profile's
+    /// tools are first asked for, their tools offered and called. Default `true`; `serve-mcp`
+    /// turns it off, since it offers library tools only.
+    pub mcp_client: bool,
 }
 
 impl Default for HostOptions {
@@ -95,6 +99,7 @@ impl Default for HostOptions {
             init_timeout: None,
             audit_required: false,
             secrets_from_env: Vec::new(),
+            mcp_client: true,
         }
     }
 }
@@ -115,6 +120,12 @@ impl HostOptions {
     /// Sets [`audit_required`](Self::audit_required).
     pub fn with_audit_required(mut self, required: bool) -> Self {
         self.audit_required = required;
+        self
+    }
+
+    /// Sets [`mcp_client`](Self::mcp_client).
+    pub fn with_mcp_client(mut self, used: bool) -> Self {
+        self.mcp_client = used;
         self
     }
 

@@ -36,6 +36,9 @@ pub(crate) use write::{write_atomically, write_atomically_with};
 /// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
 pub const PINS_FILE_NAME: &str = "plugins.lock";
 
+/// The file of the MCP tool definitions approved, in `usr/` (see `mcp::pins`).
+pub const MCP_PINS_FILE_NAME: &str = "mcp-tools.lock";
+
 /// The metadata cache's folder, in `usr/`: it holds no plugins, and the watcher ignores it.
 pub const CACHE_DIR_NAME: &str = ".cache";
 
@@ -231,6 +234,12 @@ impl Layout {
     /// `usr/plugins.lock`: the SHA-256 of every pinned library (see [`crate::load::pins`]).
     pub fn pins_file(&self) -> PathBuf {
         self.root.join("usr").join(PINS_FILE_NAME)
+    }
+
+    /// `usr/mcp-tools.lock`: the hash and the text of each MCP server's tool definitions as
+    /// first seen or last approved.
+    pub fn mcp_pins_file(&self) -> PathBuf {
+        self.root.join("usr").join(MCP_PINS_FILE_NAME)
     }
 
     /// `usr/sessions/`: one folder per recorded session.

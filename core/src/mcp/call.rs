@@ -36,7 +36,8 @@ impl Drop for Route<'_> {
 impl McpTool {
     /// One `tools/call` of this tool with `args` (the server started first if it must be):
     /// each progress notification's text goes to `progress`; at `timeout`, or when `interrupt`
-    /// completes, the server is told to stop (`notifications/cancelled`) and the call fails.
+    /// completes, the server is told to stop (`notifications/cancelled`) and the call fails. A
+    /// form the server asks to fill in meanwhile goes to `asker`.
     pub(crate) async fn call<P: Future<Output = ()>>(
         &self,
         secrets: &Arc<Secrets>,
@@ -44,6 +45,7 @@ impl McpTool {
         timeout: Option<Duration>,
         mut progress: impl FnMut(String) -> P,
         interrupt: impl Future<Output = ToolError>,
+        asker: super::Asker,
     ) -> Result<Response, ToolError> {
         let Some(server) = self.server.upgrade() else {
             let name = &self.server_name;
@@ -57,6 +59,8 @@ impl McpTool {
         );
         let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
         let peer = server.ready(secrets, wait).await?;
+        // A form the server sends during the call goes to whoever can answer for it.
+        let _asking = server.asking(asker);
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::no_options();
@@ -111,7 +115,7 @@ impl McpTool {
         match answer {
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 server.call_succeeded();
-                into_response(&self.name, result)
+                into_response(&self.name, result, self.output_schema)
             }
             Ok(Ok(_)) => Err(ToolError::dependency(format!(
                 "MCP server '{}' answered the call of {} with something other than a tool result",
@@ -140,27 +144,44 @@ impl McpTool {
     }
 }
 
-/// Whether `text` already says `structured`: it is the same JSON, or the structured content
-/// only wraps it (`{"result": text}`, as the Python SDK wraps a plain return value).
-fn says(text: &str, structured: &Value) -> bool {
-    let parsed = serde_json::from_str::<Value>(text).ok();
-    if parsed.as_ref() == Some(structured) {
-        return true;
-    }
-    match structured.as_object().map(|o| (o.len(), o.get("result"))) {
-        Some((1, Some(inner))) => inner.as_str() == Some(text) || parsed.as_ref() == Some(inner),
-        _ => false,
-    }
+/// How a text block says what the structured content says.
+#[derive(PartialEq)]
+enum Said {
+    /// The same JSON.
+    Same,
+    /// The structured content only wraps the text in an object of one member
+    /// (`{"result": text}` as the Python SDK wraps a plain return value, `{"content": text}` as
+    /// the filesystem server gives a file).
+    Wrapped,
 }
 
-/// A result as the model sees it: its text and its structured content become the message
-/// (structured content only when the text does not already say it); images and other
-/// content go to `additional.content`. `isError` is a repairable error with the text.
+fn says(text: &str, structured: &Value) -> Option<Said> {
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    if parsed.as_ref() == Some(structured) {
+        return Some(Said::Same);
+    }
+    let object = structured.as_object().filter(|o| o.len() == 1)?;
+    object
+        .values()
+        .any(|inner| inner.as_str() == Some(text) || parsed.as_ref() == Some(inner))
+        .then_some(Said::Wrapped)
+}
+
+/// A result as the model sees it, once. When a text block says what the structured content
+/// says ([`says`]), the model gets one of them: the text when the structured content only
+/// wraps it; for the same JSON, the structured content when the tool declares an
+/// `outputSchema` (`structured_first`), else the text. Other texts and structured content
+/// become the message; images and other content go to `additional.content`. `isError` is a
+/// repairable error with the text.
 ///
 /// Each text is moved out of the result, never copied (one text block is the message itself):
 /// a long answer costs the host its parsed copy and nothing more, and the call's output limit
 /// then keeps only its start (`max_output`).
-fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolError> {
+pub(crate) fn into_response(
+    name: &str,
+    result: CallToolResult,
+    structured_first: bool,
+) -> Result<Response, ToolError> {
     let mut texts: Vec<String> = Vec::new();
     let mut other: Vec<Value> = Vec::new();
     for block in result.content {
@@ -169,9 +190,18 @@ fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolErr
             block => other.push(serde_json::to_value(&block).unwrap_or(Value::Null)),
         }
     }
-    let structured = result
-        .structured_content
-        .filter(|structured| !texts.iter().any(|t| says(t, structured)));
+    let mut structured = result.structured_content;
+    if let Some(value) = &structured {
+        let said: Vec<Option<Said>> = texts.iter().map(|t| says(t, value)).collect();
+        if said.contains(&Some(Said::Wrapped))
+            || (!structured_first && said.iter().any(Option::is_some))
+        {
+            structured = None; // the text says it
+        } else if said.contains(&Some(Said::Same)) {
+            let mut said = said.into_iter();
+            texts.retain(|_| said.next().flatten().is_none()); // the structured form says it
+        }
+    }
     let mut message = match texts.len() {
         1 => texts.pop().unwrap_or_default(),
         _ => texts.join("\n"),
@@ -199,4 +229,35 @@ fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolErr
         response.additional = Some(additional);
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(texts: &[&str], structured: Option<Value>) -> CallToolResult {
+        let content = texts.iter().map(|t| ContentBlock::text(*t)).collect();
+        let mut result = CallToolResult::success(content);
+        result.structured_content = structured;
+        result
+    }
+
+    #[test]
+    fn a_result_said_twice_reaches_the_model_once() {
+        let file = "line 1\nline 2\n";
+        let wrapped = serde_json::json!({"content": file});
+        let text = into_response("t", result(&[file], Some(wrapped.clone())), false);
+        assert_eq!(text.unwrap().message, file, "no outputSchema: the text");
+        let json = into_response("t", result(&[file], Some(wrapped.clone())), true);
+        assert_eq!(json.unwrap().message, file, "only wrapped: the text");
+        let same = serde_json::json!({"a": 1, "b": [2]});
+        let text = same.to_string();
+        let spaced = serde_json::to_string_pretty(&same).unwrap();
+        let once = into_response("t", result(&[&spaced], Some(same.clone())), true).unwrap();
+        assert_eq!(once.message, text, "outputSchema: the structured form");
+        let once = into_response("t", result(&[&spaced], Some(same.clone())), false).unwrap();
+        assert_eq!(once.message, spaced, "no outputSchema: the text");
+        let other = into_response("t", result(&["note"], Some(same.clone())), true).unwrap();
+        assert_eq!(other.message, format!("note\n{same}"), "different: both");
+    }
 }

@@ -3,6 +3,12 @@
 //! its input does not outlive a host killed with `SIGKILL`. The kernel sends that signal when
 //! the *thread* that started the child ends, so every child is started from one thread that
 //! lives as long as the process.
+//!
+//! A server is often a wrapper's child (`npx`, `uvx`, `sh -c`), which the parent-death
+//! signal does not reach. So each server runs in a process group of its own, killed whole
+//! when the server's connection is dropped ([`Group`]), and a keeper process forked from the
+//! host at the first start ([`keeper`]) kills every group still listed when the host is gone,
+//! however it ended: it learns of the end as the end of a pipe only the host writes to.
 
 use std::sync::{mpsc, OnceLock};
 
@@ -15,6 +21,30 @@ type Started = std::io::Result<(TokioChildProcess, Option<ChildStderr>)>;
 
 /// One start, run on the starting thread within the caller's runtime.
 type Job = Box<dyn FnOnce() + Send>;
+
+/// A server's process group (the id of its first process), killed with `SIGKILL` when this
+/// is dropped (the server's connection closed or lost), and then forgotten by the keeper.
+pub(crate) struct Group(i32);
+
+impl Group {
+    /// The group of the child `pid` (which made itself its leader), told to the keeper.
+    pub(crate) fn new(pid: u32) -> Option<Self> {
+        let pid = i32::try_from(pid).ok().filter(|&p| p > 0)?;
+        keeper::tell(pid);
+        Some(Self(pid))
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: kill of a process group this host started; no memory is involved.
+        unsafe {
+            libc::kill(-self.0, libc::SIGKILL);
+        }
+        keeper::tell(-self.0);
+    }
+}
 
 /// Starts `cmd` (its standard error piped) from the process-long starting thread.
 pub(crate) async fn spawn(mut cmd: tokio::process::Command) -> Started {
@@ -70,6 +100,9 @@ fn dies_with_host(cmd: &mut tokio::process::Command) {
     // that are async-signal-safe (prctl, getppid, _exit).
     unsafe {
         cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -84,3 +117,119 @@ fn dies_with_host(cmd: &mut tokio::process::Command) {
 /// Elsewhere the child ends when its input does, or when the host drops it.
 #[cfg(not(target_os = "linux"))]
 fn dies_with_host(_cmd: &mut tokio::process::Command) {}
+
+/// The keeper: a process forked from the host that holds the list of the servers' process
+/// groups and kills them all when the host is gone.
+#[cfg(target_os = "linux")]
+mod keeper {
+    use std::sync::{Mutex, OnceLock};
+
+    /// The most groups the keeper holds at once (more servers than that are not kept).
+    const MOST: usize = 1024;
+
+    /// Tells the keeper (started now if it is not yet) of a new group (`pgid > 0`) or of a
+    /// group that is gone (`-pgid`). Each message is one write of 4 bytes: atomic on a pipe.
+    pub(super) fn tell(message: i32) {
+        static TO_KEEPER: OnceLock<Option<Mutex<i32>>> = OnceLock::new();
+        let Some(to) = TO_KEEPER.get_or_init(start) else {
+            return;
+        };
+        let fd = crate::sync::lock(to);
+        let bytes = message.to_ne_bytes();
+        // SAFETY: a write of a local buffer to the pipe this module owns.
+        unsafe {
+            libc::write(*fd, bytes.as_ptr().cast(), bytes.len());
+        }
+    }
+
+    /// Forks the keeper; the write end of its pipe, or `None` (logged) if it cannot start.
+    fn start() -> Option<Mutex<i32>> {
+        let mut fds = [0i32; 2];
+        // SAFETY: pipe2 fills the array; fork's child runs only `keep`, which makes system
+        // calls that are async-signal-safe and never returns.
+        unsafe {
+            if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                tracing::warn!(
+                    "no keeper for the MCP servers' process groups: {}",
+                    std::io::Error::last_os_error()
+                );
+                return None;
+            }
+            match libc::fork() {
+                -1 => {
+                    tracing::warn!(
+                        "no keeper for the MCP servers' process groups: {}",
+                        std::io::Error::last_os_error()
+                    );
+                    libc::close(fds[0]);
+                    libc::close(fds[1]);
+                    None
+                }
+                0 => keep(fds[0]),
+                _ => {
+                    libc::close(fds[0]);
+                    Some(Mutex::new(fds[1]))
+                }
+            }
+        }
+    }
+
+    /// The keeper's life: every other descriptor closed, the terminal's signals ignored; the
+    /// groups read from `from` until its end (the host is gone), then each killed.
+    ///
+    /// # Safety
+    ///
+    /// Only in the child of a fork: it uses no memory but its stack and ends the process.
+    unsafe fn keep(from: i32) -> ! {
+        // SAFETY: system calls on descriptors and groups of this process, buffers on the
+        // stack; the caller is the child of a fork.
+        unsafe {
+            for fd in 0..4096 {
+                if fd != from {
+                    libc::close(fd);
+                }
+            }
+            for signal in [
+                libc::SIGINT,
+                libc::SIGHUP,
+                libc::SIGTERM,
+                libc::SIGQUIT,
+                libc::SIGPIPE,
+            ] {
+                libc::signal(signal, libc::SIG_IGN);
+            }
+            let mut groups = [0i32; MOST];
+            let mut held = 0usize;
+            let mut message = [0u8; 4];
+            loop {
+                let read = libc::read(from, message.as_mut_ptr().cast(), message.len());
+                if read < 0 && *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                if read != 4 {
+                    break; // the host is gone (or the pipe broke): end
+                }
+                let group = i32::from_ne_bytes(message);
+                if group > 0 && held < MOST {
+                    groups[held] = group;
+                    held += 1;
+                } else if group < 0 {
+                    if let Some(i) = groups[..held].iter().position(|&g| g == -group) {
+                        held -= 1;
+                        groups[i] = groups[held];
+                    }
+                }
+            }
+            for &group in &groups[..held] {
+                libc::kill(-group, libc::SIGKILL);
+            }
+            libc::_exit(0)
+        }
+    }
+}
+
+/// Elsewhere there is no keeper.
+#[cfg(not(target_os = "linux"))]
+mod keeper {
+    pub(super) fn tell(_message: i32) {}
+}

@@ -1,5 +1,5 @@
 //! `usr/mcp.json` and a profile's `usr/agents/<P>/mcp.json`: the MCP servers a profile uses, in
-//! the `mcpServers` format other agents read.
+//! the `mcpServers` format other agents read (VS Code's `servers` is read the same way).
 //!
 //! ```json
 //! {"mcpServers": {
@@ -9,14 +9,15 @@
 //! ```
 //!
 //! A profile's entry is laid over the global entry of the same name key by key, so
-//! `{"disabled": true}` alone switches a server off. Keys this host does not use are ignored
-//! (other agents write `type`, `description`, ...). A mistake is one [`McpConfigError`] line
-//! naming the file; the servers the mistake does not touch keep working.
+//! `{"disabled": true}` alone switches a server off. The file is as strict as `toolhost.toml`:
+//! a key this host does not know (`"arg"` for `"args"`) or a value of the wrong type is one
+//! [`McpConfigError`] line naming the file, the line and the key; the servers the mistake
+//! does not touch keep working. [`ENTRY_KEYS`] lists the keys of a server's entry.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::layout::{read_text, Layout, ReadErrorKind};
 
@@ -35,6 +36,9 @@ pub enum Transport {
         /// Variables added to its environment (`§§secret(NAME)` placeholders filled in when
         /// it starts).
         env: BTreeMap<String, String>,
+        /// The folder it starts in (`cwd`), relative to the root unless absolute; the
+        /// host's own when not given.
+        cwd: Option<PathBuf>,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -68,12 +72,15 @@ pub enum McpConfigErrorKind {
     Server,
 }
 
-/// A mistake in an MCP configuration file: one line naming the file and the problem.
+/// A mistake in an MCP configuration file: one line naming the file, the line when it is
+/// known, and the problem (`usr/mcp.json:4: mcpServers.time: unknown key "arg" ...`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}: {message}", crate::layout::Escaped(file))]
+#[error("{}{}: {message}", crate::layout::Escaped(file), line.map(|n| format!(":{n}")).unwrap_or_default())]
 pub struct McpConfigError {
     /// The file, relative to the root.
     pub file: PathBuf,
+    /// The line (from 1) the mistake is on, when it is known.
+    pub line: Option<usize>,
     /// What kind of mistake.
     pub kind: McpConfigErrorKind,
     /// What is wrong, in one line.
@@ -84,14 +91,38 @@ impl McpConfigError {
     fn new(file: &Path, kind: McpConfigErrorKind, message: impl Into<String>) -> Self {
         Self {
             file: file.to_owned(),
+            line: None,
             kind,
             message: message.into().replace('\n', " "),
         }
     }
+
+    fn at(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
 }
 
+/// The keys of a server's entry: those this host uses, and `type` and `description`, which
+/// other agents write (`type` is checked against the transport: `stdio` or `http`).
+pub const ENTRY_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "type",
+    "disabled",
+    "description",
+];
+
+/// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor) or
+/// `servers` (VS Code).
+const FILE_KEYS: &[&str] = &["mcpServers", "servers"];
+
 /// A profile's servers, and the mistakes met reading its files.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McpConfig {
     /// The servers in use (not switched off), sorted by name.
     pub servers: Vec<ServerConfig>,
@@ -101,57 +132,148 @@ pub struct McpConfig {
     pub errors: Vec<McpConfigError>,
 }
 
+/// A value of an entry and where it was written (the file and its line).
+#[derive(Debug, Clone)]
+struct Placed {
+    value: Value,
+    file: PathBuf,
+    line: usize,
+}
+
+/// One server's entry, its keys merged over the layers; the place of the entry itself (the
+/// last file that named it).
+#[derive(Debug, Default)]
+struct Entry {
+    keys: BTreeMap<String, Placed>,
+    at: Option<(PathBuf, usize)>,
+}
+
 impl McpConfig {
     /// Reads `usr/mcp.json`, then the profile's `usr/agents/<profile>/mcp.json` over it; a
     /// missing file is no server. A profile name that is not a safe name
     /// ([`is_safe_name`](crate::is_safe_name)) has no file of its own.
     pub fn load(layout: &Layout, profile: &str, max_text_bytes: u64) -> Self {
         let mut config = Self::default();
-        let mut merged: BTreeMap<String, (PathBuf, Map<String, Value>)> = BTreeMap::new();
-        let mut files = vec![layout.root().join("usr").join(MCP_FILE_NAME)];
-        if crate::is_safe_name(profile) {
-            let dir = layout.root().join("usr/agents").join(profile);
-            files.push(dir.join(MCP_FILE_NAME));
-        }
-        for path in files {
+        let mut merged: BTreeMap<String, Entry> = BTreeMap::new();
+        for path in Self::files(layout, profile) {
             let label = path.strip_prefix(layout.root()).unwrap_or(&path).to_owned();
             match read_servers(&path, &label, max_text_bytes) {
                 Ok(entries) => {
-                    for (name, entry) in entries {
+                    for (name, line, keys) in entries {
                         let slot = merged.entry(name).or_default();
-                        slot.0 = label.clone();
-                        slot.1.extend(entry);
+                        slot.at = Some((label.clone(), line));
+                        slot.keys.extend(keys);
                     }
                 }
                 Err(Some(e)) => config.errors.push(e),
                 Err(None) => {}
             }
         }
-        for (name, (file, entry)) in merged {
-            if entry.get("disabled").and_then(Value::as_bool) == Some(true) {
-                config.disabled.push(name);
-                continue;
-            }
-            match server(&name, &entry) {
-                Ok(server) => config.servers.push(server),
-                Err(message) => {
-                    let message = format!("mcpServers.{name}: {message}");
-                    config.errors.push(McpConfigError::new(
-                        &file,
-                        McpConfigErrorKind::Server,
-                        message,
-                    ));
+        for (name, entry) in merged {
+            let (file, line) = entry.at.clone().unwrap_or_default();
+            let mistake = |(at, message): (Option<&Placed>, String)| {
+                let (file, line) = at.map_or((&file, line), |p| (&p.file, p.line));
+                let message = format!("mcpServers.{name}: {message}");
+                McpConfigError::new(file, McpConfigErrorKind::Server, message).at(line)
+            };
+            match entry.keys.get("disabled").map(|p| (&p.value, p)) {
+                Some((Value::Bool(true), _)) => {
+                    config.disabled.push(name.clone());
+                    continue;
                 }
+                Some((Value::Bool(false), _)) | None => {}
+                Some((_, p)) => {
+                    let message = "\"disabled\" must be true or false".to_owned();
+                    config.errors.push(mistake((Some(p), message)));
+                    continue;
+                }
+            }
+            match server(&name, &entry.keys, layout.root()) {
+                Ok(server) => config.servers.push(server),
+                Err(e) => config.errors.push(mistake(e)),
             }
         }
         config
     }
+
+    /// The files a profile's servers come from, in the order they are laid over each other.
+    pub fn files(layout: &Layout, profile: &str) -> Vec<PathBuf> {
+        let mut files = vec![layout.root().join("usr").join(MCP_FILE_NAME)];
+        if crate::is_safe_name(profile) {
+            let dir = layout.root().join("usr/agents").join(profile);
+            files.push(dir.join(MCP_FILE_NAME));
+        }
+        files
+    }
 }
 
-/// The `mcpServers` entries of one file, by server name.
-type Entries = Vec<(String, Map<String, Value>)>;
+/// The entries of one file: each server's name, the line of its name, and its keys.
+type Entries = Vec<(String, usize, BTreeMap<String, Placed>)>;
 
-/// The `mcpServers` entries of one file; `Err(None)` for a missing file.
+/// The line (from 1) of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The byte offset in `text` of each key of the object that starts at `start` (its own keys,
+/// not those of objects inside it), in order. `text` is valid JSON.
+fn key_offsets(text: &str, start: usize) -> Vec<(String, usize)> {
+    let bytes = text.as_bytes();
+    let mut keys = Vec::new();
+    let (mut depth, mut i) = (0usize, start);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let begin = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let after = text[i.min(text.len() - 1) + 1..].trim_start();
+                if depth == 1 && after.starts_with(':') {
+                    let raw = &text[begin..=i.min(text.len() - 1)];
+                    if let Ok(key) = serde_json::from_str::<String>(raw) {
+                        keys.push((key, begin));
+                    }
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    keys
+}
+
+/// The byte offset of the value of the key whose opening quote is at `key` (the first byte
+/// after its `:` that is not a space).
+fn value_offset(text: &str, key: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = key + 1;
+    while i < bytes.len() && bytes[i] != b'"' {
+        i += if bytes[i] == b'\\' { 2 } else { 1 };
+    }
+    i += 1;
+    while let Some(b) = text.as_bytes().get(i) {
+        if !b.is_ascii_whitespace() && *b != b':' {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The entries of one file; `Err(None)` for a missing file.
 fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<McpConfigError>> {
     let text = match read_text(path, cap, "HostOptions::max_text_bytes") {
         Ok(text) => text,
@@ -161,41 +283,76 @@ fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<M
             return Err(Some(McpConfigError::new(label, kind, e.to_string())));
         }
     };
-    let shape = |message: &str| {
-        Some(McpConfigError::new(
-            label,
-            McpConfigErrorKind::Shape,
-            message,
-        ))
+    let shape = |message: String, line: usize| {
+        Some(McpConfigError::new(label, McpConfigErrorKind::Shape, message).at(line))
     };
     let value: Value = serde_json::from_str(&text).map_err(|e| {
+        let message = e.to_string();
+        let message = message.rsplit_once(" at line ").map_or(&*message, |m| m.0);
         let kind = McpConfigErrorKind::Syntax;
-        Some(McpConfigError::new(
-            label,
-            kind,
-            format!("invalid JSON: {e}"),
-        ))
+        let error = McpConfigError::new(label, kind, format!("invalid JSON: {message}"));
+        Some(error.at(e.line()))
     })?;
     let Value::Object(mut top) = value else {
-        return Err(shape(
-            "expected a JSON object with an \"mcpServers\" object",
-        ));
+        let message = "expected a JSON object with an \"mcpServers\" object".to_owned();
+        return Err(shape(message, 1));
     };
-    let servers = match top.remove("mcpServers") {
-        None => return Ok(Vec::new()),
-        Some(Value::Object(servers)) => servers,
-        Some(_) => return Err(shape("\"mcpServers\" must be an object of servers by name")),
+    let top_start = text.find('{').unwrap_or_default();
+    let top_keys = key_offsets(&text, top_start);
+    let line_of_key = |keys: &[(String, usize)], key: &str| {
+        let at = keys.iter().find(|(k, _)| k == key).map_or(0, |k| k.1);
+        line_of(&text, at)
     };
+    if let Some(key) = top.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
+        let message = format!(
+            "unknown key {key:?} (the servers go in \"mcpServers\"; VS Code's \"servers\" is read too)"
+        );
+        return Err(shape(message, line_of_key(&top_keys, key)));
+    }
+    if top.len() > 1 {
+        let message = "has both \"mcpServers\" and \"servers\": keep one".to_owned();
+        return Err(shape(message, line_of_key(&top_keys, "servers")));
+    }
+    let Some(key) = top.keys().next().cloned() else {
+        return Ok(Vec::new());
+    };
+    let servers = top.remove(&key).unwrap_or_default();
+    let Value::Object(servers) = servers else {
+        let message = format!("\"{key}\" must be an object of servers by name");
+        return Err(shape(message, line_of_key(&top_keys, &key)));
+    };
+    let servers_start = top_keys
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, at)| value_offset(&text, *at));
+    let server_keys = key_offsets(&text, servers_start);
     let mut entries = Vec::new();
     for (name, entry) in servers {
-        match entry {
-            Value::Object(entry) => entries.push((name, entry)),
-            _ => {
-                let message = format!("mcpServers.{name}: expected an object");
-                let kind = McpConfigErrorKind::Server;
-                return Err(Some(McpConfigError::new(label, kind, message)));
-            }
-        }
+        let at = server_keys
+            .iter()
+            .rev() // JSON keeps the last of duplicate keys
+            .find(|(k, _)| *k == name)
+            .map_or(servers_start, |k| k.1);
+        let line = line_of(&text, at);
+        let Value::Object(entry) = entry else {
+            let message = format!("mcpServers.{name}: expected an object");
+            let kind = McpConfigErrorKind::Server;
+            return Err(Some(McpConfigError::new(label, kind, message).at(line)));
+        };
+        let entry_keys = key_offsets(&text, value_offset(&text, at));
+        let keys = entry
+            .into_iter()
+            .map(|(key, value)| {
+                let line = line_of_key(&entry_keys, &key);
+                let placed = Placed {
+                    value,
+                    file: label.to_owned(),
+                    line,
+                };
+                (key, placed)
+            })
+            .collect();
+        entries.push((name, line, keys));
     }
     Ok(entries)
 }
@@ -209,62 +366,185 @@ pub(crate) fn is_server_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
+/// What is wrong with an entry: where (the key's place, or the entry's when `None`) and what.
+type Mistake<'a> = (Option<&'a Placed>, String);
+
 /// One merged entry, checked.
-fn server(name: &str, entry: &Map<String, Value>) -> Result<ServerConfig, String> {
+fn server<'a>(
+    name: &str,
+    entry: &'a BTreeMap<String, Placed>,
+    root: &Path,
+) -> Result<ServerConfig, Mistake<'a>> {
     if !is_server_name(name) {
-        return Err("a server name may use letters, digits, '_' and '-' only".to_owned());
+        let message = "a server name may use letters, digits, '_' and '-' only";
+        return Err((None, message.to_owned()));
     }
-    let transport = match (entry.get("command"), entry.get("url")) {
-        (Some(_), Some(_)) => return Err("has both \"command\" and \"url\": keep one".to_owned()),
-        (Some(Value::String(command)), None) if !command.is_empty() => Transport::Stdio {
-            command: command.clone(),
-            args: strings(entry.get("args"), "args")?,
-            env: string_map(entry.get("env"), "env")?,
-        },
-        (None, Some(Value::String(url))) if url.starts_with("http") => Transport::Http {
-            url: url.clone(),
-            headers: string_map(entry.get("headers"), "headers")?,
-        },
-        (Some(_), None) => return Err("\"command\" must be a non-empty string".to_owned()),
-        (None, Some(_)) => return Err("\"url\" must be an http:// or https:// URL".to_owned()),
-        (None, None) => {
-            return Err("needs \"command\" (stdio) or \"url\" (streamable HTTP)".to_owned())
+    if let Some((key, placed)) = entry
+        .iter()
+        .find(|(k, _)| !ENTRY_KEYS.contains(&k.as_str()))
+    {
+        let known = ENTRY_KEYS.join(", ");
+        let hint = match close_key(key) {
+            Some(close) => format!(" (did you mean \"{close}\"?)"),
+            None => format!(" (known keys: {known})"),
+        };
+        return Err((Some(placed), format!("unknown key {key:?}{hint}")));
+    }
+    let get = |key: &str| entry.get(key);
+    let string = |key: &str| -> Result<Option<&'a str>, Mistake<'a>> {
+        match entry.get(key) {
+            None => Ok(None),
+            Some(Placed {
+                value: Value::String(s),
+                ..
+            }) => Ok(Some(s.as_str())),
+            Some(p) => Err((
+                Some(p),
+                format!("\"{key}\" must be a string, not {}", p.value),
+            )),
         }
     };
+    string("description")?;
+    let kind = string("type")?;
+    let transport = match (get("command"), get("url")) {
+        (Some(_), Some(p)) => {
+            return Err((
+                Some(p),
+                "has both \"command\" and \"url\": keep one".to_owned(),
+            ))
+        }
+        (Some(p), None) => {
+            let command = string("command")?.unwrap_or_default();
+            if command.is_empty() {
+                let message = "\"command\" must be a non-empty string".to_owned();
+                return Err((Some(p), message));
+            }
+            for key in ["headers"] {
+                if let Some(p) = get(key) {
+                    let message =
+                        format!("\"{key}\" is for a server with a \"url\", not a \"command\"");
+                    return Err((Some(p), message));
+                }
+            }
+            Transport::Stdio {
+                command: command.to_owned(),
+                args: strings(get("args"), "args")?,
+                env: string_map(get("env"), "env")?,
+                cwd: string("cwd")?.map(|dir| root.join(dir)),
+            }
+        }
+        (None, Some(p)) => {
+            let url = string("url")?.unwrap_or_default();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                let message = "\"url\" must be an http:// or https:// URL".to_owned();
+                return Err((Some(p), message));
+            }
+            for key in ["args", "env", "cwd"] {
+                if let Some(p) = get(key) {
+                    let message =
+                        format!("\"{key}\" is for a server with a \"command\", not a \"url\"");
+                    return Err((Some(p), message));
+                }
+            }
+            Transport::Http {
+                url: url.to_owned(),
+                headers: string_map(get("headers"), "headers")?,
+            }
+        }
+        (None, None) => {
+            let message = "needs \"command\" (stdio) or \"url\" (streamable HTTP)".to_owned();
+            return Err((None, message));
+        }
+    };
+    let stdio = matches!(transport, Transport::Stdio { .. });
+    match (kind, stdio) {
+        (None | Some("stdio"), true) | (None | Some("http" | "streamable-http"), false) => {}
+        (Some("sse"), _) => {
+            let message = "\"type\": \"sse\" (the SSE transport of 2024-11-05) is not supported: \
+                           give the server's streamable HTTP endpoint as \"url\""
+                .to_owned();
+            return Err((get("type"), message));
+        }
+        (Some(kind), _) => {
+            let message = match stdio {
+                true => format!("\"type\" is {kind:?} but the server has a \"command\" (stdio)"),
+                false => format!("\"type\" is {kind:?} but the server has a \"url\" (http)"),
+            };
+            return Err((get("type"), message));
+        }
+    }
     Ok(ServerConfig {
         name: name.to_owned(),
         transport,
     })
 }
 
-fn strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
-    let Some(value) = value else {
+/// The known key `key` is probably a typo of: one letter added, left out or changed, or
+/// another case.
+fn close_key(key: &str) -> Option<&'static str> {
+    ENTRY_KEYS.iter().copied().find(|known| {
+        let (a, b) = (key.to_ascii_lowercase(), known.to_ascii_lowercase());
+        if a == b {
+            return true;
+        }
+        let (short, long) = if a.len() < b.len() {
+            (&a, &b)
+        } else {
+            (&b, &a)
+        };
+        match long.len() - short.len() {
+            0 => a.bytes().zip(b.bytes()).filter(|(x, y)| x != y).count() == 1,
+            1 => (0..long.len()).any(|i| {
+                let mut cut = long.clone();
+                cut.remove(i);
+                cut == *short
+            }),
+            _ => false,
+        }
+    })
+}
+
+fn strings<'a>(value: Option<&'a Placed>, key: &str) -> Result<Vec<String>, Mistake<'a>> {
+    let Some(placed) = value else {
         return Ok(Vec::new());
     };
-    let items = value
-        .as_array()
-        .ok_or(format!("\"{key}\" must be an array of strings"))?;
+    let wrong = |what: String| (Some(placed), what);
+    let items = placed.value.as_array().ok_or_else(|| {
+        wrong(format!(
+            "\"{key}\" must be an array of strings, not {}",
+            placed.value
+        ))
+    })?;
     items
         .iter()
         .map(|item| {
             item.as_str()
                 .map(str::to_owned)
-                .ok_or(format!("\"{key}\" must be an array of strings, not {item}"))
+                .ok_or_else(|| wrong(format!("\"{key}\" must be an array of strings, not {item}")))
         })
         .collect()
 }
 
-fn string_map(value: Option<&Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
-    let Some(value) = value else {
+fn string_map<'a>(
+    value: Option<&'a Placed>,
+    key: &str,
+) -> Result<BTreeMap<String, String>, Mistake<'a>> {
+    let Some(placed) = value else {
         return Ok(BTreeMap::new());
     };
-    let map = value
-        .as_object()
-        .ok_or(format!("\"{key}\" must be an object of strings"))?;
+    let wrong = |what: String| (Some(placed), what);
+    let map = placed.value.as_object().ok_or_else(|| {
+        wrong(format!(
+            "\"{key}\" must be an object of strings, not {}",
+            placed.value
+        ))
+    })?;
     map.iter()
         .map(|(k, v)| match v {
             Value::String(s) => Ok((k.clone(), s.clone())),
-            other => Err(format!("\"{key}.{k}\" must be a string, not {other}")),
+            other => Err(wrong(format!(
+                "\"{key}.{k}\" must be a string, not {other}"
+            ))),
         })
         .collect()
 }
@@ -319,12 +599,79 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines.iter().all(|l| !l.contains('\n')));
         assert!(
-            lines[0].starts_with("usr/agents/dev/mcp.json: invalid JSON"),
+            lines[0].starts_with("usr/agents/dev/mcp.json:1: invalid JSON: EOF"),
             "{lines:?}"
         );
+        assert_eq!(
+            lines[1],
+            "usr/mcp.json:1: mcpServers.a: \"command\" must be a string, not 1"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_or_a_wrong_type_names_the_file_the_line_and_the_key() {
+        let text = r#"{
+  "mcpServers": {
+    "ok": {"command": "x"},
+    "typo": {
+      "command": "npx",
+      "arg": ["-y", "server"]
+    },
+    "env": {"command": "x",
+      "env": {"A": 1}},
+    "both": {"command": "x", "type": "http"},
+    "old": {"url": "http://h/sse", "type": "sse"}
+  }
+}"#;
+        let dir = root(&[
+            ("usr/mcp.json", text),
+            (
+                "usr/agents/dev/mcp.json",
+                "{\"mcpServers\": {\"ok\": {\n\"disabled\": \"yes\"}}}",
+            ),
+        ]);
+        let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ok"], "the good server stays");
+        let lines: Vec<String> = config.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            lines,
+            [
+                "usr/mcp.json:10: mcpServers.both: \"type\" is \"http\" but the server has a \"command\" (stdio)",
+                "usr/mcp.json:9: mcpServers.env: \"env.A\" must be a string, not 1",
+                "usr/mcp.json:11: mcpServers.old: \"type\": \"sse\" (the SSE transport of 2024-11-05) is not supported: give the server's streamable HTTP endpoint as \"url\"",
+                "usr/mcp.json:6: mcpServers.typo: unknown key \"arg\" (did you mean \"args\"?)",
+            ]
+        );
+        let dev = McpConfig::load(&Layout::new(dir.path()), "dev", 1 << 20);
+        let lines: Vec<String> = dev.errors.iter().map(|e| e.to_string()).collect();
         assert!(
-            lines[1].contains("usr/mcp.json: mcpServers.a: \"command\""),
+            lines.contains(
+                &"usr/agents/dev/mcp.json:2: mcpServers.ok: \"disabled\" must be true or false"
+                    .to_owned()
+            ),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn an_unknown_key_of_the_file_is_named_and_vs_code_servers_are_read() {
+        let dir = root(&[("usr/mcp.json", "{\n \"mcpservers\": {}}")]);
+        let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
+        let lines: Vec<String> = config.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("usr/mcp.json:2: unknown key \"mcpservers\""),
+            "{lines:?}"
+        );
+        let vscode = r#"{"servers": {"t": {"type": "stdio", "command": "x", "cwd": "sub"}, "h": {"type": "http", "url": "https://h/mcp"}}}"#;
+        let dir = root(&[("usr/mcp.json", vscode)]);
+        let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
+        assert!(config.errors.is_empty(), "{:?}", config.errors);
+        assert_eq!(config.servers.len(), 2);
+        let Transport::Stdio { cwd, .. } = &config.servers[1].transport else {
+            panic!("{:?}", config.servers)
+        };
+        assert_eq!(cwd.as_deref(), Some(dir.path().join("sub").as_path()));
     }
 }

@@ -31,18 +31,33 @@ pub(crate) async fn connect(
     handler: Handler,
 ) -> Result<Service, String> {
     match &config.transport {
-        Transport::Stdio { command, args, env } => {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let command = &interpolated(command, "command")?;
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).kill_on_drop(true);
+            for arg in args {
+                cmd.arg(interpolated(arg, "args")?);
+            }
+            cmd.kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
             for (key, value) in env {
+                let value = interpolated(value, &format!("env {key}"))?;
                 let value = secrets
-                    .unmask(value)
+                    .unmask(&value)
                     .map_err(|e| format!("env {key}: {}", e.message()))?;
                 cmd.env(key, value.as_ref());
             }
             let (process, stderr) = super::child::spawn(cmd)
                 .await
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            // Its process group goes with the connection (the handler it owns).
+            *lock(&handler.group) = process.id().and_then(super::child::Group::new);
             let tail = Arc::new(Mutex::new(Vec::<String>::new()));
             if let Some(stderr) = stderr {
                 let masking = secrets.clone();
@@ -72,6 +87,7 @@ pub(crate) async fn connect(
             }
         }
         Transport::Http { url, headers } => {
+            let url = &interpolated(url, "url")?;
             let config = http_config(url, headers, secrets)?;
             // HTTPS through rustls with ring (installed once; a provider set earlier stays).
             let _ = rustls::crypto::ring::default_provider().install_default();
@@ -107,8 +123,9 @@ fn http_config(
 ) -> Result<StreamableHttpClientTransportConfig, String> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
+        let value = interpolated(value, &format!("header {name}"))?;
         let value = secrets
-            .unmask(value)
+            .unmask(&value)
             .map_err(|e| format!("header {name}: {}", e.message()))?;
         if name.eq_ignore_ascii_case("authorization") {
             let token = value.strip_prefix("Bearer ").unwrap_or(&value);
@@ -140,5 +157,59 @@ async fn keep_stderr(
             tail.remove(0);
         }
         tail.push(secrets.mask(&line).chars().take(200).collect());
+    }
+}
+
+/// `text` with each `${env:NAME}` replaced by the host's environment variable `NAME` (as
+/// Cursor and VS Code write them); `what` names the key for the error. A variable that is not
+/// set, or VS Code's `${input:ID}` (a prompt this host does not show), is an error.
+pub(crate) fn interpolated(text: &str, what: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        if let Some(name) = inner.strip_prefix("env:") {
+            let value = std::env::var(name).map_err(|_| {
+                format!("{what}: ${{env:{name}}} is not set in the host's environment")
+            })?;
+            out.push_str(&value);
+        } else if inner.starts_with("input:") {
+            return Err(format!(
+                "{what}: ${{{inner}}} (VS Code asks for it) is not asked here: put the value in \
+                 usr/secrets.env and write §§secret(NAME)"
+            ));
+        } else {
+            out.push_str(&rest[start..start + 2 + end + 1]);
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interpolated;
+
+    #[test]
+    fn env_variables_are_filled_in_and_inputs_refused() {
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(
+            interpolated("a ${env:PATH} b ${other} ${", "k").unwrap(),
+            format!("a {path} b ${{other}} ${{")
+        );
+        let missing = interpolated("${env:TOOLHOST_SURELY_UNSET_VAR}", "env X").unwrap_err();
+        assert_eq!(
+            missing,
+            "env X: ${env:TOOLHOST_SURELY_UNSET_VAR} is not set in the host's environment"
+        );
+        let input = interpolated("Bearer ${input:token}", "header Authorization").unwrap_err();
+        assert!(input.starts_with("header Authorization: ${input:token} (VS Code asks for it)"));
     }
 }

@@ -8,9 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
 use tokio::sync::watch;
 
@@ -76,10 +78,13 @@ pub(crate) fn progress_text(params: &ProgressNotificationParam) -> String {
     }
 }
 
-/// The client side of one connection.
+/// The client side of one connection: it declares form elicitation (a server's form goes to
+/// the person behind the call, [`super::ask`]).
 pub(crate) struct Handler {
     pub(crate) server: Weak<Server>,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// A stdio server's process group, killed when the connection (and so this) is dropped.
+    pub(crate) group: Mutex<Option<super::child::Group>>,
 }
 
 impl ClientHandler for Handler {
@@ -92,16 +97,37 @@ impl ClientHandler for Handler {
         self.progress.deliver(params.progress_token, text);
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(server) = self.server.upgrade() else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let asker = server.asker();
+        Ok(super::ask::elicit(asker, &server.config.name, request).await)
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Some(server) = self.server.upgrade() {
             server.list_changed(context.peer);
         }
     }
 
+    /// Offers the newest protocol version that has the `initialize` handshake (2025-11-25;
+    /// from 2026-07-28 on there is none, so no server can answer `initialize` with it) and
+    /// takes the version the server answers with.
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
+        let mut capabilities = ClientCapabilities::default();
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        capabilities.elicitation = Some(elicitation);
+        let mut info = ClientConfig::new(
+            capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info
     }
 }

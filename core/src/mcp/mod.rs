@@ -4,20 +4,24 @@
 //! - `config.rs`: the `mcpServers` files, layered;
 //! - `server.rs`: one server's state, restarts with backoff, shutdown;
 //! - `connect.rs`: starting the process and the handshake;
-//! - `handler.rs`: progress and `tools/list_changed` notifications;
+//! - `handler.rs`: progress and `tools/list_changed` notifications, a server's requests;
+//! - `ask.rs`: a server's form (`elicitation/create`) for the person behind the call;
 //! - `tool.rs`: one tool, its metadata and breaker;
-//! - `call.rs`: one governed call of a tool (progress, cancellation, the result).
+//! - `call.rs`: one governed call of a tool (progress, cancellation, the result);
+//! - `pins.rs`: the tool definitions approved (`usr/mcp-tools.lock`), against rug pulls.
 //!
 //! Servers run on a runtime of their own (one thread), so they outlive the runtime of any
 //! caller and start in the background as soon as the host (or an agent of a profile) exists.
 //! A call of a server's tool is looked up before the layers: an MCP tool wins over a library
 //! of the same name.
 
+mod ask;
 mod call;
 mod child;
 pub mod config;
 mod connect;
 mod handler;
+pub mod pins;
 mod server;
 mod tool;
 
@@ -31,6 +35,8 @@ use crate::sync::lock;
 use config::{McpConfig, ServerConfig};
 use server::Server;
 
+pub(crate) use ask::Asker;
+pub use config::MCP_FILE_NAME;
 pub use server::McpState;
 pub use tool::McpTool;
 pub(crate) use tool::{from_native_name, DEFAULT_TIMEOUT_SECONDS};
@@ -49,6 +55,23 @@ pub struct McpServerStatus {
     pub tools: Vec<Arc<McpTool>>,
     /// The last thing that went wrong, if anything did.
     pub last_error: Option<String>,
+    /// Its tools whose definitions changed since approved ([`pins`]).
+    pub changed: Vec<pins::ChangedTool>,
+}
+
+/// What a change of the `mcp.json` files did to one profile's servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpReload {
+    /// The profile.
+    pub profile: String,
+    /// The servers added (started).
+    pub started: Vec<String>,
+    /// The servers whose entry changed (stopped, then started as the entry says now).
+    pub restarted: Vec<String>,
+    /// The servers removed or switched off (stopped; their tools leave).
+    pub stopped: Vec<String>,
+    /// The mistakes the files hold now that they did not before, one line each.
+    pub errors: Vec<String>,
 }
 
 /// A profile's servers.
@@ -81,10 +104,11 @@ impl McpClients {
         for e in &config.errors {
             tracing::warn!("{e}");
         }
+        let pins = pins::ToolPins::new(layout, max_text_bytes);
         let servers = config
             .servers
             .iter()
-            .map(|c| self.server(c, secrets))
+            .map(|c| self.server(c, secrets, &pins))
             .collect();
         let found = Arc::new(ProfileServers { config, servers });
         let mut profiles = lock(&self.profiles);
@@ -92,15 +116,107 @@ impl McpClients {
     }
 
     /// The running server for `config`, started if it is new.
-    fn server(&self, config: &ServerConfig, secrets: &Arc<Secrets>) -> Arc<Server> {
+    fn server(
+        &self,
+        config: &ServerConfig,
+        secrets: &Arc<Secrets>,
+        pins: &pins::ToolPins,
+    ) -> Arc<Server> {
         let mut servers = lock(&self.servers);
         if let Some(server) = servers.get(config) {
             return server.clone();
         }
-        let server = Server::new(config.clone(), self.runtime().handle().clone());
+        let runtime = self.runtime().handle().clone();
+        let server = Server::new(config.clone(), runtime, pins.clone());
         server.start(secrets);
         servers.insert(config.clone(), server.clone());
         server
+    }
+
+    /// Reads the `mcp.json` files of every profile seen so far again: a server added starts,
+    /// one whose entry changed starts anew, one removed or switched off stops (once no profile
+    /// uses it), and an unchanged one keeps running. What changed, per profile.
+    pub(crate) fn reload(
+        &self,
+        layout: &Layout,
+        max_text_bytes: u64,
+        secrets: &Arc<Secrets>,
+    ) -> Vec<McpReload> {
+        let seen: Vec<(String, Arc<ProfileServers>)> = lock(&self.profiles)
+            .iter()
+            .map(|(name, servers)| (name.clone(), servers.clone()))
+            .collect();
+        let mut reloads = Vec::new();
+        for (profile, old) in seen {
+            let config = McpConfig::load(layout, &profile, max_text_bytes);
+            if config == old.config {
+                continue;
+            }
+            let errors: Vec<String> = config
+                .errors
+                .iter()
+                .filter(|e| !old.config.errors.contains(e))
+                .map(ToString::to_string)
+                .collect();
+            for e in &errors {
+                tracing::warn!("{e}");
+            }
+            let before = |name: &str| old.config.servers.iter().find(|s| s.name == name);
+            let now = |name: &str| config.servers.iter().any(|s| s.name == name);
+            let mut reload = McpReload {
+                profile: profile.clone(),
+                started: Vec::new(),
+                restarted: Vec::new(),
+                stopped: Vec::new(),
+                errors,
+            };
+            for server in &config.servers {
+                match before(&server.name) {
+                    None => reload.started.push(server.name.clone()),
+                    Some(old) if old != server => reload.restarted.push(server.name.clone()),
+                    Some(_) => {}
+                }
+            }
+            for server in &old.config.servers {
+                if !now(&server.name) {
+                    reload.stopped.push(server.name.clone());
+                }
+            }
+            let pins = pins::ToolPins::new(layout, max_text_bytes);
+            let servers = config
+                .servers
+                .iter()
+                .map(|c| self.server(c, secrets, &pins))
+                .collect();
+            let servers = Arc::new(ProfileServers { config, servers });
+            lock(&self.profiles).insert(profile, servers);
+            reloads.push(reload);
+        }
+        if !reloads.is_empty() {
+            self.stop_unused();
+        }
+        reloads
+    }
+
+    /// Stops the servers no profile uses any more (in the background).
+    fn stop_unused(&self) {
+        let used: std::collections::HashSet<ServerConfig> = lock(&self.profiles)
+            .values()
+            .flat_map(|p| p.config.servers.iter().cloned())
+            .collect();
+        let mut unused = Vec::new();
+        lock(&self.servers).retain(|config, server| {
+            let keep = used.contains(config);
+            if !keep {
+                unused.push(server.clone());
+            }
+            keep
+        });
+        for server in unused {
+            if let Some(service) = server.stop() {
+                drop(self.runtime().spawn(server::shutdown(service)));
+            }
+        }
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
@@ -132,6 +248,7 @@ impl ProfileServers {
                     state,
                     tools: tools.to_vec(),
                     last_error,
+                    changed: server.changed_tools(),
                 }
             })
             .collect()

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::config::ServerConfig;
 use super::connect::connect;
 use super::handler::{Handler, ProgressRoutes};
+use super::pins::{ChangedTool, ToolPins};
 use super::tool::McpTool;
 use crate::governance::Breaker;
 use crate::secrets::Secrets;
@@ -69,6 +70,12 @@ struct Inner {
     /// Failures in a row (starts or exits), for the backoff; a successful call resets it.
     failures: u32,
     failed_at: Option<Instant>,
+    /// The last failure logged as a warning: a server that fails again the same way is
+    /// reported once per host (later failures are logged at debug level).
+    warned: Option<String>,
+    /// Its tools whose definition changed since it was approved (held back while pinning is
+    /// on).
+    changed: Vec<ChangedTool>,
 }
 
 /// A configured server and its connection.
@@ -83,10 +90,25 @@ pub(crate) struct Server {
     /// restarts.
     breakers: Mutex<HashMap<String, Arc<Breaker>>>,
     relist: Mutex<Relist>,
+    /// The approved tool definitions (`usr/mcp-tools.lock`).
+    pins: ToolPins,
+    /// Who can answer for each call under way, by a number of its own: a form the server
+    /// sends goes to the latest.
+    askers: Mutex<Vec<(u64, super::Asker)>>,
+    next_asker: std::sync::atomic::AtomicU64,
+}
+
+/// Takes a call's asker off its server when the call ends, however it ends.
+pub(crate) struct Asking<'a>(&'a Server, u64);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.askers).retain(|(id, _)| *id != self.1);
+    }
 }
 
 impl Server {
-    pub(crate) fn new(config: ServerConfig, runtime: Handle) -> Arc<Self> {
+    pub(crate) fn new(config: ServerConfig, runtime: Handle, pins: ToolPins) -> Arc<Self> {
         Arc::new(Self {
             config,
             runtime,
@@ -97,11 +119,16 @@ impl Server {
                 last_error: None,
                 failures: 0,
                 failed_at: None,
+                warned: None,
+                changed: Vec::new(),
             }),
             changed: watch::channel(0).0,
             progress: Arc::default(),
             breakers: Mutex::default(),
             relist: Mutex::default(),
+            pins,
+            askers: Mutex::default(),
+            next_asker: Default::default(),
         })
     }
 
@@ -144,6 +171,7 @@ impl Server {
             let handler = Handler {
                 server: Arc::downgrade(&server),
                 progress: server.progress.clone(),
+                group: Default::default(),
             };
             let connected = connect(&server.config, &secrets, handler).await;
             server.connected(connected).await;
@@ -232,8 +260,16 @@ impl Server {
             .list_all_tools()
             .await
             .map_err(|e| format!("listing its tools failed: {e}"))?;
+        let changed = self.pinned(&listed)?;
+        let held = match changed.is_empty() {
+            true => false,
+            false => self.pins.enforced(),
+        };
         let mut tools = Vec::with_capacity(listed.len());
         for tool in &listed {
+            if held && changed.iter().any(|c| c.tool == *tool.name) {
+                continue;
+            }
             let breaker = self.breaker(&tool.name);
             match McpTool::new(self, tool, breaker) {
                 Ok(tool) => tools.push(Arc::new(tool)),
@@ -244,7 +280,75 @@ impl Server {
             }
         }
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self.inner().changed = changed;
         Ok(tools.into())
+    }
+
+    /// The tools of `listed` whose definitions changed since approved (those seen for the
+    /// first time are recorded), each change logged. A lock that cannot be used fails the
+    /// listing while pinning is on.
+    fn pinned(&self, listed: &[rmcp::model::Tool]) -> Result<Vec<ChangedTool>, String> {
+        let name = &self.config.name;
+        let changed = match self.pins.check(name, listed) {
+            Ok(changed) => changed,
+            Err(e) if self.pins.enforced() => {
+                return Err(format!(
+                    "its tool definitions cannot be checked (pinning is on): {e}"
+                ))
+            }
+            Err(e) => {
+                tracing::warn!("MCP server {name}: its tool definitions cannot be checked: {e}");
+                Vec::new()
+            }
+        };
+        if !changed.is_empty() {
+            let tools: Vec<&str> = changed.iter().map(|c| c.tool.as_str()).collect();
+            let what = match self.pins.enforced() {
+                true => "held back until approved (pinning is on)",
+                false => "offered anyway (pinning is off)",
+            };
+            tracing::warn!(
+                "MCP server {name}: the definition of {} changed since it was approved, {what}: \
+                 see `toolhost mcp diff {name}`, approve with `toolhost mcp approve {name}`",
+                crate::layout::Escaped(std::path::Path::new(&tools.join(", ")))
+            );
+        }
+        Ok(changed)
+    }
+
+    /// Registers who can answer for a call under way, until the guard drops.
+    pub(crate) fn asking(&self, asker: super::Asker) -> Asking<'_> {
+        let id = self
+            .next_asker
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.askers).push((id, asker));
+        Asking(self, id)
+    }
+
+    /// Who can answer for the latest call under way, if one is.
+    pub(crate) fn asker(&self) -> Option<super::Asker> {
+        lock(&self.askers).last().map(|(_, asker)| asker.clone())
+    }
+
+    /// Its tools whose definitions changed since approved.
+    pub(crate) fn changed_tools(&self) -> Vec<ChangedTool> {
+        self.inner().changed.clone()
+    }
+
+    /// Approves the changed definitions of its tools (recorded in the lock), then lists its
+    /// tools again if it runs. The tools approved.
+    pub(crate) fn approve(self: &Arc<Self>) -> Result<Vec<String>, String> {
+        let changed = self.changed_tools();
+        self.pins.approve(&self.config.name, &changed)?;
+        let peer = {
+            let mut inner = self.inner();
+            inner.changed.clear();
+            inner.service.as_ref().map(|s| s.peer().clone())
+        };
+        if let Some(peer) = peer {
+            self.list_changed(peer);
+        }
+        Ok(changed.into_iter().map(|c| c.tool).collect())
     }
 
     fn breaker(&self, tool: &str) -> Arc<Breaker> {
@@ -260,7 +364,13 @@ impl Server {
             if inner.state == McpState::Stopped {
                 return;
             }
-            tracing::warn!("MCP server {}: {reason}", self.config.name);
+            match inner.warned.as_deref() == Some(reason.as_str()) {
+                true => tracing::debug!("MCP server {}: {reason}", self.config.name),
+                false => {
+                    tracing::warn!("MCP server {}: {reason}", self.config.name);
+                    inner.warned = Some(reason.clone());
+                }
+            }
             inner.state = McpState::Failed(reason.clone());
             inner.last_error = Some(reason);
             inner.failures += 1;

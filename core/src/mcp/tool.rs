@@ -28,6 +28,9 @@ pub struct McpTool {
     /// schema as the server sent it.
     pub(crate) schema: Arc<ArgumentSchema>,
     pub(crate) breaker: Arc<Breaker>,
+    /// Whether it declares an `outputSchema`: its structured content is then what the model
+    /// gets when a text block says the same.
+    pub(crate) output_schema: bool,
 }
 
 impl McpTool {
@@ -57,6 +60,7 @@ impl McpTool {
             info: info(tool, parameters),
             schema: Arc::new(schema),
             breaker,
+            output_schema: tool.output_schema.is_some(),
         })
     }
 
@@ -75,6 +79,7 @@ impl McpTool {
             info,
             schema: self.schema.clone(),
             breaker: self.breaker.clone(),
+            output_schema: self.output_schema,
         })
     }
 

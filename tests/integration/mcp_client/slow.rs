@@ -222,27 +222,32 @@ while True:
     time.sleep(1)
 "#;
 
-#[test]
-fn a_stdio_server_that_ignores_the_end_of_its_input_dies_with_a_host_killed_by_sigkill() {
-    if !cfg!(target_os = "linux") {
-        return; // the parent-death signal is Linux's
-    }
-    let root = TestRoot::new();
+/// A `toolhost call stubborn.wait` with `seconds`, its server started through `sh -c` when
+/// `wrapped` (the server is then the host's grandchild); the host and the server's pid.
+fn stubborn_call(root: &TestRoot, wrapped: bool, seconds: u32) -> (std::process::Child, u32) {
     let script = root.write("stubborn_server.py", STUBBORN_SERVER);
     let pid_file = root.path().join("server.pid");
-    servers(
-        &root,
-        "usr/mcp.json",
-        json!({"stubborn": {
-            "command": peers::mcp_python(),
+    let _ = std::fs::remove_file(&pid_file);
+    let python = peers::mcp_python();
+    let server = match wrapped {
+        // `; true` keeps sh from replacing itself with python.
+        true => json!({
+            "command": "sh",
+            "args": ["-c", format!("'{}' '{}'; true", python.display(), script.display())],
+            "env": {"PID_FILE": pid_file.to_str().unwrap()},
+        }),
+        false => json!({
+            "command": python,
             "args": [script],
             "env": {"PID_FILE": pid_file.to_str().unwrap()},
-        }}),
-    );
-    let mut host = std::process::Command::new(toolhost_tests::toolhost_bin())
+        }),
+    };
+    servers(root, "usr/mcp.json", json!({"stubborn": server}));
+    let host = std::process::Command::new(toolhost_tests::toolhost_bin())
         .arg("--root")
         .arg(root.path())
-        .args(["call", "stubborn.wait", "--args", "{\"seconds\": 600}"])
+        .args(["call", "stubborn.wait", "--args"])
+        .arg(format!("{{\"seconds\": {seconds}}}"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -255,13 +260,41 @@ fn a_stdio_server_that_ignores_the_end_of_its_input_dies_with_a_host_killed_by_s
         .trim()
         .parse()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500)); // the call is under way
-    let running = host.try_wait().unwrap().is_none();
-    assert!(running && !gone(pid), "the host and its server run");
-    host.kill().expect("SIGKILL the host");
-    host.wait().expect("reaped");
+    (host, pid)
+}
+
+#[test]
+fn a_stdio_server_that_ignores_the_end_of_its_input_dies_with_a_host_killed_by_sigkill() {
+    if !cfg!(target_os = "linux") {
+        return; // the parent-death signal is Linux's
+    }
+    let root = TestRoot::new();
+    for wrapped in [false, true] {
+        let (mut host, pid) = stubborn_call(&root, wrapped, 600);
+        std::thread::sleep(Duration::from_millis(500)); // the call is under way
+        let running = host.try_wait().unwrap().is_none();
+        assert!(running && !gone(pid), "the host and its server run");
+        host.kill().expect("SIGKILL the host");
+        host.wait().expect("reaped");
+        wait_until(
+            &format!("the server is gone once its host was killed (wrapped: {wrapped})"),
+            Duration::from_secs(10),
+            || gone(pid),
+        );
+    }
+}
+
+#[test]
+fn a_stdio_server_under_a_wrapper_that_ignores_the_end_of_its_input_ends_with_its_host() {
+    if !cfg!(target_os = "linux") {
+        return; // process groups as the host uses them are tested on Linux
+    }
+    let root = TestRoot::new();
+    let (mut host, pid) = stubborn_call(&root, true, 0);
+    let status = host.wait().expect("the call ends");
+    assert!(status.success(), "{status:?}");
     wait_until(
-        "the server is gone once its host was killed",
+        "the wrapped server is gone once its host ended",
         Duration::from_secs(10),
         || gone(pid),
     );

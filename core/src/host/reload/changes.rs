@@ -25,6 +25,11 @@ impl Host {
         let _held = self.libraries.hold_events();
         self.epoch.bump();
         for path in paths {
+            #[cfg(feature = "mcp")]
+            if self.is_mcp_file(path) {
+                self.mcp_files_changed();
+                continue;
+            }
             if *path == self.layout.pins_file() {
                 // Libraries refused as unpinned may be pinned now: look them up again.
                 if self.libraries.retry_unpinned() > 0 {

@@ -70,6 +70,11 @@ pub enum ReloadEvent {
         /// The profile's name.
         name: String,
     },
+    /// An `mcp.json` changed what a profile's MCP servers are: the servers added started,
+    /// those changed restarted, those removed stopped (their tools appear and leave as they
+    /// do).
+    #[cfg(feature = "mcp")]
+    McpServers(crate::mcp::McpReload),
     /// A prompt fragment or a folder changed; the next lookup reads the folders again.
     Changed {
         /// The file or folder.
@@ -114,6 +119,8 @@ impl fmt::Display for ReloadEvent {
             Self::Failed { error, kept: None } => write!(f, "{error}"),
             Self::Removed { path } => write!(f, "removed {}", Escaped(path)),
             Self::ProfileAdded { name } => write!(f, "new profile '{name}'"),
+            #[cfg(feature = "mcp")]
+            Self::McpServers(_) => write!(f, "{}", self.report(std::path::Path::new(""))),
             Self::ProfileRemoved { name } => write!(f, "profile '{name}' is gone"),
             Self::Changed { path } => write!(f, "changed {}", Escaped(path)),
         }

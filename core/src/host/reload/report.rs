@@ -92,6 +92,29 @@ impl fmt::Display for Report<'_> {
                 )
             }
             ReloadEvent::Removed { path } => write!(f, "removed {}", self.place(path)),
+            #[cfg(feature = "mcp")]
+            ReloadEvent::McpServers(reload) => {
+                let mut parts = Vec::new();
+                for (what, names) in [
+                    ("started", &reload.started),
+                    ("restarted", &reload.restarted),
+                    ("stopped", &reload.stopped),
+                ] {
+                    if !names.is_empty() {
+                        parts.push(format!("{what} {}", names.join(", ")));
+                    }
+                }
+                parts.extend(reload.errors.iter().cloned());
+                if parts.is_empty() {
+                    parts.push("no server changed".to_owned());
+                }
+                write!(
+                    f,
+                    "MCP servers of profile '{}' (mcp.json): {}",
+                    reload.profile,
+                    parts.join("; ")
+                )
+            }
             ReloadEvent::ProfileAdded { name } => {
                 write!(f, "new profile '{name}': `--profile {name}` uses it")
             }

@@ -61,7 +61,13 @@ impl Governed for McpTool {
         };
         let secrets = agent.host.secrets();
         let interrupt = agent.intervention.stopped();
-        self.call(&secrets, args, timeout, progress, interrupt)
+        let asker = crate::mcp::Asker {
+            agent: agent.name.clone(),
+            tool: self.name.to_string(),
+            approver: crate::sync::lock(&agent.approvals.approver).clone(),
+            yes: (agent.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
+        };
+        self.call(&secrets, args, timeout, progress, interrupt, asker)
             .await
     }
 }

@@ -105,6 +105,8 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod args;
+pub mod ask;
+mod content;
 mod context;
 mod error;
 mod extension;
@@ -120,6 +122,7 @@ pub mod testing;
 mod tool;
 
 pub use args::Args;
+pub use content::{Content, EmbeddedResource};
 pub use context::Context;
 pub use error::{ErrorKind, ToolError};
 pub use extension::{Extension, PointData};

@@ -29,9 +29,23 @@ impl Agent {
         }
     }
 
-    /// The default `after_execution`: records the sanitised result in history and the log.
+    /// The default `after_execution`: records the sanitised result in history and the log:
+    /// the message, then each content block as [`Content::describe`](plugin_api::Content::describe)
+    /// gives it (a model reads text only).
     pub(crate) fn default_after_execution(&self, call: &CallContext, response: &Response) {
-        let text = self.mask(sanitize(response.message.trim()));
+        let text = match response.content.is_empty() {
+            true => self.mask(sanitize(response.message.trim())),
+            false => {
+                let mut whole = response.message.trim().to_owned();
+                for block in &response.content {
+                    if !whole.is_empty() {
+                        whole.push('\n');
+                    }
+                    whole.push_str(&block.describe());
+                }
+                self.mask(sanitize(&whole))
+            }
+        };
         self.print(OutputKind::ToolResponse, || {
             format!(
                 "{}: Response from tool '{}':\n{text}",

@@ -4,6 +4,7 @@
 //! points and what is read back from them, long answers, and the built-in `parallel` tool.
 
 pub(crate) mod approve;
+pub(crate) mod ask;
 pub(crate) mod audit;
 pub(crate) mod context;
 pub(crate) mod extension_points;
@@ -15,6 +16,7 @@ pub(crate) mod long_output;
 pub(crate) mod parallel;
 pub(crate) mod read_back;
 
+pub use ask::{Answering, Asker};
 pub use hooks::{nice_key, sanitize};
 pub use long_output::DEFAULT_MAX_OUTPUT;
 pub use parallel::{MAX_CALLS, MAX_PARALLEL};

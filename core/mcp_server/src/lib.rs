@@ -7,6 +7,9 @@
 //! - `call.rs`: one `tools/call` through the lifecycle, on an agent of its own;
 //! - `progress.rs`: a call's progress as `notifications/progress`;
 //! - `approval.rs`: approvals asked with elicitation;
+//! - `asker.rs`: what a tool asks (log, elicit, sample), asked of the client;
+//! - `prompts.rs`: prompts from the layers' `mcp-prompts/` folders, and their completion;
+//! - `resources.rs`: resources from the layers' `resources/` folders, templates, completion;
 //! - `peers.rs`: the connected clients, told when the tools change;
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
 //! - `stdio.rs`: the stdio transport, a bounded line at a time;
@@ -30,12 +33,15 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod approval;
+mod asker;
 mod call;
 mod error;
 mod http;
 mod jsonrpc;
 mod peers;
 mod progress;
+mod prompts;
+mod resources;
 mod session;
 mod stdio;
 mod tools;
@@ -121,14 +127,19 @@ impl McpServer {
         self.shared.peers.len()
     }
 
-    /// Watches the host's folders and sends `notifications/tools/list_changed` to every
-    /// client when a library is loaded, reloaded, removed or fails, until the notifier is
-    /// dropped. Call it within a tokio runtime. It reports nothing itself (its events are
+    /// Watches the host's folders and sends `notifications/tools/list_changed` (and
+    /// `prompts/list_changed`) to every client when a library is loaded, reloaded, removed or
+    /// fails, and the resources' notifications when a resource file changes, comes or goes,
+    /// until the notifier is dropped. Call it within a tokio runtime. It reports nothing itself (its events are
     /// logged at debug level): print [`Host::subscribe`](toolhost::Host::subscribe)'s events
     /// with [`ReloadEvent::report`](toolhost::ReloadEvent::report), as `toolhost serve-mcp`
     /// does.
     pub fn watch(&self) -> Result<ReloadNotifier, McpServerError> {
-        peers::watch(&self.shared.host, self.shared.peers.clone())
+        peers::watch(
+            &self.shared.host,
+            &self.shared.profile,
+            self.shared.peers.clone(),
+        )
     }
 
     /// Serves one client over standard input and output, until it disconnects. Standard

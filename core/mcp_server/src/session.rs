@@ -95,7 +95,10 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let listed = self.blocking("listing the tools", tools::list).await?;
+        let mut listed = self.blocking("listing the tools", tools::list).await?;
+        if self.shared.is_read_only() {
+            listed.retain(tools::is_read);
+        }
         Ok(ListToolsResult::with_all_items(listed))
     }
 
@@ -105,6 +108,23 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
+        if shared.is_read_only() {
+            let name = request.name.to_string();
+            let listed = self.blocking("listing the tools", tools::list).await?;
+            match listed.iter().find(|t| t.name == name) {
+                Some(tool) if tools::is_read(tool) => {}
+                Some(_) => {
+                    let message = format!(
+                        "tool '{name}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others"
+                    );
+                    return Err(ErrorData::invalid_params(message, None));
+                }
+                None => {
+                    let message = format!("Unknown tool: {name}");
+                    return Err(ErrorData::invalid_params(message, None));
+                }
+            }
+        }
         let yes = shared
             .yes_to_writes
             .load(std::sync::atomic::Ordering::SeqCst);

@@ -31,6 +31,14 @@ pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
         .collect()
 }
 
+/// Whether a listed tool is read-only (its risk level is `read`).
+pub(crate) fn is_read(tool: &Tool) -> bool {
+    tool.annotations
+        .as_ref()
+        .and_then(|a| a.read_only_hint)
+        .unwrap_or(false)
+}
+
 /// Whether a tool is the agent's alone, never offered to MCP clients: the `response` tool
 /// (its answer ends an agent's loop) and any tool whose [`ToolInfo::agent_only`] says so.
 pub(crate) fn agent_only(name: &str, info: &ToolInfo) -> bool {

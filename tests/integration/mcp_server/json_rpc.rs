@@ -183,7 +183,7 @@ fn post(server: &HttpServer, body: &str) -> (u16, String) {
 #[test]
 fn over_http_a_bad_message_is_400_with_a_json_rpc_error() {
     let root = root();
-    let server = HttpServer::start(&root, &[]);
+    let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
     for (message, code, id) in bad_messages() {
         let (status, body) = post(&server, &message);
         let shown: String = message.chars().take(80).collect();
@@ -200,7 +200,7 @@ fn over_http_a_bad_message_is_400_with_a_json_rpc_error() {
 #[test]
 fn over_http_with_sessions_a_delete_of_a_session_never_issued_is_404() {
     let root = root();
-    let server = HttpServer::start(&root, &["--sessions"]);
+    let server = HttpServer::start(&root, &["--sessions", "--allow-writes-without-token"]);
     let mut stream = TcpStream::connect(server.authority()).expect("connect");
     let request = format!(
         "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: never-issued\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n",

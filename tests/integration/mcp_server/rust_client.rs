@@ -148,7 +148,7 @@ async fn rmcp_client_over_stdio_lists_calls_with_progress_and_cancels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_over_http_lists_calls_with_progress_and_cancels() {
     let root = root();
-    let server = HttpServer::start(&root, &["--sessions"]);
+    let server = HttpServer::start(&root, &["--sessions", "--allow-writes-without-token"]);
     // rmcp's reqwest has no crypto provider of its own (a provider set earlier stays).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_uri(server.url.clone());

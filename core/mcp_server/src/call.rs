@@ -61,6 +61,7 @@ pub(crate) async fn call(
     let session = approvals.session.clone();
     let approver = ElicitationApprover::new(context.peer.clone(), session, approvals.unavailable);
     agent.set_approver(Arc::new(approver));
+    agent.serve_mcp_client(true);
     agent.set_asker(Arc::new(ClientAsker {
         peer: context.peer.clone(),
         threshold: approvals.log_threshold.clone(),

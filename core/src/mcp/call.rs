@@ -154,23 +154,33 @@ fn says(text: &str, structured: &Value) -> bool {
 }
 
 /// A result as the model sees it: its text and its structured content become the message
-/// (structured content only when the text does not already say it); images and other
-/// content go to `additional.content`. `isError` is a repairable error with the text.
+/// (structured content only when the text does not already say it); images and other blocks
+/// become the response's content blocks (a block the contract cannot read goes to
+/// `additional.content`), and the structured content its structured content. `isError` is a
+/// repairable error with the text.
 ///
 /// Each text is moved out of the result, never copied (one text block is the message itself):
 /// a long answer costs the host its parsed copy and nothing more, and the call's output limit
 /// then keeps only its start (`max_output`).
 fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolError> {
     let mut texts: Vec<String> = Vec::new();
+    let mut blocks: Vec<plugin_api::Content> = Vec::new();
     let mut other: Vec<Value> = Vec::new();
     for block in result.content {
         match block {
             ContentBlock::Text(text) => texts.push(text.text),
-            block => other.push(serde_json::to_value(&block).unwrap_or(Value::Null)),
+            block => {
+                let json = serde_json::to_value(&block).unwrap_or(Value::Null);
+                match serde_json::from_value::<plugin_api::Content>(json.clone()) {
+                    Ok(block) => blocks.push(block),
+                    Err(_) => other.push(json),
+                }
+            }
         }
     }
-    let structured = result
-        .structured_content
+    let whole = result.structured_content;
+    let structured = whole
+        .as_ref()
         .filter(|structured| !texts.iter().any(|t| says(t, structured)));
     let mut message = match texts.len() {
         1 => texts.pop().unwrap_or_default(),
@@ -193,6 +203,8 @@ fn into_response(name: &str, result: CallToolResult) -> Result<Response, ToolErr
         )));
     }
     let mut response = Response::text(message);
+    response.content = blocks;
+    response.structured_content = whole;
     if !other.is_empty() {
         let mut additional = Map::new();
         additional.insert("content".to_owned(), Value::Array(other));

@@ -47,6 +47,39 @@ fn blocks_and_structured_content_reach_the_caller_in_order_and_the_model_reads_t
 }
 
 #[test]
+fn in_a_recorded_session_the_bytes_of_a_block_are_a_file_beside_it_not_inline() {
+    for isolated in [false, true] {
+        let root = root(isolated);
+        let (agent, _output) = root.agent("default");
+        let session = agent
+            .record_session(&root.path().join("usr/sessions"))
+            .unwrap();
+        block_on(agent.call_tool("rich", json!({}))).unwrap();
+        let history = agent.history();
+        let last = history.last().unwrap().content.as_str().to_owned();
+        let saved = last
+            .lines()
+            .find_map(|l| l.strip_prefix("[image: image/png, 3 bytes, saved as "))
+            .and_then(|rest| rest.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("isolated {isolated}: {last}"));
+        assert!(
+            saved.starts_with("content/") && saved.ends_with("-1.png"),
+            "{saved}"
+        );
+        assert_eq!(std::fs::read(session.join(saved)).unwrap(), [1, 2, 3]);
+        // The session's own files hold the description, never the bytes inline.
+        let mut recorded = String::new();
+        for entry in std::fs::read_dir(&session).unwrap().flatten() {
+            if entry.path().is_file() {
+                recorded.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
+        assert!(recorded.contains("saved as content/"), "{recorded}");
+        assert!(!recorded.contains("AQID"), "base64 inline: {recorded}");
+    }
+}
+
+#[test]
 fn structured_content_must_match_the_declared_output_schema() {
     for isolated in [false, true] {
         let root = root(isolated);

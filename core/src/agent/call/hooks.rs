@@ -30,21 +30,11 @@ impl Agent {
     }
 
     /// The default `after_execution`: records the sanitised result in history and the log:
-    /// the message, then each content block as [`Content::describe`](plugin_api::Content::describe)
-    /// gives it (a model reads text only).
+    /// the message, then each content block described (`content.rs`: a model reads text only).
     pub(crate) fn default_after_execution(&self, call: &CallContext, response: &Response) {
         let text = match response.content.is_empty() {
             true => self.mask(sanitize(response.message.trim())),
-            false => {
-                let mut whole = response.message.trim().to_owned();
-                for block in &response.content {
-                    if !whole.is_empty() {
-                        whole.push('\n');
-                    }
-                    whole.push_str(&block.describe());
-                }
-                self.mask(sanitize(&whole))
-            }
+            false => self.mask(sanitize(&self.describe_content(call.log_id, response))),
         };
         self.print(OutputKind::ToolResponse, || {
             format!(

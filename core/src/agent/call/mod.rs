@@ -6,6 +6,7 @@
 pub(crate) mod approve;
 pub(crate) mod ask;
 pub(crate) mod audit;
+pub(crate) mod content;
 pub(crate) mod context;
 pub(crate) mod extension_points;
 pub(crate) mod govern;

@@ -201,24 +201,43 @@ fn report(what: &str, (median, p99): (f64, f64)) {
     println!("mcp_server/{what}: median {median:.0} µs, p99 {p99:.0} µs");
 }
 
-/// The round trips of each build, alternately (two rounds per transport).
+/// Rounds of the comparison of two builds.
+const ROUNDS: usize = 5;
+
+/// The round trips of each build, alternately ([`ROUNDS`] rounds per transport), then per
+/// build and transport the median of its rounds' medians.
 async fn compare(builds: &[Build]) {
-    for round in 1..=2 {
-        for build in builds {
+    let mut medians = vec![[Vec::new(), Vec::new()]; builds.len()];
+    for round in 1..=ROUNDS {
+        for (b, build) in builds.iter().enumerate() {
             let client = stdio_client_of(&build.bin, &build.root).await;
             let what = format!("{} (round {round}): stdio round trip", build.name);
-            report(&what, round_trips(&client).await);
+            let measured = round_trips(&client).await;
+            report(&what, measured);
+            medians[b][0].push(measured.0);
             let _ = client.cancel().await;
         }
-        for build in builds {
+        for (b, build) in builds.iter().enumerate() {
             let server = HttpServer::start_of(&build.bin, &build.root, build.http_args, &[]);
             let client = http_client(&server.url).await;
             let what = format!(
                 "{} (round {round}): http (stateless) round trip",
                 build.name
             );
-            report(&what, round_trips(&client).await);
+            let measured = round_trips(&client).await;
+            report(&what, measured);
+            medians[b][1].push(measured.0);
             let _ = client.cancel().await;
+        }
+    }
+    for (build, [stdio, http]) in builds.iter().zip(&mut medians) {
+        for (transport, rounds) in [("stdio", stdio), ("http (stateless)", http)] {
+            rounds.sort_by(f64::total_cmp);
+            let median = rounds[rounds.len() / 2];
+            println!(
+                "mcp_server/{}: {transport} round trip, median of {ROUNDS} rounds' medians: {median:.0} µs",
+                build.name
+            );
         }
     }
 }

@@ -300,9 +300,7 @@ impl Agent {
         };
         let mut response = self.limit_output(call, config.as_deref(), answer);
         if let Target::Library(tool, _) = target {
-            if let Err(e) = check_structured(tool.name(), &tool.info().output_schema, &response) {
-                return Err(e);
-            }
+            check_structured(tool.name(), &tool.info().output_schema, &response)?;
         }
         if let Some(metadata) = response.metadata.take() {
             let metadata = self.host.secret_store().map(metadata);

@@ -29,6 +29,11 @@ const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
+/// The folder of the MCP conformance suite's tools, one crate each: every crate there is a
+/// fixture named `Conformance` and its folder in camel case (`test_simple_text` is
+/// `Fixture::ConformanceTestSimpleText`), so adding a tool there is adding its folder.
+const CONFORMANCE_TOOLS: &str = "plugins/conformance/agents/conformance/tools";
+
 /// One built library.
 struct Library {
     variant: String,
@@ -57,6 +62,19 @@ fn main() {
     for folder in &folders {
         let name = folder.file_name().and_then(|n| n.to_str()).expect("UTF-8");
         libraries.extend(crate_libraries(workspace, folder, camel_case(name)));
+    }
+    let conformance = workspace.join(CONFORMANCE_TOOLS);
+    println!("cargo::rerun-if-changed={}", conformance.display());
+    let mut tools: Vec<PathBuf> = std::fs::read_dir(&conformance)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", conformance.display()))
+        .map(|entry| entry.expect("a folder entry").path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .collect();
+    tools.sort();
+    for folder in &tools {
+        let name = folder.file_name().and_then(|n| n.to_str()).expect("UTF-8");
+        let variant = format!("Conformance{}", camel_case(name));
+        libraries.extend(crate_libraries(workspace, folder, variant));
     }
     for (variant, dir) in BUILT_IN {
         let folder = workspace.join(dir);

@@ -165,6 +165,7 @@ pub use agent::output;
 pub use load::pins;
 
 pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_CALLS, MAX_PARALLEL};
+pub use agent::call::{Answering, Asker};
 pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use agent::Agent;
 pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};

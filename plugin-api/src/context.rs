@@ -221,6 +221,89 @@ impl Context {
     }
 }
 
+/// Asking whoever the call is served to: log messages, questions for the user, completions
+/// of a model (see [`ask`](crate::ask) for where each goes).
+impl Context {
+    async fn ask(&self, request: &crate::ask::Ask) -> Result<Value, ToolError> {
+        let json = RString::from(serde_json::to_string(request).unwrap_or_default());
+        let Some(asking) = self.ffi.ask(json) else {
+            return Err(ToolError::dependency(
+                "this host cannot be asked (log, elicit, sample): update the host",
+            ));
+        };
+        let answer = asking.await.into_result().map_err(ToolError::from)?;
+        Ok(serde_json::from_str(&answer)?)
+    }
+
+    /// Sends a log message: to the MCP client when served (if its level is at or above the
+    /// client's `logging/setLevel`), else to the host's log. Never fails: a message that cannot
+    /// be delivered is dropped.
+    ///
+    /// ```no_run
+    /// # async fn f(ctx: &plugin_api::Context) {
+    /// use plugin_api::ask::LogLevel;
+    /// ctx.log(LogLevel::Info, "fetched 3 pages").await;
+    /// # }
+    /// ```
+    pub async fn log(&self, level: crate::ask::LogLevel, message: impl Into<String>) {
+        let request = crate::ask::Ask::Log {
+            level,
+            message: message.into(),
+        };
+        let _ = self.ask(&request).await;
+    }
+
+    /// Asks the user to fill in a form: `schema` is an object schema of flat fields (strings,
+    /// numbers, integers, booleans, enums; MCP's `requestedSchema`). Answered by the MCP
+    /// client's elicitation when served; where nobody can answer, a
+    /// [`dependency`](crate::ErrorKind::Dependency) error says so. Never ask for a secret
+    /// this way: secrets belong in `usr/secrets.env`.
+    ///
+    /// ```no_run
+    /// # async fn f(ctx: &plugin_api::Context) -> Result<(), plugin_api::ToolError> {
+    /// use plugin_api::ask::ElicitAction;
+    /// let schema = serde_json::json!({
+    ///     "type": "object",
+    ///     "properties": {"city": {"type": "string", "description": "Where you are"}},
+    ///     "required": ["city"]
+    /// });
+    /// let answer = ctx.elicit("Which city?", schema).await?;
+    /// if answer.action == ElicitAction::Accept {
+    ///     println!("{:?}", answer.content);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<crate::ask::Elicited, ToolError> {
+        let request = crate::ask::Ask::Elicit {
+            message: message.into(),
+            schema,
+        };
+        Ok(serde_json::from_value(self.ask(&request).await?)?)
+    }
+
+    /// Asks a model for a completion: the MCP client's (sampling) when served; where there
+    /// is none to ask, a [`dependency`](crate::ErrorKind::Dependency) error says so.
+    ///
+    /// ```no_run
+    /// # async fn f(ctx: &plugin_api::Context) -> Result<(), plugin_api::ToolError> {
+    /// use plugin_api::ask::SampleRequest;
+    /// let answer = ctx.sample(SampleRequest::new("Summarise: ...", 200)).await?;
+    /// println!("{} said {}", answer.model, answer.text);
+    /// # Ok(()) }
+    /// ```
+    pub async fn sample(
+        &self,
+        request: crate::ask::SampleRequest,
+    ) -> Result<crate::ask::Sampled, ToolError> {
+        let request = crate::ask::Ask::Sample(request);
+        Ok(serde_json::from_value(self.ask(&request).await?)?)
+    }
+}
+
 impl Clone for Context {
     fn clone(&self) -> Self {
         Self {

@@ -76,6 +76,15 @@ pub struct ToolInfo {
     pub risk_level: RiskLevel,
     /// The plugin's version.
     pub version: String,
+    /// JSON Schema of the tool's [structured content](crate::Response::structured_content),
+    /// if it returns some: MCP's `outputSchema`. The host checks every structured result
+    /// against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// For the agent only (like the `response` tool that ends its loop): never offered to
+    /// MCP clients.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub agent_only: bool,
 }
 
 impl Default for ToolInfo {
@@ -89,6 +98,8 @@ impl Default for ToolInfo {
             capabilities: Vec::new(),
             risk_level: RiskLevel::Write,
             version: String::new(),
+            output_schema: None,
+            agent_only: false,
         }
     }
 }
@@ -130,6 +141,39 @@ impl ToolInfo {
     /// ```
     pub fn parameters_for<T: schemars::JsonSchema>(mut self) -> Self {
         self.parameters = schemars::schema_for!(T).to_value();
+        self
+    }
+
+    /// Sets the [output schema](Self::output_schema) from the type of the tool's structured
+    /// content, derived with `#[derive(JsonSchema)]` as for
+    /// [`parameters_for`](Self::parameters_for). Return it with
+    /// [`Response::with_structured`](crate::Response::with_structured).
+    ///
+    /// ```
+    /// use plugin_api::ToolInfo;
+    ///
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Forecast { celsius: f64, summary: String }
+    ///
+    /// let info = ToolInfo::new("Weather.").output_schema_for::<Forecast>();
+    /// let schema = info.output_schema.unwrap();
+    /// assert_eq!(schema["type"], "object");
+    /// assert_eq!(schema["required"], serde_json::json!(["celsius", "summary"]));
+    /// ```
+    pub fn output_schema_for<T: schemars::JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(schemars::schema_for!(T).to_value());
+        self
+    }
+
+    /// Sets the [output schema](Self::output_schema).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Marks the tool as the agent's only: not offered to MCP clients.
+    pub fn agent_only(mut self, yes: bool) -> Self {
+        self.agent_only = yes;
         self
     }
 

@@ -51,6 +51,13 @@
 //!   secrets) and the [`Args`].
 //! - [`Tool::info`] describes the tool ([`ToolInfo`]: description, JSON Schema parameters,
 //!   timeout, retries, [`RiskLevel`], capabilities).
+//! - A [`Response`] carries a message and, after it, [`Content`] blocks (images, audio,
+//!   embedded resources, resource links, more text) and structured content checked against
+//!   the tool's output schema ([`ToolInfo::output_schema_for`]); over MCP they are MCP's own
+//!   content blocks and `structuredContent`.
+//! - The [`Context`] asks whoever the call is served to ([`ask`]): [`Context::log`] a message,
+//!   [`Context::elicit`] the user a form, [`Context::sample`] a model a completion (an MCP
+//!   client's, under `toolhost serve-mcp`).
 //! - [`TypedTool`] is a [`Tool`] whose arguments are one Rust type: its JSON Schema becomes
 //!   the parameters and `execute` receives the arguments parsed.
 //! - What a call goes through, step by step, is [`Tool`]'s "Lifecycle".
@@ -105,6 +112,8 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod args;
+pub mod ask;
+mod content;
 mod context;
 mod error;
 mod extension;
@@ -120,6 +129,7 @@ pub mod testing;
 mod tool;
 
 pub use args::Args;
+pub use content::{Content, EmbeddedResource};
 pub use context::Context;
 pub use error::{ErrorKind, ToolError};
 pub use extension::{Extension, PointData};

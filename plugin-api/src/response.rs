@@ -5,6 +5,8 @@ use plugin_abi::FfiResponse;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::Content;
+
 /// A tool's answer: the message for the model, whether the loop ends, and extra data.
 ///
 /// ```
@@ -41,6 +43,17 @@ pub struct Response {
     /// never reaches the model. Absent from the JSON when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Blocks that follow the message, in order: images, audio, resources, links, more text
+    /// ([`Content`]). Over MCP they follow the message's text block; a model reads each as
+    /// [`Content::describe`] says. Absent from the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<Content>,
+    /// The result as data, for clients that read it as such (MCP's `structuredContent`). A
+    /// tool that declares an [output schema](crate::ToolInfo::output_schema_for) must return
+    /// data that matches it: the host checks, and a mismatch fails the call. Absent from the
+    /// JSON when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
 }
 
 impl Response {
@@ -51,6 +64,8 @@ impl Response {
             break_loop: false,
             additional: None,
             metadata: None,
+            content: Vec::new(),
+            structured_content: None,
         }
     }
     /// A message that ends the loop as the final answer.
@@ -60,6 +75,8 @@ impl Response {
             break_loop: true,
             additional: None,
             metadata: None,
+            content: Vec::new(),
+            structured_content: None,
         }
     }
     /// Adds one entry to [`metadata`](Self::metadata): for the log and the audit, never the
@@ -101,6 +118,25 @@ impl Response {
         self
     }
 
+    /// Adds a block after the message (and the blocks added before it).
+    pub fn with_content(mut self, block: Content) -> Self {
+        self.content.push(block);
+        self
+    }
+
+    /// Sets [`structured_content`](Self::structured_content) to `value` as JSON.
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Sum { total: i64 }
+    /// let r = plugin_api::Response::text("5").with_structured(&Sum { total: 5 }).unwrap();
+    /// assert_eq!(r.structured_content.unwrap()["total"], 5);
+    /// ```
+    pub fn with_structured<T: Serialize>(mut self, value: &T) -> Result<Self, serde_json::Error> {
+        self.structured_content = Some(serde_json::to_value(value)?);
+        Ok(self)
+    }
+
     /// Replaces [`metadata`](Self::metadata) with `metadata`.
     pub fn with_metadata_map(mut self, metadata: Option<Map<String, Value>>) -> Self {
         self.metadata = metadata;
@@ -116,12 +152,23 @@ impl From<Response> for FfiResponse {
             break_loop: response.break_loop,
             additional: map_to_ffi(response.additional),
             metadata: map_to_ffi(response.metadata),
+            content: match response.content.is_empty() {
+                true => ROption::RNone,
+                false => ROption::RSome(RString::from(
+                    serde_json::to_string(&response.content).unwrap_or_default(),
+                )),
+            },
+            structured_content: match response.structured_content {
+                Some(value) => ROption::RSome(RString::from(value.to_string())),
+                None => ROption::RNone,
+            },
         }
     }
 }
 
 /// The response from its wire form. `additional` or `metadata` that is not a JSON object is
-/// kept under the key `"value"`, so that nothing is lost.
+/// kept under the key `"value"`, so that nothing is lost; content blocks that cannot be read
+/// become one text block saying why, structured content that is not JSON a JSON string.
 impl From<FfiResponse> for Response {
     fn from(response: FfiResponse) -> Self {
         Response {
@@ -129,8 +176,23 @@ impl From<FfiResponse> for Response {
             break_loop: response.break_loop,
             additional: map_from_ffi(response.additional),
             metadata: map_from_ffi(response.metadata),
+            content: content_from_ffi(response.content),
+            structured_content: response.structured_content.into_option().map(|text| {
+                serde_json::from_str(&text).unwrap_or(Value::String(text.into_string()))
+            }),
         }
     }
+}
+
+fn content_from_ffi(text: ROption<RString>) -> Vec<Content> {
+    let Some(text) = text.into_option() else {
+        return Vec::new();
+    };
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        vec![Content::text(format!(
+            "[the tool's content blocks could not be read: {e}]"
+        ))]
+    })
 }
 
 fn map_to_ffi(map: Option<Map<String, Value>>) -> ROption<RString> {
@@ -183,8 +245,22 @@ mod tests {
             break_loop: true,
             additional: ROption::RSome("[1]".into()),
             metadata: ROption::RNone,
+            content: ROption::RNone,
+            structured_content: ROption::RNone,
         };
         let back = Response::from(odd);
         assert_eq!(back.additional.unwrap()["value"], json!([1]));
+    }
+
+    #[test]
+    fn blocks_and_structured_content_cross_the_wire_in_order() {
+        let r = Response::text("m")
+            .with_content(Content::image(vec![1, 2], "image/png"))
+            .with_content(Content::text("after"))
+            .with_structured(&json!({"n": 1}))
+            .unwrap();
+        assert_eq!(Response::from(FfiResponse::from(r.clone())), r);
+        let plain = FfiResponse::from(Response::text("m"));
+        assert!(plain.content.is_none() && plain.structured_content.is_none());
     }
 }

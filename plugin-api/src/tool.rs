@@ -48,11 +48,15 @@ use crate::{Args, Context, Readiness, Response, ToolError, ToolInfo};
 /// 8. **Intervention check**: a pause or a stop still ends the call; from here an interruption
 ///    waits for the agent loop's next checkpoint, so a finished result is never thrown away.
 ///    An answer longer than the host's output limit is cut (the whole of it is kept in the
-///    session), and its `metadata` goes to the log item, never to the model.
+///    session), and its `metadata` goes to the log item, never to the model. A tool that
+///    declares an output schema ([`ToolInfo::output_schema`]) fails here, with an `internal`
+///    error, if its [structured content](crate::Response::structured_content) is missing or
+///    does not match it.
 /// 9. The **`tool_execute_after`** extensions, which may rewrite the message and `additional`
 ///    but not `break_loop` (the core's `_10_mask_secrets` masks secret values here).
 /// 10. **`after_execution`** ([`ToolHooks`], or the host's default: the result joins the
-///     history and the log item is completed); **intervention check** (pause or stop). If
+///     history, the message followed by each [content block](crate::Content) as
+///     [`Content::describe`](crate::Content::describe) gives it, and the log item is completed); **intervention check** (pause or stop). If
 ///     `break_loop` is set the agent's loop ends with the message.
 /// 11. Finally, however the call ended, the agent's current tool is cleared.
 ///

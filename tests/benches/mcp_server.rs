@@ -4,7 +4,10 @@
 //! concurrent clients (stdio: 8 server processes; HTTP: one server). Every call runs the
 //! whole lifecycle on the server, audit included.
 //!
-//! Run with `cargo bench -p toolhost-tests --bench mcp_server`.
+//! Run with `cargo bench -p toolhost-tests --bench mcp_server`. With
+//! `TOOLHOST_BENCH_AGAINST=DIR` (the profile folder of another build of this workspace,
+//! holding its `toolhost` and `libfx_noop.so`) the round trips of both builds are measured in
+//! the same run, alternately, so they can be compared.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -36,8 +39,53 @@ async fn call(client: &Client) {
     assert_eq!(result.is_error, Some(false), "{result:?}");
 }
 
+/// A build of the server: its binary, a root with its own no-op tool, and what its HTTP
+/// listener needs to serve a `write` tool without a token.
+struct Build {
+    name: &'static str,
+    bin: std::path::PathBuf,
+    root: TestRoot,
+    http_args: &'static [&'static str],
+}
+
+impl Build {
+    /// This build.
+    fn this() -> Self {
+        let root = TestRoot::new();
+        root.tool("usr", "noop", Fixture::Noop);
+        Self {
+            name: "this build",
+            bin: toolhost_bin(),
+            root,
+            http_args: &["--allow-writes-without-token"],
+        }
+    }
+
+    /// The build in `TOOLHOST_BENCH_AGAINST`, if set (one from before
+    /// `--allow-writes-without-token`, which served every tool without a token).
+    fn against() -> Option<Self> {
+        let dir = std::path::PathBuf::from(std::env::var_os("TOOLHOST_BENCH_AGAINST")?);
+        let root = TestRoot::new();
+        let library = format!("libfx_noop.{}", toolhost::LIBRARY_EXTENSION);
+        root.replace_bytes(
+            &format!("usr/tools/noop.{}", toolhost::LIBRARY_EXTENSION),
+            &std::fs::read(dir.join(library)).expect("the other build's libfx_noop"),
+        );
+        Some(Self {
+            name: "other build",
+            bin: dir.join("toolhost"),
+            root,
+            http_args: &[],
+        })
+    }
+}
+
 async fn stdio_client(root: &TestRoot) -> Client {
-    let mut command = tokio::process::Command::new(toolhost_bin());
+    stdio_client_of(&toolhost_bin(), root).await
+}
+
+async fn stdio_client_of(bin: &std::path::Path, root: &TestRoot) -> Client {
+    let mut command = tokio::process::Command::new(bin);
     command
         .arg("--root")
         .arg(root.path())
@@ -61,10 +109,20 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(root: &TestRoot, args: &[&str]) -> Self {
-        let child = Command::new(toolhost_bin())
+        Self::start_of(
+            &toolhost_bin(),
+            root,
+            &["--allow-writes-without-token"],
+            args,
+        )
+    }
+
+    fn start_of(bin: &std::path::Path, root: &TestRoot, own: &[&str], args: &[&str]) -> Self {
+        let child = Command::new(bin)
             .arg("--root")
             .arg(root.path())
             .args(["serve-mcp", "--no-watch", "--http", "127.0.0.1:0"])
+            .args(own)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -143,8 +201,53 @@ fn report(what: &str, (median, p99): (f64, f64)) {
     println!("mcp_server/{what}: median {median:.0} µs, p99 {p99:.0} µs");
 }
 
+/// Rounds of the comparison of two builds.
+const ROUNDS: usize = 5;
+
+/// The round trips of each build, alternately ([`ROUNDS`] rounds per transport), then per
+/// build and transport the median of its rounds' medians.
+async fn compare(builds: &[Build]) {
+    let mut medians = vec![[Vec::new(), Vec::new()]; builds.len()];
+    for round in 1..=ROUNDS {
+        for (b, build) in builds.iter().enumerate() {
+            let client = stdio_client_of(&build.bin, &build.root).await;
+            let what = format!("{} (round {round}): stdio round trip", build.name);
+            let measured = round_trips(&client).await;
+            report(&what, measured);
+            medians[b][0].push(measured.0);
+            let _ = client.cancel().await;
+        }
+        for (b, build) in builds.iter().enumerate() {
+            let server = HttpServer::start_of(&build.bin, &build.root, build.http_args, &[]);
+            let client = http_client(&server.url).await;
+            let what = format!(
+                "{} (round {round}): http (stateless) round trip",
+                build.name
+            );
+            let measured = round_trips(&client).await;
+            report(&what, measured);
+            medians[b][1].push(measured.0);
+            let _ = client.cancel().await;
+        }
+    }
+    for (build, [stdio, http]) in builds.iter().zip(&mut medians) {
+        for (transport, rounds) in [("stdio", stdio), ("http (stateless)", http)] {
+            rounds.sort_by(f64::total_cmp);
+            let median = rounds[rounds.len() / 2];
+            println!(
+                "mcp_server/{}: {transport} round trip, median of {ROUNDS} rounds' medians: {median:.0} µs",
+                build.name
+            );
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    if let Some(other) = Build::against() {
+        compare(&[Build::this(), other]).await;
+        return;
+    }
     let root = TestRoot::new();
     root.tool("usr", "noop", Fixture::Noop);
 

@@ -145,7 +145,7 @@ async fn a_crate_made_while_serve_mcp_runs_is_listed_with_each_builds_descriptio
         return;
     }
     let root = root_with_plugin_api();
-    let server = HttpServer::start(&root, &[]);
+    let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(server.url.clone());
     let client = ().serve(transport).await.expect("initialize");

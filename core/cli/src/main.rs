@@ -210,6 +210,11 @@ enum Command {
         /// or a line on standard input (refused as an invalid request).
         #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp_server::DEFAULT_MAX_BODY_BYTES)]
         max_body_bytes: usize,
+        /// HTTP without --token-secret: serve `write` and `exec` tools too. Without it such a
+        /// listener serves only `read` tools, since any process of this machine (or, on a
+        /// public address, any machine) can call it.
+        #[arg(long, requires = "http")]
+        allow_writes_without_token: bool,
         /// HTTP: keep a session per client (protocol versions before 2026-07-28), for
         /// list_changed, approvals and cancellation outside a request's own stream. Without it
         /// every request stands alone (instances can share a load balancer).
@@ -600,6 +605,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             token_secret,
             allow_origin,
             max_body_bytes,
+            allow_writes_without_token,
             sessions,
             no_watch,
             secret_env,
@@ -623,6 +629,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 token_secret,
                 allow_origins: allow_origin,
                 max_body_bytes,
+                allow_writes_without_token,
                 sessions,
                 watch: !no_watch,
                 yes,

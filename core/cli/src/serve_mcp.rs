@@ -16,6 +16,8 @@ pub(crate) struct ServeOptions {
     pub(crate) token_secret: Option<String>,
     pub(crate) allow_origins: Vec<String>,
     pub(crate) max_body_bytes: usize,
+    /// HTTP without a token: serve more than `read` tools.
+    pub(crate) allow_writes_without_token: bool,
     pub(crate) sessions: bool,
     pub(crate) watch: bool,
     /// `--yes`: asks for `write` tools are approved.
@@ -65,6 +67,14 @@ async fn serve_http(
     };
     if !addr.ip().is_loopback() && token.is_none() {
         tracing::warn!("listening on {addr} for other machines without a token (--token-secret)");
+    }
+    if token.is_none() {
+        match options.allow_writes_without_token {
+            false => server.serve_only_read(true),
+            true => tracing::warn!(
+                "serving write and exec tools without a token (--allow-writes-without-token): any process that reaches {addr} may call them"
+            ),
+        }
     }
     let http = HttpOptions::new(addr)
         .with_token(token)

@@ -117,7 +117,7 @@ impl Approver for ElicitationApprover {
 
     fn unavailable(&self) -> Option<String> {
         if let Some(reason) = self.unavailable {
-            return Some(reason.to_owned());
+            return Some(format!("policy asks, and {reason}"));
         }
         let modes = self.peer.supported_elicitation_modes();
         (!modes.contains(&ElicitationMode::Form)).then(|| {

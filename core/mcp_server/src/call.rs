@@ -9,6 +9,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::approval::ElicitationApprover;
+use super::asker::{ClientAsker, LogThreshold};
 use super::progress::Progress;
 use toolhost::Agent;
 use toolhost::Host;
@@ -25,10 +26,13 @@ pub(crate) struct Approvals<'a> {
     pub(crate) unavailable: Option<&'static str>,
     /// `--yes`: asks for `write` tools are approved.
     pub(crate) yes_to_writes: bool,
+    /// The least severe log level the client wants.
+    pub(crate) log_threshold: &'a Arc<LogThreshold>,
 }
 
-/// Runs one call and turns its outcome into a result: the response's message as text, or
-/// the error's kind and message with `isError`. Both are masked.
+/// Runs one call and turns its outcome into a result: the response's message as a text block,
+/// then its content blocks in order and its structured content, or the error's kind and
+/// message with `isError`. All of it is masked.
 ///
 /// Each call runs on a fresh [`Agent`], dropped when it ends: its history and log never grow
 /// past one call, its progress goes to this call's token, and a cancellation stops this call
@@ -39,16 +43,30 @@ pub(crate) async fn call(
     approvals: Approvals<'_>,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
-) -> CallToolResult {
+) -> Result<CallToolResult, rmcp::ErrorData> {
     let progress = Progress::new(&context.peer, context.meta.get_progress_token());
     let output = progress.output.clone();
     let agent = match Agent::with_output(host.clone(), AGENT_NAME, profile, output) {
         Ok(agent) => agent,
-        Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        Err(e) => {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                e.to_string(),
+            )]))
+        }
     };
+    if !super::tools::offered(&agent, &request.name) {
+        let message = format!("Unknown tool: {}", request.name);
+        return Err(rmcp::ErrorData::invalid_params(message, None));
+    }
     let session = approvals.session.clone();
     let approver = ElicitationApprover::new(context.peer.clone(), session, approvals.unavailable);
     agent.set_approver(Arc::new(approver));
+    agent.serve_mcp_client(true);
+    agent.set_asker(Arc::new(ClientAsker {
+        peer: context.peer.clone(),
+        threshold: approvals.log_threshold.clone(),
+        unavailable: approvals.unavailable,
+    }));
     agent.approve_writes(approvals.yes_to_writes);
     let args = request.arguments.map_or(Value::Null, Value::Object);
     let running = agent.call_tool(&request.name, args);
@@ -66,10 +84,7 @@ pub(crate) async fn call(
     progress.finish().await;
     let secrets = host.secrets();
     let mut result = match result {
-        Ok(response) => {
-            let text = secrets.mask_owned(response.message).into_inner();
-            CallToolResult::success(vec![ContentBlock::text(text)])
-        }
+        Ok(response) => success(&secrets, response),
         Err(e) => {
             let e = secrets.mask_error(&e);
             let text = format!("{} error: {}", e.kind(), e.message());
@@ -83,6 +98,31 @@ pub(crate) async fn call(
         meta.insert(AUDIT_ERROR_META.to_owned(), Value::String(text));
         result.meta = Some(rmcp::model::MetaObject(meta));
     }
+    Ok(result)
+}
+
+/// A response as a result: the message as a text block (left out when empty and followed by
+/// blocks), each content block, the structured content; every string masked.
+fn success(secrets: &toolhost::Secrets, response: toolhost::Response) -> CallToolResult {
+    let mut blocks = Vec::with_capacity(1 + response.content.len());
+    if !response.message.is_empty() || response.content.is_empty() {
+        let text = secrets.mask_owned(response.message).into_inner();
+        blocks.push(ContentBlock::text(text));
+    }
+    for block in response.content {
+        let json = serde_json::to_value(&block).unwrap_or_default();
+        let json = secrets.mask_value(json).into_inner();
+        match serde_json::from_value::<ContentBlock>(json) {
+            Ok(block) => blocks.push(block),
+            Err(e) => blocks.push(ContentBlock::text(format!(
+                "[a content block MCP cannot carry: {e}]"
+            ))),
+        }
+    }
+    let mut result = CallToolResult::success(blocks);
+    result.structured_content = response
+        .structured_content
+        .map(|value| secrets.mask_value(value).into_inner());
     result
 }
 

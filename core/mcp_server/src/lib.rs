@@ -7,6 +7,9 @@
 //! - `call.rs`: one `tools/call` through the lifecycle, on an agent of its own;
 //! - `progress.rs`: a call's progress as `notifications/progress`;
 //! - `approval.rs`: approvals asked with elicitation;
+//! - `asker.rs`: what a tool asks (log, elicit, sample), asked of the client;
+//! - `prompts.rs`: prompts from the layers' `mcp-prompts/` folders, and their completion;
+//! - `resources.rs`: resources from the layers' `resources/` folders, templates, completion;
 //! - `peers.rs`: the connected clients, told when the tools change;
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
 //! - `stdio.rs`: the stdio transport, a bounded line at a time;
@@ -30,12 +33,15 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod approval;
+mod asker;
 mod call;
 mod error;
 mod http;
 mod jsonrpc;
 mod peers;
 mod progress;
+mod prompts;
+mod resources;
 mod session;
 mod stdio;
 mod tools;
@@ -65,6 +71,8 @@ pub(crate) struct Shared {
     yes_to_writes: std::sync::atomic::AtomicBool,
     /// The longest line read over stdio, in bytes.
     max_line_bytes: std::sync::atomic::AtomicUsize,
+    /// Only `read` tools are offered (an HTTP listener without a token).
+    read_only: std::sync::atomic::AtomicBool,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -90,6 +98,7 @@ impl McpServer {
             peers: Arc::default(),
             yes_to_writes: Default::default(),
             max_line_bytes: DEFAULT_MAX_BODY_BYTES.into(),
+            read_only: Default::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),
@@ -99,6 +108,17 @@ impl McpServer {
     /// The tools a client is offered now, as `tools/list` gives them.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         tools::list(&self.shared.host, &self.shared.profile)
+            .into_iter()
+            .filter(|t| !self.shared.is_read_only() || tools::is_read(t))
+            .collect()
+    }
+
+    /// Offers only the tools whose risk level is `read` (`tools/list` leaves the others out,
+    /// and a call of one is refused): what `toolhost serve-mcp --http` does without a token
+    /// unless started with `--allow-writes-without-token`.
+    pub fn serve_only_read(&self, yes: bool) {
+        let flag = &self.shared.read_only;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Approves the asks for `write` tools without asking the client (`--yes`); `exec` tools
@@ -121,14 +141,19 @@ impl McpServer {
         self.shared.peers.len()
     }
 
-    /// Watches the host's folders and sends `notifications/tools/list_changed` to every
-    /// client when a library is loaded, reloaded, removed or fails, until the notifier is
-    /// dropped. Call it within a tokio runtime. It reports nothing itself (its events are
+    /// Watches the host's folders and sends `notifications/tools/list_changed` (and
+    /// `prompts/list_changed`) to every client when a library is loaded, reloaded, removed or
+    /// fails, and the resources' notifications when a resource file changes, comes or goes,
+    /// until the notifier is dropped. Call it within a tokio runtime. It reports nothing itself (its events are
     /// logged at debug level): print [`Host::subscribe`](toolhost::Host::subscribe)'s events
     /// with [`ReloadEvent::report`](toolhost::ReloadEvent::report), as `toolhost serve-mcp`
     /// does.
     pub fn watch(&self) -> Result<ReloadNotifier, McpServerError> {
-        peers::watch(&self.shared.host, self.shared.peers.clone())
+        peers::watch(
+            &self.shared.host,
+            &self.shared.profile,
+            self.shared.peers.clone(),
+        )
     }
 
     /// Serves one client over standard input and output, until it disconnects. Standard
@@ -163,6 +188,12 @@ impl McpServer {
     /// Binds the streamable HTTP transport; [`HttpServer::serve`] then serves it.
     pub async fn bind_http(&self, options: HttpOptions) -> Result<HttpServer, McpServerError> {
         http::bind(options).await
+    }
+}
+
+impl Shared {
+    fn is_read_only(&self) -> bool {
+        self.read_only.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

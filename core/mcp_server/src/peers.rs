@@ -1,6 +1,9 @@
 //! The connected clients, and `notifications/tools/list_changed` sent to each of them when the
-//! host reloads, finds or loses a library.
+//! host reloads, finds or loses a library; `notifications/resources/updated` to those
+//! subscribed to a resource whose file changed, and `notifications/resources/list_changed` to
+//! every client when a resource comes or goes.
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -21,34 +24,68 @@ const GATHER: Duration = Duration::from_millis(50);
 /// The clients to tell about changes: every initialised session that is still open.
 #[derive(Default)]
 pub(crate) struct Peers {
-    peers: Mutex<Vec<Peer<RoleServer>>>,
+    peers: Mutex<Vec<(Peer<RoleServer>, Subscriptions)>>,
 }
+
+/// The resource URIs a session subscribed to.
+pub(crate) type Subscriptions = Arc<Mutex<HashSet<String>>>;
 
 impl Peers {
     /// Adds a session's client.
-    pub(crate) fn add(&self, peer: Peer<RoleServer>) {
+    pub(crate) fn add(&self, peer: Peer<RoleServer>, subscriptions: Subscriptions) {
         let mut peers = lock(&self.peers);
-        peers.retain(|p| !p.is_transport_closed());
-        peers.push(peer);
+        peers.retain(|(p, _)| !p.is_transport_closed());
+        peers.push((peer, subscriptions));
+    }
+
+    /// The open sessions; forgets closed ones.
+    fn open(&self) -> Vec<(Peer<RoleServer>, Subscriptions)> {
+        let mut peers = lock(&self.peers);
+        peers.retain(|(p, _)| !p.is_transport_closed());
+        peers.clone()
+    }
+
+    /// Sends `notifications/resources/updated` for each of `updated` to the sessions
+    /// subscribed to it, and `notifications/resources/list_changed` to every session when
+    /// `listed` says the list changed.
+    pub(crate) async fn resources_changed(&self, updated: &[String], listed: bool) {
+        for (peer, subscriptions) in self.open() {
+            let wanted: Vec<String> = {
+                let subscribed = lock(&subscriptions);
+                updated
+                    .iter()
+                    .filter(|u| subscribed.contains(*u))
+                    .cloned()
+                    .collect()
+            };
+            for uri in wanted {
+                let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+                if let Err(e) = peer.notify_resource_updated(param).await {
+                    tracing::debug!("resources/updated not sent: {e}");
+                }
+            }
+            if listed {
+                if let Err(e) = peer.notify_resource_list_changed().await {
+                    tracing::debug!("resources/list_changed not sent: {e}");
+                }
+            }
+        }
     }
 
     /// How many sessions are open.
     pub(crate) fn len(&self) -> usize {
-        let mut peers = lock(&self.peers);
-        peers.retain(|p| !p.is_transport_closed());
-        peers.len()
+        self.open().len()
     }
 
     /// Sends `notifications/tools/list_changed` to every open session; forgets closed ones.
+    /// And `notifications/prompts/list_changed`: a prompt file may have changed with them.
     pub(crate) async fn tools_changed(&self) {
-        let peers: Vec<_> = {
-            let mut peers = lock(&self.peers);
-            peers.retain(|p| !p.is_transport_closed());
-            peers.clone()
-        };
-        for peer in peers {
+        for (peer, _) in self.open() {
             if let Err(e) = peer.notify_tool_list_changed().await {
                 tracing::debug!("tools/list_changed not sent: {e}");
+            }
+            if let Err(e) = peer.notify_prompt_list_changed().await {
+                tracing::debug!("prompts/list_changed not sent: {e}");
             }
         }
     }
@@ -71,8 +108,16 @@ impl Drop for ReloadNotifier {
     }
 }
 
-/// Starts watching `host` and notifying `peers` (on the runtime of the caller).
-pub(crate) fn watch(host: &Arc<Host>, peers: Arc<Peers>) -> Result<ReloadNotifier, McpServerError> {
+/// How often the resources' files are looked at for changes.
+const RESOURCE_POLL: Duration = Duration::from_millis(500);
+
+/// Starts watching `host` and notifying `peers` (on the runtime of the caller); the resources
+/// of `profile` are looked at every [`RESOURCE_POLL`].
+pub(crate) fn watch(
+    host: &Arc<Host>,
+    profile: &str,
+    peers: Arc<Peers>,
+) -> Result<ReloadNotifier, McpServerError> {
     let events = host.subscribe();
     let watcher = host
         .watch()
@@ -80,10 +125,22 @@ pub(crate) fn watch(host: &Arc<Host>, peers: Arc<Peers>) -> Result<ReloadNotifie
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = Handle::current();
     let stopping = stop.clone();
+    let (host, profile) = (host.clone(), profile.to_owned());
+    let mut resources = crate::resources::stamps(&host, &profile);
+    let mut looked = std::time::Instant::now();
     let thread = std::thread::Builder::new()
         .name("toolhost-mcp-reload".to_owned())
         .spawn(move || {
             while !stopping.load(Ordering::SeqCst) {
+                if looked.elapsed() >= RESOURCE_POLL {
+                    looked = std::time::Instant::now();
+                    let now = crate::resources::stamps(&host, &profile);
+                    if now != resources {
+                        let (updated, listed) = compare(&resources, &now);
+                        runtime.block_on(peers.resources_changed(&updated, listed));
+                        resources = now;
+                    }
+                }
                 match events.recv_timeout(Duration::from_millis(200)) {
                     Ok(event) => tracing::debug!("{event}"),
                     Err(RecvTimeoutError::Timeout) => continue,
@@ -102,4 +159,18 @@ pub(crate) fn watch(host: &Arc<Host>, peers: Arc<Peers>) -> Result<ReloadNotifie
         stop,
         thread: Some(thread),
     })
+}
+
+/// The URIs whose stamp changed, and whether a URI came or went.
+fn compare<T: PartialEq>(
+    before: &BTreeMap<String, T>,
+    now: &BTreeMap<String, T>,
+) -> (Vec<String>, bool) {
+    let updated = now
+        .iter()
+        .filter(|(uri, stamp)| before.get(*uri).is_some_and(|b| b != *stamp))
+        .map(|(uri, _)| uri.clone())
+        .collect();
+    let listed = before.len() != now.len() || before.keys().any(|k| !now.contains_key(k));
+    (updated, listed)
 }

@@ -4,14 +4,20 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+#[allow(deprecated)] // logging/setLevel is what clients before 2026-07-28 send
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 
-use super::{call, tools, Shared};
+use super::asker::LogThreshold;
+use super::{call, lock, prompts, resources, tools, Shared};
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
 #[derive(Clone)]
@@ -21,6 +27,10 @@ pub(crate) struct Session {
     approved: Arc<Mutex<HashSet<String>>>,
     /// Why the client cannot be asked for approvals on this transport, if it cannot.
     no_approvals: Option<&'static str>,
+    /// The least severe level of the log messages the client wants (`logging/setLevel`).
+    log_threshold: Arc<LogThreshold>,
+    /// The resources the client subscribed to (`resources/subscribe`).
+    subscriptions: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Session {
@@ -30,6 +40,8 @@ impl Session {
             shared,
             approved: Arc::default(),
             no_approvals: None,
+            log_threshold: Arc::default(),
+            subscriptions: Arc::default(),
         }
     }
 
@@ -37,19 +49,38 @@ impl Session {
     /// come back in another request, which this session never sees.
     pub(crate) fn stateless(shared: Arc<Shared>) -> Self {
         Self {
-            no_approvals: Some(
-                "policy asks, and a client of stateless HTTP cannot be asked: serve with --sessions",
-            ),
+            no_approvals: Some("a client of stateless HTTP cannot be asked: serve with --sessions"),
             ..Self::new(shared)
         }
+    }
+
+    /// Runs `f` off the async threads (a cold listing loads libraries, a read reads files).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&toolhost::Host, &str) -> T + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let host = self.shared.host.clone();
+        let profile = self.shared.profile.clone();
+        tokio::task::spawn_blocking(move || f(&host, &profile))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("{what} failed: {e}"), None))
     }
 }
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
+        #[allow(deprecated)] // logging: what clients before 2026-07-28 use
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_prompts_list_changed()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -64,14 +95,10 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let host = self.shared.host.clone();
-        let profile = self.shared.profile.clone();
-        // A cold listing loads libraries: off the async threads.
-        let listed = tokio::task::spawn_blocking(move || tools::list(&host, &profile))
-            .await
-            .map_err(|e| {
-                ErrorData::internal_error(format!("listing the tools failed: {e}"), None)
-            })?;
+        let mut listed = self.blocking("listing the tools", tools::list).await?;
+        if self.shared.is_read_only() {
+            listed.retain(tools::is_read);
+        }
         Ok(ListToolsResult::with_all_items(listed))
     }
 
@@ -81,6 +108,23 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
+        if shared.is_read_only() {
+            let name = request.name.to_string();
+            let listed = self.blocking("listing the tools", tools::list).await?;
+            match listed.iter().find(|t| t.name == name) {
+                Some(tool) if tools::is_read(tool) => {}
+                Some(_) => {
+                    let message = format!(
+                        "tool '{name}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others"
+                    );
+                    return Err(ErrorData::invalid_params(message, None));
+                }
+                None => {
+                    let message = format!("Unknown tool: {name}");
+                    return Err(ErrorData::invalid_params(message, None));
+                }
+            }
+        }
         let yes = shared
             .yes_to_writes
             .load(std::sync::atomic::Ordering::SeqCst);
@@ -88,12 +132,143 @@ impl ServerHandler for Session {
             session: &self.approved,
             unavailable: self.no_approvals,
             yes_to_writes: yes,
+            log_threshold: &self.log_threshold,
         };
         let result = call::call(&shared.host, &shared.profile, approvals, request, context);
-        Ok(result.await.into())
+        Ok(result.await?.into())
+    }
+
+    #[allow(deprecated)] // logging/setLevel is what clients before 2026-07-28 send
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_threshold.set(request.level);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let listed = self.blocking("listing the prompts", prompts::list).await?;
+        Ok(ListPromptsResult::with_all_items(listed))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let secrets = self.shared.host.secrets();
+        let got = self
+            .blocking("reading the prompt", move |host, profile| {
+                prompts::get(host, profile, &request)
+            })
+            .await??;
+        let json = serde_json::to_value(&got).unwrap_or_default();
+        let masked = secrets.mask_value(json).into_inner();
+        let got: rmcp::model::GetPromptResult = serde_json::from_value(masked).map_err(|e| {
+            ErrorData::internal_error(format!("the prompt's masked form: {e}"), None)
+        })?;
+        Ok(GetPromptResponse::from(got))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let listed = self
+            .blocking("listing the resources", resources::list)
+            .await?;
+        Ok(ListResourcesResult::with_all_items(listed))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let listed = self
+            .blocking("listing the resource templates", resources::templates)
+            .await?;
+        Ok(ListResourceTemplatesResult::with_all_items(listed))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
+        let read = self
+            .blocking("reading the resource", move |host, profile| {
+                resources::read(host, profile, &uri)
+            })
+            .await??;
+        Ok(ReadResourceResponse::from(read))
+    }
+
+    #[allow(deprecated)] // resources/subscribe is what clients before 2026-07-28 send
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri.clone();
+        let known = self
+            .blocking("finding the resource", move |host, profile| {
+                resources::exists(host, profile, &uri)
+            })
+            .await?;
+        if !known {
+            return Err(resources::not_found(&request.uri));
+        }
+        lock(&self.subscriptions).insert(request.uri);
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is what clients before 2026-07-28 send
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        lock(&self.subscriptions).remove(&request.uri);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let values = self
+            .blocking("completing", move |host, profile| {
+                let (name, value) = (&request.argument.name, &request.argument.value);
+                match &request.r#ref {
+                    Reference::Prompt(prompt) => {
+                        prompts::complete(host, profile, &prompt.name, name, value)
+                    }
+                    Reference::Resource(resource) => {
+                        resources::complete(host, profile, &resource.uri, name, value)
+                    }
+                    #[allow(unreachable_patterns)]
+                    _ => Vec::new(),
+                }
+            })
+            .await?;
+        let completion = CompletionInfo::with_all_values(values)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(CompleteResult::new(completion))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.shared.peers.add(context.peer);
+        self.shared
+            .peers
+            .add(context.peer, self.subscriptions.clone());
     }
 }

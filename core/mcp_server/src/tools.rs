@@ -13,13 +13,14 @@ use toolhost::Host;
 
 /// The tools `profile` may call now, as MCP tools, sorted by name. Tools the tools prompt
 /// leaves out are left out here too: not ready, breaker open, or refused by the profile's
-/// `[access]`.
+/// `[access]`; and the agent's own ([`agent_only`]).
 pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
     let config = host.config(profile).ok();
     host.list(profile)
         .tools
         .into_iter()
         .filter(|t| t.unavailable().is_none())
+        .filter(|t| !agent_only(&t.name, t.info()))
         .filter(|t| {
             let capabilities = &t.info().capabilities;
             !config
@@ -30,16 +31,52 @@ pub(crate) fn list(host: &Host, profile: &str) -> Vec<Tool> {
         .collect()
 }
 
+/// Whether a listed tool is read-only (its risk level is `read`).
+pub(crate) fn is_read(tool: &Tool) -> bool {
+    tool.annotations
+        .as_ref()
+        .and_then(|a| a.read_only_hint)
+        .unwrap_or(false)
+}
+
+/// Whether a tool is the agent's alone, never offered to MCP clients: the `response` tool
+/// (its answer ends an agent's loop) and any tool whose [`ToolInfo::agent_only`] says so.
+pub(crate) fn agent_only(name: &str, info: &ToolInfo) -> bool {
+    name == "response" || info.agent_only
+}
+
+/// Whether a `tools/call` of `request` reaches a tool this server offers (else it is an
+/// unknown tool: a protocol error, not a call of the Unknown tool).
+pub(crate) fn offered(agent: &toolhost::Agent, request: &str) -> bool {
+    let Ok(name) = toolhost::ToolName::parse(request) else {
+        return false;
+    };
+    let found = agent.host().resolve(agent.profile(), name.name());
+    match &found.found {
+        Some(found) => !agent_only(name.name(), found.handle.info()),
+        None => name.name() != "response" && agent.has_tool(request),
+    }
+}
+
 /// One tool: `inputSchema` is the declared parameters when they are an object schema, else
-/// `{"type": "object"}`.
+/// `{"type": "object"}`; `outputSchema` the declared output schema, when it is an object
+/// schema.
 pub(crate) fn tool(name: &str, info: &ToolInfo) -> Tool {
     let description = info.description.trim().to_owned();
-    Tool::new(
+    let tool = Tool::new(
         name.to_owned(),
         description,
         Arc::new(input_schema(&info.parameters)),
     )
-    .with_annotations(annotations(info))
+    .with_annotations(annotations(info));
+    match &info.output_schema {
+        Some(Value::Object(schema)) if schema.get("type").is_some_and(|t| t == "object") => {
+            let mut tool = tool;
+            tool.output_schema = Some(Arc::new(schema.clone()));
+            tool
+        }
+        _ => tool,
+    }
 }
 
 /// The declared parameters as an object schema.

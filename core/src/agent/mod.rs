@@ -46,6 +46,8 @@ pub struct Agent {
     pub(crate) output: Arc<dyn Output>,
     /// Who is asked about calls the policy asks for, and what was approved for the session.
     pub(crate) approvals: Approvals,
+    /// Who answers what plugins ask (log, elicit, sample), if anyone (`call/ask.rs`).
+    pub(crate) asker: Mutex<Option<Arc<dyn call::ask::Asker>>>,
 }
 
 impl Agent {
@@ -76,6 +78,7 @@ impl Agent {
             transcript: Transcript::default(),
             intervention: Intervention::new(name),
             approvals: Approvals::default(),
+            asker: Mutex::default(),
             output,
         }))
     }

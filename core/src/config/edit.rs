@@ -42,7 +42,26 @@ pub fn save_tool_policy(
     tool: &str,
     decision: PolicyDecision,
 ) -> Result<(), ConfigError> {
-    let setting = format!("[tools.{}] policy", key_name(tool));
+    save_tool_key(path, tool, "policy", decision)
+}
+
+/// Sets `[tools.<tool>] mcp_policy = "<decision>"` (the policy for MCP clients, see
+/// [`Config::mcp_policy`](super::Config::mcp_policy)) as [`save_tool_policy`] sets `policy`.
+pub fn save_tool_mcp_policy(
+    path: &Path,
+    tool: &str,
+    decision: PolicyDecision,
+) -> Result<(), ConfigError> {
+    save_tool_key(path, tool, "mcp_policy", decision)
+}
+
+fn save_tool_key(
+    path: &Path,
+    tool: &str,
+    key: &str,
+    decision: PolicyDecision,
+) -> Result<(), ConfigError> {
+    let setting = format!("[tools.{}] {key}", key_name(tool));
     if !is_safe_name(tool) {
         let message = format!("cannot save {setting}: not a tool name");
         return Err(ConfigError::new(
@@ -65,7 +84,7 @@ pub fn save_tool_policy(
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| failed(ConfigErrorKind::Syntax, &e))?;
-    if set_policy(&mut doc, tool, decision).is_none() {
+    if set_policy(&mut doc, tool, key, decision).is_none() {
         let why = "[tools] or its entry for the tool is not a table";
         return Err(failed(ConfigErrorKind::InvalidValue, &why));
     }
@@ -74,12 +93,17 @@ pub fn save_tool_policy(
     write_atomically(path, text.as_bytes()).map_err(|e| failed(ConfigErrorKind::Write, &e))
 }
 
-/// Sets `tools.<tool>.policy` in `doc`, making the tables it needs; `None` if one of them is
+/// Sets `tools.<tool>.<key>` in `doc`, making the tables it needs; `None` if one of them is
 /// there but is not a table.
-fn set_policy(doc: &mut DocumentMut, tool: &str, decision: PolicyDecision) -> Option<()> {
+fn set_policy(
+    doc: &mut DocumentMut,
+    tool: &str,
+    key: &str,
+    decision: PolicyDecision,
+) -> Option<()> {
     let tools = child_table(doc.as_item_mut(), "tools", true)?;
     let entry = child_table(tools, tool, false)?.as_table_like_mut()?;
-    match entry.get_mut("policy") {
+    match entry.get_mut(key) {
         Some(Item::Value(value)) => {
             // Keep the comment after the old value, and the spacing around it.
             let decor = value.decor().clone();
@@ -87,7 +111,7 @@ fn set_policy(doc: &mut DocumentMut, tool: &str, decision: PolicyDecision) -> Op
             *value.decor_mut() = decor;
         }
         _ => {
-            entry.insert("policy", toml_edit::value(decision.as_str()));
+            entry.insert(key, toml_edit::value(decision.as_str()));
         }
     }
     Some(())

@@ -51,7 +51,7 @@ use crate::layout::Layout;
 use source::Origins;
 use tables::FileConfig;
 
-pub use edit::save_tool_policy;
+pub use edit::{save_tool_mcp_policy, save_tool_policy};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
 pub use sandbox::{Capability, Port, SandboxPolicy, CAPABILITY_EXPECTED};

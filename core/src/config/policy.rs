@@ -67,6 +67,46 @@ impl Config {
         if let Some(decision) = own {
             return (decision, self.source(&["tools", tool, "policy"]));
         }
+        self.risk_policy(risk)
+    }
+
+    /// The policy for a call of `tool` by an MCP client (`toolhost serve-mcp`): `[tools.<tool>]
+    /// mcp_policy` if a file sets it; else `[tools.<tool>] policy` when it asks or denies; else
+    /// `[policy] <risk>`, else the defaults. A tool's own `policy = "allow"` (what answering
+    /// "always" in a terminal saves) does not let MCP clients call it without asking:
+    /// `mcp_policy = "allow"` does.
+    ///
+    /// ```
+    /// use toolhost::config::{Config, PolicyDecision};
+    /// use toolhost::{Layout, RiskLevel};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = std::env::temp_dir().join(format!("toolhost-mcp-policy-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(root.join("usr"))?;
+    /// let file = root.join("usr/toolhost.toml");
+    /// std::fs::write(&file, "[tools.shell]\npolicy = \"allow\"\n")?;
+    /// let config = Config::load(&Layout::new(&root), "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
+    /// assert_eq!(config.policy("shell", RiskLevel::Exec).0, PolicyDecision::Allow);
+    /// assert_eq!(config.mcp_policy("shell", RiskLevel::Exec).0, PolicyDecision::Ask);
+    /// std::fs::write(&file, "[tools.shell]\npolicy = \"allow\"\nmcp_policy = \"allow\"\n")?;
+    /// let config = Config::load(&Layout::new(&root), "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
+    /// assert_eq!(config.mcp_policy("shell", RiskLevel::Exec).0, PolicyDecision::Allow);
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn mcp_policy(&self, tool: &str, risk: RiskLevel) -> (PolicyDecision, Source) {
+        let entry = self.values.tools.get(tool);
+        if let Some(decision) = entry.and_then(|t| t.mcp_policy) {
+            return (decision, self.source(&["tools", tool, "mcp_policy"]));
+        }
+        match entry.and_then(|t| t.policy) {
+            Some(PolicyDecision::Allow) | None => self.risk_policy(risk),
+            Some(decision) => (decision, self.source(&["tools", tool, "policy"])),
+        }
+    }
+
+    /// `[policy] <risk>`, else the defaults.
+    fn risk_policy(&self, risk: RiskLevel) -> (PolicyDecision, Source) {
         let levels = &self.values.policy;
         let (set, default, what) = match risk {
             RiskLevel::Read => (levels.read, PolicyDecision::Allow, "default: read allows"),

@@ -246,6 +246,9 @@ pub(super) struct ToolEntry {
     pub timeout_seconds: Option<Seconds>,
     pub max_retries: Option<Count>,
     pub policy: Option<PolicyDecision>,
+    /// The policy for the calls of MCP clients (`toolhost serve-mcp`), where `policy =
+    /// "allow"` does not apply.
+    pub mcp_policy: Option<PolicyDecision>,
     /// What the tool is granted in its sandbox.
     pub grant: Option<Vec<Grant>>,
     /// `sandbox = "off"`: isolated without a sandbox.

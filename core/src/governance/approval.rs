@@ -97,6 +97,9 @@ pub(crate) struct Approvals {
     pub(crate) yes_to_writes: std::sync::atomic::AtomicBool,
     /// The tools approved for this session.
     pub(crate) session: Mutex<HashSet<String>>,
+    /// The agent serves an MCP client: `[tools.X] mcp_policy` decides, not a saved
+    /// `policy = "allow"` ([`Config::mcp_policy`](crate::config::Config::mcp_policy)).
+    pub(crate) for_mcp_client: std::sync::atomic::AtomicBool,
 }
 
 /// The verdict on a call's approval (allowed or not) and where it came from, for the log and

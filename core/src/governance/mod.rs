@@ -27,4 +27,4 @@ pub use breaker::BreakerStatus;
 
 pub(crate) use breaker::{clock, is_infrastructure, Breaker, Transition};
 pub(crate) use rules::{jitter, retryable, timed_out, CallRules};
-pub(crate) use schema::ArgumentSchema;
+pub(crate) use schema::{check_output, ArgumentSchema};

@@ -108,6 +108,22 @@ impl ArgumentSchema {
     }
 }
 
+/// Checks a tool's structured content against its output schema: the error lists every
+/// failing path, as for arguments.
+pub(crate) fn check_output(schema: &Value, value: &Value) -> Result<(), String> {
+    let validator =
+        compiled(schema).map_err(|e| e.replace("its parameters schema", "its output schema"))?;
+    if validator.is_valid(value) {
+        return Ok(());
+    }
+    let failures: Vec<String> = validator
+        .iter_errors(value)
+        .take(MAX_LISTED)
+        .map(|error| describe(schema, &error))
+        .collect();
+    Err(failures.join("; "))
+}
+
 /// One failure: `/units: must be one of "metric", "imperial", got "kelvin"`. `schema` is the
 /// whole schema, to name the properties an object may have.
 fn describe(schema: &Value, error: &ValidationError<'_>) -> String {

@@ -107,6 +107,18 @@ async fn wait_for(ctx: &FfiContext, request: HostRequest) -> Answer {
                     .map_err(WireError::from),
             )
         }
+        HostRequest::Ask(json) => {
+            let Some(asking) = ctx.ask(json.into()) else {
+                let e = ToolError::dependency("this host cannot be asked");
+                return Answer::TextResult(Err(WireError::from(e)));
+            };
+            let out = asking.await;
+            Answer::TextResult(
+                out.into_result()
+                    .map(RString::into_string)
+                    .map_err(WireError::from),
+            )
+        }
         _ => Answer::Unit,
     }
 }

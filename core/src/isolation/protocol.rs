@@ -159,13 +159,24 @@ pub(crate) enum HostRequest {
     AddProgress(String),
     CheckIntervention,
     LoopDataGet(String),
-    LoopDataSet { key: String, json: String },
-    HistoryAdd { role: String, content: String },
+    LoopDataSet {
+        key: String,
+        json: String,
+    },
+    HistoryAdd {
+        role: String,
+        content: String,
+    },
     DefaultBefore(String),
     DefaultAfter(WireResponse),
     Unmask(String),
     Mask(String),
-    CallExtensions { point: String, json: String },
+    CallExtensions {
+        point: String,
+        json: String,
+    },
+    /// `ask`: a JSON request for whoever the call is served to.
+    Ask(String),
 }
 
 /// The host's answer to a [`HostRequest`].
@@ -190,6 +201,10 @@ pub(crate) struct WireResponse {
     pub break_loop: bool,
     pub additional: Option<String>,
     pub metadata: Option<String>,
+    /// The content blocks after the message, as a JSON array.
+    pub content: Option<String>,
+    /// The structured content, as JSON.
+    pub structured_content: Option<String>,
     /// Bytes of the message the worker cut off ([`CallInfo::max_output`]).
     pub cut: u64,
 }
@@ -201,6 +216,8 @@ impl From<FfiResponse> for WireResponse {
             break_loop: r.break_loop,
             additional: r.additional.into_option().map(RString::into_string),
             metadata: r.metadata.into_option().map(RString::into_string),
+            content: r.content.into_option().map(RString::into_string),
+            structured_content: r.structured_content.into_option().map(RString::into_string),
             cut: 0,
         }
     }
@@ -217,6 +234,8 @@ impl From<WireResponse> for FfiResponse {
             break_loop: r.break_loop,
             additional: opt(r.additional),
             metadata: opt(r.metadata),
+            content: opt(r.content),
+            structured_content: opt(r.structured_content),
         }
     }
 }

@@ -115,6 +115,17 @@ impl Layer {
     pub fn prompts_dir(&self) -> PathBuf {
         self.dir.join("prompts")
     }
+
+    /// `<layer>/mcp-prompts/`: the prompts `toolhost serve-mcp` offers (`<name>.toml`).
+    pub fn mcp_prompts_dir(&self) -> PathBuf {
+        self.dir.join("mcp-prompts")
+    }
+
+    /// `<layer>/resources/`: the resources `toolhost serve-mcp` offers (its files, and
+    /// `resources.toml`).
+    pub fn resources_dir(&self) -> PathBuf {
+        self.dir.join("resources")
+    }
 }
 
 /// What a path under the root is to the host.

@@ -171,7 +171,9 @@ fn says(text: &str, structured: &Value) -> Option<Said> {
 /// says ([`says`]), the model gets one of them: the text when the structured content only
 /// wraps it; for the same JSON, the structured content when the tool declares an
 /// `outputSchema` (`structured_first`), else the text. Other texts and structured content
-/// become the message; images and other content go to `additional.content`. `isError` is a
+/// become the message; images and other blocks become the response's content blocks (a block
+/// the contract cannot read goes to `additional.content`), and the structured content (whole)
+/// its structured content. `isError` is a
 /// repairable error with the text.
 ///
 /// Each text is moved out of the result, never copied (one text block is the message itself):
@@ -183,15 +185,23 @@ pub(crate) fn into_response(
     structured_first: bool,
 ) -> Result<Response, ToolError> {
     let mut texts: Vec<String> = Vec::new();
+    let mut blocks: Vec<plugin_api::Content> = Vec::new();
     let mut other: Vec<Value> = Vec::new();
     for block in result.content {
         match block {
             ContentBlock::Text(text) => texts.push(text.text),
-            block => other.push(serde_json::to_value(&block).unwrap_or(Value::Null)),
+            block => {
+                let json = serde_json::to_value(&block).unwrap_or(Value::Null);
+                match serde_json::from_value::<plugin_api::Content>(json.clone()) {
+                    Ok(block) => blocks.push(block),
+                    Err(_) => other.push(json),
+                }
+            }
         }
     }
-    let mut structured = result.structured_content;
-    if let Some(value) = &structured {
+    let whole = result.structured_content;
+    let mut structured = whole.as_ref();
+    if let Some(value) = structured {
         let said: Vec<Option<Said>> = texts.iter().map(|t| says(t, value)).collect();
         if said.contains(&Some(Said::Wrapped))
             || (!structured_first && said.iter().any(Option::is_some))
@@ -223,6 +233,8 @@ pub(crate) fn into_response(
         )));
     }
     let mut response = Response::text(message);
+    response.content = blocks;
+    response.structured_content = whole;
     if !other.is_empty() {
         let mut additional = Map::new();
         additional.insert("content".to_owned(), Value::Array(other));

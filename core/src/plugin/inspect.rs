@@ -29,7 +29,7 @@ pub struct Inspection {
     pub size: u64,
     /// The SHA-256 of its bytes, in hex (what the audit records).
     pub sha256: String,
-    /// The plugin-abi version (the wire contract) it was built against (`0.5.0`).
+    /// The plugin-abi version (the wire contract) it was built against (`0.6.0`).
     pub contract: String,
     /// The crate that built it, and that crate's version.
     pub package: String,

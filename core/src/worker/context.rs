@@ -120,7 +120,7 @@ impl WorkerCall {
     }
 
     /// Asks the host; the future completes with its answer.
-    fn ask(&self, request: HostRequest) -> impl std::future::Future<Output = Answer> + Send {
+    fn ask_host(&self, request: HostRequest) -> impl std::future::Future<Output = Answer> + Send {
         let (tx, rx) = oneshot::channel();
         self.link
             .request(self.id, request, Some(Reply::Awaiting(tx)));
@@ -163,7 +163,7 @@ impl HostServices for WorkerCall {
     }
 
     fn set_progress(self: &Arc<Self>, text: RString) -> impl Future<Output = ()> + Send + 'static {
-        let answer = self.ask(HostRequest::SetProgress(text.into_string()));
+        let answer = self.ask_host(HostRequest::SetProgress(text.into_string()));
         async move {
             answer.await;
         }
@@ -176,7 +176,7 @@ impl HostServices for WorkerCall {
     fn check_intervention(
         self: &Arc<Self>,
     ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
-        let answer = self.ask(HostRequest::CheckIntervention);
+        let answer = self.ask_host(HostRequest::CheckIntervention);
         async move { status(answer.await) }
     }
 
@@ -203,7 +203,7 @@ impl HostServices for WorkerCall {
         self: &Arc<Self>,
         args: RString,
     ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
-        let answer = self.ask(HostRequest::DefaultBefore(args.into_string()));
+        let answer = self.ask_host(HostRequest::DefaultBefore(args.into_string()));
         async move { status(answer.await) }
     }
 
@@ -211,7 +211,7 @@ impl HostServices for WorkerCall {
         self: &Arc<Self>,
         response: FfiResponse,
     ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
-        let answer = self.ask(HostRequest::DefaultAfter(response.into()));
+        let answer = self.ask_host(HostRequest::DefaultAfter(response.into()));
         async move { status(answer.await) }
     }
 
@@ -233,7 +233,15 @@ impl HostServices for WorkerCall {
     ) -> impl Future<Output = Result<String, FfiError>> + Send + 'static {
         let point = point.into_string();
         let json = json.into_string();
-        let answer = self.ask(HostRequest::CallExtensions { point, json });
+        let answer = self.ask_host(HostRequest::CallExtensions { point, json });
+        async move { text_result(answer.await) }
+    }
+
+    fn ask(
+        self: &Arc<Self>,
+        request: RString,
+    ) -> impl Future<Output = Result<String, FfiError>> + Send + 'static {
+        let answer = self.ask_host(HostRequest::Ask(request.into_string()));
         async move { text_result(answer.await) }
     }
 

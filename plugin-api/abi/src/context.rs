@@ -137,6 +137,16 @@ impl FfiContext {
     }
 }
 
+impl FfiContext {
+    /// Asks whoever the call is served to, with a JSON request; `None` on a host that cannot
+    /// be asked.
+    pub fn ask(&self, request: RString) -> Option<FfiFuture<FfiResult<RString>>> {
+        let ask = self.vtable.ask()?;
+        // SAFETY: as in `field`.
+        Some(unsafe { ask(self.data, request) })
+    }
+}
+
 impl Clone for FfiContext {
     fn clone(&self) -> Self {
         // SAFETY: adds the reference the new value owns.

@@ -146,6 +146,21 @@ pub trait HostServices: Send + Sync + Sized + 'static {
     /// Completes when the host cancels the call.
     fn cancelled(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static;
 
+    /// Asks whoever the call is served to, with a JSON request (`plugin_api::ask`); its JSON
+    /// answer. The default refuses: a host that serves nobody cannot be asked.
+    fn ask(
+        self: &Arc<Self>,
+        request: RString,
+    ) -> impl Future<Output = Result<String, FfiError>> + Send + 'static {
+        drop(request);
+        async {
+            Err(FfiError::new(
+                crate::wire::kind::DEPENDENCY,
+                "this host cannot be asked",
+            ))
+        }
+    }
+
     /// Called when a method above panicked (the plugin got the fallback answer); `callback`
     /// names it. The default does nothing.
     fn panicked(callback: &str, message: &str) {
@@ -184,6 +199,7 @@ impl<S: HostServices> Table<S> {
         call_extensions: call_extensions::<S>,
         is_cancelled: is_cancelled::<S>,
         cancelled: cancelled::<S>,
+        ask: ask::<S>,
     });
     const VTABLE: HostVtableRef = HostVtableRef(Self::WITH_METADATA.static_as_prefix());
 }
@@ -405,5 +421,20 @@ unsafe extern "C" fn cancelled<S: HostServices>(data: *const c_void) -> FfiFutur
         "cancelled",
         || std::future::pending().into_ffi(),
         || s.cancelled().into_ffi(),
+    )
+}
+
+unsafe extern "C" fn ask<S: HostServices>(
+    data: *const c_void,
+    request: RString,
+) -> FfiFuture<FfiResult<RString>> {
+    let s = unsafe { borrow_arc::<S>(data) };
+    guard::<S, _>(
+        "ask",
+        || ready_error("ask"),
+        || {
+            let fut = s.ask(request);
+            async move { to_ffi(fut.await.map(RString::from)) }.into_ffi()
+        },
     )
 }

@@ -86,6 +86,11 @@ pub struct FfiResponse {
     pub additional: ROption<RString>,
     /// A JSON object of metadata for the log and the audit, if any.
     pub metadata: ROption<RString>,
+    /// The content blocks after the message, in order, as a JSON array of MCP-shaped blocks
+    /// (`plugin_api::Content`); `RNone` when there are none.
+    pub content: ROption<RString>,
+    /// The structured result (JSON), checked by the host against the tool's output schema.
+    pub structured_content: ROption<RString>,
 }
 
 /// The fields of a call context that a plugin reads as text.
@@ -173,6 +178,13 @@ pub struct HostVtable {
     /// A future that completes when the host cancels the call.
     #[sabi(missing_field(option))]
     pub cancelled: unsafe extern "C" fn(data: *const c_void) -> FfiFuture<()>,
+    /// Asks whoever the call is served to (an MCP client, the host's log): a JSON request
+    /// (`plugin_api::ask`: a log message, an elicitation, a sampling), answered with JSON.
+    #[sabi(missing_field(option))]
+    pub ask: unsafe extern "C" fn(
+        data: *const c_void,
+        request: RString,
+    ) -> FfiFuture<FfiResult<RString>>,
 }
 
 /// The functions of one tool instance.

@@ -12,9 +12,7 @@
 use std::process::Command;
 
 use serde_json::Value;
-use toolhost_tests::TestRoot;
-
-use crate::conformance_peer::conformance_suite;
+use toolhost_tests::{peers, TestRoot};
 
 /// The driver: `$1`... the suite's, the last one the URL.
 const DRIVER: &str = r#"#!/bin/sh
@@ -34,7 +32,7 @@ esac
 /// Runs one client scenario; each check's status and name, and the suite's report. `yes`:
 /// the driver's command gets `--yes`.
 fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
-    let (node, suite) = conformance_suite();
+    let (node, suite) = (peers::node22(), peers::conformance());
     let root = TestRoot::new();
     let driver = root.write("driver.sh", DRIVER);
     let out_dir = root.path().join("results");

@@ -87,9 +87,49 @@ fn a_token_is_required_when_configured() {
 #[test]
 fn an_oversized_body_is_refused() {
     let root = root();
-    let server = HttpServer::start(&root, &["--max-body-bytes", "65536"]);
+    let server = HttpServer::start(
+        &root,
+        &["--max-body-bytes", "65536", "--allow-writes-without-token"],
+    );
     let padding = "x".repeat(70_000);
     let big = INITIALIZE.replace("\"raw\"", &format!("\"{padding}\""));
     assert_eq!(post(&server, &[], &big), 413);
     assert_eq!(post(&server, &[], INITIALIZE), 200);
+}
+
+/// Without a token (`--token-secret`), an HTTP listener serves only `read` tools: any process
+/// that reaches it could call them. `--allow-writes-without-token` serves the others too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_token_only_read_tools_are_served_unless_allowed() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+    let root = root();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    for (args, writes) in [
+        (&[][..], false),
+        (&["--allow-writes-without-token"][..], true),
+    ] {
+        let server = HttpServer::start(&root, args);
+        let transport =
+            rmcp::transport::StreamableHttpClientTransport::from_uri(server.url.clone());
+        let client = ().serve(transport).await.expect("initialize");
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert!(names.contains(&"governed"), "a read tool: {names:?}");
+        assert_eq!(names.contains(&"echo"), writes, "{args:?}: {names:?}");
+        let mut echo = serde_json::Map::new();
+        echo.insert("text".into(), "hi".into());
+        let called = client
+            .call_tool(CallToolRequestParams::new("echo").with_arguments(echo))
+            .await;
+        match (writes, called) {
+            (true, Ok(result)) => assert_eq!(result.is_error, Some(false), "{result:?}"),
+            (false, Err(e)) => assert!(
+                e.to_string().contains("--allow-writes-without-token"),
+                "{e}"
+            ),
+            (_, other) => panic!("{args:?}: {other:?}"),
+        }
+        let _ = client.cancel().await;
+    }
 }

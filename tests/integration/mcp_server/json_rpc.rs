@@ -183,7 +183,7 @@ fn post(server: &HttpServer, body: &str) -> (u16, String) {
 #[test]
 fn over_http_a_bad_message_is_400_with_a_json_rpc_error() {
     let root = root();
-    let server = HttpServer::start(&root, &[]);
+    let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
     for (message, code, id) in bad_messages() {
         let (status, body) = post(&server, &message);
         let shown: String = message.chars().take(80).collect();
@@ -200,7 +200,7 @@ fn over_http_a_bad_message_is_400_with_a_json_rpc_error() {
 #[test]
 fn over_http_with_sessions_a_delete_of_a_session_never_issued_is_404() {
     let root = root();
-    let server = HttpServer::start(&root, &["--sessions"]);
+    let server = HttpServer::start(&root, &["--sessions", "--allow-writes-without-token"]);
     let mut stream = TcpStream::connect(server.authority()).expect("connect");
     let request = format!(
         "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: never-issued\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n",
@@ -260,4 +260,85 @@ fn over_http_idle_connections_are_closed_and_those_over_the_cap_get_503() {
     let mut answer = String::new();
     fourth.read_to_string(&mut answer).expect("answer");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+/// Errors as the MCP specification says: a request before `initialize` is refused with an
+/// error (here rmcp's: without a session, a request must carry the 2026-07-28 `_meta`), an
+/// unknown tool is invalid params (`-32602`) and not a call of the Unknown tool, and so is a
+/// tool only an agent may call: the `response` tool, and any tool that declares itself
+/// agent-only (the example profile's signed response, installed here as `finish`). Neither is
+/// listed.
+#[test]
+fn unknown_and_agent_only_tools_are_protocol_errors_and_requests_before_initialize_are_refused() {
+    use toolhost_tests::Fixture;
+    let root = root();
+    root.tool("core", "response", Fixture::Response);
+    root.tool("usr", "finish", Fixture::ProfileResponse);
+    let mut child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .arg("serve-mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost serve-mcp");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(r#"{"jsonrpc":"2.0","id":"early","method":"tools/list"}"#);
+    let early = read_answers(&lines, 1).remove(0);
+    assert_eq!(early["id"], "early", "{early}");
+    assert!(early["error"]["code"].is_i64(), "{early}");
+    send(INITIALIZE);
+    assert_eq!(read_answers(&lines, 1)[0]["id"], "init");
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for (id, name) in [(1, "no_such_tool"), (2, "response"), (3, "finish")] {
+        send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{"text":"x"}}}}}}"#
+        ));
+        let answer = read_answers(&lines, 1).remove(0);
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{name}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(message, format!("Unknown tool: {name}"), "{answer}");
+    }
+    send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#);
+    let listed = read_answers(&lines, 1).remove(0);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(
+        !names.contains(&"response") && !names.contains(&"finish"),
+        "{names:?}"
+    );
+    // A tool's own failure is a result with isError, its message masked.
+    send(&format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"echo:fail","arguments":{{"message":"no luck with {}"}}}}}}"#,
+        super::SECRET
+    ));
+    let failed = read_answers(&lines, 1).remove(0);
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    let text = failed["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("no luck with §§secret(API_KEY)"), "{failed}");
+    drop(stdin);
+    let _ = child.wait();
 }

@@ -1,6 +1,7 @@
 //! `toolhost serve-mcp` driven by real MCP clients: the Python `mcp` package (stdio and
 //! streamable HTTP), rmcp's own client, and raw HTTP for the transport's checks.
 
+mod conformance;
 mod http_checks;
 mod json_rpc;
 mod python;

@@ -111,7 +111,7 @@ fn python_client_over_stdio_lists_calls_cancels_and_sees_reloads() {
 #[test]
 fn python_client_over_http_with_sessions_does_the_same() {
     let root = root();
-    let server = HttpServer::start(&root, &["--sessions"]);
+    let server = HttpServer::start(&root, &["--sessions", "--allow-writes-without-token"]);
     let mut args = vec!["http", server.url.as_str()];
     args.extend(STEPS);
     let events = run_python(&root, &args, || {

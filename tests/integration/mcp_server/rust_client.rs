@@ -148,7 +148,7 @@ async fn rmcp_client_over_stdio_lists_calls_with_progress_and_cancels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_over_http_lists_calls_with_progress_and_cancels() {
     let root = root();
-    let server = HttpServer::start(&root, &["--sessions"]);
+    let server = HttpServer::start(&root, &["--sessions", "--allow-writes-without-token"]);
     // rmcp's reqwest has no crypto provider of its own (a provider set earlier stays).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
@@ -175,4 +175,48 @@ async fn yes_approves_the_asks_for_write_tools() {
     let approval = audited_calls(&root, "noop")[0]["approval"].clone();
     assert_eq!(approval["source"], "--yes (write)", "{approval}");
     client.cancel().await.expect("close");
+}
+
+/// A tool saved as `allow` in a terminal session (`[tools.shell] policy = "allow"`, what
+/// answering "always" saves) still asks when an MCP client calls it: only `mcp_policy`
+/// decides for MCP clients. This client cannot be asked (no elicitation), so the call is
+/// refused saying so, until `mcp_policy = "allow"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_saved_in_a_terminal_does_not_apply_to_mcp_clients() {
+    let root = TestRoot::new();
+    root.tool("usr", "shell", Fixture::Exec);
+    root.write("usr/toolhost.toml", "[tools.shell]\npolicy = \"allow\"\n");
+    let (agent, _) = root.agent("default");
+    let ran = agent
+        .call_tool("shell", json!({}))
+        .await
+        .expect("the terminal's call");
+    assert_eq!(ran.message, "ran");
+    let call = |root: &TestRoot| {
+        let mut command = tokio::process::Command::new(toolhost_bin());
+        command.arg("--root").arg(root.path()).arg("serve-mcp");
+        async move {
+            let transport = TokioChildProcess::new(command).expect("serve-mcp");
+            let client = ().serve(transport).await.expect("initialize");
+            let result = client
+                .call_tool(CallToolRequestParams::new("shell"))
+                .await
+                .expect("tools/call");
+            let _ = client.cancel().await;
+            result
+        }
+    };
+    let refused = call(&root).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let text = serde_json::to_string(&refused.content).unwrap();
+    assert!(
+        text.contains("not approved") && text.contains("elicitation"),
+        "{text}"
+    );
+    root.write(
+        "usr/toolhost.toml",
+        "[tools.shell]\npolicy = \"allow\"\nmcp_policy = \"allow\"\n",
+    );
+    let allowed = call(&root).await;
+    assert_eq!(allowed.is_error, Some(false), "{allowed:?}");
 }

@@ -21,6 +21,19 @@ impl Agent {
         *lock(&self.approvals.approver) = Some(approver);
     }
 
+    /// Marks the agent as serving an MCP client (`toolhost serve-mcp` does for each call's
+    /// agent): its calls follow [`Config::mcp_policy`], so a tool saved as `allow` in a
+    /// terminal session is still asked about, and answering "always" saves `mcp_policy`.
+    pub fn serve_mcp_client(&self, yes: bool) {
+        let flag = &self.approvals.for_mcp_client;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn serves_mcp_client(&self) -> bool {
+        let flag = &self.approvals.for_mcp_client;
+        flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Approves the asks for `write` tools without asking (`--yes`); `exec` tools are still
     /// asked.
     pub fn approve_writes(&self, yes: bool) {
@@ -38,7 +51,10 @@ impl Agent {
         risk: RiskLevel,
         args: &Map<String, Value>,
     ) -> Result<Verdict, ToolError> {
-        let (policy, source) = config.policy(tool, risk);
+        let (policy, source) = match self.serves_mcp_client() {
+            true => config.mcp_policy(tool, risk),
+            false => config.policy(tool, risk),
+        };
         let decision = match policy {
             PolicyDecision::Allow => allowed(DecisionSource::Policy(source)),
             PolicyDecision::Deny => refused(DecisionSource::Policy(source)),
@@ -145,10 +161,15 @@ impl Agent {
         }
     }
 
-    /// Saves "allow" for the tool in the profile's policy file.
+    /// Saves "allow" for the tool in the profile's policy file (as its `mcp_policy` for an
+    /// MCP client's agent).
     fn approve_always(&self, tool: &str) -> Verdict {
         let file = self.policy_file();
-        match save_tool_policy(&file, tool, PolicyDecision::Allow) {
+        let save = match self.serves_mcp_client() {
+            true => crate::config::save_tool_mcp_policy,
+            false => save_tool_policy,
+        };
+        match save(&file, tool, PolicyDecision::Allow) {
             Ok(()) => {
                 self.host.config_changed();
                 allowed(DecisionSource::Said(

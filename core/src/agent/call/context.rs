@@ -255,6 +255,20 @@ impl HostServices for CallContext {
         async move { call.cancel.cancelled().await }
     }
 
+    fn ask(
+        self: &Arc<Self>,
+        request: RString,
+    ) -> impl Future<Output = Result<String, FfiError>> + Send + 'static {
+        let call = self.clone();
+        async move {
+            let request = serde_json::from_str(&request).map_err(|e| {
+                ToolError::validation(format!("a request this host does not know: {e}"))
+            })?;
+            let answer = call.agent.answer_ask(&call.tool_name, request).await?;
+            Ok(answer.to_string())
+        }
+    }
+
     fn panicked(callback: &str, message: &str) {
         tracing::error!("host context function {callback} panicked: {message}");
     }

@@ -29,9 +29,13 @@ impl Agent {
         }
     }
 
-    /// The default `after_execution`: records the sanitised result in history and the log.
+    /// The default `after_execution`: records the sanitised result in history and the log:
+    /// the message, then each content block described (`content.rs`: a model reads text only).
     pub(crate) fn default_after_execution(&self, call: &CallContext, response: &Response) {
-        let text = self.mask(sanitize(response.message.trim()));
+        let text = match response.content.is_empty() {
+            true => self.mask(sanitize(response.message.trim())),
+            false => self.mask(sanitize(&self.describe_content(call.log_id, response))),
+        };
         self.print(OutputKind::ToolResponse, || {
             format!(
                 "{}: Response from tool '{}':\n{text}",

@@ -299,6 +299,9 @@ impl Agent {
             _ => self.host.config(self.profile()).ok(),
         };
         let mut response = self.limit_output(call, config.as_deref(), answer);
+        if let Target::Library(tool, _) = target {
+            check_structured(tool.name(), &tool.info().output_schema, &response)?;
+        }
         if let Some(metadata) = response.metadata.take() {
             let metadata = self.host.secret_store().map(metadata);
             self.transcript
@@ -486,4 +489,25 @@ fn early<'c>(
         outcome,
         stage: "resolve",
     }
+}
+
+/// A tool that declares an output schema must return structured content that matches it.
+fn check_structured(
+    tool: &str,
+    schema: &Option<Value>,
+    response: &Response,
+) -> Result<(), ToolError> {
+    let (Some(schema), structured) = (schema, &response.structured_content) else {
+        return Ok(());
+    };
+    let Some(structured) = structured else {
+        return Err(ToolError::internal(format!(
+            "tool '{tool}' declares an output schema but returned no structured content"
+        )));
+    };
+    crate::governance::check_output(schema, structured).map_err(|e| {
+        ToolError::internal(format!(
+            "tool '{tool}' returned structured content that does not match its output schema: {e}"
+        ))
+    })
 }

@@ -4,7 +4,9 @@
 //! points and what is read back from them, long answers, and the built-in `parallel` tool.
 
 pub(crate) mod approve;
+pub(crate) mod ask;
 pub(crate) mod audit;
+pub(crate) mod content;
 pub(crate) mod context;
 pub(crate) mod extension_points;
 pub(crate) mod govern;
@@ -15,6 +17,7 @@ pub(crate) mod long_output;
 pub(crate) mod parallel;
 pub(crate) mod read_back;
 
+pub use ask::{Answering, Asker};
 pub use hooks::{nice_key, sanitize};
 pub use long_output::DEFAULT_MAX_OUTPUT;
 pub use parallel::{MAX_CALLS, MAX_PARALLEL};

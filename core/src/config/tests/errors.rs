@@ -14,7 +14,7 @@ fn unknown_key_names_file_line_and_expected_keys() {
     assert_eq!(
         error(&[(GLOBAL, tool)]),
         "usr/toolhost.toml line 3: unknown key `polcy` in [tools.weather] (expected one of: \
-         timeout_seconds, max_retries, policy, grant, sandbox)"
+         timeout_seconds, max_retries, policy, mcp_policy, grant, sandbox)"
     );
     assert_eq!(
         error(&[(

@@ -16,6 +16,8 @@ impl Tool for ResponseTool {
                 "properties": {"text": {"type": "string", "description": "The final answer."}}
             }))
             .risk(RiskLevel::Read)
+            // It ends an agent's loop: nothing an MCP client calls.
+            .agent_only(true)
     }
 
     async fn execute(&self, _ctx: &Context, args: Args) -> Result<Response, ToolError> {

@@ -9,6 +9,8 @@ impl Tool for SignedResponse {
     fn info(&self) -> ToolInfo {
         ToolInfo::new("Ends the task with a final answer, signed by the agent.")
             .risk(RiskLevel::Read)
+            // It ends an agent's loop: nothing an MCP client calls.
+            .agent_only(true)
     }
 
     async fn execute(&self, ctx: &Context, args: Args) -> Result<Response, ToolError> {

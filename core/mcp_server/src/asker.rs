@@ -1,0 +1,218 @@
+//! What a tool asks during an MCP call, asked of the session's client: a log message as
+//! `notifications/message` (at or above the level the client set with `logging/setLevel`), an
+//! elicitation as `elicitation/create`, a sampling as `sampling/createMessage`.
+
+// Logging and sampling are deprecated by SEP-2577 (2026-07-28), and still what clients of
+// 2025-06-18 and 2025-11-25 speak.
+#![allow(deprecated)]
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use plugin_api::ask::{Ask, ElicitAction, Elicited, LogLevel, SampleRole, Sampled};
+use plugin_api::ToolError;
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, LoggingLevel, LoggingMessageNotificationParam,
+};
+use rmcp::service::{ElicitationMode, Peer, RoleServer};
+use serde_json::{json, Value};
+use toolhost::{Answering, Asker};
+
+/// How long the user has to answer an elicitation, and the client's model a sampling.
+const ASK_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The least severe level a session's client wants log messages at: `u8::MAX` until it sets
+/// one (then every message is sent, as the MCP SDKs do).
+#[derive(Debug)]
+pub(crate) struct LogThreshold(AtomicU8);
+
+impl Default for LogThreshold {
+    fn default() -> Self {
+        Self(AtomicU8::new(u8::MAX))
+    }
+}
+
+impl LogThreshold {
+    /// Sets it (`logging/setLevel`).
+    pub(crate) fn set(&self, level: LoggingLevel) {
+        self.0.store(rank(level), Ordering::SeqCst);
+    }
+
+    /// Whether a message at `level` is sent.
+    fn sends(&self, level: LoggingLevel) -> bool {
+        match self.0.load(Ordering::SeqCst) {
+            u8::MAX => true,
+            least => rank(level) >= least,
+        }
+    }
+}
+
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        _ => LoggingLevel::Emergency,
+    }
+}
+
+/// Asks one session's client on behalf of the tools it calls.
+pub(crate) struct ClientAsker {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) threshold: Arc<LogThreshold>,
+    /// Why the transport cannot carry a request to the client, if it cannot (stateless HTTP).
+    pub(crate) unavailable: Option<&'static str>,
+}
+
+impl Asker for ClientAsker {
+    fn ask(&self, tool: &str, request: Ask) -> Answering {
+        let peer = self.peer.clone();
+        let tool = tool.to_owned();
+        match request {
+            Ask::Log { level, message } => {
+                let level = logging_level(level);
+                if !self.threshold.sends(level) {
+                    return Box::pin(async { Ok(Value::Null) });
+                }
+                let mut param = LoggingMessageNotificationParam::new(level, Value::String(message));
+                param.logger = Some(tool);
+                Box::pin(async move {
+                    #[allow(deprecated)] // still what 2025-11-25 clients read
+                    if let Err(e) = peer.notify_logging_message(param).await {
+                        tracing::debug!("log notification not sent: {e}");
+                    }
+                    Ok(Value::Null)
+                })
+            }
+            Ask::Elicit { message, schema } => {
+                let unavailable = self.unavailable;
+                Box::pin(async move { elicit(&peer, &tool, unavailable, message, schema).await })
+            }
+            Ask::Sample(sample) => {
+                let unavailable = self.unavailable;
+                Box::pin(async move {
+                    if let Some(why) = unavailable {
+                        return Err(cannot(&tool, "sampling", why));
+                    }
+                    let supported = peer
+                        .peer_info()
+                        .is_some_and(|info| info.capabilities.sampling.is_some());
+                    if !supported {
+                        let why = "the MCP client does not support sampling";
+                        return Err(cannot(&tool, "sampling", why));
+                    }
+                    let messages: Vec<Value> = sample
+                        .messages
+                        .iter()
+                        .map(|m| {
+                            let role = match m.role {
+                                SampleRole::Assistant => "assistant",
+                                _ => "user",
+                            };
+                            json!({"role": role, "content": {"type": "text", "text": m.text}})
+                        })
+                        .collect();
+                    let mut params = json!({"messages": messages, "maxTokens": sample.max_tokens});
+                    if let Some(system) = &sample.system_prompt {
+                        params["systemPrompt"] = Value::String(system.clone());
+                    }
+                    let params: CreateMessageRequestParams = serde_json::from_value(params)
+                        .map_err(|e| ToolError::validation(format!("sampling request: {e}")))?;
+                    #[allow(deprecated)] // still what 2025-11-25 clients answer
+                    let asking = peer.create_message(params);
+                    let result = tokio::time::timeout(ASK_TIMEOUT, asking)
+                        .await
+                        .map_err(|_| ToolError::timeout("the MCP client's model did not answer"))?
+                        .map_err(|e| {
+                            ToolError::dependency(format!("the MCP client's sampling failed: {e}"))
+                        })?;
+                    let result = serde_json::to_value(&result).unwrap_or_default();
+                    let text = match &result["content"] {
+                        Value::Array(blocks) => blocks
+                            .iter()
+                            .filter_map(|b| b["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        block => block["text"].as_str().unwrap_or_default().to_owned(),
+                    };
+                    let mut sampled = Sampled::new(text, result["model"].as_str().unwrap_or(""));
+                    sampled.stop_reason = result["stopReason"].as_str().map(str::to_owned);
+                    Ok(serde_json::to_value(sampled).unwrap_or_default())
+                })
+            }
+            _ => Box::pin(async move {
+                Err(ToolError::dependency(format!(
+                    "tool '{tool}' asked something this server does not know: update toolhost"
+                )))
+            }),
+        }
+    }
+}
+
+/// `elicitation/create` in form mode.
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    tool: &str,
+    unavailable: Option<&'static str>,
+    message: String,
+    schema: Value,
+) -> Result<Value, ToolError> {
+    if let Some(why) = unavailable {
+        return Err(cannot(tool, "elicitation", why));
+    }
+    if !peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        let why = "the MCP client does not support elicitation";
+        return Err(cannot(tool, "elicitation", why));
+    }
+    let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+    let params: ElicitRequestParams = serde_json::from_value(params).map_err(|e| {
+        ToolError::validation(format!(
+            "tool '{tool}' asked with a schema MCP elicitation cannot carry: {e}"
+        ))
+    })?;
+    let result = peer
+        .create_elicitation_with_timeout(params, Some(ASK_TIMEOUT))
+        .await
+        .map_err(|e| ToolError::dependency(format!("the MCP client's elicitation failed: {e}")))?;
+    let action = match serde_json::to_value(result.action)
+        .ok()
+        .as_ref()
+        .and_then(Value::as_str)
+    {
+        Some("accept") => ElicitAction::Accept,
+        Some("decline") => ElicitAction::Decline,
+        _ => ElicitAction::Cancel,
+    };
+    let content = result.content.and_then(|c| match serde_json::to_value(c) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    });
+    Ok(serde_json::to_value(Elicited::new(action, content)).unwrap_or_default())
+}
+
+fn cannot(tool: &str, what: &str, why: &str) -> ToolError {
+    ToolError::dependency(format!(
+        "tool '{tool}' needs {what}, which this MCP session cannot do: {why}"
+    ))
+}

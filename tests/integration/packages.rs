@@ -822,7 +822,9 @@ fn a_running_watch_picks_up_an_add_from_a_url_an_update_and_a_remove() {
         Fixture::Response,
         &format!("core/tools/response.{}", toolhost::LIBRARY_EXTENSION),
     );
-    let mut watch = WatchProcess::start(&root);
+    // An installed package runs in a sandboxed worker, whose start takes seconds on a busy
+    // machine: 20 s as for isolated tools.
+    let mut watch = WatchProcess::start_with(&root, &[], std::time::Duration::from_secs(20));
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
 
     let out = ok(&root.run_cli(&["add", &url, "--yes"]));
@@ -1022,7 +1024,9 @@ fn with_pinning_on_an_installed_library_overwritten_in_place_is_refused_and_the_
         Some("v1")
     );
 
-    let mut watch = WatchProcess::start(&root);
+    // An installed package runs in a sandboxed worker, whose start takes seconds on a busy
+    // machine: 20 s as for isolated tools.
+    let mut watch = WatchProcess::start_with(&root, &[], std::time::Duration::from_secs(20));
     watch.expect_line("the start", |l| {
         l.starts_with("watching ") && l.contains("(ver)")
     });

@@ -32,7 +32,8 @@ impl WatchProcess {
         Self::start_with(root, &["--isolate"], Duration::from_secs(20))
     }
 
-    fn start_with(root: &TestRoot, options: &[&str], patience: Duration) -> Self {
+    /// `toolhost [OPTIONS] watch`, each expected line waited for `patience` at most.
+    pub(super) fn start_with(root: &TestRoot, options: &[&str], patience: Duration) -> Self {
         let mut command = Command::new(toolhost_bin());
         command.args(options).arg("watch");
         Self::spawn(root, command, patience)

@@ -1,5 +1,5 @@
 //! Asking the model, one iteration's first step: the request (system prompt, history, and the
-//! tools under the native protocol), the reply streamed to the output with secrets masked and
+//! tools), the reply streamed to the output with secrets masked and
 //! raced against a stop or an interjection, then recorded: log (with its token usage) and
 //! history (with its native tool calls).
 
@@ -10,7 +10,7 @@ use serde_json::{json, Map};
 use crate::agent::message_loop::error::LoopError;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
-use crate::model::{Model, ModelError, ModelReply, ModelRequest, ToolProtocol};
+use crate::model::{Model, ModelError, ModelReply, ModelRequest};
 use crate::transcript::{LogKind, Role};
 use toolhost_reply::parse_reply;
 
@@ -33,10 +33,7 @@ impl Agent {
         let system = self.system_prompt().await?;
         let system = self.mask(system);
         let history = self.history();
-        let tools = match model.protocol() {
-            ToolProtocol::Native => self.host.tool_specs(self.profile()),
-            ToolProtocol::Json => Vec::new(),
-        };
+        let tools = self.host.tool_specs(self.profile());
         let request = ModelRequest {
             system: &system,
             history: &history,

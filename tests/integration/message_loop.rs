@@ -196,7 +196,12 @@ fn a_failure_of_any_kind_goes_back_to_the_model_marked_and_the_loop_goes_on() {
     let kinds = ["business", "timeout", "dependency", "internal"];
     let mut replies: Vec<String> = kinds
         .iter()
-        .map(|kind| call("echo:fail", json!({"kind": kind, "message": format!("{kind} trouble")})))
+        .map(|kind| {
+            call(
+                "echo:fail",
+                json!({"kind": kind, "message": format!("{kind} trouble")}),
+            )
+        })
         .collect();
     replies.push(answer("worked around it"));
     let (result, agent, output) = run(&root, replies, "go");
@@ -212,16 +217,28 @@ fn a_failure_of_any_kind_goes_back_to_the_model_marked_and_the_loop_goes_on() {
         let head = format!("Tool 'echo:fail' failed ({kind} error): {kind} trouble\n");
         assert!(warning.starts_with(&head), "{warning}");
     }
-    assert!(warnings[2].contains("do not repeat the same call now"), "{}", warnings[2]);
+    assert!(
+        warnings[2].contains("do not repeat the same call now"),
+        "{}",
+        warnings[2]
+    );
     // Each failure is printed, as before.
     let printed = format!("{:?}", output.lines());
-    assert!(printed.contains("Warning: Tool 'echo:fail' failed (dependency error)"), "{printed}");
+    assert!(
+        printed.contains("Warning: Tool 'echo:fail' failed (dependency error)"),
+        "{printed}"
+    );
 }
 
 #[test]
 fn the_loop_stops_after_max_failed_calls_in_a_row() {
     let root = root();
-    let fail = |message: &str| call("echo:fail", json!({"kind": "dependency", "message": message}));
+    let fail = |message: &str| {
+        call(
+            "echo:fail",
+            json!({"kind": "dependency", "message": message}),
+        )
+    };
     let (agent, _) = root.agent("default");
     // A success in between starts the count again.
     let model = ScriptedModel::new(vec![
@@ -250,13 +267,24 @@ fn the_loop_stops_after_max_failed_calls_in_a_row() {
 #[test]
 fn the_breaker_counts_failures_across_the_session_and_hides_the_tool() {
     let root = root();
-    root.write("usr/toolhost.toml", "[breaker]\nfailures = 2\ncooldown_seconds = 1000\n");
-    let fail = |n: u32| call("echo:fail", json!({"kind": "dependency", "message": format!("db down {n}")}));
+    root.write(
+        "usr/toolhost.toml",
+        "[breaker]\nfailures = 2\ncooldown_seconds = 1000\n",
+    );
+    let fail = |n: u32| {
+        call(
+            "echo:fail",
+            json!({"kind": "dependency", "message": format!("db down {n}")}),
+        )
+    };
     let (agent, _) = root.agent("default");
     let listed = |agent: &Agent| {
         let specs = agent.host().tool_specs("default");
         let prompt = agent.host().tools_prompt("default");
-        (specs.iter().any(|s| s.name == "echo"), prompt.contains("### echo"))
+        (
+            specs.iter().any(|s| s.name == "echo"),
+            prompt.contains("### echo"),
+        )
     };
     assert_eq!(listed(&agent), (true, true));
     let model = ScriptedModel::new(vec![
@@ -274,7 +302,11 @@ fn the_breaker_counts_failures_across_the_session_and_hides_the_tool() {
         .map(|m| m.content.into_inner())
         .collect();
     assert_eq!(warnings.len(), 3, "{warnings:?}");
-    assert!(warnings[2].contains("tool echo is unavailable until"), "{}", warnings[2]);
+    assert!(
+        warnings[2].contains("tool echo is unavailable until"),
+        "{}",
+        warnings[2]
+    );
     // Open, the tool is neither a function nor in the tools prompt.
     assert_eq!(listed(&agent), (false, false));
 }

@@ -208,7 +208,9 @@ impl Agent {
             Asked::Interrupted => return Ok(Step::Interrupted),
             Asked::Broken(error) => return Ok(Step::Broken(error)),
         };
-        let request = request_of(&reply, model.protocol());
+        let specs = self.host.tool_specs(self.profile());
+        let tools: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
+        let request = request_of(&reply, model.protocol(), &tools);
         let signature = signature(&reply);
         let repeated = last_reply.as_deref() == Some(signature.as_str());
         *last_reply = Some(signature);
@@ -329,7 +331,10 @@ impl Agent {
         // changes its case) could otherwise defeat the masking after it.
         let message = self.mask(error.message().to_owned());
         let kind = error.kind();
-        let text = format!("Tool '{tool}' failed ({kind} error): {message}\n{}", advice(kind));
+        let text = format!(
+            "Tool '{tool}' failed ({kind} error): {message}\n{}",
+            advice(kind)
+        );
         let kind = error.kind().as_str().to_owned();
         let data = ErrorFormat::new(kind, message.into_inner(), text);
         Ok(self.fire(data).await?.text)

@@ -37,9 +37,11 @@ pub(super) fn read(text: &str, tools: &[&str]) -> Reading {
             Some(Ok(args)) => {
                 return Reading::Request(ToolRequest::call(*tool, Value::Object(args)))
             }
-            Some(Err(seen)) => return Reading::Unreadable(format!(
+            Some(Err(seen)) => {
+                return Reading::Unreadable(format!(
                 "a call of tool `{tool}` written as XML whose argument could not be read: {seen}"
-            )),
+            ))
+            }
             None => continue,
         }
     }

@@ -544,7 +544,8 @@ pub struct LlamaServer {
 
 impl LlamaServer {
     /// Starts [`llama_server`] on a free port with the GGUF `model` (a context of 4,096 tokens,
-    /// two threads) and waits until it has loaded it (`/health` answers 200; at most 120 s).
+    /// one thread: on two cores shared with other work, two spinning threads made each token
+    /// 20 times slower) and waits until it has loaded it (`/health` answers 200; at most 120 s).
     pub fn start(model: &std::path::Path) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -555,7 +556,7 @@ impl LlamaServer {
             .arg(model)
             .args(["--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
-            .args(["-c", "4096", "-t", "2", "--jinja", "--no-webui"])
+            .args(["-c", "4096", "-t", "1", "--jinja", "--no-webui"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -488,6 +488,46 @@ fn parallel_calls_come_back_in_order_with_state_and_duration() {
 }
 
 #[test]
+fn the_prompt_model_call_error_and_chain_end_points_fire_in_order() {
+    let root = root();
+    for point in [
+        "message_loop_prompts_before",
+        "message_loop_prompts_after",
+        "before_main_llm_call",
+        "tool_execute_error",
+        "error_format",
+        "process_chain_end",
+        "monologue_end",
+    ] {
+        root.extension("usr", point, "_50_rec", Fixture::RecorderExt);
+    }
+    let (result, agent, _) = run(
+        &root,
+        vec![
+            call(
+                "echo:fail",
+                json!({"kind": "dependency", "message": "down"}),
+            ),
+            answer("ok"),
+        ],
+        "go",
+    );
+    assert_eq!(result.unwrap(), "ok");
+    let trace: Vec<String> = serde_json::from_value(agent.loop_data("trace").unwrap()).unwrap();
+    let points: Vec<&str> = trace.iter().map(|t| t.split('/').next().unwrap()).collect();
+    let iteration = [
+        "message_loop_prompts_before",
+        "message_loop_prompts_after",
+        "before_main_llm_call",
+    ];
+    let mut expected: Vec<&str> = iteration.to_vec();
+    expected.extend(["tool_execute_error", "error_format"]);
+    expected.extend(iteration);
+    expected.extend(["monologue_end", "process_chain_end"]);
+    assert_eq!(points, expected);
+}
+
+#[test]
 fn the_loop_fires_its_extension_points_in_order() {
     let root = root();
     for point in [

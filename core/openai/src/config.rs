@@ -55,6 +55,11 @@ pub struct ModelConfig {
     /// The most characters of a structured reply's `headline`. Default 80; at least 1.
     #[serde(default = "defaults::max_headline_chars")]
     pub max_headline_chars: u64,
+    /// The most characters of a string argument in a structured reply, where the tool's
+    /// parameters set none (a top-level `string` property without `maxLength`): a small model
+    /// constrained by a grammar may otherwise repeat itself until its token limit. Not bounded
+    /// unless set; at least 1.
+    pub max_arg_chars: Option<u64>,
     /// Send `"strict": true` with the schema (OpenAI's structured outputs; llama.cpp and vLLM
     /// constrain the reply either way). Default false.
     #[serde(default)]
@@ -432,6 +437,9 @@ impl ModelConfig {
             .map_err(wrong("max_thought_chars", count))?;
         numbers::whole(self.max_headline_chars.into(), 1, u64::MAX)
             .map_err(wrong("max_headline_chars", count))?;
+        if let Some(chars) = self.max_arg_chars {
+            numbers::whole(chars.into(), 1, u64::MAX).map_err(wrong("max_arg_chars", count))?;
+        }
         if let Some(max_tokens) = self.max_tokens {
             numbers::whole(max_tokens.into(), 1, u64::MAX).map_err(wrong("max_tokens", tokens))?;
         }

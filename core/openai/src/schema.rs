@@ -69,7 +69,7 @@ pub(crate) fn request_schema(config: &ModelConfig, tools: &[ToolSpec], form: For
                 .iter()
                 .map(|t| {
                     let name = json!({"type": "string", "const": t.name});
-                    request_object(config, name, arguments(&t.parameters))
+                    request_object(config, name, arguments(config, &t.parameters))
                 })
                 .collect();
             Ordered::Object(vec![("oneOf", Ordered::Array(branches))])
@@ -111,14 +111,27 @@ fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
     ])
 }
 
-/// A tool's parameters as `tool_args`: its object schema, unless it refers to definitions
+/// A tool's parameters as `tool_args`: its object schema (each top-level string property
+/// without a `maxLength` given `max_arg_chars`, if set), unless it refers to definitions
 /// (`$ref`), which would not resolve inside a branch: then any object.
-fn arguments(parameters: &Value) -> Value {
+fn arguments(config: &ModelConfig, parameters: &Value) -> Value {
     let is_object = parameters.get("type").is_some_and(|t| t == "object");
-    match is_object && !parameters.to_string().contains("\"$ref\"") {
-        true => parameters.clone(),
-        false => json!({"type": "object"}),
+    if !is_object || parameters.to_string().contains("\"$ref\"") {
+        return json!({"type": "object"});
     }
+    let mut parameters = parameters.clone();
+    let properties = parameters
+        .get_mut("properties")
+        .and_then(Value::as_object_mut);
+    if let (Some(chars), Some(properties)) = (config.max_arg_chars, properties) {
+        for property in properties.values_mut().filter_map(Value::as_object_mut) {
+            let string = property.get("type").is_some_and(|t| t == "string");
+            if string && !property.contains_key("maxLength") {
+                property.insert("maxLength".to_owned(), json!(chars));
+            }
+        }
+    }
+    parameters
 }
 
 #[cfg(test)]
@@ -172,6 +185,12 @@ mod tests {
             branches[1]["properties"]["tool_args"],
             json!({"type": "object"})
         );
+        // A string argument bounded where the tool sets no bound and the model asks for one.
+        let mut bounded = config();
+        bounded.max_arg_chars = Some(40);
+        let value = serde_json::to_value(request_schema(&bounded, &tools, Form::Tools)).unwrap();
+        let name = &value["oneOf"][0]["properties"]["tool_args"]["properties"]["name"];
+        assert_eq!(name, &json!({"type": "string", "maxLength": 40}));
         // No tools: the names form with any name.
         let value = serde_json::to_value(request_schema(&config(), &[], Form::Tools)).unwrap();
         assert_eq!(value["properties"]["tool_name"], json!({"type": "string"}));

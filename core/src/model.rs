@@ -112,6 +112,9 @@ pub struct ModelReply {
     pub tool_calls: Vec<ToolCall>,
     /// The tokens of this request, if the server said.
     pub usage: Option<Usage>,
+    /// The model's reasoning, if the server sent it apart from the text (`reasoning_content`
+    /// or `reasoning` deltas): it goes to the log, never to the history.
+    pub reasoning: String,
 }
 
 impl ModelReply {

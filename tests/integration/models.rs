@@ -178,6 +178,31 @@ fn structured_output_is_built_from_the_tools_and_falls_back_to_names_after_a_nul
 }
 
 #[test]
+fn reasoning_deltas_reach_the_log_and_not_the_history() {
+    use toolhost_tests::fake_llm::{chunk, sse};
+    let server = FakeLlm::start();
+    let reply = request("response", json!({"text": "Four."}));
+    let mut events = vec![
+        chunk(json!({"role": "assistant"}), None),
+        chunk(json!({"reasoning_content": "Two and two "}), None),
+        chunk(json!({"reasoning_content": "make four."}), None),
+    ];
+    events.extend(text_events(&reply, None));
+    server.push(Answer::Stream(sse(&events)));
+    let root = root(&server, "");
+    let (result, agent, _) = run(&root, "2+2?");
+    assert_eq!(result.unwrap(), "Four.");
+    let logged: Vec<Value> = agent
+        .log()
+        .iter()
+        .filter_map(|i| i.kvps.get().get("reasoning").cloned())
+        .collect();
+    assert_eq!(logged, [json!("Two and two make four.")]);
+    let history = format!("{:?}", agent.history());
+    assert!(!history.contains("make four"), "{history}");
+}
+
+#[test]
 fn split_lines_crlf_and_data_without_a_space_are_read() {
     let server = FakeLlm::start();
     let reply = request("response", json!({"text": "Split fine."}));

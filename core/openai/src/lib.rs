@@ -280,6 +280,7 @@ impl OpenAiModel {
             other => other,
         })?;
         reply.text = self.hide_key(reply.text);
+        reply.reasoning = self.hide_key(reply.reasoning);
         for call in &mut reply.tool_calls {
             call.arguments = self.hide_key(std::mem::take(&mut call.arguments));
         }

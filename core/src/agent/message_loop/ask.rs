@@ -151,6 +151,10 @@ impl Agent {
         if let Some(usage) = reply.usage {
             kvps.insert("usage".to_owned(), json!(usage));
         }
+        // The model's reasoning is for a person to read: the log has it, the history not.
+        if !reply.reasoning.is_empty() {
+            kvps.insert("reasoning".to_owned(), json!(reply.reasoning));
+        }
         let heading = parsed
             .and_then(|r| r.headline)
             .unwrap_or_else(|| format!("{}: reply", self.name()));

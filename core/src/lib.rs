@@ -195,6 +195,8 @@ pub use secrets::{
     mask_log_line, placeholder, MaskStream, Masked, MaskedError, MaskedInLogs, Secrets,
     SecretsError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
 };
-pub use toolhost_reply::{parse_reply, read_reply, Misformat, ToolRequest, MAX_REPLY_DEPTH};
+pub use toolhost_reply::{
+    parse_reply, read_reply, read_reply_with, Misformat, ToolRequest, MAX_REPLY_DEPTH,
+};
 pub use transcript::Session;
 pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};

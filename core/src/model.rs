@@ -20,9 +20,9 @@ pub struct ModelRequest<'a> {
     pub system: &'a Masked,
     /// The conversation so far, oldest first.
     pub history: &'a [HistoryMessage],
-    /// The tools the model may call, as function definitions: filled in for a model whose
-    /// [`protocol`](Model::protocol) is [`ToolProtocol::Native`], empty otherwise (the system
-    /// prompt describes the tools).
+    /// The tools the model may call, as function definitions: sent as functions under
+    /// [`ToolProtocol::Native`]; under [`ToolProtocol::Json`] the system prompt describes them,
+    /// and a model may constrain its reply to them (a `response_format` schema).
     pub tools: &'a [ToolSpec],
 }
 
@@ -112,6 +112,9 @@ pub struct ModelReply {
     pub tool_calls: Vec<ToolCall>,
     /// The tokens of this request, if the server said.
     pub usage: Option<Usage>,
+    /// The model's reasoning, if the server sent it apart from the text (`reasoning_content`
+    /// or `reasoning` deltas): it goes to the log, never to the history.
+    pub reasoning: String,
 }
 
 impl ModelReply {

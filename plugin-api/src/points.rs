@@ -67,6 +67,17 @@ pub const TOOL_EXECUTE_AFTER: &str = "tool_execute_after";
 /// [`ToolOutputUpdate`]'s name.
 pub const TOOL_OUTPUT_UPDATE: &str = "tool_output_update";
 
+/// [`MessageLoopPromptsBefore`]'s name.
+pub const MESSAGE_LOOP_PROMPTS_BEFORE: &str = "message_loop_prompts_before";
+/// [`MessageLoopPromptsAfter`]'s name.
+pub const MESSAGE_LOOP_PROMPTS_AFTER: &str = "message_loop_prompts_after";
+/// [`BeforeMainLlmCall`]'s name.
+pub const BEFORE_MAIN_LLM_CALL: &str = "before_main_llm_call";
+/// [`ToolExecuteError`]'s name.
+pub const TOOL_EXECUTE_ERROR: &str = "tool_execute_error";
+/// [`ProcessChainEnd`]'s name.
+pub const PROCESS_CHAIN_END: &str = "process_chain_end";
+
 /// Declares one point type: the struct, its constructor and its [`Point`] impl.
 macro_rules! point {
     (
@@ -212,6 +223,65 @@ point! {
     }
 }
 
+point! {
+    /// `message_loop_prompts_before`: in each iteration, before the system prompt is assembled.
+    /// An extension may add to `extras`: text for this iteration's prompt only (recalled
+    /// memories, the date, the agent's info), appended after the system prompt.
+    MessageLoopPromptsBefore = MESSAGE_LOOP_PROMPTS_BEFORE {
+        /// The iteration's number, from 1.
+        iteration: u64,
+        /// This iteration's extra prompt texts, in order.
+        extras: Vec<String>,
+    }
+}
+
+point! {
+    /// `message_loop_prompts_after`: in each iteration, after the system prompt was assembled
+    /// (through `system_prompt`). An extension may change `system` and `extras`.
+    MessageLoopPromptsAfter = MESSAGE_LOOP_PROMPTS_AFTER {
+        /// The iteration's number, from 1.
+        iteration: u64,
+        /// The system prompt.
+        system: String,
+        /// This iteration's extra prompt texts, in order.
+        extras: Vec<String>,
+    }
+}
+
+point! {
+    /// `before_main_llm_call`: the last look at a request before the model is asked, with the
+    /// system prompt as sent (extras joined, secret values masked). An extension may change
+    /// `system`; the host masks it again.
+    BeforeMainLlmCall = BEFORE_MAIN_LLM_CALL {
+        /// The system prompt as it will be sent.
+        system: String,
+        /// How many messages of history go with it.
+        messages: u64,
+    }
+}
+
+point! {
+    /// `tool_execute_error`: when a tool's call failed, before the failure is formatted for
+    /// the model (`error_format`). Read only.
+    ToolExecuteError = TOOL_EXECUTE_ERROR {
+        /// The request (`name[:method]`).
+        tool_name: String,
+        /// The [`ErrorKind`](crate::ErrorKind) as text.
+        kind: String,
+        /// The error's message (secret values masked).
+        message: String,
+    }
+}
+
+point! {
+    /// `process_chain_end`: when the agent's work on a user message is over, after
+    /// `monologue_end`. Read only.
+    ProcessChainEnd = PROCESS_CHAIN_END {
+        /// The final answer, or `None` when the monologue failed or was stopped.
+        result: Option<String>,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +324,23 @@ mod tests {
             json!({"parts": ["a", "b"]}),
             SystemPrompt::new(vec!["a".into(), "b".into()]),
         );
+        round_trip(
+            json!({"iteration": 2, "extras": ["x"]}),
+            MessageLoopPromptsBefore::new(2, vec!["x".into()]),
+        );
+        round_trip(
+            json!({"iteration": 2, "system": "s", "extras": []}),
+            MessageLoopPromptsAfter::new(2, "s".into(), Vec::new()),
+        );
+        round_trip(
+            json!({"system": "s", "messages": 4}),
+            BeforeMainLlmCall::new("s".into(), 4),
+        );
+        round_trip(
+            json!({"tool_name": "t:m", "kind": "timeout", "message": "slow"}),
+            ToolExecuteError::new("t:m".into(), "timeout".into(), "slow".into()),
+        );
+        round_trip(json!({"result": null}), ProcessChainEnd::new(None));
         let args = json!({"q": 1}).as_object().unwrap().clone();
         round_trip(
             json!({"tool_name": "t", "args": {"q": 1}}),

@@ -254,5 +254,13 @@ add("https://github.com/agent0ai/agent-zero/issues/1633",
 add("https://github.com/agent0ai/agent-zero/issues/1842",
     "I'm currently digging into why the 'misformat' error persists, even after a container restart. The last action was a simple `response` tool call, so this is quite perplexing and demands immediate attention.",
     U, "pasted model thought summary; first paragraph of a long prose reply")
+add("https://github.com/apmantza/pi-free/issues/376",
+    "<｜DSML｜aio-webcontent>\n <url>https://github.com/runningZ1/union-search-skill</url>\n <budgetTokens>3000</budgetTokens>\n <query>支持的平台 supported platforms list general search engines google bing startpage mojeek</query>\n <diff>false</diff>\n</｜DSML｜aio-webcontent>",
+    call("aio-webcontent", {"url": "https://github.com/runningZ1/union-search-skill", "budgetTokens": "3000", "query": "支持的平台 supported platforms list general search engines google bing startpage mojeek", "diff": "false"}),
+    "DSML marker on an element named after the tool (read with the tool list)")
+add("https://github.com/adolfousier/opencrabs/issues/419",
+    "<function>\n  <name>bash</name>\n  <parameter name=\"command\" string=\"true\">opencrabs --version 2>/dev/null || echo \"...\"</｜｜DSML｜｜parameter>\n  </｜｜DSML｜｜invoke>\n  </｜｜DSML｜｜tool_calls>",
+    call("bash", {"command": "opencrabs --version 2>/dev/null || echo \"...\""}),
+    "deepseek-v4-flash: element-style call with DSML-corrupted closing tags")
 json.dump(E, open("replies.json", "w"), ensure_ascii=False, indent=1)
 print(len(E), sum(1 for e in E if e["expect"] != U))

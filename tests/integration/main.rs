@@ -36,6 +36,7 @@ mod packages;
 mod panics;
 mod pinning;
 mod private_copies;
+mod real_model;
 mod reload;
 mod reply_corpus;
 mod rich_answers;

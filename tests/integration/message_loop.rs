@@ -178,7 +178,11 @@ fn a_repairable_error_becomes_a_warning_and_the_loop_goes_on() {
         .into_iter()
         .find(|m| m.role == Role::Warning)
         .unwrap();
-    assert_eq!(warning.content, "Tool 'echo:fail' failed: missing 'q'");
+    assert_eq!(
+        warning.content,
+        "Tool 'echo:fail' failed (repairable error): missing 'q'\nFix the call as the error \
+         says, then call the tool again."
+    );
     // The exact text the model saw is in the log.
     assert!(agent
         .log()
@@ -187,27 +191,124 @@ fn a_repairable_error_becomes_a_warning_and_the_loop_goes_on() {
 }
 
 #[test]
-fn any_other_error_ends_the_loop_cleanly() {
+fn a_failure_of_any_kind_goes_back_to_the_model_marked_and_the_loop_goes_on() {
     let root = root();
-    let (result, agent, _) = run(
-        &root,
-        vec![
+    let kinds = ["business", "timeout", "dependency", "internal"];
+    let mut replies: Vec<String> = kinds
+        .iter()
+        .map(|kind| {
             call(
                 "echo:fail",
-                json!({"kind": "dependency", "message": "db down"}),
-            ),
-            answer("never"),
-        ],
-        "go",
+                json!({"kind": kind, "message": format!("{kind} trouble")}),
+            )
+        })
+        .collect();
+    replies.push(answer("worked around it"));
+    let (result, agent, output) = run(&root, replies, "go");
+    assert_eq!(result.unwrap(), "worked around it");
+    let warnings: Vec<String> = agent
+        .history()
+        .into_iter()
+        .filter(|m| m.role == Role::Warning)
+        .map(|m| m.content.into_inner())
+        .collect();
+    assert_eq!(warnings.len(), 4, "{warnings:?}");
+    for (kind, warning) in kinds.iter().zip(&warnings) {
+        let head = format!("Tool 'echo:fail' failed ({kind} error): {kind} trouble\n");
+        assert!(warning.starts_with(&head), "{warning}");
+    }
+    assert!(
+        warnings[2].contains("do not repeat the same call now"),
+        "{}",
+        warnings[2]
     );
+    // Each failure is printed, as before.
+    let printed = format!("{:?}", output.lines());
+    assert!(
+        printed.contains("Warning: Tool 'echo:fail' failed (dependency error)"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn the_loop_stops_after_max_failed_calls_in_a_row() {
+    let root = root();
+    let fail = |message: &str| {
+        call(
+            "echo:fail",
+            json!({"kind": "dependency", "message": message}),
+        )
+    };
+    let (agent, _) = root.agent("default");
+    // A success in between starts the count again.
+    let model = ScriptedModel::new(vec![
+        fail("one"),
+        call("echo", json!({"q": 1})),
+        fail("two"),
+        fail("three"),
+        answer("never"),
+    ]);
+    let options = LoopOptions::default().with_max_failed_calls(2);
+    let result = toolhost_tests::block_on(agent.monologue(&model, "go", &options));
     match result {
-        Err(LoopError::Tool { tool, error }) => {
-            assert_eq!(tool, "echo:fail");
-            assert_eq!(error.message(), "db down");
+        Err(error @ LoopError::FailedCalls { .. }) => {
+            let line = error.to_string();
+            assert!(
+                line.starts_with("2 tool calls failed in a row; the last: tool 'echo:fail' failed (dependency error): three"),
+                "{line}"
+            );
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(model.remaining(), 1);
     assert_eq!(agent.log().last().unwrap().kind, "error");
+}
+
+#[test]
+fn the_breaker_counts_failures_across_the_session_and_hides_the_tool() {
+    let root = root();
+    root.write(
+        "usr/toolhost.toml",
+        "[breaker]\nfailures = 2\ncooldown_seconds = 1000\n",
+    );
+    let fail = |n: u32| {
+        call(
+            "echo:fail",
+            json!({"kind": "dependency", "message": format!("db down {n}")}),
+        )
+    };
+    let (agent, _) = root.agent("default");
+    let listed = |agent: &Agent| {
+        let specs = agent.host().tool_specs("default");
+        let prompt = agent.host().tools_prompt("default");
+        (
+            specs.iter().any(|s| s.name == "echo"),
+            prompt.contains("### echo"),
+        )
+    };
+    assert_eq!(listed(&agent), (true, true));
+    let model = ScriptedModel::new(vec![
+        fail(1),
+        fail(2),
+        call("echo", json!({"q": 1})),
+        answer("echo is down"),
+    ]);
+    let result = toolhost_tests::block_on(agent.monologue(&model, "go", &LoopOptions::default()));
+    assert_eq!(result.unwrap(), "echo is down");
+    let warnings: Vec<String> = agent
+        .history()
+        .into_iter()
+        .filter(|m| m.role == Role::Warning)
+        .map(|m| m.content.into_inner())
+        .collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings[2].contains("tool echo is unavailable until"),
+        "{}",
+        warnings[2]
+    );
+    // Open, the tool is neither a function nor in the tools prompt.
+    assert_eq!(listed(&agent), (false, false));
 }
 
 #[test]
@@ -384,6 +485,46 @@ fn parallel_calls_come_back_in_order_with_state_and_duration() {
         .as_str()
         .unwrap()
         .contains("refused"));
+}
+
+#[test]
+fn the_prompt_model_call_error_and_chain_end_points_fire_in_order() {
+    let root = root();
+    for point in [
+        "message_loop_prompts_before",
+        "message_loop_prompts_after",
+        "before_main_llm_call",
+        "tool_execute_error",
+        "error_format",
+        "process_chain_end",
+        "monologue_end",
+    ] {
+        root.extension("usr", point, "_50_rec", Fixture::RecorderExt);
+    }
+    let (result, agent, _) = run(
+        &root,
+        vec![
+            call(
+                "echo:fail",
+                json!({"kind": "dependency", "message": "down"}),
+            ),
+            answer("ok"),
+        ],
+        "go",
+    );
+    assert_eq!(result.unwrap(), "ok");
+    let trace: Vec<String> = serde_json::from_value(agent.loop_data("trace").unwrap()).unwrap();
+    let points: Vec<&str> = trace.iter().map(|t| t.split('/').next().unwrap()).collect();
+    let iteration = [
+        "message_loop_prompts_before",
+        "message_loop_prompts_after",
+        "before_main_llm_call",
+    ];
+    let mut expected: Vec<&str> = iteration.to_vec();
+    expected.extend(["tool_execute_error", "error_format"]);
+    expected.extend(iteration);
+    expected.extend(["monologue_end", "process_chain_end"]);
+    assert_eq!(points, expected);
 }
 
 #[test]

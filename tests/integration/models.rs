@@ -132,6 +132,77 @@ fn a_streamed_json_protocol_session_calls_a_tool_and_sums_the_usage() {
 }
 
 #[test]
+fn structured_output_is_built_from_the_tools_and_falls_back_to_names_after_a_null() {
+    let server = FakeLlm::start();
+    // The per-tool form (oneOf) answered with `null`, as a grammar converter that cannot take
+    // it does; asked again with the names form, the model answers.
+    server.push(text_reply("null", Some((10, 1))));
+    server.push(text_reply(&request("echo", json!({"q": 1})), Some((10, 5))));
+    server.push(text_reply(
+        &request("response", json!({"text": "Done."})),
+        Some((10, 5)),
+    ));
+    let root = root(&server, "structured_output = true\nmax_thoughts = 3");
+    let (result, agent, _) = run(&root, "Echo, then answer.");
+    assert_eq!(result.unwrap(), "Done.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "the null reply was asked again at once");
+    let schema = |i: usize| requests[i].body["response_format"]["json_schema"]["schema"].clone();
+    let branches = schema(0)["oneOf"].as_array().cloned().unwrap();
+    let names: Vec<&Value> = branches
+        .iter()
+        .map(|b| &b["properties"]["tool_name"]["const"])
+        .collect();
+    assert!(
+        names.contains(&&json!("echo")) && names.contains(&&json!("response")),
+        "{names:?}"
+    );
+    for later in [1, 2] {
+        let names = &schema(later)["properties"]["tool_name"]["enum"];
+        assert!(
+            names.as_array().unwrap().contains(&json!("echo")),
+            "{names}"
+        );
+    }
+    assert_eq!(schema(1)["properties"]["thoughts"]["maxItems"], 3);
+    // On the wire the keys are in Agent Zero's order.
+    let text = &requests[1].text;
+    let at = |key: &str| text.find(&format!("\"{key}\":{{")).unwrap();
+    assert!(
+        at("thoughts") < at("headline") && at("headline") < at("tool_name"),
+        "{text}"
+    );
+    assert!(at("tool_name") < at("tool_args"), "{text}");
+    // The usage of the null reply is counted too.
+    assert_eq!(agent.usage().completion_tokens, 11);
+}
+
+#[test]
+fn reasoning_deltas_reach_the_log_and_not_the_history() {
+    use toolhost_tests::fake_llm::{chunk, sse};
+    let server = FakeLlm::start();
+    let reply = request("response", json!({"text": "Four."}));
+    let mut events = vec![
+        chunk(json!({"role": "assistant"}), None),
+        chunk(json!({"reasoning_content": "Two and two "}), None),
+        chunk(json!({"reasoning_content": "make four."}), None),
+    ];
+    events.extend(text_events(&reply, None));
+    server.push(Answer::Stream(sse(&events)));
+    let root = root(&server, "");
+    let (result, agent, _) = run(&root, "2+2?");
+    assert_eq!(result.unwrap(), "Four.");
+    let logged: Vec<Value> = agent
+        .log()
+        .iter()
+        .filter_map(|i| i.kvps.get().get("reasoning").cloned())
+        .collect();
+    assert_eq!(logged, [json!("Two and two make four.")]);
+    let history = format!("{:?}", agent.history());
+    assert!(!history.contains("make four"), "{history}");
+}
+
+#[test]
 fn split_lines_crlf_and_data_without_a_space_are_read() {
     let server = FakeLlm::start();
     let reply = request("response", json!({"text": "Split fine."}));

@@ -4,12 +4,12 @@
 //! corpus.
 
 use serde_json::Value;
-use toolhost::read_reply;
+use toolhost::{read_reply, read_reply_with};
 use toolhost_tests::Rng;
 
-/// The recovery rate the corpus must keep (the target). Not read today: Cline's
-/// `<execute_command><command>…` (any XML element could be a tool) and an invented
-/// `--- CALL --- nc://name {…}` form.
+/// The recovery rate the corpus must keep (the target). Not read today: an invented
+/// `--- CALL --- nc://name {…}` form, and an element-style call whose closing tags DSML
+/// corrupted (`<function><name>bash</name><parameter …>…</｜｜DSML｜｜parameter>`).
 const FLOOR: f64 = 0.95;
 
 fn corpus() -> Vec<Value> {
@@ -22,12 +22,20 @@ fn corpus() -> Vec<Value> {
 fn the_corpus_of_real_replies_is_read_with_no_wrong_call() {
     let entries = corpus();
     assert!(entries.len() >= 60, "{}", entries.len());
+    // The tools the reader knows, as a host knows its profile's: every tool the corpus's
+    // replies meant to call (so a reply naming another is never read as a call of it).
+    let mut tools: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["expect"]["tool"].as_str())
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
     let (mut intended, mut recovered, mut wrong) = (0, 0, Vec::new());
     for entry in &entries {
         let reply = entry["reply"].as_str().unwrap();
         let source = entry["source"].as_str().unwrap();
         assert!(source.starts_with("https://github.com/"), "{source}");
-        let read = read_reply(reply);
+        let read = read_reply_with(reply, &tools);
         match (&entry["expect"], read) {
             (Value::String(u), Ok(r)) if u == "unusable" => wrong.push((source, r.tool)),
             (Value::String(_), Err(_)) => {}
@@ -126,7 +134,9 @@ fn no_reply_panics_or_overflows_a_2_mib_stack() {
             }
             for _ in 0..20_000 {
                 let base = &replies[rng.below(replies.len())];
-                let _ = read_reply(&mutate(&mut rng, base));
+                let mutated = mutate(&mut rng, base);
+                let _ = read_reply(&mutated);
+                let _ = read_reply_with(&mutated, &["execute_command", "aio-webcontent", "read"]);
             }
         });
     worker

@@ -57,6 +57,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// Its JSON body.
     pub body: Value,
+    /// Its body as sent (the order of its keys kept).
+    pub text: String,
 }
 
 #[derive(Default)]
@@ -159,11 +161,12 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Response<Bo
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    state
-        .requests
-        .lock()
-        .unwrap()
-        .push(Recorded { headers, body });
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    state.requests.lock().unwrap().push(Recorded {
+        headers,
+        body,
+        text,
+    });
     let next = state.answers.lock().unwrap().pop_front();
     let response = match next {
         None => status(

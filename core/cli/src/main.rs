@@ -393,6 +393,10 @@ struct SessionArgs {
     /// Unusable replies in a row before the loop gives up.
     #[arg(long, default_value_t = 3)]
     max_unusable: usize,
+    /// Failed tool calls in a row before the loop gives up (each failure goes back to the
+    /// model).
+    #[arg(long, default_value_t = 5)]
+    max_failed_calls: usize,
     /// Read the secrets from this file instead of usr/secrets.env.
     #[arg(long)]
     secrets: Option<PathBuf>,
@@ -404,6 +408,7 @@ impl SessionArgs {
         LoopOptions::default()
             .with_max_iterations(self.max_iterations)
             .with_max_unusable(self.max_unusable)
+            .with_max_failed_calls(self.max_failed_calls)
     }
 }
 

@@ -42,9 +42,33 @@ pub struct ModelConfig {
     #[serde(default)]
     pub tool_protocol: ToolProtocol,
     /// Under the JSON protocol, send `response_format` with a JSON Schema of the tool request
-    /// (servers that support it constrain the reply to it). Default false.
+    /// built from the profile's tools (servers that support it constrain the reply to it):
+    /// `false` (the default), `"names"`, `"tools"` or `true` ([`StructuredOutput`]).
     #[serde(default)]
-    pub structured_output: bool,
+    pub structured_output: StructuredOutput,
+    /// The most `thoughts` a structured reply may have. Default 2; at least 1.
+    #[serde(default = "defaults::max_thoughts")]
+    pub max_thoughts: u64,
+    /// The most characters of one thought in a structured reply. Default 120; at least 1.
+    #[serde(default = "defaults::max_thought_chars")]
+    pub max_thought_chars: u64,
+    /// The most characters of a structured reply's `headline`. Default 80; at least 1.
+    #[serde(default = "defaults::max_headline_chars")]
+    pub max_headline_chars: u64,
+    /// The most characters of a string argument in a structured reply, where the tool's
+    /// parameters set none (a top-level `string` property without `maxLength`): a small model
+    /// constrained by a grammar may otherwise repeat itself until its token limit. Not bounded
+    /// unless set; at least 1.
+    pub max_arg_chars: Option<u64>,
+    /// Send `"strict": true` with the schema (OpenAI's structured outputs; llama.cpp and vLLM
+    /// constrain the reply either way). Default false.
+    #[serde(default)]
+    pub strict: bool,
+    /// Under the native protocol, `tool_choice` as sent: `"auto"`, `"required"`, `"none"`, or
+    /// a tool's name (that function is forced). Not sent unless set.
+    pub tool_choice: Option<String>,
+    /// Under the native protocol, `parallel_tool_calls` as sent. Not sent unless set.
+    pub parallel_tool_calls: Option<bool>,
     /// The environment variable that holds the API key.
     pub api_key_env: Option<String>,
     /// The key in `usr/secrets.env` that holds the API key.
@@ -89,7 +113,64 @@ pub struct ModelConfig {
     pub headers: BTreeMap<String, String>,
 }
 
+/// What `response_format` constrains under the JSON protocol (`structured_output`).
+///
+/// ```
+/// use toolhost_openai::{ModelConfig, StructuredOutput};
+/// let read = |v: &str| toml::from_str::<ModelConfig>(&format!(
+///     "base_url = \"http://x/v1\"\nmodel = \"m\"\nstructured_output = {v}")).unwrap();
+/// assert_eq!(read("true").structured_output, StructuredOutput::Best);
+/// assert_eq!(read("\"names\"").structured_output, StructuredOutput::Names);
+/// assert_eq!(read("false").structured_output, StructuredOutput::Off);
+/// assert!(toml::from_str::<ModelConfig>("base_url = \"x\"\nmodel = \"m\"\nstructured_output = \"all\"").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StructuredOutput {
+    /// `false`: no `response_format`.
+    #[default]
+    Off,
+    /// `"names"`: `tool_name` is one of the tools' names, `tool_args` any object.
+    Names,
+    /// `"tools"`: one branch per tool (`oneOf`): `tool_name` its name, `tool_args` its
+    /// parameters.
+    Tools,
+    /// `true`: as `"tools"`; a reply that is `null` or empty (a server whose grammar cannot
+    /// take the branches) makes this model use `"names"` from then on, with one line saying so.
+    Best,
+}
+
+impl<'de> Deserialize<'de> for StructuredOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Flag(bool),
+            Form(String),
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Flag(true) => Ok(Self::Best),
+            Written::Flag(false) => Ok(Self::Off),
+            Written::Form(form) => match form.as_str() {
+                "names" => Ok(Self::Names),
+                "tools" => Ok(Self::Tools),
+                other => Err(serde::de::Error::custom(format!(
+                    "structured_output is true, false, \"names\" or \"tools\", not \"{other}\""
+                ))),
+            },
+        }
+    }
+}
+
 mod defaults {
+    pub(super) fn max_thoughts() -> u64 {
+        2
+    }
+    pub(super) fn max_thought_chars() -> u64 {
+        120
+    }
+    pub(super) fn max_headline_chars() -> u64 {
+        80
+    }
     pub(super) fn context_tokens() -> u64 {
         8192
     }
@@ -349,6 +430,16 @@ impl ModelConfig {
         let tokens = "a whole number of tokens, 1 or more";
         numbers::whole(self.context_tokens.into(), 1, u64::MAX)
             .map_err(wrong("context_tokens", tokens))?;
+        let count = "a whole number, 1 or more";
+        numbers::whole(self.max_thoughts.into(), 1, u64::MAX)
+            .map_err(wrong("max_thoughts", count))?;
+        numbers::whole(self.max_thought_chars.into(), 1, u64::MAX)
+            .map_err(wrong("max_thought_chars", count))?;
+        numbers::whole(self.max_headline_chars.into(), 1, u64::MAX)
+            .map_err(wrong("max_headline_chars", count))?;
+        if let Some(chars) = self.max_arg_chars {
+            numbers::whole(chars.into(), 1, u64::MAX).map_err(wrong("max_arg_chars", count))?;
+        }
         if let Some(max_tokens) = self.max_tokens {
             numbers::whole(max_tokens.into(), 1, u64::MAX).map_err(wrong("max_tokens", tokens))?;
         }

@@ -36,19 +36,22 @@
 mod config;
 mod request;
 mod retry;
+mod schema;
 mod sse;
 mod stream;
 mod window;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-pub use config::{ModelConfig, ModelsConfig, OutOfRange, MODELS_FILE};
+pub use config::{ModelConfig, ModelsConfig, OutOfRange, StructuredOutput, MODELS_FILE};
 pub use request::NATIVE_NOTE;
 
 use config::ApiKey;
+use schema::Form;
 use stream::chain;
 use toolhost::Secrets;
 use toolhost::{
@@ -68,6 +71,9 @@ pub struct OpenAiModel {
     _in_logs: toolhost::MaskedInLogs,
     client: reqwest::Client,
     url: String,
+    /// Under `structured_output = true`, the server answered the per-tool schema with `null`
+    /// or nothing: the names form is used from then on.
+    names_only: AtomicBool,
 }
 
 /// Why a request got no usable answer, and whether asking again may help.
@@ -123,6 +129,7 @@ impl OpenAiModel {
             _in_logs: in_logs,
             client,
             url,
+            names_only: AtomicBool::new(false),
         })
     }
 
@@ -131,9 +138,55 @@ impl OpenAiModel {
         &self.config
     }
 
-    /// The request body for `request`, as it would be sent (for tests and debugging).
+    /// The request body for `request`, as it would be sent (for tests and debugging); its
+    /// objects' keys sorted, unlike [`request_text`](Self::request_text).
     pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
-        request::body(&self.config, request)
+        serde_json::to_value(request::body(&self.config, request, self.form())).unwrap_or_default()
+    }
+
+    /// The request body for `request` as the bytes sent: the schema's keys in their order.
+    pub fn request_text(&self, request: &ModelRequest<'_>) -> String {
+        serde_json::to_string(&request::body(&self.config, request, self.form()))
+            .unwrap_or_default()
+    }
+
+    /// How `response_format` constrains the next reply, if it does.
+    fn form(&self) -> Option<Form> {
+        match self.config.structured_output {
+            StructuredOutput::Off => None,
+            StructuredOutput::Names => Some(Form::Names),
+            StructuredOutput::Tools => Some(Form::Tools),
+            StructuredOutput::Best if self.names_only.load(Ordering::Relaxed) => Some(Form::Names),
+            StructuredOutput::Best => Some(Form::Tools),
+        }
+    }
+
+    /// Asks, and under `structured_output = true` asks again with the names form if the
+    /// server answered the per-tool form with `null` or nothing (its grammar cannot take it).
+    async fn answer(
+        &self,
+        request: ModelRequest<'_>,
+        shown: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelReply, ModelError> {
+        let form = self.form();
+        let reply = self.complete(request, shown, form).await?;
+        let empty = reply.tool_calls.is_empty() && matches!(reply.text.trim(), "" | "null");
+        let per_tool = form == Some(Form::Tools) && !request.tools.is_empty();
+        if !(empty && per_tool && self.config.structured_output == StructuredOutput::Best) {
+            return Ok(reply);
+        }
+        self.names_only.store(true, Ordering::Relaxed);
+        tracing::warn!(
+            "model '{}': the server answered the per-tool schema with {:?}: asking again with \
+             the tool names only (structured_output = \"names\") from now on",
+            self.config.name,
+            reply.text.trim()
+        );
+        let mut again = self.complete(request, shown, Some(Form::Names)).await?;
+        if let (Some(first), Some(second)) = (reply.usage, again.usage.as_mut()) {
+            *second += first;
+        }
+        Ok(again)
     }
 
     fn timeout(&self) -> Duration {
@@ -169,8 +222,9 @@ impl OpenAiModel {
         &self,
         request: ModelRequest<'_>,
         shown: &mut (dyn FnMut(&str) + Send),
+        form: Option<Form>,
     ) -> Result<ModelReply, ModelError> {
-        let body = request::body(&self.config, &request);
+        let body = request::body(&self.config, &request, form);
         let initial = Duration::from_millis(self.config.retry_initial_ms);
         let mut attempt = 0;
         let response = loop {
@@ -226,6 +280,7 @@ impl OpenAiModel {
             other => other,
         })?;
         reply.text = self.hide_key(reply.text);
+        reply.reasoning = self.hide_key(reply.reasoning);
         for call in &mut reply.tool_calls {
             call.arguments = self.hide_key(std::mem::take(&mut call.arguments));
         }
@@ -233,7 +288,7 @@ impl OpenAiModel {
     }
 
     /// One request: the response if its status is a success.
-    async fn send(&self, body: &Value) -> Result<Response, Failure> {
+    async fn send(&self, body: &request::Body) -> Result<Response, Failure> {
         let mut builder = self.client.post(&self.url).json(body);
         for (name, value) in &self.config.headers {
             builder = builder.header(name, value);
@@ -344,7 +399,7 @@ impl Model for OpenAiModel {
         request: ModelRequest<'a>,
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ModelFuture<'a> {
-        Box::pin(async move { self.complete(request, chunk).await.map(|r| r.text) })
+        Box::pin(async move { self.answer(request, chunk).await.map(|r| r.text) })
     }
 
     fn respond<'a>(
@@ -352,7 +407,7 @@ impl Model for OpenAiModel {
         request: ModelRequest<'a>,
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ReplyFuture<'a> {
-        Box::pin(self.complete(request, chunk))
+        Box::pin(self.answer(request, chunk))
     }
 
     fn protocol(&self) -> ToolProtocol {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::config::ModelConfig;
+use super::schema::{request_schema, Form, Ordered};
 use super::window;
 use toolhost::{HistoryMessage, Role};
 use toolhost::{ModelRequest, ToolProtocol};
@@ -52,22 +53,33 @@ impl Wire {
     }
 }
 
-/// The JSON Schema of Agent Zero's tool request, for `response_format`.
-pub(crate) fn request_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "thoughts": {"type": "array", "items": {"type": "string"}},
-            "headline": {"type": "string"},
-            "tool_name": {"type": "string"},
-            "tool_args": {"type": "object"}
-        },
-        "required": ["thoughts", "headline", "tool_name", "tool_args"]
-    })
+/// A request body: its fields, then `response_format`, whose schema keeps its keys in order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Body {
+    /// Every field but `response_format` (an object).
+    pub(crate) fields: Value,
+    /// The `response_format`, if the reply is constrained.
+    pub(crate) response_format: Option<Ordered>,
 }
 
-/// The request body for `request` under `config`.
-pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>) -> Value {
+impl Serialize for Body {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let fields = self.fields.as_object();
+        let mut map = out.serialize_map(None)?;
+        for (key, value) in fields.into_iter().flatten() {
+            map.serialize_entry(key, value)?;
+        }
+        if let Some(format) = &self.response_format {
+            map.serialize_entry("response_format", format)?;
+        }
+        map.end()
+    }
+}
+
+/// The request body for `request` under `config`; under the JSON protocol, `form` says how
+/// `response_format` constrains the reply (none without it).
+pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>, form: Option<Form>) -> Body {
     let native = config.tool_protocol == ToolProtocol::Native;
     let mut system = request.system.as_str().to_owned();
     if native {
@@ -105,12 +117,32 @@ pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>) -> Value {
     }
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = &config.tool_choice {
+            body["tool_choice"] = match choice.as_str() {
+                "auto" | "required" | "none" => json!(choice),
+                name => json!({"type": "function", "function": {"name": name}}),
+            };
+        }
+        if let Some(parallel) = config.parallel_tool_calls {
+            body["parallel_tool_calls"] = json!(parallel);
+        }
     }
-    if !native && config.structured_output {
-        let schema = json!({"name": "tool_request", "schema": request_schema(), "strict": false});
-        body["response_format"] = json!({"type": "json_schema", "json_schema": schema});
+    let response_format = form.filter(|_| !native).map(|form| {
+        let schema = request_schema(config, request.tools, form);
+        let json_schema = Ordered::Object(vec![
+            ("name", json!("tool_request").into()),
+            ("strict", json!(config.strict).into()),
+            ("schema", schema),
+        ]);
+        Ordered::Object(vec![
+            ("type", json!("json_schema").into()),
+            ("json_schema", json_schema),
+        ])
+    });
+    Body {
+        fields: body,
+        response_format,
     }
-    body
 }
 
 /// The history as messages. Under the native protocol each call of an assistant message gets
@@ -279,20 +311,18 @@ mod tests {
             "base_url = \"http://x/v1\"\nmodel = \"m\"\ntool_protocol = \"{protocol}\""
         ))
         .unwrap();
-        config.structured_output = true;
+        config.structured_output = crate::StructuredOutput::Names;
         config
     }
 
     fn body_of(config: &ModelConfig, history: &[HistoryMessage], tools: &[ToolSpec]) -> Value {
         let system = Secrets::empty().mask("You are A0.");
-        body(
-            config,
-            &ModelRequest {
-                system: &system,
-                history,
-                tools,
-            },
-        )
+        let request = ModelRequest {
+            system: &system,
+            history,
+            tools,
+        };
+        serde_json::to_value(body(config, &request, Some(Form::Names))).unwrap()
     }
 
     fn roles(body: &Value) -> Vec<String> {
@@ -320,9 +350,10 @@ mod tests {
                 && merged.ends_with("careful"),
             "{merged}"
         );
+        let schema = serde_json::to_value(request_schema(&config("json"), &[], Form::Names));
         assert_eq!(
             body["response_format"]["json_schema"]["schema"],
-            request_schema()
+            schema.unwrap()
         );
         assert!(body.get("tools").is_none());
         assert_eq!(body["stream_options"]["include_usage"], true);
@@ -414,6 +445,32 @@ mod tests {
             .ends_with(NATIVE_NOTE));
         assert_eq!(body["tools"][0]["function"]["name"], "greet");
         assert!(body.get("response_format").is_none());
+    }
+
+    #[test]
+    fn native_sends_tool_choice_and_parallel_tool_calls_as_configured() {
+        let tools = [ToolSpec {
+            name: "greet".into(),
+            description: "Greets.".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let history = [message(Role::User, "Hi")];
+        let plain = body_of(&config("native"), &history, &tools);
+        assert!(plain.get("tool_choice").is_none() && plain.get("parallel_tool_calls").is_none());
+        let mut forced = config("native");
+        forced.tool_choice = Some("greet".to_owned());
+        forced.parallel_tool_calls = Some(false);
+        let body = body_of(&forced, &history, &tools);
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "greet"}})
+        );
+        assert_eq!(body["parallel_tool_calls"], false);
+        forced.tool_choice = Some("required".to_owned());
+        assert_eq!(
+            body_of(&forced, &history, &tools)["tool_choice"],
+            "required"
+        );
     }
 
     #[test]

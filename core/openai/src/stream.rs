@@ -27,6 +27,8 @@ struct Partial {
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
     text: String,
+    /// The reasoning deltas (`reasoning_content`, `reasoning`), apart from the text.
+    reasoning: String,
     calls: Vec<Partial>,
     usage: Option<Usage>,
     /// A `finish_reason` or `[DONE]` was seen: the reply is whole.
@@ -83,6 +85,13 @@ impl Assembler {
                     self.text.push_str(text);
                     shown(text);
                 }
+            }
+            let reasoning = delta
+                .get("reasoning_content")
+                .or_else(|| delta.get("reasoning"))
+                .and_then(Value::as_str);
+            if let Some(reasoning) = reasoning {
+                self.reasoning.push_str(reasoning);
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for (position, call) in calls.iter().enumerate() {
@@ -163,6 +172,7 @@ impl Assembler {
             text: self.text,
             tool_calls,
             usage: self.usage,
+            reasoning: self.reasoning,
         })
     }
 }

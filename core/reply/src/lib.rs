@@ -6,7 +6,8 @@
 //! - `candidates.rs`: where the request is in a reply (the first block-level one wins);
 //! - `lenient.rs`, `strings.rs`: reading a JSON object that may be broken, without recursion;
 //! - `shapes.rs`: the shapes a request takes in Agent Zero and other frameworks;
-//! - `xml.rs`: calls written as XML;
+//! - `xml.rs`: calls written as XML (DeepSeek's DSML markup among them);
+//! - `named.rs`: a call written as an XML element named after a known tool;
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
 #![deny(missing_docs)]
@@ -17,6 +18,7 @@ mod candidates;
 mod depth;
 mod headers;
 mod lenient;
+mod named;
 mod pythonic;
 mod shapes;
 mod strings;
@@ -128,6 +130,8 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
     if depth::exceeds(text, MAX_REPLY_DEPTH) {
         return Err(Misformat::TooDeep);
     }
+    let text = without_dsml(text);
+    let text = text.as_ref();
     let reading = whole(text)
         .or_else(|| pythonic::read(text))
         .unwrap_or_else(|| candidates::choose(text));
@@ -138,6 +142,32 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
     }
 }
 
+/// [`read_reply`], knowing the names of the tools there are: a reply in which it finds no
+/// request may hold a call written as an XML element named after one of `tools`, each argument
+/// a child element (`<read_file><path>src/app.ts</path></read_file>`, as Cline's and Roo Code's
+/// models write). XML that names none of `tools`, or an element with text outside its children
+/// (a sentence that mentions `<read_file>`), is never a call.
+///
+/// ```
+/// let tools = ["read_file", "response"];
+/// let reply = "I will read it.\n<read_file>\n<path>src/a&amp;b.ts</path>\n</read_file>";
+/// let request = toolhost_reply::read_reply_with(reply, &tools).unwrap();
+/// assert_eq!(request.tool, "read_file");
+/// assert_eq!(request.args, serde_json::json!({"path": "src/a&b.ts"}));
+/// assert!(toolhost_reply::read_reply_with("<b><i>hi</i></b>", &tools).is_err());
+/// assert!(toolhost_reply::read_reply_with("Use <read_file> to read.", &tools).is_err());
+/// ```
+pub fn read_reply_with(text: &str, tools: &[&str]) -> Result<ToolRequest, Misformat> {
+    match read_reply(text) {
+        Err(Misformat::NoRequest) => match named::read(&without_dsml(text), tools) {
+            Reading::Request(request) => Ok(request),
+            Reading::Unreadable(seen) => Err(Misformat::Unreadable(seen)),
+            Reading::Nothing => Err(Misformat::NoRequest),
+        },
+        other => other,
+    }
+}
+
 /// [`read_reply`], without the reason when there is no request.
 ///
 /// ```
@@ -145,6 +175,14 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
 /// ```
 pub fn parse_reply(text: &str) -> Option<ToolRequest> {
     read_reply(text).ok()
+}
+
+/// DeepSeek's DSML markup as the XML it is (a marker in each tag taken out).
+fn without_dsml(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.contains(xml::DSML) {
+        true => std::borrow::Cow::Owned(xml::without_dsml(text)),
+        false => std::borrow::Cow::Borrowed(text),
+    }
 }
 
 /// A reply that is one valid JSON object and nothing else, read by serde_json alone.

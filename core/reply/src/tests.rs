@@ -293,3 +293,52 @@ fn arguments_under_an_unknown_key_are_not_dropped() {
         ("now".to_owned(), json!({}))
     );
 }
+
+#[test]
+fn deepseek_dsml_markup_is_read() {
+    let text = "Let me look.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read\">\n<｜DSML｜parameter name=\"path\" string=\"true\">src/app.ts</｜DSML｜parameter>\n<｜DSML｜parameter name=\"limit\" string=\"false\">40</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+    assert_eq!(
+        call(text),
+        (
+            "read".to_owned(),
+            json!({"path": "src/app.ts", "limit": 40})
+        )
+    );
+}
+
+#[test]
+fn an_element_named_after_a_known_tool_is_a_call_and_other_xml_is_not() {
+    let tools = ["execute_command", "write_to_file", "attempt_completion"];
+    let read = |text: &str| read_reply_with(text, &tools);
+    let cline = "<execute_command>\n<command>ls -la &amp;&amp; echo &quot;ok&quot;</command>\n<requires_approval>false</requires_approval>\n</execute_command>";
+    let request = read(cline).unwrap();
+    assert_eq!(request.tool, "execute_command");
+    assert_eq!(
+        request.args,
+        json!({"command": "ls -la && echo \"ok\"", "requires_approval": "false"})
+    );
+    // Content with markup of its own, and no closing tag of the call.
+    let write = "<write_to_file>\n<path>a.html</path>\n<content>\n<p>hi</p>\n</content>";
+    assert_eq!(
+        read(write).unwrap().args,
+        json!({"path": "a.html", "content": "<p>hi</p>"})
+    );
+    // Today's dialects still win: a JSON request is read as before.
+    let json = r#"{"tool_name": "response", "tool_args": {"text": "<attempt_completion>"}}"#;
+    assert_eq!(read(json).unwrap().tool, "response");
+    // No known tool named, or prose around the name: not a call.
+    for text in [
+        "<read_file><path>a</path></read_file>",
+        "Use <execute_command> to run it.",
+        "<execute_command>ls</execute_command>",
+        "<b>bold</b>",
+    ] {
+        assert_eq!(read(text), Err(Misformat::NoRequest), "{text}");
+    }
+    // An argument never closed: unreadable, never a call without it.
+    let broken = read("<execute_command>\n<command>ls\n</execute_command>");
+    assert!(
+        matches!(broken, Err(Misformat::Unreadable(_))),
+        "{broken:?}"
+    );
+}

@@ -1,5 +1,5 @@
 //! Tool calls written as XML: Anthropic's `<invoke name="x"><parameter name="p">v</parameter>
-//! </invoke>`, Qwen's `<function=x><parameter=p>v</parameter></function>` and GLM's
+//! </invoke>` (and DeepSeek's DSML, the same with `｜DSML｜` in each tag), Qwen's `<function=x><parameter=p>v</parameter></function>` and GLM's
 //! `<tool_call>x<arg_key>p</arg_key><arg_value>v</arg_value></tool_call>`.
 //!
 //! A parameter's value is its text, without one line break at each end. A value that starts
@@ -12,6 +12,16 @@ use serde_json::{Map, Value};
 use super::lenient::{self, Quotes};
 use super::shapes::{self, Reading};
 use super::ToolRequest;
+
+/// The marker in each tag of DeepSeek's DSML markup (`<｜DSML｜invoke name="x">`,
+/// `<｜DSML｜parameter name="p" string="true">v</｜DSML｜parameter>`).
+pub(super) const DSML: &str = "｜DSML｜";
+
+/// DSML as the XML it is: the marker taken out of each tag.
+pub(super) fn without_dsml(text: &str) -> String {
+    text.replace(&format!("<{DSML}"), "<")
+        .replace(&format!("</{DSML}"), "</")
+}
 
 /// The two openings of a call, and the closing tag of each.
 const FORMS: [(&str, &str); 2] = [("<invoke", "</invoke>"), ("<function=", "</function>")];
@@ -139,11 +149,17 @@ fn parameters(body: &str) -> Result<Map<String, Value>, String> {
                 &rest[..head_end]
             ));
         };
+        // DSML's `string="false"`: the value is JSON (a number, a boolean, ...).
+        let json = head.contains("string=\"false\"");
         rest = &rest[head_end + 1..];
         let Some(end) = rest.find("</parameter>") else {
             return Err(format!("parameter `{key}` has no `</parameter>`"));
         };
-        args.insert(key, value(&rest[..end]));
+        let raw = &rest[..end];
+        let parsed = json
+            .then(|| serde_json::from_str(raw.trim()).ok())
+            .flatten();
+        args.insert(key, parsed.unwrap_or_else(|| value(raw)));
         rest = &rest[end + "</parameter>".len()..];
     }
     Ok(args)

@@ -146,18 +146,33 @@ impl Host {
     /// Every tool the profile sees as a function definition (for models that call tools
     /// natively): its name, description and the JSON Schema of its arguments (an empty object
     /// schema when it declares none). An MCP tool is named `<server>__<tool>` there, since
-    /// function names may not hold a `.`; a call by that name finds it.
+    /// function names may not hold a `.`; a call by that name finds it. A tool that cannot be
+    /// called now (denied by the profile's config, not ready, breaker open) is left out, as
+    /// from the [tools prompt](Self::tools_prompt).
     pub fn tool_specs(&self, profile: &str) -> Vec<ToolSpec> {
         let listing = self.catalog(profile);
+        let config = self.config(profile).ok();
+        let denied = |name: &str, info: &ToolInfo| {
+            config.as_ref().is_some_and(|c| {
+                matches!(c.access(name, &info.capabilities), Access::Denied { .. })
+            })
+        };
         let mut specs = Vec::with_capacity(listing.tools.len());
         #[cfg(feature = "mcp")]
         specs.extend(
             listing
                 .mcp
                 .iter()
+                .filter(|m| m.tool.unavailable().is_none() && !denied(m.tool.name(), m.tool.info()))
                 .map(|m| spec(m.tool.native_name(), m.tool.info())),
         );
-        specs.extend(listing.tools.iter().map(|t| spec(t.name.clone(), t.info())));
+        specs.extend(
+            listing
+                .tools
+                .iter()
+                .filter(|t| t.unavailable().is_none() && !denied(&t.name, t.info()))
+                .map(|t| spec(t.name.clone(), t.info())),
+        );
         specs
     }
 }

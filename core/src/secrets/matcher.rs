@@ -11,6 +11,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::cover::{Cover, Piece, Span};
+use super::decoded::{decode_tail, Decoded};
 use super::variants::variants;
 use super::MIN_MASKED_LEN;
 
@@ -37,6 +38,8 @@ pub(super) struct Matcher {
     /// Length in bytes of the longest form: one that is not complete yet starts within the
     /// last `longest - 1` bytes of a text.
     pub(super) longest: usize,
+    /// Length in bytes of the longest value: URL-encoded, it takes at most three times that.
+    longest_value: usize,
 }
 
 impl Matcher {
@@ -44,7 +47,9 @@ impl Matcher {
     pub(super) fn build<'a>(values: impl Iterator<Item = (usize, &'a str)>) -> Option<Self> {
         let mut forms = Vec::new();
         let mut seen = FxHashSet::default();
+        let mut longest_value = 0;
         for (key, value) in values {
+            longest_value = longest_value.max(value.len());
             for form in variants(value) {
                 if form.len() >= HEAD && seen.insert(form.clone()) {
                     forms.push((form.into_boxed_str(), key));
@@ -95,18 +100,33 @@ impl Matcher {
             starts,
             forms,
             longest,
+            longest_value,
         })
     }
 
     /// Where a form that `text` does not hold whole yet could start: the first place in its
     /// last `longest - 1` bytes from which the rest of `text` may be the start of a longer
     /// form, or the end of `text`.
+    ///
+    /// URL-encoded text is looked at decoded too: the place from which it may, decoded, begin
+    /// a form (an escape still arriving at its end included) is held back as well.
     pub(super) fn partial_start(&self, text: &str) -> usize {
         let bytes = text.as_bytes();
         let from = bytes.len().saturating_sub(self.longest.saturating_sub(1));
-        (from..bytes.len())
+        let direct = (from..bytes.len())
             .find(|&at| self.may_begin_form(&bytes[at..]))
-            .unwrap_or(bytes.len())
+            .unwrap_or(bytes.len());
+        let window = self.longest_value.saturating_mul(3).saturating_add(2);
+        let from = bytes.len().saturating_sub(window);
+        if memchr::memchr(b'%', &bytes[from..]).is_none() {
+            return direct;
+        }
+        (from..direct)
+            .find(|&at| {
+                let (rest, arriving) = decode_tail(&bytes[at..]);
+                (arriving && rest.is_empty()) || (!rest.is_empty() && self.may_begin_form(&rest))
+            })
+            .unwrap_or(direct)
     }
 
     /// Whether some form is longer than `rest` and starts with it (when unsure: true).
@@ -144,12 +164,34 @@ impl Matcher {
         self.automaton.memory_usage() + forms + keys + self.key_lens.len() * 32
     }
 
-    /// Calls `emit` with the pieces to replace in `text`, in order, in one pass: overlapping
-    /// matches are covered whole (see [`Cover`]).
+    /// Calls `emit` with the pieces to replace in `text`, in order: overlapping matches are
+    /// covered whole (see [`Cover`]). The forms are looked for in one pass over the text, and
+    /// in one more over its [decoded](Decoded) view when it holds a URL escape or wrapped
+    /// base64.
     pub(super) fn pieces(&self, text: &str, mut emit: impl FnMut(Piece)) {
         let bytes = text.as_bytes();
         let mut cover = Cover::default();
-        for head in self.automaton.find_overlapping_iter(text) {
+        let Some(decoded) = Decoded::of(bytes) else {
+            self.spans(bytes, |span| cover.push(span, &mut emit));
+            cover.finish(&mut emit);
+            return;
+        };
+        let mut spans = Vec::new();
+        self.spans(bytes, |span| spans.push(span));
+        self.spans(&decoded.bytes, |span| {
+            let (start, end) = decoded.original(span.start, span.end);
+            spans.push(Span { start, end, ..span });
+        });
+        spans.sort_by_key(|span| span.start);
+        for span in spans {
+            cover.push(span, &mut emit);
+        }
+        cover.finish(&mut emit);
+    }
+
+    /// Calls `found` with every form found in `bytes`, in the order of their starts.
+    fn spans(&self, bytes: &[u8], mut found: impl FnMut(Span)) {
+        for head in self.automaton.find_overlapping_iter(bytes) {
             let start = head.start();
             let rest = &bytes[start..];
             for &len in &self.key_lens[head.pattern().as_usize()] {
@@ -160,18 +202,14 @@ impl Matcher {
                     let (form, key) = &self.forms[i as usize];
                     if rest.starts_with(form.as_bytes()) {
                         let end = start + form.len();
-                        cover.push(
-                            Span {
-                                start,
-                                end,
-                                key: *key,
-                            },
-                            &mut emit,
-                        );
+                        found(Span {
+                            start,
+                            end,
+                            key: *key,
+                        });
                     }
                 }
             }
         }
-        cover.finish(&mut emit);
     }
 }

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use plugin_api::ToolError;
 
 mod cover;
+mod decoded;
 mod in_logs;
 mod masked;
 mod matcher;

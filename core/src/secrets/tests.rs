@@ -116,6 +116,81 @@ fn every_common_encoding_of_a_value_is_masked() {
 }
 
 #[test]
+fn url_encoded_text_is_masked_whatever_was_escaped_in_either_case() {
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let value = "sk-live_4f9a.8b7c~6d/5e";
+    let s = Secrets::parse(&format!("K={value}")).unwrap();
+    // Rust's NON_ALPHANUMERIC (`%2D` for `-`), in upper and lower case; and every byte escaped.
+    let every: String = value.bytes().map(|b| format!("%{b:02x}")).collect();
+    let upper = utf8_percent_encode(value, NON_ALPHANUMERIC).to_string();
+    let lower = upper
+        .replace("%2D", "%2d")
+        .replace("%2F", "%2f")
+        .replace("%2E", "%2e");
+    for encoded in [
+        upper.as_str(),
+        &lower,
+        &every,
+        "sk%2dlive_4f9a.8b7c~6d%2F5e",
+    ] {
+        let text = format!("GET /x?token={encoded}&y=1");
+        assert_eq!(
+            s.mask(&text).into_inner(),
+            "GET /x?token=§§secret(K)&y=1",
+            "{encoded}"
+        );
+    }
+    // Escapes that decode to no value stay as they are.
+    assert_eq!(s.mask("100%25 %zz %2").into_inner(), "100%25 %zz %2");
+}
+
+#[test]
+fn a_stream_of_url_encoded_text_holds_back_a_value_still_arriving() {
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let s = Secrets::parse("K=abcd-efgh/ijkl").unwrap();
+    let encoded = utf8_percent_encode("abcd-efgh/ijkl", NON_ALPHANUMERIC).to_string();
+    let text = format!("url: https://h/?k={encoded}&more, done");
+    for size in 1..text.len() {
+        let mut stream = s.stream();
+        let mut shown = String::new();
+        for chunk in text.as_bytes().chunks(size) {
+            shown += &stream.push(std::str::from_utf8(chunk).unwrap());
+            assert!(!shown.contains("efgh"), "chunk size {size}: {shown}");
+        }
+        shown += &stream.finish();
+        assert_eq!(shown, "url: https://h/?k=§§secret(K)&more, done", "{size}");
+    }
+}
+
+#[test]
+fn base64_wrapped_in_lines_or_unpadded_is_masked() {
+    use base64::Engine;
+    let value = "sk-live-4f9a8b7c6d5e";
+    let s = Secrets::parse(&format!("K={value}")).unwrap();
+    let engine = base64::engine::general_purpose::STANDARD;
+    // The value straddles the line breaks of MIME's 76-character lines, at each place.
+    for before in 40..60 {
+        let plain = format!("{}{value}{}", "x".repeat(before), "y".repeat(30));
+        let encoded = engine.encode(&plain);
+        for newline in ["\n", "\r\n"] {
+            let wrapped: Vec<&str> = encoded
+                .as_bytes()
+                .chunks(76)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            let text = wrapped.join(newline);
+            let out = s.mask(&text).into_inner();
+            assert!(out.contains("§§secret(K)"), "{before}: {out}");
+        }
+    }
+    let unpadded = base64::engine::general_purpose::STANDARD_NO_PAD.encode(value);
+    assert_eq!(
+        s.mask(&format!("[{unpadded}]")).into_inner(),
+        "[§§secret(K)]"
+    );
+}
+
+#[test]
 fn base64_of_a_value_inside_longer_text_is_masked_at_each_alignment() {
     use base64::Engine;
     let value = "sk-live-4f9a8b7c6d5e";

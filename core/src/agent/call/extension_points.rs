@@ -111,6 +111,18 @@ impl Agent {
 
     /// Runs the message loop's extensions of `P`'s point on `data`, masked first; returns the
     /// data they leave. A failure ends the loop, with its message masked.
+    /// [`fire`](Self::fire), building the data only if the point has extensions: `None`
+    /// without any.
+    pub(crate) async fn fire_lazy<P: ReadBack>(
+        self: &Arc<Self>,
+        data: impl FnOnce() -> P,
+    ) -> Result<Option<P>, LoopError> {
+        if self.host.extensions(self.profile(), P::NAME).is_empty() {
+            return Ok(None);
+        }
+        self.fire(data()).await.map(Some)
+    }
+
     pub(crate) async fn fire<P: ReadBack>(self: &Arc<Self>, data: P) -> Result<P, LoopError> {
         let store = self.host.secret_store();
         let fail = |error: ToolError| LoopError::Extension {

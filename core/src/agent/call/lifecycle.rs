@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use plugin_api::points::{
-    ToolExecuteAfter, ToolExecuteBefore, TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE,
+    ToolExecuteAfter, ToolExecuteBefore, ToolExecuteError, TOOL_EXECUTE_AFTER, TOOL_EXECUTE_BEFORE,
+    TOOL_EXECUTE_ERROR,
 };
 use serde_json::{Map, Value};
 
@@ -245,9 +246,35 @@ impl Agent {
             nested,
             cancel: Default::default(),
         }));
-        self.lifecycle_steps(&call, request, &target, args)
-            .await
-            .map_err(|e| self.finish_failed_call(&call, request, e))
+        match self.lifecycle_steps(&call, request, &target, args).await {
+            Ok(response) => Ok(response),
+            Err(error) => {
+                self.tool_execute_error(&call, request, &error).await;
+                Err(self.finish_failed_call(&call, request, error))
+            }
+        }
+    }
+
+    /// The `tool_execute_error` extensions of a failed call (not an intervention): read only;
+    /// one that fails is logged, and the call's own error stands.
+    async fn tool_execute_error(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        request: &ToolName,
+        error: &ToolError,
+    ) {
+        if error.kind() == ErrorKind::Intervention {
+            return;
+        }
+        let extensions = self.host.extensions(self.profile(), TOOL_EXECUTE_ERROR);
+        if extensions.is_empty() {
+            return;
+        }
+        let message = self.mask(error.message().to_owned()).into_inner();
+        let data = ToolExecuteError::new(request.to_string(), error.kind().to_string(), message);
+        if let Err(e) = self.run_point_with(&extensions, data, call).await {
+            tracing::warn!("a {TOOL_EXECUTE_ERROR} extension failed: {}", e.message());
+        }
     }
 
     /// Steps 3 to 10 of a call whose log item exists. Up to `execute` an interruption ends the

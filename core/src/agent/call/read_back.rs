@@ -5,9 +5,10 @@
 //! history message, and a read-only point's data is never read back at all.
 
 use plugin_api::points::{
-    AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
-    MonologueEnd, MonologueStart, Point, SystemPrompt, ToolExecuteAfter, ToolExecuteBefore,
-    ToolOutputUpdate, TOOL_EXECUTE_BEFORE,
+    AgentInit, BeforeMainLlmCall, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd,
+    MessageLoopPromptsAfter, MessageLoopPromptsBefore, MessageLoopStart, MonologueEnd,
+    MonologueStart, Point, ProcessChainEnd, SystemPrompt, ToolExecuteAfter, ToolExecuteBefore,
+    ToolExecuteError, ToolOutputUpdate, TOOL_EXECUTE_BEFORE,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -43,8 +44,47 @@ read_only!(
     MonologueEnd,
     MessageLoopStart,
     MessageLoopEnd,
-    HistAddToolResult
+    HistAddToolResult,
+    ToolExecuteError,
+    ProcessChainEnd
 );
+
+/// Text parts: the strings of a list, in order (anything else in it is left out); no list
+/// leaves `old`.
+fn texts(changed: &mut Value, name: &str, old: Vec<String>) -> Vec<String> {
+    match field::<Vec<Value>>(changed, name) {
+        Some(parts) => parts
+            .into_iter()
+            .filter_map(|part| match part {
+                Value::String(text) => Some(text),
+                _ => None,
+            })
+            .collect(),
+        None => old,
+    }
+}
+
+impl ReadBack for MessageLoopPromptsBefore {
+    fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
+        self.extras = texts(&mut changed, "extras", self.extras);
+        Ok(self)
+    }
+}
+
+impl ReadBack for MessageLoopPromptsAfter {
+    fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
+        self.system = field(&mut changed, "system").unwrap_or(self.system);
+        self.extras = texts(&mut changed, "extras", self.extras);
+        Ok(self)
+    }
+}
+
+impl ReadBack for BeforeMainLlmCall {
+    fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
+        self.system = field(&mut changed, "system").unwrap_or(self.system);
+        Ok(self)
+    }
+}
 
 impl ReadBack for HistAddBefore {
     fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {

@@ -1,5 +1,5 @@
 //! Asking the model, one iteration's first step: the request (system prompt, history, and the
-//! tools under the native protocol), the reply streamed to the output with secrets masked and
+//! tools), the reply streamed to the output with secrets masked and
 //! raced against a stop or an interjection, then recorded: log (with its token usage) and
 //! history (with its native tool calls).
 
@@ -10,8 +10,9 @@ use serde_json::{json, Map};
 use crate::agent::message_loop::error::LoopError;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
-use crate::model::{Model, ModelError, ModelReply, ModelRequest, ToolProtocol};
+use crate::model::{Model, ModelError, ModelReply, ModelRequest};
 use crate::transcript::{LogKind, Role};
+use plugin_api::points::{BeforeMainLlmCall, MessageLoopPromptsAfter, MessageLoopPromptsBefore};
 use toolhost_reply::parse_reply;
 
 /// How asking the model ended.
@@ -29,14 +30,32 @@ pub(crate) enum Asked {
 impl Agent {
     /// Asks the model; its text streams (masked) to the output as it arrives. A stop or an
     /// interjection drops the reply at once.
-    pub(crate) async fn ask(self: &Arc<Self>, model: &dyn Model) -> Result<Asked, LoopError> {
+    pub(crate) async fn ask(
+        self: &Arc<Self>,
+        model: &dyn Model,
+        iteration: u64,
+    ) -> Result<Asked, LoopError> {
+        let before = MessageLoopPromptsBefore::new(iteration, Vec::new());
+        let extras = self.fire_lazy(|| before).await?.map(|b| b.extras);
         let system = self.system_prompt().await?;
-        let system = self.mask(system);
-        let history = self.history();
-        let tools = match model.protocol() {
-            ToolProtocol::Native => self.host.tool_specs(self.profile()),
-            ToolProtocol::Json => Vec::new(),
+        let extras = extras.unwrap_or_default();
+        let after = || MessageLoopPromptsAfter::new(iteration, system.clone(), extras.clone());
+        let (mut system, extras) = match self.fire_lazy(after).await? {
+            Some(after) => (after.system, after.extras),
+            None => (system, extras),
         };
+        for extra in extras {
+            system.push_str("\n\n");
+            system.push_str(&extra);
+        }
+        let history = self.history();
+        let system = self.mask(system);
+        let last_look = || BeforeMainLlmCall::new(system.as_str().to_owned(), history.len() as u64);
+        let system = match self.fire_lazy(last_look).await? {
+            Some(changed) => self.mask(changed.system),
+            None => system,
+        };
+        let tools = self.host.tool_specs(self.profile());
         let request = ModelRequest {
             system: &system,
             history: &history,
@@ -131,6 +150,10 @@ impl Agent {
         }
         if let Some(usage) = reply.usage {
             kvps.insert("usage".to_owned(), json!(usage));
+        }
+        // The model's reasoning is for a person to read: the log has it, the history not.
+        if !reply.reasoning.is_empty() {
+            kvps.insert("reasoning".to_owned(), json!(reply.reasoning));
         }
         let heading = parsed
             .and_then(|r| r.headline)

@@ -19,7 +19,18 @@ pub enum LoopError {
     /// The model gave no reply.
     #[error(transparent)]
     Model(#[from] ModelError),
-    /// A tool failed with an error the model cannot repair.
+    /// Too many tool calls in a row failed; the last one's error.
+    #[error("{count} tool calls failed in a row; the last: tool '{tool}' failed ({} error): {}; stopping (raise the limit with --max-failed-calls)", .error.kind(), .error.message())]
+    FailedCalls {
+        /// How many.
+        count: usize,
+        /// The last request (`name[:method]`).
+        tool: String,
+        /// Its error, masked.
+        error: MaskedError,
+    },
+    /// A tool's call failed for a fault of the host (its required audit record could not be
+    /// written).
     #[error("tool '{tool}' failed ({} error): {}", .error.kind(), .error.message())]
     Tool {
         /// The request (`name[:method]`).

@@ -18,7 +18,7 @@ use crate::secrets::Masked;
 use crate::transcript::{HistoryMessage, LogKind, Role, ToolCall};
 use plugin_api::points::{
     AgentInit, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd, MessageLoopStart,
-    MonologueEnd, MonologueStart, SystemPrompt,
+    MonologueEnd, MonologueStart, ProcessChainEnd, SystemPrompt,
 };
 use plugin_api::ErrorKind;
 use plugin_api::Response;
@@ -34,6 +34,9 @@ pub struct LoopOptions {
     /// Unusable replies in a row (no tool request, or the same reply again) before the loop
     /// gives up. Default 3.
     pub max_unusable: usize,
+    /// Failed tool calls in a row (of any kind but an intervention) before the loop gives up.
+    /// Default 5.
+    pub max_failed_calls: usize,
 }
 
 impl Default for LoopOptions {
@@ -41,6 +44,7 @@ impl Default for LoopOptions {
         Self {
             max_iterations: 25,
             max_unusable: 3,
+            max_failed_calls: 5,
         }
     }
 }
@@ -55,6 +59,12 @@ impl LoopOptions {
     /// Sets [`max_unusable`](Self::max_unusable).
     pub fn with_max_unusable(mut self, n: usize) -> Self {
         self.max_unusable = n.max(1);
+        self
+    }
+
+    /// Sets [`max_failed_calls`](Self::max_failed_calls).
+    pub fn with_max_failed_calls(mut self, n: usize) -> Self {
+        self.max_failed_calls = n.max(1);
         self
     }
 }
@@ -77,6 +87,8 @@ enum Step {
     Unusable,
     /// The reply broke off (counts as unusable; the last one ends the loop with this error).
     Broken(ModelError),
+    /// The tool failed: its error went back to the model.
+    Failed(ToolRequest, ToolError),
     /// The final answer (masked).
     Answer(String),
 }
@@ -91,9 +103,11 @@ impl Agent {
     /// history, then the tool request: a reply without one is answered with a "misformat"
     /// warning, the same reply twice with a "repeat" warning; after
     /// [`max_unusable`](LoopOptions::max_unusable) of those in a row the loop gives up. A
-    /// repairable or validation error goes back to the model as a warning (through
-    /// `error_format`) and the loop goes on; an intervention ends the iteration (an interrupted
-    /// tool's progress is kept as its result); any other error ends the loop.
+    /// tool's failure of any kind goes back to the model as a warning marked with its kind and
+    /// what to do (through `error_format`) and the loop goes on, until
+    /// [`max_failed_calls`](LoopOptions::max_failed_calls) calls in a row failed; an
+    /// intervention ends the iteration (an interrupted tool's progress is kept as its result);
+    /// a fault of the host (a required audit record that cannot be written) ends the loop.
     pub async fn monologue(
         self: &Arc<Self>,
         model: &dyn Model,
@@ -123,6 +137,11 @@ impl Agent {
         self.transcript.flush_session_log();
         let end = MonologueEnd::new(result.as_ref().ok().cloned());
         let ended = self.fire(end).await;
+        let chain_end = || ProcessChainEnd::new(result.as_ref().ok().cloned());
+        let ended = match ended {
+            Ok(_) => self.fire_lazy(chain_end).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
         if let Err(e) = &result {
             self.add_note(LogKind::Error, "The loop ended".to_owned(), e.to_string());
         }
@@ -135,20 +154,36 @@ impl Agent {
         options: &LoopOptions,
     ) -> Result<String, LoopError> {
         let mut unusable = 0;
+        let mut failed = 0;
         let mut last_reply: Option<String> = None;
         for iteration in 1..=options.max_iterations {
             self.checkpoint().await?;
             let iteration = iteration as u64;
             self.fire(MessageLoopStart::new(iteration)).await?;
-            let step = self.iteration(model, &mut last_reply).await?;
+            let step = self.iteration(model, &mut last_reply, iteration).await?;
             if matches!(step, Step::Interrupted) {
                 unusable = 0;
                 continue;
             }
             self.fire(MessageLoopEnd::new(iteration)).await?;
+            if !matches!(step, Step::Failed(..)) {
+                failed = 0;
+            }
             match step {
                 Step::Answer(answer) => return Ok(answer),
                 Step::Next | Step::Interrupted => unusable = 0,
+                Step::Failed(request, error) => {
+                    unusable = 0;
+                    failed += 1;
+                    if failed >= options.max_failed_calls {
+                        let error = self.host.secret_store().error(&error);
+                        return Err(LoopError::FailedCalls {
+                            count: failed,
+                            tool: request.tool,
+                            error,
+                        });
+                    }
+                }
                 Step::Unusable => {
                     unusable += 1;
                     if unusable >= options.max_unusable {
@@ -172,13 +207,16 @@ impl Agent {
         self: &Arc<Self>,
         model: &dyn Model,
         last_reply: &mut Option<String>,
+        iteration: u64,
     ) -> Result<Step, LoopError> {
-        let reply = match self.ask(model).await? {
+        let reply = match self.ask(model, iteration).await? {
             Asked::Reply(reply) => reply,
             Asked::Interrupted => return Ok(Step::Interrupted),
             Asked::Broken(error) => return Ok(Step::Broken(error)),
         };
-        let request = request_of(&reply, model.protocol());
+        let specs = self.host.tool_specs(self.profile());
+        let tools: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
+        let request = request_of(&reply, model.protocol(), &tools);
         let signature = signature(&reply);
         let repeated = last_reply.as_deref() == Some(signature.as_str());
         *last_reply = Some(signature);
@@ -196,10 +234,19 @@ impl Agent {
             _ => None,
         };
         self.transcript.expect_result_of(call_id);
+        let audit_was_failing = self.audit_failure().is_some();
         let result = self.call_tool(&request.tool, request.args.clone()).await;
         self.transcript.expect_result_of(None);
         match result {
             Ok(response) => self.tool_answered(&request, response).await,
+            // The host could not keep its required audit record: a fault of the host, which
+            // the model cannot work around.
+            Err(error) if !audit_was_failing && self.audit_failure().is_some() => {
+                Err(LoopError::Tool {
+                    tool: request.tool,
+                    error: self.host.secret_store().error(&error),
+                })
+            }
             Err(error) => self.tool_failed(request, error).await,
         }
     }
@@ -227,8 +274,9 @@ impl Agent {
         Ok(Step::Answer(self.mask(response.message).into_inner()))
     }
 
-    /// A tool failed: an intervention ends the iteration, a repairable or validation error goes
-    /// back to the model, anything else ends the loop.
+    /// A tool failed: an intervention ends the iteration; any other failure goes back to the
+    /// model as a warning that answers the call (Agent Zero's path), marked with its kind and
+    /// what to do (through `error_format`), and the loop goes on.
     async fn tool_failed(
         self: &Arc<Self>,
         request: ToolRequest,
@@ -237,15 +285,11 @@ impl Agent {
         match error.kind() {
             ErrorKind::Intervention if self.is_stopped() => Err(LoopError::Stopped),
             ErrorKind::Intervention => Ok(Step::Interrupted),
-            ErrorKind::Repairable | ErrorKind::Validation => {
+            _ => {
                 let text = self.format_error(&request.tool, &error).await?;
                 self.warn(text).await?;
-                Ok(Step::Next)
+                Ok(Step::Failed(request, error))
             }
-            _ => Err(LoopError::Tool {
-                tool: request.tool,
-                error: self.host.secret_store().error(&error),
-            }),
         }
     }
 
@@ -292,7 +336,11 @@ impl Agent {
         // Masked before the extensions see it: one that rewrites the text (truncates it,
         // changes its case) could otherwise defeat the masking after it.
         let message = self.mask(error.message().to_owned());
-        let text = format!("Tool '{tool}' failed: {message}");
+        let kind = error.kind();
+        let text = format!(
+            "Tool '{tool}' failed ({kind} error): {message}\n{}",
+            advice(kind)
+        );
         let kind = error.kind().as_str().to_owned();
         let data = ErrorFormat::new(kind, message.into_inner(), text);
         Ok(self.fire(data).await?.text)
@@ -317,5 +365,28 @@ impl Agent {
         let message = HistoryMessage::new(role, content).with_tool_calls(tool_calls);
         self.transcript.add_history(message);
         Ok(())
+    }
+}
+
+/// What the model can do after a failure of `kind`.
+pub(crate) fn advice(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Repairable | ErrorKind::Validation => {
+            "Fix the call as the error says, then call the tool again."
+        }
+        ErrorKind::Business => {
+            "The tool ran and refused: change the request, or reach the goal another way."
+        }
+        ErrorKind::Timeout => {
+            "It took too long: ask for less, try again once, or use another tool."
+        }
+        ErrorKind::Dependency => {
+            "Something it depends on is failing: do not repeat the same call now; use another \
+             tool, or answer with what you have."
+        }
+        _ => {
+            "The tool failed unexpectedly: do not repeat the same call; use another tool, or \
+             answer with what you have."
+        }
     }
 }

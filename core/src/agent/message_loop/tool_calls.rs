@@ -5,20 +5,22 @@ use serde_json::{json, Value};
 
 use crate::model::{ModelReply, ToolProtocol};
 use crate::transcript::ToolCall;
-use toolhost_reply::{read_reply, Misformat, ToolRequest};
+use toolhost_reply::{read_reply, read_reply_with, Misformat, ToolRequest};
 
-/// The tool request of `reply`.
+/// The tool request of `reply`, knowing the names of the profile's `tools`.
 ///
 /// With native tool calls: one call is that tool's request; several are one `parallel`
-/// request, in order. Without: the request in the text, as the JSON protocol reads it; under
-/// the native protocol, text that holds no request is the final answer (the `response` tool
-/// with that text), since that is how such models answer.
+/// request, in order. Without: the request in the text, as the JSON protocol reads it (an XML
+/// element named after one of `tools` included); under the native protocol, text that holds
+/// no request is the final answer (the `response` tool with that text), since that is how such
+/// models answer.
 pub(crate) fn request_of(
     reply: &ModelReply,
     protocol: ToolProtocol,
+    tools: &[&str],
 ) -> Result<ToolRequest, Misformat> {
     match reply.tool_calls.as_slice() {
-        [] => match read_reply(&reply.text) {
+        [] => match read_reply_with(&reply.text, tools) {
             Err(Misformat::NoRequest)
                 if protocol == ToolProtocol::Native && !reply.text.trim().is_empty() =>
             {
@@ -112,6 +114,7 @@ mod tests {
         let one = request_of(
             &reply(vec![call("greet", r#"{"name":"Ada"}"#)]),
             ToolProtocol::Native,
+            &[],
         );
         let one = one.unwrap();
         assert_eq!(
@@ -119,7 +122,7 @@ mod tests {
             ("greet", &json!({"name": "Ada"}))
         );
         let two = vec![call("greet", r#"{"name":"Ada"}"#), call("noop", "")];
-        let two = request_of(&reply(two), ToolProtocol::Native).unwrap();
+        let two = request_of(&reply(two), ToolProtocol::Native, &[]).unwrap();
         assert_eq!(two.tool, "parallel");
         assert_eq!(
             two.args,
@@ -135,11 +138,13 @@ mod tests {
         let repaired = request_of(
             &reply(vec![call("greet", "{'name': 'Ada',}")]),
             ToolProtocol::Native,
+            &[],
         );
         assert_eq!(repaired.unwrap().args, json!({"name": "Ada"}));
         let bad = request_of(
             &reply(vec![call("greet", "name=Ada")]),
             ToolProtocol::Native,
+            &[],
         );
         assert!(
             matches!(bad, Err(Misformat::Unreadable(ref s)) if s.contains("'greet'")),
@@ -150,16 +155,16 @@ mod tests {
     #[test]
     fn plain_text_is_the_answer_only_under_the_native_protocol() {
         let text = ModelReply::text("Paris.");
-        let native = request_of(&text, ToolProtocol::Native).unwrap();
+        let native = request_of(&text, ToolProtocol::Native, &[]).unwrap();
         assert_eq!(
             (native.tool.as_str(), &native.args),
             ("response", &json!({"text": "Paris."}))
         );
         assert_eq!(
-            request_of(&text, ToolProtocol::Json).unwrap_err(),
+            request_of(&text, ToolProtocol::Json, &[]).unwrap_err(),
             Misformat::NoRequest
         );
-        let empty = request_of(&ModelReply::text(" "), ToolProtocol::Native);
+        let empty = request_of(&ModelReply::text(" "), ToolProtocol::Native, &[]);
         assert_eq!(empty.unwrap_err(), Misformat::NoRequest);
     }
 }

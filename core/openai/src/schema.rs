@@ -1,0 +1,198 @@
+//! The JSON Schema of Agent Zero's tool request, built from the profile's tools for
+//! `response_format`, and written with its keys in the order given: a server that turns the
+//! schema into a grammar makes the model write the keys in that order, so `thoughts` (bounded)
+//! comes first and `tool_name` and `tool_args` follow, constrained to the tools that exist.
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
+
+use super::config::ModelConfig;
+use toolhost::ToolSpec;
+
+/// JSON whose objects keep the order their keys were given in (serde_json's `Value` sorts
+/// them); a leaf is any `Value`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Ordered {
+    /// An object, keys in order.
+    Object(Vec<(&'static str, Ordered)>),
+    /// An array.
+    Array(Vec<Ordered>),
+    /// Anything else, written as serde_json writes it.
+    Leaf(Value),
+}
+
+impl Serialize for Ordered {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Object(entries) => {
+                let mut map = out.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+            Self::Array(items) => {
+                let mut seq = out.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Self::Leaf(value) => value.serialize(out),
+        }
+    }
+}
+
+impl From<Value> for Ordered {
+    fn from(value: Value) -> Self {
+        Self::Leaf(value)
+    }
+}
+
+/// How `tool_name` and `tool_args` are constrained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// `tool_name` one of the names, `tool_args` any object.
+    Names,
+    /// One branch per tool (`oneOf`): its name as a `const`, its parameters as `tool_args`.
+    Tools,
+}
+
+/// The schema of a tool request for `tools` in `form`, bounded as `config` says. Without
+/// tools, `tool_name` is any string.
+pub(crate) fn request_schema(config: &ModelConfig, tools: &[ToolSpec], form: Form) -> Ordered {
+    let names: Vec<Value> = tools.iter().map(|t| Value::from(t.name.as_str())).collect();
+    match form {
+        Form::Tools if !tools.is_empty() => {
+            let branches = tools
+                .iter()
+                .map(|t| {
+                    let name = json!({"type": "string", "const": t.name});
+                    request_object(config, name, arguments(config, &t.parameters))
+                })
+                .collect();
+            Ordered::Object(vec![("oneOf", Ordered::Array(branches))])
+        }
+        _ => {
+            let name = match names.is_empty() {
+                true => json!({"type": "string"}),
+                false => json!({"type": "string", "enum": names}),
+            };
+            request_object(config, name, json!({"type": "object"}))
+        }
+    }
+}
+
+/// One request object: `thoughts`, `headline`, `tool_name`, `tool_args`, in Agent Zero's
+/// order, all required, nothing else.
+fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
+    let thoughts = json!({
+        "type": "array",
+        "items": {"type": "string", "maxLength": config.max_thought_chars},
+        "minItems": 1,
+        "maxItems": config.max_thoughts,
+    });
+    let headline = json!({"type": "string", "maxLength": config.max_headline_chars});
+    let properties = Ordered::Object(vec![
+        ("thoughts", thoughts.into()),
+        ("headline", headline.into()),
+        ("tool_name", name.into()),
+        ("tool_args", args.into()),
+    ]);
+    Ordered::Object(vec![
+        ("type", json!("object").into()),
+        ("properties", properties),
+        (
+            "required",
+            json!(["thoughts", "headline", "tool_name", "tool_args"]).into(),
+        ),
+        ("additionalProperties", json!(false).into()),
+    ])
+}
+
+/// A tool's parameters as `tool_args`: its object schema (each top-level string property
+/// without a `maxLength` given `max_arg_chars`, if set), unless it refers to definitions
+/// (`$ref`), which would not resolve inside a branch: then any object.
+fn arguments(config: &ModelConfig, parameters: &Value) -> Value {
+    let is_object = parameters.get("type").is_some_and(|t| t == "object");
+    if !is_object || parameters.to_string().contains("\"$ref\"") {
+        return json!({"type": "object"});
+    }
+    let mut parameters = parameters.clone();
+    let properties = parameters
+        .get_mut("properties")
+        .and_then(Value::as_object_mut);
+    if let (Some(chars), Some(properties)) = (config.max_arg_chars, properties) {
+        for property in properties.values_mut().filter_map(Value::as_object_mut) {
+            let string = property.get("type").is_some_and(|t| t == "string");
+            if string && !property.contains_key("maxLength") {
+                property.insert("maxLength".to_owned(), json!(chars));
+            }
+        }
+    }
+    parameters
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ModelConfig {
+        toml::from_str("base_url = \"http://x/v1\"\nmodel = \"m\"\nstructured_output = true")
+            .unwrap()
+    }
+
+    fn tool(name: &str, parameters: Value) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: String::new(),
+            parameters,
+        }
+    }
+
+    #[test]
+    fn keys_stay_in_agent_zeros_order_on_the_wire_and_thoughts_are_bounded() {
+        let tools = [tool("greet", json!({"type": "object"}))];
+        let text = serde_json::to_string(&request_schema(&config(), &tools, Form::Names)).unwrap();
+        let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
+        assert!(at("thoughts") < at("headline"), "{text}");
+        assert!(at("headline") < at("tool_name") && at("tool_name") < at("tool_args"));
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let thoughts = &value["properties"]["thoughts"];
+        assert_eq!(
+            (
+                thoughts["maxItems"].clone(),
+                thoughts["items"]["maxLength"].clone()
+            ),
+            (json!(2), json!(120))
+        );
+        assert_eq!(value["properties"]["tool_name"]["enum"], json!(["greet"]));
+        assert_eq!(value["additionalProperties"], false);
+    }
+
+    #[test]
+    fn the_tools_form_has_one_branch_per_tool_with_its_parameters() {
+        let greet = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+        let referring = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}});
+        let tools = [tool("greet", greet.clone()), tool("response", referring)];
+        let value = serde_json::to_value(request_schema(&config(), &tools, Form::Tools)).unwrap();
+        let branches = value["oneOf"].as_array().unwrap();
+        assert_eq!(branches.len(), 2);
+        assert_eq!(branches[0]["properties"]["tool_name"]["const"], "greet");
+        assert_eq!(branches[0]["properties"]["tool_args"], greet);
+        assert_eq!(
+            branches[1]["properties"]["tool_args"],
+            json!({"type": "object"})
+        );
+        // A string argument bounded where the tool sets no bound and the model asks for one.
+        let mut bounded = config();
+        bounded.max_arg_chars = Some(40);
+        let value = serde_json::to_value(request_schema(&bounded, &tools, Form::Tools)).unwrap();
+        let name = &value["oneOf"][0]["properties"]["tool_args"]["properties"]["name"];
+        assert_eq!(name, &json!({"type": "string", "maxLength": 40}));
+        // No tools: the names form with any name.
+        let value = serde_json::to_value(request_schema(&config(), &[], Form::Tools)).unwrap();
+        assert_eq!(value["properties"]["tool_name"], json!({"type": "string"}));
+    }
+}

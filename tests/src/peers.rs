@@ -2,7 +2,7 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
-//! and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
+//! the OTLP protocol classes from PyPI; and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
 //! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
 //! [`minisign`]).
 
@@ -22,6 +22,10 @@ pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@202
 /// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
+
+/// The pinned OpenTelemetry protocol classes from PyPI: the tests' OTLP receiver
+/// (tests/integration/telemetry/otlp_receiver.py) decodes what the host exports with them.
+pub const OTEL_PROTO: &str = "opentelemetry-proto==1.45.2";
 
 /// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
 pub const MDBOOK: &str = "0.5.4";
@@ -256,6 +260,19 @@ pub fn mcp_python() -> PathBuf {
         .clone()
 }
 
+/// The Python of a virtual environment holding [`OTEL_PROTO`] (and its `protobuf`),
+/// installed on first use into `target/peers/otel-proto-1.45.2/`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn otel_python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| python_venv("otel-proto-1.45.2", &[OTEL_PROTO]))
+        .clone()
+}
+
 /// The entry point (`dist/index.js`) of [`SERVER_EVERYTHING`], installed on first use into
 /// `target/peers/server-everything-2026.8.31/`. Start it with `node <path> stdio`.
 ///
@@ -366,7 +383,13 @@ pub fn prefetch() {
         return;
     }
     std::thread::spawn(|| {
-        for install in [mdbook, fakellm_python, server_everything, mcp_python] {
+        for install in [
+            mdbook,
+            fakellm_python,
+            server_everything,
+            mcp_python,
+            otel_python,
+        ] {
             let _ = std::panic::catch_unwind(install);
         }
     });

@@ -11,7 +11,8 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 
-use super::{call, tools, Shared};
+use super::{call, telemetry, tools, Shared};
+use tracing::Instrument;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
 #[derive(Clone)]
@@ -62,12 +63,14 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let span = telemetry::request_span("tools/list", None, &context.id, &context.meta);
         let host = self.shared.host.clone();
         let profile = self.shared.profile.clone();
         // A cold listing loads libraries: off the async threads.
         let listed = tokio::task::spawn_blocking(move || tools::list(&host, &profile))
+            .instrument(span)
             .await
             .map_err(|e| {
                 ErrorData::internal_error(format!("listing the tools failed: {e}"), None)
@@ -89,8 +92,12 @@ impl ServerHandler for Session {
             unavailable: self.no_approvals,
             yes_to_writes: yes,
         };
+        let (id, meta) = (&context.id, &context.meta);
+        let span = telemetry::request_span("tools/call", Some(&request.name), id, meta);
+        let call_id = id.to_string();
         let result = call::call(&shared.host, &shared.profile, approvals, request, context);
-        Ok(result.await.into())
+        let result = toolhost::telemetry::with_call_id(&call_id, result);
+        Ok(result.instrument(span).await.into())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

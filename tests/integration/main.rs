@@ -40,6 +40,7 @@ mod reload;
 mod reply_corpus;
 mod run_cli;
 mod secrets;
+mod telemetry;
 mod testkit;
 mod unknown;
 mod watch_mode;

@@ -12,6 +12,7 @@ mod deadlines;
 mod extensions;
 mod fakellm;
 mod fast_loading;
+mod fleet;
 mod governance;
 mod host_streams;
 mod hostile_files;

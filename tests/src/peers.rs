@@ -2,9 +2,10 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
-//! the OTLP protocol classes from PyPI; and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
-//! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
-//! [`minisign`]).
+//! the OTLP protocol classes from PyPI; and `mdbook` from crates.io, into `target/tools/`. And
+//! three system tools: util-linux `script` for the terminal tests, `minisign` for the package
+//! tests and `haproxy` for the fleet test, installed with apt-get where they are missing
+//! ([`script`], [`minisign`], [`haproxy`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -22,6 +23,37 @@ pub const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@202
 /// The pinned MCP Bundle tool from npm (`mcpb validate`, `mcpb info`), for `toolhost pack
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
+
+/// The Debian package of the load balancer the fleet test puts in front of three servers.
+const HAPROXY_PACKAGE: &str = "haproxy";
+
+/// Whether `haproxy` is there, for the fleet test (tests/integration/fleet.rs): installed
+/// with apt-get where it is missing, as [`minisign`] is, once per process.
+///
+/// # Panics
+///
+/// Under `CI=true`, with one line, if `haproxy` is missing and cannot be installed;
+/// elsewhere that is said on stderr and the answer is `false`.
+pub fn haproxy() -> bool {
+    static THERE: OnceLock<bool> = OnceLock::new();
+    *THERE.get_or_init(|| {
+        let runs = || Command::new("haproxy").arg("-v").output().is_ok();
+        if runs() {
+            return true;
+        }
+        let why = match apt_install(HAPROXY_PACKAGE) {
+            Ok(()) if runs() => return true,
+            Ok(()) => format!("`apt-get install {HAPROXY_PACKAGE}` did not provide it"),
+            Err(why) => why,
+        };
+        let line = format!("`haproxy` is missing: {why}");
+        if in_ci() {
+            panic!("{line}; the fleet test needs it under CI=true");
+        }
+        eprintln!("{line}: the fleet test is skipped");
+        false
+    })
+}
 
 /// The pinned OpenTelemetry protocol classes from PyPI: the tests' OTLP receiver
 /// (tests/integration/telemetry/otlp_receiver.py) decodes what the host exports with them.

@@ -100,7 +100,9 @@ where
         .build();
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let tracer = provider.tracer("toolhost");
-    let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET);
+    // Our spans are INFO: the hint keeps DEBUG and TRACE callsites off when not verbose.
+    let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
+        .with_max_level_hint(tracing::level_filters::LevelFilter::INFO);
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_filter(only_ours);

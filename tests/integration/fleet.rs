@@ -313,7 +313,7 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
         failed_after.len()
     );
     for failure in &failed_after {
-        let error = failure.result.as_ref().err().expect("a failure");
+        let error = failure.result.as_ref().expect_err("a failure");
         assert!(
             failure.began < killed,
             "a call begun after the kill failed: {error}"

@@ -158,6 +158,7 @@ pub mod package;
 mod plugin;
 mod secrets;
 mod sync;
+pub mod telemetry;
 mod transcript;
 pub mod worker;
 

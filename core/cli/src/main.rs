@@ -16,6 +16,7 @@ mod list;
 mod masked_log;
 mod mcp;
 mod new;
+mod otel;
 mod pack;
 mod pin;
 mod plugin_exit;
@@ -34,6 +35,9 @@ use anyhow::{Context as _, Result};
 use args_error::usage_error;
 use clap::{CommandFactory, Parser, Subcommand};
 use toolhost::{Host, HostOptions, LoopOptions};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
 
 /// The longest `--debounce-ms`: the longest duration the host takes from outside.
 const MAX_DEBOUNCE_MS: u64 = toolhost::config::numbers::MAX_SECONDS * 1000;
@@ -482,17 +486,20 @@ fn main() -> ExitCode {
     };
     // `list` reports skipped files in its own table; elsewhere each one is a warning line.
     let quiet = matches!(cli.command, Command::List { .. });
-    tracing_subscriber::fmt()
-        .with_env_filter(match (cli.verbose, quiet) {
-            (true, _) => "debug",
-            (false, true) => "error",
-            (false, false) => "warn",
-        })
+    let level = match (cli.verbose, quiet) {
+        (true, _) => "debug",
+        (false, true) => "error",
+        (false, false) => "warn",
+    };
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(masked_log::MaskedStderr)
         .without_time()
         .with_target(false)
-        .init();
+        .with_filter(tracing_subscriber::EnvFilter::new(level));
+    // Kept to the end of `main`: the last spans are sent when it is dropped.
+    let (export, _export) = otel::from_env();
+    tracing_subscriber::registry().with(log).with(export).init();
     quiet_on_closed_pipe();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
     match result {

@@ -81,6 +81,8 @@ async fn serve_http(
         .with_allowed_origins(options.allow_origins)
         .with_max_body_bytes(options.max_body_bytes)
         .with_sessions(options.sessions);
+    // Served at /metrics, behind the same token.
+    toolhost::telemetry::metrics::enable();
     let bound = server.bind_http(http).await?;
     let local = bound.local_addr()?;
     // On standard error: scripts and tests read the port from it.

@@ -41,6 +41,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 
+/// The path the metrics are served at (Prometheus text, behind the same token as `/mcp`;
+/// turn them on with [`toolhost::telemetry::metrics::enable`]).
+pub const METRICS_PATH: &str = "/metrics";
+
 /// Browser origins always accepted: pages served from this machine.
 const LOCAL_ORIGINS: [&str; 6] = [
     "http://localhost:*",
@@ -299,7 +303,8 @@ impl Endpoint {
     /// protocol's headers and the sessions), a POST once its body is a JSON-RPC message;
     /// anything else is refused.
     async fn route(&self, request: Request<Incoming>) -> Response<Body> {
-        if request.uri().path() != MCP_PATH {
+        let path = request.uri().path();
+        if path != MCP_PATH && path != METRICS_PATH {
             return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
         }
         if let Some(expected) = &self.token {
@@ -317,6 +322,9 @@ impl Endpoint {
                     .insert(hyper::header::WWW_AUTHENTICATE, challenge);
                 return response;
             }
+        }
+        if request.uri().path() == METRICS_PATH {
+            return metrics();
         }
         match *request.method() {
             hyper::Method::POST => self.post(request).await,
@@ -375,6 +383,20 @@ impl Endpoint {
             _ => None,
         }
     }
+}
+
+/// The metrics, as OpenMetrics text.
+fn metrics() -> Response<Body> {
+    use http_body_util::BodyExt;
+    let text = toolhost::telemetry::metrics::render();
+    let body = http_body_util::Full::new(bytes::Bytes::from(text));
+    let mut response = Response::new(body.boxed());
+    let kind = toolhost::telemetry::metrics::CONTENT_TYPE;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(kind),
+    );
+    response
 }
 
 /// The answer to a connection over the cap.

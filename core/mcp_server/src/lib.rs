@@ -13,7 +13,8 @@
 //! - `peers.rs`: the connected clients, told when the tools change;
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
 //! - `stdio.rs`: the stdio transport, a bounded line at a time;
-//! - `http.rs`: the streamable HTTP transport and its checks;
+//! - `http.rs`: the streamable HTTP transport and its checks (and `/metrics`);
+//! - `telemetry.rs`: each request's span, its parent from the client's `traceparent`;
 //! - `error.rs`: the errors.
 //!
 //! ```no_run
@@ -44,6 +45,7 @@ mod prompts;
 mod resources;
 mod session;
 mod stdio;
+mod telemetry;
 mod tools;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -52,7 +54,7 @@ pub use call::{AGENT_NAME, AUDIT_ERROR_META};
 pub use error::{McpServerError, McpServerErrorKind};
 pub use http::{
     HttpOptions, HttpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, MCP_PATH,
+    DEFAULT_MAX_CONNECTIONS, MCP_PATH, METRICS_PATH,
 };
 pub use peers::ReloadNotifier;
 

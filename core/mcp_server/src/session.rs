@@ -17,7 +17,8 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 
 use super::asker::LogThreshold;
-use super::{call, lock, prompts, resources, tools, Shared};
+use super::{call, lock, prompts, resources, telemetry, tools, Shared};
+use tracing::Instrument;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
 #[derive(Clone)]
@@ -93,9 +94,13 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut listed = self.blocking("listing the tools", tools::list).await?;
+        let span = telemetry::request_span("tools/list", None, &context.id, &context.meta);
+        let mut listed = self
+            .blocking("listing the tools", tools::list)
+            .instrument(span)
+            .await?;
         if self.shared.is_read_only() {
             listed.retain(tools::is_read);
         }
@@ -134,8 +139,12 @@ impl ServerHandler for Session {
             yes_to_writes: yes,
             log_threshold: &self.log_threshold,
         };
+        let (id, meta) = (&context.id, &context.meta);
+        let span = telemetry::request_span("tools/call", Some(&request.name), id, meta);
+        let call_id = id.to_string();
         let result = call::call(&shared.host, &shared.profile, approvals, request, context);
-        Ok(result.await?.into())
+        let result = toolhost::telemetry::with_call_id(&call_id, result);
+        Ok(result.instrument(span).await?.into())
     }
 
     #[allow(deprecated)] // logging/setLevel is what clients before 2026-07-28 send

@@ -203,6 +203,16 @@ impl Libraries {
     }
 
     fn send(&self, event: &ReloadEvent) {
+        let counted = match event {
+            ReloadEvent::Loaded { old: None, .. } => Some("loaded"),
+            ReloadEvent::Loaded { old: Some(_), .. } => Some("reloaded"),
+            ReloadEvent::Failed { .. } => Some("failed"),
+            ReloadEvent::Removed { .. } => Some("removed"),
+            _ => None,
+        };
+        if let Some(counted) = counted {
+            crate::telemetry::metrics::reloaded(counted);
+        }
         lock(&self.subscribers).retain(|tx| tx.send(event.clone()).is_ok());
     }
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::governed::Governed;
 use crate::agent::call::context::CallContext;
@@ -15,6 +16,7 @@ use crate::governance::{
     is_infrastructure, jitter, retryable, CallRules, DecisionSource, EndedCall, Trail, Transition,
 };
 use crate::layout::ToolName;
+use crate::telemetry;
 use crate::transcript::LogKind;
 use plugin_api::ToolError;
 
@@ -87,10 +89,11 @@ impl Agent {
         rules: &CallRules,
         trail: &mut Trail,
     ) -> Result<T::Answer, ToolError> {
-        tool.schema().check(args)?;
+        telemetry::step("validation").in_scope(|| tool.schema().check(args))?;
         let risk = tool.info().risk_level;
         let approved = self
             .approve(&rules.config, tool.name(), request.method(), risk, args)
+            .instrument(telemetry::step("approval"))
             .await;
         match &approved {
             Ok(decision) => trail.approval(true, || decision.source.clone()),
@@ -108,7 +111,10 @@ impl Agent {
         let mut attempt = 1;
         loop {
             let start = trail.attempt_starts();
-            let result = tool.attempt(self, call, args, rules.timeout).await;
+            let result = tool
+                .attempt(self, call, args, rules.timeout)
+                .instrument(telemetry::execute(attempt))
+                .await;
             trail.attempt(start, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
             let transition = tool.breaker().record(outcome, &rules.breaker);
@@ -121,6 +127,7 @@ impl Agent {
                 Err(e) if attempt <= retries && !opened && is_infrastructure(e.kind()) => e,
                 Err(e) => return Err(e),
             };
+            telemetry::retrying(error.kind().as_str(), attempt + 1);
             // Boxed: a rare path, whose large future would be moved on every call.
             Box::pin(self.wait_to_retry(request, attempt, retries, &rules.backoff, &error)).await?;
             attempt += 1;
@@ -163,6 +170,7 @@ impl Agent {
         };
         let (from, to) = (t.from.as_str(), t.to.as_str());
         tracing::warn!("tool {tool}: circuit breaker {from} -> {to} ({})", t.reason);
+        telemetry::breaker_moved(tool, from, to);
         self.add_note(
             LogKind::Warning,
             format!("Circuit breaker of tool '{tool}': {from} -> {to}"),

@@ -22,10 +22,12 @@ use crate::layout::ToolName;
 #[cfg(feature = "mcp")]
 use crate::mcp::McpTool;
 use crate::plugin::ToolHandle;
+use crate::telemetry::ToolSpan;
 use crate::transcript::{HistoryMessage, LogKind};
 use plugin_api::ErrorKind;
 use plugin_api::Response;
 use plugin_api::ToolError;
+use tracing::Instrument;
 
 /// Clears the agent's current tool when dropped (step 11, "finally").
 struct ClearCurrentTool<'a>(&'a Agent);
@@ -47,6 +49,35 @@ enum Target {
     Unknown,
     /// The built-in `parallel` tool.
     Parallel,
+}
+
+impl Target {
+    /// What the call's span says of the tool.
+    fn describe(&self, span: &ToolSpan, root: &std::path::Path) {
+        match self {
+            Self::Library(tool, _) => {
+                let source = tool.source();
+                let relative = source.strip_prefix(root).unwrap_or(source);
+                let relative = relative.to_string_lossy();
+                let layer = relative
+                    .rsplit_once("/tools/")
+                    .map_or("", |(layer, _)| layer);
+                let sha256 = || tool.sha256();
+                let risk = tool.info().risk_level;
+                span.resolved(tool.shared_name(), layer, sha256, risk, tool.is_isolated());
+            }
+            #[cfg(feature = "mcp")]
+            Self::Mcp(tool, _) => {
+                let risk = tool.info.risk_level;
+                span.resolved(&tool.name, "mcp", || None, risk, false);
+            }
+            Self::Unknown => {}
+            Self::Parallel => {
+                let risk = plugin_api::RiskLevel::Read;
+                span.resolved(&Arc::from("parallel"), "", || None, risk, false);
+            }
+        }
+    }
 }
 
 impl Agent {
@@ -101,6 +132,21 @@ impl Agent {
         args: Value,
         nested: bool,
     ) -> Result<Response, ToolError> {
+        let span = ToolSpan::start(request);
+        let called = self.resolve_and_run(request, args, nested, &span);
+        let result = called.instrument(span.span().clone()).await;
+        span.ended(result.as_ref().map(|_| ()));
+        result
+    }
+
+    /// `call_tool_as` within its span.
+    async fn resolve_and_run(
+        self: &Arc<Self>,
+        request: &str,
+        args: Value,
+        nested: bool,
+        span: &ToolSpan,
+    ) -> Result<Response, ToolError> {
         let request_name = ToolName::parse(request)?;
         let args = match args {
             Value::Object(map) => map,
@@ -123,6 +169,7 @@ impl Agent {
             Ok(target) => target,
             Err(e) => return Err(self.ended_early(&request_name, None, &args, e, "resolve")),
         };
+        target.describe(span, self.host.root());
         if nested {
             return self.run_lifecycle(&request_name, target, args, true).await;
         }

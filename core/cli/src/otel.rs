@@ -1,0 +1,143 @@
+//! OpenTelemetry export of the host's spans (see `toolhost::telemetry`), configured by the
+//! standard variables and off unless they ask for it:
+//!
+//! - `OTEL_SDK_DISABLED=true`: off;
+//! - `OTEL_TRACES_EXPORTER`: `otlp` (on) or `none` (off); unset, on when
+//!   `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set;
+//! - the exporter's (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_HEADERS`, `…_TIMEOUT`), the batch's
+//!   (`OTEL_BSP_SCHEDULE_DELAY`, …) and the resource's (`OTEL_SERVICE_NAME`, default
+//!   `toolhost`; `OTEL_RESOURCE_ATTRIBUTES`) are read by the SDK itself.
+//!
+//! Traces go over OTLP HTTP/protobuf (`OTEL_EXPORTER_OTLP_PROTOCOL` other than
+//! `http/protobuf` is refused with a warning). Only the spans and events of
+//! [`toolhost::telemetry::TARGET`] are exported, each attribute masked where it is made.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::Resource;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::Layer;
+
+/// Flushes the spans not yet sent when dropped (at the end of `main`).
+pub(crate) struct Export(Option<SdkTracerProvider>);
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        if let Some(provider) = self.0.take() {
+            if let Err(e) = provider.shutdown() {
+                eprintln!("toolhost: sending the last traces failed: {e}");
+            }
+        }
+    }
+}
+
+/// Whether the variables ask for traces to be exported; why not, when they ask for something
+/// this build cannot do.
+fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
+    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Ok(false);
+    }
+    let on = match var("OTEL_TRACES_EXPORTER").as_deref().map(str::trim) {
+        Some("none") => return Ok(false),
+        Some("otlp") => true,
+        Some("") | None => {
+            var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+                || var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+        }
+        Some(other) => {
+            return Err(format!(
+                "OTEL_TRACES_EXPORTER={other}: only `otlp` and `none` are supported; traces are not exported"
+            ))
+        }
+    };
+    let protocol =
+        var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+    match protocol.as_deref() {
+        Some(p) if on && p != "http/protobuf" => Err(format!(
+            "OTEL_EXPORTER_OTLP_PROTOCOL={p}: only `http/protobuf` is supported; traces are not exported"
+        )),
+        _ => Ok(on),
+    }
+}
+
+/// The export layer the variables ask for (none when they do not), and its guard. A
+/// configuration that cannot be served is a warning: the command runs without export.
+pub(crate) fn from_env<S>() -> (Option<impl Layer<S>>, Export)
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match wanted(var) {
+        Ok(true) => {}
+        Ok(false) => return (None, Export(None)),
+        Err(why) => {
+            eprintln!("toolhost: {why}");
+            return (None, Export(None));
+        }
+    }
+    // The exporter's HTTPS, if the endpoint is one, with the workspace's one crypto provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let exporter = match opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .build()
+    {
+        Ok(exporter) => exporter,
+        Err(e) => {
+            eprintln!(
+                "toolhost: the OTLP trace exporter cannot be built ({e}); traces are not exported"
+            );
+            return (None, Export(None));
+        }
+    };
+    let mut resource = Resource::builder();
+    if var("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("toolhost");
+    }
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource.build())
+        .build();
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let tracer = provider.tracer("toolhost");
+    // Our spans are INFO: the hint keeps DEBUG and TRACE callsites off when not verbose.
+    let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
+        .with_max_level_hint(tracing::level_filters::LevelFilter::INFO);
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(only_ours);
+    (Some(layer), Export(Some(provider)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wanted;
+
+    fn vars<'a>(set: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            set.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn export_is_off_unless_asked_for() {
+        assert_eq!(wanted(vars(&[])), Ok(false));
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
+        assert_eq!(wanted(vars(&[endpoint])), Ok(true));
+        assert_eq!(
+            wanted(vars(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")])),
+            Ok(false)
+        );
+        assert_eq!(
+            wanted(vars(&[endpoint, ("OTEL_SDK_DISABLED", "true")])),
+            Ok(false)
+        );
+        assert_eq!(wanted(vars(&[("OTEL_TRACES_EXPORTER", "otlp")])), Ok(true));
+        let zipkin = wanted(vars(&[("OTEL_TRACES_EXPORTER", "zipkin")])).unwrap_err();
+        assert!(zipkin.contains("OTEL_TRACES_EXPORTER=zipkin"), "{zipkin}");
+        let grpc = wanted(vars(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).unwrap_err();
+        assert!(grpc.contains("http/protobuf"), "{grpc}");
+    }
+}

@@ -1,0 +1,149 @@
+//! The process's metrics, read as Prometheus text (OpenMetrics) by [`render`]: tool calls,
+//! their failures by kind and their durations per tool, library reloads and load failures,
+//! and MCP requests by method. Off until [`enable`] (a library user pays nothing); `toolhost
+//! serve-mcp --http` turns them on and serves them at `/metrics`.
+//!
+//! | metric | labels |
+//! |---|---|
+//! | `toolhost_tool_calls_total` | `tool`, `outcome` (`ok`, `error`) |
+//! | `toolhost_tool_failures_total` | `tool`, `kind` (the error kind) |
+//! | `toolhost_tool_call_duration_seconds` (histogram) | `tool` |
+//! | `toolhost_reloads_total` | `event` (`loaded`, `reloaded`, `removed`, `failed`) |
+//! | `toolhost_mcp_requests_total` | `method` |
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// The content type of [`render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+type Labels = Vec<(&'static str, String)>;
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
+struct Metrics {
+    registry: Registry,
+    calls: Family<Labels, Counter>,
+    failures: Family<Labels, Counter>,
+    durations: Histograms,
+    reloads: Family<Labels, Counter>,
+    mcp_requests: Family<Labels, Counter>,
+}
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let mut registry = Registry::with_prefix("toolhost");
+    let calls = Family::<Labels, Counter>::default();
+    registry.register(
+        "tool_calls",
+        "Tool calls, by tool and outcome",
+        calls.clone(),
+    );
+    let failures = Family::<Labels, Counter>::default();
+    let help = "Failed tool calls, by tool and error kind";
+    registry.register("tool_failures", help, failures.clone());
+    // 100 µs to about 105 s.
+    let durations: Histograms =
+        Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0001, 4.0, 11)));
+    let help = "How long tool calls took, by tool";
+    registry.register_with_unit(
+        "tool_call_duration",
+        help,
+        prometheus_client::registry::Unit::Seconds,
+        durations.clone(),
+    );
+    let reloads = Family::<Labels, Counter>::default();
+    let help = "Library reload events: loaded, reloaded, removed, failed";
+    registry.register("reloads", help, reloads.clone());
+    let mcp_requests = Family::<Labels, Counter>::default();
+    let help = "MCP requests served, by method";
+    registry.register("mcp_requests", help, mcp_requests.clone());
+    Metrics {
+        registry,
+        calls,
+        failures,
+        durations,
+        reloads,
+        mcp_requests,
+    }
+});
+
+/// Turns the metrics on for the rest of the process.
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Whether the metrics are recorded.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Every metric, as OpenMetrics text ([`CONTENT_TYPE`]).
+pub fn render() -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &METRICS.registry);
+    text
+}
+
+/// A tool call ended (`kind`: its error's kind if it failed) after `took`.
+pub(crate) fn call_ended(tool: &str, kind: Option<&'static str>, took: Duration) {
+    let m = &*METRICS;
+    let outcome = if kind.is_some() { "error" } else { "ok" };
+    let labels = vec![("tool", tool.to_owned()), ("outcome", outcome.to_owned())];
+    m.calls.get_or_create(&labels).inc();
+    if let Some(kind) = kind {
+        let labels = vec![("tool", tool.to_owned()), ("kind", kind.to_owned())];
+        m.failures.get_or_create(&labels).inc();
+    }
+    let labels = vec![("tool", tool.to_owned())];
+    m.durations
+        .get_or_create(&labels)
+        .observe(took.as_secs_f64());
+}
+
+/// A library was loaded, reloaded or removed, or failed to load (`event`).
+pub fn reloaded(event: &'static str) {
+    if enabled() {
+        let labels = vec![("event", event.to_owned())];
+        METRICS.reloads.get_or_create(&labels).inc();
+    }
+}
+
+/// An MCP request of `method` was served.
+pub fn mcp_request(method: &str) {
+    if enabled() {
+        let labels = vec![("method", method.to_owned())];
+        METRICS.mcp_requests.get_or_create(&labels).inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_failures_and_durations_are_rendered() {
+        enable();
+        call_ended("metrics_probe", None, Duration::from_millis(3));
+        call_ended("metrics_probe", Some("timeout"), Duration::from_secs(2));
+        reloaded("reloaded");
+        mcp_request("tools/call");
+        let text = render();
+        let ok = r#"toolhost_tool_calls_total{tool="metrics_probe",outcome="ok"} 1"#;
+        assert!(text.contains(ok), "{text}");
+        let failed = r#"toolhost_tool_failures_total{tool="metrics_probe",kind="timeout"} 1"#;
+        assert!(text.contains(failed), "{text}");
+        let count = r#"toolhost_tool_call_duration_seconds_count{tool="metrics_probe"} 2"#;
+        assert!(text.contains(count), "{text}");
+        assert!(text.contains(r#"toolhost_reloads_total{event="reloaded"}"#));
+        assert!(text.contains(r#"toolhost_mcp_requests_total{method="tools/call"}"#));
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}

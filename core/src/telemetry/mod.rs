@@ -1,0 +1,25 @@
+//! Observability: the spans of a tool call (`tool_span.rs`) with the attribute names of
+//! `names.rs`, and the process's metrics (`metrics.rs`). Nothing here exports: the spans are
+//! plain `tracing` spans of [`TARGET`], which a binary may send on as OpenTelemetry traces
+//! (`toolhost serve-mcp` and the other commands do when the `OTEL_*` variables ask for it);
+//! the metrics are read as Prometheus text ([`metrics::render`]).
+//!
+//! Every string put into an attribute is masked first with every secret in force in the
+//! process, as log lines are.
+
+pub mod metrics;
+pub mod names;
+mod tool_span;
+
+pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
+pub use tool_span::{with_call_id, ToolSpan};
+
+/// The `tracing` target of every span and event meant for export: an exporter takes these
+/// and nothing else, so no other crate's event (which could carry any value) leaves the
+/// process.
+pub const TARGET: &str = "toolhost::telemetry";
+
+/// `text` with every secret in force in the process masked.
+pub fn masked(text: &str) -> String {
+    crate::secrets::mask_log_line(text).into_owned()
+}

@@ -1,0 +1,44 @@
+//! The attribute names of the spans, as OpenTelemetry's GenAI and MCP semantic conventions
+//! define them (still in development status upstream, so kept here as the project's own
+//! constants), and the project's own (`toolhost.*`).
+
+/// The operation: `execute_tool` for a tool call.
+pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
+/// The tool's name.
+pub const GEN_AI_TOOL_NAME: &str = "gen_ai.tool.name";
+/// The id of the call (the model's tool call id, or the MCP request's id).
+pub const GEN_AI_TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
+/// The kind of error a failed call ended with (`repairable`, `timeout`, …).
+pub const ERROR_TYPE: &str = "error.type";
+/// The MCP method of a request (`tools/call`, `tools/list`, …).
+pub const MCP_METHOD_NAME: &str = "mcp.method.name";
+/// The JSON-RPC id of an MCP request.
+pub const MCP_REQUEST_ID: &str = "mcp.request.id";
+
+/// The operation name of a tool call's span.
+pub const EXECUTE_TOOL: &str = "execute_tool";
+
+/// The method of a `name:method` call.
+pub const TOOL_METHOD: &str = "toolhost.tool.method";
+/// The layer the tool's library was found in (`usr`, `plugins/NAME`, `core`, a profile's
+/// `agents/NAME`), or `mcp` for an MCP server's tool.
+pub const TOOL_LAYER: &str = "toolhost.tool.layer";
+/// The SHA-256 of the library file that served the call.
+pub const LIBRARY_SHA256: &str = "toolhost.library.sha256";
+/// The tool's declared risk level (`read`, `write`, `exec`).
+pub const TOOL_RISK: &str = "toolhost.tool.risk";
+/// Whether the tool ran in a worker process.
+pub const TOOL_ISOLATED: &str = "toolhost.tool.isolated";
+/// How the call ended: `ok` or `error`.
+pub const CALL_OUTCOME: &str = "toolhost.call.outcome";
+/// Which attempt a plugin's `execute` span is (1 for the first, one more per retry).
+pub const ATTEMPT: &str = "toolhost.attempt";
+
+/// Set on a span, overrides its name in the export (tracing-opentelemetry's convention).
+pub const OTEL_NAME: &str = "otel.name";
+/// The span's status: `error` for a failed call.
+pub const OTEL_STATUS_CODE: &str = "otel.status_code";
+/// The status's description: the error's message, masked.
+pub const OTEL_STATUS_MESSAGE: &str = "otel.status_message";
+/// The span's kind (`server` for a request served by `serve-mcp`).
+pub const OTEL_KIND: &str = "otel.kind";

@@ -1,0 +1,87 @@
+//! The cost of tracing a tool call: the full lifecycle of the no-op tool (no extensions, audit
+//! off, no runtime, as the `lifecycle` bench's "full lifecycle, no extensions" row) with export
+//! off (no subscriber: the spans are disabled) and with the spans recorded by the
+//! OpenTelemetry layer but sent nowhere. (A row exporting to a local OTLP receiver is not
+//! here yet.)
+//!
+//! Run with `cargo bench -p toolhost-tests --bench telemetry`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use serde_json::json;
+use toolhost::output::Silent;
+use toolhost::{Agent, Host};
+use toolhost_tests::{Fixture, TestRoot};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::Layer as _;
+
+/// Polls a future that completes without waiting (every call here does).
+fn ready<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+/// Times `iters` lifecycle calls of `noop`, a fresh agent every 1,000 (made untimed).
+fn calls(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(1000);
+        left -= n;
+        let agent = Agent::with_output(host.clone(), "A0", "default", Arc::new(Silent)).unwrap();
+        let start = Instant::now();
+        for _ in 0..n {
+            ready(agent.call_tool(black_box("noop"), args.clone())).unwrap();
+        }
+        total += start.elapsed();
+    }
+    total
+}
+
+/// A dispatcher that gives the host's spans to the OpenTelemetry layer with `provider`'s
+/// tracer, as `toolhost` does when export is on.
+fn dispatch(provider: &SdkTracerProvider) -> tracing::Dispatch {
+    let only_ours =
+        tracing_subscriber::filter::filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET);
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("bench"))
+        .with_filter(only_ours);
+    tracing::Dispatch::new(tracing_subscriber::registry().with(layer))
+}
+
+fn bench(c: &mut Criterion) {
+    let root = TestRoot::new();
+    root.write("usr/toolhost.toml", "[audit]\nenabled = false\n");
+    root.tool("usr", "noop", Fixture::Noop);
+    let host = root.host();
+    let args = json!({"city": "Paris", "days": 3, "units": "metric"});
+    calls(&host, 1, &args);
+
+    let mut group = c.benchmark_group("tracing");
+    group.bench_function("export off", |b| {
+        b.iter_custom(|iters| calls(&host, iters, &args))
+    });
+
+    let recorded = SdkTracerProvider::builder().build();
+    let recording = dispatch(&recorded);
+    group.bench_function("spans recorded, not exported", |b| {
+        b.iter_custom(|iters| {
+            tracing::dispatcher::with_default(&recording, || calls(&host, iters, &args))
+        })
+    });
+
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

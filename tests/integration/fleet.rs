@@ -1,0 +1,350 @@
+//! A fleet: three `toolhost serve-mcp --http` (watching) over one root behind a real HAProxy
+//! (Debian's `haproxy`, installed by [`peers::haproxy`] where missing), driven by concurrent
+//! MCP clients for a few seconds: every call succeeds whichever instance serves it; a rolling
+//! update of a plugin (its library rebuilt and swapped in) fails no call and every call begun
+//! after the switch answers from the new build; an instance killed mid-run is taken out by
+//! the health check and only the calls in flight on it fail; the shared audit log verifies and
+//! holds one record per completed call.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
+
+/// How many clients call at once.
+const CLIENTS: usize = 8;
+
+/// One `serve-mcp --http` instance (it watches the root by default).
+struct Instance {
+    child: Child,
+    port: u16,
+    /// Its standard error, line by line.
+    lines: mpsc::Receiver<String>,
+}
+
+impl Instance {
+    fn start(root: &TestRoot) -> Self {
+        let mut child = Command::new(toolhost_bin())
+            .arg("--root")
+            .arg(root.path())
+            .args(["serve-mcp", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolhost serve-mcp");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let port = loop {
+            line.clear();
+            let read = stderr.read_line(&mut line).expect("server stderr");
+            assert!(read > 0, "serve-mcp exited before listening");
+            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on http://") {
+                let authority = url.split('/').next().expect("authority");
+                break authority
+                    .rsplit(':')
+                    .next()
+                    .expect("port")
+                    .parse()
+                    .expect("a port");
+            }
+        };
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Self { child, port, lines }
+    }
+
+    /// Waits (at most 20 s) for the line saying `versioned.so` was reloaded.
+    fn wait_for_reload(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains("reloaded") && line.contains("versioned.so") => return,
+                Ok(_) => {}
+                Err(_) => panic!("instance on port {} did not reload versioned.so", self.port),
+            }
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// HAProxy in the foreground with the config of the fleet page (docs/src/guide/fleet.md).
+struct Balancer {
+    child: Child,
+    port: u16,
+}
+
+impl Balancer {
+    fn start(root: &TestRoot, backends: &[u16]) -> Self {
+        let port = free_port();
+        let servers: String = backends
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("    server toolhost{i} 127.0.0.1:{p} check\n"))
+            .collect();
+        let config = format!(
+            "global\n    maxconn 1024\n\
+             defaults\n    mode http\n    timeout connect 1s\n    timeout client 30s\n    timeout server 30s\n    retries 3\n    option redispatch\n\
+             frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend toolhost\n\
+             backend toolhost\n    balance roundrobin\n    option httpchk GET /metrics\n    http-check expect status 200\n    default-server inter 200ms fall 2 rise 2\n{servers}"
+        );
+        let path = root.write("haproxy.cfg", config);
+        let check = Command::new("haproxy")
+            .arg("-c")
+            .arg("-f")
+            .arg(&path)
+            .output()
+            .expect("haproxy -c");
+        assert!(
+            check.status.success(),
+            "haproxy refused the config: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("haproxy");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "haproxy did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// One call through the balancer: `Ok(answer text)`, or why it failed (the HTTP status and
+/// body, or the I/O error).
+fn call(port: u16, id: u64) -> Result<String, String> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"versioned:sleep","arguments":{{"ms":20}}}}}}"#
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .map_err(|e| e.to_string())?;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .map_err(|e| e.to_string())?;
+    let status = answer.get(9..12).unwrap_or("???");
+    if status != "200" {
+        return Err(format!(
+            "HTTP {status}: {}",
+            answer.lines().last().unwrap_or("")
+        ));
+    }
+    let data = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .ok_or_else(|| format!("{CUT}: {answer}"))?;
+    let message: Value = serde_json::from_str(data).map_err(|e| e.to_string())?;
+    let result = &message["result"];
+    if result["isError"] != false {
+        return Err(format!("a tool error: {message}"));
+    }
+    Ok(result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// How a call whose instance went away after answering 200 fails: its event stream ends
+/// without a result.
+const CUT: &str = "the answer's stream ended without a result";
+
+/// What a call gave, and when it began and ended.
+struct Outcome {
+    began: Instant,
+    ended: Instant,
+    result: Result<String, String>,
+}
+
+#[test]
+fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_instance() {
+    if !peers::haproxy() {
+        return;
+    }
+    let root = TestRoot::new();
+    root.tool("usr", "versioned", Fixture::Versioned);
+    let instances: Vec<Instance> = (0..3).map(|_| Instance::start(&root)).collect();
+    let ports: Vec<u16> = instances.iter().map(|i| i.port).collect();
+    let balancer = Balancer::start(&root, &ports);
+    // The health checks find every instance up before the clients start.
+    std::thread::sleep(Duration::from_millis(600));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (stop, outcomes, port) = (stop.clone(), outcomes.clone(), balancer.port);
+            std::thread::spawn(move || {
+                let mut id = (c as u64) << 32;
+                while !stop.load(Ordering::Relaxed) {
+                    id += 1;
+                    let began = Instant::now();
+                    let result = call(port, id);
+                    let ended = Instant::now();
+                    let outcome = Outcome {
+                        began,
+                        ended,
+                        result,
+                    };
+                    outcomes.lock().expect("outcomes").push(outcome);
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let count = |outcomes: &Mutex<Vec<Outcome>>| outcomes.lock().expect("outcomes").len();
+
+    // Phase 1: v1 everywhere.
+    std::thread::sleep(Duration::from_millis(1500));
+    let before_update = count(&outcomes);
+    // Phase 2: the rolling update: the rebuilt library swapped in; each instance's watcher
+    // loads it while the calls go on.
+    let replaced = Instant::now();
+    root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
+    for instance in &instances {
+        instance.wait_for_reload();
+    }
+    let switched = Instant::now();
+    let replaced_at = replaced.duration_since(started).as_millis();
+    let switched_at = switched.duration_since(started).as_millis();
+    std::thread::sleep(Duration::from_millis(1500));
+    let before_kill = count(&outcomes);
+    // Phase 3: one instance lost.
+    let mut instances = instances;
+    let lost = instances.remove(0);
+    let killing = Instant::now();
+    drop(lost); // SIGKILL, and waited for: from here on nothing runs on it
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_millis(2000));
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.join().expect("a client");
+    }
+    let outcomes = std::mem::take(&mut *outcomes.lock().expect("outcomes"));
+    let total = outcomes.len();
+    assert!(
+        before_update > 20 && total > before_kill + 20,
+        "too few calls: {before_update} before the update, {before_kill} before the kill, {total} in all"
+    );
+
+    // Until the kill: no call failed, and every call begun after the switch ran v2.
+    let until_kill: Vec<&Outcome> = outcomes.iter().filter(|o| o.ended < killing).collect();
+    let failed: Vec<String> = until_kill
+        .iter()
+        .filter_map(|o| {
+            let error = o.result.as_ref().err()?;
+            let at = o.began.duration_since(started).as_millis();
+            Some(format!("began at {at} ms: {error}"))
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "calls failed before the kill (replaced at {replaced_at} ms, switched at {switched_at} ms): {failed:#?}"
+    );
+    let answers = |o: &&Outcome| o.result.as_deref().ok().map(str::to_owned);
+    let first: Vec<String> = until_kill.iter().take(5).filter_map(answers).collect();
+    assert!(first.iter().all(|a| a.contains("v1")), "{first:?}");
+    let after: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.began > switched)
+        .filter_map(|o| o.result.as_deref().ok().map(str::to_owned))
+        .collect();
+    assert!(!after.is_empty());
+    let old: Vec<&String> = after.iter().filter(|a| !a.contains("v2")).collect();
+    assert!(
+        old.is_empty(),
+        "answers after the switch from the old build: {old:?}"
+    );
+
+    // The kill: only calls in flight on the lost instance while it was being killed failed
+    // (a few per client at most), each cut off or answered 50x by the balancer; every call
+    // begun after it was served by the others.
+    let failed_after: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.ended >= killing && o.result.is_err())
+        .collect();
+    assert!(
+        failed_after.len() <= 2 * CLIENTS,
+        "more calls failed than were in flight: {}",
+        failed_after.len()
+    );
+    for failure in &failed_after {
+        let error = failure.result.as_ref().expect_err("a failure");
+        assert!(
+            failure.began < killed,
+            "a call begun after the kill failed: {error}"
+        );
+        let clear = error.starts_with("HTTP 50") || error.starts_with(CUT);
+        assert!(clear, "unclear failure: {error}");
+    }
+    let since_kill: Vec<&Outcome> = outcomes.iter().filter(|o| o.began >= killed).collect();
+    let served_after = since_kill.iter().filter(|o| o.result.is_ok()).count();
+    assert!(
+        served_after > 20,
+        "only {served_after} calls served after the kill"
+    );
+
+    // The shared audit log verifies, and holds one record per completed call.
+    let verify = root.run_cli(&["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "audit verify: {}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let log = std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).expect("audit");
+    let records = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "call" && r["tool"] == "versioned")
+        .count();
+    let completed = outcomes.iter().filter(|o| o.result.is_ok()).count();
+    assert!(
+        records >= completed && records <= total,
+        "{records} audit records for {completed} completed calls of {total}"
+    );
+}

@@ -1,0 +1,182 @@
+//! Observability end to end: `toolhost serve-mcp --http` exporting its spans over OTLP
+//! HTTP/protobuf to a receiver that decodes them with the real protobuf classes
+//! (`otlp_receiver.py`, on PyPI's `opentelemetry-proto`), and its metrics at `/metrics`.
+
+mod metrics;
+mod traces;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use toolhost_tests::{peers, toolhost_bin, TestRoot};
+
+/// The receiver, killed when dropped; the spans it decoded so far.
+pub(crate) struct Receiver {
+    child: Child,
+    pub(crate) port: u16,
+    spans: Arc<Mutex<Vec<Value>>>,
+    /// Every body received, as sent.
+    pub(crate) raw: PathBuf,
+}
+
+impl Receiver {
+    pub(crate) fn start(dir: &Path) -> Self {
+        let script = dir.join("otlp_receiver.py");
+        std::fs::write(&script, include_str!("otlp_receiver.py")).expect("receiver script");
+        let raw = dir.join("otlp_bodies.bin");
+        let mut child = Command::new(peers::otel_python())
+            .arg(&script)
+            .arg(&raw)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the OTLP receiver");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let port = first
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the OTLP receiver did not start: {first:?}"));
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let collected = spans.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let span: Value = serde_json::from_str(&line).expect("a JSON span");
+                collected.lock().expect("spans").push(span);
+            }
+        });
+        Self {
+            child,
+            port,
+            spans,
+            raw,
+        }
+    }
+
+    /// The spans received once `done` holds for them (at most 30 s).
+    pub(crate) fn wait_for(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let spans = self.spans.lock().expect("spans").clone();
+            if done(&spans) {
+                return spans;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the spans expected did not arrive within 30 s; received: {spans:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolhost serve-mcp --http 127.0.0.1:0 ARGS...` with `env`, killed when dropped.
+pub(crate) struct Served {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub(crate) authority: String,
+}
+
+impl Served {
+    pub(crate) fn start(root: &TestRoot, args: &[&str], env: &[(&str, String)]) -> Self {
+        let mut command = Command::new(toolhost_bin());
+        command
+            .arg("--root")
+            .arg(root.path())
+            .args(["serve-mcp", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("toolhost serve-mcp");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            let read = stderr.read_line(&mut line).expect("server stderr");
+            assert!(read > 0, "serve-mcp exited before listening");
+            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
+                break url.to_owned();
+            }
+        };
+        std::thread::spawn(move || {
+            // Read on: a full pipe would block the server.
+            for line in stderr.lines().map_while(Result::ok) {
+                eprintln!("serve-mcp: {line}");
+            }
+        });
+        let authority = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .expect("an http URL")
+            .to_owned();
+        Self { child, authority }
+    }
+
+    /// Sends `method PATH` with `headers` and `body`; the status and the body of the answer.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.authority).expect("connect");
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.authority,
+            body.len()
+        );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream.write_all(request.as_bytes()).expect("request");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answer");
+        let status = answer[9..12].parse().expect("a status");
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_owned())
+    }
+
+    /// A `tools/call` of `name` with `arguments`, JSON-RPC id `id` and `meta`: its result.
+    pub(crate) fn call(&self, id: &str, name: &str, arguments: Value, meta: Value) -> Value {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": meta},
+        });
+        let (status, answer) = self.request("POST", "/mcp", &[], &body.to_string());
+        assert_eq!(status, 200, "{answer}");
+        let data = answer
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or(&answer);
+        let message: Value = serde_json::from_str(data).expect("a JSON-RPC answer");
+        message["result"].clone()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

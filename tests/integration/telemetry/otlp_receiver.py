@@ -1,0 +1,71 @@
+"""An OTLP/HTTP receiver for the tests: decodes each POST to /v1/traces with the real
+protobuf classes of `opentelemetry-proto` and writes one JSON line per span to standard
+output; each raw body is appended to the file named by the first argument, so a test can
+look for bytes that must never leave the host. Prints `listening PORT` first."""
+
+import http.server
+import json
+import sys
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+RAW = open(sys.argv[1], "ab")
+
+
+def value(any_value):
+    kind = any_value.WhichOneof("value")
+    return getattr(any_value, kind) if kind else None
+
+
+def attributes(items):
+    return {a.key: value(a.value) for a in items}
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path != "/v1/traces":
+            self.send_response(404)
+            self.end_headers()
+            return
+        RAW.write(body)
+        RAW.flush()
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        for resource_spans in request.resource_spans:
+            resource = attributes(resource_spans.resource.attributes)
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    line = {
+                        "name": span.name,
+                        "trace_id": span.trace_id.hex(),
+                        "span_id": span.span_id.hex(),
+                        "parent_span_id": span.parent_span_id.hex(),
+                        "kind": span.kind,
+                        "status": span.status.code,
+                        "status_message": span.status.message,
+                        "attributes": attributes(span.attributes),
+                        "events": [
+                            {"name": e.name, "attributes": attributes(e.attributes)}
+                            for e in span.events
+                        ],
+                        "service": resource.get("service.name"),
+                    }
+                    print(json.dumps(line), flush=True)
+        answer = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+print(f"listening {server.server_address[1]}", flush=True)
+server.serve_forever()

@@ -1,0 +1,137 @@
+//! Spans exported over OTLP: a client's `traceparent` → the `tools/call` span of `serve-mcp`
+//! → `execute_tool {tool}` → its steps, with the GenAI attribute names; and no secret in any
+//! attribute.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::{Receiver, Served};
+use crate::mcp_server::root;
+
+/// The secret of `mcp_server::root()`'s `API_KEY`.
+const SECRET: &str = "sk-live-4f9a8b7c6d5e";
+const TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+const CLIENT_SPAN: &str = "b7ad6b7169203331";
+
+fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
+    spans.iter().filter(|s| s["name"] == name).collect()
+}
+
+fn children<'a>(spans: &'a [Value], parent: &Value) -> Vec<&'a Value> {
+    let id = &parent["span_id"];
+    spans
+        .iter()
+        .filter(|s| s["parent_span_id"] == *id)
+        .collect()
+}
+
+#[test]
+fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute() {
+    let root = root();
+    let receiver = Receiver::start(root.path());
+    let env = [
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{}", receiver.port),
+        ),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
+        ("OTEL_SERVICE_NAME", "toolhost-under-test".to_owned()),
+    ];
+    let server = Served::start(&root, &[], &env);
+    let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
+    // Secrets pushed through every attribute a client or a tool can reach: the call id, the
+    // error message, and a tool name.
+    let failed = server.call(
+        &format!("call-{SECRET}"),
+        "echo:fail",
+        json!({"message": format!("the key is {SECRET}")}),
+        json!({"traceparent": traceparent}),
+    );
+    assert_eq!(failed["isError"], true, "{failed}");
+    // The Unknown tool answers (with the list of tools).
+    server.call("named", SECRET, json!({}), json!({}));
+    let ok = server.call("7", "echo", json!({"x": 1}), json!({}));
+    assert_eq!(ok["isError"], false, "{ok}");
+
+    let spans = receiver.wait_for(|spans| {
+        named(spans, "tools/call echo").len() == 1
+            && named(spans, "tools/call echo:fail").len() == 1
+            && spans.iter().filter(|s| s["kind"] == 2).count() == 3
+            && spans
+                .iter()
+                .filter(|s| s["attributes"]["gen_ai.operation.name"] == "execute_tool")
+                .count()
+                == 3
+    });
+
+    // The request's span: a server span, child of the client's.
+    let request = named(&spans, "tools/call echo:fail")[0];
+    assert_eq!(request["trace_id"], TRACE_ID, "{request:#}");
+    assert_eq!(request["parent_span_id"], CLIENT_SPAN, "{request:#}");
+    assert_eq!(request["kind"], 2, "SPAN_KIND_SERVER: {request:#}");
+    assert_eq!(request["attributes"]["mcp.method.name"], "tools/call");
+    assert_eq!(request["service"], "toolhost-under-test");
+
+    // The tool call's span, its child, with the GenAI attributes and the call's own.
+    let calls = children(&spans, request);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    let call = calls[0];
+    assert_eq!(call["name"], "execute_tool echo");
+    assert_eq!(call["trace_id"], TRACE_ID);
+    let attributes = &call["attributes"];
+    assert_eq!(attributes["gen_ai.operation.name"], "execute_tool");
+    assert_eq!(attributes["gen_ai.tool.name"], "echo");
+    assert_eq!(attributes["gen_ai.tool.call.id"], "call-§§secret(API_KEY)");
+    assert_eq!(attributes["toolhost.tool.method"], "fail");
+    assert_eq!(attributes["toolhost.tool.layer"], "usr");
+    assert_eq!(attributes["toolhost.tool.risk"], "write");
+    assert_eq!(attributes["toolhost.tool.isolated"], false);
+    assert_eq!(attributes["toolhost.call.outcome"], "error");
+    assert_eq!(attributes["error.type"], "business");
+    assert_eq!(call["status"], 2, "STATUS_CODE_ERROR: {call:#}");
+    let library = std::fs::read(root.path().join("usr/tools/echo.so")).expect("echo.so");
+    let sha256 = hex::encode(Sha256::digest(&library));
+    assert_eq!(attributes["toolhost.library.sha256"], sha256.as_str());
+
+    // Its steps, in order.
+    let steps: Vec<&str> = children(&spans, call)
+        .iter()
+        .map(|s| s["name"].as_str().expect("a name"))
+        .collect();
+    for step in ["validation", "approval", "execute"] {
+        assert!(steps.contains(&step), "{step} missing from {steps:?}");
+    }
+    let execute = named(&spans, "execute")
+        .into_iter()
+        .find(|s| s["parent_span_id"] == call["span_id"])
+        .expect("execute");
+    assert_eq!(execute["attributes"]["toolhost.attempt"], "1");
+
+    // Without a traceparent, a trace of its own; a successful call.
+    let request = named(&spans, "tools/call echo")[0];
+    assert_eq!(request["parent_span_id"], "");
+    assert_ne!(request["trace_id"], TRACE_ID);
+    let call = children(&spans, request)[0];
+    assert_eq!(call["attributes"]["toolhost.call.outcome"], "ok");
+    assert_eq!(call["attributes"]["gen_ai.tool.call.id"], "7");
+    assert!(call["attributes"].get("error.type").is_none(), "{call:#}");
+
+    // The secret-named tool: its name masked in the span's name and attributes.
+    let masked = named(&spans, "execute_tool §§secret(API_KEY)");
+    assert_eq!(masked.len(), 1, "{spans:#?}");
+    assert_eq!(
+        masked[0]["attributes"]["gen_ai.tool.name"],
+        "§§secret(API_KEY)"
+    );
+    assert_eq!(named(&spans, "tools/call §§secret(API_KEY)").len(), 1);
+
+    // Not one byte of the secret left the host, in any attribute, event or name.
+    let sent = std::fs::read(&receiver.raw).expect("the bodies received");
+    let found = sent.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+    assert!(!found, "the secret was exported");
+    let text = serde_json::to_string(&spans).expect("spans");
+    assert!(
+        text.contains("§§secret(API_KEY)"),
+        "the masked form was exported"
+    );
+}

@@ -124,10 +124,10 @@ fn serve_mcp_starts_no_mcp_server_while_list_does() {
             .all(|t| !t["name"].as_str().unwrap().starts_with("time.")),
         "{listed:?}"
     );
-    let called = answers[2]["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(called.contains("not found"), "{}", answers[2]);
+    // Not offered, so unknown: a JSON-RPC error, as the MCP spec has it.
+    assert_eq!(answers[2]["error"]["code"], -32602, "{}", answers[2]);
+    let called = answers[2]["error"]["message"].as_str().unwrap_or_default();
+    assert!(called.contains("Unknown tool"), "{}", answers[2]);
     assert!(!marker.exists(), "serve-mcp started the MCP server");
     // `list` offers the servers' tools, so it starts them (the marker is a real witness).
     let out = root.run_cli(&["list"]);

@@ -6,61 +6,46 @@
 //! the health check and only the calls in flight on it fail; the shared audit log verifies and
 //! holds one record per completed call.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
 
+use crate::mcp_server::HttpServer;
+
 /// How many clients call at once.
 const CLIENTS: usize = 8;
 
-/// One `serve-mcp --http` instance (it watches the root by default).
+/// One `toolhost serve-mcp --http` of the fleet, killed when dropped.
 struct Instance {
-    child: Child,
+    server: HttpServer,
     port: u16,
-    /// Its standard error, line by line.
-    lines: mpsc::Receiver<String>,
 }
 
 impl Instance {
     fn start(root: &TestRoot) -> Self {
-        let mut child = Command::new(toolhost_bin())
+        let mut command = Command::new(toolhost_bin());
+        command
             .arg("--root")
             .arg(root.path())
             .args(["serve-mcp", "--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolhost serve-mcp");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        let port = loop {
-            line.clear();
-            let read = stderr.read_line(&mut line).expect("server stderr");
-            assert!(read > 0, "serve-mcp exited before listening");
-            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on http://") {
-                let authority = url.split('/').next().expect("authority");
-                break authority
-                    .rsplit(':')
-                    .next()
-                    .expect("port")
-                    .parse()
-                    .expect("a port");
-            }
-        };
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Self { child, port, lines }
+            // No token on loopback (the health check reads /metrics without one); the fixture's
+            // tool is not a `read` tool, which a listener without a token does not serve unless
+            // told.
+            .arg("--allow-writes-without-token");
+        let server = HttpServer::spawn(command);
+        let port = server
+            .authority()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port");
+        Self { server, port }
     }
 
     /// Waits (at most 20 s) for the line saying `versioned.so` was reloaded.
@@ -68,19 +53,12 @@ impl Instance {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            match self.server.stderr.recv_timeout(left) {
                 Ok(line) if line.contains("reloaded") && line.contains("versioned.so") => return,
                 Ok(_) => {}
                 Err(_) => panic!("instance on port {} did not reload versioned.so", self.port),
             }
         }
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -103,12 +103,13 @@ impl Default for AuditSettings {
 }
 
 /// The least `[isolation] memory_mb` (`RLIMIT_AS`) a worker process starts and answers a call
-/// with: the `toolhost` binary, its runtime's threads and a small library need this much
-/// address space. Measured with a debug build serving the test fixtures: below 48 MiB the
-/// worker dies before it says hello (SIGSEGV), at 48 MiB it starts but dies on its first call,
-/// at 52 MiB its first call hangs, from 56 MiB it answers; 64 leaves room for a small plugin's
-/// own allocations. A smaller value is refused when the configuration is read.
-pub const MIN_WORKER_MEMORY_MB: u64 = 64;
+/// with: the `toolhost` binary, its runtime's threads, the sandbox and a small library need this
+/// much address space. Measured with a debug build serving the test fixtures, sandboxed (the
+/// `crashy` fixture through `toolhost call`): on 2026-12-02 it first answered at 61 to 64 MiB,
+/// and at 65 to 66 MiB once the telemetry crates were linked in (below, a thread of the plugin's
+/// runtime cannot start); 96 leaves room for a plugin's own allocations and for the binary to
+/// grow. A smaller value is refused when the configuration is read.
+pub const MIN_WORKER_MEMORY_MB: u64 = 96;
 
 /// How long a library's constructor and metadata read may take by default (`[limits]
 /// init_seconds`): 10 s.

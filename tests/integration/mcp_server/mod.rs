@@ -110,12 +110,20 @@ impl HttpServer {
     }
 
     fn start_at(root: &TestRoot, addr: &str, args: &[&str]) -> Self {
-        let mut child = Command::new(toolhost_bin())
+        let mut command = Command::new(toolhost_bin());
+        command
             .arg("--root")
             .arg(root.path())
             .args(["serve-mcp", "--http", addr])
             .args(args)
-            .env("TOOLHOST_FX_TIMEOUT", "60")
+            .env("TOOLHOST_FX_TIMEOUT", "60");
+        Self::spawn(command)
+    }
+
+    /// Starts `command`, a `toolhost ... serve-mcp --http ADDR` made by the caller (its own
+    /// options and environment), and waits for the line with its address.
+    pub(crate) fn spawn(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -146,7 +154,7 @@ impl HttpServer {
     }
 
     /// `127.0.0.1:PORT`.
-    fn authority(&self) -> &str {
+    pub(crate) fn authority(&self) -> &str {
         let rest = self.url.strip_prefix("http://").expect("http URL");
         rest.split('/').next().expect("authority")
     }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use toolhost_tests::{peers, toolhost_bin, TestRoot};
 
+use crate::mcp_server::HttpServer;
+
 /// The receiver, killed when dropped; the spans it decoded so far.
 pub(crate) struct Receiver {
     child: Child,
@@ -84,7 +86,8 @@ impl Drop for Receiver {
 
 /// `toolhost serve-mcp --http 127.0.0.1:0 ARGS...` with `env`, killed when dropped.
 pub(crate) struct Served {
-    child: Child,
+    /// Kept for its `Drop`, which stops the server.
+    _server: HttpServer,
     /// `127.0.0.1:PORT`.
     pub(crate) authority: String,
 }
@@ -96,36 +99,16 @@ impl Served {
             .arg("--root")
             .arg(root.path())
             .args(["serve-mcp", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .args(args);
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = command.spawn().expect("toolhost serve-mcp");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            let read = stderr.read_line(&mut line).expect("server stderr");
-            assert!(read > 0, "serve-mcp exited before listening");
-            if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
-                break url.to_owned();
-            }
-        };
-        std::thread::spawn(move || {
-            // Read on: a full pipe would block the server.
-            for line in stderr.lines().map_while(Result::ok) {
-                eprintln!("serve-mcp: {line}");
-            }
-        });
-        let authority = url
-            .strip_prefix("http://")
-            .and_then(|rest| rest.split('/').next())
-            .expect("an http URL")
-            .to_owned();
-        Self { child, authority }
+        let server = HttpServer::spawn(command);
+        let authority = server.authority().to_owned();
+        Self {
+            _server: server,
+            authority,
+        }
     }
 
     /// Sends `method PATH` with `headers` and `body`; the status and the body of the answer.
@@ -171,12 +154,5 @@ impl Served {
             .unwrap_or(&answer);
         let message: Value = serde_json::from_str(data).expect("a JSON-RPC answer");
         message["result"].clone()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

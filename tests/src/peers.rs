@@ -286,6 +286,16 @@ pub fn npm_package(name: &str, spec: &str) -> PathBuf {
     installed
 }
 
+/// The file at `path` inside the npm package `spec`, installed by [`npm_package`] into
+/// `target/peers/<name>/` the first time `cell` is asked; the same path after that.
+fn npm_entry(cell: &'static OnceLock<PathBuf>, name: &str, spec: &str, path: &[&str]) -> PathBuf {
+    cell.get_or_init(|| {
+        path.iter()
+            .fold(npm_package(name, spec), |p, part| p.join(part))
+    })
+    .clone()
+}
+
 /// The Python of a virtual environment holding [`FAKELLM`], installed on first use (about a
 /// minute) into `target/peers/fakellm-0.3.5/`.
 ///
@@ -335,12 +345,12 @@ pub fn otel_python() -> PathBuf {
 /// With one line, if the install fails.
 pub fn server_everything() -> PathBuf {
     static ENTRY: OnceLock<PathBuf> = OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let package = npm_package("server-everything-2026.8.31", SERVER_EVERYTHING);
-            package.join("dist").join("index.js")
-        })
-        .clone()
+    npm_entry(
+        &ENTRY,
+        "server-everything-2026.8.31",
+        SERVER_EVERYTHING,
+        &["dist", "index.js"],
+    )
 }
 
 /// The `node` binary of [`NODE22`], installed on first use into `target/peers/node22-22.23.5/`.
@@ -349,12 +359,8 @@ pub fn server_everything() -> PathBuf {
 ///
 /// With one line, if the install fails.
 pub fn node22() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let package = npm_package("node22-22.23.5", NODE22);
-        package.join("bin").join("node")
-    })
-    .clone()
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    npm_entry(&ENTRY, "node22-22.23.5", NODE22, &["bin", "node"])
 }
 
 /// The entry point (`dist/index.js`) of [`CONFORMANCE`], installed on first use into
@@ -366,12 +372,12 @@ pub fn node22() -> PathBuf {
 /// With one line, if the install fails.
 pub fn conformance() -> PathBuf {
     static ENTRY: OnceLock<PathBuf> = OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let package = npm_package("conformance-0.1.16", CONFORMANCE);
-            package.join("dist").join("index.js")
-        })
-        .clone()
+    npm_entry(
+        &ENTRY,
+        "conformance-0.1.16",
+        CONFORMANCE,
+        &["dist", "index.js"],
+    )
 }
 
 /// The entry point (`dist/index.js`) of [`SERVER_FILESYSTEM`], installed on first use into
@@ -382,12 +388,12 @@ pub fn conformance() -> PathBuf {
 /// With one line, if the install fails.
 pub fn server_filesystem() -> PathBuf {
     static ENTRY: OnceLock<PathBuf> = OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let package = npm_package("server-filesystem-2026.8.31", SERVER_FILESYSTEM);
-            package.join("dist").join("index.js")
-        })
-        .clone()
+    npm_entry(
+        &ENTRY,
+        "server-filesystem-2026.8.31",
+        SERVER_FILESYSTEM,
+        &["dist", "index.js"],
+    )
 }
 
 /// The command-line entry point (`dist/cli/cli.js`) of [`MCPB`], installed on first use into
@@ -398,12 +404,7 @@ pub fn server_filesystem() -> PathBuf {
 /// With one line, if the install fails.
 pub fn mcpb() -> PathBuf {
     static ENTRY: OnceLock<PathBuf> = OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let package = npm_package("mcpb-2.1.2", MCPB);
-            package.join("dist").join("cli").join("cli.js")
-        })
-        .clone()
+    npm_entry(&ENTRY, "mcpb-2.1.2", MCPB, &["dist", "cli", "cli.js"])
 }
 
 /// The `mdbook` binary, version [`MDBOOK`], installed on first use with

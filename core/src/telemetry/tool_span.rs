@@ -142,6 +142,7 @@ pub(crate) fn retrying(kind: &str, next_attempt: u32) {
 
 /// A breaker's change of state, as an event of the call's span.
 pub(crate) fn breaker_moved(tool: &str, from: &str, to: &str) {
+    metrics::breaker(tool, to);
     let tool = masked(tool);
     tracing::event!(target: TARGET, tracing::Level::INFO, { GEN_AI_TOOL_NAME } = tool, from, to, "circuit breaker");
 }

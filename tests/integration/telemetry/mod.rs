@@ -3,6 +3,7 @@
 //! (`otlp_receiver.py`, on PyPI's `opentelemetry-proto`), and its metrics at `/metrics`.
 
 mod metrics;
+mod propagation;
 mod traces;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -29,7 +29,7 @@ impl ChatSpan {
             { GEN_AI_USAGE_OUTPUT_TOKENS } = Empty,
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
-            { OTEL_STATUS_MESSAGE } = Empty,
+            { OTEL_STATUS_DESCRIPTION } = Empty,
         );
         let model = model.map(masked);
         if !span.is_disabled() {
@@ -67,7 +67,7 @@ impl ChatSpan {
             Err(e) if !self.span.is_disabled() => {
                 self.span.record(ERROR_TYPE, format!("{:?}", e.kind()).to_lowercase());
                 self.span.record(OTEL_STATUS_CODE, "error");
-                self.span.record(OTEL_STATUS_MESSAGE, masked(&e.to_string()));
+                self.span.record(OTEL_STATUS_DESCRIPTION, masked(&e.to_string()));
             }
             Err(_) => {}
         }

@@ -52,6 +52,6 @@ pub const OTEL_NAME: &str = "otel.name";
 /// The span's status: `error` for a failed call.
 pub const OTEL_STATUS_CODE: &str = "otel.status_code";
 /// The status's description: the error's message, masked.
-pub const OTEL_STATUS_MESSAGE: &str = "otel.status_message";
+pub const OTEL_STATUS_DESCRIPTION: &str = "otel.status_description";
 /// The span's kind (`server` for a request served by `serve-mcp`).
 pub const OTEL_KIND: &str = "otel.kind";

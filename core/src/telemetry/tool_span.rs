@@ -48,7 +48,7 @@ impl ToolSpan {
             { CALL_OUTCOME } = Empty,
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
-            { OTEL_STATUS_MESSAGE } = Empty,
+            { OTEL_STATUS_DESCRIPTION } = Empty,
         );
         if !span.is_disabled() {
             let request = masked(request);
@@ -111,7 +111,7 @@ impl ToolSpan {
                     self.span.record(CALL_OUTCOME, "error");
                     self.span.record(ERROR_TYPE, e.kind().as_str());
                     self.span.record(OTEL_STATUS_CODE, "error");
-                    self.span.record(OTEL_STATUS_MESSAGE, masked(e.message()));
+                    self.span.record(OTEL_STATUS_DESCRIPTION, masked(e.message()));
                 }
             }
         }

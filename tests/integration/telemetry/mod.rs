@@ -4,6 +4,7 @@
 
 mod metrics;
 mod propagation;
+mod secrets;
 mod traces;
 
 use std::io::{BufRead, BufReader, Read, Write};

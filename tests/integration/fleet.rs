@@ -330,7 +330,10 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
             continue;
         }
         let log = std::fs::read_to_string(&path).expect("a segment");
-        for record in log.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+        for record in log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
             if record["type"] == "call" && record["tool"] == "versioned" {
                 let id = record["args"]["call"].as_u64().expect("the call's id");
                 *recorded.entry(id).or_default() += 1;
@@ -353,7 +356,15 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
         at(killing),
         at(killed)
     );
-    let twice: Vec<&u64> = recorded.iter().filter(|(_, n)| **n > 1).map(|(id, _)| id).collect();
+    let twice: Vec<&u64> = recorded
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(id, _)| id)
+        .collect();
     assert!(twice.is_empty(), "calls recorded twice: {twice:?}");
-    assert!(recorded.len() <= total, "{} records for {total} calls", recorded.len());
+    assert!(
+        recorded.len() <= total,
+        "{} records for {total} calls",
+        recorded.len()
+    );
 }

@@ -342,7 +342,11 @@ fn records_appended_by_threads_at_once_are_each_written_once() {
     ids.sort();
     let len = ids.len();
     ids.dedup();
-    assert_eq!((len, ids.len()), (1600, 1600), "records lost or written twice");
+    assert_eq!(
+        (len, ids.len()),
+        (1600, 1600),
+        "records lost or written twice"
+    );
     assert_eq!(verify(&path).unwrap().broken, None);
 }
 

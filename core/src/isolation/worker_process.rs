@@ -14,9 +14,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
-use super::protocol::{
-    read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker, WorkerSpan,
-};
+use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker, WorkerSpan};
 use super::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::loader::Staged;
 use crate::sync::lock;

@@ -6,7 +6,7 @@ use tracing::Span;
 
 use super::names::*;
 use super::{masked, metrics, TARGET};
-use crate::model::{ModelReply, ModelError};
+use crate::model::{ModelError, ModelReply};
 
 /// One model request's span.
 pub(crate) struct ChatSpan {
@@ -65,9 +65,11 @@ impl ChatSpan {
                 metrics::tokens(model, input, output);
             }
             Err(e) if !self.span.is_disabled() => {
-                self.span.record(ERROR_TYPE, format!("{:?}", e.kind()).to_lowercase());
+                self.span
+                    .record(ERROR_TYPE, format!("{:?}", e.kind()).to_lowercase());
                 self.span.record(OTEL_STATUS_CODE, "error");
-                self.span.record(OTEL_STATUS_DESCRIPTION, masked(&e.to_string()));
+                self.span
+                    .record(OTEL_STATUS_DESCRIPTION, masked(&e.to_string()));
             }
             Err(_) => {}
         }

@@ -14,9 +14,9 @@ pub mod names;
 pub mod propagation;
 mod tool_span;
 
-pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
 pub(crate) use chat_span::ChatSpan;
 pub use propagation::traceparent;
+pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
 pub use tool_span::{with_call_id, ToolSpan};
 
 /// The `tracing` target of every span and event meant for export: an exporter takes these

@@ -118,7 +118,11 @@ mod tests {
         let (child_trace, child_span, child_flags) = parse_traceparent(&child).expect("valid");
         assert_eq!((child_trace, child_flags), (trace, flags));
         assert_ne!(child_span, span);
-        assert_ne!(child_of(parent), Some(child), "each child has a span id of its own");
+        assert_ne!(
+            child_of(parent),
+            Some(child),
+            "each child has a span id of its own"
+        );
         for bad in [
             "",
             "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",

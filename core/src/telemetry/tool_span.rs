@@ -111,7 +111,8 @@ impl ToolSpan {
                     self.span.record(CALL_OUTCOME, "error");
                     self.span.record(ERROR_TYPE, e.kind().as_str());
                     self.span.record(OTEL_STATUS_CODE, "error");
-                    self.span.record(OTEL_STATUS_DESCRIPTION, masked(e.message()));
+                    self.span
+                        .record(OTEL_STATUS_DESCRIPTION, masked(e.message()));
                 }
             }
         }

@@ -210,8 +210,8 @@ fn serve(
                 let mut info = *info;
                 // The plugin's part is a child of the host's span: the plugin reads its
                 // `traceparent` from the context.
-                info.traceparent = crate::telemetry::propagation::child_of(&info.traceparent)
-                    .unwrap_or_default();
+                info.traceparent =
+                    crate::telemetry::propagation::child_of(&info.traceparent).unwrap_or_default();
                 let call = Arc::new(WorkerCall {
                     id,
                     info,

@@ -65,12 +65,17 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
     assert_eq!(result["isError"], false, "{result}");
     let text = result["content"][0]["text"].as_str().expect("a text");
     let answer: Value = serde_json::from_str(text).expect("forward's JSON");
-    let sent = answer["traceparent"].as_str().expect("the plugin read a traceparent");
+    let sent = answer["traceparent"]
+        .as_str()
+        .expect("the plugin read a traceparent");
     assert!(
         sent.starts_with(&format!("00-{TRACE_ID}-")),
         "the plugin's traceparent is of the client's trace: {sent}"
     );
-    assert!(answer["answer"].as_str().unwrap_or("").contains("forwarded"));
+    assert!(answer["answer"]
+        .as_str()
+        .unwrap_or("")
+        .contains("forwarded"));
 
     let spans = receiver.wait_for(|spans| {
         let of = |service: &str, name: &str| {
@@ -91,7 +96,11 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
     let named = |service: &'static str, name: &'static str| {
         move |s: &Value| s["service"] == service && s["name"] == name
     };
-    let request = one(&spans, named("upstream", "tools/call echo:forward"), "request");
+    let request = one(
+        &spans,
+        named("upstream", "tools/call echo:forward"),
+        "request",
+    );
     assert_eq!(request["parent_span_id"], CLIENT_SPAN);
     let call = one(&spans, named("upstream", "execute_tool echo"), "call span");
     assert_eq!(call["parent_span_id"], request["span_id"]);
@@ -106,11 +115,22 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
         .as_str()
         .expect("a pid");
     assert!(pid.parse::<u32>().is_ok_and(|p| p > 0), "{pid}");
-    assert_eq!(sent, format!("00-{TRACE_ID}-{}-01", worker["span_id"].as_str().unwrap()));
+    assert_eq!(
+        sent,
+        format!("00-{TRACE_ID}-{}-01", worker["span_id"].as_str().unwrap())
+    );
     // The MCP server the plugin called: its request span is the worker span's child.
-    let served = one(&spans, named("downstream", "tools/call echo"), "downstream request");
+    let served = one(
+        &spans,
+        named("downstream", "tools/call echo"),
+        "downstream request",
+    );
     assert_eq!(served["parent_span_id"], worker["span_id"], "{served:#}");
     assert_eq!(served["kind"], 2, "SPAN_KIND_SERVER");
-    let downstream_call = one(&spans, named("downstream", "execute_tool echo"), "downstream call");
+    let downstream_call = one(
+        &spans,
+        named("downstream", "execute_tool echo"),
+        "downstream call",
+    );
     assert_eq!(downstream_call["parent_span_id"], served["span_id"]);
 }

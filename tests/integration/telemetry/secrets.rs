@@ -66,7 +66,10 @@ fn secrets_pushed_through_every_attribute_of_a_chat_never_reach_the_receiver() {
         .iter()
         .map(|s| {
             let a = &s["attributes"];
-            (&a["gen_ai.usage.input_tokens"], &a["gen_ai.usage.output_tokens"])
+            (
+                &a["gen_ai.usage.input_tokens"],
+                &a["gen_ai.usage.output_tokens"],
+            )
         })
         .collect();
     assert!(tokens.contains(&(&json!("12"), &json!("5"))), "{chats:#?}");
@@ -75,7 +78,10 @@ fn secrets_pushed_through_every_attribute_of_a_chat_never_reach_the_receiver() {
         assert_eq!(chat["kind"], 3, "SPAN_KIND_CLIENT: {chat:#}");
         assert_eq!(chat["attributes"]["gen_ai.operation.name"], "chat");
         let requested = format!("fake-{MASKED}");
-        assert_eq!(chat["attributes"]["gen_ai.request.model"], requested.as_str());
+        assert_eq!(
+            chat["attributes"]["gen_ai.request.model"],
+            requested.as_str()
+        );
     }
     // Each request to the model server carried the traceparent of its chat span.
     let sent: Vec<String> = model
@@ -106,7 +112,11 @@ fn secrets_pushed_through_every_attribute_of_a_chat_never_reach_the_receiver() {
 
     // Not one byte of the secret, in any form the masker knows, left the host.
     let bodies = std::fs::read(&receiver.raw).expect("the bodies received");
-    for form in [SECRET.to_owned(), SECRET.to_uppercase(), SECRET.replace('-', "%2D")] {
+    for form in [
+        SECRET.to_owned(),
+        SECRET.to_uppercase(),
+        SECRET.replace('-', "%2D"),
+    ] {
         let found = bodies.windows(form.len()).any(|w| w == form.as_bytes());
         assert!(!found, "{form} was exported");
     }

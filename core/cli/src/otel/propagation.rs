@@ -6,8 +6,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use opentelemetry::propagation::TextMapPropagator as _;
-use opentelemetry::trace::{SpanId, Status, TraceContextExt as _, TraceId, Tracer as _};
 use opentelemetry::trace::{Span as _, SpanKind};
+use opentelemetry::trace::{SpanId, Status, TraceContextExt as _, TraceId, Tracer as _};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracer};

@@ -12,10 +12,10 @@ use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError, ModelReply, ModelRequest};
 use crate::telemetry::ChatSpan;
-use tracing::Instrument;
 use crate::transcript::{LogKind, Role};
 use plugin_api::points::{BeforeMainLlmCall, MessageLoopPromptsAfter, MessageLoopPromptsBefore};
 use toolhost_reply::parse_reply;
+use tracing::Instrument;
 
 /// How asking the model ended.
 pub(crate) enum Asked {
@@ -79,7 +79,9 @@ impl Agent {
                 }
             };
             let chat = ChatSpan::start(model.model_name());
-            let reply = model.respond(request, &mut shown).instrument(chat.span().clone());
+            let reply = model
+                .respond(request, &mut shown)
+                .instrument(chat.span().clone());
             let result = tokio::select! {
                 biased;
                 reply = reply => Some(reply),

@@ -234,6 +234,12 @@ pub trait Model: Send + Sync {
     fn protocol(&self) -> ToolProtocol {
         ToolProtocol::Json
     }
+
+    /// The model the requests ask for (the server's name for it), for the `chat {model}`
+    /// span and the token metrics. Default `None`.
+    fn model_name(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A conversation to replay: user messages and the model's replies, in order.

@@ -68,6 +68,14 @@ impl Context {
         self.field(ContextField::LogId).parse().unwrap_or(0)
     }
 
+    /// The W3C Trace Context `traceparent` (`00-<trace id>-<span id>-<flags>`) of the call's
+    /// span, when the host exports traces (`OTEL_*` variables or `[telemetry]`): put it on the
+    /// plugin's own outgoing requests (an HTTP `traceparent` header, an MCP `_meta`) so that
+    /// they join the call's trace. `None` when traces are not exported.
+    pub fn traceparent(&self) -> Option<String> {
+        Some(self.field(ContextField::TraceParent)).filter(|t| !t.is_empty())
+    }
+
     /// The call's private scratch folder, when the tool runs in a worker process
     /// ([isolated](https://docs.rs/toolhost), sandboxed or not): a folder of its own for this
     /// call, emptied and removed when the call ends. A sandboxed tool may write here and

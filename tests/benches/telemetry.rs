@@ -1,6 +1,7 @@
 //! The cost of tracing a tool call: the full lifecycle of the no-op tool (no extensions, audit
 //! off, no runtime, as the `lifecycle` bench's "full lifecycle, no extensions" row) with export
-//! off (no subscriber: the spans are disabled) and with the spans recorded by the
+//! off (no subscriber: the spans are disabled; and the CLI's log subscriber, warnings only, as
+//! `serve-mcp` runs without an exporter) and with the spans recorded by the
 //! OpenTelemetry layer but sent nowhere. (A row exporting to a local OTLP receiver is not
 //! here yet.)
 //!
@@ -70,6 +71,20 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("tracing");
     group.bench_function("export off", |b| {
         b.iter_custom(|iters| calls(&host, iters, &args))
+    });
+
+    // The CLI's subscriber when nothing is exported: its log layer, warnings and errors only.
+    let logging = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::sink)
+                .with_filter(tracing_subscriber::EnvFilter::new("warn")),
+        ),
+    );
+    group.bench_function("export off, the CLI's log subscriber", |b| {
+        b.iter_custom(|iters| {
+            tracing::dispatcher::with_default(&logging, || calls(&host, iters, &args))
+        })
     });
 
     let recorded = SdkTracerProvider::builder().build();

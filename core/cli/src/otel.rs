@@ -12,6 +12,8 @@
 //! `http/protobuf` is refused with a warning). Only the spans and events of
 //! [`toolhost::telemetry::TARGET`] are exported, each attribute masked where it is made.
 
+mod propagation;
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -97,9 +99,11 @@ where
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_resource(resource.build())
+        .with_id_generator(propagation::Ids::default())
         .build();
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let tracer = provider.tracer("toolhost");
+    toolhost::telemetry::propagation::install(Box::new(propagation::Exported(tracer.clone())));
     // Our spans are INFO: the hint keeps DEBUG and TRACE callsites off when not verbose.
     let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
         .with_max_level_hint(tracing::level_filters::LevelFilter::INFO);

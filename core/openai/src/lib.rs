@@ -296,6 +296,10 @@ impl OpenAiModel {
         if let Some(ApiKey(key)) = &self.key {
             builder = builder.bearer_auth(key);
         }
+        // The request's trace goes on at the server, when it is exported.
+        if let Some(traceparent) = toolhost::telemetry::traceparent() {
+            builder = builder.header("traceparent", traceparent);
+        }
         let url = &self.url;
         let response = match tokio::time::timeout(self.timeout(), builder.send()).await {
             Err(_) => {
@@ -412,5 +416,9 @@ impl Model for OpenAiModel {
 
     fn protocol(&self) -> ToolProtocol {
         self.config.tool_protocol
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        Some(&self.config.model)
     }
 }

@@ -312,6 +312,44 @@ fn the_writer_continues_the_chain_after_reopening_and_other_writers() {
     assert_eq!((report.records, report.broken), (13, None));
 }
 
+/// One `Audit` shared by threads that append at once (a `serve-mcp` serving concurrent
+/// calls): each record is written once, none is lost (one record used to replace another's
+/// before it was written).
+#[test]
+fn records_appended_by_threads_at_once_are_each_written_once() {
+    let (dir, path) = log(0);
+    let audit = std::sync::Arc::new(Audit::open(dir.path(), AuditOptions::default()).unwrap());
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let audit = audit.clone();
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    audit.append(&call(t * 1000 + i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let mut ids: Vec<String> = lines(&path)
+        .iter()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            record["execution_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    ids.sort();
+    let len = ids.len();
+    ids.dedup();
+    assert_eq!(
+        (len, ids.len()),
+        (1600, 1600),
+        "records lost or written twice"
+    );
+    assert_eq!(verify(&path).unwrap().broken, None);
+}
+
 #[test]
 fn a_damaged_last_line_begins_a_new_segment_and_the_damage_is_kept() {
     let (dir, path) = log(3);

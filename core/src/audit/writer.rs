@@ -157,8 +157,9 @@ impl Audit {
         if state.body.len() > MAX_INLINE_BYTES {
             state.body = store_apart(self.dir(), &state.body, self.options.fsync)?;
         }
-        drop(state);
-        self.with_log(|audit, state| state.append_locked(audit))
+        // Still holding the state: another thread's record must not replace this one in
+        // `body` before it is written (it did: one record written twice, another lost).
+        self.with_log_locked(state, |audit, state| state.append_locked(audit))
     }
 
     /// Runs `f` holding the exclusive lock of the file named `audit.jsonl` now: opens it again
@@ -166,9 +167,17 @@ impl Audit {
     /// its last line is damaged.
     fn with_log<T>(
         &self,
+        f: impl FnMut(&Self, &mut State) -> Result<T, AuditError>,
+    ) -> Result<T, AuditError> {
+        self.with_log_locked(lock(&self.state), f)
+    }
+
+    /// [`with_log`](Self::with_log) with the state already locked by the caller.
+    fn with_log_locked<T>(
+        &self,
+        mut state: std::sync::MutexGuard<'_, State>,
         mut f: impl FnMut(&Self, &mut State) -> Result<T, AuditError>,
     ) -> Result<T, AuditError> {
-        let mut state = lock(&self.state);
         for _ in 0..MAX_REOPENS {
             state
                 .file

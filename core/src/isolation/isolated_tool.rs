@@ -181,10 +181,15 @@ impl IsolatedTool {
         let (tx, rx) = oneshot::channel::<CallResult>();
         let mut info = call_info(&ctx);
         info.max_output = max_output.map_or(u64::MAX, |n| n as u64);
+        let trace = (!info.traceparent.is_empty()).then(|| {
+            let name = format!("worker {}", op.name());
+            (info.traceparent.clone(), name)
+        });
         let pending = Pending {
             ctx,
             done: Some(tx),
             runtime: Handle::try_current().ok(),
+            trace,
         };
         lock(&link.calls).insert(id, pending);
         if let Some(reason) = link.death.get() {
@@ -319,6 +324,7 @@ fn call_info(ctx: &FfiContext) -> CallInfo {
         extension_name: field(ContextField::ExtensionName),
         log_id: field(ContextField::LogId).parse().unwrap_or_default(),
         max_output: u64::MAX,
+        traceparent: crate::telemetry::traceparent().unwrap_or_default(),
     }
 }
 

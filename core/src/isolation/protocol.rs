@@ -60,6 +60,18 @@ pub(crate) enum Op {
     Extension(String),
 }
 
+impl Op {
+    /// The plugin function it runs, as the worker's span names it.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Execute(_) => "execute",
+            Self::Before(_) => "before_execution",
+            Self::After(_) => "after_execution",
+            Self::Extension(_) => "extension",
+        }
+    }
+}
+
 /// What a finished call gives.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Outcome {
@@ -84,6 +96,20 @@ pub(crate) struct CallInfo {
     /// The most bytes of an `execute` answer's message the host keeps: the worker cuts the
     /// rest off (at a character boundary) before it crosses the pipe. `u64::MAX`: no cut.
     pub max_output: u64,
+    /// The `traceparent` of the host's span of the call, when it is recorded for export (else
+    /// empty): the worker times the plugin's part as its child ([`WorkerSpan`]).
+    pub traceparent: String,
+}
+
+/// The plugin's part of a call, timed by the worker as a child of the host's span
+/// ([`CallInfo::traceparent`]); the host exports it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WorkerSpan {
+    /// Its own `traceparent` (what the plugin read from its context).
+    pub traceparent: String,
+    /// When it started and ended, in nanoseconds since the Unix epoch.
+    pub start_unix_nanos: u64,
+    pub end_unix_nanos: u64,
 }
 
 /// What a worker sends to the host.
@@ -107,6 +133,8 @@ pub(crate) enum FromWorker {
         /// After an `execute` of a tool with a readiness function: whether it is ready now
         /// (`None` inside if ready, else why not), so the host need not ask before the next.
         ready: Option<Option<String>>,
+        /// The plugin's part, when the host's span of the call is recorded.
+        span: Option<WorkerSpan>,
     },
     /// The answer to [`ToWorker::Readiness`]: `None` if ready, else why not.
     Ready {

@@ -14,7 +14,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use super::limits::{self, IsolationSettings};
-use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker};
+use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker, WorkerSpan};
 use super::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::loader::Staged;
 use crate::sync::lock;
@@ -38,6 +38,9 @@ pub(crate) struct Pending {
     pub(crate) done: Option<oneshot::Sender<CallResult>>,
     /// The caller's runtime, where requests that wait (progress, intervention) are answered.
     pub(crate) runtime: Option<Handle>,
+    /// When the host's span of the call is recorded: its `traceparent`, and the name of the
+    /// span the worker times as its child.
+    pub(crate) trace: Option<(String, String)>,
 }
 
 /// What the host shares with a worker's reader thread.
@@ -458,12 +461,23 @@ fn send_hello(hello: &mut Option<HelloSender>, message: Result<Hello, StartError
 /// One message of a running worker.
 fn handle(link: &Arc<Link>, message: FromWorker) {
     match message {
-        FromWorker::Done { id, result, ready } => {
+        FromWorker::Done {
+            id,
+            result,
+            ready,
+            span,
+        } => {
             if let Some(ready) = ready {
                 *lock(&link.readiness) = Some((Instant::now(), ready));
             }
-            let pending = lock(&link.calls).remove(&id);
+            let mut pending = lock(&link.calls).remove(&id);
             lock(&link.abandoned).remove(&id);
+            let trace = pending.as_mut().and_then(|p| p.trace.take());
+            if let (Some((parent, name)), Some(span)) = (trace, span) {
+                let error = result.as_ref().err();
+                let error = error.map(|e| ToolError::from(e.clone()).kind().as_str());
+                export_worker_span(link.pid, &parent, &name, &span, error);
+            }
             if let Some(done) = pending.and_then(|p| p.done) {
                 let _ = done.send(result.map_err(ToolError::from));
             }
@@ -482,6 +496,43 @@ fn handle(link: &Arc<Link>, message: FromWorker) {
         }
         FromWorker::Hello(_) | FromWorker::LoadFailed { .. } => {}
     }
+}
+
+/// Exports the span a worker timed for a call whose host span (`parent`) is recorded: only a
+/// span of the parent's trace (the worker process runs plugin code, so what it sends is
+/// checked), named by the host, with the worker's process id.
+fn export_worker_span(
+    pid: u32,
+    parent: &str,
+    name: &str,
+    span: &WorkerSpan,
+    error: Option<&'static str>,
+) {
+    use crate::telemetry::names::{ERROR_TYPE, WORKER_PID};
+    use crate::telemetry::propagation::{self, parse_traceparent, RemoteSpan};
+    let (Some((trace, ..)), Some((own_trace, ..))) = (
+        parse_traceparent(parent),
+        parse_traceparent(&span.traceparent),
+    ) else {
+        return;
+    };
+    if trace != own_trace || span.end_unix_nanos < span.start_unix_nanos {
+        return;
+    }
+    let at = |nanos| std::time::UNIX_EPOCH + Duration::from_nanos(nanos);
+    let mut attributes = vec![(WORKER_PID, pid.to_string())];
+    if let Some(kind) = error {
+        attributes.push((ERROR_TYPE, kind.to_owned()));
+    }
+    propagation::export(RemoteSpan {
+        name,
+        traceparent: &span.traceparent,
+        parent,
+        start: at(span.start_unix_nanos),
+        end: at(span.end_unix_nanos),
+        attributes: &attributes,
+        error,
+    });
 }
 
 /// Logs the worker's standard error line by line until it ends. It is never read to explain

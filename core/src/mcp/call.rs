@@ -61,7 +61,12 @@ impl McpTool {
         let peer = server.ready(secrets, wait).await?;
         // A form the server sends during the call goes to whoever can answer for it.
         let _asking = server.asking(asker);
-        let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+        let mut params =
+            CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+        // The call's trace goes on at the server (`_meta.traceparent`), when it is exported.
+        if let Some(traceparent) = crate::telemetry::traceparent() {
+            rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = PeerRequestOptions::no_options();
         let mut handle = match peer.send_cancellable_request(request, options).await {

@@ -10,6 +10,9 @@
 //! | `toolhost_tool_call_duration_seconds` (histogram) | `tool` |
 //! | `toolhost_reloads_total` | `event` (`loaded`, `reloaded`, `removed`, `failed`) |
 //! | `toolhost_mcp_requests_total` | `method` |
+//! | `toolhost_breaker_state` (gauge: 0 closed, 1 half open, 2 open) | `tool` |
+//! | `toolhost_approvals_total` | `decision` (`allowed`, `denied`) |
+//! | `toolhost_model_tokens_total` | `model`, `type` (`input`, `output`) |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
@@ -17,6 +20,7 @@ use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
@@ -33,6 +37,9 @@ struct Metrics {
     durations: Histograms,
     reloads: Family<Labels, Counter>,
     mcp_requests: Family<Labels, Counter>,
+    breakers: Family<Labels, Gauge>,
+    approvals: Family<Labels, Counter>,
+    tokens: Family<Labels, Counter>,
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -64,6 +71,15 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let mcp_requests = Family::<Labels, Counter>::default();
     let help = "MCP requests served, by method";
     registry.register("mcp_requests", help, mcp_requests.clone());
+    let breakers = Family::<Labels, Gauge>::default();
+    let help = "Circuit breaker state by tool: 0 closed, 1 half open, 2 open";
+    registry.register("breaker_state", help, breakers.clone());
+    let approvals = Family::<Labels, Counter>::default();
+    let help = "Approval decisions on tool calls: allowed, denied";
+    registry.register("approvals", help, approvals.clone());
+    let tokens = Family::<Labels, Counter>::default();
+    let help = "Model tokens, by model and type (input, output)";
+    registry.register("model_tokens", help, tokens.clone());
     Metrics {
         registry,
         calls,
@@ -71,6 +87,9 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         durations,
         reloads,
         mcp_requests,
+        breakers,
+        approvals,
+        tokens,
     }
 });
 
@@ -124,6 +143,39 @@ pub fn mcp_request(method: &str) {
     }
 }
 
+/// A tool's circuit breaker is now in state `to` (`closed`, `half_open`, `open`).
+pub(crate) fn breaker(tool: &str, to: &str) {
+    if enabled() {
+        let value = match to {
+            "open" => 2,
+            "half_open" => 1,
+            _ => 0,
+        };
+        let labels = vec![("tool", super::masked(tool))];
+        METRICS.breakers.get_or_create(&labels).set(value);
+    }
+}
+
+/// A call's approval was decided.
+pub(crate) fn approval(allowed: bool) {
+    if enabled() {
+        let decision = if allowed { "allowed" } else { "denied" };
+        let labels = vec![("decision", decision.to_owned())];
+        METRICS.approvals.get_or_create(&labels).inc();
+    }
+}
+
+/// A model request of `model` used `input` and `output` tokens.
+pub(crate) fn tokens(model: &str, input: u64, output: u64) {
+    if enabled() {
+        let model = super::masked(model);
+        for (kind, n) in [("input", input), ("output", output)] {
+            let labels = vec![("model", model.clone()), ("type", kind.to_owned())];
+            METRICS.tokens.get_or_create(&labels).inc_by(n);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +187,9 @@ mod tests {
         call_ended("metrics_probe", Some("timeout"), Duration::from_secs(2));
         reloaded("reloaded");
         mcp_request("tools/call");
+        breaker("metrics_probe", "open");
+        approval(false);
+        tokens("probe-model", 12, 5);
         let text = render();
         let ok = r#"toolhost_tool_calls_total{tool="metrics_probe",outcome="ok"} 1"#;
         assert!(text.contains(ok), "{text}");
@@ -144,6 +199,10 @@ mod tests {
         assert!(text.contains(count), "{text}");
         assert!(text.contains(r#"toolhost_reloads_total{event="reloaded"}"#));
         assert!(text.contains(r#"toolhost_mcp_requests_total{method="tools/call"}"#));
+        assert!(text.contains(r#"toolhost_breaker_state{tool="metrics_probe"} 2"#));
+        assert!(text.contains(r#"toolhost_approvals_total{decision="denied"}"#));
+        let input = r#"toolhost_model_tokens_total{model="probe-model",type="input"} 12"#;
+        assert!(text.contains(input), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -1,5 +1,6 @@
 //! Observability: the spans of a tool call (`tool_span.rs`) with the attribute names of
-//! `names.rs`, and the process's metrics (`metrics.rs`). Nothing here exports: the spans are
+//! `names.rs`, the trace context passed on to workers, MCP servers, model servers and plugins
+//! (`propagation.rs`), and the process's metrics (`metrics.rs`). Nothing here exports: the spans are
 //! plain `tracing` spans of [`TARGET`], which a binary may send on as OpenTelemetry traces
 //! (`toolhost serve-mcp` and the other commands do when the `OTEL_*` variables ask for it);
 //! the metrics are read as Prometheus text ([`metrics::render`]).
@@ -7,10 +8,14 @@
 //! Every string put into an attribute is masked first with every secret in force in the
 //! process, as log lines are.
 
+mod chat_span;
 pub mod metrics;
 pub mod names;
+pub mod propagation;
 mod tool_span;
 
+pub(crate) use chat_span::ChatSpan;
+pub use propagation::traceparent;
 pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
 pub use tool_span::{with_call_id, ToolSpan};
 

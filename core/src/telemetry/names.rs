@@ -34,11 +34,24 @@ pub const CALL_OUTCOME: &str = "toolhost.call.outcome";
 /// Which attempt a plugin's `execute` span is (1 for the first, one more per retry).
 pub const ATTEMPT: &str = "toolhost.attempt";
 
+/// The process id of the worker that ran a plugin's part of a call.
+pub const WORKER_PID: &str = "toolhost.worker.pid";
+/// The model a chat request asked for.
+pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
+/// The tokens of a chat request's input (prompt).
+pub const GEN_AI_USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+/// The tokens of a chat request's output (completion).
+pub const GEN_AI_USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+/// The operation name of a model request's span.
+pub const CHAT: &str = "chat";
+/// The key of the `_meta` of an MCP request that carries the trace context.
+pub const META_TRACEPARENT: &str = "traceparent";
+
 /// Set on a span, overrides its name in the export (tracing-opentelemetry's convention).
 pub const OTEL_NAME: &str = "otel.name";
 /// The span's status: `error` for a failed call.
 pub const OTEL_STATUS_CODE: &str = "otel.status_code";
 /// The status's description: the error's message, masked.
-pub const OTEL_STATUS_MESSAGE: &str = "otel.status_message";
+pub const OTEL_STATUS_DESCRIPTION: &str = "otel.status_description";
 /// The span's kind (`server` for a request served by `serve-mcp`).
 pub const OTEL_KIND: &str = "otel.kind";

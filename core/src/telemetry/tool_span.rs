@@ -48,7 +48,7 @@ impl ToolSpan {
             { CALL_OUTCOME } = Empty,
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
-            { OTEL_STATUS_MESSAGE } = Empty,
+            { OTEL_STATUS_DESCRIPTION } = Empty,
         );
         if !span.is_disabled() {
             let request = masked(request);
@@ -111,7 +111,8 @@ impl ToolSpan {
                     self.span.record(CALL_OUTCOME, "error");
                     self.span.record(ERROR_TYPE, e.kind().as_str());
                     self.span.record(OTEL_STATUS_CODE, "error");
-                    self.span.record(OTEL_STATUS_MESSAGE, masked(e.message()));
+                    self.span
+                        .record(OTEL_STATUS_DESCRIPTION, masked(e.message()));
                 }
             }
         }
@@ -142,6 +143,7 @@ pub(crate) fn retrying(kind: &str, next_attempt: u32) {
 
 /// A breaker's change of state, as an event of the call's span.
 pub(crate) fn breaker_moved(tool: &str, from: &str, to: &str) {
+    metrics::breaker(tool, to);
     let tool = masked(tool);
     tracing::event!(target: TARGET, tracing::Level::INFO, { GEN_AI_TOOL_NAME } = tool, from, to, "circuit breaker");
 }

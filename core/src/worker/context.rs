@@ -155,6 +155,7 @@ impl HostServices for WorkerCall {
             ContextField::ExtensionName => info.extension_name.clone(),
             ContextField::LogId => info.log_id.to_string(),
             ContextField::Scratch => self.scratch(),
+            ContextField::TraceParent => info.traceparent.clone(),
         }
     }
 

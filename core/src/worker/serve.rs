@@ -13,7 +13,7 @@ use super::context::{Reply, WorkerCall, WorkerLink};
 use crate::exec::call_threads;
 use crate::exec::cancel::Cancel;
 use crate::isolation::protocol::{
-    read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse,
+    read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse, WorkerSpan,
 };
 use crate::isolation::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::generation::Generation;
@@ -207,9 +207,14 @@ fn serve(
                 lock(&running).insert(id, cancel.clone());
                 let link = link.clone();
                 let max_output = info.max_output;
+                let mut info = *info;
+                // The plugin's part is a child of the host's span: the plugin reads its
+                // `traceparent` from the context.
+                info.traceparent =
+                    crate::telemetry::propagation::child_of(&info.traceparent).unwrap_or_default();
                 let call = Arc::new(WorkerCall {
                     id,
-                    info: *info,
+                    info,
                     cancel,
                     link,
                     scratch_root: scratch.clone(),
@@ -218,7 +223,13 @@ fn serve(
                 let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
                 call_threads::dispatch(Box::new(move || {
                     let execute = matches!(op, Op::Execute(_));
+                    let start = unix_nanos();
                     let mut result = rt.block_on(run(&tool, &call, op));
+                    let span = (!call.info.traceparent.is_empty()).then(|| WorkerSpan {
+                        traceparent: call.info.traceparent.clone(),
+                        start_unix_nanos: start,
+                        end_unix_nanos: unix_nanos(),
+                    });
                     if let Ok(Outcome::Response(answer)) = &mut result {
                         cut(answer, max_output);
                     }
@@ -230,7 +241,12 @@ fn serve(
                     };
                     lock(&running).remove(&id);
                     call.remove_scratch();
-                    call.link.send(&FromWorker::Done { id, result, ready });
+                    call.link.send(&FromWorker::Done {
+                        id,
+                        result,
+                        ready,
+                        span,
+                    });
                 }));
             }
             ToWorker::Cancel { id } => {
@@ -255,6 +271,13 @@ fn serve(
             }
         }
     }
+}
+
+/// Now, in nanoseconds since the Unix epoch.
+fn unix_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Cuts `answer`'s message to its first `max` bytes (a character boundary), noting how many

@@ -114,6 +114,9 @@ pub enum ContextField {
     /// The call's private scratch folder, readable and writable in a sandboxed worker, or
     /// empty where the call has none (in the host's process). Added in 0.6.
     Scratch,
+    /// The W3C `traceparent` of the call's span when the host exports traces, or empty: what
+    /// the plugin's own outgoing requests may carry. Added in 0.6.
+    TraceParent,
 }
 
 /// What a plugin can ask of the host during a call.

@@ -91,7 +91,7 @@ impl HostServices for State {
             ContextField::Method => id.method.unwrap_or_default(),
             ContextField::ExtensionPoint | ContextField::ExtensionName => String::new(),
             ContextField::LogId => id.log_id.to_string(),
-            ContextField::Scratch => String::new(),
+            ContextField::Scratch | ContextField::TraceParent => String::new(),
         }
     }
 

@@ -3,6 +3,8 @@
 //! (`otlp_receiver.py`, on PyPI's `opentelemetry-proto`), and its metrics at `/metrics`.
 
 mod metrics;
+mod propagation;
+mod secrets;
 mod traces;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -6,6 +6,7 @@ look for bytes that must never leave the host. Prints `listening PORT` first."""
 import http.server
 import json
 import sys
+import threading
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -13,6 +14,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 RAW = open(sys.argv[1], "ab")
+# Several exporters may post at once (one thread each): one line, one body at a time.
+OUT = threading.Lock()
 
 
 def value(any_value):
@@ -31,10 +34,20 @@ class Receiver(http.server.BaseHTTPRequestHandler):
             self.send_response(404)
             self.end_headers()
             return
-        RAW.write(body)
-        RAW.flush()
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
+        with OUT:
+            RAW.write(body)
+            RAW.flush()
+            self.print_spans(request)
+        answer = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def print_spans(self, request):
         for resource_spans in request.resource_spans:
             resource = attributes(resource_spans.resource.attributes)
             for scope_spans in resource_spans.scope_spans:
@@ -55,12 +68,6 @@ class Receiver(http.server.BaseHTTPRequestHandler):
                         "service": resource.get("service.name"),
                     }
                     print(json.dumps(line), flush=True)
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
 
     def log_message(self, *args):
         pass

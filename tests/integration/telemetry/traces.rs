@@ -90,6 +90,7 @@ fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute()
     assert_eq!(attributes["toolhost.call.outcome"], "error");
     assert_eq!(attributes["error.type"], "business");
     assert_eq!(call["status"], 2, "STATUS_CODE_ERROR: {call:#}");
+    assert_eq!(call["status_message"], "the key is §§secret(API_KEY)");
     let library = std::fs::read(root.path().join("usr/tools/echo.so")).expect("echo.so");
     let sha256 = hex::encode(Sha256::digest(&library));
     assert_eq!(attributes["toolhost.library.sha256"], sha256.as_str());

@@ -131,6 +131,7 @@ impl HostServices for CallContext {
             ContextField::LogId => self.log_id.to_string(),
             // Only a worker process has one (crate::worker).
             ContextField::Scratch => String::new(),
+            ContextField::TraceParent => crate::telemetry::traceparent().unwrap_or_default(),
         }
     }
 

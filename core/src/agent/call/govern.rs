@@ -95,6 +95,7 @@ impl Agent {
             .approve(&rules.config, tool.name(), request.method(), risk, args)
             .instrument(telemetry::step("approval"))
             .await;
+        telemetry::metrics::approval(approved.is_ok());
         match &approved {
             Ok(decision) => trail.approval(true, || decision.source.clone()),
             Err(e) => trail.approval(false, || {

@@ -11,9 +11,11 @@ use crate::agent::message_loop::error::LoopError;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError, ModelReply, ModelRequest};
+use crate::telemetry::ChatSpan;
 use crate::transcript::{LogKind, Role};
 use plugin_api::points::{BeforeMainLlmCall, MessageLoopPromptsAfter, MessageLoopPromptsBefore};
 use toolhost_reply::parse_reply;
+use tracing::Instrument;
 
 /// How asking the model ended.
 pub(crate) enum Asked {
@@ -76,11 +78,19 @@ impl Agent {
                     }
                 }
             };
-            tokio::select! {
+            let chat = ChatSpan::start(model.model_name());
+            let reply = model
+                .respond(request, &mut shown)
+                .instrument(chat.span().clone());
+            let result = tokio::select! {
                 biased;
-                reply = model.respond(request, &mut shown) => Some(reply),
+                reply = reply => Some(reply),
                 () = self.intervention.stopped_or_interrupted() => None,
+            };
+            if let Some(result) = &result {
+                chat.ended(result.as_ref());
             }
+            result
         };
         if streaming {
             self.output.print(OutputKind::ModelEnd, &stream.finish());

@@ -1,0 +1,136 @@
+//! The trace context passed on across processes, decoded by the real OTLP receiver: a
+//! client's `traceparent` → `serve-mcp`'s request span → `execute_tool echo` → its `execute`
+//! step → the span the isolated worker timed for the plugin's `execute` → the `tools/call` span
+//! of a second `serve-mcp` that the plugin called with the traceparent it read from its
+//! `Context` (`_meta.traceparent`), and that server's own `execute_tool`.
+
+use serde_json::{json, Value};
+
+use super::{Receiver, Served};
+use crate::mcp_server::root;
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+fn one<'a>(spans: &'a [Value], what: impl Fn(&Value) -> bool, name: &str) -> &'a Value {
+    let found: Vec<&Value> = spans.iter().filter(|s| what(s)).collect();
+    assert_eq!(found.len(), 1, "one {name} expected in {spans:#?}");
+    found[0]
+}
+
+#[test]
+fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
+    let receiver = Receiver::start(root().path());
+    let env = |service: &str| {
+        vec![
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{}", receiver.port),
+            ),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
+            ("OTEL_SERVICE_NAME", service.to_owned()),
+        ]
+    };
+    // The MCP server the plugin calls: another serve-mcp, over a root of its own.
+    let downstream_root = root();
+    let downstream = Served::start(
+        &downstream_root,
+        &["--allow-writes-without-token"],
+        &env("downstream"),
+    );
+    let port: u16 = downstream
+        .authority
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port");
+    // The server the client calls: echo runs in a worker (no sandbox: it opens a socket).
+    let upstream_root = root();
+    upstream_root.write(
+        "usr/toolhost.toml",
+        "isolate = [\"echo\"]\n[tools.echo]\nsandbox = \"off\"\n",
+    );
+    let upstream = Served::start(
+        &upstream_root,
+        &["--allow-writes-without-token"],
+        &env("upstream"),
+    );
+    let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
+    let result = upstream.call(
+        "forwarding",
+        "echo:forward",
+        json!({"port": port, "tool": "echo"}),
+        json!({"traceparent": traceparent}),
+    );
+    assert_eq!(result["isError"], false, "{result}");
+    let text = result["content"][0]["text"].as_str().expect("a text");
+    let answer: Value = serde_json::from_str(text).expect("forward's JSON");
+    let sent = answer["traceparent"]
+        .as_str()
+        .expect("the plugin read a traceparent");
+    assert!(
+        sent.starts_with(&format!("00-{TRACE_ID}-")),
+        "the plugin's traceparent is of the client's trace: {sent}"
+    );
+    assert!(answer["answer"]
+        .as_str()
+        .unwrap_or("")
+        .contains("forwarded"));
+
+    let spans = receiver.wait_for(|spans| {
+        let of = |service: &str, name: &str| {
+            spans
+                .iter()
+                .any(|s| s["service"] == service && s["name"] == name)
+        };
+        of("upstream", "worker execute")
+            && of("downstream", "tools/call echo")
+            && of("downstream", "execute_tool echo")
+    });
+    let in_trace: Vec<Value> = spans
+        .iter()
+        .filter(|s| s["trace_id"] == TRACE_ID)
+        .cloned()
+        .collect();
+    let spans = in_trace;
+    let named = |service: &'static str, name: &'static str| {
+        move |s: &Value| s["service"] == service && s["name"] == name
+    };
+    let request = one(
+        &spans,
+        named("upstream", "tools/call echo:forward"),
+        "request",
+    );
+    assert_eq!(request["parent_span_id"], CLIENT_SPAN);
+    let call = one(&spans, named("upstream", "execute_tool echo"), "call span");
+    assert_eq!(call["parent_span_id"], request["span_id"]);
+    assert_eq!(call["attributes"]["toolhost.tool.isolated"], true);
+    let execute = one(&spans, named("upstream", "execute"), "execute step");
+    assert_eq!(execute["parent_span_id"], call["span_id"]);
+    // The worker's span: a child of the host's execute, with the worker's process id, and the
+    // very span the plugin passed on.
+    let worker = one(&spans, named("upstream", "worker execute"), "worker span");
+    assert_eq!(worker["parent_span_id"], execute["span_id"], "{worker:#}");
+    let pid = worker["attributes"]["toolhost.worker.pid"]
+        .as_str()
+        .expect("a pid");
+    assert!(pid.parse::<u32>().is_ok_and(|p| p > 0), "{pid}");
+    assert_eq!(
+        sent,
+        format!("00-{TRACE_ID}-{}-01", worker["span_id"].as_str().unwrap())
+    );
+    // The MCP server the plugin called: its request span is the worker span's child.
+    let served = one(
+        &spans,
+        named("downstream", "tools/call echo"),
+        "downstream request",
+    );
+    assert_eq!(served["parent_span_id"], worker["span_id"], "{served:#}");
+    assert_eq!(served["kind"], 2, "SPAN_KIND_SERVER");
+    let downstream_call = one(
+        &spans,
+        named("downstream", "execute_tool echo"),
+        "downstream call",
+    );
+    assert_eq!(downstream_call["parent_span_id"], served["span_id"]);
+}

@@ -97,7 +97,7 @@ async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
     assert!(asked[0].contains("'noop'") && asked[0].contains("Paris"), "{asked:?}");
     let calls = audited_calls(root, "noop");
     let last = calls.last().expect("noop's audit record");
-    assert_eq!(last["outcome"], "ok", "{calls:?}");
+    assert_eq!(last["outcome"], "success", "{calls:?}");
     assert_eq!(last["approval"]["source"], "user: approved once", "{last}");
 
     // The same question, answered with a requestState that was changed on the way: refused

@@ -202,3 +202,34 @@ fn as_object(value: serde_json::Value) -> serde_json::Map<String, serde_json::Va
         _ => serde_json::Map::new(),
     }
 }
+
+/// The approval a 2026-07-28 client's call needs, asked before it runs when its policy asks
+/// (`mcp_policy`, and `--yes` for write tools): the first round asks and runs nothing, so that
+/// no round is audited as a refused call; the retry that brings the answer runs it, asking
+/// the [`RoundTripApprover`]. Arguments are checked after the answer, when the call runs.
+pub(crate) fn asked_before_running(
+    host: &toolhost::Host,
+    profile: &str,
+    request: &rmcp::model::CallToolRequestParams,
+    yes_to_writes: bool,
+) -> Option<ApprovalRequest> {
+    let name = toolhost::ToolName::parse(&request.name).ok()?;
+    let resolution = host.resolve(profile, name.name());
+    let risk = resolution.found.as_ref()?.handle.info().risk_level;
+    let config = host.config(profile).ok()?;
+    let (decision, _) = config.mcp_policy(name.name(), risk);
+    let yes = yes_to_writes && risk == plugin_api::RiskLevel::Write;
+    if decision != toolhost::config::PolicyDecision::Ask || yes {
+        return None;
+    }
+    let args = request.arguments.clone().unwrap_or_default();
+    let args = serde_json::to_string_pretty(&args).unwrap_or_default();
+    Some(ApprovalRequest {
+        agent: crate::AGENT_NAME.to_owned(),
+        tool: name.name().to_owned(),
+        method: name.method().map(str::to_owned),
+        risk,
+        args: host.secrets().mask_owned(args).into_inner(),
+        saves_to: std::path::PathBuf::new(),
+    })
+}

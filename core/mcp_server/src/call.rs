@@ -9,9 +9,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::approval::{ElicitationApprover, RoundTripApprover};
-use super::round_trip::RoundTrip;
 use super::asker::{ClientAsker, LogThreshold};
 use super::progress::Progress;
+use super::round_trip::RoundTrip;
 use toolhost::Agent;
 use toolhost::Host;
 

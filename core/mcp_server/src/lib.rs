@@ -39,10 +39,10 @@
 
 mod approval;
 mod asker;
+mod cache_hints;
 mod call;
 mod error;
 mod http;
-mod cache_hints;
 mod jsonrpc;
 mod listen;
 mod peers;

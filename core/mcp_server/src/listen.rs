@@ -33,7 +33,11 @@ pub(crate) async fn listen(peers: &Peers, context: SubscriptionContext) -> Resul
             // Fell behind: whatever was missed, everything may have changed.
             Err(RecvError::Lagged(_)) => {
                 let everything = Change::Resources {
-                    updated: sink.accepted().resource_subscriptions.clone().unwrap_or_default(),
+                    updated: sink
+                        .accepted()
+                        .resource_subscriptions
+                        .clone()
+                        .unwrap_or_default(),
                     listed: true,
                 };
                 match send(&sink, Change::Tools).await {

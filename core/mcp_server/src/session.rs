@@ -22,8 +22,10 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::{ErrorData, ServerHandler};
 
 use super::asker::LogThreshold;
-use super::round_trip::{RoundTrip, StateKey};
-use super::{cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared};
+use super::round_trip::{RoundTrip, StateKey, APPROVAL};
+use super::{
+    approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
+};
 use tracing::Instrument;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
@@ -176,6 +178,24 @@ impl ServerHandler for Session {
             }
             false => None,
         };
+        if let Some(round) = round
+            .as_ref()
+            .filter(|r| r.elicits() && r.answer(APPROVAL).is_none())
+        {
+            let asking = request.clone();
+            let asked = self
+                .blocking("looking up the tool's policy", move |host, profile| {
+                    approval::asked_before_running(host, profile, &asking, yes)
+                })
+                .await?;
+            if let Some(asked) = asked {
+                let form = approval::approval_request(&asked).map_err(|e| {
+                    ErrorData::internal_error(format!("the approval form: {e}"), None)
+                })?;
+                round.ask(APPROVAL.to_owned(), form);
+                return Ok(round.input_required(self.state_key(), &request)?.into());
+            }
+        }
         let approvals = call::Approvals {
             session: &self.approved,
             unavailable: if stateless { None } else { self.no_approvals },
@@ -199,7 +219,10 @@ impl ServerHandler for Session {
         }
     }
 
-    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
         let versions = ServerHandler::supported_protocol_versions(self).into_owned();
         let (ttl, scope) = cache_hints::list(self.token_key.is_some());
         Ok(DiscoverResult::from_server_info(versions, self.get_info())

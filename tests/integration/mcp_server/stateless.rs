@@ -94,8 +94,13 @@ async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
     assert_eq!(approved.is_error, Some(false), "{approved:?}");
     let asked = approving.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
-    assert!(asked[0].contains("'noop'") && asked[0].contains("Paris"), "{asked:?}");
+    assert!(
+        asked[0].contains("'noop'") && asked[0].contains("Paris"),
+        "{asked:?}"
+    );
+    // The first round ran nothing: one record, the approved call.
     let calls = audited_calls(root, "noop");
+    assert_eq!(calls.len(), 1, "{calls:?}");
     let last = calls.last().expect("noop's audit record");
     assert_eq!(last["outcome"], "success", "{calls:?}");
     assert_eq!(last["approval"]["source"], "user: approved once", "{last}");
@@ -182,8 +187,14 @@ async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
         }
     })
     .await;
-    assert!(told.is_ok(), "no tools/list_changed within 30 s of the rebuild");
-    subscription.cancel().await.expect("cancel the subscription");
+    assert!(
+        told.is_ok(),
+        "no tools/list_changed within 30 s of the rebuild"
+    );
+    subscription
+        .cancel()
+        .await
+        .expect("cancel the subscription");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

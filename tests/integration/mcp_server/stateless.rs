@@ -38,10 +38,15 @@ impl ClientHandler for Approving {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            self.asked.lock().unwrap().push(message);
-        }
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": "once"})))
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let answer = match message.ends_with("Approve?") {
+            true => json!({"decision": "once"}),
+            false => json!({"username": "ada", "email": "ada@example.com"}),
+        };
+        self.asked.lock().unwrap().push(message);
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(answer))
     }
 }
 
@@ -231,6 +236,52 @@ async fn a_2026_07_28_client_over_http_discovers_lists_calls_is_asked_and_listen
         .await
         .expect("server/discover");
     exercise(&client, &approving, &root).await;
+    client.cancel().await.expect("close");
+}
+
+/// A tool's own question (`Context::elicit`) reaches a 2026-07-28 client in an
+/// `InputRequiredResult` (`elicit-1`); the retry runs the tool again, and its question gets
+/// the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_reaches_a_2026_07_28_client_through_the_round_trip() {
+    let root = TestRoot::new();
+    let asks = Fixture::ALL
+        .into_iter()
+        .find(|f| f.package() == "conformance-test-elicitation")
+        .expect("the conformance plugin's test_elicitation");
+    root.tool("usr", "test_elicitation", asks);
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let approving = Approving::default();
+    let client = approving
+        .clone()
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover");
+    let question = call("test_elicitation", json!({"message": "Who are you?"}));
+    let first = client
+        .call_tool_once(question.clone())
+        .await
+        .expect("tools/call once");
+    let CallToolResponse::InputRequired(input) = first else {
+        panic!("not an InputRequiredResult: {first:?}")
+    };
+    let asked: Vec<&String> = input
+        .input_requests
+        .as_ref()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    assert_eq!(asked, ["elicit-1"]);
+    let answered = client.call_tool(question).await.expect("tools/call");
+    assert_eq!(answered.is_error, Some(false), "{answered:?}");
+    let text = serde_json::to_string(&answered.content).unwrap();
+    assert!(
+        text.contains("accept") && text.contains("ada@example.com"),
+        "{text}"
+    );
+    assert_eq!(*approving.asked.lock().unwrap(), ["Who are you?"]);
     client.cancel().await.expect("close");
 }
 

@@ -47,16 +47,11 @@ fn client_script(root: &TestRoot) -> PathBuf {
 /// Runs the Python client with `args`; `on_reload` runs when it asks for a reload. Returns
 /// the JSON events it printed.
 fn run_python(root: &TestRoot, args: &[&str], on_reload: impl FnOnce()) -> Vec<Value> {
-    run_script(root, &client_script(root), args, on_reload)
+    run_script(&client_script(root), args, on_reload)
 }
 
 /// Runs the Python script `script` with `args`, as [`run_python`] does.
-fn run_script(
-    root: &TestRoot,
-    script: &std::path::Path,
-    args: &[&str],
-    on_reload: impl FnOnce(),
-) -> Vec<Value> {
+fn run_script(script: &std::path::Path, args: &[&str], on_reload: impl FnOnce()) -> Vec<Value> {
     let mut child = Command::new(peers::mcp_python())
         .arg(script)
         .args(args)

@@ -229,7 +229,7 @@ fn python_client_speaking_2026_07_28_over_stdio() {
         bin.to_str().unwrap(),
         root.path().to_str().unwrap(),
     ];
-    let events = super::run_script(&root, &modern_script(&root), &args, || {
+    let events = super::run_script(&modern_script(&root), &args, || {
         root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
     });
     check_modern(&root, &events);
@@ -240,7 +240,7 @@ fn python_client_speaking_2026_07_28_over_stateless_http() {
     let root = root();
     let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
     let args = ["http", server.url.as_str()];
-    let events = super::run_script(&root, &modern_script(&root), &args, || {
+    let events = super::run_script(&modern_script(&root), &args, || {
         root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
     });
     check_modern(&root, &events);

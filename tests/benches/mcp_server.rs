@@ -61,8 +61,8 @@ impl Build {
         }
     }
 
-    /// The build in `TOOLHOST_BENCH_AGAINST`, if set (one from before
-    /// `--allow-writes-without-token`, which served every tool without a token).
+    /// The build in `TOOLHOST_BENCH_AGAINST`, if set; given `--allow-writes-without-token`
+    /// when it has the flag (a build from before it served every tool without a token).
     fn against() -> Option<Self> {
         let dir = std::path::PathBuf::from(std::env::var_os("TOOLHOST_BENCH_AGAINST")?);
         let root = TestRoot::new();
@@ -71,11 +71,22 @@ impl Build {
             &format!("usr/tools/noop.{}", toolhost::LIBRARY_EXTENSION),
             &std::fs::read(dir.join(library)).expect("the other build's libfx_noop"),
         );
+        let bin = dir.join("toolhost");
+        let help = Command::new(&bin)
+            .args(["serve-mcp", "--help"])
+            .output()
+            .expect("the other build's toolhost");
+        let flag = "--allow-writes-without-token";
+        let http_args: &'static [&'static str] =
+            match String::from_utf8_lossy(&help.stdout).contains(flag) {
+                true => &["--allow-writes-without-token"],
+                false => &[],
+            };
         Some(Self {
             name: "other build",
-            bin: dir.join("toolhost"),
+            bin,
             root,
-            http_args: &[],
+            http_args,
         })
     }
 }

@@ -19,6 +19,8 @@ use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use serde_json::{json, Value};
 use toolhost::{Answering, Asker};
 
+use crate::round_trip::{self, RoundTrip};
+
 /// How long the user has to answer an elicitation, and the client's model a sampling.
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -80,6 +82,9 @@ pub(crate) struct ClientAsker {
     pub(crate) threshold: Arc<LogThreshold>,
     /// Why the transport cannot carry a request to the client, if it cannot (stateless HTTP).
     pub(crate) unavailable: Option<&'static str>,
+    /// A 2026-07-28 client's call: elicitations and samplings are asked through its round
+    /// trip ([`crate::round_trip`]) instead of as requests.
+    pub(crate) round: Option<Arc<RoundTrip>>,
 }
 
 impl Asker for ClientAsker {
@@ -102,6 +107,16 @@ impl Asker for ClientAsker {
                     Ok(Value::Null)
                 })
             }
+            Ask::Elicit { message, schema } if self.round.is_some() => {
+                let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+                let answer = self.round_trip(&tool, "elicit", "elicitation/create", params);
+                Box::pin(async move { answer.map(|a| elicited(&a)) })
+            }
+            Ask::Sample(sample) if self.round.is_some() => {
+                let params = sample_params(&sample);
+                let answer = self.round_trip(&tool, "sample", "sampling/createMessage", params);
+                Box::pin(async move { answer.map(|a| sampled(&a)) })
+            }
             Ask::Elicit { message, schema } => {
                 let unavailable = self.unavailable;
                 Box::pin(async move { elicit(&peer, &tool, unavailable, message, schema).await })
@@ -119,21 +134,7 @@ impl Asker for ClientAsker {
                         let why = "the MCP client does not support sampling";
                         return Err(cannot(&tool, "sampling", why));
                     }
-                    let messages: Vec<Value> = sample
-                        .messages
-                        .iter()
-                        .map(|m| {
-                            let role = match m.role {
-                                SampleRole::Assistant => "assistant",
-                                _ => "user",
-                            };
-                            json!({"role": role, "content": {"type": "text", "text": m.text}})
-                        })
-                        .collect();
-                    let mut params = json!({"messages": messages, "maxTokens": sample.max_tokens});
-                    if let Some(system) = &sample.system_prompt {
-                        params["systemPrompt"] = Value::String(system.clone());
-                    }
+                    let params = sample_params(&sample);
                     let params: CreateMessageRequestParams = serde_json::from_value(params)
                         .map_err(|e| ToolError::validation(format!("sampling request: {e}")))?;
                     #[allow(deprecated)] // still what 2025-11-25 clients answer
@@ -144,18 +145,7 @@ impl Asker for ClientAsker {
                         .map_err(|e| {
                             ToolError::dependency(format!("the MCP client's sampling failed: {e}"))
                         })?;
-                    let result = serde_json::to_value(&result).unwrap_or_default();
-                    let text = match &result["content"] {
-                        Value::Array(blocks) => blocks
-                            .iter()
-                            .filter_map(|b| b["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        block => block["text"].as_str().unwrap_or_default().to_owned(),
-                    };
-                    let mut sampled = Sampled::new(text, result["model"].as_str().unwrap_or(""));
-                    sampled.stop_reason = result["stopReason"].as_str().map(str::to_owned);
-                    Ok(serde_json::to_value(sampled).unwrap_or_default())
+                    Ok(sampled(&serde_json::to_value(&result).unwrap_or_default()))
                 })
             }
             _ => Box::pin(async move {
@@ -195,20 +185,94 @@ async fn elicit(
         .create_elicitation_with_timeout(params, Some(ASK_TIMEOUT))
         .await
         .map_err(|e| ToolError::dependency(format!("the MCP client's elicitation failed: {e}")))?;
-    let action = match serde_json::to_value(result.action)
-        .ok()
-        .as_ref()
-        .and_then(Value::as_str)
-    {
+    Ok(elicited(&serde_json::to_value(&result).unwrap_or_default()))
+}
+
+/// An `ElicitResult` as the tool reads it.
+fn elicited(result: &Value) -> Value {
+    let action = match result["action"].as_str() {
         Some("accept") => ElicitAction::Accept,
         Some("decline") => ElicitAction::Decline,
         _ => ElicitAction::Cancel,
     };
-    let content = result.content.and_then(|c| match serde_json::to_value(c) {
-        Ok(Value::Object(map)) => Some(map),
+    let content = match &result["content"] {
+        Value::Object(map) => Some(map.clone()),
         _ => None,
-    });
-    Ok(serde_json::to_value(Elicited::new(action, content)).unwrap_or_default())
+    };
+    serde_json::to_value(Elicited::new(action, content)).unwrap_or_default()
+}
+
+/// The params of `sampling/createMessage` for `sample`.
+fn sample_params(sample: &plugin_api::ask::SampleRequest) -> Value {
+    let messages: Vec<Value> = sample
+        .messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                SampleRole::Assistant => "assistant",
+                _ => "user",
+            };
+            json!({"role": role, "content": {"type": "text", "text": m.text}})
+        })
+        .collect();
+    let mut params = json!({"messages": messages, "maxTokens": sample.max_tokens});
+    if let Some(system) = &sample.system_prompt {
+        params["systemPrompt"] = Value::String(system.clone());
+    }
+    params
+}
+
+/// A `CreateMessageResult` as the tool reads it.
+fn sampled(result: &Value) -> Value {
+    let text = match &result["content"] {
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        block => block["text"].as_str().unwrap_or_default().to_owned(),
+    };
+    let mut sampled = Sampled::new(text, result["model"].as_str().unwrap_or(""));
+    sampled.stop_reason = result["stopReason"].as_str().map(str::to_owned);
+    serde_json::to_value(sampled).unwrap_or_default()
+}
+
+impl ClientAsker {
+    /// The client's answer to the tool's next request of `kind` in this call's round trip,
+    /// or, without one yet, the request added to the round and an error that ends this run
+    /// of the call (its result becomes the `InputRequiredResult`).
+    fn round_trip(
+        &self,
+        tool: &str,
+        kind: &'static str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ToolError> {
+        let Some(round) = &self.round else {
+            return Err(cannot(tool, kind, "no round trip"));
+        };
+        let id = round.next_id(kind);
+        if let Some(answer) = round.answer(&id) {
+            return Ok(answer.clone());
+        }
+        let (what, supported) = match kind {
+            "elicit" => ("elicitation", round.elicits()),
+            _ => ("sampling", round.samples()),
+        };
+        if !supported {
+            let why = format!("the MCP client does not support {what}");
+            return Err(cannot(tool, what, &why));
+        }
+        let request = round_trip::input_request(method, params).map_err(|e| {
+            ToolError::validation(format!(
+                "tool '{tool}' asked something MCP cannot carry: {e}"
+            ))
+        })?;
+        round.ask(id, request);
+        Err(ToolError::dependency(format!(
+            "tool '{tool}' waits for the MCP client's answer ({what}): the call is answered with an InputRequiredResult and runs again with the answer"
+        )))
+    }
 }
 
 fn cannot(tool: &str, what: &str, why: &str) -> ToolError {

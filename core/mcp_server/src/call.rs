@@ -8,9 +8,10 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
-use super::approval::ElicitationApprover;
+use super::approval::{ElicitationApprover, RoundTripApprover};
 use super::asker::{ClientAsker, LogThreshold};
 use super::progress::Progress;
+use super::round_trip::RoundTrip;
 use toolhost::Agent;
 use toolhost::Host;
 
@@ -28,6 +29,9 @@ pub(crate) struct Approvals<'a> {
     pub(crate) yes_to_writes: bool,
     /// The least severe log level the client wants.
     pub(crate) log_threshold: &'a Arc<LogThreshold>,
+    /// A 2026-07-28 client's call: its approval and the tool's questions are asked through
+    /// this round trip.
+    pub(crate) round: Option<Arc<RoundTrip>>,
 }
 
 /// Runs one call and turns its outcome into a result: the response's message as a text block,
@@ -59,13 +63,20 @@ pub(crate) async fn call(
         return Err(rmcp::ErrorData::invalid_params(message, None));
     }
     let session = approvals.session.clone();
-    let approver = ElicitationApprover::new(context.peer.clone(), session, approvals.unavailable);
-    agent.set_approver(Arc::new(approver));
+    match &approvals.round {
+        Some(round) => agent.set_approver(Arc::new(RoundTripApprover::new(round.clone()))),
+        None => {
+            let peer = context.peer.clone();
+            let approver = ElicitationApprover::new(peer, session, approvals.unavailable);
+            agent.set_approver(Arc::new(approver));
+        }
+    }
     agent.serve_mcp_client(true);
     agent.set_asker(Arc::new(ClientAsker {
         peer: context.peer.clone(),
         threshold: approvals.log_threshold.clone(),
         unavailable: approvals.unavailable,
+        round: approvals.round.clone(),
     }));
     agent.approve_writes(approvals.yes_to_writes);
     let args = request.arguments.map_or(Value::Null, Value::Object);

@@ -14,6 +14,8 @@ pub enum McpServerErrorKind {
     Session,
     /// The plugin folders could not be watched.
     Watch,
+    /// The random key that seals a call's `requestState` could not be made.
+    Key,
 }
 
 impl McpServerErrorKind {
@@ -24,6 +26,7 @@ impl McpServerErrorKind {
             Self::Bind => "bind",
             Self::Session => "session",
             Self::Watch => "watch",
+            Self::Key => "key",
         }
     }
 }

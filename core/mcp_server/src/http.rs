@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 
 use super::error::{McpServerError, McpServerErrorKind};
 use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
+use super::round_trip::StateKey;
 use super::session::Session;
 use super::McpServer;
 
@@ -192,10 +193,15 @@ impl HttpServer {
     ) -> Result<(), McpServerError> {
         let (shared, sessions) = (server.shared.clone(), self.options.sessions);
         let manager = Arc::new(LocalSessionManager::default());
+        let token_key = self.options.token.as_deref().map(StateKey::from_token);
+        let token_key = token_key.map(Arc::new);
         let service = StreamableHttpService::new(
-            move || match sessions {
-                true => Ok(Session::new(shared.clone())),
-                false => Ok(Session::stateless(shared.clone())),
+            move || {
+                let session = match sessions {
+                    true => Session::new(shared.clone()),
+                    false => Session::stateless(shared.clone()),
+                };
+                Ok(session.with_token_key(token_key.clone()))
             },
             manager.clone(),
             self.options.rmcp_config(),

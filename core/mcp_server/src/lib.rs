@@ -11,6 +11,10 @@
 //! - `prompts.rs`: prompts from the layers' `mcp-prompts/` folders, and their completion;
 //! - `resources.rs`: resources from the layers' `resources/` folders, templates, completion;
 //! - `peers.rs`: the connected clients, told when the tools change;
+//! - `listen.rs`: `subscriptions/listen`, the changes told to 2026-07-28 clients;
+//! - `round_trip.rs`: what a 2026-07-28 client is asked, as `InputRequiredResult`s with a
+//!   sealed `requestState`;
+//! - `cache_hints.rs`: the `ttlMs` and `cacheScope` of lists and reads (2026-07-28);
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
 //! - `stdio.rs`: the stdio transport, a bounded line at a time;
 //! - `http.rs`: the streamable HTTP transport and its checks (and `/metrics`);
@@ -35,14 +39,17 @@
 
 mod approval;
 mod asker;
+mod cache_hints;
 mod call;
 mod error;
 mod http;
 mod jsonrpc;
+mod listen;
 mod peers;
 mod progress;
 mod prompts;
 mod resources;
+mod round_trip;
 mod session;
 mod stdio;
 mod telemetry;
@@ -75,6 +82,9 @@ pub(crate) struct Shared {
     max_line_bytes: std::sync::atomic::AtomicUsize,
     /// Only `read` tools are offered (an HTTP listener without a token).
     read_only: std::sync::atomic::AtomicBool,
+    /// Seals the `requestState` of 2026-07-28 clients' calls (an HTTP listener with a token
+    /// uses one derived from it instead).
+    state_key: Arc<round_trip::StateKey>,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -101,6 +111,12 @@ impl McpServer {
             yes_to_writes: Default::default(),
             max_line_bytes: DEFAULT_MAX_BODY_BYTES.into(),
             read_only: Default::default(),
+            state_key: Arc::new(round_trip::StateKey::random().map_err(|e| {
+                McpServerError::new(
+                    McpServerErrorKind::Key,
+                    format!("cannot make the key that seals requestState: {e}"),
+                )
+            })?),
         };
         Ok(Self {
             shared: Arc::new(shared),

@@ -1,7 +1,8 @@
 //! The connected clients, and `notifications/tools/list_changed` sent to each of them when the
 //! host reloads, finds or loses a library; `notifications/resources/updated` to those
 //! subscribed to a resource whose file changed, and `notifications/resources/list_changed` to
-//! every client when a resource comes or goes.
+//! every client when a resource comes or goes. The same changes go to the open
+//! `subscriptions/listen` requests of 2026-07-28 clients ([`crate::listen`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,10 +22,33 @@ use toolhost::Watcher;
 /// copy of several files is one notification).
 const GATHER: Duration = Duration::from_millis(50);
 
-/// The clients to tell about changes: every initialised session that is still open.
-#[derive(Default)]
+/// The clients to tell about changes: every initialised session that is still open, and
+/// every `subscriptions/listen` request that is.
 pub(crate) struct Peers {
     peers: Mutex<Vec<(Peer<RoleServer>, Subscriptions)>>,
+    changes: tokio::sync::broadcast::Sender<Change>,
+}
+
+/// How many changes a slow listener may fall behind before it is told that everything
+/// changed.
+const LISTEN_BACKLOG: usize = 64;
+
+impl Default for Peers {
+    fn default() -> Self {
+        Self {
+            peers: Mutex::default(),
+            changes: tokio::sync::broadcast::channel(LISTEN_BACKLOG).0,
+        }
+    }
+}
+
+/// A change the clients are told about.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Change {
+    /// The tools (and perhaps the prompts) changed.
+    Tools,
+    /// These resources' contents changed; `listed`: a resource came or went.
+    Resources { updated: Vec<String>, listed: bool },
 }
 
 /// The resource URIs a session subscribed to.
@@ -49,6 +73,11 @@ impl Peers {
     /// subscribed to it, and `notifications/resources/list_changed` to every session when
     /// `listed` says the list changed.
     pub(crate) async fn resources_changed(&self, updated: &[String], listed: bool) {
+        let change = Change::Resources {
+            updated: updated.to_vec(),
+            listed,
+        };
+        let _ = self.changes.send(change); // no listener: nobody to tell
         for (peer, subscriptions) in self.open() {
             let wanted: Vec<String> = {
                 let subscribed = lock(&subscriptions);
@@ -72,6 +101,11 @@ impl Peers {
         }
     }
 
+    /// The changes from now on, for one `subscriptions/listen` request.
+    pub(crate) fn listen(&self) -> tokio::sync::broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
     /// How many sessions are open.
     pub(crate) fn len(&self) -> usize {
         self.open().len()
@@ -80,6 +114,7 @@ impl Peers {
     /// Sends `notifications/tools/list_changed` to every open session; forgets closed ones.
     /// And `notifications/prompts/list_changed`: a prompt file may have changed with them.
     pub(crate) async fn tools_changed(&self) {
+        let _ = self.changes.send(Change::Tools);
         for (peer, _) in self.open() {
             if let Err(e) = peer.notify_tool_list_changed().await {
                 tracing::debug!("tools/list_changed not sent: {e}");

@@ -1,5 +1,9 @@
 //! One MCP session (a stdio connection, or an HTTP session or request): the handler rmcp
-//! drives.
+//! drives. rmcp negotiates the version: a client of 2025-11-25 or earlier starts with
+//! `initialize` and keeps its session; a client of 2026-07-28 sends `server/discover` (or
+//! nothing) and its version, name and capabilities in each request's `_meta`, and each of its
+//! requests stands alone (approvals and a tool's questions as `InputRequiredResult`s, changes
+//! on `subscriptions/listen`, caching hints on lists).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -13,11 +17,15 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::model::{DiscoverResult, SubscriptionFilter};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
 use super::asker::LogThreshold;
-use super::{call, lock, prompts, resources, telemetry, tools, Shared};
+use super::round_trip::{RoundTrip, StateKey, APPROVAL};
+use super::{
+    approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
+};
 use tracing::Instrument;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
@@ -32,6 +40,9 @@ pub(crate) struct Session {
     log_threshold: Arc<LogThreshold>,
     /// The resources the client subscribed to (`resources/subscribe`).
     subscriptions: Arc<Mutex<HashSet<String>>>,
+    /// The key derived from the HTTP listener's token, if it has one (else the server's
+    /// random key seals `requestState`).
+    token_key: Option<Arc<StateKey>>,
 }
 
 impl Session {
@@ -43,7 +54,27 @@ impl Session {
             no_approvals: None,
             log_threshold: Arc::default(),
             subscriptions: Arc::default(),
+            token_key: None,
         }
+    }
+
+    /// Seals `requestState` with `key`, derived from the listener's token (and marks the
+    /// caching hints private).
+    pub(crate) fn with_token_key(mut self, key: Option<Arc<StateKey>>) -> Self {
+        self.token_key = key;
+        self
+    }
+
+    fn state_key(&self) -> &StateKey {
+        self.token_key.as_deref().unwrap_or(&self.shared.state_key)
+    }
+
+    /// The caching hints of a list, for a 2026-07-28 request (none for earlier versions).
+    fn list_hints(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<(u64, rmcp::model::CacheScope)> {
+        cache_hints::is_stateless(context).then(|| cache_hints::list(self.token_key.is_some()))
     }
 
     /// A session of one stateless HTTP request: the client's answer to an elicitation would
@@ -104,7 +135,11 @@ impl ServerHandler for Session {
         if self.shared.is_read_only() {
             listed.retain(tools::is_read);
         }
-        Ok(ListToolsResult::with_all_items(listed))
+        let mut result = ListToolsResult::with_all_items(listed);
+        if let Some((ttl, scope)) = self.list_hints(&context) {
+            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+        }
+        Ok(result)
     }
 
     async fn call_tool(
@@ -133,18 +168,77 @@ impl ServerHandler for Session {
         let yes = shared
             .yes_to_writes
             .load(std::sync::atomic::Ordering::SeqCst);
+        // A 2026-07-28 client is asked through the call's round trip, on any transport.
+        let stateless = cache_hints::is_stateless(&context);
+        let round = match stateless {
+            true => {
+                let capabilities = context.client_capabilities().unwrap_or_default();
+                let key = self.state_key();
+                Some(Arc::new(RoundTrip::begin(key, &request, capabilities)?))
+            }
+            false => None,
+        };
+        if let Some(round) = round
+            .as_ref()
+            .filter(|r| r.elicits() && r.answer(APPROVAL).is_none())
+        {
+            let asking = request.clone();
+            let asked = self
+                .blocking("looking up the tool's policy", move |host, profile| {
+                    approval::asked_before_running(host, profile, &asking, yes)
+                })
+                .await?;
+            if let Some(asked) = asked {
+                let form = approval::approval_request(&asked).map_err(|e| {
+                    ErrorData::internal_error(format!("the approval form: {e}"), None)
+                })?;
+                round.ask(APPROVAL.to_owned(), form);
+                return Ok(round.input_required(self.state_key(), &request)?.into());
+            }
+        }
         let approvals = call::Approvals {
             session: &self.approved,
-            unavailable: self.no_approvals,
+            unavailable: if stateless { None } else { self.no_approvals },
             yes_to_writes: yes,
             log_threshold: &self.log_threshold,
+            round: round.clone(),
         };
         let (id, meta) = (&context.id, &context.meta);
         let span = telemetry::request_span("tools/call", Some(&request.name), id, meta);
         let call_id = id.to_string();
+        let retry = round.as_ref().map(|_| request.clone());
         let result = call::call(&shared.host, &shared.profile, approvals, request, context);
         let result = toolhost::telemetry::with_call_id(&call_id, result);
-        Ok(result.instrument(span).await?.into())
+        let result = result.instrument(span).await?;
+        match (round, retry) {
+            (Some(round), Some(request)) if round.asks() => {
+                // Asked something: this run's result is replaced by the question.
+                Ok(round.input_required(self.state_key(), &request)?.into())
+            }
+            _ => Ok(result.into()),
+        }
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let versions = ServerHandler::supported_protocol_versions(self).into_owned();
+        let (ttl, scope) = cache_hints::list(self.token_key.is_some());
+        Ok(DiscoverResult::from_server_info(versions, self.get_info())
+            .with_ttl_ms(ttl)
+            .with_cache_scope(scope))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(listen::accepted(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        listen::listen(&self.shared.peers, context).await
     }
 
     #[allow(deprecated)] // logging/setLevel is what clients before 2026-07-28 send
@@ -160,10 +254,14 @@ impl ServerHandler for Session {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let listed = self.blocking("listing the prompts", prompts::list).await?;
-        Ok(ListPromptsResult::with_all_items(listed))
+        let mut result = ListPromptsResult::with_all_items(listed);
+        if let Some((ttl, scope)) = self.list_hints(&context) {
+            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+        }
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -188,36 +286,48 @@ impl ServerHandler for Session {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listed = self
             .blocking("listing the resources", resources::list)
             .await?;
-        Ok(ListResourcesResult::with_all_items(listed))
+        let mut result = ListResourcesResult::with_all_items(listed);
+        if let Some((ttl, scope)) = self.list_hints(&context) {
+            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+        }
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let listed = self
             .blocking("listing the resource templates", resources::templates)
             .await?;
-        Ok(ListResourceTemplatesResult::with_all_items(listed))
+        let mut result = ListResourceTemplatesResult::with_all_items(listed);
+        if let Some((ttl, scope)) = self.list_hints(&context) {
+            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+        }
+        Ok(result)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        let read = self
+        let mut read = self
             .blocking("reading the resource", move |host, profile| {
                 resources::read(host, profile, &uri)
             })
             .await??;
+        if cache_hints::is_stateless(&context) {
+            let (ttl, scope) = cache_hints::read();
+            (read.ttl_ms, read.cache_scope) = (Some(ttl), Some(scope));
+        }
         Ok(ReadResourceResponse::from(read))
     }
 

@@ -6,6 +6,7 @@ mod http_checks;
 mod json_rpc;
 mod python;
 mod rust_client;
+mod stateless;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -46,8 +47,13 @@ fn client_script(root: &TestRoot) -> PathBuf {
 /// Runs the Python client with `args`; `on_reload` runs when it asks for a reload. Returns
 /// the JSON events it printed.
 fn run_python(root: &TestRoot, args: &[&str], on_reload: impl FnOnce()) -> Vec<Value> {
+    run_script(&client_script(root), args, on_reload)
+}
+
+/// Runs the Python script `script` with `args`, as [`run_python`] does.
+fn run_script(script: &std::path::Path, args: &[&str], on_reload: impl FnOnce()) -> Vec<Value> {
     let mut child = Command::new(peers::mcp_python())
-        .arg(client_script(root))
+        .arg(script)
         .args(args)
         .env("TOOLHOST_FX_TIMEOUT", "60")
         .env("NO_COLOR", "1")

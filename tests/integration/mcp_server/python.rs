@@ -178,3 +178,70 @@ fn an_ask_tool_is_approved_through_elicitation() {
     let call = event(&events, "call");
     assert_eq!(call["is_error"], false, "{call}");
 }
+
+/// The same Python SDK (2.3.0, which speaks 2026-07-28) in its default mode: it probes
+/// `server/discover` and stays on 2026-07-28, lists with caching hints, calls, answers an
+/// approval's `InputRequiredResult`, sees a changed `requestState` refused and hears a
+/// rebuilt plugin on `subscriptions/listen`.
+fn check_modern(root: &TestRoot, events: &[Value]) {
+    let discovered = event(events, "discovered");
+    assert_eq!(discovered["version"], "2026-07-28", "{discovered}");
+    assert_eq!(discovered["server"], "toolhost");
+    let tools = event(events, "tools");
+    assert_eq!(
+        tools["names"],
+        json!(["echo", "governed", "noop", "versioned"])
+    );
+    assert_eq!(tools["ttl_ms"], 10_000, "{tools}");
+    assert_eq!(tools["cache_scope"], "public", "{tools}");
+    let call = event(events, "call");
+    assert_eq!(call["text"], r#"{"text":"modern"}"#);
+    assert_eq!(call["is_error"], false);
+    let approved = event(events, "approved");
+    assert_eq!(approved["is_error"], false, "{approved}");
+    let asked = approved["asked"].as_array().expect("asked");
+    assert_eq!(asked.len(), 1, "{approved}");
+    assert!(asked[0].as_str().unwrap().contains("'noop'"), "{approved}");
+    let records = audited_calls(root, "noop");
+    assert_eq!(
+        records.len(),
+        1,
+        "the rounds that ask run nothing: {records:?}"
+    );
+    assert_eq!(records[0]["approval"]["source"], "user: approved once");
+    let tampered = event(events, "tampered");
+    assert_eq!(tampered["refused"], true, "{tampered}");
+    assert_eq!(tampered["code"], -32602, "{tampered}");
+    assert_eq!(tampered["asked"], json!(["approval"]), "{tampered}");
+    event(events, "listened");
+}
+
+fn modern_script(root: &TestRoot) -> std::path::PathBuf {
+    root.write("client_modern.py", include_str!("client_modern.py"))
+}
+
+#[test]
+fn python_client_speaking_2026_07_28_over_stdio() {
+    let root = root();
+    let bin = toolhost_bin();
+    let args = [
+        "stdio",
+        bin.to_str().unwrap(),
+        root.path().to_str().unwrap(),
+    ];
+    let events = super::run_script(&modern_script(&root), &args, || {
+        root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
+    });
+    check_modern(&root, &events);
+}
+
+#[test]
+fn python_client_speaking_2026_07_28_over_stateless_http() {
+    let root = root();
+    let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
+    let args = ["http", server.url.as_str()];
+    let events = super::run_script(&modern_script(&root), &args, || {
+        root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
+    });
+    check_modern(&root, &events);
+}

@@ -1,0 +1,262 @@
+//! Multi round-trip calls (MCP 2026-07-28, SEP-2322): a server of that version may not send
+//! requests to its client, so what a call needs from the client (an approval, a tool's
+//! elicitation or sampling) goes back as an `InputRequiredResult`. The client answers each
+//! input request and retries the call with its `inputResponses` and the `requestState` it was
+//! given; the call runs again from the start with every answer so far, and a tool that asks
+//! the same things in the same order gets them answered.
+//!
+//! The `requestState` holds the answers of earlier rounds and the ids of the requests it
+//! waits for, sealed with HMAC-SHA256 (rmcp's `RequestStateCodec`) under the server's
+//! [`StateKey`], bound to the call (its tool and a digest of its arguments) and valid for
+//! [`STATE_TTL`]. A state that fails verification (changed, forged, expired, issued for
+//! another call or by a server with another key) is refused with invalid params (`-32602`).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, InputRequest, InputRequests, InputRequiredResult,
+    RequestStateCodec, SealOptions,
+};
+use rmcp::ErrorData;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::lock;
+
+/// How long a `requestState` may be echoed back: the user's time to answer.
+pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
+
+/// The id of the approval's input request.
+pub(crate) const APPROVAL: &str = "approval";
+
+/// The key that seals and opens `requestState`s: random for each process, or derived from
+/// the HTTP listener's bearer token, so that instances sharing a token (behind one load
+/// balancer) open each other's states.
+#[derive(Clone)]
+pub(crate) struct StateKey(RequestStateCodec);
+
+impl StateKey {
+    /// A key of 32 random bytes from the operating system.
+    pub(crate) fn random() -> Result<Self, getrandom::Error> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)?;
+        Ok(Self(RequestStateCodec::new_unchecked(key.to_vec())))
+    }
+
+    /// The key of every listener given `token`: SHA-256 of a label and the token.
+    pub(crate) fn from_token(token: &str) -> Self {
+        let mut hash = Sha256::new();
+        hash.update(b"toolhost/mcp/request-state/v1\0");
+        hash.update(token.as_bytes());
+        let key: [u8; 32] = hash.finalize().into();
+        Self(RequestStateCodec::new_unchecked(key.to_vec()))
+    }
+}
+
+/// What a `requestState` holds.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    /// Every answer so far, by input request id.
+    answers: BTreeMap<String, Value>,
+    /// The ids of the requests the client was asked in the last round.
+    asked: Vec<String>,
+}
+
+/// One round of a call of a 2026-07-28 client: the answers it brought, and what it is asked.
+pub(crate) struct RoundTrip {
+    answers: BTreeMap<String, Value>,
+    asked: Mutex<InputRequests>,
+    /// How many elicitations and samplings the tool asked so far in this round.
+    counts: Mutex<BTreeMap<&'static str, usize>>,
+    capabilities: ClientCapabilities,
+}
+
+impl RoundTrip {
+    /// The round of `request`: the answers of its verified `requestState` and, for the
+    /// requests that state was waiting for, its `inputResponses`.
+    pub(crate) fn begin(
+        key: &StateKey,
+        request: &CallToolRequestParams,
+        capabilities: ClientCapabilities,
+    ) -> Result<Self, ErrorData> {
+        let mut state = State::default();
+        if let Some(sealed) = &request.request_state {
+            let bound = binding(request);
+            state = key.0.open_json_with(sealed, &bound).map_err(|e| {
+                tracing::info!("tools/call {}: requestState refused: {e}", request.name);
+                ErrorData::invalid_params(
+                    "requestState failed verification (changed, expired, or issued for another call): call the tool again without requestState and inputResponses",
+                    None,
+                )
+            })?;
+        }
+        let mut answers = state.answers;
+        if let Some(responses) = &request.input_responses {
+            for id in &state.asked {
+                if let Some(answer) = responses.get(id) {
+                    answers.insert(id.clone(), answer.clone());
+                }
+            }
+        }
+        Ok(Self {
+            answers,
+            asked: Mutex::default(),
+            counts: Mutex::default(),
+            capabilities,
+        })
+    }
+
+    /// The client's answer to input request `id`, if it gave one.
+    pub(crate) fn answer(&self, id: &str) -> Option<&Value> {
+        self.answers.get(id)
+    }
+
+    /// The id of the next request of `kind` (`elicit-1`, `elicit-2`, ...): the tool asks in
+    /// the same order in every round.
+    pub(crate) fn next_id(&self, kind: &'static str) -> String {
+        let mut counts = lock(&self.counts);
+        let count = counts.entry(kind).or_insert(0);
+        *count += 1;
+        format!("{kind}-{count}")
+    }
+
+    /// Asks the client `request` (as `id`) in this round's `InputRequiredResult`.
+    pub(crate) fn ask(&self, id: String, request: InputRequest) {
+        lock(&self.asked).insert(id, request);
+    }
+
+    /// Whether anything was asked in this round.
+    pub(crate) fn asks(&self) -> bool {
+        !lock(&self.asked).is_empty()
+    }
+
+    /// Whether the client declared form elicitation.
+    pub(crate) fn elicits(&self) -> bool {
+        self.capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|e| e.form.is_some() || e.url.is_none())
+    }
+
+    /// Whether the client declared sampling.
+    pub(crate) fn samples(&self) -> bool {
+        #[allow(deprecated)] // sampling is deprecated by SEP-2577, and still in 2026-07-28
+        self.capabilities.sampling.is_some()
+    }
+
+    /// This round's `InputRequiredResult`: what was asked, and the state (every answer so
+    /// far, the ids asked) sealed for `request`.
+    pub(crate) fn input_required(
+        &self,
+        key: &StateKey,
+        request: &CallToolRequestParams,
+    ) -> Result<InputRequiredResult, ErrorData> {
+        let asked = std::mem::take(&mut *lock(&self.asked));
+        let state = State {
+            answers: self.answers.clone(),
+            asked: asked.keys().cloned().collect(),
+        };
+        let bound = binding(request);
+        let options = SealOptions::new().associated_data(&bound).ttl(STATE_TTL);
+        let sealed = key.0.seal_json_with(&state, &options).map_err(|e| {
+            ErrorData::internal_error(format!("sealing the requestState: {e}"), None)
+        })?;
+        Ok(InputRequiredResult::new(Some(asked), Some(sealed)))
+    }
+}
+
+/// What a state is bound to: the method, the tool as called and a digest of its arguments.
+fn binding(request: &CallToolRequestParams) -> Vec<u8> {
+    let args = serde_json::to_vec(&request.arguments).unwrap_or_default();
+    let digest: [u8; 32] = Sha256::digest(&args).into();
+    let mut bound = b"tools/call\0".to_vec();
+    bound.extend_from_slice(request.name.as_bytes());
+    bound.push(0);
+    bound.extend_from_slice(&digest);
+    bound
+}
+
+/// An input request from its method and params (`elicitation/create`,
+/// `sampling/createMessage`).
+pub(crate) fn input_request(method: &str, params: Value) -> Result<InputRequest, String> {
+    let request = serde_json::json!({"method": method, "params": params});
+    serde_json::from_value(request).map_err(|e| format!("{method}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(args: Value) -> CallToolRequestParams {
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        CallToolRequestParams::new("noop").with_arguments(args)
+    }
+
+    fn elicitation() -> InputRequest {
+        let params = json!({"mode": "form", "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}});
+        input_request("elicitation/create", params).unwrap()
+    }
+
+    #[test]
+    fn a_state_carries_the_answers_into_the_retry_of_the_same_call_only() {
+        let key = StateKey::random().unwrap();
+        let first = call(json!({"city": "Paris"}));
+        let round = RoundTrip::begin(&key, &first, ClientCapabilities::default()).unwrap();
+        assert!(round.answer(APPROVAL).is_none());
+        round.ask(APPROVAL.to_owned(), elicitation());
+        assert!(round.asks());
+        let result = round.input_required(&key, &first).unwrap();
+        let state = result.request_state.clone().unwrap();
+        let answer = json!({"action": "accept", "content": {"decision": "once"}});
+
+        let retry = call(json!({"city": "Paris"}))
+            .with_input_responses(BTreeMap::from([
+                (APPROVAL.to_owned(), answer.clone()),
+                ("unasked".to_owned(), json!(1)),
+            ]))
+            .with_request_state(state.clone());
+        let round = RoundTrip::begin(&key, &retry, ClientCapabilities::default()).unwrap();
+        assert_eq!(round.answer(APPROVAL), Some(&answer));
+        assert_eq!(round.answer("unasked"), None);
+
+        // The same state on another call, a changed state, another server's key: refused.
+        let other = call(json!({"city": "Rome"})).with_request_state(state.clone());
+        let mut changed = state.clone();
+        changed.insert(changed.len() / 2, 'x');
+        let changed = call(json!({"city": "Paris"})).with_request_state(changed);
+        let another_key = StateKey::from_token("tok");
+        for (key, request) in [(&key, &other), (&key, &changed), (&another_key, &retry)] {
+            let refused = RoundTrip::begin(key, request, ClientCapabilities::default());
+            let code = refused.err().map(|e| e.code);
+            assert_eq!(code, Some(rmcp::model::ErrorCode::INVALID_PARAMS));
+        }
+    }
+
+    #[test]
+    fn keys_from_one_token_open_each_others_states() {
+        let (a, b) = (StateKey::from_token("tok"), StateKey::from_token("tok"));
+        let request = call(json!({}));
+        let round = RoundTrip::begin(&a, &request, ClientCapabilities::default()).unwrap();
+        round.ask("elicit-1".to_owned(), elicitation());
+        let state = round.input_required(&a, &request).unwrap().request_state;
+        let retry = call(json!({})).with_request_state(state.unwrap());
+        assert!(RoundTrip::begin(&b, &retry, ClientCapabilities::default()).is_ok());
+    }
+
+    #[test]
+    fn requests_of_a_kind_are_numbered_in_order() {
+        let key = StateKey::random().unwrap();
+        let round = RoundTrip::begin(&key, &call(json!({})), ClientCapabilities::default());
+        let round = round.unwrap();
+        assert_eq!(round.next_id("elicit"), "elicit-1");
+        assert_eq!(round.next_id("sample"), "sample-1");
+        assert_eq!(round.next_id("elicit"), "elicit-2");
+    }
+}

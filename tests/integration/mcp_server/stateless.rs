@@ -1,0 +1,310 @@
+//! rmcp's client speaking MCP 2026-07-28 to `toolhost serve-mcp`, over stdio and streamable
+//! HTTP: `server/discover` instead of `initialize`, lists with caching hints, a call, a call
+//! whose approval comes back as an `InputRequiredResult` and is answered in the retry, a
+//! changed `requestState` refused, and `subscriptions/listen` told of a rebuilt plugin.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
+    ProtocolVersion, ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError};
+use serde_json::json;
+use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+
+use super::{audited_calls, root, HttpServer};
+
+/// A client of 2026-07-28 that declares form elicitation and approves each call once,
+/// keeping the questions it was asked.
+#[derive(Clone, Default)]
+struct Approving {
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Approving {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        ClientConfig::new(capabilities, Implementation::new("stateless-test", "1.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let answer = match message.ends_with("Approve?") {
+            true => json!({"decision": "once"}),
+            false => json!({"username": "ada", "email": "ada@example.com"}),
+        };
+        self.asked.lock().unwrap().push(message);
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(answer))
+    }
+}
+
+type Client = RunningService<RoleClient, Approving>;
+
+fn modern() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
+fn call(name: &str, args: serde_json::Value) -> CallToolRequestParams {
+    let serde_json::Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(args)
+}
+
+async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
+    // Discovered, not initialised: the version is 2026-07-28 and the server says who it is.
+    let server = client.peer_info().expect("server/discover's answer");
+    assert_eq!(server.protocol_version, ProtocolVersion::V_2026_07_28);
+    let name = server.server_info.as_ref().map(|i| i.name.clone());
+    assert_eq!(name.as_deref(), Some("toolhost"));
+    assert!(server.capabilities.tools.is_some(), "{server:?}");
+
+    // Lists in name order, fresh for 10 s, the same for every caller (no token).
+    let listed = client.list_tools(None).await.expect("tools/list");
+    let names: Vec<&str> = listed.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["echo", "governed", "noop", "versioned"]);
+    assert_eq!(listed.ttl_ms, Some(10_000), "{listed:?}");
+    assert_eq!(listed.cache_scope, Some(CacheScope::Public));
+    let prompts = client.list_prompts(None).await.expect("prompts/list");
+    assert_eq!(prompts.ttl_ms, Some(10_000));
+
+    let echoed = client
+        .call_tool(call("echo", json!({"text": "stateless"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(echoed.is_error, Some(false), "{echoed:?}");
+    let text = serde_json::to_value(&echoed.content).unwrap();
+    assert_eq!(text[0]["text"], r#"{"text":"stateless"}"#, "{text}");
+
+    // `noop`'s policy asks: the first answer is an InputRequiredResult with the approval form
+    // and a sealed requestState; rmcp's client answers it and retries.
+    let approved = client
+        .call_tool(call("noop", json!({"city": "Paris"})))
+        .await
+        .expect("tools/call with an approval");
+    assert_eq!(approved.is_error, Some(false), "{approved:?}");
+    let asked = approving.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains("'noop'") && asked[0].contains("Paris"),
+        "{asked:?}"
+    );
+    // The first round ran nothing: one record, the approved call.
+    let calls = audited_calls(root, "noop");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let last = calls.last().expect("noop's audit record");
+    assert_eq!(last["outcome"], "success", "{calls:?}");
+    assert_eq!(last["approval"]["source"], "user: approved once", "{last}");
+
+    // The same question, answered with a requestState that was changed on the way: refused
+    // with invalid params, and the tool does not run.
+    let first = client
+        .call_tool_once(call("noop", json!({"city": "Rome"})))
+        .await
+        .expect("tools/call once");
+    let CallToolResponse::InputRequired(input) = first else {
+        panic!("not an InputRequiredResult: {first:?}")
+    };
+    let requests = input.input_requests.as_ref().expect("inputRequests");
+    assert!(requests.contains_key("approval"), "{requests:?}");
+    let state = input.request_state.clone().expect("requestState");
+    let mut tampered = state.clone().into_bytes();
+    let middle = tampered.len() / 2;
+    tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let answers = || {
+        std::collections::BTreeMap::from([(
+            "approval".to_owned(),
+            json!({"action": "accept", "content": {"decision": "once"}}),
+        )])
+    };
+    let ran_before = audited_calls(root, "noop").len();
+    let refused = client
+        .call_tool_once(
+            call("noop", json!({"city": "Rome"}))
+                .with_input_responses(answers())
+                .with_request_state(tampered),
+        )
+        .await;
+    match refused {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
+            assert!(e.message.contains("requestState"), "{e:?}");
+        }
+        other => panic!("a changed requestState was not refused: {other:?}"),
+    }
+    // The state given for Rome does not approve a call to Oslo either.
+    let elsewhere = client
+        .call_tool_once(
+            call("noop", json!({"city": "Oslo"}))
+                .with_input_responses(answers())
+                .with_request_state(state.clone()),
+        )
+        .await;
+    assert!(
+        matches!(&elsewhere, Err(ServiceError::McpError(e)) if e.code == ErrorCode::INVALID_PARAMS),
+        "{elsewhere:?}"
+    );
+    assert_eq!(audited_calls(root, "noop").len(), ran_before);
+    // The state as given, with the answer: the call runs.
+    let answered = client
+        .call_tool_once(
+            call("noop", json!({"city": "Rome"}))
+                .with_input_responses(answers())
+                .with_request_state(state),
+        )
+        .await
+        .expect("the retry");
+    let CallToolResponse::Complete(answered) = answered else {
+        panic!("not a result: {answered:?}")
+    };
+    assert_eq!(answered.is_error, Some(false), "{answered:?}");
+
+    // subscriptions/listen: a rebuilt plugin is told on the listening request.
+    let filter = SubscriptionFilter::builder()
+        .tools_list_changed()
+        .prompts_list_changed()
+        .build();
+    let mut subscription = client.listen(filter).await.expect("subscriptions/listen");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    root.replace("usr/tools/versioned.so", Fixture::VersionedV2);
+    let told = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match subscription.next().await.expect("a notification") {
+                Some(ServerNotification::ToolListChangedNotification(_)) => return,
+                Some(_) => continue,
+                None => panic!("the subscription ended"),
+            }
+        }
+    })
+    .await;
+    assert!(
+        told.is_ok(),
+        "no tools/list_changed within 30 s of the rebuild"
+    );
+    subscription
+        .cancel()
+        .await
+        .expect("cancel the subscription");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_client_over_stdio_discovers_lists_calls_is_asked_and_listens() {
+    let root = root();
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command
+        .arg("--root")
+        .arg(root.path())
+        .arg("serve-mcp")
+        .env("TOOLHOST_FX_TIMEOUT", "60");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let approving = Approving::default();
+    let client = approving
+        .clone()
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover");
+    exercise(&client, &approving, &root).await;
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_client_over_http_discovers_lists_calls_is_asked_and_listens() {
+    let root = root();
+    // Stateless HTTP (no --sessions): nothing is kept between the rounds of a call.
+    let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_uri(server.url.clone());
+    let approving = Approving::default();
+    let client = approving
+        .clone()
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover");
+    exercise(&client, &approving, &root).await;
+    client.cancel().await.expect("close");
+}
+
+/// A tool's own question (`Context::elicit`) reaches a 2026-07-28 client in an
+/// `InputRequiredResult` (`elicit-1`); the retry runs the tool again, and its question gets
+/// the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_reaches_a_2026_07_28_client_through_the_round_trip() {
+    let root = TestRoot::new();
+    let asks = Fixture::ALL
+        .into_iter()
+        .find(|f| f.package() == "conformance-test-elicitation")
+        .expect("the conformance plugin's test_elicitation");
+    root.tool("usr", "test_elicitation", asks);
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let approving = Approving::default();
+    let client = approving
+        .clone()
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover");
+    let question = call("test_elicitation", json!({"message": "Who are you?"}));
+    let first = client
+        .call_tool_once(question.clone())
+        .await
+        .expect("tools/call once");
+    let CallToolResponse::InputRequired(input) = first else {
+        panic!("not an InputRequiredResult: {first:?}")
+    };
+    let asked: Vec<&String> = input
+        .input_requests
+        .as_ref()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    assert_eq!(asked, ["elicit-1"]);
+    let answered = client.call_tool(question).await.expect("tools/call");
+    assert_eq!(answered.is_error, Some(false), "{answered:?}");
+    let text = serde_json::to_string(&answered.content).unwrap();
+    assert!(
+        text.contains("accept") && text.contains("ada@example.com"),
+        "{text}"
+    );
+    assert_eq!(*approving.asked.lock().unwrap(), ["Who are you?"]);
+    client.cancel().await.expect("close");
+}
+
+/// A client of 2025-11-25 still initialises and gets no 2026-07-28 fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_client_is_served_as_before() {
+    let root = TestRoot::new();
+    root.tool("usr", "noop", Fixture::Noop);
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("legacy-test", "1.0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25);
+    let client = rmcp::ServiceExt::serve(info, transport)
+        .await
+        .expect("initialize");
+    let server = client.peer_info().expect("initialize's answer");
+    assert_eq!(server.protocol_version, ProtocolVersion::V_2025_11_25);
+    let listed = client.list_tools(None).await.expect("tools/list");
+    assert_eq!(listed.ttl_ms, None, "{listed:?}");
+    assert_eq!(listed.result_type, None, "{listed:?}");
+    client.cancel().await.expect("close");
+}

@@ -187,8 +187,8 @@ pub use layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 pub use load::{version_compatible, LoadStats};
 pub use load::{LoadError, LoadErrorKind, PrivateDirError};
 pub use model::{
-    Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
-    ScriptedModel, ToolProtocol, ToolSpec, Usage,
+    Delta, Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
+    Script, ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, ToolSandbox};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
@@ -200,4 +200,4 @@ pub use toolhost_reply::{
     parse_reply, read_reply, read_reply_with, Misformat, ToolRequest, MAX_REPLY_DEPTH,
 };
 pub use transcript::Session;
-pub use transcript::{HistoryMessage, LogItem, LogKind, Role, ToolCall};
+pub use transcript::{HistoryMessage, Image, LogItem, LogKind, Role, ToolCall};

@@ -205,6 +205,16 @@ impl ModelError {
     }
 }
 
+/// A piece of a reply as it streams in ([`Model::stream`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delta<'a> {
+    /// A piece of the reply's text.
+    Text(&'a str),
+    /// A piece of the model's reasoning, sent apart from the text (`reasoning_content`).
+    Reasoning(&'a str),
+}
+
 /// A language model: one required method.
 ///
 /// `reply` streams the reply's text through `chunk` as it arrives (the loop masks secrets in it
@@ -230,6 +240,20 @@ pub trait Model: Send + Sync {
         Box::pin(async move { reply.await.map(ModelReply::text) })
     }
 
+    /// Answers `request` with the whole reply, streaming both its text and its reasoning
+    /// through `delta` as they arrive, in the order they arrive. The message loop calls this;
+    /// by default it is [`respond`](Self::respond), its text as [`Delta::Text`].
+    fn stream<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        delta: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> ReplyFuture<'a> {
+        Box::pin(async move {
+            let mut text = |chunk: &str| delta(Delta::Text(chunk));
+            self.respond(request, &mut text).await
+        })
+    }
+
     /// How this model asks for tools. Default [`ToolProtocol::Json`].
     fn protocol(&self) -> ToolProtocol {
         ToolProtocol::Json
@@ -238,6 +262,14 @@ pub trait Model: Send + Sync {
     /// The model the requests ask for (the server's name for it), for the `chat {model}`
     /// span and the token metrics. Default `None`.
     fn model_name(&self) -> Option<&str> {
+        None
+    }
+
+    /// The most bytes of one tool answer that go to this model: the message loop cuts a
+    /// longer answer to it, with a note, and keeps it whole beside the session, so that one
+    /// runaway answer cannot overflow the model's context. `None` (the default): no bound
+    /// but the host's own (`[limits] max_output`).
+    fn max_tool_answer_bytes(&self) -> Option<usize> {
         None
     }
 }

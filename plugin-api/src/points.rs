@@ -77,6 +77,20 @@ pub const BEFORE_MAIN_LLM_CALL: &str = "before_main_llm_call";
 pub const TOOL_EXECUTE_ERROR: &str = "tool_execute_error";
 /// [`ProcessChainEnd`]'s name.
 pub const PROCESS_CHAIN_END: &str = "process_chain_end";
+/// [`UtilModelCallBefore`]'s name.
+pub const UTIL_MODEL_CALL_BEFORE: &str = "util_model_call_before";
+/// [`ResponseStreamChunk`]'s name.
+pub const RESPONSE_STREAM_CHUNK: &str = "response_stream_chunk";
+/// [`ResponseStream`]'s name.
+pub const RESPONSE_STREAM: &str = "response_stream";
+/// [`ResponseStreamEnd`]'s name.
+pub const RESPONSE_STREAM_END: &str = "response_stream_end";
+/// [`ReasoningStreamChunk`]'s name.
+pub const REASONING_STREAM_CHUNK: &str = "reasoning_stream_chunk";
+/// [`ReasoningStream`]'s name.
+pub const REASONING_STREAM: &str = "reasoning_stream";
+/// [`ReasoningStreamEnd`]'s name.
+pub const REASONING_STREAM_END: &str = "reasoning_stream_end";
 
 /// Declares one point type: the struct, its constructor and its [`Point`] impl.
 macro_rules! point {
@@ -282,6 +296,99 @@ point! {
     }
 }
 
+/// One message of a model request, as [`UtilModelCallBefore`] shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct CallMessage {
+    /// `user`, `ai`, `tool` or `warning`.
+    pub role: String,
+    /// Its text.
+    pub content: String,
+}
+
+impl CallMessage {
+    /// A message of `role` with `content`.
+    pub fn new(role: String, content: String) -> Self {
+        Self { role, content }
+    }
+}
+
+point! {
+    /// `util_model_call_before`: the very last look at a model request, after
+    /// `before_main_llm_call`, just before it is sent: the system prompt and every message of
+    /// history as sent (secret values masked). An extension may change `system` and the
+    /// `content` of each message, for this request only (the history keeps its text); a
+    /// message added or removed, or a changed `role`, is ignored. The host masks the texts
+    /// again.
+    UtilModelCallBefore = UTIL_MODEL_CALL_BEFORE {
+        /// The system prompt as it will be sent.
+        system: String,
+        /// The history as it will be sent, oldest first.
+        messages: Vec<CallMessage>,
+    }
+}
+
+point! {
+    /// `response_stream_chunk`: each piece of the model's reply text as it streams in
+    /// (secret values masked). An extension may change `chunk`, what is shown live; the
+    /// reply the loop reads and keeps is the model's.
+    ResponseStreamChunk = RESPONSE_STREAM_CHUNK {
+        /// The new piece.
+        chunk: String,
+        /// The reply so far, this piece included.
+        full: String,
+    }
+}
+
+point! {
+    /// `response_stream`: after each piece of the reply (`response_stream_chunk`), with the
+    /// reply so far. Read only.
+    ResponseStream = RESPONSE_STREAM {
+        /// The reply so far (secret values masked).
+        text: String,
+    }
+}
+
+point! {
+    /// `response_stream_end`: when the reply's stream ended (whole, broken off, or dropped by
+    /// an intervention). Read only.
+    ResponseStreamEnd = RESPONSE_STREAM_END {
+        /// The whole text that arrived (secret values masked).
+        text: String,
+    }
+}
+
+point! {
+    /// `reasoning_stream_chunk`: each piece of the model's reasoning as it streams in (servers
+    /// that send `reasoning_content` apart from the text; secret values masked). An extension
+    /// may change `chunk`. Reasoning goes to the log, never to the history.
+    ReasoningStreamChunk = REASONING_STREAM_CHUNK {
+        /// The new piece.
+        chunk: String,
+        /// The reasoning so far, this piece included.
+        full: String,
+    }
+}
+
+point! {
+    /// `reasoning_stream`: after each piece of reasoning (`reasoning_stream_chunk`), with the
+    /// reasoning so far. Read only.
+    ReasoningStream = REASONING_STREAM {
+        /// The reasoning so far (secret values masked).
+        text: String,
+    }
+}
+
+point! {
+    /// `reasoning_stream_end`: when the reply's stream ended, if any reasoning arrived. Read
+    /// only.
+    ReasoningStreamEnd = REASONING_STREAM_END {
+        /// The whole reasoning that arrived (secret values masked).
+        text: String,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +448,25 @@ mod tests {
             ToolExecuteError::new("t:m".into(), "timeout".into(), "slow".into()),
         );
         round_trip(json!({"result": null}), ProcessChainEnd::new(None));
+        round_trip(
+            json!({"system": "s", "messages": [{"role": "user", "content": "hi"}]}),
+            UtilModelCallBefore::new(
+                "s".into(),
+                vec![CallMessage::new("user".into(), "hi".into())],
+            ),
+        );
+        round_trip(
+            json!({"chunk": "b", "full": "ab"}),
+            ResponseStreamChunk::new("b".into(), "ab".into()),
+        );
+        round_trip(json!({"text": "ab"}), ResponseStream::new("ab".into()));
+        round_trip(json!({"text": "ab"}), ResponseStreamEnd::new("ab".into()));
+        round_trip(
+            json!({"chunk": "b", "full": "ab"}),
+            ReasoningStreamChunk::new("b".into(), "ab".into()),
+        );
+        round_trip(json!({"text": "ab"}), ReasoningStream::new("ab".into()));
+        round_trip(json!({"text": "ab"}), ReasoningStreamEnd::new("ab".into()));
         let args = json!({"q": 1}).as_object().unwrap().clone();
         round_trip(
             json!({"tool_name": "t", "args": {"q": 1}}),

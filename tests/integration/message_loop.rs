@@ -494,6 +494,8 @@ fn the_prompt_model_call_error_and_chain_end_points_fire_in_order() {
         "message_loop_prompts_before",
         "message_loop_prompts_after",
         "before_main_llm_call",
+        "util_model_call_before",
+        "response_stream_end",
         "tool_execute_error",
         "error_format",
         "process_chain_end",
@@ -519,6 +521,8 @@ fn the_prompt_model_call_error_and_chain_end_points_fire_in_order() {
         "message_loop_prompts_before",
         "message_loop_prompts_after",
         "before_main_llm_call",
+        "util_model_call_before",
+        "response_stream_end",
     ];
     let mut expected: Vec<&str> = iteration.to_vec();
     expected.extend(["tool_execute_error", "error_format"]);

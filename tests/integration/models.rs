@@ -203,6 +203,72 @@ fn reasoning_deltas_reach_the_log_and_not_the_history() {
 }
 
 #[test]
+fn the_stream_points_see_the_reply_and_the_reasoning_in_order() {
+    use toolhost_tests::fake_llm::{chunk, sse};
+    let server = FakeLlm::start();
+    let reply = request("response", json!({"text": "Four."}));
+    let mut events = vec![
+        chunk(json!({"role": "assistant"}), None),
+        chunk(json!({"reasoning_content": "Two and two "}), None),
+        chunk(json!({"reasoning_content": "make four."}), None),
+    ];
+    events.extend(text_events(&reply, None));
+    server.push(Answer::Stream(sse(&events)));
+    let root = root(&server, "");
+    for point in [
+        "response_stream_chunk",
+        "response_stream",
+        "response_stream_end",
+        "reasoning_stream_chunk",
+        "reasoning_stream",
+        "reasoning_stream_end",
+    ] {
+        root.extension("usr", point, "_50_model", Fixture::ModelExt);
+    }
+    let (result, agent, output) = run(&root, "2+2?");
+    assert_eq!(result.unwrap(), "Four.");
+    let list = |point: &str| -> Vec<Value> {
+        serde_json::from_value(agent.loop_data(point).unwrap_or_default()).unwrap_or_default()
+    };
+    let joined =
+        |items: Vec<Value>| -> String { items.iter().map(|c| c.as_str().unwrap()).collect() };
+    // Every piece, in order: together they are the reply; the text so far grows with each.
+    let chunks = list("response_stream_chunk");
+    assert!(chunks.len() > 5, "{chunks:?}");
+    assert_eq!(joined(chunks.clone()), reply);
+    let lengths: Vec<u64> = list("response_stream")
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(lengths.len(), chunks.len());
+    assert!(lengths.windows(2).all(|w| w[0] < w[1]), "{lengths:?}");
+    assert_eq!(*lengths.last().unwrap(), reply.len() as u64);
+    assert_eq!(agent.loop_data("response_stream_end"), Some(json!(reply)));
+    // The reasoning the same, apart from the text.
+    assert_eq!(
+        joined(list("reasoning_stream_chunk")),
+        "Two and two make four."
+    );
+    assert_eq!(list("reasoning_stream").len(), 2);
+    assert_eq!(
+        agent.loop_data("reasoning_stream_end"),
+        Some(json!("Two and two make four."))
+    );
+    // The extension changed what is shown live (upper case); the reply kept is the model's.
+    let shown: String = output
+        .lines()
+        .iter()
+        .filter(|(k, _)| matches!(k, OutputKind::ModelChunk | OutputKind::ModelEnd))
+        .map(|(_, text)| text.as_str())
+        .collect();
+    assert_eq!(shown, reply.to_uppercase());
+    let ai = agent.history().into_iter().find(|m| m.role == Role::Ai);
+    assert_eq!(ai.unwrap().content.as_str(), reply);
+    let history = format!("{:?}", agent.history());
+    assert!(!history.contains("make four"), "{history}");
+}
+
+#[test]
 fn split_lines_crlf_and_data_without_a_space_are_read() {
     let server = FakeLlm::start();
     let reply = request("response", json!({"text": "Split fine."}));
@@ -496,4 +562,183 @@ fn toolhost_chat_reports_a_plugin_added_during_the_chat_and_calls_it() {
     let asked = server.requests();
     let last = asked.last().expect("requests").body.to_string();
     assert!(last.contains("v1"), "{last}");
+}
+
+#[test]
+fn a_runaway_tool_answer_is_cut_to_the_models_context_and_kept_whole() {
+    let server = FakeLlm::start();
+    server.push(text_reply(
+        &request("echo:big", json!({"bytes": 1_000_000})),
+        None,
+    ));
+    server.push(text_reply(
+        &request("response", json!({"text": "Still here."})),
+        None,
+    ));
+    let root = root(&server, "context_tokens = 4096\nmax_tokens = 256");
+    let (agent, _) = root.agent("default");
+    let session = agent
+        .record_session(&root.path().join("usr/sessions"))
+        .unwrap();
+    let model = model(&root, &agent);
+    // Half of what 4,096 tokens leave for messages (3,840), at 3 bytes a token.
+    assert_eq!(
+        toolhost::Model::max_tool_answer_bytes(&model),
+        Some(1920 * 3)
+    );
+    let options = LoopOptions::default();
+    let result = toolhost_tests::block_on(agent.monologue(&model, "Echo a lot.", &options));
+    assert_eq!(result.unwrap(), "Still here.");
+    let sent = server.requests()[1].body["messages"].to_string();
+    assert!(sent.len() < 4096 * 3, "{}", sent.len());
+    assert!(
+        sent.contains("more bytes cut (of 1000000) to fit the model's context"),
+        "{sent}"
+    );
+    // The whole answer is beside the session, named in the note.
+    let result = agent
+        .history()
+        .into_iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    let file = result
+        .content
+        .as_str()
+        .split("session folder: ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(']')
+        .to_owned();
+    let whole = std::fs::read(session.join(file)).unwrap();
+    assert_eq!(whole.len(), 1_000_000);
+    // The bound is the model's: a call outside a monologue keeps the host's (64 KiB).
+    let r = toolhost_tests::block_on(agent.call_tool("echo:big", json!({"bytes": 100_000})));
+    assert!(r.unwrap().message.contains("more bytes cut (of 100000);"));
+}
+
+/// A root where `test_image_content` (the conformance plugin's image tool) is in profile
+/// `conformance`, and the model named in it is `fake` with `extra` lines.
+fn image_root(server: &FakeLlm, extra: &str) -> TestRoot {
+    let root = root(server, extra);
+    let profile = "plugins/conformance/agents/conformance";
+    root.tool(
+        profile,
+        "test_image_content",
+        Fixture::ConformanceTestImageContent,
+    );
+    let manifest = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../plugins/conformance/toolhost-plugin.toml"
+    );
+    root.write(
+        "plugins/conformance/toolhost-plugin.toml",
+        std::fs::read_to_string(manifest).unwrap(),
+    );
+    root
+}
+
+fn image_session(
+    extra: &str,
+) -> (
+    Vec<toolhost_tests::fake_llm::Recorded>,
+    Arc<Agent>,
+    TestRoot,
+) {
+    let server = FakeLlm::start();
+    let native = extra.contains("native");
+    match native {
+        true => server.push(tool_calls_reply(&[("call_i", "test_image_content", "{}")])),
+        false => server.push(text_reply(&request("test_image_content", json!({})), None)),
+    }
+    match native {
+        true => server.push(text_reply("A red pixel.", None)),
+        false => server.push(text_reply(
+            &request("response", json!({"text": "A red pixel."})),
+            None,
+        )),
+    }
+    let root = image_root(&server, extra);
+    let (agent, _) = root.agent("conformance");
+    agent
+        .record_session(&root.path().join("usr/sessions"))
+        .unwrap();
+    let model = model(&root, &agent);
+    let options = LoopOptions::default();
+    let result = toolhost_tests::block_on(agent.monologue(&model, "Show me.", &options));
+    assert_eq!(result.unwrap(), "A red pixel.");
+    (server.requests(), agent, root)
+}
+
+/// The red pixel the conformance tool returns.
+fn red_pixel() -> Vec<u8> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../plugins/conformance/agents/conformance/resources/red-pixel.png"
+    );
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn a_tools_image_goes_to_a_vision_model_as_an_image_part_and_stays_a_file() {
+    use base64::Engine;
+    let url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(red_pixel())
+    );
+    let image_part = json!({"type": "image_url", "image_url": {"url": url}});
+
+    // JSON protocol: the result's user message is its text, then the image.
+    let (requests, agent, root) = image_session("vision = true");
+    let last = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .cloned();
+    let parts = last.unwrap()["content"].as_array().cloned().unwrap();
+    assert_eq!(parts[0]["type"], "text");
+    let text = parts[0]["text"].as_str().unwrap();
+    assert!(text.contains("[image: image/png, "), "{text}");
+    assert_eq!(parts[1], image_part);
+    // The session names the file; the bytes are in it, never inline.
+    let sessions = root.path().join("usr/sessions");
+    let dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    assert!(!history.contains(&url[22..]), "{history}");
+    let image = agent
+        .history()
+        .into_iter()
+        .find(|m| !m.images.is_empty())
+        .unwrap();
+    let file = image.images[0].file.clone().unwrap();
+    assert!(history.contains(file.to_str().unwrap()), "{history}");
+    assert_eq!(std::fs::read(dir.join(file)).unwrap(), red_pixel());
+
+    // Native protocol: a `role: tool` message has text only; the image follows in a user
+    // message.
+    let (requests, _, _) = image_session("vision = true\ntool_protocol = \"native\"");
+    let messages = requests[1].body["messages"].as_array().cloned().unwrap();
+    let n = messages.len();
+    assert_eq!(messages[n - 2]["role"], "tool");
+    assert!(messages[n - 2]["content"].is_string());
+    assert_eq!(messages[n - 1]["role"], "user");
+    assert_eq!(messages[n - 1]["content"][1], image_part);
+
+    // Without vision the image is described in text only.
+    let (requests, _, _) = image_session("");
+    let last = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .cloned();
+    let content = last.unwrap()["content"].clone();
+    assert!(
+        content.as_str().unwrap().contains("[image: image/png, "),
+        "{content}"
+    );
+    assert!(!requests[1].text.contains("image_url"));
 }

@@ -54,7 +54,8 @@ fn toolhost_chat_with_a_real_model_gets_a_valid_tool_request_every_turn() {
         "usr/models.toml",
         format!(
             "[models.smol]\nbase_url = \"{}\"\nmodel = \"smollm2-135m\"\n\
-             structured_output = true\nmax_arg_chars = 40\nmax_tokens = 256\ntimeout_seconds = 600\ntemperature = 0\n",
+             structured_output = true\nmax_arg_chars = 40\nmax_tokens = 256\ntimeout_seconds = 600\ntemperature = 0\n\
+             context_tokens = 4096\n",
             server.url()
         ),
     );

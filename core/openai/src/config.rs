@@ -77,6 +77,17 @@ pub struct ModelConfig {
     /// at least 1.
     #[serde(default = "defaults::context_tokens")]
     pub context_tokens: u64,
+    /// The most tokens of one tool answer sent to the model: a longer answer is cut, with a
+    /// note, and kept whole in the session folder (`outputs/`), so that one runaway answer
+    /// cannot overflow the context. Default half of what the context leaves for messages
+    /// (`context_tokens` less the reply's room); at least 1. Tokens are counted as 3 bytes.
+    pub max_tool_answer_tokens: Option<u64>,
+    /// The model reads images: an image a tool returns goes to it as an image part
+    /// (`image_url` with a `data:` URL) of the message that carries the tool's result, or,
+    /// under the native protocol, of a user message right after the tool messages. Without
+    /// it, an image is described in text. Default false.
+    #[serde(default)]
+    pub vision: bool,
     /// Stream the reply (server-sent events). Default true.
     #[serde(default = "defaults::yes")]
     pub stream: bool,
@@ -443,11 +454,23 @@ impl ModelConfig {
         if let Some(max_tokens) = self.max_tokens {
             numbers::whole(max_tokens.into(), 1, u64::MAX).map_err(wrong("max_tokens", tokens))?;
         }
+        if let Some(answer) = self.max_tool_answer_tokens {
+            numbers::whole(answer.into(), 1, u64::MAX)
+                .map_err(wrong("max_tool_answer_tokens", tokens))?;
+        }
         if let Some(temperature) = self.temperature {
             numbers::finite(temperature, 0.0, 2.0)
                 .map_err(wrong("temperature", "a number from 0 to 2"))?;
         }
         Ok(())
+    }
+
+    /// The most tokens of one tool answer: `max_tool_answer_tokens`, else half of what the
+    /// context window leaves for messages.
+    pub fn tool_answer_tokens(&self) -> u64 {
+        self.max_tool_answer_tokens
+            .unwrap_or_else(|| crate::window::budget(self) / 2)
+            .max(1)
     }
 
     /// The API key, from `api_key_secret` (in `secrets`) or `api_key_env`; `None` when neither

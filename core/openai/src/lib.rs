@@ -55,7 +55,7 @@ use schema::Form;
 use stream::chain;
 use toolhost::Secrets;
 use toolhost::{
-    Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
+    Delta, Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
     ToolProtocol,
 };
 
@@ -166,7 +166,7 @@ impl OpenAiModel {
     async fn answer(
         &self,
         request: ModelRequest<'_>,
-        shown: &mut (dyn FnMut(&str) + Send),
+        shown: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<ModelReply, ModelError> {
         let form = self.form();
         let reply = self.complete(request, shown, form).await?;
@@ -221,7 +221,7 @@ impl OpenAiModel {
     async fn complete(
         &self,
         request: ModelRequest<'_>,
-        shown: &mut (dyn FnMut(&str) + Send),
+        shown: &mut (dyn FnMut(Delta<'_>) + Send),
         form: Option<Form>,
     ) -> Result<ModelReply, ModelError> {
         let body = request::body(&self.config, &request, form);
@@ -255,12 +255,20 @@ impl OpenAiModel {
             tokio::time::sleep(wait).await;
         };
         // What is shown live is masked as it arrives (the end held back while it could still
-        // become the key), and the rest once the reply is read.
+        // become the key), and the rest once the reply is read; the reasoning the same.
         let mut live = self.key_forms.stream();
-        let mut masked = |text: &str| {
-            let ready = live.push(text);
-            if !ready.is_empty() {
-                shown(&ready);
+        let mut live_reasoning = self.key_forms.stream();
+        let mut masked = |delta: Delta<'_>| {
+            let (stream, text) = match delta {
+                Delta::Text(text) => (&mut live, text),
+                Delta::Reasoning(text) => (&mut live_reasoning, text),
+                _ => return,
+            };
+            let ready = stream.push(text);
+            match (ready.is_empty(), delta) {
+                (true, _) => {}
+                (false, Delta::Reasoning(_)) => shown(Delta::Reasoning(&ready)),
+                (false, _) => shown(Delta::Text(&ready)),
             }
         };
         let (bounds, key) = (self.bounds(), &self.key_forms);
@@ -268,9 +276,13 @@ impl OpenAiModel {
             true => stream::read_events(response, &bounds, key, &mut masked).await,
             false => stream::read_body(response, &bounds, key, &mut masked).await,
         };
+        let rest = live_reasoning.finish();
+        if !rest.is_empty() {
+            shown(Delta::Reasoning(&rest));
+        }
         let rest = live.finish();
         if !rest.is_empty() {
-            shown(&rest);
+            shown(Delta::Text(&rest));
         }
         let mut reply = reply.map_err(|e| match e {
             ModelError::Broken { reason, partial } => ModelError::Broken {
@@ -372,6 +384,15 @@ impl OpenAiModel {
     }
 }
 
+/// The text pieces of a stream passed to `chunk`; the reasoning left out.
+fn text_only<'a>(chunk: &'a mut (dyn FnMut(&str) + Send)) -> impl FnMut(Delta<'_>) + Send + 'a {
+    move |delta| {
+        if let Delta::Text(text) = delta {
+            chunk(text);
+        }
+    }
+}
+
 /// The innermost source of an error.
 fn root_cause(error: &dyn std::error::Error) -> String {
     let mut cause = error;
@@ -403,7 +424,10 @@ impl Model for OpenAiModel {
         request: ModelRequest<'a>,
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ModelFuture<'a> {
-        Box::pin(async move { self.answer(request, chunk).await.map(|r| r.text) })
+        Box::pin(async move {
+            let mut text = text_only(chunk);
+            self.answer(request, &mut text).await.map(|r| r.text)
+        })
     }
 
     fn respond<'a>(
@@ -411,7 +435,24 @@ impl Model for OpenAiModel {
         request: ModelRequest<'a>,
         chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> ReplyFuture<'a> {
-        Box::pin(self.answer(request, chunk))
+        Box::pin(async move {
+            let mut text = text_only(chunk);
+            self.answer(request, &mut text).await
+        })
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        delta: &'a mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> ReplyFuture<'a> {
+        Box::pin(self.answer(request, delta))
+    }
+
+    fn max_tool_answer_bytes(&self) -> Option<usize> {
+        let tokens = self.config.tool_answer_tokens();
+        let bytes = tokens.saturating_mul(window::BYTES_PER_TOKEN);
+        Some(usize::try_from(bytes).unwrap_or(usize::MAX))
     }
 
     fn protocol(&self) -> ToolProtocol {

@@ -20,28 +20,65 @@ parallel. When you are done, call `response` with your final answer (a reply wit
 call is taken as the final answer).";
 
 /// One message as the server reads it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Wire {
     pub(crate) role: &'static str,
     pub(crate) content: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) tool_calls: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_call_id: Option<String>,
     /// A tool result: shortened first when the history is too long.
-    #[serde(skip)]
     pub(crate) tool_result: bool,
+    /// Images, as `data:` URLs: with any, `content` is sent as parts (its text, then one
+    /// `image_url` part each).
+    pub(crate) images: Vec<String>,
+}
+
+impl Serialize for Wire {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = out.serialize_map(None)?;
+        map.serialize_entry("role", self.role)?;
+        match self.images.is_empty() {
+            true => map.serialize_entry("content", &self.content)?,
+            false => {
+                let text = self.content.as_deref().filter(|t| !t.is_empty());
+                let text = text.map(|text| json!({"type": "text", "text": text}));
+                let images = self
+                    .images
+                    .iter()
+                    .map(|url| json!({"type": "image_url", "image_url": {"url": url}}));
+                let parts: Vec<Value> = text.into_iter().chain(images).collect();
+                map.serialize_entry("content", &parts)?;
+            }
+        }
+        if !self.tool_calls.is_empty() {
+            map.serialize_entry("tool_calls", &self.tool_calls)?;
+        }
+        if let Some(id) = &self.tool_call_id {
+            map.serialize_entry("tool_call_id", id)?;
+        }
+        map.end()
+    }
 }
 
 impl Wire {
-    fn new(role: &'static str, content: String) -> Self {
+    pub(crate) fn new(role: &'static str, content: String) -> Self {
         Self {
             role,
             content: Some(content),
             tool_calls: Vec::new(),
             tool_call_id: None,
             tool_result: false,
+            images: Vec::new(),
         }
+    }
+
+    /// The same message with the images of `message`, if the model sees images.
+    fn seeing(mut self, message: &HistoryMessage, vision: bool) -> Self {
+        if vision {
+            self.images = message.images.iter().map(|i| i.data_url()).collect();
+        }
+        self
     }
 
     fn result(role: &'static str, id: Option<String>, content: String) -> Self {
@@ -95,7 +132,7 @@ pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>, form: Optio
         false => Vec::new(),
     };
     let mut messages = vec![Wire::new("system", system)];
-    messages.extend(history(request.history, native));
+    messages.extend(history(request.history, native, config.vision));
     let tools_tokens = window::tokens(&serde_json::to_string(&tools).unwrap_or_default());
     window::fit(
         &mut messages,
@@ -149,7 +186,11 @@ pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>, form: Optio
 /// one `role: tool` message: the result marked with its id, else the next result or warning in
 /// order (the result of several calls, run as one `parallel`, is split into one per call); a
 /// call left without any gets a note.
-fn history(history: &[HistoryMessage], native: bool) -> Vec<Wire> {
+///
+/// With `vision`, a tool result's images go with it as image parts; a `role: tool` message
+/// cannot carry images, so under the native protocol they go in a user message right after
+/// the tool messages.
+fn history(history: &[HistoryMessage], native: bool, vision: bool) -> Vec<Wire> {
     let mut out = Vec::with_capacity(history.len());
     let mut pending: VecDeque<String> = VecDeque::new();
     for message in history {
@@ -169,16 +210,46 @@ fn history(history: &[HistoryMessage], native: bool) -> Vec<Wire> {
                 });
             }
             Role::Tool | Role::Warning if !pending.is_empty() => {
-                answer_calls(message, &mut pending, &mut out)
+                answer_calls(message, &mut pending, &mut out, vision)
             }
             role => {
                 flush(&mut pending, &mut out);
-                out.push(plain(role, message, content));
+                out.push(plain(role, message, content).seeing(message, vision));
             }
         }
     }
     flush(&mut pending, &mut out);
+    lift_images(out)
+}
+
+/// The images of `role: tool` messages moved to a user message after the run of tool
+/// messages they are in (the tool messages must follow their calls with nothing between).
+fn lift_images(messages: Vec<Wire>) -> Vec<Wire> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut lifted: Vec<String> = Vec::new();
+    for mut message in messages {
+        if message.role != "tool" && !lifted.is_empty() {
+            out.push(images_note(std::mem::take(&mut lifted)));
+        }
+        if message.role == "tool" {
+            lifted.append(&mut message.images);
+        }
+        out.push(message);
+    }
+    if !lifted.is_empty() {
+        out.push(images_note(lifted));
+    }
     out
+}
+
+/// A user message that carries the images of the tool results before it.
+fn images_note(images: Vec<String>) -> Wire {
+    let text = "(the images the tools above returned)".to_owned();
+    Wire {
+        images,
+        tool_result: true,
+        ..Wire::new("user", text)
+    }
 }
 
 /// A message outside native calls: tool results and warnings are the user's messages, as in
@@ -208,7 +279,12 @@ fn plain(role: Role, message: &HistoryMessage, content: String) -> Wire {
 /// A `parallel` result answers each call with its own entry, in order. When it has fewer
 /// entries than calls, its last entry says why the calls beyond the others were not run (more
 /// calls than [`toolhost::MAX_CALLS`]), and it answers each of them.
-fn answer_calls(message: &HistoryMessage, pending: &mut VecDeque<String>, out: &mut Vec<Wire>) {
+fn answer_calls(
+    message: &HistoryMessage,
+    pending: &mut VecDeque<String>,
+    out: &mut Vec<Wire>,
+    vision: bool,
+) {
     let results = message
         .additional
         .as_ref()
@@ -237,11 +313,8 @@ fn answer_calls(message: &HistoryMessage, pending: &mut VecDeque<String>, out: &
         }
         _ => pending.pop_front().unwrap_or_default(),
     };
-    out.push(Wire::result(
-        "tool",
-        Some(id),
-        message.content.as_str().to_owned(),
-    ));
+    let result = Wire::result("tool", Some(id), message.content.as_str().to_owned());
+    out.push(result.seeing(message, vision));
 }
 
 /// One call's entry of a `parallel` result: its message, or its state and error.
@@ -269,6 +342,7 @@ fn merge_users(messages: Vec<Wire>) -> Vec<Wire> {
                 let text = last.content.get_or_insert_with(String::new);
                 text.push_str("\n\n");
                 text.push_str(message.content.as_deref().unwrap_or_default());
+                last.images.extend(message.images);
             }
             _ => out.push(message),
         }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use toolhost::Secrets;
 use toolhost::ToolCall;
-use toolhost::{ModelError, ModelReply, Usage};
+use toolhost::{Delta, ModelError, ModelReply, Usage};
 
 use crate::sse::{SseError, SseReader};
 
@@ -58,7 +58,7 @@ impl Assembler {
     pub(crate) fn chunk(
         &mut self,
         data: &str,
-        shown: &mut (dyn FnMut(&str) + Send),
+        shown: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<(), ModelError> {
         let value: Value = serde_json::from_str(data).map_err(|e| {
             // Masked first, then cut: a cut through the key would leave its start in plain.
@@ -83,15 +83,16 @@ impl Assembler {
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 if !text.is_empty() {
                     self.text.push_str(text);
-                    shown(text);
+                    shown(Delta::Text(text));
                 }
             }
             let reasoning = delta
                 .get("reasoning_content")
                 .or_else(|| delta.get("reasoning"))
                 .and_then(Value::as_str);
-            if let Some(reasoning) = reasoning {
+            if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
                 self.reasoning.push_str(reasoning);
+                shown(Delta::Reasoning(reasoning));
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for (position, call) in calls.iter().enumerate() {
@@ -255,7 +256,7 @@ pub(crate) async fn read_events(
     response: reqwest::Response,
     bounds: &Bounds,
     key: &Secrets,
-    shown: &mut (dyn FnMut(&str) + Send),
+    shown: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<ModelReply, ModelError> {
     let mut body = Body::new(response, bounds);
     let mut reader = SseReader::new(bounds.max_event);
@@ -302,7 +303,7 @@ pub(crate) async fn read_body(
     response: reqwest::Response,
     bounds: &Bounds,
     key: &Secrets,
-    shown: &mut (dyn FnMut(&str) + Send),
+    shown: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<ModelReply, ModelError> {
     let mut reply = Assembler::masking(key);
     let mut body = Body::new(response, bounds);
@@ -364,7 +365,12 @@ mod tests {
         let mut shown = String::new();
         let mut reply = Assembler::default();
         for chunk in chunks {
-            if let Err(e) = reply.chunk(chunk, &mut |t| shown.push_str(t)) {
+            let mut show = |delta: Delta<'_>| {
+                if let Delta::Text(text) = delta {
+                    shown.push_str(text);
+                }
+            };
+            if let Err(e) = reply.chunk(chunk, &mut show) {
                 return (Err(e), shown);
             }
         }

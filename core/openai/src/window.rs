@@ -9,9 +9,16 @@ use super::request::Wire;
 /// Bytes of an old tool result kept when it is shortened.
 const KEPT: usize = 400;
 
+/// Bytes counted as one token.
+pub(crate) const BYTES_PER_TOKEN: u64 = 3;
+
+/// The tokens an image part is counted as (OpenAI counts 765 for a 1024x1024 image in
+/// detail; servers of local models differ).
+const IMAGE_TOKENS: u64 = 1000;
+
 /// The estimated tokens of `text`.
 pub(crate) fn tokens(text: &str) -> u64 {
-    text.len() as u64 / 3
+    text.len() as u64 / BYTES_PER_TOKEN
 }
 
 fn message_tokens(message: &Wire) -> u64 {
@@ -24,7 +31,8 @@ fn message_tokens(message: &Wire) -> u64 {
             40 + text("name") + text("arguments")
         })
         .sum();
-    4 + tokens(message.content.as_deref().unwrap_or_default()) + calls as u64 / 3
+    let images = message.images.len() as u64 * IMAGE_TOKENS;
+    4 + tokens(message.content.as_deref().unwrap_or_default()) + calls as u64 / 3 + images
 }
 
 fn total(messages: &[Wire]) -> u64 {
@@ -53,7 +61,9 @@ pub(crate) fn fit(messages: &mut Vec<Wire>, budget: u64) -> Option<String> {
             break;
         }
         let before = message_tokens(message);
-        if message.tool_result && shorten(message, KEPT, "an old tool result") {
+        let cut = message.tool_result && shorten(message, KEPT, "an old tool result");
+        let unseen = message.tool_result && leave_out_images(message);
+        if cut || unseen {
             total = total - before + message_tokens(message);
             shortened += 1;
         }
@@ -91,6 +101,20 @@ pub(crate) fn fit(messages: &mut Vec<Wire>, budget: u64) -> Option<String> {
     Some(what)
 }
 
+/// Leaves out a message's images, with a note; false if it had none.
+fn leave_out_images(message: &mut Wire) -> bool {
+    if message.images.is_empty() {
+        return false;
+    }
+    let count = message.images.len();
+    message.images.clear();
+    let text = message.content.get_or_insert_with(String::new);
+    text.push_str(&format!(
+        "\n[{count} images were left out to fit the model's context window]"
+    ));
+    true
+}
+
 /// Keeps the first `keep` bytes of a message's text and notes how much was cut.
 fn shorten(message: &mut Wire, keep: usize, what: &str) -> bool {
     let Some(text) = message.content.as_mut() else {
@@ -119,6 +143,7 @@ impl Wire {
             tool_calls: Vec::new(),
             tool_call_id: None,
             tool_result: false,
+            images: Vec::new(),
         }
     }
 }

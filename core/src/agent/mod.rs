@@ -33,6 +33,9 @@ struct State {
     usage: Usage,
     /// The first audit record this agent could not write.
     audit_failure: Option<crate::audit::AuditError>,
+    /// While a monologue runs: its model's bound on one tool answer
+    /// ([`Model::max_tool_answer_bytes`](crate::Model::max_tool_answer_bytes)).
+    model_answer_limit: Option<usize>,
 }
 
 /// An agent using a [`Host`]'s tools under one profile.

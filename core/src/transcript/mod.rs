@@ -37,6 +37,45 @@ pub struct HistoryMessage {
     /// holds one result per call, in the order of the calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// For a tool result: the images the tool returned, which a model that sees images
+    /// (`vision = true` in models.toml) gets as image parts. The session's files name each
+    /// by the file it was saved to, never its bytes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image a tool returned, kept with its tool result for models that see images.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Image {
+    /// Its MIME type (`image/png`).
+    pub mime_type: String,
+    /// Its bytes (in memory only: never written into the session's JSON).
+    #[serde(skip)]
+    pub data: std::sync::Arc<[u8]>,
+    /// The file it was saved to, relative to the session folder (`content/7-1.png`), if the
+    /// session is recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+}
+
+impl Image {
+    /// An image of `mime_type` with its bytes, saved as `file` (if it was).
+    pub fn new(mime_type: String, data: std::sync::Arc<[u8]>, file: Option<PathBuf>) -> Self {
+        Self {
+            mime_type,
+            data,
+            file,
+        }
+    }
+
+    /// The image as a `data:` URL (`data:image/png;base64,...`), as OpenAI-compatible servers
+    /// read an image part.
+    pub fn data_url(&self) -> String {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&self.data);
+        format!("data:{};base64,{encoded}", self.mime_type)
+    }
 }
 
 impl HistoryMessage {
@@ -49,6 +88,7 @@ impl HistoryMessage {
             additional: None,
             tool_calls: Masked::default(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 
@@ -71,6 +111,11 @@ impl HistoryMessage {
             tool_name: Some(tool_name.into()),
             ..self
         }
+    }
+
+    /// The same message, with the images of a tool's result.
+    pub fn with_images(self, images: Vec<Image>) -> Self {
+        Self { images, ..self }
     }
 
     /// The same message, with the tool calls the model made in it (native tool protocol).

@@ -2,19 +2,27 @@
 //! block after the message is described ([`Content::describe`]), and when the agent records a
 //! session the bytes of images, audio and binary resources are saved beside it
 //! (`content/<log id>-<n>.<subtype>`) and the description names the file, instead of the
-//! history holding them inline.
+//! history holding them inline. Images also stay with the tool result
+//! ([`HistoryMessage::images`](crate::HistoryMessage::images)), for models that see them.
 
 use std::path::{Path, PathBuf};
 
 use plugin_api::{Content, Response};
 
 use crate::agent::Agent;
+use crate::transcript::Image;
 
 impl Agent {
     /// The message of `response`, then each of its blocks on a line of its own, described;
-    /// the bytes of binary blocks saved beside the session, if one is recorded.
-    pub(crate) fn describe_content(&self, log_id: u64, response: &Response) -> String {
+    /// the bytes of binary blocks saved beside the session, if one is recorded. Also the
+    /// images, each with the file it was saved to.
+    pub(crate) fn describe_content(
+        &self,
+        log_id: u64,
+        response: &Response,
+    ) -> (String, Vec<Image>) {
         let mut whole = response.message.trim().to_owned();
+        let mut images = Vec::new();
         let session = self.transcript.session_dir();
         for (n, block) in response.content.iter().enumerate() {
             if !whole.is_empty() {
@@ -24,14 +32,17 @@ impl Agent {
             let saved = session
                 .as_deref()
                 .and_then(|dir| save_bytes(dir, log_id, n + 1, block));
-            if let Some(relative) = saved {
+            if let Some(relative) = &saved {
                 // Inside the closing bracket: `[image: image/png, 68 bytes, saved as ...]`.
                 line.pop();
                 line.push_str(&format!(", saved as {}]", relative.display()));
             }
+            if let Content::Image { data, mime_type } = block {
+                images.push(Image::new(mime_type.clone(), data.as_slice().into(), saved));
+            }
             whole.push_str(&line);
         }
-        whole
+        (whole, images)
     }
 }
 

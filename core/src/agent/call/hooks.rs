@@ -32,9 +32,12 @@ impl Agent {
     /// The default `after_execution`: records the sanitised result in history and the log:
     /// the message, then each content block described (`content.rs`: a model reads text only).
     pub(crate) fn default_after_execution(&self, call: &CallContext, response: &Response) {
-        let text = match response.content.is_empty() {
-            true => self.mask(sanitize(response.message.trim())),
-            false => self.mask(sanitize(&self.describe_content(call.log_id, response))),
+        let (text, images) = match response.content.is_empty() {
+            true => (self.mask(sanitize(response.message.trim())), Vec::new()),
+            false => {
+                let (text, images) = self.describe_content(call.log_id, response);
+                (self.mask(sanitize(&text)), images)
+            }
         };
         self.print(OutputKind::ToolResponse, || {
             format!(
@@ -52,7 +55,8 @@ impl Agent {
             // A call of `parallel` is reported in the combined result instead.
             let additional = response.additional.clone();
             let additional = additional.map(|a| self.host.secret_store().map(a));
-            let message = HistoryMessage::tool_result(call.tool_name.to_string(), text, additional);
+            let message = HistoryMessage::tool_result(call.tool_name.to_string(), text, additional)
+                .with_images(images);
             self.transcript.add_history(message);
         }
     }

@@ -1,7 +1,9 @@
 //! Long tool answers: what goes on to the model and the history is cut to
 //! [`HostOptions::max_output`](crate::HostOptions::max_output) bytes (else the profile's
 //! `[limits] max_output`, else [`DEFAULT_MAX_OUTPUT`]), with a note; the whole answer, masked,
-//! goes to the session's `outputs/` folder.
+//! goes to the session's `outputs/` folder. While a monologue runs, its model may bound an
+//! answer lower, to fit its context ([`Model::max_tool_answer_bytes`](crate::Model::max_tool_answer_bytes)):
+//! the same cut, its note saying why.
 //!
 //! The cut happens right after `execute`, before the `tool_execute_after` extensions, and on
 //! the answer as it crossed the library boundary: the host copies only the part it keeps, and
@@ -72,39 +74,62 @@ impl Agent {
         })
     }
 
-    /// The response, its message cut to the host's limit (see the module docs). An isolated
-    /// tool's answer was cut in its worker already: its whole text never reached the host,
-    /// so it is not saved, and the note says so.
+    /// While a monologue runs, its model's bound on one tool answer, in bytes.
+    pub(crate) fn model_answer_limit(&self) -> Option<usize> {
+        self.state().model_answer_limit
+    }
+
+    /// Sets (or clears, with `None`) the running monologue's model's bound.
+    pub(crate) fn set_model_answer_limit(&self, limit: Option<usize>) {
+        self.state().model_answer_limit = limit;
+    }
+
+    /// The response, its message cut to the host's limit, or lower to the model's (see the
+    /// module docs). An isolated tool's answer was cut in its worker already (to the host's
+    /// limit): its whole text never reached the host, so only what did is saved, and the
+    /// note says so.
     pub(crate) fn limit_output(
         &self,
         call: &CallContext,
         config: Option<&Config>,
         answer: Answer,
     ) -> Response {
-        let limit = self.output_limit(config);
+        let host_limit = self.output_limit(config);
+        let limit = self
+            .model_answer_limit()
+            .map_or(host_limit, |model| model.min(host_limit));
         let total = answer.total_len();
         let here = answer.message().len();
         if total <= limit {
             return answer.into_response(here);
         }
         let whole_here = here == total;
-        let saved = match whole_here {
+        let saved = match whole_here || here > limit {
             true => self.save_output(call.log_id, answer.message()),
             false => None,
         };
         let cut = floor_char_boundary(answer.message(), limit);
         let mut response = answer.into_response(cut);
         let rest = total - cut;
+        let why = match limit < host_limit {
+            true => " to fit the model's context (max_tool_answer_tokens in models.toml)",
+            false => "",
+        };
         let note = match saved {
+            Some(file) if whole_here => format!(
+                "\n[... {rest} more bytes cut (of {total}){why}; the whole answer is in the \
+                 session folder: {}]",
+                file.display()
+            ),
             Some(file) => format!(
-                "\n[... {rest} more bytes cut (of {total}); the whole answer is in the session \
-                 folder: {}]",
+                "\n[... {rest} more bytes cut (of {total}){why}; the first {here} bytes (the \
+                 tool's worker process cut the rest) are in the session folder: {}]",
                 file.display()
             ),
             None if !whole_here => {
                 format!("\n[... {rest} more bytes cut (of {total}) by the tool's worker process]")
             }
-            None => format!("\n[... {rest} more bytes cut (of {total})]"),
+            None => format!("\n[... {rest} more bytes cut (of {total}){why}]"),
         };
         response.message.push_str(&note);
         response

@@ -5,10 +5,12 @@
 //! history message, and a read-only point's data is never read back at all.
 
 use plugin_api::points::{
-    AgentInit, BeforeMainLlmCall, ErrorFormat, HistAddBefore, HistAddToolResult, MessageLoopEnd,
-    MessageLoopPromptsAfter, MessageLoopPromptsBefore, MessageLoopStart, MonologueEnd,
-    MonologueStart, Point, ProcessChainEnd, SystemPrompt, ToolExecuteAfter, ToolExecuteBefore,
-    ToolExecuteError, ToolOutputUpdate, TOOL_EXECUTE_BEFORE,
+    AgentInit, BeforeMainLlmCall, CallMessage, ErrorFormat, HistAddBefore, HistAddToolResult,
+    MessageLoopEnd, MessageLoopPromptsAfter, MessageLoopPromptsBefore, MessageLoopStart,
+    MonologueEnd, MonologueStart, Point, ProcessChainEnd, ReasoningStream, ReasoningStreamChunk,
+    ReasoningStreamEnd, ResponseStream, ResponseStreamChunk, ResponseStreamEnd, SystemPrompt,
+    ToolExecuteAfter, ToolExecuteBefore, ToolExecuteError, ToolOutputUpdate, UtilModelCallBefore,
+    TOOL_EXECUTE_BEFORE,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -46,7 +48,11 @@ read_only!(
     MessageLoopEnd,
     HistAddToolResult,
     ToolExecuteError,
-    ProcessChainEnd
+    ProcessChainEnd,
+    ResponseStream,
+    ResponseStreamEnd,
+    ReasoningStream,
+    ReasoningStreamEnd
 );
 
 /// Text parts: the strings of a list, in order (anything else in it is left out); no list
@@ -82,6 +88,40 @@ impl ReadBack for MessageLoopPromptsAfter {
 impl ReadBack for BeforeMainLlmCall {
     fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
         self.system = field(&mut changed, "system").unwrap_or(self.system);
+        Ok(self)
+    }
+}
+
+impl ReadBack for UtilModelCallBefore {
+    /// `system`, and the messages only if there are as many as were sent, each with its
+    /// text (a message left without text keeps the one sent).
+    fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
+        self.system = field(&mut changed, "system").unwrap_or(self.system);
+        if let Some(messages) = field::<Vec<Value>>(&mut changed, "messages") {
+            if messages.len() == self.messages.len() {
+                for (message, mut new) in self.messages.iter_mut().zip(messages) {
+                    let role: Option<String> = field(&mut new, "role");
+                    let content: Option<String> = field(&mut new, "content");
+                    if let (Some(role), Some(content)) = (role, content) {
+                        *message = CallMessage::new(role, content);
+                    }
+                }
+            }
+        }
+        Ok(self)
+    }
+}
+
+impl ReadBack for ResponseStreamChunk {
+    fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
+        self.chunk = field(&mut changed, "chunk").unwrap_or(self.chunk);
+        Ok(self)
+    }
+}
+
+impl ReadBack for ReasoningStreamChunk {
+    fn read_back(mut self, mut changed: Value) -> Result<Self, ToolError> {
+        self.chunk = field(&mut changed, "chunk").unwrap_or(self.chunk);
         Ok(self)
     }
 }

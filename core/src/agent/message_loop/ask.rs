@@ -10,10 +10,15 @@ use serde_json::{json, Map};
 use crate::agent::message_loop::error::LoopError;
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
-use crate::model::{Model, ModelError, ModelReply, ModelRequest};
+use crate::model::{Delta, Model, ModelError, ModelReply, ModelRequest};
+use crate::secrets::{MaskStream, Masked, Secrets};
 use crate::telemetry::ChatSpan;
-use crate::transcript::{LogKind, Role};
-use plugin_api::points::{BeforeMainLlmCall, MessageLoopPromptsAfter, MessageLoopPromptsBefore};
+use crate::transcript::{HistoryMessage, LogKind, Role};
+use plugin_api::points::{
+    BeforeMainLlmCall, CallMessage, MessageLoopPromptsAfter, MessageLoopPromptsBefore,
+    ReasoningStream, ReasoningStreamChunk, ReasoningStreamEnd, ResponseStream, ResponseStreamChunk,
+    ResponseStreamEnd, UtilModelCallBefore,
+};
 use toolhost_reply::parse_reply;
 use tracing::Instrument;
 
@@ -27,6 +32,32 @@ pub(crate) enum Asked {
     /// The reply broke off ([`ModelError::Broken`]): the part that arrived is in the log; this
     /// iteration fails and the loop asks again.
     Broken(ModelError),
+}
+
+/// What has streamed in so far.
+struct Live<'s> {
+    /// Masks the reply's text as it arrives (holding back what may be a secret's start).
+    text: MaskStream<'s>,
+    /// The same for the reasoning.
+    reasoning: MaskStream<'s>,
+    /// The text as received.
+    received: String,
+    /// The text so far, masked, as the stream points see it.
+    said: String,
+    /// The reasoning so far, masked.
+    thought: String,
+}
+
+impl<'s> Live<'s> {
+    fn new(secrets: &'s Secrets) -> Self {
+        Self {
+            text: secrets.stream(),
+            reasoning: secrets.stream(),
+            received: String::new(),
+            said: String::new(),
+            thought: String::new(),
+        }
+    }
 }
 
 impl Agent {
@@ -50,13 +81,14 @@ impl Agent {
             system.push_str("\n\n");
             system.push_str(&extra);
         }
-        let history = self.history();
+        let mut history = self.history();
         let system = self.mask(system);
         let last_look = || BeforeMainLlmCall::new(system.as_str().to_owned(), history.len() as u64);
         let system = match self.fire_lazy(last_look).await? {
             Some(changed) => self.mask(changed.system),
             None => system,
         };
+        let system = self.util_model_call_before(system, &mut history).await?;
         let tools = self.host.tool_specs(self.profile());
         let request = ModelRequest {
             system: &system,
@@ -64,37 +96,43 @@ impl Agent {
             tools: &tools,
         };
         let secrets = self.host.secrets();
-        let mut stream = secrets.stream();
-        let output = self.output.clone();
-        let streaming = output.enabled();
-        let mut received = String::new();
-        let result = {
-            let mut shown = |chunk: &str| {
-                received.push_str(chunk);
-                if streaming {
-                    let text = stream.push(chunk);
-                    if !text.is_empty() {
-                        output.print(OutputKind::ModelChunk, &text);
-                    }
-                }
+        let mut live = Live::new(&secrets);
+        // The model's pieces go through a channel to the extensions of the stream points
+        // (`live`), in the order they arrive, while the reply streams.
+        let (sender, mut pieces) = tokio::sync::mpsc::unbounded_channel();
+        let chat = ChatSpan::start(model.model_name());
+        let chat_span = chat.span().clone();
+        let asking = async move {
+            let mut send = move |delta: Delta<'_>| {
+                let piece = match delta {
+                    Delta::Text(text) => (false, text.to_owned()),
+                    Delta::Reasoning(text) => (true, text.to_owned()),
+                };
+                let _ = sender.send(piece);
             };
-            let chat = ChatSpan::start(model.model_name());
-            let reply = model
-                .respond(request, &mut shown)
-                .instrument(chat.span().clone());
-            let result = tokio::select! {
-                biased;
-                reply = reply => Some(reply),
-                () = self.intervention.stopped_or_interrupted() => None,
-            };
-            if let Some(result) = &result {
-                chat.ended(result.as_ref());
-            }
-            result
+            model.stream(request, &mut send).instrument(chat_span).await
         };
-        if streaming {
-            self.output.print(OutputKind::ModelEnd, &stream.finish());
-        }
+        let showing = async {
+            while let Some((reasoning, piece)) = pieces.recv().await {
+                self.streamed(&mut live, reasoning, &piece).await?;
+            }
+            Ok::<(), LoopError>(())
+        };
+        let result = tokio::select! {
+            biased;
+            (reply, shown) = async { tokio::join!(asking, showing) } => Some((reply, shown)),
+            () = self.intervention.stopped_or_interrupted() => None,
+        };
+        let received = self.stream_ended(live).await;
+        let result = match result {
+            Some((reply, shown)) => {
+                chat.ended(reply.as_ref());
+                shown?;
+                Some(reply)
+            }
+            None => None,
+        };
+        let received = received?;
         match result {
             Some(Ok(reply)) => {
                 self.record_reply(&reply).await?;
@@ -104,6 +142,117 @@ impl Agent {
             Some(Err(error)) => Err(error.into()),
             None => self.dropped(received).await,
         }
+    }
+
+    /// `util_model_call_before`: the last look at the request; changes apply to this request
+    /// only (see the point's docs).
+    async fn util_model_call_before(
+        self: &Arc<Self>,
+        system: Masked,
+        history: &mut [HistoryMessage],
+    ) -> Result<Masked, LoopError> {
+        let data = || {
+            let messages = history.iter().map(|m| {
+                CallMessage::new(m.role.as_str().to_owned(), m.content.as_str().to_owned())
+            });
+            UtilModelCallBefore::new(system.as_str().to_owned(), messages.collect())
+        };
+        let Some(changed) = self.fire_lazy(data).await? else {
+            return Ok(system);
+        };
+        if changed.messages.len() == history.len() {
+            for (message, new) in history.iter_mut().zip(changed.messages) {
+                if new.role == message.role.as_str() {
+                    message.content = self.mask(new.content);
+                }
+            }
+        }
+        Ok(self.mask(changed.system))
+    }
+
+    /// A piece of the reply (or of its reasoning) arrived: masked, through the
+    /// `*_stream_chunk` and `*_stream` points, then shown (text only).
+    async fn streamed(
+        self: &Arc<Self>,
+        live: &mut Live<'_>,
+        reasoning: bool,
+        piece: &str,
+    ) -> Result<(), LoopError> {
+        let (masked, full) = match reasoning {
+            true => (live.reasoning.push(piece), &mut live.thought),
+            false => {
+                live.received.push_str(piece);
+                (live.text.push(piece), &mut live.said)
+            }
+        };
+        if !masked.is_empty() {
+            self.stream_piece(reasoning, full, masked.into_inner(), true)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A masked piece: added to `full`, through the `*_stream_chunk` point (which may change
+    /// it) and the `*_stream` point, then, if `show`, shown (text only). Returns the piece as
+    /// changed, masked.
+    async fn stream_piece(
+        self: &Arc<Self>,
+        reasoning: bool,
+        full: &mut String,
+        piece: String,
+        show: bool,
+    ) -> Result<Masked, LoopError> {
+        full.push_str(&piece);
+        let piece = match reasoning {
+            true => {
+                let chunk = || ReasoningStreamChunk::new(piece.clone(), full.clone());
+                let piece = self.fire_lazy(chunk).await?.map_or(piece, |c| c.chunk);
+                self.fire_lazy(|| ReasoningStream::new(full.clone()))
+                    .await?;
+                piece
+            }
+            false => {
+                let chunk = || ResponseStreamChunk::new(piece.clone(), full.clone());
+                let piece = self.fire_lazy(chunk).await?.map_or(piece, |c| c.chunk);
+                self.fire_lazy(|| ResponseStream::new(full.clone())).await?;
+                piece
+            }
+        };
+        let piece = self.mask(piece);
+        if show && !reasoning && !piece.is_empty() && self.output.enabled() {
+            self.output.print(OutputKind::ModelChunk, &piece);
+        }
+        Ok(piece)
+    }
+
+    /// The stream ended (whole, broken off or dropped): the held-back ends through the
+    /// points, the line's end shown, then `response_stream_end` and, if any reasoning came,
+    /// `reasoning_stream_end`. Returns the text received (unmasked: the log masks it).
+    async fn stream_ended(self: &Arc<Self>, live: Live<'_>) -> Result<String, LoopError> {
+        let Live {
+            text,
+            reasoning,
+            received,
+            mut said,
+            mut thought,
+        } = live;
+        let rest = reasoning.finish().into_inner();
+        if !rest.is_empty() {
+            self.stream_piece(true, &mut thought, rest, false).await?;
+        }
+        let rest = text.finish().into_inner();
+        let rest = match rest.is_empty() {
+            true => Masked::default(),
+            false => self.stream_piece(false, &mut said, rest, false).await?,
+        };
+        if self.output.enabled() {
+            self.output.print(OutputKind::ModelEnd, &rest);
+        }
+        self.fire_lazy(|| ResponseStreamEnd::new(said)).await?;
+        if !thought.is_empty() {
+            self.fire_lazy(|| ReasoningStreamEnd::new(thought)).await?;
+        }
+        Ok(received)
     }
 
     /// The reply broke off: the part that arrived goes to the log, with the reason.

@@ -122,10 +122,13 @@ impl Agent {
         self.add_note(LogKind::User, "User message".to_owned(), message.to_owned());
         self.print(OutputKind::User, || format!("User: {message}"));
         let running = self.intervention.start_monologue();
+        // A tool's answer is bounded to what this model's context can take.
+        self.set_model_answer_limit(model.max_tool_answer_bytes());
         let result = match self.hist_add(Role::User, message.to_owned()).await {
             Ok(()) => self.iterate(model, options).await,
             Err(e) => Err(e),
         };
+        self.set_model_answer_limit(None);
         // Messages that arrived after the last checkpoint are kept, not lost.
         for late in running.end() {
             let heading = "User message (arrived after the loop ended)";

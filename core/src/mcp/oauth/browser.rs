@@ -172,3 +172,30 @@ fn open(url: &str) {
         eprintln!("(no browser could be opened with `{opener}`: open the URL yourself)");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_listener_answers_other_paths_and_returns_the_callback() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let loopback = Loopback::bind().await.unwrap();
+        let redirect = loopback.redirect_uri.clone();
+        assert!(redirect.starts_with("http://127.0.0.1:") && redirect.ends_with("/callback"));
+        let base = redirect.trim_end_matches("/callback").to_owned();
+        let browser = async move {
+            let client = reqwest::Client::new();
+            let other = client.get(format!("{base}/favicon.ico")).send().await.unwrap();
+            assert_eq!(other.status(), 404);
+            let back = client
+                .get(format!("{base}/callback?code=c1&state=s1"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(back.status(), 200);
+        };
+        let (found, ()) = tokio::join!(loopback.callback(), browser);
+        assert_eq!(found.unwrap(), format!("{redirect}?code=c1&state=s1"));
+    }
+}

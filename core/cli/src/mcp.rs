@@ -249,7 +249,10 @@ pub(crate) fn login(
         true => "no scopes named".to_owned(),
         false => format!("scopes: {}", signed.scopes.join(" ")),
     };
-    let file = signed.file.strip_prefix(host.root()).unwrap_or(&signed.file);
+    let file = signed
+        .file
+        .strip_prefix(host.root())
+        .unwrap_or(&signed.file);
     println!(
         "{name}: signed in ({}); the tokens are in {} (mode 0600)",
         shown(&scopes),

@@ -454,7 +454,9 @@ fn server<'a>(
             }
             let oauth = match get("oauth") {
                 None => Default::default(),
-                Some(p) => super::oauth::OAuthSettings::parse(&p.value).map_err(|e| (Some(p), e))?,
+                Some(p) => {
+                    super::oauth::OAuthSettings::parse(&p.value).map_err(|e| (Some(p), e))?
+                }
             };
             Transport::Http {
                 url: url.to_owned(),

@@ -115,7 +115,9 @@ pub(crate) async fn connect(
                 Ok(Ok(service)) => Ok(service),
                 Ok(Err(e)) if super::oauth::failure_line(&e.to_string()).is_some() => {
                     let e = e.to_string();
-                    Err(super::oauth::failure_line(&e).unwrap_or_default().to_owned())
+                    Err(super::oauth::failure_line(&e)
+                        .unwrap_or_default()
+                        .to_owned())
                 }
                 Ok(Err(e)) if e.to_string().to_lowercase().contains("auth required") => {
                     Err(format!(

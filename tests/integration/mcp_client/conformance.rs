@@ -9,15 +9,17 @@
 //! `test-tool`, with `TOOLHOST_MCP_LOGIN_FETCH=1`: the suite's authorization server approves
 //! without a person, so the browser step is a GET of the authorization URL that follows the
 //! redirect to the loopback listener, and a step-up in the middle of the call signs in the
-//! same way. Every scenario of the pinned suite for 2025-06-18 or 2025-11-25 runs, and
-//! `auth/client-credentials-basic` (an extension) too.
+//! same way. Every scenario of the pinned suite for 2025-06-18 or 2025-11-25 runs, and those
+//! of other versions that pass: `auth/client-credentials-basic` (extension: the machine's
+//! `"grant": "client_credentials"`), `auth/resource-mismatch`, `auth/offline-access-scope`,
+//! `auth/offline-access-not-supported` (draft) and `auth/2025-03-26-oauth-endpoint-fallback`.
 //!
-//! Not run here, with the suite's reason (its `specVersions`): `auth/2025-03-26-oauth-metadata-
-//! backcompat` and `auth/2025-03-26-oauth-endpoint-fallback` (2025-03-26 only),
-//! `auth/resource-mismatch`, `auth/offline-access-scope` and `auth/offline-access-not-supported`
-//! (draft), `auth/client-credentials-jwt` and `auth/cross-app-access-complete-flow`
-//! (extension: `private_key_jwt` client assertions and enterprise token exchange, which this
-//! client does not offer).
+//! Not run here, with the suite's reason (its `specVersions`) and what this client does:
+//! `auth/2025-03-26-oauth-metadata-backcompat` (2025-03-26 only; rmcp refuses its authorization
+//! server metadata, whose `issuer` has a path the server's URL has not: "issuer mismatch"),
+//! `auth/client-credentials-jwt` and `auth/cross-app-access-complete-flow` (extension:
+//! `private_key_jwt` client assertions and enterprise token exchange, which this client does
+//! not offer).
 
 use std::process::Command;
 
@@ -180,4 +182,8 @@ auth_scenarios! {
     conformance_auth_token_endpoint_auth_none: "auth/token-endpoint-auth-none",
     conformance_auth_pre_registration: "auth/pre-registration",
     conformance_auth_client_credentials_basic: "auth/client-credentials-basic",
+    conformance_auth_resource_mismatch: "auth/resource-mismatch",
+    conformance_auth_offline_access_scope: "auth/offline-access-scope",
+    conformance_auth_offline_access_not_supported: "auth/offline-access-not-supported",
+    conformance_auth_2025_03_26_oauth_endpoint_fallback: "auth/2025-03-26-oauth-endpoint-fallback",
 }

@@ -122,9 +122,16 @@ fn login_keeps_private_tokens_a_call_refreshes_them_and_none_is_shown() {
     }
     let issued = std::fs::read_to_string(root.path().join("issued.txt")).unwrap();
     let first: Vec<&str> = issued.lines().collect();
-    assert_eq!(first.len(), 3, "a client secret, an access and a refresh token: {issued}");
+    assert_eq!(
+        first.len(),
+        3,
+        "a client secret, an access and a refresh token: {issued}"
+    );
     let stored = std::fs::read_to_string(&file).unwrap();
-    assert!(first.iter().all(|t| stored.contains(t)), "the file keeps them");
+    assert!(
+        first.iter().all(|t| stored.contains(t)),
+        "the file keeps them"
+    );
 
     // The access token expires; the next command refreshes it and the call goes through.
     std::thread::sleep(Duration::from_secs(ACCESS_SECONDS + 1));
@@ -138,7 +145,10 @@ fn login_keeps_private_tokens_a_call_refreshes_them_and_none_is_shown() {
         "the call refreshed the token: {events}"
     );
     assert_eq!(
-        events.lines().filter(|l| *l == "authorization_code").count(),
+        events
+            .lines()
+            .filter(|l| *l == "authorization_code")
+            .count(),
         1,
         "no second sign-in: {events}"
     );
@@ -146,7 +156,10 @@ fn login_keeps_private_tokens_a_call_refreshes_them_and_none_is_shown() {
     let issued = std::fs::read_to_string(root.path().join("issued.txt")).unwrap();
     let all: Vec<&str> = issued.lines().collect();
     assert_eq!(all.len(), 5, "the refresh issued two tokens: {issued}");
-    assert!(all[3..].iter().all(|t| stored.contains(t)), "the file keeps the new tokens");
+    assert!(
+        all[3..].iter().all(|t| stored.contains(t)),
+        "the file keeps the new tokens"
+    );
 
     // Nothing the server issued shows in any output (debug logs included), the audit, the
     // session or any file of the root but the token file.
@@ -166,7 +179,10 @@ fn login_keeps_private_tokens_a_call_refreshes_them_and_none_is_shown() {
     );
     for token in &all {
         for (name, text) in &texts {
-            assert!(!text.contains(token), "{name} shows an issued token or secret:\n{text}");
+            assert!(
+                !text.contains(token),
+                "{name} shows an issued token or secret:\n{text}"
+            );
         }
     }
 }

@@ -61,7 +61,12 @@ impl Loopback {
 
     /// Sends `url` to the browser as `step` says, then waits (at most [`WAIT`]) for the
     /// redirect to `/callback`; the redirect's full URL (its query has the code and state).
-    pub(crate) async fn complete(self, server: &str, url: &str, step: BrowserStep) -> Result<String, String> {
+    pub(crate) async fn complete(
+        self,
+        server: &str,
+        url: &str,
+        step: BrowserStep,
+    ) -> Result<String, String> {
         let waited = async {
             match tokio::time::timeout(WAIT, self.callback()).await {
                 Ok(found) => found,
@@ -86,9 +91,11 @@ impl Loopback {
                         .redirect(reqwest::redirect::Policy::limited(10))
                         .build()
                         .map_err(|e| e.to_string())?;
-                    let answer = client.get(url).send().await.map_err(|e| {
-                        format!("fetching the authorization URL failed: {e}")
-                    })?;
+                    let answer = client
+                        .get(url)
+                        .send()
+                        .await
+                        .map_err(|e| format!("fetching the authorization URL failed: {e}"))?;
                     Ok::<_, String>(answer.status())
                 };
                 tokio::pin!(waited);
@@ -138,7 +145,10 @@ impl Loopback {
                 .to_owned();
             let is_callback = target == "/callback" || target.starts_with("/callback?");
             let (status, body) = match is_callback {
-                true => ("200 OK", "Signed in: you may close this tab and go back to toolhost."),
+                true => (
+                    "200 OK",
+                    "Signed in: you may close this tab and go back to toolhost.",
+                ),
                 false => ("404 Not Found", "Not the sign-in's callback."),
             };
             let answer = format!(
@@ -186,7 +196,11 @@ mod tests {
         let base = redirect.trim_end_matches("/callback").to_owned();
         let browser = async move {
             let client = reqwest::Client::new();
-            let other = client.get(format!("{base}/favicon.ico")).send().await.unwrap();
+            let other = client
+                .get(format!("{base}/favicon.ico"))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(other.status(), 404);
             let back = client
                 .get(format!("{base}/callback?code=c1&state=s1"))

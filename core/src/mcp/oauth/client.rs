@@ -145,7 +145,11 @@ impl OAuthHttp {
                 )));
             }
             state.sign_ins += 1;
-            let manager = state.signer.sign_in(Some(&challenge)).await.map_err(failed)?;
+            let manager = state
+                .signer
+                .sign_in(Some(&challenge))
+                .await
+                .map_err(failed)?;
             token = Some(manager.get_access_token().await?);
             state.manager = Some(manager);
         }

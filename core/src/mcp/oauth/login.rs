@@ -49,7 +49,9 @@ pub async fn login(
             .find(|e| e.message.starts_with(&format!("mcpServers.{server}:")));
         return Err(match mistake {
             Some(e) => e.to_string(),
-            None => format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)"),
+            None => {
+                format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)")
+            }
         });
     };
     let Transport::Http {

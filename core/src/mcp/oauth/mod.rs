@@ -43,7 +43,10 @@ pub(crate) fn signer(
     secrets: &Secrets,
     step: Option<BrowserStep>,
 ) -> Result<Option<Signer>, String> {
-    if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+    if headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+    {
         return Ok(None);
     }
     let mut settings = settings.clone();

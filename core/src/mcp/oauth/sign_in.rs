@@ -123,7 +123,9 @@ impl Signer {
             self.settings.client_id.clone(),
             self.settings.client_secret.clone(),
         ) else {
-            return Err("\"grant\": \"client_credentials\" needs client_id and client_secret".into());
+            return Err(
+                "\"grant\": \"client_credentials\" needs client_id and client_secret".into(),
+            );
         };
         let scopes = match self.settings.scopes.is_empty() {
             true => manager.select_scopes(None, &[]),
@@ -166,8 +168,8 @@ impl Signer {
             .unwrap_or(false);
         manager.set_metadata(resolution.metadata);
         let loopback = Loopback::bind().await?;
-        let mut request = AuthorizationRequest::new(loopback.redirect_uri.as_str())
-            .with_client_name(CLIENT_NAME);
+        let mut request =
+            AuthorizationRequest::new(loopback.redirect_uri.as_str()).with_client_name(CLIENT_NAME);
         // The configured scopes; else those the server asks for now, with those granted
         // before (a step-up keeps what it had); none when nothing names any.
         let mut scopes = self.settings.scopes.clone();

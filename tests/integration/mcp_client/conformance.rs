@@ -80,7 +80,12 @@ fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let checks = std::fs::read_dir(&out_dir)
+    // The results of `auth/x` are in `auth/x-<time>/`.
+    let results = match name.split_once('/') {
+        Some((group, _)) => out_dir.join(group),
+        None => out_dir,
+    };
+    let checks = std::fs::read_dir(&results)
         .unwrap_or_else(|e| panic!("no results ({e}): {report}"))
         .flatten()
         .map(|d| d.path().join("checks.json"))

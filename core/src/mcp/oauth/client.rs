@@ -75,7 +75,7 @@ impl OAuthHttp {
     async fn token(state: &mut State) -> Result<Option<String>, HttpError> {
         if !state.loaded {
             state.loaded = true;
-            state.manager = state.signer.from_store().await.map_err(failed)?;
+            state.manager = state.signer.stored().await.map_err(failed)?;
         }
         let Some(manager) = &state.manager else {
             return Ok(None);

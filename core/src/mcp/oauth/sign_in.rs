@@ -59,7 +59,7 @@ impl Signer {
     }
 
     /// The manager of the tokens in the file, if it holds any.
-    pub(crate) async fn from_store(&self) -> Result<Option<AuthorizationManager>, String> {
+    pub(crate) async fn stored(&self) -> Result<Option<AuthorizationManager>, String> {
         if !self.store.has_token() {
             return Ok(None);
         }

@@ -15,6 +15,7 @@ mod asks;
 mod config_cli;
 mod conformance;
 mod live_reload;
+mod oauth;
 mod over_http;
 mod rug_pull;
 mod slow;

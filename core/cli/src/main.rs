@@ -431,6 +431,22 @@ enum McpAction {
         /// The server's name in mcp.json.
         server: String,
     },
+    /// Sign in to SERVER (an HTTP server that asks for OAuth): the URL is opened in a browser
+    /// and printed, a listener on 127.0.0.1 takes the redirect, and the tokens are kept in
+    /// usr/mcp-tokens/SERVER.json (mode 0600, never printed). With "grant":
+    /// "client_credentials" in its "oauth" settings no browser is involved.
+    Login {
+        /// The server's name in mcp.json.
+        server: String,
+        /// Print the URL only; do not open a browser.
+        #[arg(long, conflicts_with = "fetch")]
+        no_browser: bool,
+        /// Fetch the URL with a plain GET that follows the redirects (headless use and tests,
+        /// for an authorization server that approves without a person; the environment
+        /// variable TOOLHOST_MCP_LOGIN_FETCH=1 does the same for every command).
+        #[arg(long)]
+        fetch: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -663,6 +679,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             action: Some(McpAction::Approve { server }),
             ..
         } => mcp::approve(&host()?, &profile, &server),
+        Command::Mcp {
+            profile,
+            action:
+                Some(McpAction::Login {
+                    server,
+                    no_browser,
+                    fetch,
+                }),
+            ..
+        } => mcp::login(&host()?, &profile, &server, no_browser, fetch),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;

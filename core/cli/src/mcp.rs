@@ -204,3 +204,59 @@ pub(crate) fn approve(host: &Host, profile: &str, name: &str) -> Result<ExitCode
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `toolhost mcp login SERVER`: signs in anew; says what was granted, never the tokens.
+pub(crate) fn login(
+    host: &Host,
+    profile: &str,
+    name: &str,
+    no_browser: bool,
+    fetch: bool,
+) -> Result<ExitCode> {
+    check_profile(host, profile)?;
+    use toolhost::mcp::oauth::BrowserStep;
+    let step = match (fetch, no_browser) {
+        (true, _) => BrowserStep::Fetch,
+        (false, _) if BrowserStep::from_env().is_some() => BrowserStep::Fetch,
+        (false, true) => BrowserStep::Print,
+        (false, false) => BrowserStep::Open,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let secrets = host.secrets();
+    let signed = runtime.block_on(toolhost::mcp::oauth::login(
+        host.layout(),
+        profile,
+        name,
+        &secrets,
+        host.options().max_text_bytes,
+        step,
+    ));
+    let signed = match signed {
+        Ok(signed) => signed,
+        Err(e) => {
+            eprintln!("error: {name}: {}", shown(&toolhost::mask_log_line(&e)));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if !signed.asked {
+        println!("{name}: answered without asking to sign in; nothing stored");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let scopes = match signed.scopes.is_empty() {
+        true => "no scopes named".to_owned(),
+        false => format!("scopes: {}", signed.scopes.join(" ")),
+    };
+    let file = signed
+        .file
+        .strip_prefix(host.root())
+        .unwrap_or(&signed.file);
+    println!(
+        "{name}: signed in ({}); the tokens are in {} (mode 0600)",
+        shown(&scopes),
+        file.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -46,6 +46,11 @@ pub enum Transport {
         url: String,
         /// Headers sent with each request (placeholders filled in when it connects).
         headers: BTreeMap<String, String>,
+        /// Its `oauth` settings ([`super::oauth`]): used when it asks to sign in and no
+        /// `Authorization` header is given.
+        oauth: super::oauth::OAuthSettings,
+        /// Its token file (`usr/mcp-tokens/<server>.json`).
+        tokens: PathBuf,
     },
 }
 
@@ -115,6 +120,7 @@ pub const ENTRY_KEYS: &[&str] = &[
     "type",
     "disabled",
     "description",
+    "oauth",
 ];
 
 /// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor) or
@@ -419,7 +425,7 @@ fn server<'a>(
                 let message = "\"command\" must be a non-empty string".to_owned();
                 return Err((Some(p), message));
             }
-            for key in ["headers"] {
+            for key in ["headers", "oauth"] {
                 if let Some(p) = get(key) {
                     let message =
                         format!("\"{key}\" is for a server with a \"url\", not a \"command\"");
@@ -446,9 +452,19 @@ fn server<'a>(
                     return Err((Some(p), message));
                 }
             }
+            let oauth = match get("oauth") {
+                None => Default::default(),
+                Some(p) => {
+                    super::oauth::OAuthSettings::parse(&p.value).map_err(|e| (Some(p), e))?
+                }
+            };
             Transport::Http {
                 url: url.to_owned(),
                 headers: string_map(get("headers"), "headers")?,
+                oauth,
+                tokens: root
+                    .join(super::oauth::TOKENS_DIR)
+                    .join(format!("{name}.json")),
             }
         }
         (None, None) => {

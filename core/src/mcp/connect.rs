@@ -86,14 +86,39 @@ pub(crate) async fn connect(
                 )),
             }
         }
-        Transport::Http { url, headers } => {
+        Transport::Http {
+            url,
+            headers,
+            oauth,
+            tokens,
+        } => {
             let url = &interpolated(url, "url")?;
-            let config = http_config(url, headers, secrets)?;
+            let http = http_config(url, headers, secrets)?;
             // HTTPS through rustls with ring (installed once; a provider set earlier stays).
             let _ = rustls::crypto::ring::default_provider().install_default();
-            let transport = StreamableHttpClientTransport::from_config(config);
-            match tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await {
+            // Without a fixed Authorization header, a server that asks to sign in gets OAuth.
+            let step = super::oauth::BrowserStep::from_env();
+            let signer =
+                super::oauth::signer(&config.name, url, headers, oauth, tokens, secrets, step)?;
+            let served = match signer {
+                Some(signer) => {
+                    let client = super::oauth::OAuthHttp::new(reqwest::Client::default(), signer);
+                    let transport = StreamableHttpClientTransport::with_client(client, http);
+                    tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
+                }
+                None => {
+                    let transport = StreamableHttpClientTransport::from_config(http);
+                    tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
+                }
+            };
+            match served {
                 Ok(Ok(service)) => Ok(service),
+                Ok(Err(e)) if super::oauth::failure_line(&e.to_string()).is_some() => {
+                    let e = e.to_string();
+                    Err(super::oauth::failure_line(&e)
+                        .unwrap_or_default()
+                        .to_owned())
+                }
                 Ok(Err(e)) if e.to_string().to_lowercase().contains("auth required") => {
                     Err(format!(
                         "{url} refused the credentials (HTTP 401): check the Authorization header \

@@ -8,7 +8,8 @@
 //! - `ask.rs`: a server's form (`elicitation/create`) for the person behind the call;
 //! - `tool.rs`: one tool, its metadata and breaker;
 //! - `call.rs`: one governed call of a tool (progress, cancellation, the result);
-//! - `pins.rs`: the tool definitions approved (`usr/mcp-tools.lock`), against rug pulls.
+//! - `pins.rs`: the tool definitions approved (`usr/mcp-tools.lock`), against rug pulls;
+//! - `oauth/`: OAuth 2.1 for HTTP servers that ask to sign in (`toolhost mcp login`).
 //!
 //! Servers run on a runtime of their own (one thread), so they outlive the runtime of any
 //! caller and start in the background as soon as the host (or an agent of a profile) exists.
@@ -21,6 +22,7 @@ mod child;
 pub mod config;
 mod connect;
 mod handler;
+pub mod oauth;
 pub mod pins;
 mod server;
 mod tool;

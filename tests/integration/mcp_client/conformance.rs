@@ -3,11 +3,23 @@
 //! argument, which points `usr/mcp.json` at that URL and runs the `toolhost` command the
 //! scenario needs (`MCP_CONFORMANCE_SCENARIO` names it).
 //!
-//! Not run here, with the reason: the `auth/*` scenarios (this client has no OAuth yet: it
-//! sends a fixed bearer header at most), and those the pinned suite marks for other protocol
-//! versions than 2025-06-18 and 2025-11-25 (`auth/2025-03-26-*`: 2025-03-26; `auth/resource-
-//! mismatch`, `auth/offline-access-*`: draft; `auth/client-credentials-*`,
-//! `auth/cross-app-access-complete-flow`: extension).
+//! The `auth/*` scenarios: the driver writes the server's `oauth` settings (the client ID
+//! metadata document's URL the suite accepts, and the pre-registered client the scenario's
+//! context gives, if any), runs `toolhost mcp login conf` and then calls the server's
+//! `test-tool`, with `TOOLHOST_MCP_LOGIN_FETCH=1`: the suite's authorization server approves
+//! without a person, so the browser step is a GET of the authorization URL that follows the
+//! redirect to the loopback listener, and a step-up in the middle of the call signs in the
+//! same way. Every scenario of the pinned suite for 2025-06-18 or 2025-11-25 runs, and those
+//! of other versions that pass: `auth/client-credentials-basic` (extension: the machine's
+//! `"grant": "client_credentials"`), `auth/resource-mismatch`, `auth/offline-access-scope`,
+//! `auth/offline-access-not-supported` (draft) and `auth/2025-03-26-oauth-endpoint-fallback`.
+//!
+//! Not run here, with the suite's reason (its `specVersions`) and what this client does:
+//! `auth/2025-03-26-oauth-metadata-backcompat` (2025-03-26 only; rmcp refuses its authorization
+//! server metadata, whose `issuer` has a path the server's URL has not: "issuer mismatch"),
+//! `auth/client-credentials-jwt` and `auth/cross-app-access-complete-flow` (extension:
+//! `private_key_jwt` client assertions and enterprise token exchange, which this client does
+//! not offer).
 
 use std::process::Command;
 
@@ -25,6 +37,20 @@ case "$MCP_CONFORMANCE_SCENARIO" in
   elicitation-sep1034-client-defaults)
     exec "$TOOLHOST" --root "$ROOT" $YES call conf.test_client_elicitation_defaults ;;
   sse-retry) exec "$TOOLHOST" --root "$ROOT" call conf.test_reconnection ;;
+  auth/*)
+    "$NODE" -e '
+      const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+      const oauth = {client_metadata_url: "https://conformance-test.local/client-metadata.json"};
+      if (ctx.client_id) oauth.client_id = ctx.client_id;
+      if (ctx.client_secret) oauth.client_secret = ctx.client_secret;
+      if (process.env.MCP_CONFORMANCE_SCENARIO.startsWith("auth/client-credentials"))
+        oauth.grant = "client_credentials";
+      const file = {mcpServers: {conf: {url: process.argv[2], oauth}}};
+      require("fs").writeFileSync(process.argv[1], JSON.stringify(file));
+    ' "$ROOT/usr/mcp.json" "$url"
+    export TOOLHOST_MCP_LOGIN_FETCH=1
+    "$TOOLHOST" --root "$ROOT" mcp login conf || exit 1
+    exec "$TOOLHOST" --root "$ROOT" call conf.test-tool --args '{}' ;;
   *) echo "no step for scenario $MCP_CONFORMANCE_SCENARIO" >&2; exit 2 ;;
 esac
 "#;
@@ -44,6 +70,7 @@ fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
         .arg(&out_dir)
         .env("ROOT", root.path())
         .env("TOOLHOST", toolhost_tests::toolhost_bin())
+        .env("NODE", peers::node22())
         .env("NO_COLOR", "1")
         .env("YES", if yes { "--yes" } else { "" })
         .output()
@@ -53,7 +80,12 @@ fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let checks = std::fs::read_dir(&out_dir)
+    // The results of `auth/x` are in `auth/x-<time>/`.
+    let results = match name.split_once('/') {
+        Some((group, _)) => out_dir.join(group),
+        None => out_dir,
+    };
+    let checks = std::fs::read_dir(&results)
         .unwrap_or_else(|e| panic!("no results ({e}): {report}"))
         .flatten()
         .map(|d| d.path().join("checks.json"))
@@ -127,4 +159,36 @@ fn a_form_no_one_can_answer_is_declined_with_the_reason() {
         report.contains("declined, no one can answer here (not on a terminal; --yes sends a form whose required fields all have defaults)"),
         "{report}"
     );
+}
+
+/// One test per `auth/*` scenario (see the module's documentation).
+macro_rules! auth_scenarios {
+    ($($test:ident: $name:literal,)*) => {$(
+        #[test]
+        fn $test() {
+            passes($name);
+        }
+    )*};
+}
+
+auth_scenarios! {
+    conformance_auth_metadata_default: "auth/metadata-default",
+    conformance_auth_metadata_var1: "auth/metadata-var1",
+    conformance_auth_metadata_var2: "auth/metadata-var2",
+    conformance_auth_metadata_var3: "auth/metadata-var3",
+    conformance_auth_basic_cimd: "auth/basic-cimd",
+    conformance_auth_scope_from_www_authenticate: "auth/scope-from-www-authenticate",
+    conformance_auth_scope_from_scopes_supported: "auth/scope-from-scopes-supported",
+    conformance_auth_scope_omitted_when_undefined: "auth/scope-omitted-when-undefined",
+    conformance_auth_scope_step_up: "auth/scope-step-up",
+    conformance_auth_scope_retry_limit: "auth/scope-retry-limit",
+    conformance_auth_token_endpoint_auth_basic: "auth/token-endpoint-auth-basic",
+    conformance_auth_token_endpoint_auth_post: "auth/token-endpoint-auth-post",
+    conformance_auth_token_endpoint_auth_none: "auth/token-endpoint-auth-none",
+    conformance_auth_pre_registration: "auth/pre-registration",
+    conformance_auth_client_credentials_basic: "auth/client-credentials-basic",
+    conformance_auth_resource_mismatch: "auth/resource-mismatch",
+    conformance_auth_offline_access_scope: "auth/offline-access-scope",
+    conformance_auth_offline_access_not_supported: "auth/offline-access-not-supported",
+    conformance_auth_2025_03_26_oauth_endpoint_fallback: "auth/2025-03-26-oauth-endpoint-fallback",
 }

@@ -1,0 +1,215 @@
+//! The browser step of a sign-in: a listener on a loopback address (`127.0.0.1`, a port the
+//! system picks) that takes the authorization server's redirect with the code, and the way
+//! the authorization URL reaches a browser.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// The environment variable that makes every sign-in fetch the authorization URL itself
+/// ([`BrowserStep::Fetch`]): for headless machines whose authorization server approves
+/// without a person, and for tests. It also lets a command other than `login` sign in when
+/// a server asks (a step-up to more scopes in the middle of a `call`).
+pub const FETCH_ENV: &str = "TOOLHOST_MCP_LOGIN_FETCH";
+
+/// How long a sign-in waits for the browser to come back.
+pub const WAIT: Duration = Duration::from_secs(300);
+
+/// How the authorization URL reaches a browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrowserStep {
+    /// Printed on standard error and opened in the desktop's browser (`xdg-open`, `open`).
+    Open,
+    /// Printed only: the person opens it (on this machine, since the redirect comes back to
+    /// its loopback address).
+    Print,
+    /// Fetched with a plain GET that follows the redirects to the loopback listener: for an
+    /// authorization server that approves without a person (headless use, tests).
+    Fetch,
+}
+
+impl BrowserStep {
+    /// [`Fetch`](Self::Fetch) when [`FETCH_ENV`] is `1`, else `None`: a command that is not
+    /// `login` cannot ask a person to sign in.
+    pub fn from_env() -> Option<Self> {
+        match std::env::var(FETCH_ENV).as_deref() {
+            Ok("1") => Some(Self::Fetch),
+            _ => None,
+        }
+    }
+}
+
+/// The loopback listener of one sign-in.
+pub(crate) struct Loopback {
+    listener: TcpListener,
+    /// `http://127.0.0.1:PORT/callback`.
+    pub(crate) redirect_uri: String,
+}
+
+impl Loopback {
+    pub(crate) async fn bind() -> Result<Self, String> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| format!("cannot listen on 127.0.0.1 for the sign-in's redirect: {e}"))?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        Ok(Self {
+            listener,
+            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
+        })
+    }
+
+    /// Sends `url` to the browser as `step` says, then waits (at most [`WAIT`]) for the
+    /// redirect to `/callback`; the redirect's full URL (its query has the code and state).
+    pub(crate) async fn complete(
+        self,
+        server: &str,
+        url: &str,
+        step: BrowserStep,
+    ) -> Result<String, String> {
+        let waited = async {
+            match tokio::time::timeout(WAIT, self.callback()).await {
+                Ok(found) => found,
+                Err(_) => Err(format!(
+                    "no sign-in came back within {} s (the browser is sent to {})",
+                    WAIT.as_secs(),
+                    self.redirect_uri
+                )),
+            }
+        };
+        match step {
+            BrowserStep::Open | BrowserStep::Print => {
+                eprintln!("To sign in to MCP server '{server}', open this URL in a browser on this machine:\n  {url}");
+                if step == BrowserStep::Open {
+                    open(url);
+                }
+                waited.await
+            }
+            BrowserStep::Fetch => {
+                let fetch = async {
+                    let client = reqwest::Client::builder()
+                        .redirect(reqwest::redirect::Policy::limited(10))
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    let answer = client
+                        .get(url)
+                        .send()
+                        .await
+                        .map_err(|e| format!("fetching the authorization URL failed: {e}"))?;
+                    Ok::<_, String>(answer.status())
+                };
+                tokio::pin!(waited);
+                let fetched = tokio::select! {
+                    found = &mut waited => return found,
+                    fetched = fetch => fetched,
+                };
+                let status = fetched?;
+                match tokio::time::timeout(Duration::from_secs(2), waited).await {
+                    Ok(found) => found,
+                    Err(_) => Err(format!(
+                        "the authorization URL answered HTTP {status} without sending the browser \
+                         back (it needs a person: run `toolhost mcp login {server}` without \
+                         --fetch or {FETCH_ENV})"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Answers requests until one is for `/callback`; its URL.
+    async fn callback(&self) -> Result<String, String> {
+        loop {
+            let (mut stream, _) = self
+                .listener
+                .accept()
+                .await
+                .map_err(|e| format!("the sign-in's listener failed: {e}"))?;
+            let mut buf = vec![0u8; 8192];
+            let mut len = 0;
+            while len < buf.len() {
+                match stream.read(&mut buf[len..]).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => len += n,
+                }
+                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            let head = String::from_utf8_lossy(&buf[..len]);
+            let target = head
+                .lines()
+                .next()
+                .and_then(|line| line.strip_prefix("GET "))
+                .and_then(|rest| rest.split(' ').next())
+                .unwrap_or_default()
+                .to_owned();
+            let is_callback = target == "/callback" || target.starts_with("/callback?");
+            let (status, body) = match is_callback {
+                true => (
+                    "200 OK",
+                    "Signed in: you may close this tab and go back to toolhost.",
+                ),
+                false => ("404 Not Found", "Not the sign-in's callback."),
+            };
+            let answer = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            let _ = stream.shutdown().await;
+            if is_callback {
+                let base = self.redirect_uri.trim_end_matches("/callback");
+                return Ok(format!("{base}{target}"));
+            }
+        }
+    }
+}
+
+/// Opens `url` in the desktop's browser, if there is one; the URL is printed either way.
+fn open(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if spawned.is_err() {
+        eprintln!("(no browser could be opened with `{opener}`: open the URL yourself)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_listener_answers_other_paths_and_returns_the_callback() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let loopback = Loopback::bind().await.unwrap();
+        let redirect = loopback.redirect_uri.clone();
+        assert!(redirect.starts_with("http://127.0.0.1:") && redirect.ends_with("/callback"));
+        let base = redirect.trim_end_matches("/callback").to_owned();
+        let browser = async move {
+            let client = reqwest::Client::new();
+            let other = client
+                .get(format!("{base}/favicon.ico"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(other.status(), 404);
+            let back = client
+                .get(format!("{base}/callback?code=c1&state=s1"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(back.status(), 200);
+        };
+        let (found, ()) = tokio::join!(loopback.callback(), browser);
+        assert_eq!(found.unwrap(), format!("{redirect}?code=c1&state=s1"));
+    }
+}

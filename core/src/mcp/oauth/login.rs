@@ -1,0 +1,124 @@
+//! `toolhost mcp login SERVER`: signs in to one HTTP server anew and keeps its tokens.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+
+use super::browser::{BrowserStep, WAIT};
+use super::client::OAuthHttp;
+use super::settings::Grant;
+use crate::layout::Layout;
+use crate::mcp::config::{McpConfig, Transport};
+use crate::mcp::handler::Handler;
+use crate::secrets::Secrets;
+
+/// What a login did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    /// Whether the server asked to sign in (if not, nothing was stored).
+    pub asked: bool,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// The token file.
+    pub file: PathBuf,
+}
+
+/// Signs in to server `server` of `profile` (an HTTP server of its `mcp.json` files without
+/// an `Authorization` header): its tokens are forgotten, then it is connected to and its
+/// tools listed, signing in (the browser step as `step` says) whenever it asks; a server
+/// that said, during an earlier command, that it needs more scopes is signed in to for them
+/// first. With `"grant": "client_credentials"` the client's credentials are exchanged, no
+/// browser involved. The error is one line.
+pub async fn login(
+    layout: &Layout,
+    profile: &str,
+    server: &str,
+    secrets: &Secrets,
+    max_text_bytes: u64,
+    step: BrowserStep,
+) -> Result<SignedIn, String> {
+    let config = McpConfig::load(layout, profile, max_text_bytes);
+    let Some(entry) = config.servers.iter().find(|s| s.name == server) else {
+        let mistake = config
+            .errors
+            .iter()
+            .find(|e| e.message.starts_with(&format!("mcpServers.{server}:")));
+        return Err(match mistake {
+            Some(e) => e.to_string(),
+            None => {
+                format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)")
+            }
+        });
+    };
+    let Transport::Http {
+        url,
+        headers,
+        oauth,
+        tokens,
+    } = &entry.transport
+    else {
+        return Err(format!(
+            "'{server}' is a stdio server: signing in is for servers with a \"url\""
+        ));
+    };
+    let url = super::super::connect::interpolated(url, "url")?;
+    let Some(signer) = super::signer(server, &url, headers, oauth, tokens, secrets, Some(step))?
+    else {
+        return Err(format!(
+            "'{server}' sends a fixed Authorization header (mcp.json): remove it to sign in with OAuth"
+        ));
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let challenge = signer.store.challenge();
+    signer.store.remove()?;
+    let done = |asked: bool| SignedIn {
+        asked,
+        scopes: signer.store.granted_scopes(),
+        file: signer.store.path().to_owned(),
+    };
+    if oauth.grant == Grant::ClientCredentials {
+        signer.sign_in(None).await?;
+        return Ok(done(true));
+    }
+    if let Some(challenge) = challenge {
+        signer.sign_in(Some(&challenge)).await?;
+    }
+    let client = OAuthHttp::new(reqwest::Client::default(), signer.clone());
+    let transport = StreamableHttpClientTransport::with_client(
+        client.clone(),
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+    );
+    let handler = Handler {
+        server: Weak::new(),
+        progress: Arc::default(),
+        group: Default::default(),
+    };
+    // The sign-in may wait for a person, at most WAIT each time.
+    let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);
+    let listed = tokio::time::timeout(limit, async {
+        let service = handler
+            .serve(transport)
+            .await
+            .map_err(|e| connect_failed(&url, &e.to_string()))?;
+        let listed = service.list_all_tools().await;
+        let _ = service.cancel().await;
+        listed.map_err(|e| connect_failed(&url, &e.to_string()))
+    })
+    .await
+    .map_err(|_| format!("no answer from {url} within {} s", limit.as_secs()))?;
+    listed?;
+    let asked = client.sign_ins().await > 0 || signer.store.has_token();
+    Ok(done(asked))
+}
+
+/// One line for a failed connection: the sign-in's own when it was one.
+fn connect_failed(url: &str, error: &str) -> String {
+    match super::failure_line(error) {
+        Some(line) => line.to_owned(),
+        None => format!("{url}: {}", error.replace('\n', " ")),
+    }
+}

@@ -23,6 +23,7 @@ mod plugin_exit;
 mod reloads;
 mod remove;
 mod run;
+mod sampling;
 mod serve_mcp;
 mod trust;
 mod watch;

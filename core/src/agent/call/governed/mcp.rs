@@ -61,12 +61,7 @@ impl Governed for McpTool {
         };
         let secrets = agent.host.secrets();
         let interrupt = agent.intervention.stopped();
-        let asker = crate::mcp::Asker {
-            agent: agent.name.clone(),
-            tool: self.name.to_string(),
-            approver: crate::sync::lock(&agent.approvals.approver).clone(),
-            yes: (agent.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
-        };
+        let asker = crate::mcp::Asker::for_call(agent, &self.name);
         self.call(&secrets, args, timeout, progress, interrupt, asker)
             .await
     }

@@ -17,6 +17,7 @@ mod conformance;
 mod live_reload;
 mod over_http;
 mod rug_pull;
+mod sampling;
 mod slow;
 mod storms;
 mod structured;

@@ -187,12 +187,16 @@ fn a_plugins_sample_goes_to_the_hosts_model_and_its_elicit_to_the_terminal() {
 
     // A form: on the terminal, with the MCP client's form code; refused off one.
     let args = r#"call test_elicitation --args '{"message": "Who are you? \u001b[2J"}'"#;
-    if let Some(shown) = root.run_on_terminal(args, "Ada\nada@example.com\ny\n", false) {
+    if let Some(shown) = root.run_on_terminal(args, "ada@example.com\nAda\ny\n", false) {
         assert!(
             shown.contains("Tool 'test_elicitation' asks, during A0's call:"),
             "{shown}"
         );
         assert!(shown.contains("Who are you? \\u{1b}[2J"), "escaped: {shown}");
+        assert!(
+            shown.contains("email (required) User's email address [string]:"),
+            "{shown}"
+        );
         assert!(
             shown.contains("username (required) User's response [string]:"),
             "{shown}"

@@ -18,6 +18,7 @@ mod live_reload;
 mod over_http;
 mod rug_pull;
 mod sampling;
+mod shapes;
 mod slow;
 mod storms;
 mod structured;

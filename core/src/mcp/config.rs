@@ -190,7 +190,8 @@ impl McpConfig {
         for path in Self::files(layout, profile) {
             let label = path.strip_prefix(layout.root()).unwrap_or(&path).to_owned();
             match read_servers(&path, &label, max_text_bytes) {
-                Ok((entries, inputs)) => {
+                Ok((entries, inputs, mistakes)) => {
+                    config.errors.extend(mistakes);
                     for input in inputs {
                         config.inputs.retain(|i| i.id != input.id);
                         config.inputs.push(input);
@@ -309,12 +310,13 @@ fn value_offset(text: &str, key: usize) -> usize {
     i
 }
 
-/// The entries and the inputs of one file; `Err(None)` for a missing file.
+/// The entries, the inputs and the entries left out with their mistake (one line each) of
+/// one file; `Err(None)` for a missing file.
 fn read_servers(
     path: &Path,
     label: &Path,
     cap: u64,
-) -> Result<(Entries, Vec<McpInput>), Option<McpConfigError>> {
+) -> Result<(Entries, Vec<McpInput>, Vec<McpConfigError>), Option<McpConfigError>> {
     let text = match read_text(path, cap, "HostOptions::max_text_bytes") {
         Ok(text) => text,
         Err(e) if e.kind == ReadErrorKind::Missing => return Err(None),
@@ -362,7 +364,7 @@ fn read_servers(
         return Err(shape(message, line_of_key(&top_keys, &last)));
     }
     let Some(key) = top.keys().next().cloned() else {
-        return Ok((Vec::new(), inputs));
+        return Ok((Vec::new(), inputs, Vec::new()));
     };
     let zed = key == "context_servers";
     let servers = top.remove(&key).unwrap_or_default();
@@ -376,6 +378,7 @@ fn read_servers(
         .map_or(0, |(_, at)| value_offset(&text, *at));
     let server_keys = key_offsets(&text, servers_start);
     let mut entries = Vec::new();
+    let mut mistakes = Vec::new();
     for (name, entry) in servers {
         let at = server_keys
             .iter()
@@ -390,11 +393,15 @@ fn read_servers(
         };
         let entry_keys = key_offsets(&text, value_offset(&text, at));
         let entry = match zed {
-            true => zed_entry(entry).map_err(|message| {
-                let message = format!("context_servers.{name}: {message}");
-                let kind = McpConfigErrorKind::Server;
-                Some(McpConfigError::new(label, kind, message).at(line))
-            })?,
+            true => match zed_entry(entry) {
+                Ok(entry) => entry,
+                Err(message) => {
+                    let message = format!("context_servers.{name}: {message}");
+                    let kind = McpConfigErrorKind::Server;
+                    mistakes.push(McpConfigError::new(label, kind, message).at(line));
+                    continue;
+                }
+            },
             false => entry,
         };
         let keys = entry
@@ -411,7 +418,7 @@ fn read_servers(
             .collect();
         entries.push((name, line, keys));
     }
-    Ok((entries, inputs))
+    Ok((entries, inputs, mistakes))
 }
 
 /// A Zed `context_servers` entry in this file's shape: `"command": {"path", "args", "env"}`

@@ -38,12 +38,14 @@ fn import_merges_zed_and_vs_code_files_asks_an_input_once_and_refuses_a_clash() 
   }},
 }}"#
     );
-    root.write("zed-settings.json", zed);
-    let (code, out, err) = run(&root, &["mcp", "import", "zed-settings.json"]);
+    // FILE is relative to the working directory, as any path given on the command line.
+    let zed = root.write("zed-settings.json", zed);
+    let zed = zed.to_str().unwrap();
+    let (code, out, err) = run(&root, &["mcp", "import", zed]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
         out.trim(),
-        "imported 1 server(s) from zed-settings.json into usr/mcp.json: zedtime"
+        format!("imported 1 server(s) from {zed} into usr/mcp.json: zedtime")
     );
 
     let vscode = json!({
@@ -54,8 +56,8 @@ fn import_merges_zed_and_vs_code_files_asks_an_input_once_and_refuses_a_clash() 
             "args": ["-m", "mcp_server_time", "--local-timezone", "${input:tz}"],
         }},
     });
-    root.write(".vscode/mcp.json", vscode.to_string());
-    let (code, out, err) = run(&root, &["mcp", "import", ".vscode/mcp.json"]);
+    let vscode = root.write(".vscode/mcp.json", vscode.to_string());
+    let (code, out, err) = run(&root, &["mcp", "import", vscode.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{out}{err}");
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(root.path().join("usr/mcp.json")).unwrap())
@@ -66,18 +68,22 @@ fn import_merges_zed_and_vs_code_files_asks_an_input_once_and_refuses_a_clash() 
     assert_eq!(file["inputs"][0]["id"], "tz", "{file}");
 
     // A Cursor file whose server name is taken: one line, nothing imported.
-    root.write(
+    let cursor = root.write(
         ".cursor/mcp.json",
         json!({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}).to_string(),
     );
-    let (code, out, err) = run(&root, &["mcp", "import", ".cursor/mcp.json"]);
+    let cursor = cursor.to_str().unwrap();
+    let before = std::fs::read_to_string(root.path().join("usr/mcp.json")).unwrap();
+    let (code, out, err) = run(&root, &["mcp", "import", cursor]);
     assert_ne!(code, Some(0), "{out}{err}");
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(
         lines,
-        ["error: usr/mcp.json already has a server 'time' and .cursor/mcp.json has one too: rename one of them (nothing was imported)"],
+        [format!("error: usr/mcp.json already has a server 'time' and {cursor} has one too: rename one of them (nothing was imported)")],
         "{err}"
     );
+    let after = std::fs::read_to_string(root.path().join("usr/mcp.json")).unwrap();
+    assert_eq!(before, after, "nothing was written");
 
     // Off a terminal the input is not asked: the server that uses it fails, naming it.
     let (code, out, err) = run(&root, &["mcp"]);

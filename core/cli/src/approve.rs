@@ -112,7 +112,10 @@ impl Approver for TerminalApprover {
             let _ = err.flush();
         };
         let who = match request.server.as_str() {
-            "" => format!("Tool '{}' asks, during {}'s call", request.tool, request.agent),
+            "" => format!(
+                "Tool '{}' asks, during {}'s call",
+                request.tool, request.agent
+            ),
             server => format!(
                 "MCP server '{server}' asks, during {}'s call of tool '{}'",
                 request.agent, request.tool

@@ -221,7 +221,11 @@ pub(crate) fn ask_inputs(host: &Host, profile: &str) -> Result<()> {
     let missing: Vec<_> = config
         .inputs
         .iter()
-        .filter(|i| secrets.get(&toolhost::mcp::config::input_secret_name(&i.id)).is_none())
+        .filter(|i| {
+            secrets
+                .get(&toolhost::mcp::config::input_secret_name(&i.id))
+                .is_none()
+        })
         .collect();
     if missing.is_empty() || !std::io::stdin().is_terminal() {
         return Ok(());
@@ -359,7 +363,9 @@ pub(crate) fn import(root: &std::path::Path, from: &std::path::Path) -> Result<E
         for e in &config.errors {
             eprintln!("error: {shown_from}: {}", e.message);
         }
-        eprintln!("error: nothing was imported; fix the entries above in {shown_from} or import by hand");
+        eprintln!(
+            "error: nothing was imported; fix the entries above in {shown_from} or import by hand"
+        );
         return Ok(ExitCode::FAILURE);
     }
     if let Some(dir) = target.parent() {

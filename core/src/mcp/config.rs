@@ -424,7 +424,9 @@ fn read_servers(
 /// A Zed `context_servers` entry in this file's shape: `"command": {"path", "args", "env"}`
 /// (Zed's older form) becomes `command`, `args` and `env`; `source` (`"custom"`) and
 /// `settings` (what an extension's server reads) are left out.
-fn zed_entry(mut entry: serde_json::Map<String, Value>) -> Result<serde_json::Map<String, Value>, String> {
+fn zed_entry(
+    mut entry: serde_json::Map<String, Value>,
+) -> Result<serde_json::Map<String, Value>, String> {
     match entry.remove("source") {
         None | Some(Value::String(_)) => {}
         Some(other) => return Err(format!("\"source\" must be a string, not {other}")),
@@ -445,7 +447,9 @@ fn zed_entry(mut entry: serde_json::Map<String, Value>) -> Result<serde_json::Ma
                 }
             };
             if key != "command" && entry.contains_key(key) {
-                return Err(format!("\"{key}\" is given twice: in \"command\" and beside it"));
+                return Err(format!(
+                    "\"{key}\" is given twice: in \"command\" and beside it"
+                ));
             }
             entry.insert(key.to_owned(), value);
         }
@@ -490,7 +494,11 @@ fn read_inputs(value: Value) -> Result<Vec<McpInput>, String> {
         let password = match item.get("password") {
             None => false,
             Some(Value::Bool(b)) => *b,
-            Some(other) => return Err(format!("inputs.{id}: \"password\" must be true or false, not {other}")),
+            Some(other) => {
+                return Err(format!(
+                    "inputs.{id}: \"password\" must be true or false, not {other}"
+                ))
+            }
         };
         inputs.push(McpInput {
             description: text("description")?.unwrap_or_else(|| id.clone()),
@@ -831,7 +839,10 @@ mod tests {
         let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
         let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["new", "old"]);
-        let Transport::Stdio { command, args, env, .. } = &config.servers[1].transport else {
+        let Transport::Stdio {
+            command, args, env, ..
+        } = &config.servers[1].transport
+        else {
             panic!("{:?}", config.servers)
         };
         assert_eq!((command.as_str(), args.len()), ("npx", 2));

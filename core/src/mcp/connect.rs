@@ -41,7 +41,9 @@ pub(crate) async fn connect(
             let mut cmd = tokio::process::Command::new(command);
             for arg in args {
                 let arg = interpolated(arg, "args")?;
-                let arg = secrets.unmask(&arg).map_err(|e| format!("args: {}", e.message()))?;
+                let arg = secrets
+                    .unmask(&arg)
+                    .map_err(|e| format!("args: {}", e.message()))?;
                 cmd.arg(arg.as_ref());
             }
             cmd.kill_on_drop(true);

@@ -17,9 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::audit::{
-    Audit, AuditKey, AuditOptions, AuditRecord, DefinitionEvent, DefinitionRecord,
-};
+use crate::audit::{Audit, AuditKey, AuditOptions, AuditRecord, DefinitionEvent, DefinitionRecord};
 use crate::config::Config;
 use crate::layout::{read_text, write_atomically, Layout, ReadErrorKind};
 
@@ -175,7 +173,12 @@ impl ToolPins {
                 continue;
             }
             audited.insert(change.tool.clone(), now);
-            records.push(record(server, change, DefinitionEvent::Changed, self.enforced()));
+            records.push(record(
+                server,
+                change,
+                DefinitionEvent::Changed,
+                self.enforced(),
+            ));
         }
         lock.audited.retain(|_, tools| !tools.is_empty());
         if first_seen || !records.is_empty() {
@@ -223,7 +226,8 @@ impl ToolPins {
                 None => None,
             };
             let fsync = config.audit().fsync;
-            let audit = Audit::open(&dir, AuditOptions { fsync, key }).map_err(|e| e.to_string())?;
+            let audit =
+                Audit::open(&dir, AuditOptions { fsync, key }).map_err(|e| e.to_string())?;
             for record in records {
                 audit
                     .append(&AuditRecord::Definition(record.clone()))
@@ -238,7 +242,12 @@ impl ToolPins {
 }
 
 /// The audit record of `change` of `server`'s tool.
-fn record(server: &str, change: &ChangedTool, event: DefinitionEvent, held: bool) -> DefinitionRecord {
+fn record(
+    server: &str,
+    change: &ChangedTool,
+    event: DefinitionEvent,
+    held: bool,
+) -> DefinitionRecord {
     let members = |v: &Value| v.as_object().cloned().unwrap_or_default();
     let (old, new) = (members(&change.approved), members(&change.now));
     let mut differ: Vec<String> = old

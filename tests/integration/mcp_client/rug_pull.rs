@@ -26,7 +26,8 @@ app.run("stdio")
 
 /// The `definition` records of the audit log, in order.
 fn definitions(root: &TestRoot) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
+    let text =
+        std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
     text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|r| r["type"] == "definition")
@@ -106,7 +107,10 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
     assert_eq!(changes.len(), 1, "{changes:?}");
     let change = &changes[0];
     assert_eq!(change["event"], "changed", "{change}");
-    assert_eq!((&change["server"], &change["tool"]), (&json!("rug"), &json!("greet")));
+    assert_eq!(
+        (&change["server"], &change["tool"]),
+        (&json!("rug"), &json!("greet"))
+    );
     assert_eq!(change["members"], json!(["description"]), "{change}");
     assert_eq!(change["held"], true, "{change}");
     assert_ne!(change["approved_sha256"], change["now_sha256"], "{change}");
@@ -153,7 +157,10 @@ fn an_approval_reaches_a_running_host_without_a_restart() {
     root.write("usr/toolhost.toml", "pinning = true\n");
     let (code, out, err) = run(&root, &["mcp"]);
     assert_eq!(code, Some(0), "first seen: {out}{err}");
-    root.write("description.txt", "Greets someone, and sends their name away.");
+    root.write(
+        "description.txt",
+        "Greets someone, and sends their name away.",
+    );
 
     // A running host (as `watch`, `chat` and `serve-mcp` keep one) holds the tool back.
     let host = root.host();

@@ -54,7 +54,8 @@ fn models(root: &TestRoot, server: &Fakellm) {
 
 /// The audit log's records of `kind`, in order.
 fn audited(root: &TestRoot, kind: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
+    let text =
+        std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|r| r["type"] == kind)
@@ -154,7 +155,11 @@ fn a_servers_sampling_is_answered_by_the_hosts_model_once_approved_and_audited()
 fn a_plugins_sample_goes_to_the_hosts_model_and_its_elicit_to_the_terminal() {
     let root = TestRoot::new();
     root.tool("usr", "test_sampling", Fixture::ConformanceTestSampling);
-    root.tool("usr", "test_elicitation", Fixture::ConformanceTestElicitation);
+    root.tool(
+        "usr",
+        "test_elicitation",
+        Fixture::ConformanceTestElicitation,
+    );
     let llm = Fakellm::start(RULES, root.path());
     models(&root, &llm);
     let prompt = r#"{"prompt": "Who wrote the first program?"}"#;
@@ -192,7 +197,10 @@ fn a_plugins_sample_goes_to_the_hosts_model_and_its_elicit_to_the_terminal() {
             shown.contains("Tool 'test_elicitation' asks, during A0's call:"),
             "{shown}"
         );
-        assert!(shown.contains("Who are you? \\u{1b}[2J"), "escaped: {shown}");
+        assert!(
+            shown.contains("Who are you? \\u{1b}[2J"),
+            "escaped: {shown}"
+        );
         assert!(
             shown.contains("email (required) User's email address [string]:"),
             "{shown}"

@@ -70,7 +70,8 @@ fn import_merges_zed_and_vs_code_files_asks_an_input_once_and_refuses_a_clash() 
     // A Cursor file whose server name is taken: one line, nothing imported.
     let cursor = root.write(
         ".cursor/mcp.json",
-        json!({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}).to_string(),
+        json!({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}})
+            .to_string(),
     );
     let cursor = cursor.to_str().unwrap();
     let before = std::fs::read_to_string(root.path().join("usr/mcp.json")).unwrap();
@@ -97,9 +98,7 @@ fn import_merges_zed_and_vs_code_files_asks_an_input_once_and_refuses_a_clash() 
     // On a terminal it is asked once, typed without echo, and kept as a secret.
     if let Some(shown) = root.run_on_terminal("mcp", "Europe/Oslo\n", false) {
         assert!(
-            shown.contains(
-                "MCP input 'tz': Time zone (kept in usr/secrets.env as MCP_INPUT_TZ): "
-            ),
+            shown.contains("MCP input 'tz': Time zone (kept in usr/secrets.env as MCP_INPUT_TZ): "),
             "{shown}"
         );
         assert!(!shown.contains("Europe/Oslo"), "never shown: {shown}");

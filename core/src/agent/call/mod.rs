@@ -20,7 +20,7 @@ pub(crate) mod read_back;
 pub(crate) mod sample;
 
 pub use ask::{Answering, Asker};
-pub use sample::{SamplingModel, SamplingModels};
 pub use hooks::{nice_key, sanitize};
 pub use long_output::DEFAULT_MAX_OUTPUT;
 pub use parallel::{MAX_CALLS, MAX_PARALLEL};
+pub use sample::{SamplingModel, SamplingModels};

@@ -100,9 +100,7 @@ impl Agent {
         for message in &mut request.messages {
             message.text = self.mask(std::mem::take(&mut message.text)).into_inner();
         }
-        request.system_prompt = request
-            .system_prompt
-            .map(|s| self.mask(s).into_inner());
+        request.system_prompt = request.system_prompt.map(|s| self.mask(s).into_inner());
         let who = sampler.shown();
         let mut record = SamplingRecord {
             agent: self.name().to_owned(),
@@ -120,9 +118,11 @@ impl Agent {
         let models = lock(&self.host.sampling).clone();
         let found = match models {
             Some(models) => models.model(self.profile(), request.max_tokens),
-            None => Err("this host has no model to sample with (the CLI sets one from \
+            None => Err(
+                "this host has no model to sample with (the CLI sets one from \
                          models.toml)"
-                .to_owned()),
+                    .to_owned(),
+            ),
         };
         let model = match found {
             Ok(model) => model,

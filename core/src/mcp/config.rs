@@ -359,7 +359,7 @@ fn read_servers(
     };
     if top.len() > 1 {
         let names: Vec<String> = top.keys().map(|k| format!("{k:?}")).collect();
-        let last = top.keys().last().cloned().unwrap_or_default();
+        let last = top.keys().next_back().cloned().unwrap_or_default();
         let message = format!("has {}: keep one", names.join(" and "));
         return Err(shape(message, line_of_key(&top_keys, &last)));
     }

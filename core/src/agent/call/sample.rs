@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use plugin_api::ask::{SampleRequest, SampleRole, Sampled};
 use plugin_api::{RiskLevel, ToolError};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::audit::{AuditRecord, Decision, SamplingRecord};
@@ -321,7 +321,7 @@ fn role_name(role: SampleRole) -> &'static str {
 
 /// The JSON of a sampling answer, as [`plugin_api::Context::sample`] reads it.
 pub(crate) fn answer_json(sampled: &Sampled) -> Value {
-    serde_json::to_value(sampled).unwrap_or_else(|_| json!(null))
+    serde_json::to_value(sampled).unwrap_or(Value::Null)
 }
 
 impl crate::Host {

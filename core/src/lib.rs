@@ -166,7 +166,7 @@ pub use agent::output;
 pub use load::pins;
 
 pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_CALLS, MAX_PARALLEL};
-pub use agent::call::{Answering, Asker, SamplingModel, SamplingModels};
+pub use agent::call::{Answering, Asker};
 pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use agent::Agent;
 pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};
@@ -190,6 +190,7 @@ pub use model::{
     Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture, Script,
     ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
+pub use model::{SamplingModel, SamplingModels};
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, ToolSandbox};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use secrets::{

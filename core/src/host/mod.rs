@@ -90,7 +90,7 @@ pub struct Host {
     /// What `list` and the tools prompt know of libraries without loading them.
     metadata: crate::load::metadata_cache::MetadataCache,
     /// The models sampling requests go to, if any ([`Host::set_sampling_models`]).
-    pub(crate) sampling: std::sync::Mutex<Option<std::sync::Arc<dyn crate::SamplingModels>>>,
+    pub(crate) sampling: std::sync::Mutex<Option<std::sync::Arc<dyn crate::model::SamplingModels>>>,
 }
 
 impl Host {

@@ -13,26 +13,37 @@
 // 2025-11-25 ask.
 #![allow(deprecated)]
 
-use std::sync::{Arc, Weak};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
-use plugin_api::ask::{ElicitAction, SampleMessage, SampleRequest, SampleRole};
+use plugin_api::ask::{ElicitAction, Elicited, SampleMessage, SampleRequest, SampleRole, Sampled};
+use plugin_api::ToolError;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ElicitationAction, ErrorCode, ErrorData,
 };
 use serde_json::{json, Value};
 
-use crate::agent::call::form::{ask_form, FormAsker};
-use crate::agent::call::sample::Sampler;
-use crate::agent::Agent;
+/// A boxed future of an answer.
+pub(crate) type Answer<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Who can answer for one running call.
+/// Shows a form of the server (its name, the message, the schema) to the person behind the
+/// call; `Err`: nobody can answer, and why.
+pub(crate) type FormFn =
+    Arc<dyn Fn(String, String, Value) -> Answer<Result<Elicited, String>> + Send + Sync>;
+
+/// Asks the host's model for a completion on behalf of the server (its name).
+pub(crate) type SampleFn =
+    Arc<dyn Fn(String, SampleRequest) -> Answer<Result<Sampled, ToolError>> + Send + Sync>;
+
+/// Who can answer for one running call (the agent making it sets both up).
 #[derive(Clone)]
 pub(crate) struct Asker {
     /// The person behind the call (forms).
-    pub(crate) form: FormAsker,
-    /// The agent making the call (sampling with its profile's model, under its policy).
-    pub(crate) agent: Weak<Agent>,
+    pub(crate) form: FormFn,
+    /// The host's model, under the agent's policy.
+    pub(crate) sample: SampleFn,
 }
 
 fn declined() -> ElicitResult {
@@ -70,11 +81,7 @@ pub(crate) async fn elicit(
         );
         return declined();
     };
-    let message = match asker.agent.upgrade() {
-        Some(agent) => agent.mask(message).into_inner(),
-        None => message,
-    };
-    match ask_form(&asker.form, server, message, schema).await {
+    match (asker.form)(server.to_owned(), message, schema).await {
         Ok(answer) => match answer.action {
             ElicitAction::Accept => ElicitResult::new(ElicitationAction::Accept)
                 .with_content(Value::Object(answer.content.unwrap_or_default())),
@@ -99,8 +106,7 @@ pub(crate) async fn sample(
         tracing::warn!("{message}");
         ErrorData::new(ErrorCode(-1), message, None)
     };
-    let agent = asker.as_ref().and_then(|a| a.agent.upgrade());
-    let (Some(asker), Some(agent)) = (asker, agent) else {
+    let Some(asker) = asker else {
         return Err(refused(format!(
             "MCP server '{server}' asked for a model's completion (sampling) while none of its \
              tools was being called: declined (no one to approve it)"
@@ -111,12 +117,7 @@ pub(crate) async fn sample(
             "MCP server '{server}' asked for a completion this host cannot give: {why}"
         ))
     })?;
-    let sampler = Sampler::McpServer {
-        server: server.to_owned(),
-        tool: asker.form.tool.clone(),
-    };
-    let sampled = agent
-        .sample_here(sampler, request)
+    let sampled = (asker.sample)(server.to_owned(), request)
         .await
         .map_err(|e| ErrorData::new(ErrorCode(-1), e.message().to_owned(), None))?;
     let result = json!({
@@ -164,19 +165,4 @@ fn sample_request(params: &CreateMessageRequestParams) -> Result<SampleRequest, 
     request.messages = messages;
     request.system_prompt = params.system_prompt.clone();
     Ok(request)
-}
-
-impl Asker {
-    /// Who can answer for `agent`'s call of `tool`.
-    pub(crate) fn for_call(agent: &Arc<Agent>, tool: &str) -> Self {
-        Self {
-            form: FormAsker {
-                agent: agent.name().to_owned(),
-                tool: tool.to_owned(),
-                approver: crate::sync::lock(&agent.approvals.approver).clone(),
-                yes: (agent.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
-            },
-            agent: Arc::downgrade(agent),
-        }
-    }
 }

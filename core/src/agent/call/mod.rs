@@ -23,4 +23,3 @@ pub use ask::{Answering, Asker};
 pub use hooks::{nice_key, sanitize};
 pub use long_output::DEFAULT_MAX_OUTPUT;
 pub use parallel::{MAX_CALLS, MAX_PARALLEL};
-pub use sample::{SamplingModel, SamplingModels};

@@ -190,6 +190,7 @@ pub use model::{
     Delta, Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
     Script, ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
+pub use model::{SamplingModel, SamplingModels};
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, ToolSandbox};
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use secrets::{

@@ -395,3 +395,22 @@ impl Model for ScriptedModel {
         })
     }
 }
+
+/// A model the host samples with, and its name as the answer gives it (`model` of
+/// `sampling/createMessage`'s result).
+#[derive(Clone)]
+pub struct SamplingModel {
+    /// The model.
+    pub model: std::sync::Arc<dyn Model>,
+    /// Its name (the model's name on its server).
+    pub name: String,
+}
+
+/// Where a host finds the model that answers sampling requests: the CLI gives one that reads
+/// the profile's `models.toml` ([`Host::set_sampling_models`](crate::Host::set_sampling_models)).
+pub trait SamplingModels: Send + Sync {
+    /// The model of `profile` for a completion of at most `max_tokens` tokens. `Err`: why
+    /// there is none, one line that says what to do (no model configured, a mistake in
+    /// `models.toml`, a missing API key).
+    fn model(&self, profile: &str, max_tokens: u32) -> Result<SamplingModel, String>;
+}

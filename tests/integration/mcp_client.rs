@@ -18,6 +18,8 @@ mod live_reload;
 mod oauth;
 mod over_http;
 mod rug_pull;
+mod sampling;
+mod shapes;
 mod slow;
 mod storms;
 mod structured;

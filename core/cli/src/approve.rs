@@ -6,13 +6,17 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use toolhost::governance::{ApprovalAnswer, ApprovalRequest, Approver, FormAnswer, FormRequest};
+use toolhost::governance::{
+    ApprovalAnswer, ApprovalRequest, Approver, FormAnswer, FormRequest, SampleApproval,
+};
 use toolhost::Agent;
 
 /// Sets up an agent's approvals for a command: `--yes` approves writes; on a terminal, the
 /// user is asked (through `lines` when another reader owns standard input).
 pub(crate) fn set_up(agent: &Agent, yes: bool, lines: Option<Arc<Lines>>) {
     agent.approve_writes(yes);
+    // A completion a plugin or an MCP server asks for goes to the profile's model.
+    crate::sampling::set_up(agent.host(), None);
     if std::io::stdin().is_terminal() {
         agent.set_approver(Arc::new(TerminalApprover { lines }));
     }
@@ -94,6 +98,10 @@ impl Approver for TerminalApprover {
         answer
     }
 
+    fn sample(&self, request: &SampleApproval) -> ApprovalAnswer {
+        self.sampling(request)
+    }
+
     /// The server's form, field by field, required ones first (an empty line keeps the
     /// field's default), then send, decline or cancel. The server's words are shown escaped.
     fn fill(&self, request: &FormRequest) -> FormAnswer {
@@ -103,13 +111,17 @@ impl Approver for TerminalApprover {
             let _ = write!(err, "{text}");
             let _ = err.flush();
         };
-        say(format!(
-            "\nMCP server '{}' asks, during {}'s call of tool '{}':\n{}\n",
-            request.server,
-            request.agent,
-            request.tool,
-            shown(&request.message)
-        ));
+        let who = match request.server.as_str() {
+            "" => format!(
+                "Tool '{}' asks, during {}'s call",
+                request.tool, request.agent
+            ),
+            server => format!(
+                "MCP server '{server}' asks, during {}'s call of tool '{}'",
+                request.agent, request.tool
+            ),
+        };
+        say(format!("\n{who}:\n{}\n", shown(&request.message)));
         let schema = &request.schema;
         let required: Vec<&str> = schema["required"]
             .as_array()
@@ -185,6 +197,50 @@ impl Approver for TerminalApprover {
 }
 
 impl TerminalApprover {
+    /// A sampling request: who asks, the model, the conversation (escaped), then approve
+    /// once, for this session, always, or deny.
+    fn sampling(&self, request: &SampleApproval) -> ApprovalAnswer {
+        let shown = crate::mcp::shown;
+        let mut text = format!(
+            "\n{} asks model '{}' for a completion (at most {} tokens), during {}'s call of tool \
+             '{}':\n",
+            shown(&request.requester),
+            shown(&request.model),
+            request.max_tokens,
+            request.agent,
+            shown(&request.tool)
+        );
+        if let Some(system) = &request.system_prompt {
+            text.push_str(&format!("  system: {}\n", shown(system)));
+        }
+        for (role, said) in &request.messages {
+            text.push_str(&format!("  {role}: {}\n", shown(said)));
+        }
+        text.push_str("Approve? [o]nce, for this [s]ession, [a]lways, [d]eny: ");
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{text}");
+        let _ = err.flush();
+        drop(err);
+        let (answer, said) = match self.line().as_deref().map(str::trim) {
+            Some("o" | "once" | "y" | "yes") => (ApprovalAnswer::Once, "approved once".to_owned()),
+            Some("s" | "session") => (
+                ApprovalAnswer::Session,
+                "approved for this session".to_owned(),
+            ),
+            Some("a" | "always") => (
+                ApprovalAnswer::Always,
+                format!(
+                    "approved always: saving [tools.\"{}\"] policy = \"allow\" in {}",
+                    request.key,
+                    toolhost::Escaped(&request.saves_to)
+                ),
+            ),
+            _ => (ApprovalAnswer::Deny, "denied".to_owned()),
+        };
+        let _ = writeln!(std::io::stderr(), "{said}");
+        answer
+    }
+
     /// The next line the user types.
     fn line(&self) -> Option<String> {
         match &self.lines {

@@ -195,6 +195,28 @@ fn describe(entry: &AuditEntry) -> String {
             );
             format!("{time}  #{seq:<6} segment   {}", clean(&line))
         }
+        AuditRecord::Sampling(s) => {
+            let model = s.model.as_deref().unwrap_or("-");
+            let line = format!(
+                "{:<20} {} by model {model} for {} ({}: {})",
+                s.tool,
+                s.outcome,
+                s.requester,
+                s.decision.as_str(),
+                s.source
+            );
+            format!("{time}  #{seq:<6} sampling  {}", clean(&line))
+        }
+        AuditRecord::Definition(d) => {
+            let line = format!(
+                "{}.{:<20} {} ({})",
+                d.server,
+                d.tool,
+                d.event.as_str(),
+                d.members.join(", ")
+            );
+            format!("{time}  #{seq:<6} definition {}", clean(&line))
+        }
     }
 }
 

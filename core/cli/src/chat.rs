@@ -35,6 +35,7 @@ pub(crate) fn chat(
         crate::mcp::settle(&host, profile)?;
     }
     let models = ModelsConfig::load(host.layout(), profile)?;
+    let named = model;
     let config = models.get(model)?.clone();
     let model = OpenAiModel::new(config, &host.secrets())?;
     // A plugin rebuilt during the chat serves its next call; each reload is one line. A chat
@@ -51,6 +52,11 @@ pub(crate) fn chat(
         .record_session(&sessions)
         .with_context(|| format!("cannot create a session folder in {}", sessions.display()))?;
     let interactive = std::io::stdin().is_terminal();
+    // On a terminal, approvals and forms take the next line typed (`approve.rs`); a completion
+    // a plugin or an MCP server asks for goes to the chat's model.
+    let answers = Arc::new(crate::approve::Lines::default());
+    crate::approve::set_up(&agent, false, Some(answers.clone()));
+    crate::sampling::set_up(agent.host(), named);
     if interactive {
         let c = model.config();
         eprintln!(
@@ -68,6 +74,9 @@ pub(crate) fn chat(
     let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
     std::thread::spawn(move || {
         for line in std::io::stdin().lines().map_while(Result::ok) {
+            if answers.answer(&line) {
+                continue;
+            }
             if tx.send(line).is_err() {
                 break;
             }

@@ -23,6 +23,7 @@ mod plugin_exit;
 mod reloads;
 mod remove;
 mod run;
+mod sampling;
 mod serve_mcp;
 mod trust;
 mod watch;
@@ -447,6 +448,13 @@ enum McpAction {
         #[arg(long)]
         fetch: bool,
     },
+    /// Merge the servers of a Cursor or Claude (`mcpServers`), VS Code (`servers`, with its
+    /// `inputs`) or Zed (`context_servers`) file into usr/mcp.json; a name already there
+    /// refuses the import.
+    Import {
+        /// The file (`.cursor/mcp.json`, `.vscode/mcp.json`, Zed's settings.json, ...).
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -587,6 +595,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Watch { watching } => {
             let host = Host::with_options(&root, options.with_debounce(watching.debounce()))?;
+            mcp::ask_inputs(&host, &watching.profile)?;
             watch::watch(Arc::new(host), &watching.profile, &watching.agent, yes)
         }
         Command::Dev { crates, watching } => {
@@ -668,7 +677,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             profile,
             json,
             action: None,
-        } => mcp::mcp(&host()?, &profile, json),
+        } => {
+            let host = host()?;
+            mcp::ask_inputs(&host, &profile)?;
+            mcp::mcp(&host, &profile, json)
+        }
         Command::Mcp {
             profile,
             action: Some(McpAction::Diff { server }),
@@ -689,6 +702,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }),
             ..
         } => mcp::login(&host()?, &profile, &server, no_browser, fetch),
+        Command::Mcp {
+            action: Some(McpAction::Import { file }),
+            ..
+        } => mcp::import(&root, &file),
         Command::Prompt { profile } => {
             let host = host()?;
             check_profile(&host, &profile)?;
@@ -712,6 +729,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let options = session.loop_options();
             let host = with_secrets(host()?, session.secrets)?;
+            mcp::ask_inputs(&host, &profile)?;
             chat::chat(host, &profile, model.as_deref(), &session.agent, &options)
         }
         Command::Completions { shell } => {
@@ -780,7 +798,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             profile,
             agent,
             json,
-        } => call::call(Arc::new(host()?), &name, &args, &profile, &agent, json, yes),
+        } => {
+            let host = host()?;
+            mcp::ask_inputs(&host, &profile)?;
+            call::call(Arc::new(host), &name, &args, &profile, &agent, json, yes)
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The tamper-evident audit log: one line per tool call (a start before its tool runs, the
-//! call's record when it ends), approval decision and circuit-breaker change, in
+//! call's record when it ends), approval decision, circuit-breaker change, sampling request
+//! and change (or approval) of a pinned MCP tool definition, in
 //! `usr/audit/audit.jsonl` ([`Layout::audit_dir`](crate::Layout::audit_dir)), each line
 //! chained to the one before by SHA-256.
 //!
@@ -57,7 +58,8 @@ pub use key::{AuditKey, MIN_KEY_BYTES};
 pub use lines::MAX_LINE_BYTES;
 pub use record::{
     ApprovalDecision, ApprovalRecord, Attempt, AuditRecord, BreakerRecord, BreakerState,
-    CallRecord, Decision, SegmentRecord, StartRecord, UnfinishedRecord,
+    CallRecord, Decision, DefinitionEvent, DefinitionRecord, SamplingRecord, SegmentRecord,
+    StartRecord, UnfinishedRecord,
 };
 pub use tail::{tail, AuditEntry, TailLine};
 pub use unfinished::LOOK_BACK_BYTES;

@@ -29,10 +29,17 @@ pub enum AuditRecord {
     /// The first record of a segment: the log before it (now the file `previous`) ended in a
     /// damaged last line, kept there and no longer appended to.
     Segment(SegmentRecord),
+    /// A completion of the host's model asked by an MCP server or a plugin (sampling): who
+    /// asked, the decision, the outcome.
+    Sampling(SamplingRecord),
+    /// An MCP server's tool definition changed since it was approved, or the user approved
+    /// the change (`usr/mcp-tools.lock`).
+    Definition(DefinitionRecord),
 }
 
 impl AuditRecord {
-    /// `call`, `approval`, `breaker`, `start`, `unfinished` or `segment`.
+    /// `call`, `approval`, `breaker`, `start`, `unfinished`, `segment`, `sampling` or
+    /// `definition`.
     pub const fn type_name(&self) -> &'static str {
         match self {
             Self::Call(_) => "call",
@@ -41,6 +48,8 @@ impl AuditRecord {
             Self::Start(_) => "start",
             Self::Unfinished(_) => "unfinished",
             Self::Segment(_) => "segment",
+            Self::Sampling(_) => "sampling",
+            Self::Definition(_) => "definition",
         }
     }
 }
@@ -245,6 +254,76 @@ pub struct BreakerRecord {
     /// Why (`5 failures in a row`, `trial call succeeded`, ...).
     pub reason: String,
     /// When it changed, Unix milliseconds. Written as `at_ms` (see [`ApprovalRecord::time_ms`]).
+    #[serde(rename = "at_ms")]
+    pub time_ms: u64,
+}
+
+/// A sampling request ([`AuditRecord::Sampling`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingRecord {
+    /// The agent whose call it happened during.
+    pub agent: String,
+    /// The agent's profile.
+    pub profile: String,
+    /// Who asked: `mcp:<server>` for an MCP server, `tool` for the plugin tool itself.
+    pub requester: String,
+    /// The tool being called when it asked.
+    pub tool: String,
+    /// The model that answered or would have, if one is configured.
+    pub model: Option<String>,
+    /// The request (its messages, system prompt and token bound), masked.
+    pub request: Value,
+    /// Allowed or denied.
+    pub decision: Decision,
+    /// Who or what decided (`policy: ...`, `user: approved once`, `no model`, ...).
+    pub source: String,
+    /// `success`, an error kind, `denied` or `unavailable` (no model).
+    pub outcome: String,
+    /// The length of the answer in characters, when there is one.
+    pub answer_chars: Option<u64>,
+    /// When it was asked, Unix milliseconds. Written as `at_ms`.
+    #[serde(rename = "at_ms")]
+    pub time_ms: u64,
+}
+
+/// What happened to a pinned MCP tool definition ([`AuditRecord::Definition`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefinitionEvent {
+    /// The server gives a definition that differs from the one approved.
+    Changed,
+    /// The user approved the definition the server gives now.
+    Approved,
+}
+
+impl DefinitionEvent {
+    /// `changed` or `approved`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Changed => "changed",
+            Self::Approved => "approved",
+        }
+    }
+}
+
+/// A pinned MCP tool definition changed, or its change was approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefinitionRecord {
+    /// The MCP server.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// Changed or approved.
+    pub event: DefinitionEvent,
+    /// The hex SHA-256 of the definition approved before.
+    pub approved_sha256: String,
+    /// The hex SHA-256 of the definition the server gives now.
+    pub now_sha256: String,
+    /// The members of the definition that differ (`description`, `inputSchema`, ...).
+    pub members: Vec<String>,
+    /// For a change: whether the tool is held back until approved (pinning on).
+    pub held: bool,
+    /// When it happened, Unix milliseconds. Written as `at_ms`.
     #[serde(rename = "at_ms")]
     pub time_ms: u64,
 }

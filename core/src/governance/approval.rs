@@ -46,11 +46,34 @@ pub trait Approver: Send + Sync {
     /// The user's answer.
     fn ask(&self, request: &ApprovalRequest) -> ApprovalAnswer;
 
-    /// The user's answer to a form an MCP server asks them to fill in during a call
-    /// (`elicitation/create`). The default declines: implement it where a person can answer.
+    /// The user's answer to a form an MCP server (`elicitation/create`) or a plugin
+    /// (`Context::elicit`) asks them to fill in during a call. The default declines:
+    /// implement it where a person can answer.
     fn fill(&self, request: &FormRequest) -> FormAnswer {
         let _ = request;
         FormAnswer::Decline
+    }
+
+    /// The user's answer to a sampling request (a completion of the host's model asked by an
+    /// MCP server or a plugin). The default asks as for a call of the `exec` tool named
+    /// [`SampleApproval::key`], the conversation as its arguments.
+    fn sample(&self, request: &SampleApproval) -> ApprovalAnswer {
+        let args = serde_json::json!({
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "system_prompt": request.system_prompt,
+            "messages": request.messages.iter().map(|(role, text)| {
+                serde_json::json!({"role": role, "text": text})
+            }).collect::<Vec<_>>(),
+        });
+        self.ask(&ApprovalRequest {
+            agent: request.agent.clone(),
+            tool: request.key.clone(),
+            method: None,
+            risk: RiskLevel::Exec,
+            args: serde_json::to_string_pretty(&args).unwrap_or_default(),
+            saves_to: request.saves_to.clone(),
+        })
     }
 
     /// Why nobody can be asked now (for example, a client that cannot show a prompt): the
@@ -61,7 +84,8 @@ pub trait Approver: Send + Sync {
     }
 }
 
-/// A form an MCP server asks the user to fill in during a call of one of its tools.
+/// A form an MCP server asks the user to fill in during a call of one of its tools, or a
+/// plugin tool during its call.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct FormRequest {
@@ -69,13 +93,38 @@ pub struct FormRequest {
     pub agent: String,
     /// The tool being called (`<server>.<tool>`).
     pub tool: String,
-    /// The server that asks.
+    /// The MCP server that asks; empty when the tool itself asks (`Context::elicit`).
     pub server: String,
     /// What it asks, in its words (a peer's text: show it escaped).
     pub message: String,
     /// The fields: its `requestedSchema`, an object schema whose properties are strings,
     /// numbers, integers, booleans or enums, each perhaps with a `default`.
     pub schema: serde_json::Value,
+}
+
+/// A completion of the host's model that an MCP server or a plugin asks for (sampling),
+/// waiting for the user's approval. The texts are masked.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SampleApproval {
+    /// The agent whose call it happens during.
+    pub agent: String,
+    /// Who asks: `MCP server 'time'` or `tool 'summarise'` (a peer's name: show it escaped).
+    pub requester: String,
+    /// The tool being called.
+    pub tool: String,
+    /// The name its policy is set under: `sampling.<server or tool>` (`[tools."sampling.X"]`).
+    pub key: String,
+    /// The model that would answer.
+    pub model: String,
+    /// The most tokens the answer may have.
+    pub max_tokens: u32,
+    /// The system prompt asked for, if any (a peer's text).
+    pub system_prompt: Option<String>,
+    /// The conversation: each message's role (`user`, `assistant`) and text (a peer's text).
+    pub messages: Vec<(String, String)>,
+    /// The file where [`ApprovalAnswer::Always`] saves `policy = "allow"` for [`key`](Self::key).
+    pub saves_to: std::path::PathBuf,
 }
 
 /// The user's answer to a [`FormRequest`].

@@ -19,7 +19,9 @@ mod schema;
 
 pub use crate::exec::call_threads::overdue;
 pub(crate) use approval::{allowed, refused, said, Approvals, DecisionSource, Verdict};
-pub use approval::{ApprovalAnswer, ApprovalRequest, Approver, FormAnswer, FormRequest};
+pub use approval::{
+    ApprovalAnswer, ApprovalRequest, Approver, FormAnswer, FormRequest, SampleApproval,
+};
 pub(crate) use audit_trail::{
     append_breaker, append_call, append_early, append_start, Caller, EarlyCall, EndedCall, Trail,
 };

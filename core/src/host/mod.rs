@@ -89,6 +89,8 @@ pub struct Host {
     mcp: crate::mcp::McpClients,
     /// What `list` and the tools prompt know of libraries without loading them.
     metadata: crate::load::metadata_cache::MetadataCache,
+    /// The models sampling requests go to, if any ([`Host::set_sampling_models`]).
+    pub(crate) sampling: std::sync::Mutex<Option<std::sync::Arc<dyn crate::model::SamplingModels>>>,
 }
 
 impl Host {
@@ -128,6 +130,7 @@ impl Host {
             #[cfg(feature = "mcp")]
             mcp: Default::default(),
             metadata,
+            sampling: std::sync::Mutex::default(),
         };
         Ok(host)
     }

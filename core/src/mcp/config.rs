@@ -123,9 +123,39 @@ pub const ENTRY_KEYS: &[&str] = &[
     "oauth",
 ];
 
-/// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor) or
-/// `servers` (VS Code).
-const FILE_KEYS: &[&str] = &["mcpServers", "servers"];
+/// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor),
+/// `servers` (VS Code) or `context_servers` (Zed); and VS Code's `inputs`.
+const FILE_KEYS: &[&str] = &["mcpServers", "servers", "context_servers", "inputs"];
+
+/// The keys that hold the servers by name ([`FILE_KEYS`] but `inputs`).
+pub const SERVER_KEYS: &[&str] = &["mcpServers", "servers", "context_servers"];
+
+/// A value VS Code's `inputs` declares (`{"type": "promptString", "id": "api-key",
+/// "description": "...", "password": true}`) and `${input:ID}` uses: asked once on the
+/// terminal and kept in `usr/secrets.env` as [`input_secret_name`]`(ID)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpInput {
+    /// Its id (`${input:ID}`).
+    pub id: String,
+    /// What to ask.
+    pub description: String,
+    /// Whether it is typed without echo (a password, a token).
+    pub password: bool,
+    /// The value an empty answer takes, if any.
+    pub default: Option<String>,
+}
+
+/// The key of `usr/secrets.env` that keeps the answer to input `id`: `MCP_INPUT_` and the id
+/// in capitals, each character that is not a letter or a digit as `_` (`api-key` is
+/// `MCP_INPUT_API_KEY`).
+pub fn input_secret_name(id: &str) -> String {
+    let mut name = String::from("MCP_INPUT_");
+    name.extend(id.chars().map(|c| match c.is_ascii_alphanumeric() {
+        true => c.to_ascii_uppercase(),
+        false => '_',
+    }));
+    name
+}
 
 /// A profile's servers, and the mistakes met reading its files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -136,6 +166,8 @@ pub struct McpConfig {
     pub disabled: Vec<String>,
     /// One line per mistake.
     pub errors: Vec<McpConfigError>,
+    /// The inputs the files declare (VS Code's `inputs`), by id; a profile's over the global.
+    pub inputs: Vec<McpInput>,
 }
 
 /// A value of an entry and where it was written (the file and its line).
@@ -164,7 +196,12 @@ impl McpConfig {
         for path in Self::files(layout, profile) {
             let label = path.strip_prefix(layout.root()).unwrap_or(&path).to_owned();
             match read_servers(&path, &label, max_text_bytes) {
-                Ok(entries) => {
+                Ok((entries, inputs, mistakes)) => {
+                    config.errors.extend(mistakes);
+                    for input in inputs {
+                        config.inputs.retain(|i| i.id != input.id);
+                        config.inputs.push(input);
+                    }
                     for (name, line, keys) in entries {
                         let slot = merged.entry(name).or_default();
                         slot.at = Some((label.clone(), line));
@@ -279,8 +316,13 @@ fn value_offset(text: &str, key: usize) -> usize {
     i
 }
 
-/// The entries of one file; `Err(None)` for a missing file.
-fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<McpConfigError>> {
+/// The entries, the inputs and the entries left out with their mistake (one line each) of
+/// one file; `Err(None)` for a missing file.
+fn read_servers(
+    path: &Path,
+    label: &Path,
+    cap: u64,
+) -> Result<(Entries, Vec<McpInput>, Vec<McpConfigError>), Option<McpConfigError>> {
     let text = match read_text(path, cap, "HostOptions::max_text_bytes") {
         Ok(text) => text,
         Err(e) if e.kind == ReadErrorKind::Missing => return Err(None),
@@ -311,17 +353,26 @@ fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<M
     };
     if let Some(key) = top.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
         let message = format!(
-            "unknown key {key:?} (the servers go in \"mcpServers\"; VS Code's \"servers\" is read too)"
+            "unknown key {key:?} (the servers go in \"mcpServers\"; VS Code's \"servers\" and \
+             Zed's \"context_servers\" are read too)"
         );
         return Err(shape(message, line_of_key(&top_keys, key)));
     }
+    let inputs = match top.remove("inputs") {
+        Some(value) => read_inputs(value)
+            .map_err(|message| shape(message, line_of_key(&top_keys, "inputs")))?,
+        None => Vec::new(),
+    };
     if top.len() > 1 {
-        let message = "has both \"mcpServers\" and \"servers\": keep one".to_owned();
-        return Err(shape(message, line_of_key(&top_keys, "servers")));
+        let names: Vec<String> = top.keys().map(|k| format!("{k:?}")).collect();
+        let last = top.keys().next_back().cloned().unwrap_or_default();
+        let message = format!("has {}: keep one", names.join(" and "));
+        return Err(shape(message, line_of_key(&top_keys, &last)));
     }
     let Some(key) = top.keys().next().cloned() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), inputs, Vec::new()));
     };
+    let zed = key == "context_servers";
     let servers = top.remove(&key).unwrap_or_default();
     let Value::Object(servers) = servers else {
         let message = format!("\"{key}\" must be an object of servers by name");
@@ -333,6 +384,7 @@ fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<M
         .map_or(0, |(_, at)| value_offset(&text, *at));
     let server_keys = key_offsets(&text, servers_start);
     let mut entries = Vec::new();
+    let mut mistakes = Vec::new();
     for (name, entry) in servers {
         let at = server_keys
             .iter()
@@ -346,6 +398,18 @@ fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<M
             return Err(Some(McpConfigError::new(label, kind, message).at(line)));
         };
         let entry_keys = key_offsets(&text, value_offset(&text, at));
+        let entry = match zed {
+            true => match zed_entry(entry) {
+                Ok(entry) => entry,
+                Err(message) => {
+                    let message = format!("context_servers.{name}: {message}");
+                    let kind = McpConfigErrorKind::Server;
+                    mistakes.push(McpConfigError::new(label, kind, message).at(line));
+                    continue;
+                }
+            },
+            false => entry,
+        };
         let keys = entry
             .into_iter()
             .map(|(key, value)| {
@@ -360,7 +424,96 @@ fn read_servers(path: &Path, label: &Path, cap: u64) -> Result<Entries, Option<M
             .collect();
         entries.push((name, line, keys));
     }
-    Ok(entries)
+    Ok((entries, inputs, mistakes))
+}
+
+/// A Zed `context_servers` entry in this file's shape: `"command": {"path", "args", "env"}`
+/// (Zed's older form) becomes `command`, `args` and `env`; `source` (`"custom"`) and
+/// `settings` (what an extension's server reads) are left out.
+fn zed_entry(
+    mut entry: serde_json::Map<String, Value>,
+) -> Result<serde_json::Map<String, Value>, String> {
+    match entry.remove("source") {
+        None | Some(Value::String(_)) => {}
+        Some(other) => return Err(format!("\"source\" must be a string, not {other}")),
+    }
+    match entry.remove("settings") {
+        None | Some(Value::Object(_)) => {}
+        Some(other) => return Err(format!("\"settings\" must be an object, not {other}")),
+    }
+    if let Some(Value::Object(command)) = entry.get("command").cloned() {
+        for (key, value) in command {
+            let key = match key.as_str() {
+                "path" => "command",
+                "args" | "env" => key.as_str(),
+                other => {
+                    return Err(format!(
+                        "unknown key \"command.{other}\" (Zed's command has path, args and env)"
+                    ))
+                }
+            };
+            if key != "command" && entry.contains_key(key) {
+                return Err(format!(
+                    "\"{key}\" is given twice: in \"command\" and beside it"
+                ));
+            }
+            entry.insert(key.to_owned(), value);
+        }
+    }
+    Ok(entry)
+}
+
+/// VS Code's `inputs`: `promptString` entries (`id`, `description`, `password`, `default`).
+fn read_inputs(value: Value) -> Result<Vec<McpInput>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!("\"inputs\" must be an array, not {value}"));
+    };
+    let mut inputs = Vec::new();
+    for item in items {
+        let Value::Object(item) = item else {
+            return Err(format!("inputs: each input must be an object, not {item}"));
+        };
+        let text = |key: &str| match item.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("inputs: \"{key}\" must be a string, not {other}")),
+        };
+        let id = text("id")?.filter(|id| !id.is_empty());
+        let id = id.ok_or("inputs: an input needs an \"id\"")?;
+        if let Some(key) = item
+            .keys()
+            .find(|k| !["type", "id", "description", "password", "default"].contains(&k.as_str()))
+        {
+            return Err(format!(
+                "inputs.{id}: unknown key {key:?} (known: type, id, description, password, default)"
+            ));
+        }
+        match text("type")?.as_deref() {
+            Some("promptString") => {}
+            other => {
+                return Err(format!(
+                    "inputs.{id}: \"type\" {} is not asked here: only \"promptString\" is",
+                    other.map_or("missing".to_owned(), |t| format!("{t:?}"))
+                ))
+            }
+        }
+        let password = match item.get("password") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(format!(
+                    "inputs.{id}: \"password\" must be true or false, not {other}"
+                ))
+            }
+        };
+        inputs.push(McpInput {
+            description: text("description")?.unwrap_or_else(|| id.clone()),
+            default: text("default")?,
+            id,
+            password,
+        });
+    }
+    Ok(inputs)
 }
 
 /// Whether `name` may name a server: letters, digits, `_` and `-` (a `.` would make its tools'
@@ -689,5 +842,48 @@ mod tests {
             panic!("{:?}", config.servers)
         };
         assert_eq!(cwd.as_deref(), Some(dir.path().join("sub").as_path()));
+    }
+
+    #[test]
+    fn zed_context_servers_and_vs_code_inputs_are_read() {
+        let zed = r#"{"context_servers": {
+  "old": {"source": "custom", "command": {"path": "npx", "args": ["-y", "srv"], "env": {"A": "1"}}, "settings": {}},
+  "new": {"source": "custom", "command": "uvx", "args": ["mcp-server-time"]},
+  "bad": {"command": {"path": "x", "argv": []}}
+}}"#;
+        let dir = root(&[("usr/mcp.json", zed)]);
+        let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["new", "old"]);
+        let Transport::Stdio {
+            command, args, env, ..
+        } = &config.servers[1].transport
+        else {
+            panic!("{:?}", config.servers)
+        };
+        assert_eq!((command.as_str(), args.len()), ("npx", 2));
+        assert_eq!(env["A"], "1");
+        let lines: Vec<String> = config.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            lines,
+            ["usr/mcp.json:4: context_servers.bad: unknown key \"command.argv\" (Zed's command has path, args and env)"]
+        );
+
+        let vscode = r#"{"inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
+ "servers": {"s": {"type": "stdio", "command": "x", "env": {"KEY": "${input:api-key}"}}}}"#;
+        let dir = root(&[("usr/mcp.json", vscode)]);
+        let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
+        assert!(config.errors.is_empty(), "{:?}", config.errors);
+        assert_eq!(config.inputs.len(), 1);
+        assert!(config.inputs[0].password);
+        assert_eq!(input_secret_name(&config.inputs[0].id), "MCP_INPUT_API_KEY");
+        let wrong = r#"{"inputs": [{"type": "pickString", "id": "p"}], "servers": {}}"#;
+        let dir = root(&[("usr/mcp.json", wrong)]);
+        let config = McpConfig::load(&Layout::new(dir.path()), "default", 1 << 20);
+        let lines: Vec<String> = config.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            lines,
+            ["usr/mcp.json:1: inputs.p: \"type\" \"pickString\" is not asked here: only \"promptString\" is"]
+        );
     }
 }

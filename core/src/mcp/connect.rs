@@ -40,7 +40,11 @@ pub(crate) async fn connect(
             let command = &interpolated(command, "command")?;
             let mut cmd = tokio::process::Command::new(command);
             for arg in args {
-                cmd.arg(interpolated(arg, "args")?);
+                let arg = interpolated(arg, "args")?;
+                let arg = secrets
+                    .unmask(&arg)
+                    .map_err(|e| format!("args: {}", e.message()))?;
+                cmd.arg(arg.as_ref());
             }
             cmd.kill_on_drop(true);
             if let Some(dir) = cwd {
@@ -186,8 +190,9 @@ async fn keep_stderr(
 }
 
 /// `text` with each `${env:NAME}` replaced by the host's environment variable `NAME` (as
-/// Cursor and VS Code write them); `what` names the key for the error. A variable that is not
-/// set, or VS Code's `${input:ID}` (a prompt this host does not show), is an error.
+/// Cursor and VS Code write them), and each `${input:ID}` by the placeholder of the secret that
+/// keeps its answer (`§§secret(MCP_INPUT_ID)`, filled in with the other secrets); `what`
+/// names the key for the error. A variable that is not set is an error.
 pub(crate) fn interpolated(text: &str, what: &str) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -204,11 +209,10 @@ pub(crate) fn interpolated(text: &str, what: &str) -> Result<String, String> {
                 format!("{what}: ${{env:{name}}} is not set in the host's environment")
             })?;
             out.push_str(&value);
-        } else if inner.starts_with("input:") {
-            return Err(format!(
-                "{what}: ${{{inner}}} (VS Code asks for it) is not asked here: put the value in \
-                 usr/secrets.env and write §§secret(NAME)"
-            ));
+        } else if let Some(id) = inner.strip_prefix("input:") {
+            // Asked once on the terminal and kept as a secret (`config::McpInput`).
+            let name = super::config::input_secret_name(id);
+            out.push_str(&crate::secrets::placeholder(&name));
         } else {
             out.push_str(&rest[start..start + 2 + end + 1]);
         }
@@ -223,7 +227,7 @@ mod tests {
     use super::interpolated;
 
     #[test]
-    fn env_variables_are_filled_in_and_inputs_refused() {
+    fn env_variables_are_filled_in_and_inputs_become_secrets() {
         let path = std::env::var("PATH").unwrap();
         assert_eq!(
             interpolated("a ${env:PATH} b ${other} ${", "k").unwrap(),
@@ -234,7 +238,7 @@ mod tests {
             missing,
             "env X: ${env:TOOLHOST_SURELY_UNSET_VAR} is not set in the host's environment"
         );
-        let input = interpolated("Bearer ${input:token}", "header Authorization").unwrap_err();
-        assert!(input.starts_with("header Authorization: ${input:token} (VS Code asks for it)"));
+        let input = interpolated("Bearer ${input:api-key}", "header Authorization").unwrap();
+        assert_eq!(input, "Bearer §§secret(MCP_INPUT_API_KEY)");
     }
 }

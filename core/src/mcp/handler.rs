@@ -7,10 +7,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
+#[allow(deprecated)] // sampling: what servers of 2025-11-25 ask
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, SamplingCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
@@ -79,7 +81,7 @@ pub(crate) fn progress_text(params: &ProgressNotificationParam) -> String {
 }
 
 /// The client side of one connection: it declares form elicitation (a server's form goes to
-/// the person behind the call, [`super::ask`]).
+/// the person behind the call) and sampling (the host's model answers), [`super::ask`].
 pub(crate) struct Handler {
     pub(crate) server: Weak<Server>,
     pub(crate) progress: Arc<ProgressRoutes>,
@@ -109,6 +111,20 @@ impl ClientHandler for Handler {
         Ok(super::ask::elicit(asker, &server.config.name, request).await)
     }
 
+    /// A completion asked of the host's model (`super::ask::sample`).
+    #[allow(deprecated)] // sampling: what servers of 2025-11-25 ask
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(server) = self.server.upgrade() else {
+            return Err(ErrorData::internal_error("the server was shut down", None));
+        };
+        let asker = server.asker();
+        super::ask::sample(asker, &server.config.name, params).await
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Some(server) = self.server.upgrade() {
             server.list_changed(context.peer);
@@ -123,6 +139,7 @@ impl ClientHandler for Handler {
         let mut elicitation = ElicitationCapability::new();
         elicitation.form = Some(FormElicitationCapability::new());
         capabilities.elicitation = Some(elicitation);
+        capabilities.sampling = Some(SamplingCapability::default());
         let mut info = ClientConfig::new(
             capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),

@@ -200,6 +200,14 @@ impl McpClients {
         reloads
     }
 
+    /// `usr/mcp-tools.lock` changed: the servers whose tools are held back check them again.
+    pub(crate) fn pins_changed(&self) {
+        let servers: Vec<Arc<Server>> = lock(&self.servers).values().cloned().collect();
+        for server in servers {
+            server.pins_changed();
+        }
+    }
+
     /// Stops the servers no profile uses any more (in the background).
     fn stop_unused(&self) {
         let used: std::collections::HashSet<ServerConfig> = lock(&self.profiles)

@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::audit::{Audit, AuditKey, AuditOptions, AuditRecord, DefinitionEvent, DefinitionRecord};
+use crate::config::Config;
 use crate::layout::{read_text, write_atomically, Layout, ReadErrorKind};
 
 /// One tool's approved definition.
@@ -27,11 +29,15 @@ struct Pinned {
     definition: Value,
 }
 
-/// The file: tools by server and name.
+/// The file: tools by server and name, and the changes already audited.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LockFile {
     servers: BTreeMap<String, BTreeMap<String, Pinned>>,
+    /// The SHA-256 of each changed definition whose change is in the audit log already (by
+    /// server and tool), so that every host that meets it does not audit it again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    audited: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// A tool whose definition changed since it was approved, held back while pinning is on.
@@ -158,9 +164,27 @@ impl ToolPins {
                 }
             }
         }
-        if first_seen {
+        // Each change is audited once, by the first host that meets it.
+        let audited = lock.audited.entry(server.to_owned()).or_default();
+        let mut records = Vec::new();
+        for change in &changed {
+            let now = hash(&change.now);
+            if audited.get(&change.tool) == Some(&now) {
+                continue;
+            }
+            audited.insert(change.tool.clone(), now);
+            records.push(record(
+                server,
+                change,
+                DefinitionEvent::Changed,
+                self.enforced(),
+            ));
+        }
+        lock.audited.retain(|_, tools| !tools.is_empty());
+        if first_seen || !records.is_empty() {
             self.write(&lock)?;
         }
+        self.audit(&records);
         Ok(changed)
     }
 
@@ -174,6 +198,74 @@ impl ToolPins {
             let definition = tool.now.clone();
             pinned.insert(tool.tool.clone(), Pinned { sha256, definition });
         }
-        self.write(&lock)
+        if let Some(audited) = lock.audited.get_mut(server) {
+            audited.retain(|tool, _| !changed.iter().any(|c| c.tool == *tool));
+        }
+        lock.audited.retain(|_, tools| !tools.is_empty());
+        self.write(&lock)?;
+        let records: Vec<DefinitionRecord> = changed
+            .iter()
+            .map(|c| record(server, c, DefinitionEvent::Approved, false))
+            .collect();
+        self.audit(&records);
+        Ok(())
+    }
+
+    /// Appends `records` to the audit log (`usr/audit/`, with the settings of
+    /// `usr/toolhost.toml`); a failure is logged, the change itself is logged anyway.
+    fn audit(&self, records: &[DefinitionRecord]) {
+        if records.is_empty() {
+            return;
+        }
+        let appended = (|| -> Result<(), String> {
+            let config = Config::load(&self.layout, "default", self.max_text_bytes)
+                .map_err(|e| e.to_string())?;
+            let dir = self.layout.audit_dir();
+            let key = match config.audit_key_env() {
+                Some(name) => Some(AuditKey::from_env(name, &dir).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            let fsync = config.audit().fsync;
+            let audit =
+                Audit::open(&dir, AuditOptions { fsync, key }).map_err(|e| e.to_string())?;
+            for record in records {
+                audit
+                    .append(&AuditRecord::Definition(record.clone()))
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = appended {
+            tracing::warn!("a change of an MCP tool definition was not audited: {e}");
+        }
+    }
+}
+
+/// The audit record of `change` of `server`'s tool.
+fn record(
+    server: &str,
+    change: &ChangedTool,
+    event: DefinitionEvent,
+    held: bool,
+) -> DefinitionRecord {
+    let members = |v: &Value| v.as_object().cloned().unwrap_or_default();
+    let (old, new) = (members(&change.approved), members(&change.now));
+    let mut differ: Vec<String> = old
+        .keys()
+        .chain(new.keys())
+        .filter(|k| old.get(*k) != new.get(*k))
+        .cloned()
+        .collect();
+    differ.sort();
+    differ.dedup();
+    DefinitionRecord {
+        server: server.to_owned(),
+        tool: change.tool.clone(),
+        event,
+        approved_sha256: hash(&change.approved),
+        now_sha256: hash(&change.now),
+        members: differ,
+        held,
+        time_ms: crate::audit::now_ms(),
     }
 }

@@ -280,7 +280,19 @@ impl Server {
             }
         }
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        self.inner().changed = changed;
+        let before = std::mem::replace(&mut self.inner().changed, changed.clone());
+        let approved: Vec<&str> = before
+            .iter()
+            .filter(|b| !changed.iter().any(|c| c.tool == b.tool))
+            .map(|b| b.tool.as_str())
+            .collect();
+        if !approved.is_empty() {
+            tracing::info!(
+                "MCP server {}: the approved definition of {} is offered again",
+                self.config.name,
+                crate::layout::Escaped(std::path::Path::new(&approved.join(", ")))
+            );
+        }
         Ok(tools.into())
     }
 
@@ -333,6 +345,21 @@ impl Server {
     /// Its tools whose definitions changed since approved.
     pub(crate) fn changed_tools(&self) -> Vec<ChangedTool> {
         self.inner().changed.clone()
+    }
+
+    /// `usr/mcp-tools.lock` changed (an approval by another process, `toolhost mcp approve`):
+    /// if tools of its are held back, it lists its tools again.
+    pub(crate) fn pins_changed(self: &Arc<Self>) {
+        let peer = {
+            let inner = self.inner();
+            match inner.changed.is_empty() {
+                true => None,
+                false => inner.service.as_ref().map(|s| s.peer().clone()),
+            }
+        };
+        if let Some(peer) = peer {
+            self.list_changed(peer);
+        }
     }
 
     /// Approves the changed definitions of its tools (recorded in the lock), then lists its

@@ -24,6 +24,16 @@ def greet(name: str) -> str:
 app.run("stdio")
 "#;
 
+/// The `definition` records of the audit log, in order.
+fn definitions(root: &TestRoot) -> Vec<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["type"] == "definition")
+        .collect()
+}
+
 fn run(root: &TestRoot, args: &[&str]) -> (Option<i32>, String, String) {
     let out = root.run_cli(args);
     (
@@ -92,12 +102,31 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
     );
     assert!(!out.contains('\u{1b}'), "{out}");
 
+    // The change is audited once, however many commands met it.
+    let changes = definitions(&root);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let change = &changes[0];
+    assert_eq!(change["event"], "changed", "{change}");
+    assert_eq!(
+        (&change["server"], &change["tool"]),
+        (&json!("rug"), &json!("greet"))
+    );
+    assert_eq!(change["members"], json!(["description"]), "{change}");
+    assert_eq!(change["held"], true, "{change}");
+    assert_ne!(change["approved_sha256"], change["now_sha256"], "{change}");
+
     let (code, out, err) = run(&root, &["mcp", "approve", "rug"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains("rug: approved the new definition of greet"),
         "{out}"
     );
+    let records = definitions(&root);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[1]["event"], "approved", "{}", records[1]);
+    assert_eq!(records[1]["now_sha256"], change["now_sha256"]);
+    let (_, tail, _) = run(&root, &["audit", "tail"]);
+    assert!(tail.contains("definition rug.greet"), "{tail}");
     let (_, out, _) = run(&root, &["mcp"]);
     assert!(out.contains("rug: ready with 1 tools"), "approved: {out}");
     let (code, out, _) = run(&root, &["mcp", "diff", "rug"]);
@@ -109,4 +138,53 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
     let (_, out, err) = run(&root, &["mcp"]);
     assert!(out.contains("rug: ready with 1 tools"), "{out}");
     assert!(err.contains("offered anyway (pinning is off)"), "{err}");
+}
+
+#[test]
+fn an_approval_reaches_a_running_host_without_a_restart() {
+    let root = TestRoot::new();
+    let script = root.write("rug_server.py", RUG_SERVER);
+    let description = root.write("description.txt", "Greets someone by name.");
+    servers(
+        &root,
+        "usr/mcp.json",
+        json!({"rug": {
+            "command": peers::mcp_python(),
+            "args": [script],
+            "env": {"DESCRIPTION_FILE": description},
+        }}),
+    );
+    root.write("usr/toolhost.toml", "pinning = true\n");
+    let (code, out, err) = run(&root, &["mcp"]);
+    assert_eq!(code, Some(0), "first seen: {out}{err}");
+    root.write(
+        "description.txt",
+        "Greets someone, and sends their name away.",
+    );
+
+    // A running host (as `watch`, `chat` and `serve-mcp` keep one) holds the tool back.
+    let host = root.host();
+    let _watcher = host.watch().expect("watch");
+    toolhost_tests::block_on(host.wait_for_mcp("default", super::START));
+    let names = |host: &toolhost::Host| -> Vec<String> {
+        host.mcp_tools("default")
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect()
+    };
+    assert!(names(&host).is_empty(), "held back: {:?}", names(&host));
+
+    // Approved by another process: the running host offers it, without a restart.
+    let (code, out, err) = run(&root, &["mcp", "approve", "rug"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let offered = toolhost_tests::wait_for("the approved tool offered", || {
+        let now = names(&host);
+        match now.iter().any(|n| n == "rug.greet") {
+            true => Ok(now),
+            false => Err(now),
+        }
+    });
+    assert_eq!(offered, ["rug.greet"]);
+    let status = host.mcp_servers("default");
+    assert!(status[0].changed.is_empty(), "{:?}", status[0].changed);
 }

@@ -153,7 +153,7 @@ impl Agent {
     }
 
     /// The profile's policy file (the global one for the default profile).
-    fn policy_file(&self) -> std::path::PathBuf {
+    pub(crate) fn policy_file(&self) -> std::path::PathBuf {
         let layout = self.host.layout();
         match self.profile() {
             "default" => layout.config_file(),

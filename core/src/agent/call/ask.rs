@@ -1,7 +1,9 @@
 //! What a plugin asks of whoever its call is served to ([`plugin_api::ask`]): a log message, a
 //! form for the user (elicitation), a model's completion (sampling). The agent's [`Asker`]
 //! answers (the MCP server sets one per call); without one, a log message goes to the host's
-//! log and a question is refused, saying that nobody can answer it here.
+//! log, a form goes to the person behind the call (`form.rs`, on the terminal) and a
+//! completion to the host's configured model (`sample.rs`); a question nobody can answer is
+//! refused, saying why.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,37 +29,58 @@ pub trait Asker: Send + Sync {
 
 impl Agent {
     /// Sets who answers what plugins ask (log, elicit, sample); without one, log messages go
-    /// to the host's log and questions are refused.
+    /// to the host's log, forms to the agent's approver (the terminal) and completions to the
+    /// host's model ([`Host::set_sampling_models`](crate::Host::set_sampling_models)).
     pub fn set_asker(&self, asker: Arc<dyn Asker>) {
         *lock(&self.asker) = Some(asker);
     }
 
     /// Answers a plugin's request, for the call of `tool`: its texts masked first, then given
     /// to the agent's [`Asker`] or answered here.
-    pub(crate) fn answer_ask(&self, tool: &str, request: Ask) -> Answering {
+    pub(crate) fn answer_ask(self: &Arc<Self>, tool: &str, request: Ask) -> Answering {
         let request = self.mask_ask(request);
         let asker = lock(&self.asker).clone();
         if let Some(asker) = asker {
             return asker.ask(tool, request);
         }
-        let answer = match request {
+        let tool = tool.to_owned();
+        match request {
             Ask::Log { level, message } => {
-                log_here(tool, level, &message);
-                Ok(Value::Null)
+                log_here(&tool, level, &message);
+                Box::pin(std::future::ready(Ok(Value::Null)))
             }
-            Ask::Elicit { .. } => Err(ToolError::dependency(format!(
-                "tool '{tool}' asked the user a question (elicitation), and nobody can answer it here: \
-                 serve it with `toolhost serve-mcp` to a client that supports elicitation"
-            ))),
-            Ask::Sample(_) => Err(ToolError::dependency(format!(
-                "tool '{tool}' asked for a model's completion (sampling), and there is no model to ask \
-                 here: serve it with `toolhost serve-mcp` to a client that supports sampling"
-            ))),
-            _ => Err(ToolError::dependency(format!(
+            // A form on the terminal, as an MCP server's is shown (`form.rs`).
+            Ask::Elicit { message, schema } => {
+                let form = super::form::FormAsker {
+                    agent: self.name().to_owned(),
+                    tool: tool.clone(),
+                    approver: lock(&self.approvals.approver).clone(),
+                    yes: (self.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
+                };
+                Box::pin(async move {
+                    match super::form::ask_form(&form, "", message, schema).await {
+                        Ok(answer) => Ok(serde_json::to_value(answer).unwrap_or_default()),
+                        Err(why) => Err(ToolError::dependency(format!(
+                            "tool '{tool}' asked the user a question (elicitation), and {why}: \
+                             run it on a terminal, or serve it with `toolhost serve-mcp` to a \
+                             client that supports elicitation"
+                        ))),
+                    }
+                })
+            }
+            // The host's own model, as for an MCP server's sampling (`sample.rs`).
+            Ask::Sample(sample) => {
+                let agent = self.clone();
+                Box::pin(async move {
+                    let sampler = super::sample::Sampler::Tool { tool };
+                    let sampled = agent.sample_here(sampler, sample).await?;
+                    Ok(super::sample::answer_json(&sampled))
+                })
+            }
+            _ => Box::pin(std::future::ready(Err(ToolError::dependency(format!(
                 "tool '{tool}' asked something this host does not know: update the host"
-            ))),
-        };
-        Box::pin(std::future::ready(answer))
+            ))))),
+        }
     }
 
     /// `request` with every text that leaves the host masked.

@@ -9,6 +9,7 @@ pub(crate) mod audit;
 pub(crate) mod content;
 pub(crate) mod context;
 pub(crate) mod extension_points;
+pub(crate) mod form;
 pub(crate) mod govern;
 pub(crate) mod governed;
 pub(crate) mod hooks;
@@ -16,6 +17,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod long_output;
 pub(crate) mod parallel;
 pub(crate) mod read_back;
+pub(crate) mod sample;
 
 pub use ask::{Answering, Asker};
 pub use hooks::{nice_key, sanitize};

@@ -30,6 +30,11 @@ impl Host {
                 self.mcp_files_changed();
                 continue;
             }
+            #[cfg(feature = "mcp")]
+            if *path == self.layout.mcp_pins_file() {
+                self.mcp.pins_changed(); // an approval made elsewhere (`toolhost mcp approve`)
+                continue;
+            }
             if *path == self.layout.pins_file() {
                 // Libraries refused as unpinned may be pinned now: look them up again.
                 if self.libraries.retry_unpinned() > 0 {

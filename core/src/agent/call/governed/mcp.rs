@@ -61,13 +61,45 @@ impl Governed for McpTool {
         };
         let secrets = agent.host.secrets();
         let interrupt = agent.intervention.stopped();
-        let asker = crate::mcp::Asker {
-            agent: agent.name.clone(),
-            tool: self.name.to_string(),
-            approver: crate::sync::lock(&agent.approvals.approver).clone(),
-            yes: (agent.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
-        };
+        let asker = asker_for(agent, &self.name);
         self.call(&secrets, args, timeout, progress, interrupt, asker)
             .await
+    }
+}
+
+/// Who can answer for `agent`'s call of `tool`: forms go to its approver (`form.rs`),
+/// completions to the host's model under its policy (`sample.rs`).
+fn asker_for(agent: &Arc<Agent>, tool: &str) -> crate::mcp::Asker {
+    use crate::agent::call::form::{ask_form, FormAsker};
+    use crate::agent::call::sample::Sampler;
+    let form = FormAsker {
+        agent: agent.name().to_owned(),
+        tool: tool.to_owned(),
+        approver: crate::sync::lock(&agent.approvals.approver).clone(),
+        yes: (agent.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
+    };
+    let weak = Arc::downgrade(agent);
+    let masking = weak.clone();
+    let sampling_tool = tool.to_owned();
+    crate::mcp::Asker {
+        form: Arc::new(move |server, message, schema| {
+            let form = form.clone();
+            let message = match masking.upgrade() {
+                Some(agent) => agent.mask(message).into_inner(),
+                None => message,
+            };
+            Box::pin(async move { ask_form(&form, &server, message, schema).await })
+        }),
+        sample: Arc::new(move |server, request| {
+            let agent = weak.upgrade();
+            let tool = sampling_tool.clone();
+            Box::pin(async move {
+                let Some(agent) = agent else {
+                    return Err(ToolError::dependency("the agent has ended"));
+                };
+                let sampler = Sampler::McpServer { server, tool };
+                agent.sample_here(sampler, request).await
+            })
+        }),
     }
 }

@@ -263,8 +263,10 @@ impl Context {
 
     /// Asks the user to fill in a form: `schema` is an object schema of flat fields (strings,
     /// numbers, integers, booleans, enums; MCP's `requestedSchema`). Answered by the MCP
-    /// client's elicitation when served; where nobody can answer, a
-    /// [`dependency`](crate::ErrorKind::Dependency) error says so. Never ask for a secret
+    /// client's elicitation when served (an `InputRequiredResult` round for a 2026-07-28
+    /// client, which runs the tool again from the start with the answer: ask before changing
+    /// anything), on the terminal in `toolhost call`, `watch` and `chat`; where nobody can
+    /// answer, a [`dependency`](crate::ErrorKind::Dependency) error says so. Never ask for a secret
     /// this way: secrets belong in `usr/secrets.env`.
     ///
     /// ```no_run
@@ -293,8 +295,10 @@ impl Context {
         Ok(serde_json::from_value(self.ask(&request).await?)?)
     }
 
-    /// Asks a model for a completion: the MCP client's (sampling) when served; where there
-    /// is none to ask, a [`dependency`](crate::ErrorKind::Dependency) error says so.
+    /// Asks a model for a completion: the MCP client's (sampling) when served, else the
+    /// host's configured model (`models.toml`) once the user's policy allows it; where there
+    /// is none to ask, or nobody to approve, a [`dependency`](crate::ErrorKind::Dependency)
+    /// error says so.
     ///
     /// ```no_run
     /// # async fn f(ctx: &plugin_api::Context) -> Result<(), plugin_api::ToolError> {

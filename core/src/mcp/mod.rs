@@ -106,15 +106,27 @@ impl McpClients {
         for e in &config.errors {
             tracing::warn!("{e}");
         }
+        let found = self.started(config, layout, max_text_bytes, secrets);
+        let mut profiles = lock(&self.profiles);
+        profiles.entry(profile.to_owned()).or_insert(found).clone()
+    }
+
+    /// The servers of a profile's `config`, each running (started if it is new), with their
+    /// tools checked against the pins.
+    fn started(
+        &self,
+        config: McpConfig,
+        layout: &Layout,
+        max_text_bytes: u64,
+        secrets: &Arc<Secrets>,
+    ) -> Arc<ProfileServers> {
         let pins = pins::ToolPins::new(layout, max_text_bytes);
         let servers = config
             .servers
             .iter()
             .map(|c| self.server(c, secrets, &pins))
             .collect();
-        let found = Arc::new(ProfileServers { config, servers });
-        let mut profiles = lock(&self.profiles);
-        profiles.entry(profile.to_owned()).or_insert(found).clone()
+        Arc::new(ProfileServers { config, servers })
     }
 
     /// The running server for `config`, started if it is new.
@@ -184,13 +196,7 @@ impl McpClients {
                     reload.stopped.push(server.name.clone());
                 }
             }
-            let pins = pins::ToolPins::new(layout, max_text_bytes);
-            let servers = config
-                .servers
-                .iter()
-                .map(|c| self.server(c, secrets, &pins))
-                .collect();
-            let servers = Arc::new(ProfileServers { config, servers });
+            let servers = self.started(config, layout, max_text_bytes, secrets);
             lock(&self.profiles).insert(profile, servers);
             reloads.push(reload);
         }

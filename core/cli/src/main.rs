@@ -522,7 +522,14 @@ fn main() -> ExitCode {
         .with_target(false)
         .with_filter(tracing_subscriber::EnvFilter::new(level));
     // Kept to the end of `main`: the last spans are sent when it is dropped.
-    let (export, _export) = otel::from_env();
+    // `[telemetry]` of usr/toolhost.toml; a broken file is reported by the command itself.
+    let telemetry = toolhost::config::Config::load_host(
+        &toolhost::Layout::new(&cli.root),
+        toolhost::DEFAULT_MAX_TEXT_BYTES,
+    )
+    .map(|config| config.telemetry())
+    .unwrap_or_default();
+    let (export, _export) = otel::from_env(&telemetry);
     tracing_subscriber::registry().with(log).with(export).init();
     quiet_on_closed_pipe();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));

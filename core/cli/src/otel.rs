@@ -8,6 +8,9 @@
 //!   (`OTEL_BSP_SCHEDULE_DELAY`, …) and the resource's (`OTEL_SERVICE_NAME`, default
 //!   `toolhost`; `OTEL_RESOURCE_ATTRIBUTES`) are read by the SDK itself.
 //!
+//! `[telemetry]` in `usr/toolhost.toml` sets the same values (endpoint, service name, traces
+//! exporter, headers); each variable that is set wins over the file's value.
+//!
 //! Traces go over OTLP HTTP/protobuf (`OTEL_EXPORTER_OTLP_PROTOCOL` other than
 //! `http/protobuf` is refused with a warning). Only the spans and events of
 //! [`toolhost::telemetry::TARGET`] are exported, each attribute masked where it is made.
@@ -15,6 +18,7 @@
 mod propagation;
 
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
@@ -63,13 +67,18 @@ fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
     }
 }
 
-/// The export layer the variables ask for (none when they do not), and its guard. A
-/// configuration that cannot be served is a warning: the command runs without export.
-pub(crate) fn from_env<S>() -> (Option<impl Layer<S>>, Export)
+/// The export layer the variables and `file` (`[telemetry]`) ask for (none when they do
+/// not), and its guard. A configuration that cannot be served is a warning: the command runs
+/// without export.
+pub(crate) fn from_env<S>(
+    file: &toolhost::config::TelemetrySettings,
+) -> (Option<impl Layer<S>>, Export)
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    // The OpenTelemetry spec: a variable that is set wins over the file's value.
+    let var = |name: &str| env(name).or_else(|| file.var(name));
     match wanted(var) {
         Ok(true) => {}
         Ok(false) => return (None, Export(None)),
@@ -80,10 +89,20 @@ where
     }
     // The exporter's HTTPS, if the endpoint is one, with the workspace's one crypto provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let exporter = match opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .build()
+    let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
+    // The SDK reads the variables itself; the file's values are given to it only when no
+    // variable says otherwise (a value given in code would win over the variables).
+    if env("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
+        && env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none()
     {
+        if let Some(base) = &file.endpoint {
+            builder = builder.with_endpoint(format!("{}/v1/traces", base.trim_end_matches('/')));
+        }
+    }
+    if env("OTEL_EXPORTER_OTLP_HEADERS").is_none() && !file.headers.is_empty() {
+        builder = builder.with_headers(file.headers.iter().cloned().collect());
+    }
+    let exporter = match builder.build() {
         Ok(exporter) => exporter,
         Err(e) => {
             eprintln!(
@@ -93,8 +112,12 @@ where
         }
     };
     let mut resource = Resource::builder();
-    if var("OTEL_SERVICE_NAME").is_none() {
-        resource = resource.with_service_name("toolhost");
+    if env("OTEL_SERVICE_NAME").is_none() {
+        let name = file
+            .service_name
+            .clone()
+            .unwrap_or_else(|| "toolhost".to_owned());
+        resource = resource.with_service_name(name);
     }
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)

@@ -198,7 +198,11 @@ impl HttpServer {
         let service = StreamableHttpService::new(
             move || {
                 let session = match sessions {
-                    true => Session::new(shared.clone()),
+                    true => {
+                        // rmcp calls this once per session it creates (an `initialize`).
+                        toolhost::telemetry::metrics::mcp_session_started();
+                        Session::new(shared.clone())
+                    }
                     false => Session::stateless(shared.clone()),
                 };
                 Ok(session.with_token_key(token_key.clone()))

@@ -20,37 +20,41 @@ pub(super) struct Layered {
     pub files: Vec<PathBuf>,
 }
 
-/// Reads `usr/toolhost.toml`, then `usr/agents/<profile>/toolhost.toml` over it; a missing
-/// file is skipped. Each file is read whole (a regular file of at most `max_text_bytes`) and
-/// checked on its own, so a mistake names the file it is in.
+/// Reads `usr/toolhost.toml`, then `usr/agents/<profile>/toolhost.toml` over it (only the
+/// first without a profile); a missing file is skipped. Each file is read whole (a regular
+/// file of at most `max_text_bytes`) and checked on its own, so a mistake names the file it
+/// is in.
 pub(super) fn load(
     layout: &Layout,
-    profile: &str,
+    profile: Option<&str>,
     max_text_bytes: u64,
 ) -> Result<Layered, ConfigError> {
-    if !is_safe_name(profile) {
-        let message = format!(
-            "invalid profile name '{}': use letters, digits, '_', '-' and '.' only",
-            profile.escape_debug()
-        );
-        let file = Path::new("usr/agents");
-        return Err(ConfigError::new(
-            file,
-            None,
-            ConfigErrorKind::InvalidProfile,
-            message,
-        ));
+    let mut paths = vec![layout.config_file()];
+    if let Some(profile) = profile {
+        check_profile(profile)?;
+        paths.push(layout.profile_config_file(profile));
     }
     let mut merged = toml::Table::new();
     let mut layered = Layered::default();
-    for path in [layout.config_file(), layout.profile_config_file(profile)] {
+    for path in paths {
         let label = path.strip_prefix(layout.root()).unwrap_or(&path);
         let text = match read_text(&path, max_text_bytes, "HostOptions::max_text_bytes") {
             Ok(text) => text,
             Err(e) if e.kind == ReadErrorKind::Missing => continue,
             Err(e) => return Err(ConfigError::unreadable(label, &e)),
         };
-        overlay(&mut merged, parse(label, &text, &mut layered.origins)?);
+        let table = parse(label, &text, &mut layered.origins)?;
+        if path != layout.config_file() && table.contains_key("telemetry") {
+            let message =
+                "[telemetry] is host-wide: set it in usr/toolhost.toml, not in a profile's file";
+            let line = text.lines().position(|l| {
+                let l = l.trim_start();
+                l.starts_with("[telemetry") || l.starts_with("telemetry")
+            });
+            let kind = ConfigErrorKind::InvalidValue;
+            return Err(ConfigError::new(label, line.map(|l| l + 1), kind, message));
+        }
+        overlay(&mut merged, table);
         layered.files.push(path.clone());
     }
     // Every key and value was checked in its own file, and merging only combines them.
@@ -59,6 +63,24 @@ pub(super) fn load(
         ConfigError::new(file, None, ConfigErrorKind::InvalidValue, e.message())
     })?;
     Ok(layered)
+}
+
+/// Refuses a profile name that is not a safe name.
+fn check_profile(profile: &str) -> Result<(), ConfigError> {
+    if is_safe_name(profile) {
+        return Ok(());
+    }
+    let message = format!(
+        "invalid profile name '{}': use letters, digits, '_', '-' and '.' only",
+        profile.escape_debug()
+    );
+    let file = Path::new("usr/agents");
+    Err(ConfigError::new(
+        file,
+        None,
+        ConfigErrorKind::InvalidProfile,
+        message,
+    ))
 }
 
 /// Checks the text of one file (`file` as messages name it) against the schema, records where

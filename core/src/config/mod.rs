@@ -56,8 +56,8 @@ pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
 pub use sandbox::{Capability, Port, SandboxPolicy, CAPABILITY_EXPECTED};
 pub use settings::{
-    AuditSettings, Backoff, BreakerSettings, IsolationSettings, DEFAULT_INIT_TIMEOUT,
-    MIN_WORKER_MEMORY_MB,
+    AuditSettings, Backoff, BreakerSettings, IsolationSettings, TelemetrySettings,
+    DEFAULT_INIT_TIMEOUT, MIN_WORKER_MEMORY_MB,
 };
 pub use source::{Origin, Source};
 
@@ -82,7 +82,19 @@ impl Config {
     /// schema does not know or a value it does not accept; or a profile name that is not a
     /// safe name.
     pub fn load(layout: &Layout, profile: &str, max_text_bytes: u64) -> Result<Self, ConfigError> {
-        let layered = load::load(layout, profile, max_text_bytes)?;
+        let layered = load::load(layout, Some(profile), max_text_bytes)?;
+        Ok(Self {
+            values: layered.values,
+            origins: layered.origins,
+            files: layered.files,
+        })
+    }
+
+    /// Reads `usr/toolhost.toml` alone: the host-wide settings, such as
+    /// [`telemetry`](Self::telemetry), before a command knows its profile. Fails as
+    /// [`load`](Self::load) does.
+    pub fn load_host(layout: &Layout, max_text_bytes: u64) -> Result<Self, ConfigError> {
+        let layered = load::load(layout, None, max_text_bytes)?;
         Ok(Self {
             values: layered.values,
             origins: layered.origins,
@@ -287,6 +299,28 @@ impl Config {
             enabled: audit.enabled.unwrap_or(default.enabled),
             fsync: audit.fsync.unwrap_or(default.fsync),
             required: audit.required.or(default.required),
+        }
+    }
+
+    /// The OpenTelemetry export `[telemetry]` asks for (only `usr/toolhost.toml` may set it).
+    pub fn telemetry(&self) -> TelemetrySettings {
+        let t = &self.values.telemetry;
+        let exporter = |e: &Option<tables::Exporter>| {
+            e.map(|e| match e {
+                tables::Exporter::Otlp => "otlp".to_owned(),
+                tables::Exporter::None => "none".to_owned(),
+            })
+        };
+        TelemetrySettings {
+            endpoint: t.endpoint.as_ref().map(|e| e.0.clone()),
+            service_name: t.service_name.clone(),
+            traces_exporter: exporter(&t.traces_exporter),
+            headers: t
+                .headers
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         }
     }
 

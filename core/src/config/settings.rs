@@ -1,5 +1,5 @@
 //! The resolved settings of the tables that apply to every tool: `[calls]` backoff,
-//! `[breaker]`, `[audit]` and `[isolation]`, each with its default.
+//! `[breaker]`, `[audit]`, `[isolation]` and `[telemetry]`, each with its default.
 
 use std::time::Duration;
 
@@ -146,6 +146,40 @@ impl Default for IsolationSettings {
             cpu_seconds: None,
             grace: Duration::from_millis(1000),
             sandbox: None,
+        }
+    }
+}
+
+/// The OpenTelemetry export as `[telemetry]` in `usr/toolhost.toml` sets it: each value is
+/// the one of the standard variable named beside it, which wins over the file when set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TelemetrySettings {
+    /// `endpoint`: `OTEL_EXPORTER_OTLP_ENDPOINT`, the base URL (`/v1/traces` is appended).
+    pub endpoint: Option<String>,
+    /// `service_name`: `OTEL_SERVICE_NAME`.
+    pub service_name: Option<String>,
+    /// `traces_exporter`: `OTEL_TRACES_EXPORTER`, `"otlp"` or `"none"`.
+    pub traces_exporter: Option<String>,
+    /// `[telemetry.headers]`: `OTEL_EXPORTER_OTLP_HEADERS`, sent with each export.
+    pub headers: Vec<(String, String)>,
+}
+
+impl TelemetrySettings {
+    /// The file's value for the standard variable `name`, as that variable's text (headers
+    /// as `key=value,…`); `None` when the file does not set it.
+    pub fn var(&self, name: &str) -> Option<String> {
+        match name {
+            "OTEL_EXPORTER_OTLP_ENDPOINT" => self.endpoint.clone(),
+            "OTEL_SERVICE_NAME" => self.service_name.clone(),
+            "OTEL_TRACES_EXPORTER" => self.traces_exporter.clone(),
+            "OTEL_EXPORTER_OTLP_HEADERS" if !self.headers.is_empty() => Some(
+                self.headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            _ => None,
         }
     }
 }

@@ -31,6 +31,46 @@ pub(super) struct FileConfig {
     pub pinning: Option<bool>,
     pub packages: Packages,
     pub sandbox: Sandbox,
+    pub telemetry: Telemetry,
+}
+
+/// `[telemetry]`: the OpenTelemetry export, the same settings as the standard `OTEL_*`
+/// variables (which win over it). Only in `usr/toolhost.toml`: one process exports for all.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub(super) struct Telemetry {
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`
+    pub endpoint: Option<Endpoint>,
+    /// `OTEL_SERVICE_NAME`
+    pub service_name: Option<String>,
+    /// `OTEL_TRACES_EXPORTER`
+    pub traces_exporter: Option<Exporter>,
+    /// `OTEL_EXPORTER_OTLP_HEADERS`
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+/// An OTLP endpoint: an `http://` or `https://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Endpoint(pub String);
+
+impl<'de> Deserialize<'de> for Endpoint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let url = String::deserialize(d)?;
+        match url.starts_with("http://") || url.starts_with("https://") {
+            true => Ok(Self(url)),
+            false => Err(de::Error::custom(format!(
+                "expected an http:// or https:// URL, not \"{url}\""
+            ))),
+        }
+    }
+}
+
+/// Where a signal goes: `otlp` or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase", expecting = "\"otlp\" or \"none\"")]
+pub(super) enum Exporter {
+    Otlp,
+    None,
 }
 
 /// `[sandbox]`: what every sandboxed tool of the profile is granted, per plugin folder too,

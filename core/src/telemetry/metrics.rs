@@ -40,6 +40,7 @@ struct Metrics {
     breakers: Family<Labels, Gauge>,
     approvals: Family<Labels, Counter>,
     tokens: Family<Labels, Counter>,
+    sessions: Counter,
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -80,6 +81,9 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let tokens = Family::<Labels, Counter>::default();
     let help = "Model tokens, by model and type (input, output)";
     registry.register("model_tokens", help, tokens.clone());
+    let sessions = Counter::default();
+    let help = "MCP sessions started by serve-mcp --http --sessions (Mcp-Session-Id issued)";
+    registry.register("mcp_sessions_started", help, sessions.clone());
     Metrics {
         registry,
         calls,
@@ -90,6 +94,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         breakers,
         approvals,
         tokens,
+        sessions,
     }
 });
 
@@ -140,6 +145,13 @@ pub fn mcp_request(method: &str) {
     if enabled() {
         let labels = vec![("method", method.to_owned())];
         METRICS.mcp_requests.get_or_create(&labels).inc();
+    }
+}
+
+/// An MCP session was started (a client's `initialize` under `--sessions`).
+pub fn mcp_session_started() {
+    if enabled() {
+        METRICS.sessions.inc();
     }
 }
 

@@ -38,3 +38,20 @@ fn metrics_are_served_behind_the_token_and_count_calls_and_failures() {
         assert!(text.contains(line), "{line} missing from:\n{text}");
     }
 }
+
+#[test]
+fn sessions_started_are_counted() {
+    let root = root();
+    let server = Served::start(&root, &["--sessions", "--allow-writes-without-token"], &[]);
+    let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    for _ in 0..2 {
+        let (status, answer) = server.request("POST", "/mcp", &[], &init.to_string());
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (status, text) = server.request("GET", "/metrics", &[], "");
+    assert_eq!(status, 200, "{text}");
+    let line = "toolhost_mcp_sessions_started_total 2";
+    assert!(text.contains(line), "{line} missing from:\n{text}");
+}

@@ -2,6 +2,7 @@
 //! HTTP/protobuf to a receiver that decodes them with the real protobuf classes
 //! (`otlp_receiver.py`, on PyPI's `opentelemetry-proto`), and its metrics at `/metrics`.
 
+mod config;
 mod metrics;
 mod propagation;
 mod secrets;

@@ -66,6 +66,12 @@ class Receiver(http.server.BaseHTTPRequestHandler):
                             for e in span.events
                         ],
                         "service": resource.get("service.name"),
+                        # The request's own `x-` headers (OTEL_EXPORTER_OTLP_HEADERS).
+                        "x_headers": {
+                            k.lower(): v
+                            for k, v in self.headers.items()
+                            if k.lower().startswith("x-")
+                        },
                     }
                     print(json.dumps(line), flush=True)
 

@@ -22,7 +22,8 @@ fn unknown_key_names_file_line_and_expected_keys() {
             "[limits]\nmax_output = 10\n\n[call]\nmax_retries = 1\n"
         )]),
         "usr/toolhost.toml line 4: unknown table `call` (expected one of: limits, calls, \
-         breaker, policy, tools, access, audit, isolate, isolation, pinning, packages, sandbox)"
+         breaker, policy, tools, access, audit, isolate, isolation, pinning, packages, sandbox, \
+         telemetry)"
     );
     let err = load(&root(&[(GLOBAL, "verbose = true\n")])).unwrap_err();
     assert_eq!(err.kind(), ConfigErrorKind::UnknownKey);

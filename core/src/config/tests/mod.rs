@@ -6,6 +6,7 @@ mod edit;
 mod errors;
 mod isolation;
 mod resolve;
+mod telemetry;
 
 use std::fs;
 use std::path::Path;

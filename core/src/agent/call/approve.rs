@@ -164,12 +164,22 @@ impl Agent {
     /// Saves "allow" for the tool in the profile's policy file (as its `mcp_policy` for an
     /// MCP client's agent).
     fn approve_always(&self, tool: &str) -> Verdict {
-        let file = self.policy_file();
         let save = match self.serves_mcp_client() {
             true => crate::config::save_tool_mcp_policy,
             false => save_tool_policy,
         };
-        match save(&file, tool, PolicyDecision::Allow) {
+        self.save_allow(tool, save)
+    }
+
+    /// Saves "allow" for `key` in the profile's policy file with `save`: the verdict allows
+    /// either way and says where the answer was saved, or why it was not.
+    pub(crate) fn save_allow(
+        &self,
+        key: &str,
+        save: fn(&std::path::Path, &str, PolicyDecision) -> Result<(), crate::config::ConfigError>,
+    ) -> Verdict {
+        let file = self.policy_file();
+        match save(&file, key, PolicyDecision::Allow) {
             Ok(()) => {
                 self.host.config_changed();
                 allowed(DecisionSource::Said(

@@ -214,24 +214,7 @@ impl Agent {
                 lock(&self.approvals.session).insert(key);
                 allowed(said("user: approved for this session"))
             }
-            ApprovalAnswer::Always => {
-                let file = self.policy_file();
-                match crate::config::save_tool_policy(&file, &key, PolicyDecision::Allow) {
-                    Ok(()) => {
-                        self.host.config_changed();
-                        allowed(DecisionSource::Said(
-                            format!(
-                                "user: approved always (saved to {})",
-                                crate::layout::Escaped(&file)
-                            )
-                            .into(),
-                        ))
-                    }
-                    Err(e) => allowed(DecisionSource::Said(
-                        format!("user: approved always (not saved: {e})").into(),
-                    )),
-                }
-            }
+            ApprovalAnswer::Always => self.save_allow(&key, crate::config::save_tool_policy),
             _ => refused(said("user: denied")),
         }
     }

@@ -6,13 +6,13 @@
 //!
 //! Run with `cargo bench -p toolhost-tests --bench fleet` (needs `haproxy`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use toolhost_tests::balancer::{post_mcp, Balancer};
 use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
 
 const CLIENTS: usize = 16;
@@ -56,56 +56,12 @@ fn instance(root: &TestRoot) -> (Killed, u16) {
     (Killed(child), port)
 }
 
-/// HAProxy in front of `backends`, with the fleet page's config: the process and its port.
-fn balancer(root: &TestRoot, backends: &[u16]) -> (Killed, u16) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let servers: String = backends
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("    server toolhost{i} 127.0.0.1:{p} check\n"))
-        .collect();
-    let config = format!(
-        "global\n    maxconn 1024\n\
-         defaults\n    mode http\n    timeout connect 1s\n    timeout client 30s\n    timeout server 30s\n    retries 3\n    option redispatch\n\
-         frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend toolhost\n\
-         backend toolhost\n    balance roundrobin\n    option httpchk GET /metrics\n    http-check expect status 200\n    default-server inter 200ms fall 2 rise 2\n{servers}"
-    );
-    let path = root.write(&format!("haproxy-{port}.cfg"), config);
-    let child = Command::new("haproxy")
-        .arg("-db")
-        .arg("-f")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("haproxy");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "haproxy did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The health checks find every backend up.
-    std::thread::sleep(Duration::from_millis(600));
-    (Killed(child), port)
-}
-
 /// One `tools/call` of `noop` through `port`; panics unless it succeeded.
 fn call(port: u16, id: u64) {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"noop","arguments":{{}}}}}}"#
     );
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("request");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("answer");
+    let answer = post_mcp(port, &body).expect("an answer");
     assert!(
         answer.starts_with("HTTP/1.1 200") && answer.contains(r#""isError":false"#),
         "{answer}"
@@ -167,10 +123,10 @@ fn main() {
         median(ports[0])
     );
     for n in 1..=3 {
-        let (_haproxy, port) = balancer(&root, &ports[..n]);
+        let haproxy = Balancer::start(&root, &ports[..n]);
         println!(
             "fleet/haproxy, {n} instance(s): {:.0} calls/s",
-            median(port)
+            median(haproxy.port)
         );
     }
 }

@@ -7,14 +7,13 @@
 //! holds exactly one record per completed call, matched by the call's id.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use toolhost_tests::balancer::{post_mcp, Balancer};
 use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
 
 use crate::mcp_server::HttpServer;
@@ -63,89 +62,13 @@ impl Instance {
     }
 }
 
-/// HAProxy in the foreground with the config of the fleet page (docs/src/guide/fleet.md).
-struct Balancer {
-    child: Child,
-    port: u16,
-}
-
-impl Balancer {
-    fn start(root: &TestRoot, backends: &[u16]) -> Self {
-        let port = free_port();
-        let servers: String = backends
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("    server toolhost{i} 127.0.0.1:{p} check\n"))
-            .collect();
-        let config = format!(
-            "global\n    maxconn 1024\n\
-             defaults\n    mode http\n    timeout connect 1s\n    timeout client 30s\n    timeout server 30s\n    retries 3\n    option redispatch\n\
-             frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend toolhost\n\
-             backend toolhost\n    balance roundrobin\n    option httpchk GET /metrics\n    http-check expect status 200\n    default-server inter 200ms fall 2 rise 2\n{servers}"
-        );
-        let path = root.write("haproxy.cfg", config);
-        let check = Command::new("haproxy")
-            .arg("-c")
-            .arg("-f")
-            .arg(&path)
-            .output()
-            .expect("haproxy -c");
-        assert!(
-            check.status.success(),
-            "haproxy refused the config: {}",
-            String::from_utf8_lossy(&check.stderr)
-        );
-        let child = Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("haproxy");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "haproxy did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self { child, port }
-    }
-}
-
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
-}
-
 /// One call through the balancer: `Ok(answer text)`, or why it failed (the HTTP status and
 /// body, or the I/O error).
 fn call(port: u16, id: u64) -> Result<String, String> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"versioned:sleep","arguments":{{"ms":20,"call":{id}}}}}}}"#
     );
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .map_err(|e| e.to_string())?;
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| e.to_string())?;
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .map_err(|e| e.to_string())?;
+    let answer = post_mcp(port, &body)?;
     let status = answer.get(9..12).unwrap_or("???");
     if status != "200" {
         return Err(format!(
@@ -194,8 +117,6 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
     let instances: Vec<Instance> = (0..3).map(|_| Instance::start(&root)).collect();
     let ports: Vec<u16> = instances.iter().map(|i| i.port).collect();
     let balancer = Balancer::start(&root, &ports);
-    // The health checks find every instance up before the clients start.
-    std::thread::sleep(Duration::from_millis(600));
 
     let stop = Arc::new(AtomicBool::new(false));
     let outcomes = Arc::new(Mutex::new(Vec::new()));

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod audit;
+pub mod balancer;
 pub mod fake_llm;
 pub mod peers;
 mod shell_env;

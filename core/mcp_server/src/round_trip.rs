@@ -8,12 +8,16 @@
 //! The `requestState` holds the answers of earlier rounds and the ids of the requests it
 //! waits for, sealed with HMAC-SHA256 (rmcp's `RequestStateCodec`) under the server's
 //! [`StateKey`], bound to the call (its tool and a digest of its arguments) and valid for
-//! [`STATE_TTL`]. A state that fails verification (changed, forged, expired, issued for
-//! another call or by a server with another key) is refused with invalid params (`-32602`).
+//! [`STATE_TTL`], and it is good for one retry: each state carries a random id, and a
+//! process refuses an id it has already accepted (a state replayed to another instance that
+//! shares the key is not caught: the ids are kept per process). A state that fails
+//! verification (changed, forged, expired, issued for another call or by a server with
+//! another key) or was used before is refused with invalid params (`-32602`) and the call
+//! does not run.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, InputRequest, InputRequests, InputRequiredResult,
@@ -34,16 +38,27 @@ pub(crate) const APPROVAL: &str = "approval";
 
 /// The key that seals and opens `requestState`s: random for each process, or derived from
 /// the HTTP listener's bearer token, so that instances sharing a token (behind one load
-/// balancer) open each other's states.
+/// balancer) open each other's states. It keeps the ids of the states it accepted, until
+/// they expire, so that each is used once.
 #[derive(Clone)]
-pub(crate) struct StateKey(RequestStateCodec);
+pub(crate) struct StateKey {
+    codec: RequestStateCodec,
+    used: Arc<Mutex<HashMap<u128, Instant>>>,
+}
 
 impl StateKey {
+    fn new(key: Vec<u8>) -> Self {
+        Self {
+            codec: RequestStateCodec::new_unchecked(key),
+            used: Arc::default(),
+        }
+    }
+
     /// A key of 32 random bytes from the operating system.
     pub(crate) fn random() -> Result<Self, getrandom::Error> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key)?;
-        Ok(Self(RequestStateCodec::new_unchecked(key.to_vec())))
+        Ok(Self::new(key.to_vec()))
     }
 
     /// The key of every listener given `token`: SHA-256 of a label and the token.
@@ -52,13 +67,24 @@ impl StateKey {
         hash.update(b"toolhost/mcp/request-state/v1\0");
         hash.update(token.as_bytes());
         let key: [u8; 32] = hash.finalize().into();
-        Self(RequestStateCodec::new_unchecked(key.to_vec()))
+        Self::new(key.to_vec())
+    }
+
+    /// Marks the state `id` used; false if it was used before. Forgets ids older than
+    /// [`STATE_TTL`] (their states no longer open).
+    fn use_once(&self, id: u128) -> bool {
+        let now = Instant::now();
+        let mut used = lock(&self.used);
+        used.retain(|_, at| now.duration_since(*at) < STATE_TTL);
+        used.insert(id, now).is_none()
     }
 }
 
 /// What a `requestState` holds.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct State {
+    /// A random id, accepted once.
+    id: u128,
     /// Every answer so far, by input request id.
     answers: BTreeMap<String, Value>,
     /// The ids of the requests the client was asked in the last round.
@@ -85,13 +111,20 @@ impl RoundTrip {
         let mut state = State::default();
         if let Some(sealed) = &request.request_state {
             let bound = binding(request);
-            state = key.0.open_json_with(sealed, &bound).map_err(|e| {
+            state = key.codec.open_json_with(sealed, &bound).map_err(|e| {
                 tracing::info!("tools/call {}: requestState refused: {e}", request.name);
                 ErrorData::invalid_params(
                     "requestState failed verification (changed, expired, or issued for another call): call the tool again without requestState and inputResponses",
                     None,
                 )
             })?;
+            if !key.use_once(state.id) {
+                tracing::info!("tools/call {}: requestState used again", request.name);
+                return Err(ErrorData::invalid_params(
+                    "requestState was already used (each is good for one retry): call the tool again without requestState and inputResponses",
+                    None,
+                ));
+            }
         }
         let mut answers = state.answers;
         if let Some(responses) = &request.input_responses {
@@ -155,13 +188,17 @@ impl RoundTrip {
         request: &CallToolRequestParams,
     ) -> Result<InputRequiredResult, ErrorData> {
         let asked = std::mem::take(&mut *lock(&self.asked));
+        let mut id = [0u8; 16];
+        getrandom::fill(&mut id)
+            .map_err(|e| ErrorData::internal_error(format!("a requestState id: {e}"), None))?;
         let state = State {
+            id: u128::from_le_bytes(id),
             answers: self.answers.clone(),
             asked: asked.keys().cloned().collect(),
         };
         let bound = binding(request);
         let options = SealOptions::new().associated_data(&bound).ttl(STATE_TTL);
-        let sealed = key.0.seal_json_with(&state, &options).map_err(|e| {
+        let sealed = key.codec.seal_json_with(&state, &options).map_err(|e| {
             ErrorData::internal_error(format!("sealing the requestState: {e}"), None)
         })?;
         Ok(InputRequiredResult::new(Some(asked), Some(sealed)))
@@ -225,6 +262,10 @@ mod tests {
         let round = RoundTrip::begin(&key, &retry, ClientCapabilities::default()).unwrap();
         assert_eq!(round.answer(APPROVAL), Some(&answer));
         assert_eq!(round.answer("unasked"), None);
+        // Used once: the same retry again is refused.
+        let again = RoundTrip::begin(&key, &retry, ClientCapabilities::default());
+        let error = again.err().expect("a state used twice");
+        assert!(error.message.contains("already used"), "{error:?}");
 
         // The same state on another call, a changed state, another server's key: refused.
         let other = call(json!({"city": "Rome"})).with_request_state(state.clone());

@@ -1,12 +1,15 @@
 //! rmcp's own client against `toolhost serve-mcp`: list, a call with progress, a cancelled
-//! call, and `tools/list_changed`, over stdio and streamable HTTP.
+//! call, and `tools/list_changed`, over stdio and streamable HTTP; a resource subscription
+//! told of its file's change.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request, ServerResult,
+    CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request,
+    ResourceUpdatedNotificationParam, ServerResult, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -16,11 +19,12 @@ use toolhost_tests::{toolhost_bin, wait_for, Fixture, TestRoot};
 
 use super::{audited_calls, root, HttpServer};
 
-/// Records the progress and list changes the server sends.
+/// Records the progress, list changes and resource updates the server sends.
 #[derive(Clone, Default)]
 struct Recorder {
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     list_changed: Arc<AtomicUsize>,
+    updated: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Recorder {
@@ -34,6 +38,14 @@ impl ClientHandler for Recorder {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
     }
 }
 
@@ -219,4 +231,52 @@ async fn an_approval_saved_in_a_terminal_does_not_apply_to_mcp_clients() {
     );
     let allowed = call(&root).await;
     assert_eq!(allowed.is_error, Some(false), "{allowed:?}");
+}
+
+/// A session subscribed to a resource (`resources/subscribe`) is sent
+/// `notifications/resources/updated` when its file changes, not when another file does, and
+/// nothing after it unsubscribes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // resources/subscribe is the way of sessions (before 2026-07-28)
+async fn a_subscribed_session_is_told_when_its_resource_file_changes() {
+    let root = TestRoot::new();
+    root.tool("usr", "noop", Fixture::Noop);
+    root.write("usr/resources/notes.txt", "first notes\n");
+    root.write("usr/resources/other.txt", "not subscribed\n");
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let recorder = Recorder::default();
+    let client = recorder.clone().serve(transport).await.expect("initialize");
+    let notes = "toolhost://resources/notes.txt";
+    client
+        .subscribe(SubscribeRequestParams::new(notes))
+        .await
+        .expect("resources/subscribe");
+    root.write("usr/resources/other.txt", "changed, unsubscribed\n");
+    root.write("usr/resources/notes.txt", "second notes\n");
+    let updated = recorder.updated.clone();
+    wait_for("notes.txt's update", || {
+        let updated = updated.lock().unwrap().clone();
+        match updated.is_empty() {
+            true => Err(updated),
+            false => Ok(()),
+        }
+    });
+    assert!(
+        recorder.updated.lock().unwrap().iter().all(|u| u == notes),
+        "{:?}",
+        recorder.updated
+    );
+    client
+        .unsubscribe(UnsubscribeRequestParams::new(notes))
+        .await
+        .expect("resources/unsubscribe");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let told = recorder.updated.lock().unwrap().len();
+    root.write("usr/resources/notes.txt", "third notes\n");
+    // The watcher's debounce is well under a second; nothing more comes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(recorder.updated.lock().unwrap().len(), told);
+    client.cancel().await.expect("close");
 }

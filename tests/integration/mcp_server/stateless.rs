@@ -1,7 +1,8 @@
 //! rmcp's client speaking MCP 2026-07-28 to `toolhost serve-mcp`, over stdio and streamable
 //! HTTP: `server/discover` instead of `initialize`, lists with caching hints, a call, a call
 //! whose approval comes back as an `InputRequiredResult` and is answered in the retry, a
-//! changed `requestState` refused, and `subscriptions/listen` told of a rebuilt plugin.
+//! changed or reused `requestState` refused, `subscriptions/listen` told of a rebuilt plugin and of a
+//! changed resource file, and a tool's own questions and sampling asked through the rounds.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,8 +10,10 @@ use std::time::Duration;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
-    ProtocolVersion, ServerNotification, SubscriptionFilter,
+    ProtocolVersion, ReadResourceRequestParams, ServerNotification, SubscriptionFilter,
 };
+#[allow(deprecated)] // sampling is deprecated by SEP-2577, and still in 2026-07-28
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError};
@@ -161,18 +164,27 @@ async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
     );
     assert_eq!(audited_calls(root, "noop").len(), ran_before);
     // The state as given, with the answer: the call runs.
-    let answered = client
-        .call_tool_once(
-            call("noop", json!({"city": "Rome"}))
-                .with_input_responses(answers())
-                .with_request_state(state),
-        )
-        .await
-        .expect("the retry");
+    let retry = || {
+        call("noop", json!({"city": "Rome"}))
+            .with_input_responses(answers())
+            .with_request_state(state.clone())
+    };
+    let answered = client.call_tool_once(retry()).await.expect("the retry");
     let CallToolResponse::Complete(answered) = answered else {
         panic!("not a result: {answered:?}")
     };
     assert_eq!(answered.is_error, Some(false), "{answered:?}");
+    // An approval is good once: the same retry sent again is refused and runs nothing.
+    let ran = audited_calls(root, "noop").len();
+    assert_eq!(ran, ran_before + 1);
+    match client.call_tool_once(retry()).await {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
+            assert!(e.message.contains("already used"), "{e:?}");
+        }
+        other => panic!("a used requestState was accepted again: {other:?}"),
+    }
+    assert_eq!(audited_calls(root, "noop").len(), ran);
 
     // subscriptions/listen: a rebuilt plugin is told on the listening request.
     let filter = SubscriptionFilter::builder()
@@ -306,5 +318,156 @@ async fn a_2025_11_25_client_is_served_as_before() {
     let listed = client.list_tools(None).await.expect("tools/list");
     assert_eq!(listed.ttl_ms, None, "{listed:?}");
     assert_eq!(listed.result_type, None, "{listed:?}");
+    client.cancel().await.expect("close");
+}
+
+/// A 2026-07-28 client that declares sampling and answers every `sampling/createMessage`
+/// with one sentence, keeping the prompts it was given.
+#[derive(Clone, Default)]
+struct Sampling {
+    prompts: Arc<Mutex<Vec<String>>>,
+}
+
+#[allow(deprecated)] // sampling is deprecated by SEP-2577, and still in 2026-07-28
+impl ClientHandler for Sampling {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(json!({"sampling": {}})).unwrap();
+        ClientConfig::new(capabilities, Implementation::new("sampling-test", "1.0"))
+    }
+
+    async fn create_message(
+        &self,
+        request: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asked = serde_json::to_value(&request.messages).unwrap();
+        self.prompts.lock().unwrap().push(asked.to_string());
+        let answer = json!({
+            "model": "client-model",
+            "role": "assistant",
+            "content": {"type": "text", "text": "Paris, said the client's model."},
+            "stopReason": "endTurn",
+        });
+        Ok(serde_json::from_value(answer).unwrap())
+    }
+}
+
+/// A tool's `Context::sample` reaches a 2026-07-28 client as the input request `sample-1`
+/// of an `InputRequiredResult`; the retry carries the client's completion, and the tool's
+/// answer is built from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_sampling_reaches_a_2026_07_28_client_through_the_round_trip() {
+    let root = TestRoot::new();
+    let samples = Fixture::ALL
+        .into_iter()
+        .find(|f| f.package() == "conformance-test-sampling")
+        .expect("the conformance plugin's test_sampling");
+    root.tool("usr", "test_sampling", samples);
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let sampling = Sampling::default();
+    let client = sampling
+        .clone()
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover");
+    let question = call("test_sampling", json!({"prompt": "The capital of France?"}));
+    let first = client
+        .call_tool_once(question.clone())
+        .await
+        .expect("tools/call once");
+    let CallToolResponse::InputRequired(input) = first else {
+        panic!("not an InputRequiredResult: {first:?}")
+    };
+    let requests = input.input_requests.as_ref().expect("inputRequests");
+    let asked: Vec<&String> = requests.keys().collect();
+    assert_eq!(asked, ["sample-1"]);
+    let request = serde_json::to_value(&requests["sample-1"]).unwrap();
+    assert_eq!(request["method"], "sampling/createMessage", "{request}");
+    assert!(sampling.prompts.lock().unwrap().is_empty());
+
+    let answered = client.call_tool(question).await.expect("tools/call");
+    assert_eq!(answered.is_error, Some(false), "{answered:?}");
+    let text = serde_json::to_value(&answered.content).unwrap();
+    assert_eq!(
+        text[0]["text"], "LLM response: Paris, said the client's model.",
+        "{text}"
+    );
+    let prompts = sampling.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].contains("The capital of France?"), "{prompts:?}");
+    client.cancel().await.expect("close");
+}
+
+/// A 2026-07-28 client listening for a resource hears the file behind it change, and hears
+/// the list change when a file is added; a resource it did not name is not told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listening_2026_07_28_client_hears_its_resource_change_and_the_list_grow() {
+    let root = TestRoot::new();
+    root.tool("usr", "noop", Fixture::Noop);
+    root.write("usr/resources/notes.txt", "first notes\n");
+    root.write("usr/resources/other.txt", "not listened to\n");
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let approving = Approving::default();
+    let client = approving
+        .clone()
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover");
+    let listed = client.list_resources(None).await.expect("resources/list");
+    let uris: Vec<&str> = listed.resources.iter().map(|r| r.uri.as_str()).collect();
+    let notes = "toolhost://resources/notes.txt";
+    assert_eq!(uris, [notes, "toolhost://resources/other.txt"]);
+
+    let filter = SubscriptionFilter::builder()
+        .resource_subscription(notes)
+        .resources_list_changed()
+        .build();
+    let mut subscription = client.listen(filter).await.expect("subscriptions/listen");
+    let acknowledged = subscription.acknowledged().clone();
+    assert_eq!(acknowledged.resources_list_changed, Some(true));
+    assert_eq!(
+        acknowledged.resource_subscriptions.as_deref(),
+        Some(&[notes.to_owned()][..])
+    );
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(30), subscription.next())
+            .await
+            .expect("a notification within 30 s")
+            .expect("the subscription's stream")
+            .expect("the subscription went on")
+    };
+
+    // The other file changes first: nothing is said of it; then notes.txt changes.
+    root.write("usr/resources/other.txt", "changed, unheard\n");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    root.write("usr/resources/notes.txt", "second notes\n");
+    match next().await {
+        ServerNotification::ResourceUpdatedNotification(n) => assert_eq!(n.params.uri, notes),
+        other => panic!("not notes.txt's update: {other:?}"),
+    }
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(notes))
+        .await
+        .expect("resources/read");
+    let read = serde_json::to_string(&read.contents).unwrap();
+    assert!(read.contains("second notes"), "{read}");
+
+    root.write("usr/resources/added.txt", "a new file\n");
+    loop {
+        match next().await {
+            ServerNotification::ResourceListChangedNotification(_) => break,
+            // The same change may be told twice; never another resource's update.
+            ServerNotification::ResourceUpdatedNotification(n) => assert_eq!(n.params.uri, notes),
+            other => panic!("not the list change: {other:?}"),
+        }
+    }
+    let listed = client.list_resources(None).await.expect("resources/list");
+    assert_eq!(listed.resources.len(), 3, "{listed:?}");
+    subscription.cancel().await.expect("cancel the subscription");
     client.cancel().await.expect("close");
 }

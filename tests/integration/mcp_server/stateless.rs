@@ -68,6 +68,49 @@ fn call(name: &str, args: serde_json::Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(args)
 }
 
+/// `toolhost serve-mcp` over stdio on `root`, discovered by a 2026-07-28 client `handler`.
+async fn discovered<H: ClientHandler>(root: &TestRoot, handler: H) -> RunningService<RoleClient, H> {
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command.arg("--root").arg(root.path()).arg("serve-mcp");
+    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    handler
+        .serve_with_lifecycle(transport, modern())
+        .await
+        .expect("server/discover")
+}
+
+/// A root serving the conformance plugin's tool `name` (as a user tool).
+fn conformance_root(name: &str) -> TestRoot {
+    let root = TestRoot::new();
+    let package = format!("conformance-{}", name.replace('_', "-"));
+    let fixture = Fixture::ALL
+        .into_iter()
+        .find(|f| f.package() == package)
+        .unwrap_or_else(|| panic!("the conformance plugin's {name}"));
+    root.tool("usr", name, fixture);
+    root
+}
+
+/// The first round of `question`: the ids of the input requests of its
+/// `InputRequiredResult`, with the requests as JSON.
+async fn first_round<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    question: &CallToolRequestParams,
+) -> serde_json::Map<String, serde_json::Value> {
+    let first = client
+        .call_tool_once(question.clone())
+        .await
+        .expect("tools/call once");
+    let CallToolResponse::InputRequired(input) = first else {
+        panic!("not an InputRequiredResult: {first:?}")
+    };
+    let requests = input.input_requests.as_ref().expect("inputRequests");
+    let serde_json::Value::Object(requests) = serde_json::to_value(requests).unwrap() else {
+        panic!("inputRequests is not an object")
+    };
+    requests
+}
+
 async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
     // Discovered, not initialised: the version is 2026-07-28 and the server says who it is.
     let server = client.peer_info().expect("server/discover's answer");
@@ -256,35 +299,12 @@ async fn a_2026_07_28_client_over_http_discovers_lists_calls_is_asked_and_listen
 /// the answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_question_reaches_a_2026_07_28_client_through_the_round_trip() {
-    let root = TestRoot::new();
-    let asks = Fixture::ALL
-        .into_iter()
-        .find(|f| f.package() == "conformance-test-elicitation")
-        .expect("the conformance plugin's test_elicitation");
-    root.tool("usr", "test_elicitation", asks);
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command.arg("--root").arg(root.path()).arg("serve-mcp");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let root = conformance_root("test_elicitation");
     let approving = Approving::default();
-    let client = approving
-        .clone()
-        .serve_with_lifecycle(transport, modern())
-        .await
-        .expect("server/discover");
+    let client = discovered(&root, approving.clone()).await;
     let question = call("test_elicitation", json!({"message": "Who are you?"}));
-    let first = client
-        .call_tool_once(question.clone())
-        .await
-        .expect("tools/call once");
-    let CallToolResponse::InputRequired(input) = first else {
-        panic!("not an InputRequiredResult: {first:?}")
-    };
-    let asked: Vec<&String> = input
-        .input_requests
-        .as_ref()
-        .expect("inputRequests")
-        .keys()
-        .collect();
+    let asked = first_round(&client, &question).await;
+    let asked: Vec<&String> = asked.keys().collect();
     assert_eq!(asked, ["elicit-1"]);
     let answered = client.call_tool(question).await.expect("tools/call");
     assert_eq!(answered.is_error, Some(false), "{answered:?}");
@@ -358,33 +378,14 @@ impl ClientHandler for Sampling {
 /// answer is built from it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_sampling_reaches_a_2026_07_28_client_through_the_round_trip() {
-    let root = TestRoot::new();
-    let samples = Fixture::ALL
-        .into_iter()
-        .find(|f| f.package() == "conformance-test-sampling")
-        .expect("the conformance plugin's test_sampling");
-    root.tool("usr", "test_sampling", samples);
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command.arg("--root").arg(root.path()).arg("serve-mcp");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let root = conformance_root("test_sampling");
     let sampling = Sampling::default();
-    let client = sampling
-        .clone()
-        .serve_with_lifecycle(transport, modern())
-        .await
-        .expect("server/discover");
+    let client = discovered(&root, sampling.clone()).await;
     let question = call("test_sampling", json!({"prompt": "The capital of France?"}));
-    let first = client
-        .call_tool_once(question.clone())
-        .await
-        .expect("tools/call once");
-    let CallToolResponse::InputRequired(input) = first else {
-        panic!("not an InputRequiredResult: {first:?}")
-    };
-    let requests = input.input_requests.as_ref().expect("inputRequests");
+    let requests = first_round(&client, &question).await;
     let asked: Vec<&String> = requests.keys().collect();
     assert_eq!(asked, ["sample-1"]);
-    let request = serde_json::to_value(&requests["sample-1"]).unwrap();
+    let request = &requests["sample-1"];
     assert_eq!(request["method"], "sampling/createMessage", "{request}");
     assert!(sampling.prompts.lock().unwrap().is_empty());
 
@@ -409,15 +410,7 @@ async fn a_listening_2026_07_28_client_hears_its_resource_change_and_the_list_gr
     root.tool("usr", "noop", Fixture::Noop);
     root.write("usr/resources/notes.txt", "first notes\n");
     root.write("usr/resources/other.txt", "not listened to\n");
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command.arg("--root").arg(root.path()).arg("serve-mcp");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
-    let approving = Approving::default();
-    let client = approving
-        .clone()
-        .serve_with_lifecycle(transport, modern())
-        .await
-        .expect("server/discover");
+    let client = discovered(&root, Approving::default()).await;
     let listed = client.list_resources(None).await.expect("resources/list");
     let uris: Vec<&str> = listed.resources.iter().map(|r| r.uri.as_str()).collect();
     let notes = "toolhost://resources/notes.txt";

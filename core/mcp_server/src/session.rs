@@ -18,8 +18,8 @@ use rmcp::model::{
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult, GetTaskParams,
-    GetTaskResult, UpdateTaskParams,
+    CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult,
+    UpdateTaskParams,
 };
 use rmcp::model::{DiscoverResult, SubscriptionFilter};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
@@ -305,7 +305,10 @@ impl ServerHandler for Session {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.shared.tasks.get(&request.task_id).map(GetTaskResult::new)
+        self.shared
+            .tasks
+            .get(&request.task_id)
+            .map(GetTaskResult::new)
     }
 
     async fn update_task(

@@ -219,7 +219,10 @@ mod tests {
         let (task, _cancel) = tasks.create(Duration::from_secs(60)).unwrap();
         assert_eq!(task.task_id.len(), 32);
         assert_eq!(task.ttl_ms, Some(360_000));
-        assert_eq!(tasks.get(&task.task_id).unwrap().status(), TaskStatus::Working);
+        assert_eq!(
+            tasks.get(&task.task_id).unwrap().status(),
+            TaskStatus::Working
+        );
         let result = CallToolResult::success(vec![ContentBlock::text("done")]);
         tasks.finish(&task.task_id, Ok(result));
         let got = tasks.get(&task.task_id).unwrap();
@@ -245,10 +248,16 @@ mod tests {
 
         let (other, _) = tasks.create(Duration::from_secs(60)).unwrap();
         tasks.finish(&other.task_id, Ok(stopped));
-        assert_eq!(tasks.get(&other.task_id).unwrap().status(), TaskStatus::Completed);
+        assert_eq!(
+            tasks.get(&other.task_id).unwrap().status(),
+            TaskStatus::Completed
+        );
 
         let (failed, _) = tasks.create(Duration::from_secs(60)).unwrap();
-        tasks.finish(&failed.task_id, Err(ErrorData::internal_error("boom", None)));
+        tasks.finish(
+            &failed.task_id,
+            Err(ErrorData::internal_error("boom", None)),
+        );
         let got = tasks.get(&failed.task_id).unwrap();
         assert_eq!(got.status(), TaskStatus::Failed);
         assert_eq!(got.task.status_message.as_deref(), Some("boom"));

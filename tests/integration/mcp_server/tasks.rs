@@ -137,7 +137,11 @@ async fn exercise(tasks: &Client, plain: &Client, root: &TestRoot, run: &str) {
     let id = start_task(tasks, call("governed", args.clone())).await;
     assert_eq!(id.len(), 32, "{id}");
     let done = until_done(tasks, &id).await;
-    assert_eq!(done.task.ttl_ms, Some(360_000), "60 s and 300 s of retention");
+    assert_eq!(
+        done.task.ttl_ms,
+        Some(360_000),
+        "60 s and 300 s of retention"
+    );
     let from_task = completed(&done);
     let plainly = plain
         .call_tool_once(call("governed", args))
@@ -148,7 +152,10 @@ async fn exercise(tasks: &Client, plain: &Client, root: &TestRoot, run: &str) {
     };
     let plainly = serde_json::to_value(&plainly).unwrap();
     assert_eq!(shown(&from_task), shown(&plainly));
-    assert_eq!(from_task["content"][0]["text"], r#"{"city":"Paris","top":3}"#);
+    assert_eq!(
+        from_task["content"][0]["text"],
+        r#"{"city":"Paris","top":3,"units":"metric"}"#
+    );
     // Polled again, the same finished task.
     let again = tasks
         .get_task(GetTaskParams::new(id.clone()))
@@ -179,7 +186,10 @@ async fn exercise(tasks: &Client, plain: &Client, root: &TestRoot, run: &str) {
         text.starts_with("business error: bad key §§secret(API_KEY)"),
         "{text}"
     );
-    assert!(!done_json(&done).contains(SECRET), "a secret reached the client");
+    assert!(
+        !done_json(&done).contains(SECRET),
+        "a secret reached the client"
+    );
 
     // tasks/cancel: the tool's Context is cancelled (it writes the note), the task ends
     // `cancelled`, and the audit records the call as stopped by an intervention.
@@ -212,7 +222,10 @@ async fn exercise(tasks: &Client, plain: &Client, root: &TestRoot, run: &str) {
     });
     assert_eq!(record["outcome"], "intervention", "{record}");
     assert_eq!(record["agent"], "mcp", "{record}");
-    assert!(record["duration_ms"].as_f64().unwrap() < 30_000.0, "{record}");
+    assert!(
+        record["duration_ms"].as_f64().unwrap() < 30_000.0,
+        "{record}"
+    );
     // Cancelling a finished task is acknowledged and changes nothing.
     tasks
         .cancel_task(CancelTaskParams::new(id.clone()))
@@ -308,12 +321,15 @@ async fn the_tasks_a_server_holds_are_bounded() {
         panic!("a task past the bound: {next:?}")
     };
     let text = serde_json::to_value(&next.content).unwrap();
-    assert_eq!(text[0]["text"], r#"{"city":"Quito"}"#);
+    assert_eq!(text[0]["text"], r#"{"city":"Quito","units":"metric"}"#);
     client
         .cancel_task(CancelTaskParams::new(id.clone()))
         .await
         .expect("tasks/cancel");
-    assert_eq!(until_done(&client, &id).await.status(), TaskStatus::Cancelled);
+    assert_eq!(
+        until_done(&client, &id).await.status(),
+        TaskStatus::Cancelled
+    );
     let seen = wait_for("the held tool's note", || {
         std::fs::read_to_string(&note).map_err(|e| e.to_string())
     });

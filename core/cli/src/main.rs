@@ -225,6 +225,11 @@ enum Command {
         /// every request stands alone (instances can share a load balancer).
         #[arg(long, requires = "http")]
         sessions: bool,
+        /// The most tasks held at a time (running, or finished and kept for their result): a
+        /// 2026-07-28 client that declares the Tasks extension gets a task for a call of a
+        /// tool whose deadline is 60 s or more; past this many, calls run plainly. 0: none.
+        #[arg(long, value_name = "N", default_value_t = toolhost_mcp_server::DEFAULT_MAX_TASKS)]
+        max_tasks: usize,
         /// Do not watch the plugin folders.
         #[arg(long)]
         no_watch: bool,
@@ -651,6 +656,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_body_bytes,
             allow_writes_without_token,
             sessions,
+            max_tasks,
             no_watch,
             secret_env,
         } => {
@@ -675,6 +681,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 max_body_bytes,
                 allow_writes_without_token,
                 sessions,
+                max_tasks,
                 watch: !no_watch,
                 yes,
             };

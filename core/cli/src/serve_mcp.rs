@@ -19,6 +19,8 @@ pub(crate) struct ServeOptions {
     /// HTTP without a token: serve more than `read` tools.
     pub(crate) allow_writes_without_token: bool,
     pub(crate) sessions: bool,
+    /// The most tasks held at a time (`--max-tasks`).
+    pub(crate) max_tasks: usize,
     pub(crate) watch: bool,
     /// `--yes`: asks for `write` tools are approved.
     pub(crate) yes: bool,
@@ -34,6 +36,7 @@ pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> 
         let server = McpServer::new(host.clone(), &options.profile)?;
         server.approve_writes(options.yes);
         server.limit_lines(options.max_body_bytes);
+        server.limit_tasks(options.max_tasks);
         let _reloads = match options.watch {
             true => {
                 crate::reloads::print(&host, crate::reloads::To::Stderr);

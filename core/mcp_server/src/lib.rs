@@ -14,6 +14,7 @@
 //! - `listen.rs`: `subscriptions/listen`, the changes told to 2026-07-28 clients;
 //! - `round_trip.rs`: what a 2026-07-28 client is asked, as `InputRequiredResult`s with a
 //!   sealed `requestState`;
+//! - `tasks.rs`: long calls of 2026-07-28 clients as tasks (the Tasks extension);
 //! - `cache_hints.rs`: the `ttlMs` and `cacheScope` of lists and reads (2026-07-28);
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
 //! - `stdio.rs`: the stdio transport, a bounded line at a time;
@@ -52,6 +53,7 @@ mod resources;
 mod round_trip;
 mod session;
 mod stdio;
+mod tasks;
 mod telemetry;
 mod tools;
 
@@ -64,6 +66,7 @@ pub use http::{
     DEFAULT_MAX_CONNECTIONS, MCP_PATH, METRICS_PATH,
 };
 pub use peers::ReloadNotifier;
+pub use tasks::{DEFAULT_MAX_TASKS, RESULT_RETENTION, TASK_MIN_DEADLINE};
 
 use peers::Peers;
 use session::Session;
@@ -85,6 +88,8 @@ pub(crate) struct Shared {
     /// Seals the `requestState` of 2026-07-28 clients' calls (an HTTP listener with a token
     /// uses one derived from it instead).
     state_key: Arc<round_trip::StateKey>,
+    /// The calls running, or finished, as tasks (2026-07-28 clients).
+    tasks: tasks::Tasks,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -117,6 +122,7 @@ impl McpServer {
                     format!("cannot make the key that seals requestState: {e}"),
                 )
             })?),
+            tasks: tasks::Tasks::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),
@@ -152,6 +158,18 @@ impl McpServer {
     pub fn limit_lines(&self, bytes: usize) {
         let limit = &self.shared.max_line_bytes;
         limit.store(bytes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Holds at most `max` tasks at a time (default [`DEFAULT_MAX_TASKS`]; 0 makes no call
+    /// a task): a long call of a 2026-07-28 client that declares the Tasks extension
+    /// (`io.modelcontextprotocol/tasks`) answers at once with a task it polls with
+    /// `tasks/get`, when its tool's deadline is at least [`TASK_MIN_DEADLINE`]. Tasks live in
+    /// this process's memory: a finished one is kept [`RESULT_RETENTION`], and when the store
+    /// is full a call runs as a plain call. Several instances behind one balancer must send
+    /// a task's requests to the instance that made it (route on the `Mcp-Name` header, which
+    /// clients set to the task id, or pin clients to an instance).
+    pub fn limit_tasks(&self, max: usize) {
+        self.shared.tasks.limit(max);
     }
 
     /// How many clients are connected (initialised sessions still open).

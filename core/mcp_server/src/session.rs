@@ -17,6 +17,10 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
+use rmcp::model::{
+    CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult,
+    UpdateTaskParams,
+};
 use rmcp::model::{DiscoverResult, SubscriptionFilter};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -26,6 +30,7 @@ use super::round_trip::{RoundTrip, StateKey, APPROVAL};
 use super::{
     approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
 };
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
@@ -100,6 +105,74 @@ impl Session {
     }
 }
 
+impl Session {
+    /// How long `request` may run when it is to become a task ([`crate::tasks`]): a request
+    /// of 2026-07-28 that declares the Tasks extension, of a tool with a long deadline.
+    async fn task_deadline(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<std::time::Duration>, ErrorData> {
+        let declares = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if !cache_hints::is_stateless(context) || !declares {
+            return Ok(None);
+        }
+        let name = request.name.to_string();
+        self.blocking("looking up the tool's deadline", move |host, profile| {
+            tools::task_deadline(host, profile, &name)
+        })
+        .await
+    }
+
+    /// Runs `request` as task `id` in the background, through the same lifecycle as a plain
+    /// call: `cancel` (`tasks/cancel`) stops it as a client's cancellation does, and its
+    /// outcome is kept for `tasks/get`. Progress is not sent for a task (the extension does
+    /// not carry it); a question the tool asks the client cannot be carried either, and ends
+    /// the call with an error result that says so.
+    fn run_task(
+        &self,
+        id: String,
+        cancel: CancellationToken,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+        round: Option<Arc<RoundTrip>>,
+        yes_to_writes: bool,
+    ) {
+        context.ct = cancel;
+        context.meta.0.remove("progressToken");
+        let shared = self.shared.clone();
+        let (approved, threshold) = (self.approved.clone(), self.log_threshold.clone());
+        let (call_id, meta) = (context.id.to_string(), &context.meta);
+        let span = telemetry::request_span("tools/call", Some(&request.name), &context.id, meta);
+        tracing::info!("tool {}: runs as task {id}", request.name);
+        let running = async move {
+            let approvals = call::Approvals {
+                session: &approved,
+                unavailable: None,
+                yes_to_writes,
+                log_threshold: &threshold,
+                round: round.clone(),
+            };
+            let name = request.name.to_string();
+            let result = call::call(&shared.host, &shared.profile, approvals, request, context);
+            let result = toolhost::telemetry::with_call_id(&call_id, result).await;
+            let result = match (result, round) {
+                (Ok(_), Some(round)) if round.asks() => {
+                    let text = format!(
+                        "tool '{name}' asked the client a question, which a task cannot carry yet: call it again without the tasks extension (io.modelcontextprotocol/tasks) in the request's client capabilities"
+                    );
+                    Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
+                }
+                (result, _) => result,
+            };
+            shared.tasks.finish(&id, result);
+        };
+        tokio::spawn(running.instrument(span));
+    }
+}
+
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         #[allow(deprecated)] // logging: what clients before 2026-07-28 use
@@ -113,6 +186,7 @@ impl ServerHandler for Session {
             .enable_prompts_list_changed()
             .enable_resources_subscribe()
             .enable_resources_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -196,6 +270,13 @@ impl ServerHandler for Session {
                 return Ok(round.input_required(self.state_key(), &request)?.into());
             }
         }
+        if let Some(deadline) = self.task_deadline(&request, &context).await? {
+            if let Some((task, cancel)) = shared.tasks.create(deadline) {
+                let id = task.task_id.clone();
+                self.run_task(id, cancel, request, context, round, yes);
+                return Ok(CreateTaskResult::new(task).into());
+            }
+        }
         let approvals = call::Approvals {
             session: &self.approved,
             unavailable: if stateless { None } else { self.no_approvals },
@@ -217,6 +298,33 @@ impl ServerHandler for Session {
             }
             _ => Ok(result.into()),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.shared
+            .tasks
+            .get(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.update(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.cancel(&request.task_id)
     }
 
     async fn discover(

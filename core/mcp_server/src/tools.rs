@@ -2,6 +2,7 @@
 //! annotations from its risk level and capabilities.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
@@ -10,6 +11,8 @@ use plugin_api::RiskLevel;
 use plugin_api::ToolInfo;
 use toolhost::config::Access;
 use toolhost::Host;
+
+use crate::tasks::TASK_MIN_DEADLINE;
 
 /// The tools `profile` may call now, as MCP tools, sorted by name. Tools the tools prompt
 /// leaves out are left out here too: not ready, breaker open, or refused by the profile's
@@ -56,6 +59,25 @@ pub(crate) fn offered(agent: &toolhost::Agent, request: &str) -> bool {
         Some(found) => !agent_only(name.name(), found.handle.info()),
         None => name.name() != "response" && agent.has_tool(request),
     }
+}
+
+/// How long a call of `request` may run, every attempt included, when its calls become
+/// tasks for a client that declares the Tasks extension: when its deadline (`[tools.<tool>]
+/// timeout_seconds`, else its declared timeout) is at least [`TASK_MIN_DEADLINE`]. `None` for
+/// a shorter deadline and for a tool this profile does not have.
+pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option<Duration> {
+    let name = toolhost::ToolName::parse(request).ok()?;
+    let found = host.resolve(profile, name.name());
+    let info = found.found.as_ref()?.handle.info();
+    let declared = Duration::from_secs(info.timeout_seconds);
+    let (timeout, retries) = match host.config(profile) {
+        Ok(config) => (
+            config.timeout(name.name(), declared),
+            config.max_retries(name.name(), info.max_retries),
+        ),
+        Err(_) => (declared, info.max_retries),
+    };
+    (timeout >= TASK_MIN_DEADLINE).then(|| timeout.saturating_mul(retries.saturating_add(1)))
 }
 
 /// One tool: `inputSchema` is the declared parameters when they are an object schema, else

@@ -7,6 +7,7 @@ mod json_rpc;
 mod python;
 mod rust_client;
 mod stateless;
+mod tasks;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

@@ -198,7 +198,9 @@ mod tests {
 
     #[test]
     fn metrics_are_asked_for_by_their_own_variables() {
-        let metrics = |set| wanted(vars(set), "METRICS");
+        fn metrics(set: &[(&str, &str)]) -> Result<bool, String> {
+            wanted(vars(set), "METRICS")
+        }
         assert_eq!(metrics(&[]), Ok(false));
         assert_eq!(metrics(&[("OTEL_METRICS_EXPORTER", "otlp")]), Ok(true));
         let endpoint = (

@@ -300,7 +300,7 @@ mod tests {
         let text = render();
         for line in [
             r#"toolhost_tool_calls_total{gen_ai_tool_name="metrics_probe",toolhost_call_outcome="ok"} 1"#,
-            r#"toolhost_tool_failures_total{gen_ai_tool_name="metrics_probe",error_type="timeout"} 1"#,
+            r#"toolhost_tool_failures_total{error_type="timeout",gen_ai_tool_name="metrics_probe"} 1"#,
             r#"toolhost_tool_call_duration_seconds_count{gen_ai_tool_name="metrics_probe"} 2"#,
             r#"toolhost_tool_call_duration_seconds_bucket{gen_ai_tool_name="metrics_probe",le="0.0064"} 1"#,
             r#"toolhost_tool_call_duration_seconds_bucket{gen_ai_tool_name="metrics_probe",le="+Inf"} 2"#,

@@ -111,11 +111,12 @@ fn family<T: Display + Copy>(out: &mut String, metric: &Metric, data: &MetricDat
     }
 }
 
-/// `{key="value",…}` (nothing when there is none), with `le` last when given.
+/// `{key="value",…}` sorted by key (nothing when there is none), with `le` last when given.
 fn labels<'a>(attributes: impl Iterator<Item = &'a KeyValue>, le: Option<&str>) -> String {
     let mut pairs: Vec<(String, String)> = attributes
         .map(|kv| (sanitized(kv.key.as_str()), kv.value.to_string()))
         .collect();
+    pairs.sort();
     if let Some(le) = le {
         pairs.push(("le".to_owned(), le.to_owned()));
     }

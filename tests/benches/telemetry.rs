@@ -9,7 +9,8 @@
 //! the same lifecycle with the metrics off (no subscriber), then on and exported over OTLP
 //! HTTP/protobuf every 100 ms to the tests' receiver (`otlp_receiver.py`, on the real
 //! protobuf classes) on this machine, as `toolhost serve-mcp --http` with
-//! `OTEL_METRICS_EXPORTER=otlp` records them (the `/metrics` reader is there too).
+//! `OTEL_METRICS_EXPORTER=otlp` records them (the `/metrics` reader is there too); with
+//! `TOOLHOST_BENCH_METRICS_UNEXPORTED=1`, on without an exporter, as `serve-mcp --http` alone.
 //!
 //! Run with `cargo bench -p toolhost-tests --bench telemetry`.
 
@@ -107,10 +108,18 @@ fn bench(c: &mut Criterion) {
     group.bench_function("metrics off", |b| {
         b.iter_custom(|iters| calls(&host, iters, &args))
     });
-    let _receiver = export_metrics(&root);
-    group.bench_function("metrics on, exported over OTLP every 100 ms", |b| {
-        b.iter_custom(|iters| calls(&host, iters, &args))
-    });
+    // Once on, the metrics stay on: recorded without an exporter is a run of its own.
+    let (row, _receiver) = match std::env::var_os("TOOLHOST_BENCH_METRICS_UNEXPORTED") {
+        Some(_) => {
+            toolhost::telemetry::metrics::enable();
+            ("metrics on, not exported (/metrics only)", None)
+        }
+        None => (
+            "metrics on, exported over OTLP every 100 ms",
+            Some(export_metrics(&root)),
+        ),
+    };
+    group.bench_function(row, |b| b.iter_custom(|iters| calls(&host, iters, &args)));
     group.finish();
     let _ = toolhost::telemetry::metrics::shutdown();
 }
@@ -146,6 +155,8 @@ fn export_metrics(root: &TestRoot) -> Receiver {
         .unwrap_or_else(|| panic!("the OTLP receiver did not start: {first:?}"));
     // Its decoded lines are read and dropped, so it never waits on a full pipe.
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    // The exporter's client with the workspace's one crypto provider, as `toolhost` does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let exporter = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
         .with_endpoint(format!("http://127.0.0.1:{port}/v1/metrics"))

@@ -5,6 +5,13 @@
 //! OpenTelemetry layer but sent nowhere. (A row exporting to a local OTLP receiver is not
 //! here yet.)
 //!
+//! Metrics (group `metrics`, after the tracing rows: once on, they stay on for the process):
+//! the same lifecycle with the metrics off (no subscriber), then on and exported over OTLP
+//! HTTP/protobuf every 100 ms to the tests' receiver (`otlp_receiver.py`, on the real
+//! protobuf classes) on this machine, as `toolhost serve-mcp --http` with
+//! `OTEL_METRICS_EXPORTER=otlp` records them (the `/metrics` reader is there too); with
+//! `TOOLHOST_BENCH_METRICS_UNEXPORTED=1`, on without an exporter, as `serve-mcp --http` alone.
+//!
 //! Run with `cargo bench -p toolhost-tests --bench telemetry`.
 
 use std::hint::black_box;
@@ -96,6 +103,75 @@ fn bench(c: &mut Criterion) {
     });
 
     group.finish();
+
+    let mut group = c.benchmark_group("metrics");
+    group.bench_function("metrics off", |b| {
+        b.iter_custom(|iters| calls(&host, iters, &args))
+    });
+    // Once on, the metrics stay on: recorded without an exporter is a run of its own.
+    let (row, _receiver) = match std::env::var_os("TOOLHOST_BENCH_METRICS_UNEXPORTED") {
+        Some(_) => {
+            toolhost::telemetry::metrics::enable();
+            ("metrics on, not exported (/metrics only)", None)
+        }
+        None => (
+            "metrics on, exported over OTLP every 100 ms",
+            Some(export_metrics(&root)),
+        ),
+    };
+    group.bench_function(row, |b| b.iter_custom(|iters| calls(&host, iters, &args)));
+    group.finish();
+    let _ = toolhost::telemetry::metrics::shutdown();
+}
+
+/// The tests' OTLP receiver, killed when dropped.
+struct Receiver(std::process::Child);
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the receiver and turns the host's metrics on, exported to it every 100 ms.
+fn export_metrics(root: &TestRoot) -> Receiver {
+    use opentelemetry_otlp::WithExportConfig as _;
+    use std::io::BufRead as _;
+    let script = root.path().join("otlp_receiver.py");
+    let receiver = include_str!("../integration/telemetry/otlp_receiver.py");
+    std::fs::write(&script, receiver).expect("the receiver script");
+    let mut child = std::process::Command::new(toolhost_tests::peers::otel_python())
+        .arg(&script)
+        .arg("/dev/null")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the OTLP receiver");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let port: u16 = first
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the OTLP receiver did not start: {first:?}"));
+    // Its decoded lines are read and dropped, so it never waits on a full pipe.
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    // The exporter's client with the workspace's one crypto provider, as `toolhost` does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let exporter = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_endpoint(format!("http://127.0.0.1:{port}/v1/metrics"))
+        .build()
+        .expect("the OTLP metric exporter");
+    let reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter)
+        .with_interval(Duration::from_millis(100))
+        .build();
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name("bench")
+        .build();
+    assert!(toolhost::telemetry::metrics::enable_exporting(
+        reader, resource
+    ));
+    Receiver(child)
 }
 
 criterion_group!(benches, bench);

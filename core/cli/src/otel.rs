@@ -1,9 +1,10 @@
-//! OpenTelemetry export of the host's spans (see `toolhost::telemetry`), configured by the
-//! standard variables and off unless they ask for it:
+//! OpenTelemetry export of the host's spans (see `toolhost::telemetry`) and, in `metrics.rs`,
+//! of its metrics, configured by the standard variables and off unless they ask for it:
 //!
 //! - `OTEL_SDK_DISABLED=true`: off;
-//! - `OTEL_TRACES_EXPORTER`: `otlp` (on) or `none` (off); unset, on when
-//!   `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set;
+//! - `OTEL_TRACES_EXPORTER` (`OTEL_METRICS_EXPORTER`): `otlp` (on) or `none` (off); unset,
+//!   on when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+//!   (`…_METRICS_ENDPOINT`) is set;
 //! - the exporter's (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_HEADERS`, `…_TIMEOUT`), the batch's
 //!   (`OTEL_BSP_SCHEDULE_DELAY`, …) and the resource's (`OTEL_SERVICE_NAME`, default
 //!   `toolhost`; `OTEL_RESOURCE_ATTRIBUTES`) are read by the SDK itself.
@@ -15,6 +16,7 @@
 //! `http/protobuf` is refused with a warning). Only the spans and events of
 //! [`toolhost::telemetry::TARGET`] are exported, each attribute masked where it is made.
 
+pub(crate) mod metrics;
 mod propagation;
 
 use opentelemetry::trace::TracerProvider as _;
@@ -38,33 +40,60 @@ impl Drop for Export {
     }
 }
 
-/// Whether the variables ask for traces to be exported; why not, when they ask for something
-/// this build cannot do.
-fn wanted(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
+/// Whether the variables ask for `signal` (`TRACES`, `METRICS`) to be exported; why not,
+/// when they ask for something this build cannot do.
+fn wanted(var: impl Fn(&str) -> Option<String>, signal: &str) -> Result<bool, String> {
     if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Ok(false);
     }
-    let on = match var("OTEL_TRACES_EXPORTER").as_deref().map(str::trim) {
+    let what = signal.to_lowercase();
+    let exporter = format!("OTEL_{signal}_EXPORTER");
+    let on = match var(&exporter).as_deref().map(str::trim) {
         Some("none") => return Ok(false),
         Some("otlp") => true,
         Some("") | None => {
             var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
-                || var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+                || var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_some()
         }
         Some(other) => {
             return Err(format!(
-                "OTEL_TRACES_EXPORTER={other}: only `otlp` and `none` are supported; traces are not exported"
+                "{exporter}={other}: only `otlp` and `none` are supported; {what} are not exported"
             ))
         }
     };
-    let protocol =
-        var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+    let protocol = var(&format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"))
+        .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
     match protocol.as_deref() {
         Some(p) if on && p != "http/protobuf" => Err(format!(
-            "OTEL_EXPORTER_OTLP_PROTOCOL={p}: only `http/protobuf` is supported; traces are not exported"
+            "OTEL_EXPORTER_OTLP_PROTOCOL={p}: only `http/protobuf` is supported; {what} are not exported"
         )),
         _ => Ok(on),
     }
+}
+
+/// The variable `name` if set and not empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The value of the standard variable `name`: the variable's if set (the OpenTelemetry spec:
+/// a variable that is set wins over the file's value), else `file`'s.
+fn var(file: &toolhost::config::TelemetrySettings, name: &str) -> Option<String> {
+    env(name).or_else(|| file.var(name))
+}
+
+/// The resource of every export: `service.name` from `OTEL_SERVICE_NAME` (read by the SDK),
+/// else the file's, else `toolhost`.
+fn resource(file: &toolhost::config::TelemetrySettings) -> Resource {
+    let mut resource = Resource::builder();
+    if env("OTEL_SERVICE_NAME").is_none() {
+        let name = file
+            .service_name
+            .clone()
+            .unwrap_or_else(|| "toolhost".to_owned());
+        resource = resource.with_service_name(name);
+    }
+    resource.build()
 }
 
 /// The export layer the variables and `file` (`[telemetry]`) ask for (none when they do
@@ -76,10 +105,7 @@ pub(crate) fn from_env<S>(
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    // The OpenTelemetry spec: a variable that is set wins over the file's value.
-    let var = |name: &str| env(name).or_else(|| file.var(name));
-    match wanted(var) {
+    match wanted(|name| var(file, name), "TRACES") {
         Ok(true) => {}
         Ok(false) => return (None, Export(None)),
         Err(why) => {
@@ -111,17 +137,9 @@ where
             return (None, Export(None));
         }
     };
-    let mut resource = Resource::builder();
-    if env("OTEL_SERVICE_NAME").is_none() {
-        let name = file
-            .service_name
-            .clone()
-            .unwrap_or_else(|| "toolhost".to_owned());
-        resource = resource.with_service_name(name);
-    }
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
-        .with_resource(resource.build())
+        .with_resource(resource(file))
         .with_id_generator(propagation::Ids::default())
         .build();
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
@@ -150,21 +168,61 @@ mod tests {
 
     #[test]
     fn export_is_off_unless_asked_for() {
-        assert_eq!(wanted(vars(&[])), Ok(false));
+        assert_eq!(wanted(vars(&[]), "TRACES"), Ok(false));
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
-        assert_eq!(wanted(vars(&[endpoint])), Ok(true));
+        assert_eq!(wanted(vars(&[endpoint]), "TRACES"), Ok(true));
         assert_eq!(
-            wanted(vars(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")])),
+            wanted(
+                vars(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")]),
+                "TRACES"
+            ),
             Ok(false)
         );
         assert_eq!(
-            wanted(vars(&[endpoint, ("OTEL_SDK_DISABLED", "true")])),
+            wanted(vars(&[endpoint, ("OTEL_SDK_DISABLED", "true")]), "TRACES"),
             Ok(false)
         );
-        assert_eq!(wanted(vars(&[("OTEL_TRACES_EXPORTER", "otlp")])), Ok(true));
-        let zipkin = wanted(vars(&[("OTEL_TRACES_EXPORTER", "zipkin")])).unwrap_err();
+        assert_eq!(
+            wanted(vars(&[("OTEL_TRACES_EXPORTER", "otlp")]), "TRACES"),
+            Ok(true)
+        );
+        let zipkin = wanted(vars(&[("OTEL_TRACES_EXPORTER", "zipkin")]), "TRACES").unwrap_err();
         assert!(zipkin.contains("OTEL_TRACES_EXPORTER=zipkin"), "{zipkin}");
-        let grpc = wanted(vars(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).unwrap_err();
+        let grpc = wanted(
+            vars(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]),
+            "TRACES",
+        )
+        .unwrap_err();
         assert!(grpc.contains("http/protobuf"), "{grpc}");
+    }
+
+    #[test]
+    fn metrics_are_asked_for_by_their_own_variables() {
+        fn metrics(set: &[(&str, &str)]) -> Result<bool, String> {
+            wanted(vars(set), "METRICS")
+        }
+        assert_eq!(metrics(&[]), Ok(false));
+        assert_eq!(metrics(&[("OTEL_METRICS_EXPORTER", "otlp")]), Ok(true));
+        let endpoint = (
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "http://127.0.0.1:4318/v1/metrics",
+        );
+        assert_eq!(metrics(&[endpoint]), Ok(true));
+        assert_eq!(
+            wanted(vars(&[endpoint]), "TRACES"),
+            Ok(false),
+            "a metrics endpoint does not turn traces on"
+        );
+        let general = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
+        let off = ("OTEL_METRICS_EXPORTER", "none");
+        assert_eq!(metrics(&[general, off]), Ok(false));
+        assert_eq!(wanted(vars(&[general, off]), "TRACES"), Ok(true));
+        let prometheus = metrics(&[("OTEL_METRICS_EXPORTER", "prometheus")]).unwrap_err();
+        assert!(
+            prometheus.starts_with("OTEL_METRICS_EXPORTER=prometheus: only `otlp` and `none`"),
+            "{prometheus}"
+        );
+        let grpc = ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc");
+        assert!(metrics(&[general, grpc]).is_err());
     }
 }

@@ -193,6 +193,9 @@ impl HttpServer {
     ) -> Result<(), McpServerError> {
         let (shared, sessions) = (server.shared.clone(), self.options.sessions);
         let manager = Arc::new(LocalSessionManager::default());
+        if sessions {
+            toolhost::telemetry::metrics::observe_open_sessions(open_sessions(&manager));
+        }
         let token_key = self.options.token.as_deref().map(StateKey::from_token);
         let token_key = token_key.map(Arc::new);
         let service = StreamableHttpService::new(
@@ -392,6 +395,26 @@ impl Endpoint {
             )),
             _ => None,
         }
+    }
+}
+
+/// What counts `manager`'s open sessions for the metrics: rmcp's own map, from which a DELETE
+/// and an idle expiry both remove the session. `None` once the server is gone.
+fn open_sessions(manager: &Arc<LocalSessionManager>) -> impl Fn() -> Option<u64> + Send + Sync {
+    let manager = Arc::downgrade(manager);
+    let last = std::sync::atomic::AtomicU64::new(0);
+    move || {
+        use std::sync::atomic::Ordering::Relaxed;
+        let manager = manager.upgrade()?;
+        // The lock is held only to insert or remove one entry; if it stays taken, the last count.
+        for _ in 0..1000 {
+            if let Ok(open) = manager.sessions.try_read() {
+                last.store(open.len() as u64, Relaxed);
+                break;
+            }
+            std::thread::yield_now();
+        }
+        Some(last.load(Relaxed))
     }
 }
 

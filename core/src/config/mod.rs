@@ -315,6 +315,8 @@ impl Config {
             endpoint: t.endpoint.as_ref().map(|e| e.0.clone()),
             service_name: t.service_name.clone(),
             traces_exporter: exporter(&t.traces_exporter),
+            metrics_exporter: exporter(&t.metrics_exporter),
+            metric_export_interval_ms: t.metric_export_interval_ms.map(|ms| ms.0),
             headers: t
                 .headers
                 .iter()

@@ -154,12 +154,17 @@ impl Default for IsolationSettings {
 /// the one of the standard variable named beside it, which wins over the file when set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TelemetrySettings {
-    /// `endpoint`: `OTEL_EXPORTER_OTLP_ENDPOINT`, the base URL (`/v1/traces` is appended).
+    /// `endpoint`: `OTEL_EXPORTER_OTLP_ENDPOINT`, the base URL (`/v1/traces` and `/v1/metrics`
+    /// are appended).
     pub endpoint: Option<String>,
     /// `service_name`: `OTEL_SERVICE_NAME`.
     pub service_name: Option<String>,
     /// `traces_exporter`: `OTEL_TRACES_EXPORTER`, `"otlp"` or `"none"`.
     pub traces_exporter: Option<String>,
+    /// `metrics_exporter`: `OTEL_METRICS_EXPORTER`, `"otlp"` or `"none"`.
+    pub metrics_exporter: Option<String>,
+    /// `metric_export_interval_ms`: `OTEL_METRIC_EXPORT_INTERVAL`, in milliseconds.
+    pub metric_export_interval_ms: Option<u64>,
     /// `[telemetry.headers]`: `OTEL_EXPORTER_OTLP_HEADERS`, sent with each export.
     pub headers: Vec<(String, String)>,
 }
@@ -172,6 +177,10 @@ impl TelemetrySettings {
             "OTEL_EXPORTER_OTLP_ENDPOINT" => self.endpoint.clone(),
             "OTEL_SERVICE_NAME" => self.service_name.clone(),
             "OTEL_TRACES_EXPORTER" => self.traces_exporter.clone(),
+            "OTEL_METRICS_EXPORTER" => self.metrics_exporter.clone(),
+            "OTEL_METRIC_EXPORT_INTERVAL" => {
+                self.metric_export_interval_ms.map(|ms| ms.to_string())
+            }
             "OTEL_EXPORTER_OTLP_HEADERS" if !self.headers.is_empty() => Some(
                 self.headers
                     .iter()

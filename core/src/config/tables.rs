@@ -45,6 +45,10 @@ pub(super) struct Telemetry {
     pub service_name: Option<String>,
     /// `OTEL_TRACES_EXPORTER`
     pub traces_exporter: Option<Exporter>,
+    /// `OTEL_METRICS_EXPORTER`
+    pub metrics_exporter: Option<Exporter>,
+    /// `OTEL_METRIC_EXPORT_INTERVAL`
+    pub metric_export_interval_ms: Option<ExportInterval>,
     /// `OTEL_EXPORTER_OTLP_HEADERS`
     pub headers: Option<BTreeMap<String, String>>,
 }
@@ -453,6 +457,18 @@ impl<'de> Deserialize<'de> for Millis {
         let (min, what) = (0, "a whole number of milliseconds");
         let n = Whole { min, max, what }.read(d)?;
         Ok(Self(Duration::from_millis(n)))
+    }
+}
+
+/// How often metrics are exported: a whole number of milliseconds, 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ExportInterval(pub u64);
+
+impl<'de> Deserialize<'de> for ExportInterval {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let max = super::numbers::MAX_SECONDS * 1000;
+        let (min, what) = (1, "a whole number of milliseconds");
+        Whole { min, max, what }.read(d).map(Self)
     }
 }
 

@@ -1,189 +1,283 @@
-//! The process's metrics, read as Prometheus text (OpenMetrics) by [`render`]: tool calls,
-//! their failures by kind and their durations per tool, library reloads and load failures,
-//! and MCP requests by method. Off until [`enable`] (a library user pays nothing); `toolhost
-//! serve-mcp --http` turns them on and serves them at `/metrics`.
+//! The process's metrics, kept by one OpenTelemetry meter: tool calls, their failures by kind
+//! and their durations per tool, library reloads and load failures, MCP requests and
+//! sessions, circuit breakers, approvals and model tokens (the names are in
+//! [`names`](super::names), `METRIC_*`). Off until [`enable`] (a library user pays nothing);
+//! `toolhost serve-mcp --http` turns them on and serves them at `/metrics` ([`render`]), and
+//! a binary that exports them over OTLP turns them on with its exporter ([`enable_exporting`]).
 //!
-//! | metric | labels |
-//! |---|---|
-//! | `toolhost_tool_calls_total` | `tool`, `outcome` (`ok`, `error`) |
-//! | `toolhost_tool_failures_total` | `tool`, `kind` (the error kind) |
-//! | `toolhost_tool_call_duration_seconds` (histogram) | `tool` |
-//! | `toolhost_reloads_total` | `event` (`loaded`, `reloaded`, `removed`, `failed`) |
-//! | `toolhost_mcp_requests_total` | `method` |
-//! | `toolhost_breaker_state` (gauge: 0 closed, 1 half open, 2 open) | `tool` |
-//! | `toolhost_approvals_total` | `decision` (`allowed`, `denied`) |
-//! | `toolhost_model_tokens_total` | `model`, `type` (`input`, `output`) |
+//! Why the OpenTelemetry meter and not a Prometheus registry read by observable instruments:
+//! OpenTelemetry has no observable histogram, so the two duration and token histograms would
+//! have been counted twice; here each measurement is recorded once, and both the OTLP export
+//! and `/metrics` (a [`ManualReader`] rendered by `openmetrics.rs`) read the same aggregates.
+//! Recording costs the same as before on the call path (one map look-up per instrument,
+//! measured by `cargo bench -p toolhost-tests --bench telemetry`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::LazyLock;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use opentelemetry::metrics::{
+    Counter, Gauge, Histogram, MeterProvider as _, ObservableUpDownCounter,
+};
+use opentelemetry::{KeyValue, StringValue};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::reader::MetricReader;
+use opentelemetry_sdk::metrics::{
+    InstrumentKind, ManualReader, MeterProviderBuilder, Pipeline, SdkMeterProvider, Temporality,
+};
+use opentelemetry_sdk::Resource;
+
+use super::names::*;
 
 /// The content type of [`render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-type Labels = Vec<(&'static str, String)>;
-type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+/// The buckets of [`METRIC_TOOL_CALL_DURATION`]: 100 µs to about 105 s, ×4.
+const DURATION_BUCKETS: [f64; 11] = [
+    0.0001, 0.0004, 0.0016, 0.0064, 0.0256, 0.1024, 0.4096, 1.6384, 6.5536, 26.2144, 104.8576,
+];
+/// The buckets of [`METRIC_GEN_AI_TOKEN_USAGE`] the GenAI conventions advise.
+const TOKEN_BUCKETS: [f64; 14] = [
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
+];
 
 struct Metrics {
-    registry: Registry,
-    calls: Family<Labels, Counter>,
-    failures: Family<Labels, Counter>,
-    durations: Histograms,
-    reloads: Family<Labels, Counter>,
-    mcp_requests: Family<Labels, Counter>,
-    breakers: Family<Labels, Gauge>,
-    approvals: Family<Labels, Counter>,
-    tokens: Family<Labels, Counter>,
-    sessions: Counter,
+    provider: SdkMeterProvider,
+    scrape: Scrape,
+    calls: Counter<u64>,
+    failures: Counter<u64>,
+    durations: Histogram<f64>,
+    reloads: Counter<u64>,
+    mcp_requests: Counter<u64>,
+    sessions_started: Counter<u64>,
+    breakers: Gauge<i64>,
+    approvals: Counter<u64>,
+    tokens: Histogram<u64>,
+    /// Kept so its callback stays registered.
+    _sessions_open: ObservableUpDownCounter<i64>,
 }
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
+static METRICS: OnceLock<Metrics> = OnceLock::new();
 
-static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
-    let mut registry = Registry::with_prefix("toolhost");
-    let calls = Family::<Labels, Counter>::default();
-    registry.register(
-        "tool_calls",
-        "Tool calls, by tool and outcome",
-        calls.clone(),
-    );
-    let failures = Family::<Labels, Counter>::default();
-    let help = "Failed tool calls, by tool and error kind";
-    registry.register("tool_failures", help, failures.clone());
-    // 100 µs to about 105 s.
-    let durations: Histograms =
-        Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0001, 4.0, 11)));
-    let help = "How long tool calls took, by tool";
-    registry.register_with_unit(
-        "tool_call_duration",
-        help,
-        prometheus_client::registry::Unit::Seconds,
-        durations.clone(),
-    );
-    let reloads = Family::<Labels, Counter>::default();
-    let help = "Library reload events: loaded, reloaded, removed, failed";
-    registry.register("reloads", help, reloads.clone());
-    let mcp_requests = Family::<Labels, Counter>::default();
-    let help = "MCP requests served, by method";
-    registry.register("mcp_requests", help, mcp_requests.clone());
-    let breakers = Family::<Labels, Gauge>::default();
-    let help = "Circuit breaker state by tool: 0 closed, 1 half open, 2 open";
-    registry.register("breaker_state", help, breakers.clone());
-    let approvals = Family::<Labels, Counter>::default();
-    let help = "Approval decisions on tool calls: allowed, denied";
-    registry.register("approvals", help, approvals.clone());
-    let tokens = Family::<Labels, Counter>::default();
-    let help = "Model tokens, by model and type (input, output)";
-    registry.register("model_tokens", help, tokens.clone());
-    let sessions = Counter::default();
-    let help = "MCP sessions started by serve-mcp --http --sessions (Mcp-Session-Id issued)";
-    registry.register("mcp_sessions_started", help, sessions.clone());
-    Metrics {
-        registry,
-        calls,
-        failures,
-        durations,
-        reloads,
-        mcp_requests,
-        breakers,
-        approvals,
-        tokens,
-        sessions,
+/// What counts the open MCP sessions of a server: `None` once the server is gone.
+type SessionCount = Box<dyn Fn() -> Option<u64> + Send + Sync>;
+static OPEN_SESSIONS: Mutex<Vec<SessionCount>> = Mutex::new(Vec::new());
+
+/// The reader `/metrics` collects with (a [`ManualReader`] the provider also holds).
+#[derive(Debug, Clone)]
+struct Scrape(Arc<ManualReader>);
+
+impl MetricReader for Scrape {
+    fn register_pipeline(&self, pipeline: Weak<Pipeline>) {
+        self.0.register_pipeline(pipeline);
     }
-});
+    fn collect(&self, rm: &mut ResourceMetrics) -> OTelSdkResult {
+        self.0.collect(rm)
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+    fn temporality(&self, kind: InstrumentKind) -> Temporality {
+        self.0.temporality(kind)
+    }
+}
 
-/// Turns the metrics on for the rest of the process.
+impl Metrics {
+    /// The instruments of a provider made by `builder` and `/metrics`' reader.
+    fn new(builder: MeterProviderBuilder) -> Self {
+        let scrape = Scrape(Arc::new(ManualReader::builder().build()));
+        let provider = builder.with_reader(scrape.clone()).build();
+        let meter = provider.meter("toolhost");
+        let counter = |name: &'static str, help: &'static str| {
+            meter.u64_counter(name).with_description(help).build()
+        };
+        let sessions_open = meter
+            .i64_observable_up_down_counter(METRIC_MCP_SESSIONS_OPEN)
+            .with_description("MCP sessions open under serve-mcp --http --sessions")
+            .with_callback(|observer| observer.observe(open_sessions(), &[]))
+            .build();
+        Self {
+            calls: counter(METRIC_TOOL_CALLS, "Tool calls, by tool and outcome"),
+            failures: counter(
+                METRIC_TOOL_FAILURES,
+                "Failed tool calls, by tool and error kind",
+            ),
+            durations: meter
+                .f64_histogram(METRIC_TOOL_CALL_DURATION)
+                .with_description("How long tool calls took, by tool")
+                .with_unit("s")
+                .with_boundaries(DURATION_BUCKETS.to_vec())
+                .build(),
+            reloads: counter(
+                METRIC_RELOADS,
+                "Library events: loaded, reloaded, removed, failed",
+            ),
+            mcp_requests: counter(METRIC_MCP_REQUESTS, "MCP requests served, by method"),
+            sessions_started: counter(
+                METRIC_MCP_SESSIONS_STARTED,
+                "MCP sessions started by serve-mcp --http --sessions (Mcp-Session-Id issued)",
+            ),
+            breakers: meter
+                .i64_gauge(METRIC_BREAKER_STATE)
+                .with_description("Circuit breaker state by tool: 0 closed, 1 half open, 2 open")
+                .build(),
+            approvals: counter(
+                METRIC_APPROVALS,
+                "Approval decisions on tool calls: allowed, denied",
+            ),
+            tokens: meter
+                .u64_histogram(METRIC_GEN_AI_TOKEN_USAGE)
+                .with_description("Tokens of each model request, by model and token type")
+                .with_unit("{token}")
+                .with_boundaries(TOKEN_BUCKETS.to_vec())
+                .build(),
+            _sessions_open: sessions_open,
+            provider,
+            scrape,
+        }
+    }
+}
+
+/// The sum of the open sessions of every server still there.
+fn open_sessions() -> i64 {
+    let mut sources = OPEN_SESSIONS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut total = 0;
+    sources.retain(|count| match count() {
+        Some(n) => {
+            total += n;
+            true
+        }
+        None => false,
+    });
+    i64::try_from(total).unwrap_or(i64::MAX)
+}
+
+/// Turns the metrics on for the rest of the process (read by [`render`]).
 pub fn enable() {
-    ENABLED.store(true, Ordering::Relaxed);
+    METRICS.get_or_init(|| Metrics::new(SdkMeterProvider::builder()));
+}
+
+/// Turns the metrics on with `reader` (an OTLP exporter's periodic reader) exporting them too,
+/// its measurements described by `resource`. False when they were on already: they are then
+/// not exported, as the reader could not be added.
+pub fn enable_exporting(reader: impl MetricReader, resource: Resource) -> bool {
+    let mut added = false;
+    METRICS.get_or_init(|| {
+        added = true;
+        let builder = SdkMeterProvider::builder().with_reader(reader);
+        Metrics::new(builder.with_resource(resource))
+    });
+    added
+}
+
+/// Exports what is left (at the end of a command) and stops the metrics' readers.
+pub fn shutdown() -> OTelSdkResult {
+    match METRICS.get() {
+        Some(m) => m.provider.shutdown(),
+        None => Ok(()),
+    }
 }
 
 /// Whether the metrics are recorded.
 pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+    METRICS.get().is_some()
 }
 
 /// Every metric, as OpenMetrics text ([`CONTENT_TYPE`]).
 pub fn render() -> String {
-    let mut text = String::new();
-    // Writing into a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut text, &METRICS.registry);
-    text
+    let mut collected = ResourceMetrics::default();
+    if let Some(m) = METRICS.get() {
+        if let Err(e) = m.scrape.collect(&mut collected) {
+            tracing::warn!("collecting the metrics failed: {e}");
+        }
+    }
+    super::openmetrics::render(&collected)
+}
+
+/// Counts the open MCP sessions of a server with `count` (rmcp's session manager's own
+/// count), until it answers `None` (the server is gone).
+pub fn observe_open_sessions(count: impl Fn() -> Option<u64> + Send + Sync + 'static) {
+    let mut sources = OPEN_SESSIONS.lock().unwrap_or_else(|e| e.into_inner());
+    sources.push(Box::new(count));
+}
+
+fn text(value: &str) -> StringValue {
+    StringValue::from(value.to_owned())
 }
 
 /// A tool call ended (`kind`: its error's kind if it failed) after `took`.
 pub(crate) fn call_ended(tool: &str, kind: Option<&'static str>, took: Duration) {
-    let m = &*METRICS;
+    let Some(m) = METRICS.get() else { return };
+    let tool = KeyValue::new(GEN_AI_TOOL_NAME, StringValue::from(Arc::<str>::from(tool)));
     let outcome = if kind.is_some() { "error" } else { "ok" };
-    let labels = vec![("tool", tool.to_owned()), ("outcome", outcome.to_owned())];
-    m.calls.get_or_create(&labels).inc();
+    m.calls
+        .add(1, &[tool.clone(), KeyValue::new(CALL_OUTCOME, outcome)]);
     if let Some(kind) = kind {
-        let labels = vec![("tool", tool.to_owned()), ("kind", kind.to_owned())];
-        m.failures.get_or_create(&labels).inc();
+        m.failures
+            .add(1, &[tool.clone(), KeyValue::new(ERROR_TYPE, kind)]);
     }
-    let labels = vec![("tool", tool.to_owned())];
-    m.durations
-        .get_or_create(&labels)
-        .observe(took.as_secs_f64());
+    m.durations.record(took.as_secs_f64(), &[tool]);
 }
 
 /// A library was loaded, reloaded or removed, or failed to load (`event`).
 pub fn reloaded(event: &'static str) {
-    if enabled() {
-        let labels = vec![("event", event.to_owned())];
-        METRICS.reloads.get_or_create(&labels).inc();
+    if let Some(m) = METRICS.get() {
+        m.reloads.add(1, &[KeyValue::new(RELOAD_EVENT, event)]);
     }
 }
 
 /// An MCP request of `method` was served.
 pub fn mcp_request(method: &str) {
-    if enabled() {
-        let labels = vec![("method", method.to_owned())];
-        METRICS.mcp_requests.get_or_create(&labels).inc();
+    if let Some(m) = METRICS.get() {
+        m.mcp_requests
+            .add(1, &[KeyValue::new(MCP_METHOD_NAME, text(method))]);
     }
 }
 
 /// An MCP session was started (a client's `initialize` under `--sessions`).
 pub fn mcp_session_started() {
-    if enabled() {
-        METRICS.sessions.inc();
+    if let Some(m) = METRICS.get() {
+        m.sessions_started.add(1, &[]);
     }
 }
 
 /// A tool's circuit breaker is now in state `to` (`closed`, `half_open`, `open`).
 pub(crate) fn breaker(tool: &str, to: &str) {
-    if enabled() {
+    if let Some(m) = METRICS.get() {
         let value = match to {
             "open" => 2,
             "half_open" => 1,
             _ => 0,
         };
-        let labels = vec![("tool", super::masked(tool))];
-        METRICS.breakers.get_or_create(&labels).set(value);
+        let tool = KeyValue::new(GEN_AI_TOOL_NAME, text(&super::masked(tool)));
+        m.breakers.record(value, &[tool]);
     }
 }
 
 /// A call's approval was decided.
 pub(crate) fn approval(allowed: bool) {
-    if enabled() {
+    if let Some(m) = METRICS.get() {
         let decision = if allowed { "allowed" } else { "denied" };
-        let labels = vec![("decision", decision.to_owned())];
-        METRICS.approvals.get_or_create(&labels).inc();
+        m.approvals
+            .add(1, &[KeyValue::new(APPROVAL_DECISION, decision)]);
     }
 }
 
 /// A model request of `model` used `input` and `output` tokens.
 pub(crate) fn tokens(model: &str, input: u64, output: u64) {
-    if enabled() {
-        let model = super::masked(model);
+    if let Some(m) = METRICS.get() {
+        let model = KeyValue::new(GEN_AI_REQUEST_MODEL, text(&super::masked(model)));
         for (kind, n) in [("input", input), ("output", output)] {
-            let labels = vec![("model", model.clone()), ("type", kind.to_owned())];
-            METRICS.tokens.get_or_create(&labels).inc_by(n);
+            let attributes = [
+                KeyValue::new(GEN_AI_OPERATION_NAME, CHAT),
+                model.clone(),
+                KeyValue::new(GEN_AI_TOKEN_TYPE, kind),
+            ];
+            m.tokens.record(n, &attributes);
         }
     }
 }
@@ -202,19 +296,26 @@ mod tests {
         breaker("metrics_probe", "open");
         approval(false);
         tokens("probe-model", 12, 5);
+        observe_open_sessions(|| Some(3));
         let text = render();
-        let ok = r#"toolhost_tool_calls_total{tool="metrics_probe",outcome="ok"} 1"#;
-        assert!(text.contains(ok), "{text}");
-        let failed = r#"toolhost_tool_failures_total{tool="metrics_probe",kind="timeout"} 1"#;
-        assert!(text.contains(failed), "{text}");
-        let count = r#"toolhost_tool_call_duration_seconds_count{tool="metrics_probe"} 2"#;
-        assert!(text.contains(count), "{text}");
-        assert!(text.contains(r#"toolhost_reloads_total{event="reloaded"}"#));
-        assert!(text.contains(r#"toolhost_mcp_requests_total{method="tools/call"}"#));
-        assert!(text.contains(r#"toolhost_breaker_state{tool="metrics_probe"} 2"#));
-        assert!(text.contains(r#"toolhost_approvals_total{decision="denied"}"#));
-        let input = r#"toolhost_model_tokens_total{model="probe-model",type="input"} 12"#;
-        assert!(text.contains(input), "{text}");
+        for line in [
+            r#"toolhost_tool_calls_total{gen_ai_tool_name="metrics_probe",toolhost_call_outcome="ok"} 1"#,
+            r#"toolhost_tool_failures_total{error_type="timeout",gen_ai_tool_name="metrics_probe"} 1"#,
+            r#"toolhost_tool_call_duration_seconds_count{gen_ai_tool_name="metrics_probe"} 2"#,
+            r#"toolhost_tool_call_duration_seconds_bucket{gen_ai_tool_name="metrics_probe",le="0.0064"} 1"#,
+            r#"toolhost_tool_call_duration_seconds_bucket{gen_ai_tool_name="metrics_probe",le="+Inf"} 2"#,
+            "# TYPE toolhost_tool_call_duration_seconds histogram",
+            "# UNIT toolhost_tool_call_duration_seconds seconds",
+            r#"toolhost_reloads_total{toolhost_reload_event="reloaded"} 1"#,
+            r#"toolhost_mcp_requests_total{mcp_method_name="tools/call"} 1"#,
+            r#"toolhost_breaker_state{gen_ai_tool_name="metrics_probe"} 2"#,
+            r#"toolhost_approvals_total{toolhost_approval_decision="denied"} 1"#,
+            r#"gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_request_model="probe-model",gen_ai_token_type="input"} 12"#,
+            "# TYPE toolhost_mcp_sessions_open gauge",
+            "toolhost_mcp_sessions_open 3",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

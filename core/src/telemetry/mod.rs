@@ -3,7 +3,8 @@
 //! (`propagation.rs`), and the process's metrics (`metrics.rs`). Nothing here exports: the spans are
 //! plain `tracing` spans of [`TARGET`], which a binary may send on as OpenTelemetry traces
 //! (`toolhost serve-mcp` and the other commands do when the `OTEL_*` variables ask for it);
-//! the metrics are read as Prometheus text ([`metrics::render`]).
+//! the metrics (one OpenTelemetry meter) are read as OpenMetrics text ([`metrics::render`],
+//! `openmetrics.rs`) and exported by a binary that gives them an exporter.
 //!
 //! Every string put into an attribute is masked first with every secret in force in the
 //! process, as log lines are.
@@ -11,6 +12,7 @@
 mod chat_span;
 pub mod metrics;
 pub mod names;
+mod openmetrics;
 pub mod propagation;
 mod tool_span;
 

@@ -55,3 +55,37 @@ pub const OTEL_STATUS_CODE: &str = "otel.status_code";
 pub const OTEL_STATUS_DESCRIPTION: &str = "otel.status_description";
 /// The span's kind (`server` for a request served by `serve-mcp`).
 pub const OTEL_KIND: &str = "otel.kind";
+
+// The metrics (`metrics.rs`). OpenTelemetry names; `/metrics` shows each as Prometheus does
+// (dots as `_`, the unit appended, `_total` on counters): `toolhost.tool.calls` is
+// `toolhost_tool_calls_total` there.
+
+/// Tool calls (counter), by [`GEN_AI_TOOL_NAME`] and [`CALL_OUTCOME`].
+pub const METRIC_TOOL_CALLS: &str = "toolhost.tool.calls";
+/// Failed tool calls (counter), by [`GEN_AI_TOOL_NAME`] and [`ERROR_TYPE`].
+pub const METRIC_TOOL_FAILURES: &str = "toolhost.tool.failures";
+/// How long tool calls took, in seconds (histogram), by [`GEN_AI_TOOL_NAME`].
+pub const METRIC_TOOL_CALL_DURATION: &str = "toolhost.tool.call.duration";
+/// Library events (counter), by [`RELOAD_EVENT`].
+pub const METRIC_RELOADS: &str = "toolhost.reloads";
+/// MCP requests served (counter), by [`MCP_METHOD_NAME`].
+pub const METRIC_MCP_REQUESTS: &str = "toolhost.mcp.requests";
+/// MCP sessions started under `serve-mcp --http --sessions` (counter).
+pub const METRIC_MCP_SESSIONS_STARTED: &str = "toolhost.mcp.sessions.started";
+/// MCP sessions open now under `serve-mcp --http --sessions` (up-down counter): up on
+/// `initialize`, down when a session is deleted or expires.
+pub const METRIC_MCP_SESSIONS_OPEN: &str = "toolhost.mcp.sessions.open";
+/// A tool's circuit breaker (gauge: 0 closed, 1 half open, 2 open), by [`GEN_AI_TOOL_NAME`].
+pub const METRIC_BREAKER_STATE: &str = "toolhost.breaker.state";
+/// Approval decisions (counter), by [`APPROVAL_DECISION`].
+pub const METRIC_APPROVALS: &str = "toolhost.approvals";
+/// The GenAI conventions' token histogram: the tokens of each model request, by
+/// [`GEN_AI_OPERATION_NAME`], [`GEN_AI_REQUEST_MODEL`] and [`GEN_AI_TOKEN_TYPE`].
+pub const METRIC_GEN_AI_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
+
+/// Which tokens a [`METRIC_GEN_AI_TOKEN_USAGE`] measurement counts: `input` or `output`.
+pub const GEN_AI_TOKEN_TYPE: &str = "gen_ai.token.type";
+/// A library event: `loaded`, `reloaded`, `removed` or `failed`.
+pub const RELOAD_EVENT: &str = "toolhost.reload.event";
+/// An approval's decision: `allowed` or `denied`.
+pub const APPROVAL_DECISION: &str = "toolhost.approval.decision";

@@ -25,13 +25,14 @@ fn metrics_are_served_behind_the_token_and_count_calls_and_failures() {
     let (status, text) = server.request("GET", "/metrics", &token, "");
     assert_eq!(status, 200, "{text}");
     for line in [
-        r#"toolhost_tool_calls_total{tool="echo",outcome="ok"} 2"#,
-        r#"toolhost_tool_calls_total{tool="echo",outcome="error"} 1"#,
-        r#"toolhost_tool_failures_total{tool="echo",kind="timeout"} 1"#,
-        r#"toolhost_tool_call_duration_seconds_count{tool="echo"} 3"#,
-        r#"toolhost_mcp_requests_total{method="tools/call"} 3"#,
+        r#"toolhost_tool_calls_total{gen_ai_tool_name="echo",toolhost_call_outcome="ok"} 2"#,
+        r#"toolhost_tool_calls_total{gen_ai_tool_name="echo",toolhost_call_outcome="error"} 1"#,
+        r#"toolhost_tool_failures_total{error_type="timeout",gen_ai_tool_name="echo"} 1"#,
+        r#"toolhost_tool_call_duration_seconds_count{gen_ai_tool_name="echo"} 3"#,
+        r#"toolhost_tool_call_duration_seconds_bucket{gen_ai_tool_name="echo",le="+Inf"} 3"#,
+        r#"toolhost_mcp_requests_total{mcp_method_name="tools/call"} 3"#,
         // echo, governed, versioned, noop and hidden, each loaded once.
-        r#"toolhost_reloads_total{event="loaded"}"#,
+        r#"toolhost_reloads_total{toolhost_reload_event="loaded"}"#,
         "# TYPE toolhost_tool_call_duration_seconds histogram",
         "# EOF",
     ] {
@@ -40,18 +41,43 @@ fn metrics_are_served_behind_the_token_and_count_calls_and_failures() {
 }
 
 #[test]
-fn sessions_started_are_counted() {
+fn sessions_started_are_counted_and_open_ones_go_down_on_delete() {
     let root = root();
     let server = Served::start(&root, &["--sessions", "--allow-writes-without-token"], &[]);
     let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}});
+    let open = |expected: u32| {
+        let (status, text) = server.request("GET", "/metrics", &[], "");
+        assert_eq!(status, 200, "{text}");
+        let line = format!("toolhost_mcp_sessions_open {expected}\n");
+        assert!(text.contains(&line), "{line} missing from:\n{text}");
+        text
+    };
+    open(0);
+    let mut ids = Vec::new();
     for _ in 0..2 {
-        let (status, answer) = server.request("POST", "/mcp", &[], &init.to_string());
+        let (status, answer) = server.exchange("POST", "/mcp", &[], &init.to_string());
         assert_eq!(status, 200, "{answer}");
+        let id = answer
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no Mcp-Session-Id in {answer}"));
+        ids.push(id);
     }
-    let (status, text) = server.request("GET", "/metrics", &[], "");
-    assert_eq!(status, 200, "{text}");
+    let text = open(2);
     let line = "toolhost_mcp_sessions_started_total 2";
     assert!(text.contains(line), "{line} missing from:\n{text}");
+    let session = [
+        ("Mcp-Session-Id", ids[0].as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let (status, answer) = server.request("DELETE", "/mcp", &session, "");
+    assert!((200..300).contains(&status), "{status} {answer}");
+    let text = open(1);
+    assert!(text.contains(line), "started stays 2:\n{text}");
 }

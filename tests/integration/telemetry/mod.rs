@@ -4,6 +4,7 @@
 
 mod config;
 mod metrics;
+mod metrics_export;
 mod propagation;
 mod secrets;
 mod traces;
@@ -20,11 +21,13 @@ use toolhost_tests::{peers, toolhost_bin, TestRoot};
 
 use crate::mcp_server::HttpServer;
 
-/// The receiver, killed when dropped; the spans it decoded so far.
+/// The receiver, killed when dropped; the spans and metric data points it decoded so far.
 pub(crate) struct Receiver {
     child: Child,
     pub(crate) port: u16,
     spans: Arc<Mutex<Vec<Value>>>,
+    /// One per data point of each metric export (`"signal": "metric"`), in arrival order.
+    metrics: Arc<Mutex<Vec<Value>>>,
     /// Every body received, as sent.
     pub(crate) raw: PathBuf,
 }
@@ -48,18 +51,48 @@ impl Receiver {
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("the OTLP receiver did not start: {first:?}"));
         let spans = Arc::new(Mutex::new(Vec::new()));
-        let collected = spans.clone();
+        let metrics = Arc::new(Mutex::new(Vec::new()));
+        let (collected, points) = (spans.clone(), metrics.clone());
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
-                let span: Value = serde_json::from_str(&line).expect("a JSON span");
-                collected.lock().expect("spans").push(span);
+                let item: Value = serde_json::from_str(&line).expect("a JSON line");
+                let into = match item["signal"] == "metric" {
+                    true => &points,
+                    false => &collected,
+                };
+                into.lock().expect("received").push(item);
             }
         });
         Self {
             child,
             port,
             spans,
+            metrics,
             raw,
+        }
+    }
+
+    /// How many metric exports arrived (one line per data point; each export repeats the
+    /// cumulative `toolhost.reloads` points, so the count of distinct exports is counted by
+    /// the receiver's own marker line).
+    pub(crate) fn metrics_bodies(&self) -> usize {
+        let points = self.metrics.lock().expect("metrics");
+        points.iter().filter(|p| p["name"] == "(export)").count()
+    }
+
+    /// The metric data points received once `done` holds for them (at most 30 s).
+    pub(crate) fn wait_for_metrics(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let points = self.metrics.lock().expect("metrics").clone();
+            if done(&points) {
+                return points;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the metrics expected did not arrive within 30 s; received: {points:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -114,8 +147,9 @@ impl Served {
         }
     }
 
-    /// Sends `method PATH` with `headers` and `body`; the status and the body of the answer.
-    pub(crate) fn request(
+    /// Sends `method PATH` with `headers` and `body`; the status and the whole answer (head,
+    /// blank line, body).
+    pub(crate) fn exchange(
         &self,
         method: &str,
         path: &str,
@@ -137,6 +171,19 @@ impl Served {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).expect("answer");
         let status = answer[9..12].parse().expect("a status");
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, format!("{head}\r\n\r\n{body}"))
+    }
+
+    /// Sends `method PATH` with `headers` and `body`; the status and the body of the answer.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        let (status, answer) = self.exchange(method, path, headers, body);
         let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
         (status, body.to_owned())
     }

@@ -2,7 +2,8 @@
 //! the model's name (`gen_ai.request.model`, the `chat {model}` span's name), the tool's
 //! arguments, its error message (the status message), and the model's text; and the `chat`
 //! span itself: the model asked for, the tokens used, and the `traceparent` header the model
-//! server received pointing at it.
+//! server received pointing at it. The metrics exported at the end of `chat` are searched
+//! too.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -109,6 +110,30 @@ fn secrets_pushed_through_every_attribute_of_a_chat_never_reach_the_receiver() {
     assert_eq!(call["attributes"]["error.type"], "dependency");
     let status = call["status_message"].as_str().unwrap_or_default();
     assert_eq!(status, format!("refused with {MASKED}"), "{call:#}");
+
+    // The metrics (on with the general endpoint, sent when `chat` ended): the tokens by
+    // model, masked like every attribute; then every body is searched below.
+    let requested = format!("fake-{MASKED}");
+    let points = receiver.wait_for_metrics(|points| {
+        points
+            .iter()
+            .any(|p| p["name"] == "gen_ai.client.token.usage")
+            && points.iter().any(|p| p["name"] == "toolhost.tool.failures")
+    });
+    let input = points
+        .iter()
+        .rev()
+        .find(|p| {
+            p["name"] == "gen_ai.client.token.usage"
+                && p["attributes"]["gen_ai.token.type"] == "input"
+        })
+        .expect("the input tokens");
+    assert_eq!(
+        input["attributes"]["gen_ai.request.model"],
+        requested.as_str()
+    );
+    assert_eq!(input["sum"], 42.0, "12 + 30 input tokens: {input:#}");
+    assert_eq!(input["count"], 2, "{input:#}");
 
     // Not one byte of the secret, in any form the masker knows, left the host.
     let bodies = std::fs::read(&receiver.raw).expect("the bodies received");

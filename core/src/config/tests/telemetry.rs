@@ -5,7 +5,8 @@ use super::*;
 #[test]
 fn the_file_gives_the_standard_variables_values() {
     let text = "[telemetry]\nendpoint = \"http://127.0.0.1:4318\"\nservice_name = \"edge\"\n\
-                traces_exporter = \"otlp\"\n[telemetry.headers]\nx-team = \"tools\"\n";
+                traces_exporter = \"otlp\"\nmetrics_exporter = \"none\"\n\
+                metric_export_interval_ms = 250\n[telemetry.headers]\nx-team = \"tools\"\n";
     let dir = root(&[(GLOBAL, text)]);
     let telemetry = Config::load_host(&Layout::new(dir.path()), CAP)
         .unwrap()
@@ -23,6 +24,14 @@ fn the_file_gives_the_standard_variables_values() {
         telemetry.var("OTEL_EXPORTER_OTLP_HEADERS").as_deref(),
         Some("x-team=tools")
     );
+    assert_eq!(
+        telemetry.var("OTEL_METRICS_EXPORTER").as_deref(),
+        Some("none")
+    );
+    assert_eq!(
+        telemetry.var("OTEL_METRIC_EXPORT_INTERVAL").as_deref(),
+        Some("250")
+    );
     assert_eq!(telemetry.var("OTEL_SDK_DISABLED"), None);
     assert_eq!(load(&dir).unwrap().telemetry(), telemetry);
     assert_eq!(Config::default().telemetry(), TelemetrySettings::default());
@@ -37,6 +46,18 @@ fn mistakes_are_one_line_and_a_profile_may_not_set_it() {
     );
     let line = error(&[(GLOBAL, "[telemetry]\ntraces_exporter = \"zipkin\"\n")]);
     assert!(line.starts_with("usr/toolhost.toml line 2: "), "{line}");
+    assert!(line.contains("expected `otlp` or `none`"), "{line}");
+    let line = error(&[(GLOBAL, "[telemetry]\nmetric_export_interval = 100\n")]);
+    assert!(
+        line.starts_with(
+            "usr/toolhost.toml line 2: unknown key `metric_export_interval` in [telemetry]"
+        ),
+        "{line}"
+    );
+    let line = error(&[(GLOBAL, "[telemetry]\nmetric_export_interval_ms = 0\n")]);
+    assert!(line.starts_with("usr/toolhost.toml line 2: "), "{line}");
+    assert!(line.contains("milliseconds"), "{line}");
+    let line = error(&[(GLOBAL, "[telemetry]\nmetrics_exporter = \"prometheus\"\n")]);
     assert!(line.contains("expected `otlp` or `none`"), "{line}");
     let line = error(&[(GLOBAL, "[telemetry]\nendpoint = \"127.0.0.1:4318\"\n")]);
     assert!(line.contains("http:// or https://"), "{line}");

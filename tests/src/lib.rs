@@ -63,12 +63,22 @@ fn profile_dir() -> PathBuf {
         .to_owned()
 }
 
+/// `target/` of the running test or bench binary (the peers are installed under it).
+pub(crate) fn target_dir() -> PathBuf {
+    profile_dir().parent().expect("target dir").to_owned()
+}
+
 /// Builds all fixtures and the `toolhost` binary once per process, with the same profile as
 /// the running binary, and returns `target/<profile>`.
 pub fn build_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = profile_dir();
+        // The tests (debug profile; benchmarks run from target/release and need no peers):
+        // the peers install while the fixtures build and the tests run.
+        if dir.file_name().is_some_and(|n| n == "debug") {
+            peers::prefetch();
+        }
         let target = dir.parent().expect("target dir");
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -107,11 +117,6 @@ pub fn build_dir() -> &'static Path {
             .status()
             .expect("running cargo build for the fixtures");
         assert!(status.success(), "building the fixture plugins failed");
-        // The tests (debug profile; benchmarks run from target/release and need no peers):
-        // the peers install while they run.
-        if dir.file_name().is_some_and(|n| n == "debug") {
-            peers::prefetch();
-        }
         dir
     })
 }

@@ -86,8 +86,7 @@ pub const MDBOOK: &str = "0.5.4";
 
 /// `target/peers/<name>/`.
 fn peer_dir(name: &str) -> PathBuf {
-    let target = crate::build_dir().parent().expect("target dir").to_owned();
-    target.join("peers").join(name)
+    crate::target_dir().join("peers").join(name)
 }
 
 /// Runs an installing command; on failure, panics with one line naming what could not be
@@ -418,7 +417,7 @@ pub fn mcpb() -> PathBuf {
 pub fn mdbook() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let target = crate::build_dir().parent().expect("target dir").to_owned();
+        let target = crate::target_dir();
         let root = target.join("tools").join(format!("mdbook-{MDBOOK}"));
         let bin = root
             .join("bin")
@@ -578,12 +577,15 @@ fn build_llama_server() -> Result<PathBuf, String> {
         ])
         .args(["-DLLAMA_BUILD_EXAMPLES=OFF", "-DGGML_NATIVE=ON"]);
     try_install("llama-server (cmake configure)", &mut configure)?;
+    // One job a core: at the lowest priority, it takes only what the tests leave idle.
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut compile = niced(tools_bin.join("cmake"));
     compile
         .env("PATH", &path)
         .arg("--build")
         .arg(&build)
-        .args(["--target", "llama-server", "-j2"]);
+        .args(["--target", "llama-server", "-j"])
+        .arg(jobs.to_string());
     try_install("llama-server (cmake --build)", &mut compile)?;
     std::fs::create_dir_all(bin.parent().expect("bin folder")).expect("peer bin folder");
     std::fs::copy(build.join("bin").join("llama-server"), &bin)
@@ -710,11 +712,17 @@ impl Drop for LlamaServer {
     }
 }
 
-/// Starts installing every peer in the background, one after another on one thread, so that
-/// the first run of a fresh clone installs them while other tests run rather than inside the
-/// first test that needs each (about a minute and a half on two cores). A test that needs a
-/// peer still calls its function: it waits for an install under way (each is behind a
-/// `OnceLock`), and an install that failed here is tried again, and reported, by that test.
+/// Starts installing every peer in the background, so that the first run of a fresh clone
+/// installs them while other tests run rather than inside the first test that needs each. A
+/// test that needs a peer still calls its function: it waits for an install under way (each
+/// is behind a `OnceLock`), and an install that failed here is tried again, and reported, by
+/// that test.
+///
+/// Two threads: `llama-server`, the longest by far (about 13 CPU-minutes, at the lowest
+/// priority), is built from the start on one, so that it uses the CPU the tests leave idle
+/// while they wait on their child processes, and the real-model test does not wait for it at
+/// the end of the run; the other installs the rest one after another (about a minute and a
+/// half on two cores, then the model's download).
 ///
 /// Only for a whole run of the integration tests (no filter, no `--list`): a run of a few
 /// tests could end in the middle of an install.
@@ -726,6 +734,9 @@ pub fn prefetch() {
     if !whole_run || STARTED.set(()).is_err() {
         return;
     }
+    std::thread::spawn(|| {
+        let _ = try_llama_server();
+    });
     std::thread::spawn(|| {
         for install in [
             mdbook,
@@ -740,9 +751,7 @@ pub fn prefetch() {
         ] {
             let _ = std::panic::catch_unwind(install);
         }
-        // The longest, last: the model, then the server built from source.
         let _ = try_smollm2();
-        let _ = try_llama_server();
     });
 }
 

@@ -69,7 +69,10 @@ fn call(name: &str, args: serde_json::Value) -> CallToolRequestParams {
 }
 
 /// `toolhost serve-mcp` over stdio on `root`, discovered by a 2026-07-28 client `handler`.
-async fn discovered<H: ClientHandler>(root: &TestRoot, handler: H) -> RunningService<RoleClient, H> {
+async fn discovered<H: ClientHandler>(
+    root: &TestRoot,
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let mut command = tokio::process::Command::new(toolhost_bin());
     command.arg("--root").arg(root.path()).arg("serve-mcp");
     let transport = TokioChildProcess::new(command).expect("serve-mcp");
@@ -461,6 +464,9 @@ async fn a_listening_2026_07_28_client_hears_its_resource_change_and_the_list_gr
     }
     let listed = client.list_resources(None).await.expect("resources/list");
     assert_eq!(listed.resources.len(), 3, "{listed:?}");
-    subscription.cancel().await.expect("cancel the subscription");
+    subscription
+        .cancel()
+        .await
+        .expect("cancel the subscription");
     client.cancel().await.expect("close");
 }

@@ -20,7 +20,7 @@ pub(crate) mod metrics;
 mod propagation;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
@@ -96,6 +96,28 @@ fn resource(file: &toolhost::config::TelemetrySettings) -> Resource {
     resource.build()
 }
 
+/// `builder` given the file's endpoint (with the signal's path, `/v1/traces` for `TRACES`)
+/// and headers, each only where no variable sets it: the SDK reads the variables itself, and
+/// a value given in code would win over them.
+fn with_file<B: WithExportConfig + WithHttpConfig>(
+    mut builder: B,
+    file: &toolhost::config::TelemetrySettings,
+    signal: &str,
+) -> B {
+    if env("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
+        && env(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_none()
+    {
+        if let Some(base) = &file.endpoint {
+            let path = signal.to_ascii_lowercase();
+            builder = builder.with_endpoint(format!("{}/v1/{path}", base.trim_end_matches('/')));
+        }
+    }
+    if env("OTEL_EXPORTER_OTLP_HEADERS").is_none() && !file.headers.is_empty() {
+        builder = builder.with_headers(file.headers.iter().cloned().collect());
+    }
+    builder
+}
+
 /// The export layer the variables and `file` (`[telemetry]`) ask for (none when they do
 /// not), and its guard. A configuration that cannot be served is a warning: the command runs
 /// without export.
@@ -115,20 +137,8 @@ where
     }
     // The exporter's HTTPS, if the endpoint is one, with the workspace's one crypto provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
-    // The SDK reads the variables itself; the file's values are given to it only when no
-    // variable says otherwise (a value given in code would win over the variables).
-    if env("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
-        && env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none()
-    {
-        if let Some(base) = &file.endpoint {
-            builder = builder.with_endpoint(format!("{}/v1/traces", base.trim_end_matches('/')));
-        }
-    }
-    if env("OTEL_EXPORTER_OTLP_HEADERS").is_none() && !file.headers.is_empty() {
-        builder = builder.with_headers(file.headers.iter().cloned().collect());
-    }
-    let exporter = match builder.build() {
+    let builder = opentelemetry_otlp::SpanExporter::builder().with_http();
+    let exporter = match with_file(builder, file, "TRACES").build() {
         Ok(exporter) => exporter,
         Err(e) => {
             eprintln!(

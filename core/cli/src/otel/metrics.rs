@@ -7,10 +7,9 @@
 
 use std::time::Duration;
 
-use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::metrics::PeriodicReader;
 
-use super::{env, resource, var, wanted};
+use super::{env, resource, var, wanted, with_file};
 
 /// Exports what the metrics hold when dropped (at the end of `main`).
 pub(crate) struct Export(bool);
@@ -37,19 +36,8 @@ pub(crate) fn from_env(file: &toolhost::config::TelemetrySettings) -> Export {
         }
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = opentelemetry_otlp::MetricExporter::builder().with_http();
-    // As for traces: the SDK reads the variables; the file's values only when none is set.
-    if env("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
-        && env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_none()
-    {
-        if let Some(base) = &file.endpoint {
-            builder = builder.with_endpoint(format!("{}/v1/metrics", base.trim_end_matches('/')));
-        }
-    }
-    if env("OTEL_EXPORTER_OTLP_HEADERS").is_none() && !file.headers.is_empty() {
-        builder = builder.with_headers(file.headers.iter().cloned().collect());
-    }
-    let exporter = match builder.build() {
+    let builder = opentelemetry_otlp::MetricExporter::builder().with_http();
+    let exporter = match with_file(builder, file, "METRICS").build() {
         Ok(exporter) => exporter,
         Err(e) => {
             eprintln!(

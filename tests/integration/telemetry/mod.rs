@@ -82,34 +82,12 @@ impl Receiver {
 
     /// The metric data points received once `done` holds for them (at most 30 s).
     pub(crate) fn wait_for_metrics(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let start = Instant::now();
-        loop {
-            let points = self.metrics.lock().expect("metrics").clone();
-            if done(&points) {
-                return points;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the metrics expected did not arrive within 30 s; received: {points:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(&self.metrics, "metrics", done)
     }
 
     /// The spans received once `done` holds for them (at most 30 s).
     pub(crate) fn wait_for(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let start = Instant::now();
-        loop {
-            let spans = self.spans.lock().expect("spans").clone();
-            if done(&spans) {
-                return spans;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the spans expected did not arrive within 30 s; received: {spans:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(&self.spans, "spans", done)
     }
 }
 
@@ -204,5 +182,26 @@ impl Served {
             .unwrap_or(&answer);
         let message: Value = serde_json::from_str(data).expect("a JSON-RPC answer");
         message["result"].clone()
+    }
+}
+
+/// What `received` holds once `done` holds for it (at most 30 s; `what` names it in the
+/// failure).
+fn wait_until(
+    received: &Mutex<Vec<Value>>,
+    what: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let start = Instant::now();
+    loop {
+        let got = received.lock().expect("received").clone();
+        if done(&got) {
+            return got;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the {what} expected did not arrive within 30 s; received: {got:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

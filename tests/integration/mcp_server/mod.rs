@@ -40,6 +40,26 @@ pub(crate) fn root() -> TestRoot {
     root
 }
 
+/// `toolhost serve-mcp` over stdio on `root`, as rmcp's client transport (the fixtures'
+/// own deadline raised to 60 s, as for the slow calls of a loaded machine).
+pub(crate) fn stdio_transport(root: &TestRoot) -> rmcp::transport::TokioChildProcess {
+    let mut command = tokio::process::Command::new(toolhost_bin());
+    command
+        .arg("--root")
+        .arg(root.path())
+        .arg("serve-mcp")
+        .env("TOOLHOST_FX_TIMEOUT", "60");
+    rmcp::transport::TokioChildProcess::new(command).expect("serve-mcp")
+}
+
+/// The params of a `tools/call` of `name` with the object `args`.
+pub(crate) fn call(name: &str, args: Value) -> rmcp::model::CallToolRequestParams {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    rmcp::model::CallToolRequestParams::new(name.to_owned()).with_arguments(args)
+}
+
 /// The Python client script, written into the root.
 fn client_script(root: &TestRoot) -> PathBuf {
     root.write("client.py", include_str!("client.py"))

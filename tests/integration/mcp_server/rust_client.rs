@@ -17,7 +17,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
 use toolhost_tests::{toolhost_bin, wait_for, Fixture, TestRoot};
 
-use super::{audited_calls, root, HttpServer};
+use super::{audited_calls, root, stdio_transport, HttpServer};
 
 /// Records the progress, list changes and resource updates the server sends.
 #[derive(Clone, Default)]
@@ -144,13 +144,7 @@ fn list_changed_after(recorder: &Recorder, seen: usize) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_over_stdio_lists_calls_with_progress_and_cancels() {
     let root = root();
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command
-        .arg("--root")
-        .arg(root.path())
-        .arg("serve-mcp")
-        .env("TOOLHOST_FX_TIMEOUT", "60");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let transport = stdio_transport(&root);
     let recorder = Recorder::default();
     let client = recorder.clone().serve(transport).await.expect("initialize");
     exercise(&client, &recorder, &root).await;
@@ -243,9 +237,7 @@ async fn a_subscribed_session_is_told_when_its_resource_file_changes() {
     root.tool("usr", "noop", Fixture::Noop);
     root.write("usr/resources/notes.txt", "first notes\n");
     root.write("usr/resources/other.txt", "not subscribed\n");
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command.arg("--root").arg(root.path()).arg("serve-mcp");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let transport = stdio_transport(&root);
     let recorder = Recorder::default();
     let client = recorder.clone().serve(transport).await.expect("initialize");
     let notes = "toolhost://resources/notes.txt";

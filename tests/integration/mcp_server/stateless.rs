@@ -15,12 +15,12 @@ use rmcp::model::{
 #[allow(deprecated)] // sampling is deprecated by SEP-2577, and still in 2026-07-28
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError};
 use serde_json::json;
-use toolhost_tests::{toolhost_bin, Fixture, TestRoot};
+use toolhost_tests::{Fixture, TestRoot};
 
-use super::{audited_calls, root, HttpServer};
+use super::{audited_calls, call, root, stdio_transport, HttpServer};
 
 /// A client of 2026-07-28 that declares form elicitation and approves each call once,
 /// keeping the questions it was asked.
@@ -61,21 +61,12 @@ fn modern() -> ClientLifecycleMode {
     }
 }
 
-fn call(name: &str, args: serde_json::Value) -> CallToolRequestParams {
-    let serde_json::Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    CallToolRequestParams::new(name.to_owned()).with_arguments(args)
-}
-
 /// `toolhost serve-mcp` over stdio on `root`, discovered by a 2026-07-28 client `handler`.
 async fn discovered<H: ClientHandler>(
     root: &TestRoot,
     handler: H,
 ) -> RunningService<RoleClient, H> {
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command.arg("--root").arg(root.path()).arg("serve-mcp");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let transport = stdio_transport(root);
     handler
         .serve_with_lifecycle(transport, modern())
         .await
@@ -263,13 +254,7 @@ async fn exercise(client: &Client, approving: &Approving, root: &TestRoot) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_07_28_client_over_stdio_discovers_lists_calls_is_asked_and_listens() {
     let root = root();
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command
-        .arg("--root")
-        .arg(root.path())
-        .arg("serve-mcp")
-        .env("TOOLHOST_FX_TIMEOUT", "60");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let transport = stdio_transport(&root);
     let approving = Approving::default();
     let client = approving
         .clone()
@@ -325,9 +310,7 @@ async fn a_tools_question_reaches_a_2026_07_28_client_through_the_round_trip() {
 async fn a_2025_11_25_client_is_served_as_before() {
     let root = TestRoot::new();
     root.tool("usr", "noop", Fixture::Noop);
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command.arg("--root").arg(root.path()).arg("serve-mcp");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let transport = stdio_transport(&root);
     let info = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("legacy-test", "1.0"),

@@ -13,12 +13,12 @@ use rmcp::model::{
     ProtocolVersion, TaskPayload, TaskStatus,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Value};
-use toolhost_tests::{toolhost_bin, wait_for, TestRoot};
+use toolhost_tests::{wait_for, TestRoot};
 
-use super::{audited_calls, root, HttpServer, SECRET};
+use super::{audited_calls, call, root, stdio_transport, HttpServer, SECRET};
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -49,21 +49,8 @@ fn tasks_root() -> TestRoot {
     root
 }
 
-fn call(name: &str, args: Value) -> CallToolRequestParams {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    CallToolRequestParams::new(name.to_owned()).with_arguments(args)
-}
-
 async fn stdio_client(root: &TestRoot, tasks: bool) -> Client {
-    let mut command = tokio::process::Command::new(toolhost_bin());
-    command
-        .arg("--root")
-        .arg(root.path())
-        .arg("serve-mcp")
-        .env("TOOLHOST_FX_TIMEOUT", "60");
-    let transport = TokioChildProcess::new(command).expect("serve-mcp");
+    let transport = stdio_transport(root);
     client_info(tasks)
         .serve_with_lifecycle(transport, modern())
         .await

@@ -149,8 +149,7 @@ impl Served {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).expect("answer");
         let status = answer[9..12].parse().expect("a status");
-        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-        (status, format!("{head}\r\n\r\n{body}"))
+        (status, answer)
     }
 
     /// Sends `method PATH` with `headers` and `body`; the status and the body of the answer.

@@ -83,7 +83,12 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
                 .iter()
                 .any(|s| s["service"] == service && s["name"] == name)
         };
-        of("upstream", "worker execute")
+        // Every span checked below: each process exports its spans in batches as they end,
+        // so the worker's span can arrive before the request span that encloses it.
+        of("upstream", "tools/call echo:forward")
+            && of("upstream", "execute_tool echo")
+            && of("upstream", "execute")
+            && of("upstream", "worker execute")
             && of("downstream", "tools/call echo")
             && of("downstream", "execute_tool echo")
     });

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use toolhost::{Answering, Asker};
 
 use crate::round_trip::{self, RoundTrip};
+use crate::tasks::Tasks;
 
 /// How long the user has to answer an elicitation, and the client's model a sampling.
 const ASK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -85,6 +86,16 @@ pub(crate) struct ClientAsker {
     /// A 2026-07-28 client's call: elicitations and samplings are asked through its round
     /// trip ([`crate::round_trip`]) instead of as requests.
     pub(crate) round: Option<Arc<RoundTrip>>,
+    /// A call run as a task: elicitations and samplings are asked in the task's
+    /// `inputRequests` and answered with `tasks/update` ([`crate::tasks`]).
+    pub(crate) task: Option<TaskQuestions>,
+}
+
+/// The task a call runs as, whose `inputRequests` carry the tool's questions.
+#[derive(Clone)]
+pub(crate) struct TaskQuestions {
+    pub(crate) tasks: Arc<Tasks>,
+    pub(crate) id: String,
 }
 
 impl Asker for ClientAsker {
@@ -106,6 +117,16 @@ impl Asker for ClientAsker {
                     }
                     Ok(Value::Null)
                 })
+            }
+            Ask::Elicit { message, schema } if self.task.is_some() => {
+                let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+                let answer = self.in_task(&tool, "elicit", "elicitation/create", params);
+                Box::pin(async move { answer.await.map(|a| elicited(&a)) })
+            }
+            Ask::Sample(sample) if self.task.is_some() => {
+                let params = sample_params(&sample);
+                let answer = self.in_task(&tool, "sample", "sampling/createMessage", params);
+                Box::pin(async move { answer.await.map(|a| sampled(&a)) })
             }
             Ask::Elicit { message, schema } if self.round.is_some() => {
                 let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
@@ -272,6 +293,69 @@ impl ClientAsker {
         Err(ToolError::dependency(format!(
             "tool '{tool}' waits for the MCP client's answer ({what}): the call is answered with an InputRequiredResult and runs again with the answer"
         )))
+    }
+}
+
+impl ClientAsker {
+    /// The client's answer to the tool's question of `kind` in its task: asked in the task's
+    /// `inputRequests`, answered by `tasks/update` within [`ASK_TIMEOUT`].
+    fn in_task(
+        &self,
+        tool: &str,
+        kind: &'static str,
+        method: &str,
+        params: Value,
+    ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send + 'static {
+        let asked = self.ask_in_task(tool, kind, method, params);
+        let task = self.task.clone();
+        async move {
+            let (key, answered) = asked?;
+            match tokio::time::timeout(ASK_TIMEOUT, answered).await {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(_)) => Err(ToolError::dependency(
+                    "the task ended before the MCP client answered",
+                )),
+                Err(_) => {
+                    if let Some(task) = task {
+                        task.tasks.withdraw(&task.id, &key);
+                    }
+                    Err(ToolError::timeout(format!(
+                        "the MCP client did not answer the task's input request '{key}' within {} s (tasks/update)",
+                        ASK_TIMEOUT.as_secs()
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Puts the question in the task's `inputRequests`: its key, and where its answer comes.
+    fn ask_in_task(
+        &self,
+        tool: &str,
+        kind: &'static str,
+        method: &str,
+        params: Value,
+    ) -> Result<(String, tokio::sync::oneshot::Receiver<Value>), ToolError> {
+        let Some(task) = &self.task else {
+            return Err(cannot(tool, kind, "no task"));
+        };
+        let (what, supported) = match (kind, &self.round) {
+            ("elicit", Some(round)) => ("elicitation", round.elicits()),
+            (_, Some(round)) => ("sampling", round.samples()),
+            (_, None) => (kind, true),
+        };
+        if !supported {
+            let why = format!("the MCP client does not support {what}");
+            return Err(cannot(tool, what, &why));
+        }
+        let request = round_trip::input_request(method, params).map_err(|e| {
+            ToolError::validation(format!(
+                "tool '{tool}' asked something MCP cannot carry: {e}"
+            ))
+        })?;
+        task.tasks
+            .ask(&task.id, kind, request)
+            .ok_or_else(|| cannot(tool, what, "its task has ended"))
     }
 }
 

@@ -9,7 +9,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::approval::{ElicitationApprover, RoundTripApprover};
-use super::asker::{ClientAsker, LogThreshold};
+use super::asker::{ClientAsker, LogThreshold, TaskQuestions};
 use super::progress::Progress;
 use super::round_trip::RoundTrip;
 use toolhost::Agent;
@@ -32,6 +32,8 @@ pub(crate) struct Approvals<'a> {
     /// A 2026-07-28 client's call: its approval and the tool's questions are asked through
     /// this round trip.
     pub(crate) round: Option<Arc<RoundTrip>>,
+    /// A call run as a task: the tool's questions are asked in the task.
+    pub(crate) task: Option<TaskQuestions>,
 }
 
 /// Runs one call and turns its outcome into a result: the response's message as a text block,
@@ -77,6 +79,7 @@ pub(crate) async fn call(
         threshold: approvals.log_threshold.clone(),
         unavailable: approvals.unavailable,
         round: approvals.round.clone(),
+        task: approvals.task,
     }));
     agent.approve_writes(approvals.yes_to_writes);
     let args = request.arguments.map_or(Value::Null, Value::Object);

@@ -89,7 +89,7 @@ pub(crate) struct Shared {
     /// uses one derived from it instead).
     state_key: Arc<round_trip::StateKey>,
     /// The calls running, or finished, as tasks (2026-07-28 clients).
-    tasks: tasks::Tasks,
+    tasks: Arc<tasks::Tasks>,
 }
 
 /// An MCP server for one profile of a host: lists the tools the profile may call and runs
@@ -122,7 +122,7 @@ impl McpServer {
                     format!("cannot make the key that seals requestState: {e}"),
                 )
             })?),
-            tasks: tasks::Tasks::default(),
+            tasks: Arc::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),

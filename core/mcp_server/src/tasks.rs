@@ -10,6 +10,11 @@
 //! of 2025-11-25 and earlier get their results as before (that version's experimental
 //! `task` parameter is not served: rmcp 3.11 models only the extension).
 //!
+//! A tool's own question inside a task (`Context::elicit`, `Context::sample`) turns the task
+//! `input_required`, with the question in its `inputRequests` (`elicit-1`, `sample-1`, ... in
+//! the order the tool asks); the client answers with `tasks/update`, whose `inputResponses`
+//! go to the waiting tool, and the task is `working` again.
+//!
 //! Tasks are held in memory by the process that made them, at most [`DEFAULT_MAX_TASKS`] at
 //! a time (running or finished and not yet expired); a call made while the store is full
 //! runs as a plain call. A task's `ttlMs` covers its every attempt and then
@@ -22,9 +27,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputRequest, InputRequests, InputResponses, JsonObject, Task,
+    TaskPayload, TaskStatus,
+};
 use rmcp::task_manager::current_timestamp;
 use rmcp::ErrorData;
+use serde_json::Value;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::lock;
@@ -52,11 +62,32 @@ struct Entry {
     ttl: Duration,
     /// Cancels the call (`tasks/cancel`, or the TTL's end).
     cancel: CancellationToken,
+    /// The tool's questions the client has not answered yet, and where each answer goes.
+    asked: InputRequests,
+    waiting: HashMap<String, oneshot::Sender<Value>>,
+    /// How many questions of each kind the tool asked (their keys' numbers).
+    counts: HashMap<&'static str, usize>,
 }
 
 impl Entry {
     fn expired(&self) -> bool {
         self.created.elapsed() >= self.ttl
+    }
+
+    /// `input_required` with the open questions, or `working` when none is left; a task that
+    /// ended stays as it ended.
+    fn show_questions(&mut self) {
+        if self.payload.status().is_terminal() {
+            return;
+        }
+        self.payload = match self.asked.is_empty() {
+            true => TaskPayload::Working,
+            false => TaskPayload::InputRequired {
+                input_requests: self.asked.clone(),
+            },
+        };
+        self.task.status = self.payload.status();
+        self.task.last_updated_at = current_timestamp();
     }
 }
 
@@ -103,6 +134,9 @@ impl Tasks {
             created: Instant::now(),
             ttl,
             cancel: cancel.clone(),
+            asked: InputRequests::new(),
+            waiting: HashMap::new(),
+            counts: HashMap::new(),
         };
         entries.insert(id, entry);
         Some((task, cancel))
@@ -116,6 +150,8 @@ impl Tasks {
             return;
         };
         let cancelled = entry.cancel.is_cancelled();
+        entry.asked.clear();
+        entry.waiting.clear();
         entry.payload = match outcome {
             Ok(result) if cancelled && result.is_error == Some(true) => TaskPayload::Cancelled,
             Ok(result) => TaskPayload::Completed {
@@ -155,10 +191,63 @@ impl Tasks {
         Ok(())
     }
 
-    /// `tasks/update`: a task of this server never asks for input, so there is nothing to
-    /// deliver; known ids are acknowledged.
-    pub(crate) fn update(&self, id: &str) -> Result<(), ErrorData> {
-        self.get(id).map(|_| ())
+    /// Asks the client `request`, a question of `kind` (`elicit`, `sample`) the tool of task
+    /// `id` asks: it is shown in the task's `inputRequests` under a new key (`elicit-1`, ...)
+    /// until [`Tasks::update`] brings its answer to the receiver. `None` when the task is
+    /// gone or has ended.
+    pub(crate) fn ask(
+        &self,
+        id: &str,
+        kind: &'static str,
+        request: InputRequest,
+    ) -> Option<(String, oneshot::Receiver<Value>)> {
+        let mut entries = lock(&self.entries);
+        let entry = entries.get_mut(id)?;
+        if entry.payload.status().is_terminal() {
+            return None;
+        }
+        let count = entry.counts.entry(kind).or_insert(0);
+        *count += 1;
+        let key = format!("{kind}-{count}");
+        let (answer, answered) = oneshot::channel();
+        entry.asked.insert(key.clone(), request);
+        entry.waiting.insert(key.clone(), answer);
+        entry.show_questions();
+        Some((key, answered))
+    }
+
+    /// Takes back task `id`'s question `key`, which the tool no longer waits for (it gave up
+    /// waiting).
+    pub(crate) fn withdraw(&self, id: &str, key: &str) {
+        if let Some(entry) = lock(&self.entries).get_mut(id) {
+            entry.asked.remove(key);
+            entry.waiting.remove(key);
+            entry.show_questions();
+        }
+    }
+
+    /// `tasks/update`: `responses` answer task `id`'s open questions, each by its key. A key
+    /// that is not an open question of the task is invalid params, and then no answer is
+    /// delivered.
+    pub(crate) fn update(&self, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
+        let mut entries = lock(&self.entries);
+        sweep(&mut entries);
+        let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        if let Some(key) = responses.keys().find(|k| !entry.waiting.contains_key(*k)) {
+            let shown: String = key.chars().take(64).collect();
+            return Err(ErrorData::invalid_params(
+                format!("task '{id}' has no open input request '{shown}': tasks/get lists the ones it waits for in inputRequests"),
+                None,
+            ));
+        }
+        for (key, answer) in responses {
+            entry.asked.remove(&key);
+            if let Some(waiting) = entry.waiting.remove(&key) {
+                let _ = waiting.send(answer);
+            }
+        }
+        entry.show_questions();
+        Ok(())
     }
 
     /// How many tasks are held now.
@@ -232,7 +321,8 @@ mod tests {
         assert_eq!(result["content"][0]["text"], "done");
         let e = tasks.get("nope").unwrap_err();
         assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(tasks.cancel("nope").is_err() && tasks.update("nope").is_err());
+        assert!(tasks.cancel("nope").is_err());
+        assert!(tasks.update("nope", InputResponses::new()).is_err());
     }
 
     #[test]
@@ -261,6 +351,52 @@ mod tests {
         let got = tasks.get(&failed.task_id).unwrap();
         assert_eq!(got.status(), TaskStatus::Failed);
         assert_eq!(got.task.status_message.as_deref(), Some("boom"));
+    }
+
+    fn question() -> InputRequest {
+        let request = serde_json::json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": "ok?",
+            "requestedSchema": {"type": "object", "properties": {}}}});
+        serde_json::from_value(request).unwrap()
+    }
+
+    #[test]
+    fn a_question_makes_the_task_input_required_until_tasks_update_answers_it() {
+        let tasks = Tasks::default();
+        let (task, _cancel) = tasks.create(Duration::from_secs(60)).unwrap();
+        let id = task.task_id;
+        let (key, mut answered) = tasks.ask(&id, "elicit", question()).unwrap();
+        assert_eq!(key, "elicit-1");
+        let got = tasks.get(&id).unwrap();
+        let TaskPayload::InputRequired { input_requests } = got.payload else {
+            panic!("{got:?}")
+        };
+        assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["elicit-1"]);
+
+        // A key that is not open: refused, and nothing is delivered.
+        let wrong = InputResponses::from([
+            ("elicit-1".to_owned(), serde_json::json!(1)),
+            ("elicit-2".to_owned(), serde_json::json!(2)),
+        ]);
+        let e = tasks.update(&id, wrong).unwrap_err();
+        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(e.message.contains("elicit-2"), "{e:?}");
+        assert!(answered.try_recv().is_err());
+
+        let right = InputResponses::from([("elicit-1".to_owned(), serde_json::json!("yes"))]);
+        tasks.update(&id, right.clone()).unwrap();
+        assert_eq!(answered.try_recv().unwrap(), "yes");
+        assert_eq!(tasks.get(&id).unwrap().status(), TaskStatus::Working);
+        // Answered once: the same key again is not open any more.
+        assert!(tasks.update(&id, right).is_err());
+
+        // A question given up on is withdrawn; an ended task asks nothing.
+        let (key, _) = tasks.ask(&id, "elicit", question()).unwrap();
+        assert_eq!(key, "elicit-2");
+        tasks.withdraw(&id, &key);
+        assert_eq!(tasks.get(&id).unwrap().status(), TaskStatus::Working);
+        tasks.finish(&id, Ok(CallToolResult::success(vec![])));
+        assert!(tasks.ask(&id, "sample", question()).is_none());
     }
 
     #[test]

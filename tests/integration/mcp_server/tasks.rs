@@ -3,20 +3,22 @@
 //! is a minute or more answers with a task, polled with `tasks/get` to the result a plain call
 //! gives; `tasks/cancel` reaches the tool's `Context` and the audit; a tool's failure is a
 //! completed task with the masked error; unknown ids are invalid params; a client that does
-//! not declare the extension, or a short tool, gets the plain result; the store is bounded.
+//! not declare the extension, or a short tool, gets the plain result; the store is bounded;
+//! a tool's questions inside a task are asked in its `inputRequests` and answered with
+//! `tasks/update`.
 
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
     ClientRequest, CustomRequest, DetailedTask, ErrorCode, GetTaskParams, Implementation,
-    ProtocolVersion, TaskPayload, TaskStatus,
+    InputRequests, InputResponses, ProtocolVersion, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Value};
-use toolhost_tests::{wait_for, TestRoot};
+use toolhost_tests::{wait_for, Fixture, TestRoot};
 
 use super::{audited_calls, call, root, stdio_transport, HttpServer, SECRET};
 
@@ -333,6 +335,121 @@ async fn the_tasks_a_server_holds_are_bounded() {
     assert!(
         matches!(answer, CallToolResponse::Complete(_)),
         "--max-tasks 0 made a task: {answer:?}"
+    );
+    client.cancel().await.expect("close");
+}
+
+/// A 2026-07-28 client of the Tasks extension that declares form elicitation and sampling.
+async fn asking_client(root: &TestRoot) -> Client {
+    let capabilities = json!({
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+        "elicitation": {"form": {}},
+        "sampling": {},
+    });
+    let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
+    ClientConfig::new(capabilities, Implementation::new("asked-test", "1.0"))
+        .serve_with_lifecycle(stdio_transport(root), modern())
+        .await
+        .expect("server/discover")
+}
+
+/// Polls task `id` until it asks something; its open input requests.
+async fn until_asked(client: &Client, id: &str) -> InputRequests {
+    let polled = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let got = client
+                .get_task(GetTaskParams::new(id.to_owned()))
+                .await
+                .expect("tasks/get");
+            match got.task.payload {
+                TaskPayload::InputRequired { input_requests } => return input_requests,
+                TaskPayload::Working => {}
+                other => panic!("task {id} ended without asking: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    polled.unwrap_or_else(|_| panic!("task {id} asked nothing within 30 s"))
+}
+
+/// A tool's own questions inside a task (`Context::elicit`, `Context::sample`): the task turns
+/// `input_required` with the question in its `inputRequests`; an answer to a question it did
+/// not ask is invalid params; `tasks/update` with the answer lets the tool go on, and the task
+/// completes with a result built from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_questions_inside_a_task_are_answered_with_tasks_update() {
+    let root = TestRoot::new();
+    for name in ["test_elicitation", "test_sampling"] {
+        let package = format!("conformance-{}", name.replace('_', "-"));
+        let fixture = Fixture::ALL
+            .into_iter()
+            .find(|f| f.package() == package)
+            .unwrap_or_else(|| panic!("the conformance plugin's {name}"));
+        root.tool("usr", name, fixture);
+    }
+    root.write(
+        "usr/toolhost.toml",
+        "[tools.test_elicitation]\ntimeout_seconds = 90\n[tools.test_sampling]\ntimeout_seconds = 90\n",
+    );
+    let client = asking_client(&root).await;
+
+    let question = call("test_elicitation", json!({"message": "Who are you?"}));
+    let id = start_task(&client, question).await;
+    let asked = until_asked(&client, &id).await;
+    let keys: Vec<&String> = asked.keys().collect();
+    assert_eq!(keys, ["elicit-1"]);
+    let request = serde_json::to_value(&asked["elicit-1"]).unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert_eq!(request["params"]["message"], "Who are you?", "{request}");
+
+    let stray = InputResponses::from([("elicit-9".to_owned(), json!({"action": "decline"}))]);
+    match client
+        .update_task(UpdateTaskParams::new(id.clone(), stray))
+        .await
+    {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
+            assert!(e.message.contains("elicit-9"), "{e:?}");
+        }
+        other => panic!("an answer to a question not asked was taken: {other:?}"),
+    }
+    let answer = json!({"action": "accept",
+        "content": {"username": "ada", "email": "ada@example.com"}});
+    let answers = InputResponses::from([("elicit-1".to_owned(), answer)]);
+    client
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("tasks/update");
+    let done = until_done(&client, &id).await;
+    let result = completed(&done);
+    assert_eq!(result["isError"], false, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("accept") && text.contains("ada@example.com"),
+        "{text}"
+    );
+
+    let question = call("test_sampling", json!({"prompt": "The capital of France?"}));
+    let id = start_task(&client, question).await;
+    let asked = until_asked(&client, &id).await;
+    let request = serde_json::to_value(&asked["sample-1"]).unwrap();
+    assert_eq!(request["method"], "sampling/createMessage", "{request}");
+    assert!(
+        request.to_string().contains("The capital of France?"),
+        "{request}"
+    );
+    let completion = json!({"model": "client-model", "role": "assistant",
+        "content": {"type": "text", "text": "Paris."}, "stopReason": "endTurn"});
+    let answers = InputResponses::from([("sample-1".to_owned(), completion)]);
+    client
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("tasks/update");
+    let result = completed(&until_done(&client, &id).await);
+    assert_eq!(
+        result["content"][0]["text"], "LLM response: Paris.",
+        "{result}"
     );
     client.cancel().await.expect("close");
 }

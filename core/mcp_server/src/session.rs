@@ -25,7 +25,7 @@ use rmcp::model::{DiscoverResult, SubscriptionFilter};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
-use super::asker::LogThreshold;
+use super::asker::{LogThreshold, TaskQuestions};
 use super::round_trip::{RoundTrip, StateKey, APPROVAL};
 use super::{
     approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
@@ -128,9 +128,8 @@ impl Session {
 
     /// Runs `request` as task `id` in the background, through the same lifecycle as a plain
     /// call: `cancel` (`tasks/cancel`) stops it as a client's cancellation does, and its
-    /// outcome is kept for `tasks/get`. Progress is not sent for a task (the extension does
-    /// not carry it); a question the tool asks the client cannot be carried either, and ends
-    /// the call with an error result that says so.
+    /// outcome is kept for `tasks/get`. The tool's questions are asked in the task
+    /// ([`TaskQuestions`]). Progress is not sent for a task (the extension does not carry it).
     fn run_task(
         &self,
         id: String,
@@ -144,8 +143,9 @@ impl Session {
         context.meta.0.remove("progressToken");
         let shared = self.shared.clone();
         let (approved, threshold) = (self.approved.clone(), self.log_threshold.clone());
-        let (call_id, meta) = (context.id.to_string(), &context.meta);
-        let span = telemetry::request_span("tools/call", Some(&request.name), &context.id, meta);
+        let call_id = context.id.to_string();
+        // A child of the request's span, which ends when the task is created.
+        let span = telemetry::task_span(&request.name, &id);
         tracing::info!("tool {}: runs as task {id}", request.name);
         let running = async move {
             let approvals = call::Approvals {
@@ -154,6 +154,10 @@ impl Session {
                 yes_to_writes,
                 log_threshold: &threshold,
                 round: round.clone(),
+                task: Some(TaskQuestions {
+                    tasks: shared.tasks.clone(),
+                    id: id.clone(),
+                }),
             };
             let name = request.name.to_string();
             let result = call::call(&shared.host, &shared.profile, approvals, request, context);
@@ -161,7 +165,7 @@ impl Session {
             let result = match (result, round) {
                 (Ok(_), Some(round)) if round.asks() => {
                     let text = format!(
-                        "tool '{name}' asked the client a question, which a task cannot carry yet: call it again without the tasks extension (io.modelcontextprotocol/tasks) in the request's client capabilities"
+                        "tool '{name}' asked the client for an approval inside its task, which a task cannot carry: call it again without the tasks extension (io.modelcontextprotocol/tasks) in the request's client capabilities"
                     );
                     Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
                 }
@@ -201,19 +205,20 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let span = telemetry::request_span("tools/list", None, &context.id, &context.meta);
-        let mut listed = self
-            .blocking("listing the tools", tools::list)
-            .instrument(span)
-            .await?;
-        if self.shared.is_read_only() {
-            listed.retain(tools::is_read);
-        }
-        let mut result = ListToolsResult::with_all_items(listed);
-        if let Some((ttl, scope)) = self.list_hints(&context) {
-            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
-        }
-        Ok(result)
+        let served = telemetry::Request::new("tools/list", None, &context);
+        served
+            .serve(async move {
+                let mut listed = self.blocking("listing the tools", tools::list).await?;
+                if self.shared.is_read_only() {
+                    listed.retain(tools::is_read);
+                }
+                let mut result = ListToolsResult::with_all_items(listed);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
+            })
+            .await
     }
 
     async fn call_tool(
@@ -221,121 +226,148 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let shared = &self.shared;
-        if shared.is_read_only() {
-            let name = request.name.to_string();
-            let listed = self.blocking("listing the tools", tools::list).await?;
-            match listed.iter().find(|t| t.name == name) {
-                Some(tool) if tools::is_read(tool) => {}
-                Some(_) => {
-                    let message = format!(
-                        "tool '{name}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others"
-                    );
-                    return Err(ErrorData::invalid_params(message, None));
+        let served = telemetry::Request::new("tools/call", Some(&*request.name), &context);
+        served
+            .serve_call(async move {
+            let shared = &self.shared;
+            if shared.is_read_only() {
+                let name = request.name.to_string();
+                let listed = self.blocking("listing the tools", tools::list).await?;
+                match listed.iter().find(|t| t.name == name) {
+                    Some(tool) if tools::is_read(tool) => {}
+                    Some(_) => {
+                        let message = format!(
+                            "tool '{name}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others"
+                        );
+                        return Err(ErrorData::invalid_params(message, None));
+                    }
+                    None => {
+                        let message = format!("Unknown tool: {name}");
+                        return Err(ErrorData::invalid_params(message, None));
+                    }
                 }
-                None => {
-                    let message = format!("Unknown tool: {name}");
-                    return Err(ErrorData::invalid_params(message, None));
+            }
+            let yes = shared
+                .yes_to_writes
+                .load(std::sync::atomic::Ordering::SeqCst);
+            // A 2026-07-28 client is asked through the call's round trip, on any transport.
+            let stateless = cache_hints::is_stateless(&context);
+            let round = match stateless {
+                true => {
+                    let capabilities = context.client_capabilities().unwrap_or_default();
+                    let key = self.state_key();
+                    Some(Arc::new(RoundTrip::begin(key, &request, capabilities)?))
+                }
+                false => None,
+            };
+            if let Some(round) = round
+                .as_ref()
+                .filter(|r| r.elicits() && r.answer(APPROVAL).is_none())
+            {
+                let asking = request.clone();
+                let asked = self
+                    .blocking("looking up the tool's policy", move |host, profile| {
+                        approval::asked_before_running(host, profile, &asking, yes)
+                    })
+                    .await?;
+                if let Some(asked) = asked {
+                    let form = approval::approval_request(&asked).map_err(|e| {
+                        ErrorData::internal_error(format!("the approval form: {e}"), None)
+                    })?;
+                    round.ask(APPROVAL.to_owned(), form);
+                    return Ok(round.input_required(self.state_key(), &request)?.into());
                 }
             }
-        }
-        let yes = shared
-            .yes_to_writes
-            .load(std::sync::atomic::Ordering::SeqCst);
-        // A 2026-07-28 client is asked through the call's round trip, on any transport.
-        let stateless = cache_hints::is_stateless(&context);
-        let round = match stateless {
-            true => {
-                let capabilities = context.client_capabilities().unwrap_or_default();
-                let key = self.state_key();
-                Some(Arc::new(RoundTrip::begin(key, &request, capabilities)?))
+            if let Some(deadline) = self.task_deadline(&request, &context).await? {
+                if let Some((task, cancel)) = shared.tasks.create(deadline) {
+                    let id = task.task_id.clone();
+                    self.run_task(id, cancel, request, context, round, yes);
+                    return Ok(CreateTaskResult::new(task).into());
+                }
             }
-            false => None,
-        };
-        if let Some(round) = round
-            .as_ref()
-            .filter(|r| r.elicits() && r.answer(APPROVAL).is_none())
-        {
-            let asking = request.clone();
-            let asked = self
-                .blocking("looking up the tool's policy", move |host, profile| {
-                    approval::asked_before_running(host, profile, &asking, yes)
-                })
-                .await?;
-            if let Some(asked) = asked {
-                let form = approval::approval_request(&asked).map_err(|e| {
-                    ErrorData::internal_error(format!("the approval form: {e}"), None)
-                })?;
-                round.ask(APPROVAL.to_owned(), form);
-                return Ok(round.input_required(self.state_key(), &request)?.into());
+            let approvals = call::Approvals {
+                session: &self.approved,
+                unavailable: if stateless { None } else { self.no_approvals },
+                yes_to_writes: yes,
+                log_threshold: &self.log_threshold,
+                round: round.clone(),
+                task: None,
+            };
+            let call_id = context.id.to_string();
+            let retry = round.as_ref().map(|_| request.clone());
+            let result = call::call(&shared.host, &shared.profile, approvals, request, context);
+            let result = toolhost::telemetry::with_call_id(&call_id, result);
+            let result = result.await?;
+            match (round, retry) {
+                (Some(round), Some(request)) if round.asks() => {
+                    // Asked something: this run's result is replaced by the question.
+                    Ok(round.input_required(self.state_key(), &request)?.into())
+                }
+                _ => Ok(result.into()),
             }
-        }
-        if let Some(deadline) = self.task_deadline(&request, &context).await? {
-            if let Some((task, cancel)) = shared.tasks.create(deadline) {
-                let id = task.task_id.clone();
-                self.run_task(id, cancel, request, context, round, yes);
-                return Ok(CreateTaskResult::new(task).into());
-            }
-        }
-        let approvals = call::Approvals {
-            session: &self.approved,
-            unavailable: if stateless { None } else { self.no_approvals },
-            yes_to_writes: yes,
-            log_threshold: &self.log_threshold,
-            round: round.clone(),
-        };
-        let (id, meta) = (&context.id, &context.meta);
-        let span = telemetry::request_span("tools/call", Some(&request.name), id, meta);
-        let call_id = id.to_string();
-        let retry = round.as_ref().map(|_| request.clone());
-        let result = call::call(&shared.host, &shared.profile, approvals, request, context);
-        let result = toolhost::telemetry::with_call_id(&call_id, result);
-        let result = result.instrument(span).await?;
-        match (round, retry) {
-            (Some(round), Some(request)) if round.asks() => {
-                // Asked something: this run's result is replaced by the question.
-                Ok(round.input_required(self.state_key(), &request)?.into())
-            }
-            _ => Ok(result.into()),
-        }
+            })
+            .await
     }
 
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.shared
-            .tasks
-            .get(&request.task_id)
-            .map(GetTaskResult::new)
+        let served = telemetry::Request::new("tasks/get", None, &context);
+        served
+            .serve(async move {
+                self.shared
+                    .tasks
+                    .get(&request.task_id)
+                    .map(GetTaskResult::new)
+            })
+            .await
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.shared.tasks.update(&request.task_id)
+        let served = telemetry::Request::new("tasks/update", None, &context);
+        served
+            .serve(async move {
+                let UpdateTaskParams {
+                    task_id,
+                    input_responses,
+                    ..
+                } = request;
+                self.shared.tasks.update(&task_id, input_responses)
+            })
+            .await
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.shared.tasks.cancel(&request.task_id)
+        let served = telemetry::Request::new("tasks/cancel", None, &context);
+        served
+            .serve(async move { self.shared.tasks.cancel(&request.task_id) })
+            .await
     }
 
     async fn discover(
         &self,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        let versions = ServerHandler::supported_protocol_versions(self).into_owned();
-        let (ttl, scope) = cache_hints::list(self.token_key.is_some());
-        Ok(DiscoverResult::from_server_info(versions, self.get_info())
-            .with_ttl_ms(ttl)
-            .with_cache_scope(scope))
+        let served = telemetry::Request::new("server/discover", None, &context);
+        served
+            .serve(async move {
+                let versions = ServerHandler::supported_protocol_versions(self).into_owned();
+                let (ttl, scope) = cache_hints::list(self.token_key.is_some());
+                Ok(DiscoverResult::from_server_info(versions, self.get_info())
+                    .with_ttl_ms(ttl)
+                    .with_cache_scope(scope))
+            })
+            .await
     }
 
     fn accepted_subscription_filter(
@@ -353,10 +385,15 @@ impl ServerHandler for Session {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.log_threshold.set(request.level);
-        Ok(())
+        let served = telemetry::Request::new("logging/setLevel", None, &context);
+        served
+            .serve(async move {
+                self.log_threshold.set(request.level);
+                Ok(())
+            })
+            .await
     }
 
     async fn list_prompts(
@@ -364,31 +401,42 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let listed = self.blocking("listing the prompts", prompts::list).await?;
-        let mut result = ListPromptsResult::with_all_items(listed);
-        if let Some((ttl, scope)) = self.list_hints(&context) {
-            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
-        }
-        Ok(result)
+        let served = telemetry::Request::new("prompts/list", None, &context);
+        served
+            .serve(async move {
+                let listed = self.blocking("listing the prompts", prompts::list).await?;
+                let mut result = ListPromptsResult::with_all_items(listed);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
+            })
+            .await
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let secrets = self.shared.host.secrets();
-        let got = self
-            .blocking("reading the prompt", move |host, profile| {
-                prompts::get(host, profile, &request)
+        let served = telemetry::Request::new("prompts/get", Some(&*request.name), &context);
+        served
+            .serve(async move {
+                let secrets = self.shared.host.secrets();
+                let got = self
+                    .blocking("reading the prompt", move |host, profile| {
+                        prompts::get(host, profile, &request)
+                    })
+                    .await??;
+                let json = serde_json::to_value(&got).unwrap_or_default();
+                let masked = secrets.mask_value(json).into_inner();
+                let got: rmcp::model::GetPromptResult =
+                    serde_json::from_value(masked).map_err(|e| {
+                        ErrorData::internal_error(format!("the prompt's masked form: {e}"), None)
+                    })?;
+                Ok(GetPromptResponse::from(got))
             })
-            .await??;
-        let json = serde_json::to_value(&got).unwrap_or_default();
-        let masked = secrets.mask_value(json).into_inner();
-        let got: rmcp::model::GetPromptResult = serde_json::from_value(masked).map_err(|e| {
-            ErrorData::internal_error(format!("the prompt's masked form: {e}"), None)
-        })?;
-        Ok(GetPromptResponse::from(got))
+            .await
     }
 
     async fn list_resources(
@@ -396,14 +444,19 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listed = self
-            .blocking("listing the resources", resources::list)
-            .await?;
-        let mut result = ListResourcesResult::with_all_items(listed);
-        if let Some((ttl, scope)) = self.list_hints(&context) {
-            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
-        }
-        Ok(result)
+        let served = telemetry::Request::new("resources/list", None, &context);
+        served
+            .serve(async move {
+                let listed = self
+                    .blocking("listing the resources", resources::list)
+                    .await?;
+                let mut result = ListResourcesResult::with_all_items(listed);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
+            })
+            .await
     }
 
     async fn list_resource_templates(
@@ -411,14 +464,19 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let listed = self
-            .blocking("listing the resource templates", resources::templates)
-            .await?;
-        let mut result = ListResourceTemplatesResult::with_all_items(listed);
-        if let Some((ttl, scope)) = self.list_hints(&context) {
-            (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
-        }
-        Ok(result)
+        let served = telemetry::Request::new("resources/templates/list", None, &context);
+        served
+            .serve(async move {
+                let listed = self
+                    .blocking("listing the resource templates", resources::templates)
+                    .await?;
+                let mut result = ListResourceTemplatesResult::with_all_items(listed);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
+            })
+            .await
     }
 
     async fn read_resource(
@@ -426,71 +484,91 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let uri = request.uri.clone();
-        let mut read = self
-            .blocking("reading the resource", move |host, profile| {
-                resources::read(host, profile, &uri)
+        let served = telemetry::Request::new("resources/read", None, &context);
+        served
+            .serve(async move {
+                let uri = request.uri.clone();
+                let mut read = self
+                    .blocking("reading the resource", move |host, profile| {
+                        resources::read(host, profile, &uri)
+                    })
+                    .await??;
+                if cache_hints::is_stateless(&context) {
+                    let (ttl, scope) = cache_hints::read();
+                    (read.ttl_ms, read.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(ReadResourceResponse::from(read))
             })
-            .await??;
-        if cache_hints::is_stateless(&context) {
-            let (ttl, scope) = cache_hints::read();
-            (read.ttl_ms, read.cache_scope) = (Some(ttl), Some(scope));
-        }
-        Ok(ReadResourceResponse::from(read))
+            .await
     }
 
     #[allow(deprecated)] // resources/subscribe is what clients before 2026-07-28 send
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let uri = request.uri.clone();
-        let known = self
-            .blocking("finding the resource", move |host, profile| {
-                resources::exists(host, profile, &uri)
+        let served = telemetry::Request::new("resources/subscribe", None, &context);
+        served
+            .serve(async move {
+                let uri = request.uri.clone();
+                let known = self
+                    .blocking("finding the resource", move |host, profile| {
+                        resources::exists(host, profile, &uri)
+                    })
+                    .await?;
+                if !known {
+                    return Err(resources::not_found(&request.uri));
+                }
+                lock(&self.subscriptions).insert(request.uri);
+                Ok(())
             })
-            .await?;
-        if !known {
-            return Err(resources::not_found(&request.uri));
-        }
-        lock(&self.subscriptions).insert(request.uri);
-        Ok(())
+            .await
     }
 
     #[allow(deprecated)] // resources/unsubscribe is what clients before 2026-07-28 send
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        lock(&self.subscriptions).remove(&request.uri);
-        Ok(())
+        let served = telemetry::Request::new("resources/unsubscribe", None, &context);
+        served
+            .serve(async move {
+                lock(&self.subscriptions).remove(&request.uri);
+                Ok(())
+            })
+            .await
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let values = self
-            .blocking("completing", move |host, profile| {
-                let (name, value) = (&request.argument.name, &request.argument.value);
-                match &request.r#ref {
-                    Reference::Prompt(prompt) => {
-                        prompts::complete(host, profile, &prompt.name, name, value)
-                    }
-                    Reference::Resource(resource) => {
-                        resources::complete(host, profile, &resource.uri, name, value)
-                    }
-                    #[allow(unreachable_patterns)]
-                    _ => Vec::new(),
-                }
+        let served = telemetry::Request::new("completion/complete", None, &context);
+        served
+            .serve(async move {
+                let values = self
+                    .blocking("completing", move |host, profile| {
+                        let (name, value) = (&request.argument.name, &request.argument.value);
+                        match &request.r#ref {
+                            Reference::Prompt(prompt) => {
+                                prompts::complete(host, profile, &prompt.name, name, value)
+                            }
+                            Reference::Resource(resource) => {
+                                resources::complete(host, profile, &resource.uri, name, value)
+                            }
+                            #[allow(unreachable_patterns)]
+                            _ => Vec::new(),
+                        }
+                    })
+                    .await?;
+                let completion = CompletionInfo::with_all_values(values)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                Ok(CompleteResult::new(completion))
             })
-            .await?;
-        let completion = CompletionInfo::with_all_values(values)
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(CompleteResult::new(completion))
+            .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

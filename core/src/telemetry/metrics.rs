@@ -36,6 +36,10 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 const DURATION_BUCKETS: [f64; 11] = [
     0.0001, 0.0004, 0.0016, 0.0064, 0.0256, 0.1024, 0.4096, 1.6384, 6.5536, 26.2144, 104.8576,
 ];
+/// The buckets of [`METRIC_MCP_SERVER_OPERATION_DURATION`] the MCP conventions advise.
+const MCP_DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
 /// The buckets of [`METRIC_GEN_AI_TOKEN_USAGE`] the GenAI conventions advise.
 const TOKEN_BUCKETS: [f64; 14] = [
     1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
@@ -50,6 +54,7 @@ struct Metrics {
     durations: Histogram<f64>,
     reloads: Counter<u64>,
     mcp_requests: Counter<u64>,
+    mcp_durations: Histogram<f64>,
     sessions_started: Counter<u64>,
     breakers: Gauge<i64>,
     approvals: Counter<u64>,
@@ -117,6 +122,12 @@ impl Metrics {
                 "Library events: loaded, reloaded, removed, failed",
             ),
             mcp_requests: counter(METRIC_MCP_REQUESTS, "MCP requests served, by method"),
+            mcp_durations: meter
+                .f64_histogram(METRIC_MCP_SERVER_OPERATION_DURATION)
+                .with_description("How long MCP requests took to serve, by method")
+                .with_unit("s")
+                .with_boundaries(MCP_DURATION_BUCKETS.to_vec())
+                .build(),
             sessions_started: counter(
                 METRIC_MCP_SESSIONS_STARTED,
                 "MCP sessions started by serve-mcp --http --sessions (Mcp-Session-Id issued)",
@@ -230,12 +241,16 @@ pub fn reloaded(event: &'static str) {
     }
 }
 
-/// An MCP request of `method` was served.
-pub fn mcp_request(method: &str) {
-    if let Some(m) = METRICS.get() {
-        m.mcp_requests
-            .add(1, &[KeyValue::new(MCP_METHOD_NAME, text(method))]);
-    }
+/// An MCP request of `method` was served in `took` (of `tool`, for `tools/call`), failing
+/// with `error` (a JSON-RPC error code, or `tool_error`) if it did.
+pub fn mcp_request(method: &str, tool: Option<&str>, error: Option<&str>, took: Duration) {
+    let Some(m) = METRICS.get() else { return };
+    let method = KeyValue::new(MCP_METHOD_NAME, text(method));
+    m.mcp_requests.add(1, std::slice::from_ref(&method));
+    let mut attributes = vec![method];
+    attributes.extend(tool.map(|t| KeyValue::new(GEN_AI_TOOL_NAME, text(t))));
+    attributes.extend(error.map(|e| KeyValue::new(ERROR_TYPE, text(e))));
+    m.mcp_durations.record(took.as_secs_f64(), &attributes);
 }
 
 /// An MCP session was started (a client's `initialize` under `--sessions`).
@@ -292,7 +307,12 @@ mod tests {
         call_ended("metrics_probe", None, Duration::from_millis(3));
         call_ended("metrics_probe", Some("timeout"), Duration::from_secs(2));
         reloaded("reloaded");
-        mcp_request("tools/call");
+        mcp_request(
+            "tools/call",
+            Some("metrics_probe"),
+            None,
+            Duration::from_millis(30),
+        );
         breaker("metrics_probe", "open");
         approval(false);
         tokens("probe-model", 12, 5);
@@ -308,6 +328,7 @@ mod tests {
             "# UNIT toolhost_tool_call_duration_seconds seconds",
             r#"toolhost_reloads_total{toolhost_reload_event="reloaded"} 1"#,
             r#"toolhost_mcp_requests_total{mcp_method_name="tools/call"} 1"#,
+            r#"mcp_server_operation_duration_seconds_bucket{gen_ai_tool_name="metrics_probe",mcp_method_name="tools/call",le="0.05"} 1"#,
             r#"toolhost_breaker_state{gen_ai_tool_name="metrics_probe"} 2"#,
             r#"toolhost_approvals_total{toolhost_approval_decision="denied"} 1"#,
             r#"gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_request_model="probe-model",gen_ai_token_type="input"} 12"#,

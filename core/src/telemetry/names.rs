@@ -14,6 +14,8 @@ pub const ERROR_TYPE: &str = "error.type";
 pub const MCP_METHOD_NAME: &str = "mcp.method.name";
 /// The JSON-RPC id of an MCP request.
 pub const MCP_REQUEST_ID: &str = "mcp.request.id";
+/// The id of an MCP task (the tasks extension) whose run a span covers.
+pub const TASK_ID: &str = "toolhost.task.id";
 
 /// The operation name of a tool call's span.
 pub const EXECUTE_TOOL: &str = "execute_tool";
@@ -70,6 +72,11 @@ pub const METRIC_TOOL_CALL_DURATION: &str = "toolhost.tool.call.duration";
 pub const METRIC_RELOADS: &str = "toolhost.reloads";
 /// MCP requests served (counter), by [`MCP_METHOD_NAME`].
 pub const METRIC_MCP_REQUESTS: &str = "toolhost.mcp.requests";
+/// How long MCP requests took to serve, in seconds (histogram), by [`MCP_METHOD_NAME`],
+/// [`GEN_AI_TOOL_NAME`] for `tools/call`, and [`ERROR_TYPE`] when one failed (the JSON-RPC
+/// error code, or `tool_error` for a result with `isError`), as the MCP semantic conventions
+/// name it.
+pub const METRIC_MCP_SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
 /// MCP sessions started under `serve-mcp --http --sessions` (counter).
 pub const METRIC_MCP_SESSIONS_STARTED: &str = "toolhost.mcp.sessions.started";
 /// MCP sessions open now under `serve-mcp --http --sessions` (up-down counter): up on

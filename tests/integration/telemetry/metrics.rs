@@ -1,5 +1,5 @@
 //! `/metrics` on `serve-mcp --http`: Prometheus text (OpenMetrics) behind the same token as
-//! `/mcp`, counting calls, failures by kind, durations and MCP requests.
+//! `/mcp`, counting calls, failures by kind, durations and MCP requests with their durations.
 
 use serde_json::json;
 
@@ -22,6 +22,8 @@ fn metrics_are_served_behind_the_token_and_count_calls_and_failures() {
     call("1", "echo", json!({"x": 1}));
     call("2", "echo", json!({"x": 2}));
     call("3", "echo:fail", json!({"kind": "timeout"}));
+    // An unknown tool is a JSON-RPC error (invalid params).
+    call("4", "nope", json!({}));
     let (status, text) = server.request("GET", "/metrics", &token, "");
     assert_eq!(status, 200, "{text}");
     for line in [
@@ -30,7 +32,13 @@ fn metrics_are_served_behind_the_token_and_count_calls_and_failures() {
         r#"toolhost_tool_failures_total{error_type="timeout",gen_ai_tool_name="echo"} 1"#,
         r#"toolhost_tool_call_duration_seconds_count{gen_ai_tool_name="echo"} 3"#,
         r#"toolhost_tool_call_duration_seconds_bucket{gen_ai_tool_name="echo",le="+Inf"} 3"#,
-        r#"toolhost_mcp_requests_total{mcp_method_name="tools/call"} 3"#,
+        r#"toolhost_mcp_requests_total{mcp_method_name="tools/call"} 4"#,
+        // Each request's duration, by method and tool, and by error when it failed: a tool's
+        // own failure, or the JSON-RPC error's code.
+        r#"mcp_server_operation_duration_seconds_count{gen_ai_tool_name="echo",mcp_method_name="tools/call"} 2"#,
+        r#"mcp_server_operation_duration_seconds_count{error_type="tool_error",gen_ai_tool_name="echo:fail",mcp_method_name="tools/call"} 1"#,
+        r#"mcp_server_operation_duration_seconds_count{error_type="-32602",gen_ai_tool_name="nope",mcp_method_name="tools/call"} 1"#,
+        "# TYPE mcp_server_operation_duration_seconds histogram",
         // echo, governed, versioned, noop and hidden, each loaded once.
         r#"toolhost_reloads_total{toolhost_reload_event="loaded"}"#,
         "# TYPE toolhost_tool_call_duration_seconds histogram",

@@ -61,8 +61,12 @@ fn calls(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Duration {
 fn dispatch(provider: &SdkTracerProvider) -> tracing::Dispatch {
     let only_ours =
         tracing_subscriber::filter::filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET);
+    // The layer's settings in core/cli/src/otel.rs.
     let layer = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench"))
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
         .with_filter(only_ours);
     tracing::Dispatch::new(tracing_subscriber::registry().with(layer))
 }

@@ -158,8 +158,14 @@ where
     // Our spans are INFO: the hint keeps DEBUG and TRACE callsites off when not verbose.
     let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
         .with_max_level_hint(tracing::level_filters::LevelFilter::INFO);
+    // Not the layer's default attributes: a span's source location, thread, and busy and idle
+    // time (two clock reads on every enter and exit) are of no use to a reader of a tool
+    // call's trace, and each costs on every call.
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
         .with_filter(only_ours);
     (Some(layer), Export(Some(provider)))
 }

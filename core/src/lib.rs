@@ -169,6 +169,7 @@ pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_CALLS, MAX_PAR
 pub use agent::call::{Answering, Asker};
 pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_WARNING};
 pub use agent::Agent;
+pub use exec::call_threads::run_calls_on_workers;
 pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};
 pub use host::HostError;
 #[cfg(feature = "mcp")]

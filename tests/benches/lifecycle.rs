@@ -3,14 +3,19 @@
 //! governed: the noop tool's 3-property schema validated, its breaker closed, the policy
 //! "allow", on a call thread under its deadline. Without the audit (`[audit] enabled = false`)
 //! and with it (the default). Without a tokio runtime `execute` runs on the caller's thread;
-//! the "tokio runtime" row awaits the calls inside one (as the CLI does), where `execute` runs
-//! on a call thread under its deadline.
+//! the "tokio runtime" row awaits the calls in `Runtime::block_on`, where `execute` runs on a
+//! call thread under its deadline, and the "tokio task" row in a task of the runtime, built
+//! with `run_calls_on_workers` as `serve-mcp`'s is, where it runs as another task of the same
+//! worker under its deadline.
+//! The `busy` group repeats the caller-thread, runtime and task rows with one and with two
+//! threads spinning beside them, as on a machine whose cores are busy.
 //!
 //! Run with `cargo bench -p toolhost-tests --bench lifecycle`.
 
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -53,6 +58,16 @@ fn fresh_agents(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Durat
     })
 }
 
+/// `n` calls of `noop` by `agent`, awaited one after the other; how long they took.
+async fn timed_calls(agent: Arc<Agent>, n: u64, args: serde_json::Value) -> Duration {
+    let start = Instant::now();
+    for _ in 0..n {
+        let call = agent.call_tool(black_box("noop"), args.clone());
+        call.await.unwrap();
+    }
+    start.elapsed()
+}
+
 /// As [`fresh_agents`], awaited inside a tokio runtime, as the CLI and an embedding program
 /// call: `execute` then runs on a call thread under its deadline (without a runtime it runs on
 /// the caller's thread, with no deadline).
@@ -63,15 +78,53 @@ fn fresh_agents_on(
     args: &serde_json::Value,
 ) -> Duration {
     in_batches(host, iters, |agent, n| {
-        runtime.block_on(async {
-            let start = Instant::now();
-            for _ in 0..n {
-                let call = agent.call_tool(black_box("noop"), args.clone());
-                call.await.unwrap();
-            }
-            start.elapsed()
-        })
+        runtime.block_on(timed_calls(agent.clone(), n, args.clone()))
     })
+}
+
+/// As [`fresh_agents_on`], in a task of the runtime (as `serve-mcp` serves a request).
+fn fresh_agents_in_task(
+    runtime: &tokio::runtime::Runtime,
+    host: &Arc<Host>,
+    iters: u64,
+    args: &serde_json::Value,
+) -> Duration {
+    in_batches(host, iters, |agent, n| {
+        let task = runtime.spawn(timed_calls(agent.clone(), n, args.clone()));
+        runtime.block_on(task).unwrap()
+    })
+}
+
+/// `n` threads that spin until dropped: a machine whose cores are busy.
+struct Busy {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Busy {
+    fn start(n: usize) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Runs `iters` calls in batches of at most 1,000, each on a fresh agent (made untimed);
@@ -142,12 +195,17 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| fresh_agents(plain.host(), iters, &args))
     });
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // As `serve-mcp`'s: calls made by its tasks run as tasks of its workers.
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    let runtime = toolhost::run_calls_on_workers(&mut builder)
         .enable_all()
         .build()
         .unwrap();
     group.bench_function("full lifecycle, no extensions, tokio runtime", |b| {
         b.iter_custom(|iters| fresh_agents_on(&runtime, plain.host(), iters, &args))
+    });
+    group.bench_function("full lifecycle, no extensions, tokio task", |b| {
+        b.iter_custom(|iters| fresh_agents_in_task(&runtime, plain.host(), iters, &args))
     });
 
     let audited_root = TestRoot::new();
@@ -166,6 +224,21 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| fresh_agents(&host, iters, &args))
     });
     group.finish();
+
+    let mut busy = c.benchmark_group("busy");
+    for spinning in [1, 2] {
+        let _busy = Busy::start(spinning);
+        busy.bench_function(format!("caller thread, {spinning} busy"), |b| {
+            b.iter_custom(|iters| fresh_agents(plain.host(), iters, &args))
+        });
+        busy.bench_function(format!("tokio runtime, {spinning} busy"), |b| {
+            b.iter_custom(|iters| fresh_agents_on(&runtime, plain.host(), iters, &args))
+        });
+        busy.bench_function(format!("tokio task, {spinning} busy"), |b| {
+            b.iter_custom(|iters| fresh_agents_in_task(&runtime, plain.host(), iters, &args))
+        });
+    }
+    busy.finish();
 }
 
 criterion_group!(benches, bench);

@@ -13,7 +13,8 @@ use std::time::Duration;
 use plugin_api::ask::{Ask, ElicitAction, Elicited, LogLevel, SampleRole, Sampled};
 use plugin_api::ToolError;
 use rmcp::model::{
-    CreateMessageRequestParams, ElicitRequestParams, LoggingLevel, LoggingMessageNotificationParam,
+    CreateMessageRequestParams, ElicitRequestParams, InputRequest, LoggingLevel,
+    LoggingMessageNotificationParam,
 };
 use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use serde_json::{json, Value};
@@ -276,19 +277,7 @@ impl ClientAsker {
         if let Some(answer) = round.answer(&id) {
             return Ok(answer.clone());
         }
-        let (what, supported) = match kind {
-            "elicit" => ("elicitation", round.elicits()),
-            _ => ("sampling", round.samples()),
-        };
-        if !supported {
-            let why = format!("the MCP client does not support {what}");
-            return Err(cannot(tool, what, &why));
-        }
-        let request = round_trip::input_request(method, params).map_err(|e| {
-            ToolError::validation(format!(
-                "tool '{tool}' asked something MCP cannot carry: {e}"
-            ))
-        })?;
+        let (what, request) = asked(Some(round), tool, kind, method, params)?;
         round.ask(id, request);
         Err(ToolError::dependency(format!(
             "tool '{tool}' waits for the MCP client's answer ({what}): the call is answered with an InputRequiredResult and runs again with the answer"
@@ -339,24 +328,37 @@ impl ClientAsker {
         let Some(task) = &self.task else {
             return Err(cannot(tool, kind, "no task"));
         };
-        let (what, supported) = match (kind, &self.round) {
-            ("elicit", Some(round)) => ("elicitation", round.elicits()),
-            (_, Some(round)) => ("sampling", round.samples()),
-            (_, None) => (kind, true),
-        };
-        if !supported {
-            let why = format!("the MCP client does not support {what}");
-            return Err(cannot(tool, what, &why));
-        }
-        let request = round_trip::input_request(method, params).map_err(|e| {
-            ToolError::validation(format!(
-                "tool '{tool}' asked something MCP cannot carry: {e}"
-            ))
-        })?;
+        let (what, request) = asked(self.round.as_deref(), tool, kind, method, params)?;
         task.tasks
             .ask(&task.id, kind, request)
             .ok_or_else(|| cannot(tool, what, "its task has ended"))
     }
+}
+
+/// The input request of the tool's question of `kind` (`elicit`, `sample`) with `method` and
+/// `params`, and what it is called in messages; refused when the client of `round` did not
+/// declare the capability, or when MCP cannot carry it.
+fn asked(
+    round: Option<&RoundTrip>,
+    tool: &str,
+    kind: &str,
+    method: &str,
+    params: Value,
+) -> Result<(&'static str, InputRequest), ToolError> {
+    let (what, supported) = match kind {
+        "elicit" => ("elicitation", round.is_none_or(RoundTrip::elicits)),
+        _ => ("sampling", round.is_none_or(RoundTrip::samples)),
+    };
+    if !supported {
+        let why = format!("the MCP client does not support {what}");
+        return Err(cannot(tool, what, &why));
+    }
+    let request = round_trip::input_request(method, params).map_err(|e| {
+        ToolError::validation(format!(
+            "tool '{tool}' asked something MCP cannot carry: {e}"
+        ))
+    })?;
+    Ok((what, request))
 }
 
 fn cannot(tool: &str, what: &str, why: &str) -> ToolError {

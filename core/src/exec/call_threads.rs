@@ -9,13 +9,24 @@
 //! until the plugin returns; it is counted meanwhile ([`overdue`]), and the tool's build stays
 //! loaded because the future holds its handle.
 //!
-//! Handing over costs a channel send and, when the thread is parked, a wake-up. Both sides poll
-//! for a few microseconds first (a thread after a call, waiting for the next; a caller, waiting
-//! for a quick result), so back-to-back short calls rarely park. They spin for the first few
-//! microseconds only, then yield the processor between polls: on a busy machine (or one core)
-//! a caller that kept spinning would hold the very core its call thread needs, while a
-//! yield is a system call that costs more than a short call. Threads left idle for
-//! [`IDLE_EXIT`] end; new ones start when none is idle.
+//! On a runtime built with [`run_calls_on_workers`] (as `serve-mcp`'s is), a call made by one
+//! of its tasks usually runs as a task of the same runtime instead ([`Inline`]): spawned from
+//! a worker it is polled next on that worker, with no other thread woken, and its result wakes
+//! the caller on the same worker. The deadline still holds for a plugin that never awaits,
+//! because at most all but one of the runtime's workers run plugin code at once: the free
+//! worker drives the timers and polls the caller at its deadline. A call that would take the
+//! last free worker goes to a call thread. The price is at shutdown: a call abandoned at its
+//! deadline holds its worker until the plugin returns, and dropping the runtime waits for it,
+//! so such a runtime is shut down with `Runtime::shutdown_background` (or `shutdown_timeout`).
+//! Other runtimes always hand calls to call threads.
+//!
+//! Handing a call to a call thread costs a channel send and, when the thread is parked, a
+//! wake-up. Both sides poll for a few microseconds first (a thread after a call, waiting for
+//! the next; a caller, waiting for a quick result), so back-to-back short calls rarely park.
+//! They spin for the first few microseconds only, then yield the processor between polls: on a
+//! busy machine (or one core) a caller that kept spinning would hold the very core its call
+//! thread needs, while a yield is a system call that costs more than a short call. Threads left
+//! idle for [`IDLE_EXIT`] end; new ones start when none is idle.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -25,7 +36,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::runtime::Handle;
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
 use crate::sync::lock;
@@ -69,8 +80,9 @@ pub(crate) enum Ended<E> {
     Interrupted(E),
 }
 
-/// Runs `fut` on a call thread; returns its output, or why the caller stopped waiting.
-/// Without a tokio runtime on the calling thread, `fut` runs here, with no deadline.
+/// Runs `fut` as a task of the caller's runtime ([`Inline`]) or on a call thread; returns its
+/// output, or why the caller stopped waiting. Without a tokio runtime on the calling thread,
+/// `fut` runs here, with no deadline.
 pub(crate) async fn run<T, E>(
     fut: impl Future<Output = T> + Send + 'static,
     deadline: Duration,
@@ -85,31 +97,45 @@ where
     let state = Arc::new(AtomicU8::new(RUNNING));
     let (tx, mut rx) = oneshot::channel();
     let worker_state = state.clone();
-    dispatch(Box::new(move || {
-        let out = handle.block_on(fut);
-        // Idle again before the caller has the result: its next call finds this thread
-        // instead of starting another one (which would then poll beside this one).
-        offer_this_thread();
-        match worker_state.compare_exchange(RUNNING, DONE, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => drop(tx.send(out)),
-            Err(_) => {
-                OVERDUE.fetch_sub(1, Ordering::SeqCst);
-            }
+    let hand_over = move |out: T| match worker_state.compare_exchange(
+        RUNNING,
+        DONE,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    ) {
+        Ok(_) => drop(tx.send(out)),
+        Err(_) => {
+            OVERDUE.fetch_sub(1, Ordering::SeqCst);
         }
-    }));
-    let quick = poll(CALLER_POLL, || match rx.try_recv() {
-        Ok(out) => Some(Some(out)),
-        Err(oneshot::error::TryRecvError::Empty) => None,
-        Err(oneshot::error::TryRecvError::Closed) => Some(None),
-    });
-    if let Some(Some(out)) = quick {
-        return Ok(out);
+    };
+    if let Some(inline) = Inline::take(&handle) {
+        handle.spawn(async move {
+            let out = fut.await;
+            drop(inline);
+            hand_over(out);
+        });
+    } else {
+        dispatch(Box::new(move || {
+            let out = handle.block_on(fut);
+            // Idle again before the caller has the result: its next call finds this thread
+            // instead of starting another one (which would then poll beside this one).
+            offer_this_thread();
+            hand_over(out);
+        }));
+        let quick = poll(CALLER_POLL, || match rx.try_recv() {
+            Ok(out) => Some(Some(out)),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(None),
+        });
+        if let Some(Some(out)) = quick {
+            return Ok(out);
+        }
     }
     let ended = tokio::select! {
         out = &mut rx => match out {
             Ok(out) => return Ok(out),
-            // The thread dropped the sender without a result: its job panicked outside
-            // the plugin's guard. Treated as the deadline: nothing more will come.
+            // The sender was dropped without a result: the job panicked outside the
+            // plugin's guard. Treated as the deadline: nothing more will come.
             Err(_) => Ended::Deadline,
         },
         () = tokio::time::sleep(deadline) => Ended::Deadline,
@@ -125,6 +151,54 @@ where
             Ok(out) => Ok(out),
             Err(_) => Err(ended),
         },
+    }
+}
+
+/// Calls running plugin code as tasks of a runtime's workers, over all runtimes.
+static INLINE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// On a thread of a runtime built with [`run_calls_on_workers`].
+    static CALLS_ON_WORKERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Lets the calls made by the tasks of the multi-threaded runtime `builder` builds run as tasks
+/// of that runtime: quicker than handing them to a call thread (no thread to wake, most of all
+/// on a busy machine), with the same deadline for plugin code that never awaits. It sets the
+/// builder's `on_thread_start`.
+///
+/// Shut such a runtime down with `Runtime::shutdown_background` (or `shutdown_timeout`): a
+/// call abandoned at its deadline whose plugin never returns holds one of its workers, and
+/// dropping the runtime would wait for it.
+pub fn run_calls_on_workers(builder: &mut tokio::runtime::Builder) -> &mut tokio::runtime::Builder {
+    builder.on_thread_start(|| CALLS_ON_WORKERS.set(true))
+}
+
+/// Leave for one call to run as a task of the caller's runtime: held while its plugin code
+/// runs, so that at most all but one worker run plugin code at once. Counted over all the
+/// process's runtimes, which can only make it stricter for each.
+struct Inline;
+
+impl Inline {
+    /// Leave when the caller runs on a thread of a runtime built with [`run_calls_on_workers`]
+    /// (`handle`'s) that has a worker to spare.
+    fn take(handle: &Handle) -> Option<Self> {
+        if !CALLS_ON_WORKERS.get() || handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+            return None;
+        }
+        let spare = handle.metrics().num_workers().saturating_sub(1);
+        INLINE
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < spare).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self)
+    }
+}
+
+impl Drop for Inline {
+    fn drop(&mut self) {
+        INLINE.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -223,5 +297,61 @@ fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
             drop(idle);
             receiver.recv().ok()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A future that holds its thread for `ms` without awaiting.
+    async fn spin(ms: u64) -> u64 {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(ms) {
+            std::hint::spin_loop();
+        }
+        ms
+    }
+
+    /// Two calls at once on a runtime of two workers that runs calls on them: one runs as a
+    /// task of a worker, the other on a call thread (the last worker is kept free); the
+    /// spinning one is abandoned at its deadline wherever it runs.
+    #[test]
+    fn the_deadline_holds_for_a_call_that_never_awaits_whatever_runs_it() {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        let runtime = run_calls_on_workers(&mut builder)
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let took = runtime.block_on(async {
+            let started = Instant::now();
+            let mut calls = tokio::task::JoinSet::new();
+            calls.spawn(run(
+                spin(3000),
+                Duration::from_millis(300),
+                std::future::pending::<()>(),
+            ));
+            calls.spawn(run(
+                spin(1),
+                Duration::from_secs(10),
+                std::future::pending::<()>(),
+            ));
+            let mut ended = Vec::new();
+            while let Some(done) = calls.join_next().await {
+                ended.push(done.unwrap().is_ok());
+            }
+            ended.sort();
+            assert_eq!(ended, [false, true]);
+            started.elapsed()
+        });
+        assert!(
+            took < Duration::from_millis(2000),
+            "came back after {took:?}"
+        );
+        // The spinning call holds a worker still: dropping the runtime would wait for it.
+        runtime.shutdown_background();
     }
 }

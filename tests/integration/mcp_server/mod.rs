@@ -52,6 +52,15 @@ pub(crate) fn stdio_transport(root: &TestRoot) -> rmcp::transport::TokioChildPro
     rmcp::transport::TokioChildProcess::new(command).expect("serve-mcp")
 }
 
+/// The fixture of the conformance plugin's tool `name` (`test_elicitation`, ...).
+pub(crate) fn conformance_fixture(name: &str) -> Fixture {
+    let package = format!("conformance-{}", name.replace('_', "-"));
+    Fixture::ALL
+        .into_iter()
+        .find(|f| f.package() == package)
+        .unwrap_or_else(|| panic!("the conformance plugin's {name}"))
+}
+
 /// The params of a `tools/call` of `name` with the object `args`.
 pub(crate) fn call(name: &str, args: Value) -> rmcp::model::CallToolRequestParams {
     let Value::Object(args) = args else {

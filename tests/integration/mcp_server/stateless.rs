@@ -20,7 +20,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError};
 use serde_json::json;
 use toolhost_tests::{Fixture, TestRoot};
 
-use super::{audited_calls, call, root, stdio_transport, HttpServer};
+use super::{audited_calls, call, conformance_fixture, root, stdio_transport, HttpServer};
 
 /// A client of 2026-07-28 that declares form elicitation and approves each call once,
 /// keeping the questions it was asked.
@@ -76,12 +76,7 @@ async fn discovered<H: ClientHandler>(
 /// A root serving the conformance plugin's tool `name` (as a user tool).
 fn conformance_root(name: &str) -> TestRoot {
     let root = TestRoot::new();
-    let package = format!("conformance-{}", name.replace('_', "-"));
-    let fixture = Fixture::ALL
-        .into_iter()
-        .find(|f| f.package() == package)
-        .unwrap_or_else(|| panic!("the conformance plugin's {name}"));
-    root.tool("usr", name, fixture);
+    root.tool("usr", name, conformance_fixture(name));
     root
 }
 

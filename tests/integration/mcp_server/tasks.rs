@@ -18,9 +18,9 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Value};
-use toolhost_tests::{wait_for, Fixture, TestRoot};
+use toolhost_tests::{wait_for, TestRoot};
 
-use super::{audited_calls, call, root, stdio_transport, HttpServer, SECRET};
+use super::{audited_calls, call, conformance_fixture, root, stdio_transport, HttpServer, SECRET};
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -80,22 +80,33 @@ async fn start_task(client: &Client, request: CallToolRequestParams) -> String {
     created.task.task_id
 }
 
-/// Polls task `id` until it ends (30 s at most).
-async fn until_done(client: &Client, id: &str) -> DetailedTask {
+/// Polls task `id` until `ready` takes what it is (30 s at most, waiting for `what`).
+async fn poll<T>(
+    client: &Client,
+    id: &str,
+    what: &str,
+    ready: impl Fn(DetailedTask) -> Option<T>,
+) -> T {
     let polled = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let got = client
                 .get_task(GetTaskParams::new(id.to_owned()))
                 .await
                 .expect("tasks/get");
-            if got.task.status().is_terminal() {
-                return got.task;
+            if let Some(found) = ready(got.task) {
+                return found;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
     .await;
-    polled.unwrap_or_else(|_| panic!("task {id} did not end within 30 s"))
+    polled.unwrap_or_else(|_| panic!("task {id}: no {what} within 30 s"))
+}
+
+/// Polls task `id` until it ends.
+async fn until_done(client: &Client, id: &str) -> DetailedTask {
+    let ended = |task: DetailedTask| task.status().is_terminal().then_some(task);
+    poll(client, id, "end", ended).await
 }
 
 /// The result of a completed task, as JSON.
@@ -355,22 +366,12 @@ async fn asking_client(root: &TestRoot) -> Client {
 
 /// Polls task `id` until it asks something; its open input requests.
 async fn until_asked(client: &Client, id: &str) -> InputRequests {
-    let polled = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let got = client
-                .get_task(GetTaskParams::new(id.to_owned()))
-                .await
-                .expect("tasks/get");
-            match got.task.payload {
-                TaskPayload::InputRequired { input_requests } => return input_requests,
-                TaskPayload::Working => {}
-                other => panic!("task {id} ended without asking: {other:?}"),
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    polled.unwrap_or_else(|_| panic!("task {id} asked nothing within 30 s"))
+    let asked = |task: DetailedTask| match task.payload {
+        TaskPayload::InputRequired { input_requests } => Some(input_requests),
+        TaskPayload::Working => None,
+        other => panic!("the task ended without asking: {other:?}"),
+    };
+    poll(client, id, "question", asked).await
 }
 
 /// A tool's own questions inside a task (`Context::elicit`, `Context::sample`): the task turns
@@ -381,12 +382,7 @@ async fn until_asked(client: &Client, id: &str) -> InputRequests {
 async fn a_tools_questions_inside_a_task_are_answered_with_tasks_update() {
     let root = TestRoot::new();
     for name in ["test_elicitation", "test_sampling"] {
-        let package = format!("conformance-{}", name.replace('_', "-"));
-        let fixture = Fixture::ALL
-            .into_iter()
-            .find(|f| f.package() == package)
-            .unwrap_or_else(|| panic!("the conformance plugin's {name}"));
-        root.tool("usr", name, fixture);
+        root.tool("usr", name, conformance_fixture(name));
     }
     root.write(
         "usr/toolhost.toml",

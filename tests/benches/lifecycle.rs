@@ -5,7 +5,7 @@
 //! and with it (the default). Without a tokio runtime `execute` runs on the caller's thread;
 //! the "tokio runtime" row awaits the calls in `Runtime::block_on`, where `execute` runs on a
 //! call thread under its deadline, and the "tokio task" row in a task of the runtime, built
-//! with `run_calls_on_workers` as `serve-mcp`'s is, where it runs as another task of the same
+//! with `run_calls_on_workers`, where it runs as another task of the same
 //! worker under its deadline.
 //! The `busy` group repeats the caller-thread, runtime and task rows with one and with two
 //! threads spinning beside them, as on a machine whose cores are busy.
@@ -82,7 +82,7 @@ fn fresh_agents_on(
     })
 }
 
-/// As [`fresh_agents_on`], in a task of the runtime (as `serve-mcp` serves a request).
+/// As [`fresh_agents_on`], in a task of the runtime.
 fn fresh_agents_in_task(
     runtime: &tokio::runtime::Runtime,
     host: &Arc<Host>,
@@ -195,7 +195,7 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| fresh_agents(plain.host(), iters, &args))
     });
 
-    // As `serve-mcp`'s: calls made by its tasks run as tasks of its workers.
+    // Calls made by its tasks run as tasks of its workers (the "tokio task" rows).
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     let runtime = toolhost::run_calls_on_workers(&mut builder)
         .enable_all()

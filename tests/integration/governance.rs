@@ -82,18 +82,8 @@ fn a_tool_awaiting_forever_times_out_and_a_cooperative_one_sees_the_cancellation
     let args = json!({"city": "x", "note": note.to_str().unwrap()});
     let e = block_on(agent.call_tool("governed:cooperative", args)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout);
-    toolhost_tests::wait_for("the tool to see its cancellation", || {
-        std::fs::read_to_string(&note)
-            .map_err(|e| e.to_string())
-            .and_then(|t| {
-                if t.is_empty() {
-                    Err("empty".into())
-                } else {
-                    Ok(t)
-                }
-            })
-    });
-    assert_eq!(std::fs::read_to_string(&note).unwrap(), "cancelled true");
+    let seen = toolhost_tests::wait_for_text("the tool to see its cancellation", &note);
+    assert_eq!(seen, "cancelled true");
 }
 
 #[test]

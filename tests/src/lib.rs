@@ -328,6 +328,16 @@ pub fn wait_for<T, L: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Re
     }
 }
 
+/// Waits (as [`wait_for`]) until the file at `path` has some text, and returns it: a
+/// plugin's `std::fs::write` creates the file before it writes it, so an empty file is not
+/// written yet.
+pub fn wait_for_text(what: &str, path: &Path) -> String {
+    wait_for(what, || match std::fs::read_to_string(path) {
+        Ok(text) if !text.is_empty() => Ok(text),
+        other => Err(other),
+    })
+}
+
 /// Waits (as [`wait_for`]) until `current` returns `expected`.
 pub fn wait_for_value<T: PartialEq + std::fmt::Debug>(
     what: &str,

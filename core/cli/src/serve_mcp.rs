@@ -29,11 +29,10 @@ pub(crate) struct ServeOptions {
 /// Serves until the client disconnects (stdio) or Ctrl-C (HTTP).
 pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> {
     crate::check_profile(&host, &options.profile)?;
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    let runtime = toolhost::run_calls_on_workers(&mut builder)
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let served = runtime.block_on(async move {
+    runtime.block_on(async move {
         let server = McpServer::new(host.clone(), &options.profile)?;
         server.approve_writes(options.yes);
         server.limit_lines(options.max_body_bytes);
@@ -50,10 +49,7 @@ pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> 
             Some(addr) => serve_http(&host, server, addr, options).await?,
         }
         Ok(ExitCode::SUCCESS)
-    });
-    // Not a drop, which would wait for calls abandoned at their deadline that still run.
-    runtime.shutdown_background();
-    served
+    })
 }
 
 async fn serve_http(

@@ -92,14 +92,8 @@ fn a_cooperative_tool_sees_its_cancellation_and_its_worker_lives_on() {
     let args = json!({"city": "x", "note": note.to_str().unwrap()});
     let e = block_on(agent.call_tool("governed:cooperative", args)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout, "{}", e.message());
-    toolhost_tests::wait_for(
-        "the tool to see its cancellation",
-        || match std::fs::read_to_string(&note) {
-            Ok(text) if !text.is_empty() => Ok(text),
-            other => Err(format!("{other:?}")),
-        },
-    );
-    assert_eq!(std::fs::read_to_string(&note).unwrap(), "cancelled true");
+    let seen = toolhost_tests::wait_for_text("the tool to see its cancellation", &note);
+    assert_eq!(seen, "cancelled true");
     // It stopped within its grace period: the same worker serves the next call.
     block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap();
     assert_eq!(handle.worker_pid(), Some(pid));

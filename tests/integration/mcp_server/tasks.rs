@@ -18,7 +18,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{json, Value};
-use toolhost_tests::{wait_for, TestRoot};
+use toolhost_tests::{wait_for, wait_for_text, TestRoot};
 
 use super::{audited_calls, call, conformance_fixture, root, stdio_transport, HttpServer, SECRET};
 
@@ -210,9 +210,7 @@ async fn exercise(tasks: &Client, plain: &Client, root: &TestRoot, run: &str) {
         .expect("tasks/cancel");
     let done = until_done(tasks, &id).await;
     assert_eq!(done.status(), TaskStatus::Cancelled, "{done:?}");
-    let seen = wait_for("the tool's note of its cancellation", || {
-        std::fs::read_to_string(&note).map_err(|e| e.to_string())
-    });
+    let seen = wait_for_text("the tool's note of its cancellation", &note);
     assert_eq!(seen, "cancelled true");
     let record = wait_for("the cancelled call's audit record", || {
         audited_calls(root, "governed")
@@ -330,9 +328,7 @@ async fn the_tasks_a_server_holds_are_bounded() {
         until_done(&client, &id).await.status(),
         TaskStatus::Cancelled
     );
-    let seen = wait_for("the held tool's note", || {
-        std::fs::read_to_string(&note).map_err(|e| e.to_string())
-    });
+    let seen = wait_for_text("the held tool's note", &note);
     assert_eq!(seen, "cancelled true");
     client.cancel().await.expect("close");
     drop(server);

@@ -167,11 +167,10 @@ thread_local! {
 /// builder's `on_thread_start`.
 ///
 /// For a machine whose cores are busy: there a call thread waits a scheduler slice to be run,
-/// and a call on the caller's own worker does not (the `lifecycle` bench: 1.6× the caller's
-/// thread with one or two cores busy, where the hop costs 4× and 423×). On an idle machine it
-/// is slower than the hop (4× against 2.3× in that bench, and 336 against 242 µs for a
-/// `serve-mcp` stdio round trip), because tokio then wakes the other worker, which steals the
-/// work; `serve-mcp` does not use it for that reason.
+/// and a call on the caller's own worker does not. On an idle machine it is slower than a call
+/// thread, because tokio then wakes another worker, which steals the work; `serve-mcp` does
+/// not use it for that reason. BENCHMARKS.md has both (`lifecycle`, served calls;
+/// `mcp_server`).
 ///
 /// Shut such a runtime down with `Runtime::shutdown_background` (or `shutdown_timeout`): a
 /// call abandoned at its deadline whose plugin never returns holds one of its workers, and

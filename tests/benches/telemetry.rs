@@ -67,6 +67,8 @@ fn dispatch(provider: &SdkTracerProvider) -> tracing::Dispatch {
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        .with_target(false)
+        .with_context_activation(false)
         .with_filter(only_ours);
     tracing::Dispatch::new(tracing_subscriber::registry().with(layer))
 }

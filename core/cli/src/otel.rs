@@ -158,14 +158,18 @@ where
     // Our spans are INFO: the hint keeps DEBUG and TRACE callsites off when not verbose.
     let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
         .with_max_level_hint(tracing::level_filters::LevelFilter::INFO);
-    // Not the layer's default attributes: a span's source location, thread, and busy and idle
-    // time (two clock reads on every enter and exit) are of no use to a reader of a tool
-    // call's trace, and each costs on every call.
+    // Not the layer's defaults: a span's source location, thread, `tracing` target, and busy
+    // and idle time (two clock reads on every enter and exit) are of no use to a reader of a
+    // tool call's trace, and each costs on every call; nor is the OpenTelemetry context made
+    // current on every enter (a lock and a thread-local stack each time a future is polled):
+    // what the host passes on is read from the span itself (`otel/propagation.rs`).
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        .with_target(false)
+        .with_context_activation(false)
         .with_filter(only_ours);
     (Some(layer), Export(Some(provider)))
 }

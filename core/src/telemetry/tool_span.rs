@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use tracing::field::Empty;
+use tracing::field::{Empty, Field, Value};
 use tracing::Span;
 
 use super::names::*;
@@ -32,39 +32,37 @@ pub struct ToolSpan {
 
 impl ToolSpan {
     /// The span of a call of `request` (`name` or `name:method`), a child of the current span.
+    ///
+    /// What is known of the call goes into the span as it is made: each later
+    /// [`Span::record`] is a lookup and a lock in every layer that records the span.
     pub(crate) fn start(request: &str) -> Self {
-        let span = tracing::info_span!(
-            target: TARGET,
-            "execute_tool",
-            { OTEL_NAME } = Empty,
-            { GEN_AI_OPERATION_NAME } = EXECUTE_TOOL,
-            { GEN_AI_TOOL_NAME } = Empty,
-            { GEN_AI_TOOL_CALL_ID } = Empty,
-            { TOOL_METHOD } = Empty,
-            { TOOL_LAYER } = Empty,
-            { LIBRARY_SHA256 } = Empty,
-            { TOOL_RISK } = Empty,
-            { TOOL_ISOLATED } = Empty,
-            { CALL_OUTCOME } = Empty,
-            { ERROR_TYPE } = Empty,
-            { OTEL_STATUS_CODE } = Empty,
-            { OTEL_STATUS_DESCRIPTION } = Empty,
-        );
-        if !span.is_disabled() {
+        let span = if tracing::enabled!(target: TARGET, tracing::Level::INFO) {
             let request = masked(request);
             let (name, method) = match request.split_once(':') {
                 Some((name, method)) => (name, Some(method)),
                 None => (request.as_str(), None),
             };
-            span.record(OTEL_NAME, format!("{EXECUTE_TOOL} {name}"));
-            span.record(GEN_AI_TOOL_NAME, name);
-            if let Some(method) = method {
-                span.record(TOOL_METHOD, method);
-            }
-            if let Ok(id) = CALL_ID.try_with(|id| masked(id)) {
-                span.record(GEN_AI_TOOL_CALL_ID, id);
-            }
-        }
+            let call_id = CALL_ID.try_with(|id| masked(id)).ok();
+            tracing::info_span!(
+                target: TARGET,
+                "execute_tool",
+                { OTEL_NAME } = format!("{EXECUTE_TOOL} {name}"),
+                { GEN_AI_OPERATION_NAME } = EXECUTE_TOOL,
+                { GEN_AI_TOOL_NAME } = name,
+                { GEN_AI_TOOL_CALL_ID } = call_id.as_deref(),
+                { TOOL_METHOD } = method,
+                { TOOL_LAYER } = Empty,
+                { LIBRARY_SHA256 } = Empty,
+                { TOOL_RISK } = Empty,
+                { TOOL_ISOLATED } = Empty,
+                { CALL_OUTCOME } = Empty,
+                { ERROR_TYPE } = Empty,
+                { OTEL_STATUS_CODE } = Empty,
+                { OTEL_STATUS_DESCRIPTION } = Empty,
+            )
+        } else {
+            Span::none()
+        };
         Self {
             span,
             started: Instant::now(),
@@ -78,12 +76,12 @@ impl ToolSpan {
     }
 
     /// Describes the tool the request resolved to: its name, its layer (`mcp` for an MCP
-    /// server's tool), its library's SHA-256 (asked for only when the span is recorded), its
-    /// risk and whether it runs in a worker.
+    /// server's tool; made only when the span is recorded), its library's SHA-256 (likewise),
+    /// its risk and whether it runs in a worker.
     pub(crate) fn resolved<'a>(
         &self,
         tool: &Arc<str>,
-        layer: &str,
+        layer: impl FnOnce() -> String,
         sha256: impl FnOnce() -> Option<&'a str>,
         risk: RiskLevel,
         isolated: bool,
@@ -92,12 +90,30 @@ impl ToolSpan {
         if self.span.is_disabled() {
             return;
         }
-        self.span.record(TOOL_LAYER, masked(layer));
-        if let Some(sha256) = sha256() {
-            self.span.record(LIBRARY_SHA256, sha256);
-        }
-        self.span.record(TOOL_RISK, risk.as_str());
-        self.span.record(TOOL_ISOLATED, isolated);
+        let layer = masked(&layer());
+        let sha256 = sha256();
+        self.record(&[
+            (TOOL_LAYER, Some(&layer.as_str() as &dyn Value)),
+            (LIBRARY_SHA256, sha256.as_ref().map(|s| s as &dyn Value)),
+            (TOOL_RISK, Some(&risk.as_str() as &dyn Value)),
+            (TOOL_ISOLATED, Some(&isolated as &dyn Value)),
+        ]);
+    }
+
+    /// Records `values` (fields of [`start`](Self::start)'s span) at once: one visit of each
+    /// layer, not one a field.
+    fn record<const N: usize>(&self, values: &[(&str, Option<&dyn Value>); N]) {
+        let Some(meta) = self.span.metadata() else {
+            return;
+        };
+        let fields = meta.fields();
+        let named: [(Field, Option<&dyn Value>); N] = std::array::from_fn(|i| {
+            let (name, value) = values[i];
+            (fields.field(name).expect("a field of the span"), value)
+        });
+        let pairs: [(&Field, Option<&dyn Value>); N] =
+            std::array::from_fn(|i| (&named[i].0, named[i].1));
+        self.span.record_all(&fields.value_set(&pairs));
     }
 
     /// Records how the call ended, on the span and in the metrics.
@@ -108,11 +124,16 @@ impl ToolSpan {
                     self.span.record(CALL_OUTCOME, "ok");
                 }
                 Err(e) => {
-                    self.span.record(CALL_OUTCOME, "error");
-                    self.span.record(ERROR_TYPE, e.kind().as_str());
-                    self.span.record(OTEL_STATUS_CODE, "error");
-                    self.span
-                        .record(OTEL_STATUS_DESCRIPTION, masked(e.message()));
+                    let description = masked(e.message());
+                    self.record(&[
+                        (CALL_OUTCOME, Some(&"error" as &dyn Value)),
+                        (ERROR_TYPE, Some(&e.kind().as_str() as &dyn Value)),
+                        (OTEL_STATUS_CODE, Some(&"error" as &dyn Value)),
+                        (
+                            OTEL_STATUS_DESCRIPTION,
+                            Some(&description.as_str() as &dyn Value),
+                        ),
+                    ]);
                 }
             }
         }

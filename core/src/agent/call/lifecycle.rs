@@ -56,12 +56,13 @@ impl Target {
     fn describe(&self, span: &ToolSpan, root: &std::path::Path) {
         match self {
             Self::Library(tool, _) => {
-                let source = tool.source();
-                let relative = source.strip_prefix(root).unwrap_or(source);
-                let relative = relative.to_string_lossy();
-                let layer = relative
-                    .rsplit_once("/tools/")
-                    .map_or("", |(layer, _)| layer);
+                let layer = || {
+                    let source = tool.source();
+                    let relative = source.strip_prefix(root).unwrap_or(source);
+                    let relative = relative.to_string_lossy();
+                    let layer = relative.rsplit_once("/tools/").map_or("", |(l, _)| l);
+                    layer.to_owned()
+                };
                 let sha256 = || tool.sha256();
                 let risk = tool.info().risk_level;
                 span.resolved(tool.shared_name(), layer, sha256, risk, tool.is_isolated());
@@ -69,12 +70,13 @@ impl Target {
             #[cfg(feature = "mcp")]
             Self::Mcp(tool, _) => {
                 let risk = tool.info.risk_level;
-                span.resolved(&tool.name, "mcp", || None, risk, false);
+                let layer = || "mcp".to_owned();
+                span.resolved(&tool.name, layer, || None, risk, false);
             }
             Self::Unknown => {}
             Self::Parallel => {
                 let risk = plugin_api::RiskLevel::Read;
-                span.resolved(&Arc::from("parallel"), "", || None, risk, false);
+                span.resolved(&Arc::from("parallel"), String::new, || None, risk, false);
             }
         }
     }

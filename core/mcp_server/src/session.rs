@@ -338,7 +338,8 @@ impl ServerHandler for Session {
                     input_responses,
                     ..
                 } = request;
-                self.shared.tasks.update(&task_id, input_responses)
+                self.shared.tasks.update(&task_id, input_responses)?;
+                Ok(())
             })
             .await
     }

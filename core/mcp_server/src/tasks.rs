@@ -227,27 +227,27 @@ impl Tasks {
     }
 
     /// `tasks/update`: `responses` answer task `id`'s open questions, each by its key. A key
-    /// that is not an open question of the task is invalid params, and then no answer is
-    /// delivered.
-    pub(crate) fn update(&self, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
+    /// that is not an open question of the task (never asked, answered already, or given up
+    /// on) is ignored, as the Tasks extension says a server should: the answers to open
+    /// questions are delivered all the same. Returns how many were delivered.
+    pub(crate) fn update(&self, id: &str, responses: InputResponses) -> Result<usize, ErrorData> {
         let mut entries = lock(&self.entries);
         sweep(&mut entries);
         let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
-        if let Some(key) = responses.keys().find(|k| !entry.waiting.contains_key(*k)) {
-            let shown: String = key.chars().take(64).collect();
-            return Err(ErrorData::invalid_params(
-                format!("task '{id}' has no open input request '{shown}': tasks/get lists the ones it waits for in inputRequests"),
-                None,
-            ));
-        }
+        let mut delivered = 0;
         for (key, answer) in responses {
+            let Some(waiting) = entry.waiting.remove(&key) else {
+                let shown: String = key.chars().take(64).collect();
+                tracing::debug!("tasks/update of task {id}: no open input request '{shown}'");
+                continue;
+            };
             entry.asked.remove(&key);
-            if let Some(waiting) = entry.waiting.remove(&key) {
-                let _ = waiting.send(answer);
+            if waiting.send(answer).is_ok() {
+                delivered += 1;
             }
         }
         entry.show_questions();
-        Ok(())
+        Ok(delivered)
     }
 
     /// How many tasks are held now.
@@ -373,22 +373,16 @@ mod tests {
         };
         assert_eq!(input_requests.keys().collect::<Vec<_>>(), ["elicit-1"]);
 
-        // A key that is not open: refused, and nothing is delivered.
-        let wrong = InputResponses::from([
-            ("elicit-1".to_owned(), serde_json::json!(1)),
+        // A key that is not open is ignored; the open one's answer is delivered.
+        let mixed = InputResponses::from([
+            ("elicit-1".to_owned(), serde_json::json!("yes")),
             ("elicit-2".to_owned(), serde_json::json!(2)),
         ]);
-        let e = tasks.update(&id, wrong).unwrap_err();
-        assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(e.message.contains("elicit-2"), "{e:?}");
-        assert!(answered.try_recv().is_err());
-
-        let right = InputResponses::from([("elicit-1".to_owned(), serde_json::json!("yes"))]);
-        tasks.update(&id, right.clone()).unwrap();
+        assert_eq!(tasks.update(&id, mixed.clone()).unwrap(), 1);
         assert_eq!(answered.try_recv().unwrap(), "yes");
         assert_eq!(tasks.get(&id).unwrap().status(), TaskStatus::Working);
-        // Answered once: the same key again is not open any more.
-        assert!(tasks.update(&id, right).is_err());
+        // Answered once: the same key again is not open any more, and nothing is delivered.
+        assert_eq!(tasks.update(&id, mixed).unwrap(), 0);
 
         // A question given up on is withdrawn; an ended task asks nothing.
         let (key, _) = tasks.ask(&id, "elicit", question()).unwrap();

@@ -372,7 +372,7 @@ async fn until_asked(client: &Client, id: &str) -> InputRequests {
 
 /// A tool's own questions inside a task (`Context::elicit`, `Context::sample`): the task turns
 /// `input_required` with the question in its `inputRequests`; an answer to a question it did
-/// not ask is invalid params; `tasks/update` with the answer lets the tool go on, and the task
+/// not ask is ignored; `tasks/update` with the answer lets the tool go on, and the task
 /// completes with a result built from it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_questions_inside_a_task_are_answered_with_tasks_update() {
@@ -395,17 +395,15 @@ async fn a_tools_questions_inside_a_task_are_answered_with_tasks_update() {
     assert_eq!(request["method"], "elicitation/create", "{request}");
     assert_eq!(request["params"]["message"], "Who are you?", "{request}");
 
+    // An answer to a question not asked is ignored (the extension says so): the task still
+    // waits for its question.
     let stray = InputResponses::from([("elicit-9".to_owned(), json!({"action": "decline"}))]);
-    match client
+    client
         .update_task(UpdateTaskParams::new(id.clone(), stray))
         .await
-    {
-        Err(ServiceError::McpError(e)) => {
-            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
-            assert!(e.message.contains("elicit-9"), "{e:?}");
-        }
-        other => panic!("an answer to a question not asked was taken: {other:?}"),
-    }
+        .expect("tasks/update with a key not asked");
+    let still = until_asked(&client, &id).await;
+    assert_eq!(still.keys().collect::<Vec<_>>(), ["elicit-1"]);
     let answer = json!({"action": "accept",
         "content": {"username": "ada", "email": "ada@example.com"}});
     let answers = InputResponses::from([("elicit-1".to_owned(), answer)]);

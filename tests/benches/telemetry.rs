@@ -1,9 +1,10 @@
 //! The cost of tracing a tool call: the full lifecycle of the no-op tool (no extensions, audit
 //! off, no runtime, as the `lifecycle` bench's "full lifecycle, no extensions" row) with export
 //! off (no subscriber: the spans are disabled; and the CLI's log subscriber, warnings only, as
-//! `serve-mcp` runs without an exporter) and with the spans recorded by the
-//! OpenTelemetry layer but sent nowhere. (A row exporting to a local OTLP receiver is not
-//! here yet.)
+//! `serve-mcp` runs without an exporter); the spans given to a layer that records nothing
+//! (what `tracing` itself costs: the registry, the layer's filter, enter and exit); recorded
+//! by the OpenTelemetry layer but sent nowhere; and exported over OTLP HTTP/protobuf (the
+//! SDK's batch processor, as `toolhost` exports) to the tests' receiver on this machine.
 //!
 //! Metrics (group `metrics`, after the tracing rows: once on, they stay on for the process):
 //! the same lifecycle with the metrics off (no subscriber), then on and exported over OTLP
@@ -56,11 +57,20 @@ fn calls(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Duration {
     total
 }
 
+/// The filter of `toolhost`'s export layer: the host's spans only.
+fn only_ours() -> tracing_subscriber::filter::FilterFn {
+    tracing_subscriber::filter::filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
+}
+
+/// A layer that records nothing: what a span costs in `tracing` itself.
+struct Nothing;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Nothing {}
+
 /// A dispatcher that gives the host's spans to the OpenTelemetry layer with `provider`'s
 /// tracer, as `toolhost` does when export is on.
 fn dispatch(provider: &SdkTracerProvider) -> tracing::Dispatch {
-    let only_ours =
-        tracing_subscriber::filter::filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET);
+    let only_ours = only_ours();
     // The layer's settings in core/cli/src/otel.rs.
     let layer = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench"))
@@ -100,6 +110,15 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    let nothing = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(Nothing.with_filter(only_ours())),
+    );
+    group.bench_function("spans given to a layer that records nothing", |b| {
+        b.iter_custom(|iters| {
+            tracing::dispatcher::with_default(&nothing, || calls(&host, iters, &args))
+        })
+    });
+
     let recorded = SdkTracerProvider::builder().build();
     let recording = dispatch(&recorded);
     group.bench_function("spans recorded, not exported", |b| {
@@ -108,7 +127,19 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    let (receiver, port) = Receiver::start(&root);
+    let exported = export_traces(port);
+    let exporting = dispatch(&exported);
+    group.bench_function("spans exported over OTLP to a local receiver", |b| {
+        b.iter_custom(|iters| {
+            tracing::dispatcher::with_default(&exporting, || calls(&host, iters, &args))
+        })
+    });
     group.finish();
+    if let Err(e) = exported.shutdown() {
+        panic!("the last spans were not sent: {e}");
+    }
+    drop(receiver);
 
     let mut group = c.benchmark_group("metrics");
     group.bench_function("metrics off", |b| {
@@ -140,29 +171,51 @@ impl Drop for Receiver {
     }
 }
 
+impl Receiver {
+    /// Starts the tests' receiver (its decoded lines read and dropped); it and its port.
+    fn start(root: &TestRoot) -> (Self, u16) {
+        use std::io::BufRead as _;
+        let script = root.path().join("otlp_receiver.py");
+        let receiver = include_str!("../integration/telemetry/otlp_receiver.py");
+        std::fs::write(&script, receiver).expect("the receiver script");
+        let mut child = std::process::Command::new(toolhost_tests::peers::otel_python())
+            .arg(&script)
+            .arg("/dev/null")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the OTLP receiver");
+        let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let port: u16 = first
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the OTLP receiver did not start: {first:?}"));
+        // Its decoded lines are read and dropped, so it never waits on a full pipe.
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        // The exporters' client with the workspace's one crypto provider, as `toolhost` does.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        (Self(child), port)
+    }
+}
+
+/// A tracer provider exporting to the receiver on `port` with the SDK's batch processor (its
+/// default settings, as `toolhost` builds it).
+fn export_traces(port: u16) -> SdkTracerProvider {
+    use opentelemetry_otlp::WithExportConfig as _;
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(format!("http://127.0.0.1:{port}/v1/traces"))
+        .build()
+        .expect("the OTLP span exporter");
+    SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build()
+}
+
 /// Starts the receiver and turns the host's metrics on, exported to it every 100 ms.
 fn export_metrics(root: &TestRoot) -> Receiver {
     use opentelemetry_otlp::WithExportConfig as _;
-    use std::io::BufRead as _;
-    let script = root.path().join("otlp_receiver.py");
-    let receiver = include_str!("../integration/telemetry/otlp_receiver.py");
-    std::fs::write(&script, receiver).expect("the receiver script");
-    let mut child = std::process::Command::new(toolhost_tests::peers::otel_python())
-        .arg(&script)
-        .arg("/dev/null")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the OTLP receiver");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    let port: u16 = first
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the OTLP receiver did not start: {first:?}"));
-    // Its decoded lines are read and dropped, so it never waits on a full pipe.
-    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-    // The exporter's client with the workspace's one crypto provider, as `toolhost` does.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (receiver, port) = Receiver::start(root);
     let exporter = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
         .with_endpoint(format!("http://127.0.0.1:{port}/v1/metrics"))
@@ -177,7 +230,7 @@ fn export_metrics(root: &TestRoot) -> Receiver {
     assert!(toolhost::telemetry::metrics::enable_exporting(
         reader, resource
     ));
-    Receiver(child)
+    receiver
 }
 
 criterion_group!(benches, bench);

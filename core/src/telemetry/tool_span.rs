@@ -146,9 +146,10 @@ impl ToolSpan {
 }
 
 /// A step of a call, as a child of its span: `approval`, `validation`, `execute` (the
-/// plugin's, one per attempt) or an extension point's name.
-pub(crate) fn step(name: &'static str) -> Span {
-    tracing::info_span!(target: TARGET, "step", { OTEL_NAME } = name)
+/// plugin's, one per attempt) or the name of an extension point that has extensions.
+pub(crate) fn step(name: &str) -> Span {
+    // A field's value is worked out only when the span is enabled.
+    tracing::info_span!(target: TARGET, "step", { OTEL_NAME } = masked(name))
 }
 
 /// The span of one attempt of the plugin's `execute`.

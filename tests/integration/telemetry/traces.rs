@@ -28,6 +28,8 @@ fn children<'a>(spans: &'a [Value], parent: &Value) -> Vec<&'a Value> {
 #[test]
 fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute() {
     let root = root();
+    // A real root's extensions, whose points are steps of the call.
+    root.secret_extensions();
     let receiver = Receiver::start(root.path());
     let env = [
         (
@@ -100,7 +102,9 @@ fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute()
         .iter()
         .map(|s| s["name"].as_str().expect("a name"))
         .collect();
-    for step in ["validation", "approval", "execute"] {
+    // The extension points' spans: only a point that has extensions has one.
+    let points = ["tool_execute_before", "tool_execute_after"];
+    for step in ["validation", "approval", "execute"].into_iter().chain(points) {
         assert!(steps.contains(&step), "{step} missing from {steps:?}");
     }
     let execute = named(&spans, "execute")

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use abi_stable::std_types::RString;
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use crate::agent::call::context::CallContext;
 use crate::agent::call::read_back::ReadBack;
@@ -12,6 +13,7 @@ use crate::agent::message_loop::LoopError;
 use crate::agent::Agent;
 use crate::plugin::ExtensionHandle;
 use crate::secrets::Masked;
+use crate::telemetry;
 use plugin_api::ToolError;
 
 /// JSON text of a value (`to_string` goes through `fmt` and is slower).
@@ -44,6 +46,20 @@ impl Agent {
         if extensions.is_empty() {
             return Ok(None);
         }
+        // A point with extensions is a step of the call's span; one without costs nothing.
+        self.run_each(extensions, point, data, call)
+            .instrument(telemetry::step(point))
+            .await
+    }
+
+    /// [`run_list`](Self::run_list) of a point that has extensions.
+    async fn run_each(
+        &self,
+        extensions: &[Arc<ExtensionHandle>],
+        point: &str,
+        data: &impl Serialize,
+        call: &Arc<CallContext>,
+    ) -> Result<Option<Value>, ToolError> {
         let mut text = RString::from(json_text(data));
         let mut changed_by = None;
         for ext in extensions.iter() {

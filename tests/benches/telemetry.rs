@@ -2,7 +2,9 @@
 //! off, no runtime, as the `lifecycle` bench's "full lifecycle, no extensions" row) with export
 //! off (no subscriber: the spans are disabled; and the CLI's log subscriber, warnings only, as
 //! `serve-mcp` runs without an exporter); the spans given to a layer that records nothing
-//! (what `tracing` itself costs: the registry, the layer's filter, enter and exit); recorded
+//! (what `tracing` itself costs: the registry, the layer's filter, enter and exit, and the
+//! host's work on the attributes); a call's 4 spans made with the SDK directly, without the
+//! lifecycle (the floor of any design on the SDK); recorded
 //! by the OpenTelemetry layer but sent nowhere; and exported over OTLP HTTP/protobuf (the
 //! SDK's batch processor, as `toolhost` exports) to the tests' receiver on this machine.
 //!
@@ -55,6 +57,36 @@ fn calls(host: &Arc<Host>, iters: u64, args: &serde_json::Value) -> Duration {
         total += start.elapsed();
     }
     total
+}
+
+/// A call's spans made with `tracer` directly: `execute_tool` and its three steps.
+fn sdk_spans(tracer: &opentelemetry_sdk::trace::SdkTracer) {
+    use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _};
+    use opentelemetry::KeyValue;
+    use toolhost::telemetry::names::*;
+    let attributes = vec![
+        KeyValue::new(GEN_AI_OPERATION_NAME, EXECUTE_TOOL),
+        KeyValue::new(GEN_AI_TOOL_NAME, "noop"),
+        KeyValue::new(GEN_AI_TOOL_CALL_ID, "call-1"),
+        KeyValue::new(TOOL_LAYER, "usr"),
+        KeyValue::new(LIBRARY_SHA256, black_box("0".repeat(64))),
+        KeyValue::new(TOOL_RISK, "read"),
+        KeyValue::new(TOOL_ISOLATED, false),
+        KeyValue::new(CALL_OUTCOME, "ok"),
+    ];
+    let call = tracer
+        .span_builder(format!("{EXECUTE_TOOL} {}", black_box("noop")))
+        .with_attributes(attributes)
+        .start(tracer);
+    let context = opentelemetry::Context::new().with_span(call);
+    for step in ["validation", "approval", "execute"] {
+        let mut span = tracer
+            .span_builder(step)
+            .with_attributes([KeyValue::new(ATTEMPT, 1)])
+            .start_with_context(tracer, &context);
+        span.end();
+    }
+    context.span().end();
 }
 
 /// The filter of `toolhost`'s export layer: the host's spans only.
@@ -120,6 +152,13 @@ fn bench(c: &mut Criterion) {
     });
 
     let recorded = SdkTracerProvider::builder().build();
+    // The floor of any design on this SDK: a call's 4 spans (the call's with its 8 attributes,
+    // 3 steps with one each) made and ended with the tracer directly, without `tracing` and
+    // without the lifecycle.
+    let tracer = recorded.tracer("bench");
+    group.bench_function("the SDK's 4 spans alone, no lifecycle", |b| {
+        b.iter(|| sdk_spans(&tracer))
+    });
     let recording = dispatch(&recorded);
     group.bench_function("spans recorded, not exported", |b| {
         b.iter_custom(|iters| {

@@ -104,7 +104,10 @@ fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute()
         .collect();
     // The extension points' spans: only a point that has extensions has one.
     let points = ["tool_execute_before", "tool_execute_after"];
-    for step in ["validation", "approval", "execute"].into_iter().chain(points) {
+    for step in ["validation", "approval", "execute"]
+        .into_iter()
+        .chain(points)
+    {
         assert!(steps.contains(&step), "{step} missing from {steps:?}");
     }
     let execute = named(&spans, "execute")

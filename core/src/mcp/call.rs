@@ -12,11 +12,13 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
+use tracing::Instrument as _;
 
 use super::handler::ProgressRoutes;
 use super::server::Server;
 use super::tool::McpTool;
 use crate::secrets::Secrets;
+use crate::telemetry;
 use plugin_api::Response;
 use plugin_api::ToolError;
 
@@ -61,53 +63,61 @@ impl McpTool {
         let peer = server.ready(secrets, wait).await?;
         // A form the server sends during the call goes to whoever can answer for it.
         let _asking = server.asking(asker);
-        let mut params =
-            CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
-        // The call's trace goes on at the server (`_meta.traceparent`), when it is exported.
-        if let Some(traceparent) = crate::telemetry::traceparent() {
-            rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
-        }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let options = PeerRequestOptions::no_options();
-        let mut handle = match peer.send_cancellable_request(request, options).await {
-            Ok(handle) => handle,
-            Err(e) => return Err(self.lost(&server, &e.to_string())),
-        };
-        let (to, mut notes) = tokio::sync::watch::channel(String::new());
-        notes.mark_unchanged();
-        server.progress.register(handle.progress_token.clone(), to);
-        let _route = Route(&server.progress, handle.progress_token.clone());
-        let mut interrupt = std::pin::pin!(interrupt);
-        // After a progress text is shown, the next waits for its turn.
-        let gap = Duration::from_secs(1) / PROGRESS_PER_SECOND;
-        let mut turn = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
-        let mut waiting = false;
-        let ended = loop {
-            tokio::select! {
-                answer = &mut handle.rx => break Ok(answer),
-                () = &mut turn, if waiting => waiting = false,
-                Ok(()) = notes.changed(), if !waiting => {
-                    let text = notes.borrow_and_update().clone();
-                    progress(text).await;
-                    turn.as_mut().reset(tokio::time::Instant::now() + gap);
-                    waiting = true;
-                }
-                () = tokio::time::sleep_until(deadline) => {
-                    let limit = timeout.unwrap_or_default();
-                    break Err(crate::governance::timed_out(&self.name, limit));
-                }
-                e = &mut interrupt => break Err(e),
+        // The request's own span (kind client): the server's span is its child.
+        let span = telemetry::McpClientSpan::tools_call(&self.remote);
+        let sent = async {
+            let mut params =
+                CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+            // The trace goes on at the server (`_meta.traceparent`), when it is exported.
+            if let Some(traceparent) = telemetry::traceparent() {
+                rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
             }
-        };
-        match ended {
-            Ok(answer) => self.outcome(&server, answer),
-            Err(e) => {
-                // The server is told to stop working on it.
-                let reason = format!("{} ({})", e.message(), e.kind());
-                let _ = handle.cancel(Some(reason)).await;
-                Err(e)
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let options = PeerRequestOptions::no_options();
+            let mut handle = match peer.send_cancellable_request(request, options).await {
+                Ok(handle) => handle,
+                Err(e) => return Err(self.lost(&server, &e.to_string())),
+            };
+            let (to, mut notes) = tokio::sync::watch::channel(String::new());
+            notes.mark_unchanged();
+            server.progress.register(handle.progress_token.clone(), to);
+            let _route = Route(&server.progress, handle.progress_token.clone());
+            let mut interrupt = std::pin::pin!(interrupt);
+            // After a progress text is shown, the next waits for its turn.
+            let gap = Duration::from_secs(1) / PROGRESS_PER_SECOND;
+            let mut turn = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
+            let mut waiting = false;
+            let ended = loop {
+                tokio::select! {
+                    answer = &mut handle.rx => break Ok(answer),
+                    () = &mut turn, if waiting => waiting = false,
+                    Ok(()) = notes.changed(), if !waiting => {
+                        let text = notes.borrow_and_update().clone();
+                        progress(text).await;
+                        turn.as_mut().reset(tokio::time::Instant::now() + gap);
+                        waiting = true;
+                    }
+                    () = tokio::time::sleep_until(deadline) => {
+                        let limit = timeout.unwrap_or_default();
+                        break Err(crate::governance::timed_out(&self.name, limit));
+                    }
+                    e = &mut interrupt => break Err(e),
+                }
+            };
+            match ended {
+                Ok(answer) => self.outcome(&server, answer),
+                Err(e) => {
+                    // The server is told to stop working on it.
+                    let reason = format!("{} ({})", e.message(), e.kind());
+                    let _ = handle.cancel(Some(reason)).await;
+                    Err(e)
+                }
             }
         }
+        .instrument(span.span().clone())
+        .await;
+        span.ended(&sent);
+        sent
     }
 }
 

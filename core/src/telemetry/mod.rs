@@ -1,4 +1,5 @@
-//! Observability: the spans of a tool call (`tool_span.rs`) with the attribute names of
+//! Observability: the spans of a tool call (`tool_span.rs`), of a model request
+//! (`chat_span.rs`) and of an MCP request sent (`mcp_span.rs`), with the attribute names of
 //! `names.rs`, the trace context passed on to workers, MCP servers, model servers and plugins
 //! (`propagation.rs`), and the process's metrics (`metrics.rs`). Nothing here exports: the spans are
 //! plain `tracing` spans of [`TARGET`], which a binary may send on as OpenTelemetry traces
@@ -10,6 +11,7 @@
 //! process, as log lines are.
 
 mod chat_span;
+mod mcp_span;
 pub mod metrics;
 pub mod names;
 mod openmetrics;
@@ -17,6 +19,7 @@ pub mod propagation;
 mod tool_span;
 
 pub(crate) use chat_span::ChatSpan;
+pub(crate) use mcp_span::McpClientSpan;
 pub use propagation::traceparent;
 pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
 pub use tool_span::{with_call_id, ToolSpan};

@@ -2,9 +2,13 @@
 //! client's `traceparent` → `serve-mcp`'s request span → `execute_tool echo` → its `execute`
 //! step → the span the isolated worker timed for the plugin's `execute` → the `tools/call` span
 //! of a second `serve-mcp` that the plugin called with the traceparent it read from its
-//! `Context` (`_meta.traceparent`), and that server's own `execute_tool`.
+//! `Context` (`_meta.traceparent`), and that server's own `execute_tool`; and the host's own
+//! MCP client: a `tools/call` sent in a client span that the server's span continues.
+
+use std::process::Command;
 
 use serde_json::{json, Value};
+use toolhost_tests::{toolhost_bin, TestRoot};
 
 use super::{Receiver, Served};
 use crate::mcp_server::root;
@@ -138,4 +142,88 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
         "downstream call",
     );
     assert_eq!(downstream_call["parent_span_id"], served["span_id"]);
+}
+
+#[test]
+fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues() {
+    let receiver = Receiver::start(root().path());
+    let env = |service: &str| {
+        vec![
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{}", receiver.port),
+            ),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
+            ("OTEL_SERVICE_NAME", service.to_owned()),
+        ]
+    };
+    let downstream_root = root();
+    let downstream = Served::start(
+        &downstream_root,
+        &["--allow-writes-without-token"],
+        &env("downstream"),
+    );
+    // The host's MCP client: `toolhost call` of a tool of the server its `mcp.json` names.
+    let upstream = TestRoot::new();
+    let url = format!("http://{}/mcp", downstream.authority);
+    upstream.write(
+        "usr/mcp.json",
+        json!({"mcpServers": {"down": {"url": url}}}).to_string(),
+    );
+    upstream.write(
+        "usr/toolhost.toml",
+        "[tools.\"down.echo\"]\npolicy = \"allow\"\n",
+    );
+    let out = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(upstream.path())
+        .args(["call", "down.echo", "--args", r#"{"x": 1}"#])
+        .envs(env("upstream"))
+        .output()
+        .expect("toolhost call");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+
+    let spans = receiver.wait_for(|spans| {
+        let of = |service: &str, name: &str| {
+            spans
+                .iter()
+                .any(|s| s["service"] == service && s["name"] == name)
+        };
+        of("upstream", "execute_tool down.echo")
+            && of("upstream", "execute")
+            && of("upstream", "tools/call echo")
+            && of("downstream", "tools/call echo")
+            && of("downstream", "execute_tool echo")
+    });
+    let named = |service: &'static str, name: &'static str| {
+        move |s: &Value| s["service"] == service && s["name"] == name
+    };
+    let call = one(
+        &spans,
+        named("upstream", "execute_tool down.echo"),
+        "call span",
+    );
+    assert_eq!(call["attributes"]["toolhost.tool.layer"], "mcp");
+    let spans: Vec<Value> = spans
+        .iter()
+        .filter(|s| s["trace_id"] == call["trace_id"])
+        .cloned()
+        .collect();
+    let execute = one(&spans, named("upstream", "execute"), "execute step");
+    assert_eq!(execute["parent_span_id"], call["span_id"]);
+    // The request sent: a client span, child of the host's execute.
+    let sent = one(&spans, named("upstream", "tools/call echo"), "request sent");
+    assert_eq!(sent["parent_span_id"], execute["span_id"], "{sent:#}");
+    assert_eq!(sent["kind"], 3, "SPAN_KIND_CLIENT: {sent:#}");
+    assert_eq!(sent["attributes"]["mcp.method.name"], "tools/call");
+    assert_eq!(sent["attributes"]["gen_ai.tool.name"], "echo");
+    // The server's span continues it, in the same trace.
+    let served = one(
+        &spans,
+        named("downstream", "tools/call echo"),
+        "request served",
+    );
+    assert_eq!(served["parent_span_id"], sent["span_id"], "{served:#}");
+    assert_eq!(served["kind"], 2, "SPAN_KIND_SERVER");
 }

@@ -85,6 +85,19 @@ impl Receiver {
         wait_until(&self.metrics, "metrics", done)
     }
 
+    /// The variables that export a process's traces to this receiver as `service`, in
+    /// batches sent every 50 ms.
+    pub(crate) fn env(&self, service: &str) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{}", self.port),
+            ),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
+            ("OTEL_SERVICE_NAME", service.to_owned()),
+        ]
+    }
+
     /// The spans received once `done` holds for them (at most 30 s).
     pub(crate) fn wait_for(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
         wait_until(&self.spans, "spans", done)

@@ -22,26 +22,34 @@ fn one<'a>(spans: &'a [Value], what: impl Fn(&Value) -> bool, name: &str) -> &'a
     found[0]
 }
 
+/// Whether a span is named `name` and comes from `service`.
+fn named(service: &'static str, name: &'static str) -> impl Fn(&Value) -> bool {
+    move |s: &Value| s["service"] == service && s["name"] == name
+}
+
+/// The spans received once one of each `(service, name)` of `expected` has arrived.
+fn arrived(receiver: &Receiver, expected: &[(&'static str, &'static str)]) -> Vec<Value> {
+    receiver.wait_for(|spans| {
+        expected
+            .iter()
+            .all(|&(service, name)| spans.iter().any(named(service, name)))
+    })
+}
+
+/// The MCP server called: `serve-mcp` over a root of its own, exporting as `downstream`.
+fn downstream(receiver: &Receiver) -> (TestRoot, Served) {
+    let root = root();
+    let env = receiver.env("downstream");
+    let served = Served::start(&root, &["--allow-writes-without-token"], &env);
+    (root, served)
+}
+
 #[test]
 fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
     let receiver = Receiver::start(root().path());
-    let env = |service: &str| {
-        vec![
-            (
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{}", receiver.port),
-            ),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
-            ("OTEL_SERVICE_NAME", service.to_owned()),
-        ]
-    };
-    // The MCP server the plugin calls: another serve-mcp, over a root of its own.
-    let downstream_root = root();
-    let downstream = Served::start(
-        &downstream_root,
-        &["--allow-writes-without-token"],
-        &env("downstream"),
-    );
+    let env = |service: &str| receiver.env(service);
+    // The MCP server the plugin calls.
+    let (_downstream_root, downstream) = downstream(&receiver);
     let port: u16 = downstream
         .authority
         .rsplit(':')
@@ -81,30 +89,25 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
         .unwrap_or("")
         .contains("forwarded"));
 
-    let spans = receiver.wait_for(|spans| {
-        let of = |service: &str, name: &str| {
-            spans
-                .iter()
-                .any(|s| s["service"] == service && s["name"] == name)
-        };
-        // Every span checked below: each process exports its spans in batches as they end,
-        // so the worker's span can arrive before the request span that encloses it.
-        of("upstream", "tools/call echo:forward")
-            && of("upstream", "execute_tool echo")
-            && of("upstream", "execute")
-            && of("upstream", "worker execute")
-            && of("downstream", "tools/call echo")
-            && of("downstream", "execute_tool echo")
-    });
+    // Every span checked below: each process exports its spans in batches as they end, so
+    // the worker's span can arrive before the request span that encloses it.
+    let spans = arrived(
+        &receiver,
+        &[
+            ("upstream", "tools/call echo:forward"),
+            ("upstream", "execute_tool echo"),
+            ("upstream", "execute"),
+            ("upstream", "worker execute"),
+            ("downstream", "tools/call echo"),
+            ("downstream", "execute_tool echo"),
+        ],
+    );
     let in_trace: Vec<Value> = spans
         .iter()
         .filter(|s| s["trace_id"] == TRACE_ID)
         .cloned()
         .collect();
     let spans = in_trace;
-    let named = |service: &'static str, name: &'static str| {
-        move |s: &Value| s["service"] == service && s["name"] == name
-    };
     let request = one(
         &spans,
         named("upstream", "tools/call echo:forward"),
@@ -147,22 +150,7 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
 #[test]
 fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues() {
     let receiver = Receiver::start(root().path());
-    let env = |service: &str| {
-        vec![
-            (
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("http://127.0.0.1:{}", receiver.port),
-            ),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
-            ("OTEL_SERVICE_NAME", service.to_owned()),
-        ]
-    };
-    let downstream_root = root();
-    let downstream = Served::start(
-        &downstream_root,
-        &["--allow-writes-without-token"],
-        &env("downstream"),
-    );
+    let (_downstream_root, downstream) = downstream(&receiver);
     // The host's MCP client: `toolhost call` of a tool of the server its `mcp.json` names.
     let upstream = TestRoot::new();
     let url = format!("http://{}/mcp", downstream.authority);
@@ -178,27 +166,22 @@ fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues(
         .arg("--root")
         .arg(upstream.path())
         .args(["call", "down.echo", "--args", r#"{"x": 1}"#])
-        .envs(env("upstream"))
+        .envs(receiver.env("upstream"))
         .output()
         .expect("toolhost call");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
 
-    let spans = receiver.wait_for(|spans| {
-        let of = |service: &str, name: &str| {
-            spans
-                .iter()
-                .any(|s| s["service"] == service && s["name"] == name)
-        };
-        of("upstream", "execute_tool down.echo")
-            && of("upstream", "execute")
-            && of("upstream", "tools/call echo")
-            && of("downstream", "tools/call echo")
-            && of("downstream", "execute_tool echo")
-    });
-    let named = |service: &'static str, name: &'static str| {
-        move |s: &Value| s["service"] == service && s["name"] == name
-    };
+    let spans = arrived(
+        &receiver,
+        &[
+            ("upstream", "execute_tool down.echo"),
+            ("upstream", "execute"),
+            ("upstream", "tools/call echo"),
+            ("downstream", "tools/call echo"),
+            ("downstream", "execute_tool echo"),
+        ],
+    );
     let call = one(
         &spans,
         named("upstream", "execute_tool down.echo"),

@@ -31,14 +31,7 @@ fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute()
     // A real root's extensions, whose points are steps of the call.
     root.secret_extensions();
     let receiver = Receiver::start(root.path());
-    let env = [
-        (
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://127.0.0.1:{}", receiver.port),
-        ),
-        ("OTEL_BSP_SCHEDULE_DELAY", "50".to_owned()),
-        ("OTEL_SERVICE_NAME", "toolhost-under-test".to_owned()),
-    ];
+    let env = receiver.env("toolhost-under-test");
     // `echo` is not a `read` tool: a listener without a token serves it only when told.
     let server = Served::start(&root, &["--allow-writes-without-token"], &env);
     let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");

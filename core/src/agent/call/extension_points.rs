@@ -47,43 +47,34 @@ impl Agent {
             return Ok(None);
         }
         // A point with extensions is a step of the call's span; one without costs nothing.
-        self.run_each(extensions, point, data, call)
-            .instrument(telemetry::step(point))
-            .await
-    }
-
-    /// [`run_list`](Self::run_list) of a point that has extensions.
-    async fn run_each(
-        &self,
-        extensions: &[Arc<ExtensionHandle>],
-        point: &str,
-        data: &impl Serialize,
-        call: &Arc<CallContext>,
-    ) -> Result<Option<Value>, ToolError> {
-        let mut text = RString::from(json_text(data));
-        let mut changed_by = None;
-        for ext in extensions.iter() {
-            let ctx = call.for_extension(&ext.point, &ext.name);
-            match ext.execute(ctx.to_ffi(), text.clone()).await {
-                Ok(Some(new)) => {
-                    text = new;
-                    changed_by = Some(&ext.name);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    let message = format!("extension '{}' at {point}: {}", ext.name, e.message());
-                    return Err(ToolError::new(e.kind(), message));
+        let run = async {
+            let mut text = RString::from(json_text(data));
+            let mut changed_by = None;
+            for ext in extensions.iter() {
+                let ctx = call.for_extension(&ext.point, &ext.name);
+                match ext.execute(ctx.to_ffi(), text.clone()).await {
+                    Ok(Some(new)) => {
+                        text = new;
+                        changed_by = Some(&ext.name);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let message =
+                            format!("extension '{}' at {point}: {}", ext.name, e.message());
+                        return Err(ToolError::new(e.kind(), message));
+                    }
                 }
             }
-        }
-        let Some(changed_by) = changed_by else {
-            return Ok(None);
+            let Some(changed_by) = changed_by else {
+                return Ok(None);
+            };
+            serde_json::from_str(&text).map(Some).map_err(|e| {
+                ToolError::internal(format!(
+                    "extension '{changed_by}' at {point} left invalid JSON: {e}"
+                ))
+            })
         };
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            ToolError::internal(format!(
-                "extension '{changed_by}' at {point} left invalid JSON: {e}"
-            ))
-        })
+        run.instrument(telemetry::step(point)).await
     }
 
     /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;

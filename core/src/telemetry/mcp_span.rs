@@ -15,14 +15,17 @@ impl McpClientSpan {
     /// The span of a `tools/call` of the server's tool `tool`, a child of the current span.
     pub(crate) fn tools_call(tool: &str) -> Self {
         let method = "tools/call";
-        // A field's value is worked out only when the span is enabled.
+        if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+            return Self(Span::none());
+        }
+        let tool = masked(tool);
         Self(tracing::info_span!(
             target: TARGET,
             "mcp_request",
-            { OTEL_NAME } = format!("{method} {}", masked(tool)),
+            { OTEL_NAME } = format!("{method} {tool}"),
             { OTEL_KIND } = "client",
             { MCP_METHOD_NAME } = method,
-            { GEN_AI_TOOL_NAME } = masked(tool),
+            { GEN_AI_TOOL_NAME } = tool.as_str(),
             { ERROR_TYPE } = Empty,
             { OTEL_STATUS_CODE } = Empty,
             { OTEL_STATUS_DESCRIPTION } = Empty,

@@ -36,6 +36,15 @@ fn arrived(receiver: &Receiver, expected: &[(&'static str, &'static str)]) -> Ve
     })
 }
 
+/// The spans of the trace `trace_id`.
+fn in_trace(spans: &[Value], trace_id: &Value) -> Vec<Value> {
+    spans
+        .iter()
+        .filter(|s| s["trace_id"] == *trace_id)
+        .cloned()
+        .collect()
+}
+
 /// The MCP server called: `serve-mcp` over a root of its own, exporting as `downstream`.
 fn downstream(receiver: &Receiver) -> (TestRoot, Served) {
     let root = root();
@@ -47,7 +56,6 @@ fn downstream(receiver: &Receiver) -> (TestRoot, Served) {
 #[test]
 fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
     let receiver = Receiver::start(root().path());
-    let env = |service: &str| receiver.env(service);
     // The MCP server the plugin calls.
     let (_downstream_root, downstream) = downstream(&receiver);
     let port: u16 = downstream
@@ -65,7 +73,7 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
     let upstream = Served::start(
         &upstream_root,
         &["--allow-writes-without-token"],
-        &env("upstream"),
+        &receiver.env("upstream"),
     );
     let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
     let result = upstream.call(
@@ -102,12 +110,7 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
             ("downstream", "execute_tool echo"),
         ],
     );
-    let in_trace: Vec<Value> = spans
-        .iter()
-        .filter(|s| s["trace_id"] == TRACE_ID)
-        .cloned()
-        .collect();
-    let spans = in_trace;
+    let spans = in_trace(&spans, &Value::from(TRACE_ID));
     let request = one(
         &spans,
         named("upstream", "tools/call echo:forward"),
@@ -188,11 +191,7 @@ fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues(
         "call span",
     );
     assert_eq!(call["attributes"]["toolhost.tool.layer"], "mcp");
-    let spans: Vec<Value> = spans
-        .iter()
-        .filter(|s| s["trace_id"] == call["trace_id"])
-        .cloned()
-        .collect();
+    let spans = in_trace(&spans, &call["trace_id"]);
     let execute = one(&spans, named("upstream", "execute"), "execute step");
     assert_eq!(execute["parent_span_id"], call["span_id"]);
     // The request sent: a client span, child of the host's execute.

@@ -1,8 +1,9 @@
 //! Live reload: real rebuilds swapped in under a watching host, with bounded waits.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -17,6 +18,10 @@ struct Live {
     root: TestRoot,
     host: Arc<Host>,
     events: mpsc::Receiver<ReloadEvent>,
+    /// Events received and not yet passed over by [`Live::wait_event`].
+    unread: Mutex<VecDeque<ReloadEvent>>,
+    /// Every event received, as printed: said when a wait fails.
+    history: Mutex<Vec<String>>,
     runtime: tokio::runtime::Runtime,
     _watcher: Watcher,
 }
@@ -35,6 +40,8 @@ impl Live {
             root,
             host,
             events,
+            unread: Mutex::default(),
+            history: Mutex::default(),
             runtime,
             _watcher: watcher,
         }
@@ -53,19 +60,43 @@ impl Live {
         }
     }
 
-    /// Waits until calling `request` answers `expected`.
+    /// Waits until calling `request` answers `expected`. If it never does, says what it
+    /// answered, why any file of that name was skipped, and every reload event so far.
     fn wait_answer(&self, profile: &str, request: &str, expected: &str) {
         let what = format!("{request} to answer {expected}");
-        wait_for_value(&what, expected.to_owned(), || {
-            self.call(profile, request, json!({}))
+        wait_for(&what, || {
+            let answer = self.call(profile, request, json!({}));
+            if answer == expected {
+                return Ok(());
+            }
+            let skipped: Vec<String> = (self.host.resolve(profile, request).skipped.iter())
+                .map(ToString::to_string)
+                .collect();
+            self.receive();
+            let history = self.history.lock().unwrap().clone();
+            Err(format!(
+                "answer {answer:?}; skipped {skipped:?}; reload events {history:?}"
+            ))
         });
+    }
+
+    /// Moves the events sent so far into `unread` and `history`.
+    fn receive(&self) {
+        let mut unread = self.unread.lock().unwrap();
+        while let Ok(event) = self.events.try_recv() {
+            self.history.lock().unwrap().push(event.to_string());
+            unread.push_back(event);
+        }
     }
 
     /// The next event that `pick` accepts; others are skipped.
     fn wait_event<T>(&self, what: &str, mut pick: impl FnMut(&ReloadEvent) -> Option<T>) -> T {
         let mut seen = Vec::new();
         wait_for(what, || {
-            while let Ok(event) = self.events.try_recv() {
+            self.receive();
+            loop {
+                let next = self.unread.lock().unwrap().pop_front();
+                let Some(event) = next else { break };
                 if let Some(v) = pick(&event) {
                     return Ok(v);
                 }

@@ -64,7 +64,7 @@ impl McpTool {
         // A form the server sends during the call goes to whoever can answer for it.
         let _asking = server.asking(asker);
         // The request's own span (kind client): the server's span is its child.
-        let span = telemetry::McpClientSpan::tools_call(&self.remote);
+        let span = telemetry::McpClientSpan::tools_call(&self.server_name, &self.remote);
         let sent = async {
             let mut params =
                 CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());

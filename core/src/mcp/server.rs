@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rmcp::model::{PaginatedRequestParams, RequestParamsMeta};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use super::config::ServerConfig;
 use super::connect::connect;
@@ -17,6 +19,7 @@ use super::tool::McpTool;
 use crate::governance::Breaker;
 use crate::secrets::Secrets;
 use crate::sync::lock;
+use crate::telemetry;
 use plugin_api::ToolError;
 
 /// The longest wait between restarts of a server that keeps failing.
@@ -173,7 +176,15 @@ impl Server {
                 progress: server.progress.clone(),
                 group: Default::default(),
             };
-            let connected = connect(&server.config, &secrets, handler).await;
+            // Starting the process (or reaching the URL) and the handshake: one client span.
+            let span = telemetry::McpClientSpan::request("initialize", &server.config.name);
+            let connected = connect(&server.config, &secrets, handler)
+                .instrument(span.span().clone())
+                .await;
+            if let Err(reason) = &connected {
+                span.failed("handshake", reason);
+            }
+            drop(span);
             server.connected(connected).await;
         });
         None
@@ -256,10 +267,7 @@ impl Server {
         self: &Arc<Self>,
         peer: &Peer<RoleClient>,
     ) -> Result<Arc<[Arc<McpTool>]>, String> {
-        let listed = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("listing its tools failed: {e}"))?;
+        let listed = list_all_tools(&self.config.name, peer).await?;
         let changed = self.pinned(&listed)?;
         let held = match changed.is_empty() {
             true => false,
@@ -509,6 +517,48 @@ fn backoff(failures: u32) -> Duration {
         0 | 1 => Duration::ZERO,
         n => Duration::from_secs(1u64 << (n - 2).min(5)).min(MAX_BACKOFF),
     }
+}
+
+/// At most this many pages of `tools/list` are read from one server: one that keeps giving a
+/// next cursor is a failure, not a loop.
+const MAX_LIST_PAGES: usize = 1_000;
+
+/// Every page of the server's `tools/list`, in one client span whose `traceparent` each page
+/// request carries (the server's span is its child); the error is one line.
+async fn list_all_tools(
+    server: &str,
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, String> {
+    let span = telemetry::McpClientSpan::request("tools/list", server);
+    let listed = async {
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut params = PaginatedRequestParams::default().with_cursor(cursor);
+            if let Some(traceparent) = telemetry::traceparent() {
+                params.set_traceparent(&traceparent);
+            }
+            let page = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| format!("listing its tools failed: {e}"))?;
+            tools.extend(page.tools);
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                return Ok(tools);
+            }
+        }
+        Err(format!(
+            "listing its tools failed: it gave a next page {MAX_LIST_PAGES} times; check the \
+             server's paging"
+        ))
+    }
+    .instrument(span.span().clone())
+    .await;
+    if let Err(reason) = &listed {
+        span.failed("list_failed", reason);
+    }
+    listed
 }
 
 /// Closes a connection: the SDK closes the child's input, waits for it to exit, then sends

@@ -12,6 +12,8 @@ pub const GEN_AI_TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
 pub const ERROR_TYPE: &str = "error.type";
 /// The MCP method of a request (`tools/call`, `tools/list`, …).
 pub const MCP_METHOD_NAME: &str = "mcp.method.name";
+/// The name in `mcp.json` of the MCP server a request is sent to.
+pub const MCP_SERVER: &str = "toolhost.mcp.server";
 /// The JSON-RPC id of an MCP request.
 pub const MCP_REQUEST_ID: &str = "mcp.request.id";
 /// The id of an MCP task (the tasks extension) whose run a span covers.

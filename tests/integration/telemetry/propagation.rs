@@ -183,8 +183,23 @@ fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues(
             ("upstream", "tools/call echo"),
             ("downstream", "tools/call echo"),
             ("downstream", "execute_tool echo"),
+            ("upstream", "initialize"),
+            ("upstream", "tools/list"),
+            ("downstream", "tools/list"),
         ],
     );
+    // Connecting: the handshake and the tool list, client spans naming the server; the
+    // list request carries its span's traceparent, which the server continues.
+    let handshake = one(&spans, named("upstream", "initialize"), "handshake");
+    assert_eq!(handshake["kind"], 3, "SPAN_KIND_CLIENT: {handshake:#}");
+    assert_eq!(handshake["attributes"]["mcp.method.name"], "initialize");
+    assert_eq!(handshake["attributes"]["toolhost.mcp.server"], "down");
+    let list = one(&spans, named("upstream", "tools/list"), "list sent");
+    assert_eq!(list["kind"], 3, "SPAN_KIND_CLIENT: {list:#}");
+    assert_eq!(list["attributes"]["toolhost.mcp.server"], "down");
+    let listed = one(&spans, named("downstream", "tools/list"), "list served");
+    assert_eq!(listed["parent_span_id"], list["span_id"], "{listed:#}");
+    assert_eq!(listed["trace_id"], list["trace_id"]);
     let call = one(
         &spans,
         named("upstream", "execute_tool down.echo"),
@@ -200,6 +215,7 @@ fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues(
     assert_eq!(sent["kind"], 3, "SPAN_KIND_CLIENT: {sent:#}");
     assert_eq!(sent["attributes"]["mcp.method.name"], "tools/call");
     assert_eq!(sent["attributes"]["gen_ai.tool.name"], "echo");
+    assert_eq!(sent["attributes"]["toolhost.mcp.server"], "down");
     // The server's span continues it, in the same trace.
     let served = one(
         &spans,

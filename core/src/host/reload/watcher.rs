@@ -436,15 +436,18 @@ impl WatchState {
             match watcher.watch(os, RecursiveMode::NonRecursive) {
                 Ok(()) => {
                     self.watched.insert(os.clone(), dir.clone());
-                    if collect {
-                        fresh.extend(watched_files(dir));
-                    }
                 }
+                // Not recorded as watched: the next change anywhere tries again.
                 Err(e) => tracing::warn!(
-                    "cannot watch {}: {e}; its changes are missed until the host restarts (on \
-                     Linux, raise fs.inotify.max_user_watches if the limit was reached)",
+                    "cannot watch {}: {e}; its changes are missed until another folder's \
+                     change makes the watcher try again (on Linux, raise \
+                     fs.inotify.max_user_watches if the limit was reached)",
                     Escaped(dir)
                 ),
+            }
+            // What is there now is loaded even if the folder could not be watched.
+            if collect {
+                fresh.extend(watched_files(dir));
             }
         }
         let mut new_link_dirs = BTreeSet::new();

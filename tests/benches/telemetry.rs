@@ -1,12 +1,10 @@
 //! The cost of tracing a tool call: the full lifecycle of the no-op tool (no extensions, audit
 //! off, no runtime, as the `lifecycle` bench's "full lifecycle, no extensions" row) with export
 //! off (no subscriber: the spans are disabled; and the CLI's log subscriber, warnings only, as
-//! `serve-mcp` runs without an exporter); the spans given to a layer that records nothing
-//! (what `tracing` itself costs: the registry, the layer's filter, enter and exit, and the
-//! host's work on the attributes); a call's 4 spans made with the SDK directly, without the
-//! lifecycle (the floor of any design on the SDK); recorded
-//! by the OpenTelemetry layer but sent nowhere; and exported over OTLP HTTP/protobuf (the
-//! SDK's batch processor, as `toolhost` exports) to the tests' receiver on this machine.
+//! `serve-mcp` runs without an exporter); a call's 4 spans made with the SDK directly, without
+//! the lifecycle (the floor of any design on the SDK); the host's spans recorded by a tracer
+//! provider without an exporter; and exported over OTLP HTTP/protobuf (the SDK's batch
+//! processor, as `toolhost` exports) to the tests' receiver on this machine.
 //!
 //! Metrics (group `metrics`, after the tracing rows: once on, they stay on for the process):
 //! the same lifecycle with the metrics off (no subscriber), then on and exported over OTLP
@@ -89,32 +87,6 @@ fn sdk_spans(tracer: &opentelemetry_sdk::trace::SdkTracer) {
     context.span().end();
 }
 
-/// The filter of `toolhost`'s export layer: the host's spans only.
-fn only_ours() -> tracing_subscriber::filter::FilterFn {
-    tracing_subscriber::filter::filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
-}
-
-/// A layer that records nothing: what a span costs in `tracing` itself.
-struct Nothing;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Nothing {}
-
-/// A dispatcher that gives the host's spans to the OpenTelemetry layer with `provider`'s
-/// tracer, as `toolhost` does when export is on.
-fn dispatch(provider: &SdkTracerProvider) -> tracing::Dispatch {
-    let only_ours = only_ours();
-    // The layer's settings in core/cli/src/otel.rs.
-    let layer = tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer("bench"))
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_target(false)
-        .with_context_activation(false)
-        .with_filter(only_ours);
-    tracing::Dispatch::new(tracing_subscriber::registry().with(layer))
-}
-
 fn bench(c: &mut Criterion) {
     let root = TestRoot::new();
     root.write("usr/toolhost.toml", "[audit]\nenabled = false\n");
@@ -142,15 +114,6 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let nothing = tracing::Dispatch::new(
-        tracing_subscriber::registry().with(Nothing.with_filter(only_ours())),
-    );
-    group.bench_function("spans given to a layer that records nothing", |b| {
-        b.iter_custom(|iters| {
-            tracing::dispatcher::with_default(&nothing, || calls(&host, iters, &args))
-        })
-    });
-
     let recorded = SdkTracerProvider::builder().build();
     // The floor of any design on this SDK: a call's 4 spans (the call's with its 8 attributes,
     // 3 steps with one each) made and ended with the tracer directly, without `tracing` and
@@ -159,22 +122,19 @@ fn bench(c: &mut Criterion) {
     group.bench_function("the SDK's 4 spans alone, no lifecycle", |b| {
         b.iter(|| sdk_spans(&tracer))
     });
-    let recording = dispatch(&recorded);
+    toolhost::telemetry::install(Some(&recorded));
     group.bench_function("spans recorded, not exported", |b| {
-        b.iter_custom(|iters| {
-            tracing::dispatcher::with_default(&recording, || calls(&host, iters, &args))
-        })
+        b.iter_custom(|iters| calls(&host, iters, &args))
     });
 
     let (receiver, port) = Receiver::start(&root);
     let exported = export_traces(port);
-    let exporting = dispatch(&exported);
+    toolhost::telemetry::install(Some(&exported));
     group.bench_function("spans exported over OTLP to a local receiver", |b| {
-        b.iter_custom(|iters| {
-            tracing::dispatcher::with_default(&exporting, || calls(&host, iters, &args))
-        })
+        b.iter_custom(|iters| calls(&host, iters, &args))
     });
     group.finish();
+    toolhost::telemetry::install(None);
     if let Err(e) = exported.shutdown() {
         panic!("the last spans were not sent: {e}");
     }
@@ -248,6 +208,7 @@ fn export_traces(port: u16) -> SdkTracerProvider {
         .expect("the OTLP span exporter");
     SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
+        .with_id_generator(toolhost::telemetry::SpanIds::default())
         .build()
 }
 

@@ -534,9 +534,9 @@ fn main() -> ExitCode {
     )
     .map(|config| config.telemetry())
     .unwrap_or_default();
-    let (export, _export) = otel::from_env(&telemetry);
+    let _export = otel::from_env(&telemetry);
     let _metrics_export = otel::metrics::from_env(&telemetry);
-    tracing_subscriber::registry().with(log).with(export).init();
+    tracing_subscriber::registry().with(log).init();
     quiet_on_closed_pipe();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
     match result {

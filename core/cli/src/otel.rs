@@ -13,19 +13,14 @@
 //! exporter, headers); each variable that is set wins over the file's value.
 //!
 //! Traces go over OTLP HTTP/protobuf (`OTEL_EXPORTER_OTLP_PROTOCOL` other than
-//! `http/protobuf` is refused with a warning). Only the spans and events of
-//! [`toolhost::telemetry::TARGET`] are exported, each attribute masked where it is made.
+//! `http/protobuf` is refused with a warning). Only the host's own spans are exported (see
+//! `toolhost::telemetry`), each attribute masked where it is made; no log event is.
 
 pub(crate) mod metrics;
-mod propagation;
 
-use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
-use tracing_subscriber::filter::filter_fn;
-use tracing_subscriber::Layer;
 
 /// Flushes the spans not yet sent when dropped (at the end of `main`).
 pub(crate) struct Export(Option<SdkTracerProvider>);
@@ -33,6 +28,7 @@ pub(crate) struct Export(Option<SdkTracerProvider>);
 impl Drop for Export {
     fn drop(&mut self) {
         if let Some(provider) = self.0.take() {
+            toolhost::telemetry::install(None);
             if let Err(e) = provider.shutdown() {
                 eprintln!("toolhost: sending the last traces failed: {e}");
             }
@@ -118,21 +114,16 @@ fn with_file<B: WithExportConfig + WithHttpConfig>(
     builder
 }
 
-/// The export layer the variables and `file` (`[telemetry]`) ask for (none when they do
-/// not), and its guard. A configuration that cannot be served is a warning: the command runs
-/// without export.
-pub(crate) fn from_env<S>(
-    file: &toolhost::config::TelemetrySettings,
-) -> (Option<impl Layer<S>>, Export)
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
+/// Starts exporting the host's spans if the variables and `file` (`[telemetry]`) ask for it;
+/// the guard flushes them at the end. A configuration that cannot be served is a warning:
+/// the command runs without export.
+pub(crate) fn from_env(file: &toolhost::config::TelemetrySettings) -> Export {
     match wanted(|name| var(file, name), "TRACES") {
         Ok(true) => {}
-        Ok(false) => return (None, Export(None)),
+        Ok(false) => return Export(None),
         Err(why) => {
             eprintln!("toolhost: {why}");
-            return (None, Export(None));
+            return Export(None);
         }
     }
     // The exporter's HTTPS, if the endpoint is one, with the workspace's one crypto provider.
@@ -144,34 +135,16 @@ where
             eprintln!(
                 "toolhost: the OTLP trace exporter cannot be built ({e}); traces are not exported"
             );
-            return (None, Export(None));
+            return Export(None);
         }
     };
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_resource(resource(file))
-        .with_id_generator(propagation::Ids::default())
+        .with_id_generator(toolhost::telemetry::SpanIds::default())
         .build();
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let tracer = provider.tracer("toolhost");
-    toolhost::telemetry::propagation::install(Box::new(propagation::Exported(tracer.clone())));
-    // Our spans are INFO: the hint keeps DEBUG and TRACE callsites off when not verbose.
-    let only_ours = filter_fn(|meta| meta.target() == toolhost::telemetry::TARGET)
-        .with_max_level_hint(tracing::level_filters::LevelFilter::INFO);
-    // Not the layer's defaults: a span's source location, thread, `tracing` target, and busy
-    // and idle time (two clock reads on every enter and exit) are of no use to a reader of a
-    // tool call's trace, and each costs on every call; nor is the OpenTelemetry context made
-    // current on every enter (a lock and a thread-local stack each time a future is polled):
-    // what the host passes on is read from the span itself (`otel/propagation.rs`).
-    let layer = tracing_opentelemetry::layer()
-        .with_tracer(tracer)
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_target(false)
-        .with_context_activation(false)
-        .with_filter(only_ours);
-    (Some(layer), Export(Some(provider)))
+    toolhost::telemetry::install(Some(&provider));
+    Export(Some(provider))
 }
 
 #[cfg(test)]

@@ -31,7 +31,6 @@ use super::{
     approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
 };
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
 #[derive(Clone)]
@@ -173,7 +172,7 @@ impl Session {
             };
             shared.tasks.finish(&id, result);
         };
-        tokio::spawn(running.instrument(span));
+        tokio::spawn(span.own(running));
     }
 }
 

@@ -3,18 +3,18 @@
 //! the propagator the binary installed; without one, the span starts a trace of its own), and
 //! the request counted and timed in the metrics.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::Instant;
 
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
 use rmcp::model::{CallToolResponse, RequestMetaObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
-use tracing::{Instrument as _, Span};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use toolhost::telemetry::names::{MCP_METHOD_NAME, MCP_REQUEST_ID, OTEL_KIND, OTEL_NAME, TASK_ID};
-use toolhost::telemetry::{masked, metrics, TARGET};
+use toolhost::telemetry::names::{MCP_METHOD_NAME, MCP_REQUEST_ID, TASK_ID};
+use toolhost::telemetry::{masked, metrics, Span};
 
 /// An MCP request being served: its span, and its duration recorded by method (and tool, for
 /// `tools/call`) when it is answered, with its error if it failed: the JSON-RPC code, or
@@ -67,7 +67,7 @@ impl Request {
         answer: impl Future<Output = Result<T, ErrorData>>,
         tool_error: impl Fn(&T) -> bool,
     ) -> Result<T, ErrorData> {
-        let answered = answer.instrument(self.span).await;
+        let answered = self.span.own(answer).await;
         let code;
         let error = match &answered {
             Err(e) => {
@@ -84,54 +84,36 @@ impl Request {
 }
 
 /// The span of a request of `method` (about `name`, the tool's for `tools/call`) with JSON-RPC
-/// id `id`.
+/// id `id`, a child of the span whose `traceparent` its `_meta` carries.
 pub(crate) fn request_span(
-    method: &str,
+    method: &'static str,
     name: Option<&str>,
     id: &impl std::fmt::Display,
     meta: &RequestMetaObject,
 ) -> Span {
-    let span = tracing::info_span!(
-        target: TARGET,
-        "mcp_request",
-        { OTEL_NAME } = tracing::field::Empty,
-        { OTEL_KIND } = "server",
-        { MCP_METHOD_NAME } = method,
-        { MCP_REQUEST_ID } = tracing::field::Empty,
-    );
-    if span.is_disabled() {
-        return span;
+    if !toolhost::telemetry::recording() {
+        return Span::none();
     }
-    let title = match name {
-        Some(name) => format!("{method} {}", masked(name)),
-        None => method.to_owned(),
+    let title = || match name {
+        Some(name) => Cow::Owned(format!("{method} {}", masked(name))),
+        None => Cow::Borrowed(method),
     };
-    span.record(OTEL_NAME, title);
-    span.record(MCP_REQUEST_ID, masked(&id.to_string()));
-    if let Some(traceparent) = meta.get_traceparent() {
-        let mut carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-        if let Some(state) = meta.get_tracestate() {
-            carrier.insert("tracestate".to_owned(), state.to_owned());
-        }
-        let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
-        // Refused only when no OpenTelemetry layer records the span: nothing to parent then.
-        let _ = span.set_parent(parent);
-    }
-    span
+    let attributes = || {
+        vec![
+            KeyValue::new(MCP_METHOD_NAME, method),
+            KeyValue::new(MCP_REQUEST_ID, masked(&id.to_string())),
+        ]
+    };
+    let (traceparent, tracestate) = (meta.get_traceparent(), meta.get_tracestate());
+    Span::start_remote(title, SpanKind::Server, attributes, traceparent, tracestate)
 }
 
 /// The span of a task's run in the background (`task {tool}`, with `toolhost.task.id`), a
 /// child of the current span: the `tools/call` request that created the task.
 pub(crate) fn task_span(tool: &str, id: &str) -> Span {
-    let span = tracing::info_span!(
-        target: TARGET,
-        "mcp_task",
-        { OTEL_NAME } = tracing::field::Empty,
-        { TASK_ID } = tracing::field::Empty,
-    );
-    if !span.is_disabled() {
-        span.record(OTEL_NAME, format!("task {}", masked(tool)));
-        span.record(TASK_ID, masked(id));
-    }
-    span
+    Span::start(
+        || Cow::Owned(format!("task {}", masked(tool))),
+        SpanKind::Internal,
+        || vec![KeyValue::new(TASK_ID, masked(id))],
+    )
 }

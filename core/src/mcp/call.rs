@@ -12,7 +12,6 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
-use tracing::Instrument as _;
 
 use super::handler::ProgressRoutes;
 use super::server::Server;
@@ -113,9 +112,8 @@ impl McpTool {
                     Err(e)
                 }
             }
-        }
-        .instrument(span.span().clone())
-        .await;
+        };
+        let sent = span.span().run(sent).await;
         span.ended(&sent);
         sent
     }

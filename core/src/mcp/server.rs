@@ -9,7 +9,6 @@ use rmcp::model::{PaginatedRequestParams, RequestParamsMeta};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
-use tracing::Instrument;
 
 use super::config::ServerConfig;
 use super::connect::connect;
@@ -178,8 +177,9 @@ impl Server {
             };
             // Starting the process (or reaching the URL) and the handshake: one client span.
             let span = telemetry::McpClientSpan::request("initialize", &server.config.name);
-            let connected = connect(&server.config, &secrets, handler)
-                .instrument(span.span().clone())
+            let connected = span
+                .span()
+                .run(connect(&server.config, &secrets, handler))
                 .await;
             if let Err(reason) = &connected {
                 span.failed("handshake", reason);
@@ -552,9 +552,8 @@ async fn list_all_tools(
             "listing its tools failed: it gave a next page {MAX_LIST_PAGES} times; check the \
              server's paging"
         ))
-    }
-    .instrument(span.span().clone())
-    .await;
+    };
+    let listed = span.span().run(listed).await;
     if let Err(reason) = &listed {
         span.failed("list_failed", reason);
     }

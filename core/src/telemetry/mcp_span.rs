@@ -2,11 +2,14 @@
 //! `initialize`; kind client), whose context the request carries in `_meta.traceparent`
 //! where it has one: the server's span is its child.
 
-use tracing::field::Empty;
-use tracing::Span;
+use std::borrow::Cow;
 
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
+
+use super::masked;
 use super::names::*;
-use super::{masked, TARGET};
+use super::span::Span;
 
 /// One MCP request sent, for its duration.
 pub(crate) struct McpClientSpan(Span);
@@ -23,30 +26,32 @@ impl McpClientSpan {
         Self::new(method, server, None)
     }
 
-    fn new(method: &str, server: &str, tool: Option<&str>) -> Self {
-        if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+    fn new(method: &'static str, server: &str, tool: Option<&str>) -> Self {
+        if !super::span::recording() {
             return Self(Span::none());
         }
         let tool = tool.map(masked);
         let name = match &tool {
-            Some(tool) => format!("{method} {tool}"),
-            None => method.to_owned(),
+            Some(tool) => Cow::Owned(format!("{method} {tool}")),
+            None => Cow::Borrowed(method),
         };
-        Self(tracing::info_span!(
-            target: TARGET,
-            "mcp_request",
-            { OTEL_NAME } = name,
-            { OTEL_KIND } = "client",
-            { MCP_METHOD_NAME } = method,
-            { MCP_SERVER } = masked(server).as_str(),
-            { GEN_AI_TOOL_NAME } = tool.as_deref(),
-            { ERROR_TYPE } = Empty,
-            { OTEL_STATUS_CODE } = Empty,
-            { OTEL_STATUS_DESCRIPTION } = Empty,
+        Self(Span::start(
+            || name,
+            SpanKind::Client,
+            || {
+                let mut attributes = vec![
+                    KeyValue::new(MCP_METHOD_NAME, method),
+                    KeyValue::new(MCP_SERVER, masked(server)),
+                ];
+                if let Some(tool) = tool {
+                    attributes.push(KeyValue::new(GEN_AI_TOOL_NAME, tool));
+                }
+                attributes
+            },
         ))
     }
 
-    /// The span itself (to instrument the request with).
+    /// The span itself (to run the request in).
     pub(crate) fn span(&self) -> &Span {
         &self.0
     }
@@ -54,11 +59,7 @@ impl McpClientSpan {
     /// Records that the request failed: `kind` (a [`ToolError`](plugin_api::ToolError)'s kind,
     /// or what went wrong) and the message, masked.
     pub(crate) fn failed(&self, kind: &str, message: &str) {
-        if !self.0.is_disabled() {
-            self.0.record(ERROR_TYPE, kind);
-            self.0.record(OTEL_STATUS_CODE, "error");
-            self.0.record(OTEL_STATUS_DESCRIPTION, masked(message));
-        }
+        self.0.failed(kind, message);
     }
 
     /// Records the error the request ended with, if it failed.

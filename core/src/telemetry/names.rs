@@ -51,15 +51,6 @@ pub const CHAT: &str = "chat";
 /// The key of the `_meta` of an MCP request that carries the trace context.
 pub const META_TRACEPARENT: &str = "traceparent";
 
-/// Set on a span, overrides its name in the export (tracing-opentelemetry's convention).
-pub const OTEL_NAME: &str = "otel.name";
-/// The span's status: `error` for a failed call.
-pub const OTEL_STATUS_CODE: &str = "otel.status_code";
-/// The status's description: the error's message, masked.
-pub const OTEL_STATUS_DESCRIPTION: &str = "otel.status_description";
-/// The span's kind (`server` for a request served by `serve-mcp`).
-pub const OTEL_KIND: &str = "otel.kind";
-
 // The metrics (`metrics.rs`). OpenTelemetry names; `/metrics` shows each as Prometheus does
 // (dots as `_`, the unit appended, `_total` on counters): `toolhost.tool.calls` is
 // `toolhost_tool_calls_total` there.

@@ -1,23 +1,21 @@
 //! Trace context across process boundaries (W3C Trace Context, the `traceparent` text
 //! `00-<trace id>-<span id>-<flags>`): what the host puts on its outgoing requests (an MCP
-//! server's `tools/call` `_meta`, a model server's `traceparent` header, a worker's call) and
-//! what a plugin reads from its `Context`.
-//!
-//! This crate records spans but never exports them: the binary that exports installs a
-//! [`Propagation`] that reads the current span's context and exports the spans a worker
-//! process timed ([`RemoteSpan`]). Until one is installed, [`traceparent`] is `None` at the
-//! cost of one atomic load, and nothing is sent.
+//! server's `_meta`, a model server's `traceparent` header, a worker's call) and what a plugin
+//! reads from its `Context`; and the spans a worker process timed, which the host exports with
+//! the span id the worker chose (so that what its plugin passed on points at them).
 
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::time::SystemTime;
 
-/// What an exporting binary plugs in (see [`install`]).
-pub trait Propagation: Send + Sync + 'static {
-    /// The `traceparent` of the current span, when it is recorded for export.
-    fn traceparent(&self) -> Option<String>;
-    /// Exports a span timed in another process (a worker) that the host exports for it.
-    fn export(&self, span: RemoteSpan<'_>);
-}
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::trace::Tracer as _;
+use opentelemetry::trace::{Span as _, SpanId, SpanKind, Status, TraceContextExt as _, TraceId};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
+
+use super::span::{recording, tracer};
 
 /// A span timed by a worker process, exported by the host: its own `traceparent` (its trace
 /// and span id, chosen by the worker so that the plugin could pass them on), its parent's, and
@@ -40,24 +38,88 @@ pub struct RemoteSpan<'a> {
     pub error: Option<&'a str>,
 }
 
-static INSTALLED: OnceLock<Box<dyn Propagation>> = OnceLock::new();
-
-/// Installs the process's propagation, once; `false` if one was installed already.
-pub fn install(propagation: Box<dyn Propagation>) -> bool {
-    INSTALLED.set(propagation).is_ok()
-}
-
-/// The `traceparent` of the current span, when a [`Propagation`] is installed and the span is
-/// recorded: what the host's outgoing requests carry.
+/// The `traceparent` of the current span, when it is recorded: what the host's outgoing
+/// requests carry. `None` at the cost of one atomic load while no tracer is installed.
 pub fn traceparent() -> Option<String> {
-    INSTALLED.get()?.traceparent()
+    if !recording() {
+        return None;
+    }
+    let context = Context::current();
+    let span = context.span();
+    let span = span.span_context();
+    if !span.is_valid() {
+        return None;
+    }
+    Some(format!(
+        "00-{}-{}-{:02x}",
+        span.trace_id(),
+        span.span_id(),
+        span.trace_flags().to_u8()
+    ))
 }
 
-/// Exports a span a worker timed, when a [`Propagation`] is installed.
-pub(crate) fn export(span: RemoteSpan<'_>) {
-    if let Some(installed) = INSTALLED.get() {
-        installed.export(span);
+/// The context of a remote parent: its `traceparent` and `tracestate` read as W3C Trace
+/// Context says (the empty context when `traceparent` does not read).
+pub(crate) fn context(traceparent: &str, tracestate: Option<&str>) -> Context {
+    let mut carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    if let Some(state) = tracestate {
+        carrier.insert("tracestate".to_owned(), state.to_owned());
     }
+    TraceContextPropagator::new().extract_with_context(&Context::new(), &carrier)
+}
+
+thread_local! {
+    /// The span id the next span built on this thread takes, when set.
+    static NEXT_SPAN_ID: Cell<Option<SpanId>> = const { Cell::new(None) };
+}
+
+/// The id generator of a provider given to [`install`](super::install): random ids, except
+/// for the spans a worker timed, exported with the span id the worker chose.
+#[derive(Debug, Default)]
+pub struct SpanIds(RandomIdGenerator);
+
+impl IdGenerator for SpanIds {
+    fn new_trace_id(&self) -> TraceId {
+        self.0.new_trace_id()
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        NEXT_SPAN_ID
+            .with(Cell::take)
+            .unwrap_or_else(|| self.0.new_span_id())
+    }
+}
+
+/// Exports a span a worker timed, when spans are recorded.
+pub(crate) fn export(span: RemoteSpan<'_>) {
+    let Some(tracer) = tracer() else {
+        return;
+    };
+    let Some((_, own_id, _)) = parse_traceparent(span.traceparent) else {
+        return;
+    };
+    let Ok(own_id) = SpanId::from_hex(own_id) else {
+        return;
+    };
+    let parent = context(span.parent, None);
+    let attributes: Vec<KeyValue> = span
+        .attributes
+        .iter()
+        .map(|(key, value)| KeyValue::new(*key, value.clone()))
+        .collect();
+    let builder = tracer
+        .span_builder(span.name.to_owned())
+        .with_kind(SpanKind::Internal)
+        .with_start_time(span.start)
+        .with_attributes(attributes);
+    NEXT_SPAN_ID.with(|next| next.set(Some(own_id)));
+    let mut built = tracer.build_with_context(builder, &parent);
+    // Taken by the span just built; cleared in case sampling built none.
+    NEXT_SPAN_ID.with(|next| next.set(None));
+    if let Some(kind) = span.error {
+        built.set_status(Status::error(kind.to_owned()));
+    }
+    built.end_with_timestamp(span.end);
 }
 
 /// The parts of a `traceparent`: trace id, span id (lowercase hex) and flags; `None` when it

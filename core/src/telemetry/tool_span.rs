@@ -1,15 +1,17 @@
 //! A tool call's span, `execute_tool {tool}`, with its attributes, and the call's metrics
 //! when it ends.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use tracing::field::{Empty, Field, Value};
-use tracing::Span;
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
 
 use super::names::*;
-use super::{masked, metrics, TARGET};
+use super::span::{event, InSpan, Span};
+use super::{masked, metrics};
 use plugin_api::{RiskLevel, ToolError};
 
 tokio::task_local! {
@@ -32,36 +34,33 @@ pub struct ToolSpan {
 
 impl ToolSpan {
     /// The span of a call of `request` (`name` or `name:method`), a child of the current span.
-    ///
-    /// What is known of the call goes into the span as it is made: each later
-    /// [`Span::record`] is a lookup and a lock in every layer that records the span.
     pub(crate) fn start(request: &str) -> Self {
-        let span = if tracing::enabled!(target: TARGET, tracing::Level::INFO) {
-            let request = masked(request);
-            let (name, method) = match request.split_once(':') {
-                Some((name, method)) => (name, Some(method)),
-                None => (request.as_str(), None),
-            };
-            let call_id = CALL_ID.try_with(|id| masked(id)).ok();
-            tracing::info_span!(
-                target: TARGET,
-                "execute_tool",
-                { OTEL_NAME } = format!("{EXECUTE_TOOL} {name}"),
-                { GEN_AI_OPERATION_NAME } = EXECUTE_TOOL,
-                { GEN_AI_TOOL_NAME } = name,
-                { GEN_AI_TOOL_CALL_ID } = call_id.as_deref(),
-                { TOOL_METHOD } = method,
-                { TOOL_LAYER } = Empty,
-                { LIBRARY_SHA256 } = Empty,
-                { TOOL_RISK } = Empty,
-                { TOOL_ISOLATED } = Empty,
-                { CALL_OUTCOME } = Empty,
-                { ERROR_TYPE } = Empty,
-                { OTEL_STATUS_CODE } = Empty,
-                { OTEL_STATUS_DESCRIPTION } = Empty,
-            )
-        } else {
-            Span::none()
+        let span = match super::span::recording() {
+            true => {
+                let request = masked(request);
+                let (tool, method) = match request.split_once(':') {
+                    Some((tool, method)) => (tool, Some(method)),
+                    None => (request.as_str(), None),
+                };
+                let name = format!("{EXECUTE_TOOL} {tool}");
+                Span::start(
+                    || Cow::Owned(name),
+                    SpanKind::Internal,
+                    || {
+                        let mut attributes = Vec::with_capacity(12);
+                        attributes.push(KeyValue::new(GEN_AI_OPERATION_NAME, EXECUTE_TOOL));
+                        attributes.push(KeyValue::new(GEN_AI_TOOL_NAME, tool.to_owned()));
+                        if let Some(method) = method {
+                            attributes.push(KeyValue::new(TOOL_METHOD, method.to_owned()));
+                        }
+                        if let Ok(id) = CALL_ID.try_with(|id| masked(id)) {
+                            attributes.push(KeyValue::new(GEN_AI_TOOL_CALL_ID, id));
+                        }
+                        attributes
+                    },
+                )
+            }
+            false => Span::none(),
         };
         Self {
             span,
@@ -70,9 +69,9 @@ impl ToolSpan {
         }
     }
 
-    /// The span itself (to instrument the call with).
-    pub(crate) fn span(&self) -> &Span {
-        &self.span
+    /// Runs the call within this span: its steps are children of it.
+    pub(crate) fn run<F: Future>(&self, call: F) -> InSpan<F> {
+        self.span.run(call)
     }
 
     /// Describes the tool the request resolved to: its name, its layer (`mcp` for an MCP
@@ -87,54 +86,26 @@ impl ToolSpan {
         isolated: bool,
     ) {
         let _ = self.tool.set(tool.clone());
-        if self.span.is_disabled() {
-            return;
-        }
-        let layer = masked(&layer());
-        let sha256 = sha256();
-        self.record(&[
-            (TOOL_LAYER, Some(&layer.as_str() as &dyn Value)),
-            (LIBRARY_SHA256, sha256.as_ref().map(|s| s as &dyn Value)),
-            (TOOL_RISK, Some(&risk.as_str() as &dyn Value)),
-            (TOOL_ISOLATED, Some(&isolated as &dyn Value)),
-        ]);
-    }
-
-    /// Records `values` (fields of [`start`](Self::start)'s span) at once: one visit of each
-    /// layer, not one a field.
-    fn record<const N: usize>(&self, values: &[(&str, Option<&dyn Value>); N]) {
-        let Some(meta) = self.span.metadata() else {
-            return;
-        };
-        let fields = meta.fields();
-        let named: [(Field, Option<&dyn Value>); N] = std::array::from_fn(|i| {
-            let (name, value) = values[i];
-            (fields.field(name).expect("a field of the span"), value)
+        self.span.set(|| {
+            let mut attributes = vec![
+                KeyValue::new(TOOL_LAYER, masked(&layer())),
+                KeyValue::new(TOOL_RISK, risk.as_str()),
+                KeyValue::new(TOOL_ISOLATED, isolated),
+            ];
+            if let Some(sha256) = sha256() {
+                attributes.push(KeyValue::new(LIBRARY_SHA256, sha256.to_owned()));
+            }
+            attributes
         });
-        let pairs: [(&Field, Option<&dyn Value>); N] =
-            std::array::from_fn(|i| (&named[i].0, named[i].1));
-        self.span.record_all(&fields.value_set(&pairs));
     }
 
     /// Records how the call ended, on the span and in the metrics.
     pub(crate) fn ended(&self, outcome: Result<(), &ToolError>) {
-        if !self.span.is_disabled() {
-            match outcome {
-                Ok(()) => {
-                    self.span.record(CALL_OUTCOME, "ok");
-                }
-                Err(e) => {
-                    let description = masked(e.message());
-                    self.record(&[
-                        (CALL_OUTCOME, Some(&"error" as &dyn Value)),
-                        (ERROR_TYPE, Some(&e.kind().as_str() as &dyn Value)),
-                        (OTEL_STATUS_CODE, Some(&"error" as &dyn Value)),
-                        (
-                            OTEL_STATUS_DESCRIPTION,
-                            Some(&description.as_str() as &dyn Value),
-                        ),
-                    ]);
-                }
+        match outcome {
+            Ok(()) => self.span.set(|| vec![KeyValue::new(CALL_OUTCOME, "ok")]),
+            Err(e) => {
+                self.span.set(|| vec![KeyValue::new(CALL_OUTCOME, "error")]);
+                self.span.failed(e.kind().as_str(), e.message());
             }
         }
         if metrics::enabled() {
@@ -145,27 +116,36 @@ impl ToolSpan {
     }
 }
 
-/// A step of a call, as a child of its span: `approval`, `validation`, `execute` (the
-/// plugin's, one per attempt) or the name of an extension point that has extensions.
+/// A step of a call, as a child of its span: `approval`, `validation` or the name of an
+/// extension point that has extensions.
 pub(crate) fn step(name: &str) -> Span {
-    // A field's value is worked out only when the span is enabled.
-    tracing::info_span!(target: TARGET, "step", { OTEL_NAME } = masked(name))
+    Span::start(|| Cow::Owned(masked(name)), SpanKind::Internal, Vec::new)
 }
 
 /// The span of one attempt of the plugin's `execute`.
 pub(crate) fn execute(attempt: u32) -> Span {
-    tracing::info_span!(target: TARGET, "execute", { ATTEMPT } = attempt)
+    let attributes = || vec![KeyValue::new(ATTEMPT, i64::from(attempt))];
+    Span::start(|| Cow::Borrowed("execute"), SpanKind::Internal, attributes)
 }
 
 /// A retry, as an event of the call's span: the error kind it follows, and the attempt next.
 pub(crate) fn retrying(kind: &str, next_attempt: u32) {
-    let attempt = next_attempt;
-    tracing::event!(target: TARGET, tracing::Level::INFO, { ERROR_TYPE } = kind, { ATTEMPT } = attempt, "retry");
+    event("retry", || {
+        vec![
+            KeyValue::new(ERROR_TYPE, kind.to_owned()),
+            KeyValue::new(ATTEMPT, i64::from(next_attempt)),
+        ]
+    });
 }
 
 /// A breaker's change of state, as an event of the call's span.
 pub(crate) fn breaker_moved(tool: &str, from: &str, to: &str) {
     metrics::breaker(tool, to);
-    let tool = masked(tool);
-    tracing::event!(target: TARGET, tracing::Level::INFO, { GEN_AI_TOOL_NAME } = tool, from, to, "circuit breaker");
+    event("circuit breaker", || {
+        vec![
+            KeyValue::new(GEN_AI_TOOL_NAME, masked(tool)),
+            KeyValue::new("from", from.to_owned()),
+            KeyValue::new("to", to.to_owned()),
+        ]
+    });
 }

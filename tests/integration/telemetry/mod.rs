@@ -192,7 +192,10 @@ impl Served {
             .lines()
             .find_map(|l| l.strip_prefix("data: "))
             .unwrap_or(&answer);
-        let message: Value = serde_json::from_str(data).expect("a JSON-RPC answer");
+        let message: Value = serde_json::from_str(data).unwrap_or_else(|e| {
+            let said: Vec<String> = self._server.stderr.try_iter().collect();
+            panic!("not a JSON-RPC answer ({e}): {answer:?}; the server said {said:#?}")
+        });
         message["result"].clone()
     }
 }

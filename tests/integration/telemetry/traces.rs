@@ -113,7 +113,7 @@ fn a_served_call_is_traced_from_the_clients_traceparent_to_the_plugins_execute()
         .into_iter()
         .find(|s| s["parent_span_id"] == call["span_id"])
         .expect("execute");
-    assert_eq!(execute["attributes"]["toolhost.attempt"], "1");
+    assert_eq!(execute["attributes"]["toolhost.attempt"], 1, "an integer");
 
     // Without a traceparent, a trace of its own; a successful call.
     let request = named(&spans, "tools/call echo")[0];

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use abi_stable::std_types::RString;
 use serde::Serialize;
 use serde_json::Value;
-use tracing::Instrument as _;
 
 use crate::agent::call::context::CallContext;
 use crate::agent::call::read_back::ReadBack;
@@ -74,7 +73,7 @@ impl Agent {
                 ))
             })
         };
-        run.instrument(telemetry::step(point)).await
+        telemetry::step(point).run(run).await
     }
 
     /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;

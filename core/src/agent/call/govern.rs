@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use tracing::Instrument;
 
 use super::governed::Governed;
 use crate::agent::call::context::CallContext;
@@ -89,12 +88,10 @@ impl Agent {
         rules: &CallRules,
         trail: &mut Trail,
     ) -> Result<T::Answer, ToolError> {
-        telemetry::step("validation").in_scope(|| tool.schema().check(args))?;
+        telemetry::step("validation").run_sync(|| tool.schema().check(args))?;
         let risk = tool.info().risk_level;
-        let approved = self
-            .approve(&rules.config, tool.name(), request.method(), risk, args)
-            .instrument(telemetry::step("approval"))
-            .await;
+        let approving = self.approve(&rules.config, tool.name(), request.method(), risk, args);
+        let approved = telemetry::step("approval").run(approving).await;
         telemetry::metrics::approval(approved.is_ok());
         match &approved {
             Ok(decision) => trail.approval(true, || decision.source.clone()),
@@ -112,10 +109,8 @@ impl Agent {
         let mut attempt = 1;
         loop {
             let start = trail.attempt_starts();
-            let result = tool
-                .attempt(self, call, args, rules.timeout)
-                .instrument(telemetry::execute(attempt))
-                .await;
+            let attempting = tool.attempt(self, call, args, rules.timeout);
+            let result = telemetry::execute(attempt).run(attempting).await;
             trail.attempt(start, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
             let transition = tool.breaker().record(outcome, &rules.breaker);

@@ -27,7 +27,6 @@ use crate::transcript::{HistoryMessage, LogKind};
 use plugin_api::ErrorKind;
 use plugin_api::Response;
 use plugin_api::ToolError;
-use tracing::Instrument;
 
 /// Clears the agent's current tool when dropped (step 11, "finally").
 struct ClearCurrentTool<'a>(&'a Agent);
@@ -136,7 +135,7 @@ impl Agent {
     ) -> Result<Response, ToolError> {
         let span = ToolSpan::start(request);
         let called = self.resolve_and_run(request, args, nested, &span);
-        let result = called.instrument(span.span().clone()).await;
+        let result = span.run(called).await;
         span.ended(result.as_ref().map(|_| ()));
         result
     }

@@ -20,7 +20,6 @@ use plugin_api::points::{
     ResponseStreamEnd, UtilModelCallBefore,
 };
 use toolhost_reply::parse_reply;
-use tracing::Instrument;
 
 /// How asking the model ended.
 pub(crate) enum Asked {
@@ -101,7 +100,7 @@ impl Agent {
         // (`live`), in the order they arrive, while the reply streams.
         let (sender, mut pieces) = tokio::sync::mpsc::unbounded_channel();
         let chat = ChatSpan::start(model.model_name());
-        let chat_span = chat.span().clone();
+        let chat_span = chat.span();
         let asking = async move {
             let mut send = move |delta: Delta<'_>| {
                 let piece = match delta {
@@ -110,7 +109,7 @@ impl Agent {
                 };
                 let _ = sender.send(piece);
             };
-            model.stream(request, &mut send).instrument(chat_span).await
+            chat_span.run(model.stream(request, &mut send)).await
         };
         let showing = async {
             while let Some((reasoning, piece)) = pieces.recv().await {

@@ -25,6 +25,7 @@ pub(crate) use chat_span::ChatSpan;
 #[cfg(feature = "mcp")]
 pub(crate) use mcp_span::McpClientSpan;
 pub use propagation::{traceparent, SpanIds};
+pub(crate) use span::carried;
 pub use span::{install, recording, InSpan, Span};
 pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
 pub use tool_span::{with_call_id, ToolSpan};

@@ -32,7 +32,22 @@ static TRACER: RwLock<Option<SdkTracer>> = RwLock::new(None);
 /// Records the host's spans with `provider` from now on (`None`: records none any more).
 ///
 /// Build the provider with [`SpanIds`](super::SpanIds) as its id generator, so that a span
-/// timed by a worker process is exported with the id its plugin passed on.
+/// timed by a worker process is exported with the id its plugin passed on. Keep the provider,
+/// and shut it down at the end to send the last spans (after `install(None)`).
+///
+/// ```
+/// use opentelemetry_sdk::trace::SdkTracerProvider;
+///
+/// let provider = SdkTracerProvider::builder()
+///     // .with_batch_exporter(exporter): an OTLP exporter, as `toolhost` builds it
+///     .with_id_generator(toolhost::telemetry::SpanIds::default())
+///     .build();
+/// toolhost::telemetry::install(Some(&provider));
+/// assert!(toolhost::telemetry::recording());
+/// // ... calls made now have spans ...
+/// toolhost::telemetry::install(None);
+/// provider.shutdown().unwrap();
+/// ```
 pub fn install(provider: Option<&SdkTracerProvider>) {
     let tracer = provider.map(|p| p.tracer("toolhost"));
     let on = tracer.is_some();
@@ -192,6 +207,16 @@ impl<F: Future> Future for InSpan<F> {
         let this = self.project();
         let _attached = this.context.as_ref().map(|c| c.clone().attach());
         this.future.poll(cx)
+    }
+}
+
+/// `future` with the current context, for another thread to poll it (a call thread): its
+/// spans, and the `traceparent` its plugin reads, are then the current span's children.
+pub(crate) fn carried<F: Future>(future: F) -> InSpan<F> {
+    InSpan {
+        future,
+        context: recording().then(Context::current),
+        owned: None,
     }
 }
 

@@ -225,3 +225,55 @@ fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues(
     assert_eq!(served["parent_span_id"], sent["span_id"], "{served:#}");
     assert_eq!(served["kind"], 2, "SPAN_KIND_SERVER");
 }
+
+#[test]
+fn a_plugin_in_the_hosts_process_passes_on_its_execute_span() {
+    let receiver = Receiver::start(root().path());
+    let (_downstream_root, downstream) = downstream(&receiver);
+    let port: u16 = downstream
+        .authority
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port");
+    // echo in serve-mcp's own process: its `execute` runs on a call thread.
+    let upstream_root = root();
+    let upstream = Served::start(
+        &upstream_root,
+        &["--allow-writes-without-token"],
+        &receiver.env("upstream"),
+    );
+    let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
+    let result = upstream.call(
+        "forwarding",
+        "echo:forward",
+        json!({"port": port, "tool": "echo"}),
+        json!({"traceparent": traceparent}),
+    );
+    assert_eq!(result["isError"], false, "{result}");
+    let text = result["content"][0]["text"].as_str().expect("a text");
+    let answer: Value = serde_json::from_str(text).expect("forward's JSON");
+    let sent = answer["traceparent"].as_str().unwrap_or_default();
+
+    let spans = arrived(
+        &receiver,
+        &[
+            ("upstream", "execute"),
+            ("upstream", "execute_tool echo"),
+            ("downstream", "tools/call echo"),
+        ],
+    );
+    let spans = in_trace(&spans, &Value::from(TRACE_ID));
+    let call = one(&spans, named("upstream", "execute_tool echo"), "call span");
+    assert_eq!(call["attributes"]["toolhost.tool.isolated"], false);
+    let execute = one(&spans, named("upstream", "execute"), "execute step");
+    assert_eq!(execute["parent_span_id"], call["span_id"]);
+    let execute_id = execute["span_id"].as_str().expect("an id");
+    assert_eq!(sent, format!("00-{TRACE_ID}-{execute_id}-01"), "{answer}");
+    let served = one(
+        &spans,
+        named("downstream", "tools/call echo"),
+        "downstream request",
+    );
+    assert_eq!(served["parent_span_id"], execute["span_id"], "{served:#}");
+}

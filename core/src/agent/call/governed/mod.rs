@@ -144,7 +144,8 @@ async fn on_call_thread(
     let call = call.for_attempt();
     let running = {
         let (tool, ctx) = (tool.clone(), call.to_ffi());
-        async move { tool.execute(ctx, args).await }
+        // Polled on the call thread in the current span, the `execute` step's.
+        crate::telemetry::carried(async move { tool.execute(ctx, args).await })
     };
     let deadline = timeout.unwrap_or(Duration::MAX);
     let interrupt = agent.intervention.stopped();

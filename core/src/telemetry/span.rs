@@ -104,10 +104,10 @@ impl Span {
         let Some(tracer) = tracer() else {
             return Self(None);
         };
-        let parent = match traceparent {
-            Some(traceparent) => super::propagation::context(traceparent, tracestate),
-            None => Context::current(),
-        };
+        let parent = traceparent
+            .map(|traceparent| super::propagation::context(traceparent, tracestate))
+            .filter(|remote| remote.span().span_context().is_valid())
+            .unwrap_or_else(Context::current);
         Self::make(&tracer, name(), kind, attributes(), &parent)
     }
 

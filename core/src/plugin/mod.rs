@@ -88,6 +88,8 @@ pub struct ToolHandle {
     pub(crate) breaker: Breaker,
     /// The file's SHA-256 for the audit, computed on first use.
     sha256: std::sync::OnceLock<Option<String>>,
+    /// Its layer as the root names it (`usr`, `plugins/NAME`), made at the first call's span.
+    layer: std::sync::OnceLock<Box<str>>,
     /// XXH3-128 of the bytes this build was loaded from (0 if unknown), so the SHA-256
     /// computed later is known to be of the same bytes.
     content_hash: u128,
@@ -178,6 +180,7 @@ impl ToolHandle {
             schema,
             breaker: Breaker::default(),
             sha256: std::sync::OnceLock::new(),
+            layer: std::sync::OnceLock::new(),
             content_hash: 0,
             source: source.to_owned(),
             package,
@@ -277,6 +280,17 @@ impl ToolHandle {
             )),
             _ => None,
         }
+    }
+
+    /// Its layer as `root` names it: the folder its `tools/` folder is in (`usr`,
+    /// `plugins/NAME`, `usr/agents/dev`), worked out once (a handle serves one root).
+    pub(crate) fn layer_label(&self, root: &Path) -> &str {
+        self.layer.get_or_init(|| {
+            let relative = self.source.strip_prefix(root).unwrap_or(&self.source);
+            let relative = relative.to_string_lossy();
+            let layer = relative.rsplit_once("/tools/").map_or("", |(l, _)| l);
+            layer.into()
+        })
     }
 
     /// The SHA-256 of the library file (hex), as the audit records it: computed when first

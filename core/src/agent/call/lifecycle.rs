@@ -55,13 +55,7 @@ impl Target {
     fn describe(&self, span: &ToolSpan, root: &std::path::Path) {
         match self {
             Self::Library(tool, _) => {
-                let layer = || {
-                    let source = tool.source();
-                    let relative = source.strip_prefix(root).unwrap_or(source);
-                    let relative = relative.to_string_lossy();
-                    let layer = relative.rsplit_once("/tools/").map_or("", |(l, _)| l);
-                    layer.to_owned()
-                };
+                let layer = || tool.layer_label(root).to_owned();
                 let sha256 = || tool.sha256();
                 let risk = tool.info().risk_level;
                 span.resolved(tool.shared_name(), layer, sha256, risk, tool.is_isolated());

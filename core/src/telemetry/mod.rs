@@ -27,7 +27,7 @@ pub(crate) use mcp_span::McpClientSpan;
 pub use propagation::{traceparent, SpanIds};
 pub(crate) use span::carried;
 pub use span::{install, recording, InSpan, Span};
-pub(crate) use tool_span::{breaker_moved, execute, retrying, step};
+pub(crate) use tool_span::{breaker_moved, execute, extension_point, retrying, step};
 pub use tool_span::{with_call_id, ToolSpan};
 
 /// `text` with every secret in force in the process masked.

@@ -116,10 +116,15 @@ impl ToolSpan {
     }
 }
 
-/// A step of a call, as a child of its span: `approval`, `validation` or the name of an
-/// extension point that has extensions.
-pub(crate) fn step(name: &str) -> Span {
-    Span::start(|| Cow::Owned(masked(name)), SpanKind::Internal, Vec::new)
+/// A step of a call, as a child of its span: `approval` or `validation`.
+pub(crate) fn step(name: &'static str) -> Span {
+    Span::start(|| Cow::Borrowed(name), SpanKind::Internal, Vec::new)
+}
+
+/// The run of an extension point (`point`, masked: a point may be any name) that has
+/// extensions, as a child of the current span.
+pub(crate) fn extension_point(point: &str) -> Span {
+    Span::start(|| Cow::Owned(masked(point)), SpanKind::Internal, Vec::new)
 }
 
 /// The span of one attempt of the plugin's `execute`.

@@ -73,7 +73,7 @@ impl Agent {
                 ))
             })
         };
-        telemetry::step(point).run(run).await
+        telemetry::extension_point(point).run(run).await
     }
 
     /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;

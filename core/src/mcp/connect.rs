@@ -180,12 +180,16 @@ async fn keep_stderr(
 ) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        // Masked here, with the host's secrets: the line may be logged after the host is gone
+        // (a server that fails as the command ends), when the log's own masking no longer
+        // knows them.
+        let line = secrets.mask(&line);
         tracing::debug!("MCP server {server}: {line}");
         let mut tail = lock(&tail);
         if tail.len() == STDERR_LINES {
             tail.remove(0);
         }
-        tail.push(secrets.mask(&line).chars().take(200).collect());
+        tail.push(line.chars().take(200).collect());
     }
 }
 

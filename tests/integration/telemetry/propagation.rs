@@ -53,23 +53,23 @@ fn downstream(receiver: &Receiver) -> (TestRoot, Served) {
     (root, served)
 }
 
-#[test]
-fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
-    let receiver = Receiver::start(root().path());
-    // The MCP server the plugin calls.
-    let (_downstream_root, downstream) = downstream(&receiver);
+/// The client's trace: a `tools/call` of `echo:forward` (which calls `echo` of a downstream
+/// `serve-mcp` with the traceparent its `Context` gives) on a `serve-mcp` exporting as
+/// `upstream`, whose root's `usr/toolhost.toml` is `toml`. The plugin's answer (what it passed
+/// on, and the downstream's answer) and the servers with their roots, to keep until the spans
+/// have arrived.
+fn forward_through(receiver: &Receiver, toml: Option<&str>) -> (Value, Vec<Served>, Vec<TestRoot>) {
+    let (downstream_root, downstream) = downstream(receiver);
     let port: u16 = downstream
         .authority
         .rsplit(':')
         .next()
         .and_then(|p| p.parse().ok())
         .expect("a port");
-    // The server the client calls: echo runs in a worker (no sandbox: it opens a socket).
     let upstream_root = root();
-    upstream_root.write(
-        "usr/toolhost.toml",
-        "isolate = [\"echo\"]\n[tools.echo]\nsandbox = \"off\"\n",
-    );
+    if let Some(toml) = toml {
+        upstream_root.write("usr/toolhost.toml", toml);
+    }
     let upstream = Served::start(
         &upstream_root,
         &["--allow-writes-without-token"],
@@ -85,6 +85,23 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
     assert_eq!(result["isError"], false, "{result}");
     let text = result["content"][0]["text"].as_str().expect("a text");
     let answer: Value = serde_json::from_str(text).expect("forward's JSON");
+    assert!(
+        answer["answer"]
+            .as_str()
+            .unwrap_or("")
+            .contains("forwarded"),
+        "{answer}"
+    );
+    let servers = vec![downstream, upstream];
+    (answer, servers, vec![downstream_root, upstream_root])
+}
+
+#[test]
+fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
+    let receiver = Receiver::start(root().path());
+    // echo runs in a worker (no sandbox: it opens a socket).
+    let toml = "isolate = [\"echo\"]\n[tools.echo]\nsandbox = \"off\"\n";
+    let (answer, _servers, _roots) = forward_through(&receiver, Some(toml));
     let sent = answer["traceparent"]
         .as_str()
         .expect("the plugin read a traceparent");
@@ -92,10 +109,6 @@ fn a_call_is_one_trace_through_the_worker_to_the_mcp_server_the_plugin_calls() {
         sent.starts_with(&format!("00-{TRACE_ID}-")),
         "the plugin's traceparent is of the client's trace: {sent}"
     );
-    assert!(answer["answer"]
-        .as_str()
-        .unwrap_or("")
-        .contains("forwarded"));
 
     // Every span checked below: each process exports its spans in batches as they end, so
     // the worker's span can arrive before the request span that encloses it.
@@ -229,30 +242,8 @@ fn a_tool_of_an_mcp_server_is_called_in_a_client_span_that_the_server_continues(
 #[test]
 fn a_plugin_in_the_hosts_process_passes_on_its_execute_span() {
     let receiver = Receiver::start(root().path());
-    let (_downstream_root, downstream) = downstream(&receiver);
-    let port: u16 = downstream
-        .authority
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("a port");
     // echo in serve-mcp's own process: its `execute` runs on a call thread.
-    let upstream_root = root();
-    let upstream = Served::start(
-        &upstream_root,
-        &["--allow-writes-without-token"],
-        &receiver.env("upstream"),
-    );
-    let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
-    let result = upstream.call(
-        "forwarding",
-        "echo:forward",
-        json!({"port": port, "tool": "echo"}),
-        json!({"traceparent": traceparent}),
-    );
-    assert_eq!(result["isError"], false, "{result}");
-    let text = result["content"][0]["text"].as_str().expect("a text");
-    let answer: Value = serde_json::from_str(text).expect("forward's JSON");
+    let (answer, _servers, _roots) = forward_through(&receiver, None);
     let sent = answer["traceparent"].as_str().unwrap_or_default();
 
     let spans = arrived(

@@ -737,3 +737,55 @@ fn a_profile_folder_made_step_by_step_is_announced_and_its_tool_loaded() {
     assert_eq!(live.call("p1", "ver", json!({})), "v2");
     assert_eq!(live.call("default", "ver", json!({})), "v1");
 }
+
+/// `renameat2(from, to, RENAME_EXCHANGE)`: the two folders trade places in one step, as
+/// `toolhost update` puts a new version in place.
+#[cfg(target_os = "linux")]
+fn exchange(from: &Path, to: &Path) {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap();
+    let (from, to) = (c(from), c(to));
+    // SAFETY: two NUL-terminated paths, relative to no directory file descriptor.
+    let done = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(done, 0, "{}", std::io::Error::last_os_error());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_plugin_folder_swapped_in_one_step_is_loaded_though_the_old_one_is_kept() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, "usr/plugins/p/tools/ver.so");
+    let live = Live::new(root);
+    assert_eq!(live.call("default", "ver", json!({})), "v1");
+
+    // The new version staged outside the layers, then swapped in; the old folder is kept
+    // where the new one was, so the watch of its `tools/` folder sees nothing of the new one.
+    let staged = live
+        .root
+        .copy(Fixture::VersionedV2, ".staging/p/tools/ver.so");
+    let staged = staged.parent().and_then(Path::parent).unwrap().to_owned();
+    exchange(&staged, &live.root.path().join("usr/plugins/p"));
+    let (old, new) = live.wait_event("the new build's reload", |e| match e {
+        ReloadEvent::Loaded { path, old, new, .. }
+            if old.is_some() && path.ends_with("p/tools/ver.so") =>
+        {
+            Some((old.clone(), new.clone()))
+        }
+        _ => None,
+    });
+    assert_eq!((old, new), (Some(served("0.1.0", 1)), served("0.2.0", 2)));
+    live.wait_answer("default", "ver", "v2");
+    // The new folder's `tools/` is watched, not the old one's: a rebuild there is seen.
+    live.root
+        .replace("usr/plugins/p/tools/ver.so", Fixture::Versioned);
+    live.wait_answer("default", "ver", "v1");
+}

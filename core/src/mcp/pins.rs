@@ -4,9 +4,9 @@
 //! A definition is a tool's name, title, description, input and output schema and
 //! annotations: what a model reads and follows. The first time a server's tool is seen its
 //! definition is recorded (trust on first use). A definition that differs later (a "rug
-//! pull") is not offered to the model while pinning is on (`pinning = true`, as for
-//! libraries) until `toolhost mcp approve SERVER` records it; with pinning off it is offered
-//! and the change is logged. `toolhost mcp diff SERVER` shows the changes.
+//! pull") is held back, with no configuration needed: it is not offered to the model nor
+//! callable until `toolhost mcp approve SERVER` records it, and the change is logged.
+//! `toolhost mcp diff SERVER` shows the changes.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ struct LockFile {
     audited: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-/// A tool whose definition changed since it was approved, held back while pinning is on.
+/// A tool whose definition changed since it was approved, held back until approved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangedTool {
     /// Its name on its server.
@@ -108,16 +108,6 @@ impl ToolPins {
         }
     }
 
-    /// Whether a changed definition is held back: pinning is on, or the configuration hides
-    /// whether it is (pinning fails closed).
-    pub(crate) fn enforced(&self) -> bool {
-        use crate::config::pinning::Pinning;
-        match Pinning::read(&self.layout, self.max_text_bytes) {
-            Ok(Pinning::Off) | Err((Pinning::Off, _)) => false,
-            Ok(_) | Err(_) => true,
-        }
-    }
-
     fn read(&self) -> Result<LockFile, String> {
         match read_text(
             &self.path,
@@ -140,7 +130,7 @@ impl ToolPins {
 
     /// Checks `tools` of `server` against the lock: those seen for the first time are
     /// recorded; those whose definition changed are returned. An unusable lock is an error
-    /// (every tool is then held back by the caller while pinning is on).
+    /// (the caller then offers none of the server's tools).
     pub(crate) fn check(&self, server: &str, tools: &[Tool]) -> Result<Vec<ChangedTool>, String> {
         let _writing = crate::sync::lock(&WRITING);
         let mut lock = self.read()?;
@@ -173,12 +163,7 @@ impl ToolPins {
                 continue;
             }
             audited.insert(change.tool.clone(), now);
-            records.push(record(
-                server,
-                change,
-                DefinitionEvent::Changed,
-                self.enforced(),
-            ));
+            records.push(record(server, change, DefinitionEvent::Changed, true));
         }
         lock.audited.retain(|_, tools| !tools.is_empty());
         if first_seen || !records.is_empty() {

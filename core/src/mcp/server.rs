@@ -269,13 +269,9 @@ impl Server {
     ) -> Result<Arc<[Arc<McpTool>]>, String> {
         let listed = list_all_tools(&self.config.name, peer).await?;
         let changed = self.pinned(&listed)?;
-        let held = match changed.is_empty() {
-            true => false,
-            false => self.pins.enforced(),
-        };
         let mut tools = Vec::with_capacity(listed.len());
         for tool in &listed {
-            if held && changed.iter().any(|c| c.tool == *tool.name) {
+            if changed.iter().any(|c| c.tool == *tool.name) {
                 continue;
             }
             let breaker = self.breaker(&tool.name);
@@ -306,30 +302,19 @@ impl Server {
 
     /// The tools of `listed` whose definitions changed since approved (those seen for the
     /// first time are recorded), each change logged. A lock that cannot be used fails the
-    /// listing while pinning is on.
+    /// listing: no definition can be told approved.
     fn pinned(&self, listed: &[rmcp::model::Tool]) -> Result<Vec<ChangedTool>, String> {
         let name = &self.config.name;
-        let changed = match self.pins.check(name, listed) {
-            Ok(changed) => changed,
-            Err(e) if self.pins.enforced() => {
-                return Err(format!(
-                    "its tool definitions cannot be checked (pinning is on): {e}"
-                ))
-            }
-            Err(e) => {
-                tracing::warn!("MCP server {name}: its tool definitions cannot be checked: {e}");
-                Vec::new()
-            }
-        };
+        let changed = self
+            .pins
+            .check(name, listed)
+            .map_err(|e| format!("its tool definitions cannot be checked: {e}"))?;
         if !changed.is_empty() {
             let tools: Vec<&str> = changed.iter().map(|c| c.tool.as_str()).collect();
-            let what = match self.pins.enforced() {
-                true => "held back until approved (pinning is on)",
-                false => "offered anyway (pinning is off)",
-            };
             tracing::warn!(
-                "MCP server {name}: the definition of {} changed since it was approved, {what}: \
-                 see `toolhost mcp diff {name}`, approve with `toolhost mcp approve {name}`",
+                "MCP server {name}: the definition of {} changed since it was approved, held \
+                 back until approved: see `toolhost mcp diff {name}`, approve with \
+                 `toolhost mcp approve {name}`",
                 crate::layout::Escaped(std::path::Path::new(&tools.join(", ")))
             );
         }

@@ -1,8 +1,8 @@
 //! Tool definitions pinned against rug pulls: a small Python server whose tool description
 //! is read from a file at each start, changed between runs. The first definition is
-//! recorded in `usr/mcp-tools.lock`; a changed one is held back while pinning is on, shown by
-//! `toolhost mcp diff` (its terminal escapes shown escaped) and offered again once
-//! `toolhost mcp approve` records it; with pinning off it is offered and the change logged.
+//! recorded in `usr/mcp-tools.lock`; a changed one is held back with no configuration (and
+//! with library pinning explicitly off), shown by `toolhost mcp diff` (its terminal escapes
+//! shown escaped) and offered again once `toolhost mcp approve` records it.
 
 use serde_json::json;
 use toolhost_tests::{peers, TestRoot};
@@ -57,7 +57,6 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
             "env": {"DESCRIPTION_FILE": description},
         }}),
     );
-    root.write("usr/toolhost.toml", "pinning = true\n");
     let (code, out, err) = run(&root, &["mcp"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("rug: ready with 1 tools"), "{out}");
@@ -80,7 +79,7 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
         "{out}"
     );
     assert!(
-        err.contains("held back until approved (pinning is on)"),
+        err.contains("greet changed since it was approved, held back until approved"),
         "{err}"
     );
     let (_, out, _) = run(
@@ -132,12 +131,12 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
     let (code, out, _) = run(&root, &["mcp", "diff", "rug"]);
     assert_eq!(code, Some(0), "{out}");
 
-    // With pinning off a change is offered, and logged.
+    // Library pinning turned off says nothing about MCP definitions: a change is held back.
     root.write("usr/toolhost.toml", "pinning = false\n");
     root.write("description.txt", "Greets.");
     let (_, out, err) = run(&root, &["mcp"]);
-    assert!(out.contains("rug: ready with 1 tools"), "{out}");
-    assert!(err.contains("offered anyway (pinning is off)"), "{err}");
+    assert!(out.contains("rug: ready with 0 tools"), "{out}");
+    assert!(err.contains("held back until approved"), "{err}");
 }
 
 #[test]
@@ -154,7 +153,6 @@ fn an_approval_reaches_a_running_host_without_a_restart() {
             "env": {"DESCRIPTION_FILE": description},
         }}),
     );
-    root.write("usr/toolhost.toml", "pinning = true\n");
     let (code, out, err) = run(&root, &["mcp"]);
     assert_eq!(code, Some(0), "first seen: {out}{err}");
     root.write(

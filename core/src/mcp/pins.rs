@@ -163,7 +163,7 @@ impl ToolPins {
                 continue;
             }
             audited.insert(change.tool.clone(), now);
-            records.push(record(server, change, DefinitionEvent::Changed, true));
+            records.push(record(server, change, DefinitionEvent::Changed));
         }
         lock.audited.retain(|_, tools| !tools.is_empty());
         if first_seen || !records.is_empty() {
@@ -190,7 +190,7 @@ impl ToolPins {
         self.write(&lock)?;
         let records: Vec<DefinitionRecord> = changed
             .iter()
-            .map(|c| record(server, c, DefinitionEvent::Approved, false))
+            .map(|c| record(server, c, DefinitionEvent::Approved))
             .collect();
         self.audit(&records);
         Ok(())
@@ -227,12 +227,7 @@ impl ToolPins {
 }
 
 /// The audit record of `change` of `server`'s tool.
-fn record(
-    server: &str,
-    change: &ChangedTool,
-    event: DefinitionEvent,
-    held: bool,
-) -> DefinitionRecord {
+fn record(server: &str, change: &ChangedTool, event: DefinitionEvent) -> DefinitionRecord {
     let members = |v: &Value| v.as_object().cloned().unwrap_or_default();
     let (old, new) = (members(&change.approved), members(&change.now));
     let mut differ: Vec<String> = old
@@ -250,7 +245,8 @@ fn record(
         approved_sha256: hash(&change.approved),
         now_sha256: hash(&change.now),
         members: differ,
-        held,
+        // A changed definition is always held back until approved.
+        held: event == DefinitionEvent::Changed,
         time_ms: crate::audit::now_ms(),
     }
 }

@@ -47,3 +47,4 @@ mod telemetry;
 mod testkit;
 mod unknown;
 mod watch_mode;
+mod windows;

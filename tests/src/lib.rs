@@ -15,6 +15,7 @@ pub mod balancer;
 pub mod fake_llm;
 pub mod peers;
 mod shell_env;
+pub mod windows;
 
 /// The Rust blocks of the README and of the book's pages, compiled and run as this crate's
 /// doctests (`cargo test --workspace` runs them). A page with a ```` ```rust ```` block must be
@@ -68,6 +69,13 @@ pub(crate) fn target_dir() -> PathBuf {
     profile_dir().parent().expect("target dir").to_owned()
 }
 
+/// The workspace's folder.
+pub(crate) fn workspace_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+}
+
 /// Builds all fixtures and the `toolhost` binary once per process, with the same profile as
 /// the running binary, and returns `target/<profile>`.
 pub fn build_dir() -> &'static Path {
@@ -80,9 +88,7 @@ pub fn build_dir() -> &'static Path {
             peers::prefetch();
         }
         let target = dir.parent().expect("target dir");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("workspace");
+        let workspace = workspace_dir();
         let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         // Cargo runs this binary with the variables of the package under test: the inner
         // build must see the environment the outer one saw.

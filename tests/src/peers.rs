@@ -61,7 +61,7 @@ pub fn haproxy() -> bool {
         if runs() {
             return true;
         }
-        let why = match apt_install(HAPROXY_PACKAGE) {
+        let why = match apt_install(&[HAPROXY_PACKAGE]) {
             Ok(()) if runs() => return true,
             Ok(()) => format!("`apt-get install {HAPROXY_PACKAGE}` did not provide it"),
             Err(why) => why,
@@ -164,7 +164,7 @@ pub fn script() -> bool {
         if runs() {
             return true;
         }
-        let why = match apt_install(SCRIPT_PACKAGE) {
+        let why = match apt_install(&[SCRIPT_PACKAGE]) {
             Ok(()) if runs() => return true,
             Ok(()) => format!("`apt-get install {SCRIPT_PACKAGE}` did not provide it"),
             Err(why) => why,
@@ -178,22 +178,26 @@ pub fn script() -> bool {
     })
 }
 
-/// `apt-get install -y PACKAGE`, with an `apt-get update` first if the package lists do not
-/// have it yet; only as root (a plain user cannot install system packages).
-fn apt_install(package: &str) -> Result<(), String> {
+/// `apt-get install -y PACKAGES`, with an `apt-get update` first if the package lists do not
+/// have them yet; only as root (a plain user cannot install system packages).
+pub(crate) fn apt_install(packages: &[&str]) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
+    let named = packages.join(" ");
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     if !root {
         return Err(format!(
-            "not root, so `apt-get install {package}` cannot be run"
+            "not root, so `apt-get install {named}` cannot be run"
         ));
     }
     let apt = |args: &[&str]| {
         let mut apt = Command::new("apt-get");
         apt.env("DEBIAN_FRONTEND", "noninteractive").args(args);
-        try_install(package, &mut apt)
+        try_install(&named, &mut apt)
     };
-    let install = ["install", "-y", "--no-install-recommends", package];
+    let install: Vec<&str> = ["install", "-y", "--no-install-recommends"]
+        .into_iter()
+        .chain(packages.iter().copied())
+        .collect();
     apt(&install).or_else(|_| apt(&["update", "-q"]).and_then(|()| apt(&install)))
 }
 
@@ -214,7 +218,7 @@ pub fn minisign() -> bool {
         if runs() {
             return true;
         }
-        let why = match apt_install(MINISIGN_PACKAGE) {
+        let why = match apt_install(&[MINISIGN_PACKAGE]) {
             Ok(()) if runs() => return true,
             Ok(()) => format!("`apt-get install {MINISIGN_PACKAGE}` did not provide it"),
             Err(why) => why,

@@ -193,12 +193,36 @@ fn shared_lock(log: &Path) -> Option<File> {
     let (file, _) = crate::layout::open_regular(log).ok()?;
     let deadline = Instant::now() + READ_LOCK_PATIENCE;
     loop {
-        match file.try_lock_shared() {
-            Ok(()) => return Some(file),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+        match file.try_lock_shared().taken() {
+            Ok(true) => return Some(file),
+            Ok(false) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            Err(_) => return None,
+            Ok(false) | Err(_) => return None,
         }
+    }
+}
+
+/// `File::try_lock_shared`'s answer as `Ok(true)` (taken), `Ok(false)` (held by another) or
+/// the error. Its type changed when it became stable: Rust 1.89 answers
+/// `Result<(), TryLockError>`, the unstable API before it (Debian's Rust 1.85, which builds
+/// the host for Windows in the tests: docs/src/guide/building.md) `io::Result<bool>`.
+trait Taken {
+    fn taken(self) -> std::io::Result<bool>;
+}
+
+impl<E: Into<std::io::Error>> Taken for Result<(), E> {
+    fn taken(self) -> std::io::Result<bool> {
+        match self.map_err(Into::into) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Taken for std::io::Result<bool> {
+    fn taken(self) -> std::io::Result<bool> {
+        self
     }
 }

@@ -75,12 +75,14 @@ impl Loader {
         let mut private_dirs = Vec::new();
         let shm = Path::new("/dev/shm");
         remove_stale_dirs(&[shm, &std::env::temp_dir()]);
-        if cfg!(target_os = "linux") && shm.is_dir() && fs::create_dir(shm.join(&name)).is_ok() {
-            private_dirs.push(shm.join(&name));
+        if cfg!(target_os = "linux") && shm.is_dir() {
+            if let Ok(dir) = new_dir(shm, &name) {
+                private_dirs.push(dir);
+            }
         }
-        let tmp = std::env::temp_dir().join(&name);
-        fs::create_dir_all(&tmp).map_err(|source| PrivateDirError {
-            path: tmp.clone(),
+        let temp = std::env::temp_dir();
+        let tmp = new_dir(&temp, &name).map_err(|source| PrivateDirError {
+            path: temp.join(&name),
             source,
         })?;
         private_dirs.push(tmp);
@@ -228,6 +230,27 @@ impl Loader {
             LoadErrorKind::Io,
             format!("cannot copy it for loading: {e}"),
         ))
+    }
+}
+
+/// Creates a new folder `name` in `parent` (which is created if missing), or `name-1`,
+/// `name-2`, ... where one is there already: a folder left behind is never reused. A process id
+/// comes back (Wine hands out the same one at once), and on Windows a loaded library's file
+/// cannot be deleted, so a host that ended leaves its folder and copies behind: writing a copy
+/// into that folder would find a file of the same name.
+fn new_dir(parent: &Path, name: &str) -> std::io::Result<PathBuf> {
+    fs::create_dir_all(parent)?;
+    let mut n = 0u32;
+    loop {
+        let dir = match n {
+            0 => parent.join(name),
+            n => parent.join(format!("{name}-{n}")),
+        };
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -479,4 +502,22 @@ fn first_line(text: &str) -> &str {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("unknown error")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_folder_is_never_one_left_behind() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let first = new_dir(parent.path(), "toolhost-7-0").expect("first");
+        fs::write(first.join("0-greet.dll"), b"left behind").expect("a leftover copy");
+        let second = new_dir(parent.path(), "toolhost-7-0").expect("second");
+        assert_ne!(first, second);
+        assert_eq!(second, parent.path().join("toolhost-7-0-1"));
+        assert_eq!(fs::read_dir(&second).expect("read").count(), 0);
+        let third = new_dir(parent.path(), "toolhost-7-0").expect("third");
+        assert_eq!(third, parent.path().join("toolhost-7-0-2"));
+    }
 }

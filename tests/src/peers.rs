@@ -79,6 +79,19 @@ pub fn haproxy() -> bool {
 /// (tests/integration/telemetry/otlp_receiver.py) decodes what the host exports with them.
 pub const OTEL_PROTO: &str = "opentelemetry-proto==1.45.2";
 
+/// A command for `program` at the lowest priority where `nice` exists: the builds of the
+/// peers compile while the timing-sensitive tests (reload, deadlines) run on the same cores.
+pub(crate) fn lowest_priority(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match Command::new("nice").arg("--version").output() {
+        Ok(_) => {
+            let mut nice = Command::new("nice");
+            nice.args(["-n", "19"]).arg(program);
+            nice
+        }
+        Err(_) => Command::new(program),
+    }
+}
+
 /// The pinned version of `mdbook`, which builds the book in `docs/` (tests/integration/book.rs).
 pub const MDBOOK: &str = "0.5.4";
 
@@ -431,16 +444,7 @@ pub fn mdbook() -> PathBuf {
         let _ = std::fs::remove_dir_all(&root);
         let build = target.join("tools").join("mdbook-build");
         let program = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        // At the lowest priority where `nice` exists: it compiles while the timing-sensitive
-        // tests (reload, deadlines) run on the same cores.
-        let mut cargo = match Command::new("nice").arg("--version").output() {
-            Ok(_) => {
-                let mut nice = Command::new("nice");
-                nice.args(["-n", "19"]).arg(program);
-                nice
-            }
-            Err(_) => Command::new(program),
-        };
+        let mut cargo = lowest_priority(program);
         crate::shell_env::as_from_a_shell(&mut cargo);
         cargo
             .args([
@@ -657,10 +661,11 @@ impl Drop for LlamaServer {
 /// is behind a `OnceLock`), and an install that failed here is tried again, and reported, by
 /// that test.
 ///
-/// Two threads: one installs `mdbook`, the only peer compiled here (with cargo, at the lowest
-/// priority, so that it takes the CPU the tests leave idle while they wait on their child
-/// processes); the other installs the rest one after another (downloads: about a minute and
-/// a half on two cores).
+/// Three threads: one installs `mdbook` and one makes the Windows build
+/// ([`windows::build`](crate::windows::build)), the two peers compiled here (with cargo, at the
+/// lowest priority, so that they take the CPU the tests leave idle while they wait on their
+/// child processes); the third installs the rest one after another (downloads: about a minute
+/// and a half on two cores).
 ///
 /// Only for a whole run of the integration tests (no filter, no `--list`): a run of a few
 /// tests could end in the middle of an install.
@@ -674,6 +679,9 @@ pub fn prefetch() {
     }
     std::thread::spawn(|| {
         let _ = std::panic::catch_unwind(mdbook);
+    });
+    std::thread::spawn(|| {
+        let _ = std::panic::catch_unwind(crate::windows::build);
     });
     std::thread::spawn(|| {
         for install in [

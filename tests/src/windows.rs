@@ -146,6 +146,8 @@ fn make() -> WindowsBuild {
     let build = WindowsBuild { dir };
     let rtstartup = rtstartup(&build.dir);
     let workspace = crate::workspace_dir();
+    let wrapper = workspace.join("tests/windows_host/rustc-wrapper.sh");
+    forget_builds_of_another_wrapper(&build.dir, &wrapper);
     let mut cargo = peers::lowest_priority(CARGO);
     crate::shell_env::as_from_a_shell(&mut cargo);
     for inherited in [
@@ -160,10 +162,7 @@ fn make() -> WindowsBuild {
         .current_dir(workspace)
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTC", RUSTC)
-        .env(
-            "RUSTC_WRAPPER",
-            workspace.join("tests/windows_host/rustc-wrapper.sh"),
-        )
+        .env("RUSTC_WRAPPER", &wrapper)
         .env("CARGO_TARGET_DIR", &build.dir)
         .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", LINKER)
         // rustc links rsbegin.o and rsend.o from the target's sysroot, which a std built by
@@ -180,6 +179,21 @@ fn make() -> WindowsBuild {
     );
     prefix(&build);
     build
+}
+
+/// Removes what cargo built in `dir` if it was built with another `rustc-wrapper.sh` than
+/// `wrapper` is now: cargo does not see a change of the wrapper's content, and a crate built
+/// with a feature the wrapper no longer gives it would hide that it now fails without.
+fn forget_builds_of_another_wrapper(dir: &Path, wrapper: &Path) {
+    let now = std::fs::read(wrapper).expect("tests/windows_host/rustc-wrapper.sh");
+    let stamp = dir.join(".wrapper");
+    if std::fs::read(&stamp).ok().as_ref() == Some(&now) {
+        return;
+    }
+    for built in [TARGET, "debug"] {
+        let _ = std::fs::remove_dir_all(dir.join(built));
+    }
+    std::fs::write(&stamp, now).expect("target/windows/.wrapper");
 }
 
 /// `rsbegin.o` and `rsend.o` for the target, from std's sources, in `target/windows/rtstartup`.

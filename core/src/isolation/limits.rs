@@ -61,8 +61,11 @@ pub(crate) fn death_reason(
     #[cfg(unix)]
     if let (Some(libc::SIGXCPU | libc::SIGKILL), Some(seconds)) = (signal, settings.cpu_seconds) {
         // The kernel sends these at the limit; a plugin raising them itself has not used it.
+        // The kernel compares the limit with its tick-sampled count, which on a busy machine
+        // runs ahead of the precise count rusage reports (0.86 s at a 1 s limit, measured
+        // with 8 test threads on 2 cores): half the limit still tells a raise at once apart.
         let used = ending.cpu.map_or(0.0, |cpu| cpu.as_secs_f64());
-        if used >= seconds as f64 * 0.9 {
+        if used >= seconds as f64 * 0.5 {
             return format!(
                 "the plugin process went over its CPU time limit of {seconds} s; raise [isolation] cpu_seconds in toolhost.toml if it needs more"
             );
@@ -168,10 +171,12 @@ mod tests {
             cpu_seconds: Some(1),
             ..none.clone()
         };
-        assert!(
-            death_reason(&ending(signalled(libc::SIGXCPU), 1.0), &cpu, None)
-                .contains("CPU time limit of 1 s")
-        );
+        for used in [1.0, 0.86] {
+            assert!(
+                death_reason(&ending(signalled(libc::SIGXCPU), used), &cpu, None)
+                    .contains("CPU time limit of 1 s")
+            );
+        }
         // A plugin that raises SIGXCPU itself has not used its CPU time.
         assert_eq!(
             death_reason(&ending(signalled(libc::SIGXCPU), 0.01), &cpu, None),

@@ -161,7 +161,9 @@ pub enum ModelErrorKind {
 #[non_exhaustive]
 pub enum ModelError {
     /// A scripted model has no more replies.
-    #[error("the script has no more model replies: add a '=== model' block or end with the response tool")]
+    #[error(
+        "the script has no more model replies: add a '=== model' block or end with the response tool"
+    )]
     ScriptEnded,
     /// The model failed.
     #[error("the model failed: {0}")]
@@ -323,7 +325,7 @@ impl Script {
                          '=== model'",
                         i + 1,
                         header.escape_debug()
-                    ))
+                    ));
                 }
                 other => match &mut current {
                     Some((_, lines)) => lines.push(other),
@@ -333,7 +335,7 @@ impl Script {
                             "line {}: text before the first '=== user' or '=== model' line; start \
                              each block with one of them",
                             i + 1
-                        ))
+                        ));
                     }
                 },
             }

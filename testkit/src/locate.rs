@@ -169,7 +169,11 @@ mod tests {
         let krate = PluginCrate::read(&root.join("a")).unwrap();
         assert_eq!(krate.package, "my-tool");
         assert!(krate.file_name.contains("my_tool"), "{}", krate.file_name);
-        write(root, "b/Cargo.toml", "[package]\nname = \"b\"\n[lib]\nname = \"other\"\ncrate-type = [\"cdylib\", \"rlib\"]\n");
+        write(
+            root,
+            "b/Cargo.toml",
+            "[package]\nname = \"b\"\n[lib]\nname = \"other\"\ncrate-type = [\"cdylib\", \"rlib\"]\n",
+        );
         assert!(PluginCrate::read(&root.join("b"))
             .unwrap()
             .file_name

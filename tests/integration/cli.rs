@@ -180,7 +180,10 @@ fn prompt_prints_the_tools_section() {
         "### response\nFinal answer.",
     );
     let out = root.run_cli(&["prompt"]);
-    assert_eq!(stdout(&out), "## Tools available:\n\n### echo\nTest fixture: echoes its arguments; methods sleep, progress, fail, context.\n\n### response\nFinal answer.\n");
+    assert_eq!(
+        stdout(&out),
+        "## Tools available:\n\n### echo\nTest fixture: echoes its arguments; methods sleep, progress, fail, context.\n\n### response\nFinal answer.\n"
+    );
 }
 
 #[test]

@@ -118,7 +118,7 @@ fn try_install(what: &str, command: &mut Command) -> Result<(), String> {
             return Err(format!(
                 "cannot install {what}: {:?} could not start: {e}",
                 command.get_program()
-            ))
+            ));
         }
     };
     if out.status.success() {
@@ -540,7 +540,7 @@ fn node_llama_cpp_binaries() -> Result<String, String> {
         (os, arch) => {
             return Err(format!(
                 "cannot install {NODE_LLAMA_CPP}: it ships no prebuilt llama.cpp for {os} on {arch}"
-            ))
+            ));
         }
     };
     let version = NODE_LLAMA_CPP.rsplit_once('@').map_or("", |(_, v)| v);

@@ -186,7 +186,10 @@ fn fetch_and_verify(layout: &Layout, source: &str, options: &AddOptions) -> Resu
     }
     let path = PathBuf::from(source);
     if std::fs::symlink_metadata(&path).is_err() {
-        crate::exit::usage!("{}: no such file or folder (give a package archive, an unpacked package folder, or an https:// URL)", Escaped(&path));
+        crate::exit::usage!(
+            "{}: no such file or folder (give a package archive, an unpacked package folder, or an https:// URL)",
+            Escaped(&path)
+        );
     }
     let shown = std::fs::canonicalize(&path).unwrap_or(path.clone());
     Ok(install::verify(

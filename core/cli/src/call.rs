@@ -109,7 +109,9 @@ fn shown(
             writeln!(out, "{}", shown.message)?;
         }
         let name = toolhost::Escaped(std::path::Path::new(name));
-        eprintln!("error: no tool '{name}' in profile '{profile}' (see `toolhost list --profile {profile}`)");
+        eprintln!(
+            "error: no tool '{name}' in profile '{profile}' (see `toolhost list --profile {profile}`)"
+        );
         return Ok(ExitCode::from(crate::exit::UNKNOWN_TOOL));
     }
     match masked(agent, result) {

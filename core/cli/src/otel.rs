@@ -54,7 +54,7 @@ fn wanted(var: impl Fn(&str) -> Option<String>, signal: &str) -> Result<bool, St
         Some(other) => {
             return Err(format!(
                 "{exporter}={other}: only `otlp` and `none` are supported; {what} are not exported"
-            ))
+            ));
         }
     };
     let protocol = var(&format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"))

@@ -24,7 +24,10 @@ pub(crate) struct PackOptions<'a> {
 pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     let folder = options.folder;
     if !folder.is_dir() {
-        crate::exit::usage!("{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)", Escaped(folder));
+        crate::exit::usage!(
+            "{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)",
+            Escaped(folder)
+        );
     }
     let packed = build_and_pack(
         folder,

@@ -294,7 +294,7 @@ impl ClientAsker {
         kind: &'static str,
         method: &str,
         params: Value,
-    ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send + 'static + use<> {
         let asked = self.ask_in_task(tool, kind, method, params);
         let task = self.task.clone();
         async move {

@@ -57,7 +57,7 @@ pub(crate) async fn call(
         Err(e) => {
             return Ok(CallToolResult::error(vec![ContentBlock::text(
                 e.to_string(),
-            )]))
+            )]));
         }
     };
     if !super::tools::offered(&agent, &request.name) {

@@ -400,7 +400,9 @@ impl Endpoint {
 
 /// What counts `manager`'s open sessions for the metrics: rmcp's own map, from which a DELETE
 /// and an idle expiry both remove the session. `None` once the server is gone.
-fn open_sessions(manager: &Arc<LocalSessionManager>) -> impl Fn() -> Option<u64> + Send + Sync {
+fn open_sessions(
+    manager: &Arc<LocalSessionManager>,
+) -> impl Fn() -> Option<u64> + Send + Sync + use<> {
     let manager = Arc::downgrade(manager);
     let last = std::sync::atomic::AtomicU64::new(0);
     move || {

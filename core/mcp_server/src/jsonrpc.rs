@@ -261,23 +261,65 @@ mod tests {
     fn each_kind_of_bad_message_gets_its_code_and_the_id_when_usable() {
         let cases = [
             ("not json", Some((PARSE_ERROR, Value::Null))),
-            ("{\"jsonrpc\": \"2.0\", \"id\": 1", Some((PARSE_ERROR, Value::Null))),
+            (
+                "{\"jsonrpc\": \"2.0\", \"id\": 1",
+                Some((PARSE_ERROR, Value::Null)),
+            ),
             ("[1, 2", Some((PARSE_ERROR, Value::Null))),
-            ("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", Some((INVALID_REQUEST, Value::Null))),
+            (
+                "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+                Some((INVALID_REQUEST, Value::Null)),
+            ),
             ("5", Some((INVALID_REQUEST, Value::Null))),
-            ("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", Some((INVALID_REQUEST, json!(1)))),
-            ("{\"id\":\"a\",\"method\":\"ping\"}", Some((INVALID_REQUEST, json!("a")))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", Some((INVALID_REQUEST, Value::Null))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", Some((INVALID_REQUEST, Value::Null))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":5}", Some((INVALID_REQUEST, json!(2)))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":5}", Some((INVALID_REQUEST, json!(2)))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":3}", Some((INVALID_REQUEST, json!(3)))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":5}}", Some((INVALID_PARAMS, json!(4)))),
-            ("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{}}}", None),
-            ("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"no/such\"}", None),
-            ("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", None),
+            (
+                "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+                Some((INVALID_REQUEST, json!(1))),
+            ),
+            (
+                "{\"id\":\"a\",\"method\":\"ping\"}",
+                Some((INVALID_REQUEST, json!("a"))),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}",
+                Some((INVALID_REQUEST, Value::Null)),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}",
+                Some((INVALID_REQUEST, Value::Null)),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":5}",
+                Some((INVALID_REQUEST, json!(2))),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":5}",
+                Some((INVALID_REQUEST, json!(2))),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":3}",
+                Some((INVALID_REQUEST, json!(3))),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":5}}",
+                Some((INVALID_PARAMS, json!(4))),
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{}}}",
+                None,
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"no/such\"}",
+                None,
+            ),
+            (
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                None,
+            ),
             ("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", None),
-            ("{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{},\"error\":{}}", Some((INVALID_REQUEST, json!(8)))),
+            (
+                "{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{},\"error\":{}}",
+                Some((INVALID_REQUEST, json!(8))),
+            ),
         ];
         for (message, expected) in cases {
             assert_eq!(code(message), expected, "{message}");

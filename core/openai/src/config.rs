@@ -314,7 +314,7 @@ impl ModelsConfig {
                     "several models are configured ({}) and none is the default: pass --model \
                      NAME or set default = \"NAME\" in usr/models.toml",
                     names()
-                )))
+                )));
             }
         };
         self.models.get(name).ok_or_else(|| {
@@ -379,7 +379,7 @@ fn merge_file(
                     "{}: unknown key '{other}' (expected default = \"NAME\" and [models.NAME] \
                      tables)",
                     Escaped(path)
-                )))
+                )));
             }
         }
     }

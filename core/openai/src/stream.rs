@@ -212,7 +212,7 @@ impl Body {
     }
 
     /// The next piece, `None` at the end; `Err` is why reading stops, one line.
-    async fn next(&mut self, bounds: &Bounds) -> Result<Option<impl AsRef<[u8]>>, String> {
+    async fn next(&mut self, bounds: &Bounds) -> Result<Option<impl AsRef<[u8]> + use<>>, String> {
         let now = tokio::time::Instant::now();
         let left = self.deadline.saturating_duration_since(now);
         let over_time = || {

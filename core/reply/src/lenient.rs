@@ -110,7 +110,7 @@ impl Parser<'_> {
                     Some(b)
                         if self.at_end && b.is_ascii_alphabetic() && self.after_line_break() =>
                     {
-                        return Ok(self.close_all())
+                        return Ok(self.close_all());
                     }
                     Some(_) => return Err("expected `,` or the end of the object"),
                 }

@@ -35,12 +35,12 @@ pub(super) fn read(text: &str, tools: &[&str]) -> Reading {
         let body = body.find(&close).map_or(body, |end| &body[..end]);
         match children(body) {
             Some(Ok(args)) => {
-                return Reading::Request(ToolRequest::call(*tool, Value::Object(args)))
+                return Reading::Request(ToolRequest::call(*tool, Value::Object(args)));
             }
             Some(Err(seen)) => {
                 return Reading::Unreadable(format!(
-                "a call of tool `{tool}` written as XML whose argument could not be read: {seen}"
-            ))
+                    "a call of tool `{tool}` written as XML whose argument could not be read: {seen}"
+                ));
             }
             None => continue,
         }

@@ -93,7 +93,7 @@ fn request(mut map: Map<String, Value>) -> Reading {
         match map.remove(wrapper) {
             Some(inner @ Value::Object(_)) => return classify(inner),
             Some(name @ Value::String(_)) if wrapper == "function" => {
-                return with_args(name, &mut map, true)
+                return with_args(name, &mut map, true);
             }
             _ => {}
         }
@@ -119,11 +119,14 @@ fn with_args(tool: Value, map: &mut Map<String, Value>, optional: bool) -> Readi
     }
     let found = ARGS_KEYS.iter().find_map(|k| Some((*k, map.remove(*k)?)));
     let args = match found {
-        None if optional => match map.iter().find(|(k, v)| v.is_object() && !NOT_ARGS.contains(&k.as_str())) {
+        None if optional => match map
+            .iter()
+            .find(|(k, v)| v.is_object() && !NOT_ARGS.contains(&k.as_str()))
+        {
             Some((key, _)) => {
                 return Reading::Unreadable(format!(
                     "a request for tool `{tool}` with no arguments key, but `{key}` holds an object: name the arguments `tool_args`"
-                ))
+                ));
             }
             None => Value::Object(Map::new()),
         },
@@ -132,8 +135,8 @@ fn with_args(tool: Value, map: &mut Map<String, Value>, optional: bool) -> Readi
             Ok(args) => args,
             Err(seen) => {
                 return Reading::Unreadable(format!(
-                "a request for tool `{tool}` whose `{key}` could not be read as an object: {seen}"
-            ))
+                    "a request for tool `{tool}` whose `{key}` could not be read as an object: {seen}"
+                ));
             }
         },
     };

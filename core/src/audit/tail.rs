@@ -59,7 +59,7 @@ fn read_line(raw: RawLine) -> TailLine {
         RawLine::Complete(line) => line,
         RawLine::Incomplete(_) => return TailLine::Unreadable("cut off (no newline)".to_owned()),
         RawLine::TooLong => {
-            return TailLine::Unreadable(format!("longer than {} bytes", super::MAX_LINE_BYTES))
+            return TailLine::Unreadable(format!("longer than {} bytes", super::MAX_LINE_BYTES));
         }
     };
     match serde_json::from_slice::<Line>(&line) {

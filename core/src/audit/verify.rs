@@ -458,14 +458,17 @@ impl Walk<'_> {
                     format!(
                         "there is no head file ({HEAD_FILE}), so records cut from the end cannot be detected: it was deleted, or the log was written before head files existed (the next record writes one)"
                     ),
-                )
+                );
             }
             Ok(Some(head)) => Some(head),
         };
         if let Some(head) = head {
             if head.seq > last {
                 let reason = match head.seq - last {
-                    1 => format!("the head ({HEAD_FILE}) says the chain ends at seq {}: record {} was deleted from the end", head.seq, head.seq),
+                    1 => format!(
+                        "the head ({HEAD_FILE}) says the chain ends at seq {}: record {} was deleted from the end",
+                        head.seq, head.seq
+                    ),
                     _ => format!(
                         "the head ({HEAD_FILE}) says the chain ends at seq {}: records {} to {} were deleted from the end",
                         head.seq,

@@ -9,7 +9,9 @@ use crate::load::PrivateDirError;
 #[non_exhaustive]
 pub enum HostError {
     /// The root folder does not exist.
-    #[error("root folder {0} does not exist: pass --root with the folder that holds core/, plugins/ and usr/")]
+    #[error(
+        "root folder {0} does not exist: pass --root with the folder that holds core/, plugins/ and usr/"
+    )]
     MissingRoot(PathBuf),
     /// A profile name with characters outside `[A-Za-z0-9_.-]`.
     #[error("invalid profile name '{0}': use letters, digits, '_', '-' and '.' only")]

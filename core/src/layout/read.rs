@@ -88,7 +88,7 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
                 return Err(ReadError::new(
                     ReadErrorKind::Missing,
                     "the file does not exist",
-                ))
+                ));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let reason = format!(
@@ -101,7 +101,7 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
                 return Err(ReadError::new(
                     ReadErrorKind::Io,
                     format!("cannot read it: {e}"),
-                ))
+                ));
             }
         };
         if !meta.file_type().is_symlink() {

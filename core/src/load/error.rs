@@ -126,7 +126,9 @@ impl std::error::Error for LoadError {}
 /// The private folder for a loader's library copies could not be made (a host that cannot
 /// start says so with [`HostError::PrivateDir`](crate::HostError::PrivateDir)).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot create the folder for loaded library copies {path}: {source}; point TMPDIR at a writable folder")]
+#[error(
+    "cannot create the folder for loaded library copies {path}: {source}; point TMPDIR at a writable folder"
+)]
 pub struct PrivateDirError {
     pub(crate) path: PathBuf,
     #[source]

@@ -228,7 +228,7 @@ impl Pins {
             Err(e) => {
                 return Some(Err(format!(
                     "pinning is on and the package lock cannot be used: {e}"
-                )))
+                )));
             }
         };
         let hash = package.files.get(file)?;

@@ -148,7 +148,7 @@ fn sample_request(params: &CreateMessageRequestParams) -> Result<SampleRequest, 
                     return Err(format!(
                         "a message holds {} content; only text is sent to the model",
                         kind.unwrap_or("unknown")
-                    ))
+                    ));
                 }
             }
         }

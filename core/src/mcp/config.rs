@@ -449,7 +449,7 @@ fn zed_entry(
                 other => {
                     return Err(format!(
                         "unknown key \"command.{other}\" (Zed's command has path, args and env)"
-                    ))
+                    ));
                 }
             };
             if key != "command" && entry.contains_key(key) {
@@ -494,7 +494,7 @@ fn read_inputs(value: Value) -> Result<Vec<McpInput>, String> {
                 return Err(format!(
                     "inputs.{id}: \"type\" {} is not asked here: only \"promptString\" is",
                     other.map_or("missing".to_owned(), |t| format!("{t:?}"))
-                ))
+                ));
             }
         }
         let password = match item.get("password") {
@@ -503,7 +503,7 @@ fn read_inputs(value: Value) -> Result<Vec<McpInput>, String> {
             Some(other) => {
                 return Err(format!(
                     "inputs.{id}: \"password\" must be true or false, not {other}"
-                ))
+                ));
             }
         };
         inputs.push(McpInput {
@@ -570,7 +570,7 @@ fn server<'a>(
             return Err((
                 Some(p),
                 "has both \"command\" and \"url\": keep one".to_owned(),
-            ))
+            ));
         }
         (Some(p), None) => {
             let command = string("command")?.unwrap_or_default();
@@ -866,7 +866,9 @@ mod tests {
         let lines: Vec<String> = config.errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(
             lines,
-            ["usr/mcp.json:4: context_servers.bad: unknown key \"command.argv\" (Zed's command has path, args and env)"]
+            [
+                "usr/mcp.json:4: context_servers.bad: unknown key \"command.argv\" (Zed's command has path, args and env)"
+            ]
         );
 
         let vscode = r#"{"inputs": [{"type": "promptString", "id": "api-key", "description": "API key", "password": true}],
@@ -883,7 +885,9 @@ mod tests {
         let lines: Vec<String> = config.errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(
             lines,
-            ["usr/mcp.json:1: inputs.p: \"type\" \"pickString\" is not asked here: only \"promptString\" is"]
+            [
+                "usr/mcp.json:1: inputs.p: \"type\" \"pickString\" is not asked here: only \"promptString\" is"
+            ]
         );
     }
 }

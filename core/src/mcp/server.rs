@@ -451,12 +451,12 @@ impl Server {
                 McpState::Failed(why) => {
                     return Err(ToolError::dependency(format!(
                         "MCP server '{name}' failed to start: {why}"
-                    )))
+                    )));
                 }
                 _ => {
                     return Err(ToolError::dependency(format!(
                         "MCP server '{name}' is stopped"
-                    )))
+                    )));
                 }
             }
             let waited = tokio::time::timeout_at(deadline, changes.changed()).await;

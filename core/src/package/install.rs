@@ -55,7 +55,11 @@ impl Policy {
         Err(format!(
             "it is signed by key {}, and [packages.signers] of usr/toolhost.toml allows only {} for sources under {prefix}",
             key.id,
-            if allowed.is_empty() { "no key".to_owned() } else { allowed.join(", ") }
+            if allowed.is_empty() {
+                "no key".to_owned()
+            } else {
+                allowed.join(", ")
+            }
         ))
     }
 }
@@ -307,13 +311,17 @@ fn check_hashes(manifest: &Manifest, dir: &Path, label: &str) -> Result<(), Pack
         if !path.is_file() {
             return Err(PackageError::new(
                 PackageErrorKind::Hash,
-                format!("{label}: refused: {file}, listed in its manifest, is missing; nothing was installed"),
+                format!(
+                    "{label}: refused: {file}, listed in its manifest, is missing; nothing was installed"
+                ),
             ));
         }
         if sha256_file(&path)? != hash {
             return Err(PackageError::new(
                 PackageErrorKind::Hash,
-                format!("{label}: refused: the SHA-256 of {file} is not the one its manifest lists (tampered or damaged); nothing was installed"),
+                format!(
+                    "{label}: refused: the SHA-256 of {file} is not the one its manifest lists (tampered or damaged); nothing was installed"
+                ),
             ));
         }
     }

@@ -57,7 +57,7 @@ impl PackageLock {
                 return Err(PackageError::new(
                     PackageErrorKind::Lock,
                     format!("{}: {e}", Escaped(path)),
-                ))
+                ));
             }
         };
         toml::from_str(&text).map_err(|e| {

@@ -137,7 +137,10 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             let ext = library_extension(triple);
             return Err(PackageError::new(
                 PackageErrorKind::Target,
-                format!("{}: no plugin library to pack for {triple} (no crate built, no tools/*.{ext} or extensions/*/*.{ext})", Escaped(folder)),
+                format!(
+                    "{}: no plugin library to pack for {triple} (no crate built, no tools/*.{ext} or extensions/*/*.{ext})",
+                    Escaped(folder)
+                ),
             ));
         }
         by_triple.insert(triple, libraries);
@@ -145,7 +148,10 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
     if options.mcpb_binary.is_some() && !by_triple.contains_key(host) {
         return Err(PackageError::new(
             PackageErrorKind::Target,
-            format!("{}: an MCP Bundle serves the libraries of this host ({host}) with this toolhost: pack them too (--target {host})", Escaped(folder)),
+            format!(
+                "{}: an MCP Bundle serves the libraries of this host ({host}) with this toolhost: pack them too (--target {host})",
+                Escaped(folder)
+            ),
         ));
     }
     let mut capabilities: BTreeSet<String> = template.capabilities.iter().cloned().collect();

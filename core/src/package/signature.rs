@@ -217,7 +217,7 @@ pub fn verify_reader<R: std::io::Read + std::io::Seek>(
                     Escaped(file),
                     Escaped(sig_file)
                 ),
-            ))
+            ));
         }
         Err(e) => return Err(PackageError::io("cannot read", sig_file, e)),
     };

@@ -75,7 +75,7 @@ impl ToolHandle {
         &self,
         ctx: FfiContext,
         args: String,
-    ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send + 'static {
+    ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send + 'static + use<> {
         let fut = self
             .backend
             .in_process()
@@ -107,7 +107,7 @@ impl ToolHandle {
         &self,
         ctx: FfiContext,
         args: String,
-    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static + use<> {
         self.hook_ffi(ctx, RString::from(args), FfiTool::before_execution)
     }
 
@@ -131,7 +131,7 @@ impl ToolHandle {
         &self,
         ctx: FfiContext,
         response: FfiResponse,
-    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static + use<> {
         self.hook_ffi(ctx, response, FfiTool::after_execution)
     }
 
@@ -142,7 +142,7 @@ impl ToolHandle {
         ctx: FfiContext,
         arg: A,
         hook: Hook<A>,
-    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static + use<A> {
         let fut = self
             .backend
             .in_process()

@@ -131,7 +131,7 @@ impl ExtensionHandle {
         &self,
         ctx: FfiContext,
         data: RString,
-    ) -> impl Future<Output = Result<Option<RString>, ToolError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Option<RString>, ToolError>> + Send + 'static + use<> {
         let fut = self.backend.in_process().map(|ffi| ffi.execute(ctx, data));
         async move {
             match fut {

@@ -64,7 +64,9 @@ pub struct Secrets {
 
 /// A line of `secrets.env` that is not `KEY=VALUE`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line} of the secrets file is not KEY=VALUE (keys use letters, digits and '_'): fix or remove it")]
+#[error(
+    "line {line} of the secrets file is not KEY=VALUE (keys use letters, digits and '_'): fix or remove it"
+)]
 pub struct SecretsError {
     /// 1-based line number.
     pub line: usize,

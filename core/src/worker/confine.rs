@@ -65,7 +65,9 @@ mod linux {
             false => CompatLevel::HardRequirement,
         };
         let cannot = |e: landlock::RulesetError| {
-            format!("this kernel cannot enforce the sandbox (Landlock ABI 6 is needed: files, TCP ports, signal and socket scopes): {e}; {HOW_TO_WEAKEN}")
+            format!(
+                "this kernel cannot enforce the sandbox (Landlock ABI 6 is needed: files, TCP ports, signal and socket scopes): {e}; {HOW_TO_WEAKEN}"
+            )
         };
         let mut net = BitFlags::<AccessNet>::empty();
         if !plan.connect.contains(&Port::Any) {

@@ -120,7 +120,10 @@ impl WorkerCall {
     }
 
     /// Asks the host; the future completes with its answer.
-    fn ask_host(&self, request: HostRequest) -> impl std::future::Future<Output = Answer> + Send {
+    fn ask_host(
+        &self,
+        request: HostRequest,
+    ) -> impl std::future::Future<Output = Answer> + Send + use<> {
         let (tx, rx) = oneshot::channel();
         self.link
             .request(self.id, request, Some(Reply::Awaiting(tx)));

@@ -80,7 +80,9 @@ fn import_merges_zed_and_vs_code_files_asks_an_input_once_and_refuses_a_clash() 
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(
         lines,
-        [format!("error: usr/mcp.json already has a server 'time' and {cursor} has one too: rename one of them (nothing was imported)")],
+        [format!(
+            "error: usr/mcp.json already has a server 'time' and {cursor} has one too: rename one of them (nothing was imported)"
+        )],
         "{err}"
     );
     let after = std::fs::read_to_string(root.path().join("usr/mcp.json")).unwrap();

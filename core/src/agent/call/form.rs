@@ -82,7 +82,7 @@ pub(crate) async fn ask_form(
                 "no one can answer here (not on a terminal; --yes sends a form whose required \
                  fields all have defaults), during the call of {}",
                 asker.tool
-            ))
+            ));
         }
     };
     let who = match server {

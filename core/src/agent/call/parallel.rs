@@ -56,7 +56,7 @@ impl Agent {
                 return Err(ToolError::repairable(
                     "parallel needs 'calls': a non-empty list of {\"tool_name\": ..., \
                      \"tool_args\": {...}}",
-                ))
+                ));
             }
         };
         let limit = args

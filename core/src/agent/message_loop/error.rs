@@ -9,7 +9,9 @@ use crate::secrets::MaskedError;
 #[non_exhaustive]
 pub enum LoopError {
     /// Too many unusable replies in a row.
-    #[error("the model gave {0} unusable replies in a row (no tool request it could read, or the same reply again); stopping")]
+    #[error(
+        "the model gave {0} unusable replies in a row (no tool request it could read, or the same reply again); stopping"
+    )]
     Unusable(usize),
     /// No final answer within the iteration limit.
     #[error(

@@ -79,7 +79,9 @@ impl Loopback {
         };
         match step {
             BrowserStep::Open | BrowserStep::Print => {
-                eprintln!("To sign in to MCP server '{server}', open this URL in a browser on this machine:\n  {url}");
+                eprintln!(
+                    "To sign in to MCP server '{server}', open this URL in a browser on this machine:\n  {url}"
+                );
                 if step == BrowserStep::Open {
                     open(url);
                 }

@@ -85,7 +85,7 @@ impl OAuthSettings {
             Some(other) => {
                 return Err(format!(
                     "\"oauth.scopes\" must be an array of strings, not {other}"
-                ))
+                ));
             }
         };
         let grant = match string("grant")?.as_deref() {
@@ -95,7 +95,7 @@ impl OAuthSettings {
                 return Err(format!(
                     "\"oauth.grant\" is {other:?}: use \"authorization_code\" (a person signs in) \
                      or \"client_credentials\" (a machine)"
-                ))
+                ));
             }
         };
         let settings = Self {

@@ -56,9 +56,10 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
     let plan = std::env::var_os(SANDBOX_ENV);
     // The plugin and what it starts do not see them.
     // SAFETY: still the only thread, so nothing reads the environment meanwhile.
-    unsafe { std::env::remove_var(SCRATCH_ENV) };
-    // SAFETY: as above.
-    unsafe { std::env::remove_var(SANDBOX_ENV) };
+    unsafe {
+        std::env::remove_var(SCRATCH_ENV);
+        std::env::remove_var(SANDBOX_ENV);
+    }
     // Before the library is opened: its constructors run confined too.
     let confining = std::time::Instant::now();
     let sandbox = sandbox(plan, library);

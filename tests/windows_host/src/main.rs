@@ -31,9 +31,10 @@ fn main() {
     if let Some(temp) = args.next() {
         // Read by std::env::temp_dir() on Windows (GetTempPath2W), before the host starts.
         // SAFETY: the only thread: the runtime is made after this.
-        unsafe { std::env::set_var("TMP", &temp) };
-        // SAFETY: as above.
-        unsafe { std::env::set_var("TEMP", &temp) };
+        unsafe {
+            std::env::set_var("TMP", &temp);
+            std::env::set_var("TEMP", &temp);
+        }
     }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let host = match Host::new(&root) {

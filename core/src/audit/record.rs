@@ -100,6 +100,10 @@ pub struct CallRecord {
     /// granted (`sandboxed; granted: net:443`); `None` for a tool without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// What the host refused the call's plugins: each secret a tool or extension in a worker
+    /// process asked for without its grant (`secret:API_KEY`). Empty for most calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// A call about to run its tool ([`AuditRecord::Start`]).

@@ -32,6 +32,7 @@ fn call(i: u64) -> AuditRecord {
         metadata: Some(json!({"bytes": 12})),
         stage: None,
         sandbox: None,
+        refused: Vec::new(),
     })
 }
 

@@ -56,8 +56,8 @@ pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
 pub use sandbox::{Capability, Port, SandboxPolicy, CAPABILITY_EXPECTED};
 pub use settings::{
-    AuditSettings, Backoff, BreakerSettings, IsolationSettings, TelemetrySettings,
-    DEFAULT_INIT_TIMEOUT, MIN_WORKER_MEMORY_MB,
+    sandbox_defaults, AuditSettings, Backoff, BreakerSettings, IsolationSettings,
+    TelemetrySettings, DEFAULT_INIT_TIMEOUT, MIN_WORKER_MEMORY_MB,
 };
 pub use source::{Origin, Source};
 
@@ -246,8 +246,55 @@ impl Config {
             memory_mb: table.memory_mb.map(|m| m.0),
             cpu_seconds: table.cpu_seconds.map(|s| s.0),
             grace: table.grace_ms.map_or(default.grace, |ms| ms.0),
-            sandbox: None,
+            ..default
         }
+    }
+
+    /// How the isolated `tool` (`None` for an extension) found in `layer` runs: the
+    /// `[isolation]` limits, its sandbox ([`sandbox`](Self::sandbox)), and what its grants
+    /// give it besides (secrets, environment variables, higher limits). A sandboxed worker is
+    /// bounded by default: each limit is its grant (`memory:MB`, `cpu:SECONDS`, `tasks:N`),
+    /// else `[isolation]`'s, else [`sandbox_defaults`].
+    pub fn isolation_of(
+        &self,
+        tool: Option<&str>,
+        layer: &crate::layout::Layer,
+    ) -> IsolationSettings {
+        let mut settings = self.isolation();
+        let grants = self.grants(tool, layer);
+        let granted =
+            |pick: fn(&Capability) -> Option<u64>| grants.iter().filter_map(|(g, _)| pick(g)).max();
+        for (grant, _) in &grants {
+            match grant {
+                Capability::Secret(key) if !settings.secrets.contains(key) => {
+                    settings.secrets.push(key.clone())
+                }
+                Capability::Env(name) if !settings.env.contains(name) => {
+                    settings.env.push(name.clone())
+                }
+                _ => {}
+            }
+        }
+        settings.sandbox = self.sandbox(tool, layer).map(std::sync::Arc::new);
+        if settings.sandbox.is_some() {
+            use sandbox_defaults as default;
+            let memory = granted(|g| match g {
+                Capability::Memory(mb) => Some(*mb),
+                _ => None,
+            });
+            let cpu = granted(|g| match g {
+                Capability::Cpu(s) => Some(*s),
+                _ => None,
+            });
+            let tasks = granted(|g| match g {
+                Capability::Tasks(n) => Some(*n),
+                _ => None,
+            });
+            settings.memory_mb = memory.or(settings.memory_mb).or(Some(default::MEMORY_MB));
+            settings.cpu_seconds = cpu.or(settings.cpu_seconds).or(Some(default::CPU_SECONDS));
+            settings.tasks = tasks.or(Some(default::TASKS));
+        }
+        settings
     }
 
     /// Whether packages installed with `toolhost add` run isolated (and so sandboxed) when
@@ -268,6 +315,22 @@ impl Config {
         if entry.and_then(|e| e.sandbox).is_some_and(|on| !on.0) {
             return None;
         }
+        Some(SandboxPolicy {
+            grants: self.grants(tool, layer),
+            weaker: self.values.sandbox.weaker.unwrap_or(false),
+            ..SandboxPolicy::default()
+        })
+    }
+
+    /// What `tool` (`None` for an extension) of `layer` is granted, each with where: from
+    /// `[sandbox] grant`, `[sandbox.plugins.<folder>] grant` (its plugin's) and
+    /// `[tools.<tool>] grant`, whether it runs sandboxed or not.
+    pub fn grants(
+        &self,
+        tool: Option<&str>,
+        layer: &crate::layout::Layer,
+    ) -> Vec<(Capability, String)> {
+        let entry = tool.and_then(|t| self.values.tools.get(t));
         let sandbox = &self.values.sandbox;
         let mut grants = Vec::new();
         let mut add = |list: &Option<Vec<tables::Grant>>, keys: &[&str]| {
@@ -285,11 +348,7 @@ impl Config {
         if let (Some(tool), Some(entry)) = (tool, entry) {
             add(&entry.grant, &["tools", tool, "grant"]);
         }
-        Some(SandboxPolicy {
-            grants,
-            weaker: sandbox.weaker.unwrap_or(false),
-            ..SandboxPolicy::default()
-        })
+        grants
     }
 
     /// The audit log's settings (`[audit]`).

@@ -12,6 +12,11 @@
 //! | `bind:8080`     | TCP `bind` to port 8080; `bind:*` to any port                      |
 //! | `net:udp`       | UDP sockets (the kernel cannot filter them by port)                |
 //! | `exec`          | start processes and programs (`fork`, `execve`)                    |
+//! | `secret:KEY`    | receive the secret `KEY` (`§§secret(KEY)` filled in)               |
+//! | `env:NAME`      | see the host's environment variable `NAME`                         |
+//! | `memory:MB`     | up to `MB` MiB of memory instead of the default                    |
+//! | `cpu:SECONDS`   | up to `SECONDS` s of CPU time over a worker's life                 |
+//! | `tasks:N`       | up to `N` threads and processes instead of the default             |
 //!
 //! A path is absolute, or starts with `~/` (the user's home folder). Any other tag in
 //! `ToolInfo::capabilities` (`idempotent`, `network`) is free-form and means nothing to the
@@ -25,6 +30,9 @@
 //! assert!(granted.covers(&asked));
 //! assert!(Capability::parse("idempotent").unwrap().is_none()); // a free-form tag
 //! assert!(Capability::parse("net:http").is_err());
+//! assert!(Capability::parse("secret:API_KEY").unwrap().is_some());
+//! assert!(Capability::parse("memory:2048").unwrap().unwrap()
+//!     .covers(&Capability::parse("memory:1024").unwrap().unwrap()));
 //! ```
 
 use std::fmt;
@@ -71,11 +79,21 @@ pub enum Capability {
     Udp,
     /// `exec`.
     Exec,
+    /// `secret:KEY`: the secret `KEY` may be filled into its arguments and through
+    /// `Context::unmask_secrets`.
+    Secret(String),
+    /// `env:NAME`: the host's environment variable `NAME` reaches its worker.
+    Env(String),
+    /// `memory:MB`: its worker's memory limit, in MiB.
+    Memory(u64),
+    /// `cpu:SECONDS`: its worker's CPU time limit, in seconds.
+    Cpu(u64),
+    /// `tasks:N`: the most threads and processes its worker may have.
+    Tasks(u64),
 }
 
 /// What the parser says a capability looks like.
-pub const CAPABILITY_EXPECTED: &str =
-    "read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:* or exec";
+pub const CAPABILITY_EXPECTED: &str = "read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS or tasks:N";
 
 impl Capability {
     /// Reads a capability; `Ok(None)` for a free-form tag (no `read:`, `write:`, `net:` or
@@ -97,7 +115,31 @@ impl Capability {
                 )),
             },
         };
+        let name = |value: &str| {
+            let plain = !value.is_empty()
+                && value.len() <= 128
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            match plain {
+                true => Ok(value.to_owned()),
+                false => Err(format!(
+                    "`{text}`: expected a name of letters, digits and _ after `{kind}:`"
+                )),
+            }
+        };
+        let amount = |value: &str| match value.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "`{text}`: expected a whole number above 0 after `{kind}:`"
+            )),
+        };
         match kind {
+            "secret" => name(value).map(|k| Some(Self::Secret(k))),
+            "env" => name(value).map(|k| Some(Self::Env(k))),
+            "memory" => amount(value).map(|n| Some(Self::Memory(n))),
+            "cpu" => amount(value).map(|n| Some(Self::Cpu(n))),
+            "tasks" => amount(value).map(|n| Some(Self::Tasks(n))),
             "read" => path(text, value).map(|p| Some(Self::Read(p))),
             "write" => path(text, value).map(|p| Some(Self::Write(p))),
             "net" if value == "udp" => Ok(Some(Self::Udp)),
@@ -115,6 +157,10 @@ impl Capability {
             (Self::Write(g), Self::Write(a)) => a.starts_with(g),
             (Self::Connect(g), Self::Connect(a)) | (Self::Bind(g), Self::Bind(a)) => g.covers(*a),
             (Self::Udp, Self::Udp) | (Self::Exec, Self::Exec) => true,
+            (Self::Secret(g), Self::Secret(a)) | (Self::Env(g), Self::Env(a)) => g == a,
+            (Self::Memory(g), Self::Memory(a))
+            | (Self::Cpu(g), Self::Cpu(a))
+            | (Self::Tasks(g), Self::Tasks(a)) => g >= a,
             _ => false,
         }
     }
@@ -150,6 +196,11 @@ impl fmt::Display for Capability {
             Self::Bind(p) => write!(f, "bind:{p}"),
             Self::Udp => f.write_str("net:udp"),
             Self::Exec => f.write_str("exec"),
+            Self::Secret(key) => write!(f, "secret:{key}"),
+            Self::Env(name) => write!(f, "env:{name}"),
+            Self::Memory(mb) => write!(f, "memory:{mb}"),
+            Self::Cpu(seconds) => write!(f, "cpu:{seconds}"),
+            Self::Tasks(n) => write!(f, "tasks:{n}"),
         }
     }
 }
@@ -251,6 +302,11 @@ mod tests {
             "bind:8080",
             "bind:*",
             "exec",
+            "secret:API_KEY",
+            "env:LANG",
+            "memory:2048",
+            "cpu:600",
+            "tasks:512",
         ] {
             let cap = Capability::parse(text).unwrap().unwrap();
             assert_eq!(cap.to_string(), text);
@@ -262,6 +318,11 @@ mod tests {
             "read:data",
             "write:/a/../b",
             "read:",
+            "secret:",
+            "secret:A-B",
+            "env:$X",
+            "memory:0",
+            "tasks:many",
         ] {
             assert!(Capability::parse(bad).is_err(), "{bad}");
         }

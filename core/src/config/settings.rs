@@ -111,6 +111,22 @@ impl Default for AuditSettings {
 /// grow. A smaller value is refused when the configuration is read.
 pub const MIN_WORKER_MEMORY_MB: u64 = 96;
 
+/// The limits of a sandboxed worker when neither a grant (`memory:MB`, `cpu:SECONDS`,
+/// `tasks:N`) nor `[isolation]` sets them: chosen so that a worker serving the examples and
+/// the test fixtures never meets them (a debug `toolhost` worker runs in about 70 MiB of
+/// address space and 10 threads), while an allocation of gigabytes, a thread or fork bomb and
+/// a spin end as the call's error.
+pub mod sandbox_defaults {
+    /// Memory, in MiB: `RLIMIT_AS` of the worker, and the memory cgroup's limit where one is
+    /// made.
+    pub const MEMORY_MB: u64 = 1024;
+    /// CPU time over a worker's life, in seconds (`RLIMIT_CPU`): a worker that used it up is
+    /// replaced by a new one at the next call.
+    pub const CPU_SECONDS: u64 = 600;
+    /// Threads and processes of the worker together (the pids cgroup's limit).
+    pub const TASKS: u64 = 256;
+}
+
 /// How long a library's constructor and metadata read may take by default (`[limits]
 /// init_seconds`): 10 s.
 pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -133,10 +149,20 @@ pub struct IsolationSettings {
     /// How long a call cancelled at its deadline (or by the user) may go on before its worker
     /// is killed. Default 1 s.
     pub grace: Duration,
+    /// The most threads and processes a worker may have together (a pids cgroup, where the
+    /// host can make one); `None`: no limit.
+    pub tasks: Option<u64>,
     /// The sandbox its worker runs in ([`Config::sandbox`](super::Config::sandbox)); `None`:
     /// none (the default of a bare `IsolationSettings`; the host sandboxes every isolated tool
     /// whose configuration does not say `sandbox = "off"`).
     pub sandbox: Option<std::sync::Arc<super::SandboxPolicy>>,
+    /// The secrets it may receive (`secret:KEY` grants, and for an installed package the
+    /// secrets its manifest declares): a placeholder of any other key stays as it is, and the
+    /// call is told which grant would fill it.
+    pub secrets: Vec<String>,
+    /// The host's environment variables its worker sees besides the few every worker gets
+    /// (`env:NAME` grants).
+    pub env: Vec<String>,
 }
 
 impl Default for IsolationSettings {
@@ -145,7 +171,10 @@ impl Default for IsolationSettings {
             memory_mb: None,
             cpu_seconds: None,
             grace: Duration::from_millis(1000),
+            tasks: None,
             sandbox: None,
+            secrets: Vec::new(),
+            env: Vec::new(),
         }
     }
 }

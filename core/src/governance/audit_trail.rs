@@ -114,6 +114,8 @@ struct CallLine<'a> {
     stage: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    refused: &'a [String],
 }
 
 /// A call's start as written: the fields of [`StartRecord`](crate::audit::StartRecord),
@@ -196,6 +198,8 @@ pub(crate) struct EndedCall<'c, S> {
     pub(crate) source: S,
     /// The sandbox the tool ran in, if it ran in one (`sandboxed; granted: net:443`).
     pub(crate) sandbox: Option<String>,
+    /// What the host refused the call's plugins (`secret:KEY`).
+    pub(crate) refused: Vec<String>,
     pub(crate) rules: &'c CallRules,
     pub(crate) args: &'c Map<String, Value>,
     pub(crate) trail: Trail,
@@ -218,6 +222,7 @@ pub(crate) fn append_call<'a>(
         request,
         source,
         sandbox,
+        refused,
         rules,
         args,
         trail,
@@ -263,6 +268,7 @@ pub(crate) fn append_call<'a>(
         },
         stage: trail.stage,
         sandbox: sandbox.as_deref(),
+        refused: &refused,
     };
     audit.append_serialized(&line)?;
     // The user's own decision gets a record of its own, with the call's id and arguments.
@@ -326,6 +332,8 @@ pub(crate) struct EarlyCall<'c> {
     /// The outcome: an error kind, or `unknown_tool`.
     pub(crate) outcome: &'c str,
     pub(crate) stage: &'static str,
+    /// What the host refused the call's plugins before it ended (`secret:KEY`).
+    pub(crate) refused: &'c [String],
 }
 
 /// Appends the record of a call that ended before its governed steps.
@@ -360,6 +368,7 @@ pub(crate) fn append_early(
         metadata: None,
         stage: Some(call.stage),
         sandbox: None,
+        refused: call.refused,
     })
 }
 
@@ -427,6 +436,7 @@ mod tests {
             metadata: Some(MaybeMasked::Masked(metadata.as_object().unwrap().clone())),
             stage: None,
             sandbox: Some("sandboxed; granted: net:443"),
+            refused: &[],
         };
         let text = serde_json::to_string(&line).unwrap();
         let expected = AuditRecord::Call(CallRecord {
@@ -451,6 +461,7 @@ mod tests {
             metadata: Some(metadata),
             stage: None,
             sandbox: Some("sandboxed; granted: net:443".to_owned()),
+            refused: Vec::new(),
         });
         assert_eq!(
             serde_json::from_str::<AuditRecord>(&text).unwrap(),

@@ -265,24 +265,51 @@ impl Host {
     /// Isolated, with the sandbox `config` gives the tool (or extension) of `layer`, completed
     /// with what the host knows: the plugin folder it reads, the layer folders it never writes.
     fn isolated(&self, config: &crate::config::Config, tool: Option<&str>, layer: &Layer) -> Mode {
-        let mut settings = config.isolation();
-        settings.sandbox = config.sandbox(tool, layer).map(|mut policy| {
+        let mut settings = config.isolation_of(tool, layer);
+        if let Some(policy) = settings.sandbox.take() {
+            let mut policy = Arc::unwrap_or_clone(policy);
             policy.reads.extend(self.plugin_dir(layer));
             policy.protected = self.protected_dirs();
-            Arc::new(policy)
-        });
+            settings.sandbox = Some(Arc::new(policy));
+        }
+        // What the user accepted when `toolhost add` installed the package: the secrets its
+        // manifest declares.
+        for key in self.package_secrets(layer) {
+            if !settings.secrets.contains(&key) {
+                settings.secrets.push(key);
+            }
+        }
         Mode::Isolated(settings)
     }
 
     /// A configuration with a mistake hides what it says: its tools run isolated and
     /// sandboxed, with the default limits and nothing granted.
     fn fail_closed(&self) -> crate::IsolationSettings {
+        use crate::config::sandbox_defaults as default;
         crate::IsolationSettings {
             sandbox: Some(Arc::new(crate::config::SandboxPolicy {
                 protected: self.protected_dirs(),
                 ..Default::default()
             })),
+            memory_mb: Some(default::MEMORY_MB),
+            cpu_seconds: Some(default::CPU_SECONDS),
+            tasks: Some(default::TASKS),
             ..Default::default()
+        }
+    }
+
+    /// The secrets the manifest of the installed package of `layer` declares (none for a
+    /// layer that is not an installed package's, or whose manifest cannot be read).
+    fn package_secrets(&self, layer: &Layer) -> Vec<String> {
+        if !self.installed_package(layer) {
+            return Vec::new();
+        }
+        let Some(dir) = self.plugin_dir(layer) else {
+            return Vec::new();
+        };
+        match crate::package::Manifest::read(&dir.join(crate::package::MANIFEST_FILE_NAME)) {
+            Ok(manifest) => manifest.secrets,
+            Err(_) => Vec::new(),
         }
     }
 

@@ -17,6 +17,7 @@ use crate::config::SandboxPolicy;
 use crate::exec::call_threads;
 use crate::load::error::{LoadError, LoadErrorKind};
 use crate::load::loader::Staged;
+use crate::secrets::{SecretAccess, SecretGrant};
 use crate::sync::lock;
 use plugin_api::ToolError;
 
@@ -38,6 +39,10 @@ pub(crate) struct IsolatedTool {
     init_timeout: Duration,
     /// What the first worker said about the tool.
     pub(crate) hello: Hello,
+    /// What bounds a sandboxed worker, in words (as the first worker was bounded).
+    limits: Option<String>,
+    /// The secrets it may receive, and how to grant more.
+    secrets: Arc<SecretGrant>,
     slot: Arc<Mutex<Slot>>,
 }
 
@@ -76,6 +81,7 @@ impl IsolatedTool {
         if let Some(policy) = &settings.sandbox {
             check_grants(source, &worker.hello, policy)?;
         }
+        let secrets = Arc::new(secret_grant(source, extension.as_ref(), &settings));
         Ok(Self {
             program: program.to_owned(),
             library,
@@ -84,6 +90,8 @@ impl IsolatedTool {
             settings,
             init_timeout,
             hello: worker.hello.clone(),
+            limits: worker.limits.clone(),
+            secrets,
             slot: Arc::new(Mutex::new(Slot {
                 worker: Some(Arc::new(worker)),
                 ..Slot::default()
@@ -248,6 +256,17 @@ impl IsolatedTool {
         ToolError::new(error.kind(), message)
     }
 
+    /// The secrets its plugin may receive: only those granted by name.
+    pub(crate) fn secret_access(&self) -> SecretAccess {
+        SecretAccess::Granted(self.secrets.clone())
+    }
+
+    /// A sandboxed worker's limits and what enforces them (`memory 1024 MiB, CPU 600 s, 256
+    /// tasks (cgroup v1 and rlimits)`).
+    pub(crate) fn limits(&self) -> Option<&str> {
+        self.limits.as_deref()
+    }
+
     /// Whether its worker runs sandboxed, and what the sandbox enforces.
     pub(crate) fn sandbox(&self) -> Option<(&SandboxPolicy, &str, Duration)> {
         let policy = self.settings.sandbox.as_deref()?;
@@ -345,6 +364,31 @@ fn start_error(source: &Path, error: StartError) -> LoadError {
 
 /// The capabilities the tool of `hello` (found at `source`) asks for that `policy` does not
 /// grant, as a load error that says how to grant them.
+/// The secrets the library `source` (an extension at `(point, name)`) may receive under
+/// `settings`, named as messages name it.
+fn secret_grant(
+    source: &Path,
+    extension: Option<&(String, String)>,
+    settings: &IsolationSettings,
+) -> SecretGrant {
+    let (holder, table) = match extension {
+        Some((_, name)) => (
+            format!("extension '{name}'"),
+            "[sandbox] (every isolated tool and extension) or [sandbox.plugins.<its plugin folder>]"
+                .to_owned(),
+        ),
+        None => {
+            let name = source.file_stem().unwrap_or_default().to_string_lossy();
+            (format!("tool '{name}'"), format!("[tools.{name}]"))
+        }
+    };
+    SecretGrant {
+        keys: settings.secrets.clone(),
+        holder,
+        table,
+    }
+}
+
 fn check_grants(source: &Path, hello: &Hello, policy: &SandboxPolicy) -> Result<(), LoadError> {
     let info: plugin_api::ToolInfo = match serde_json::from_str(&hello.info) {
         Ok(info) => info,

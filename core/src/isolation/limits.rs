@@ -41,6 +41,33 @@ pub(crate) struct Ending {
     pub(crate) status: Option<ExitStatus>,
     /// The CPU time (user and system) it used over its life.
     pub(crate) cpu: Option<std::time::Duration>,
+    /// Whether the kernel's out-of-memory killer ended a process of its control group at its
+    /// memory limit (the group's own count).
+    pub(crate) oom_killed: bool,
+}
+
+/// A sandboxed worker's limits and what enforces them, in words: `memory 1024 MiB, CPU 600 s,
+/// 256 tasks (cgroup v1 and rlimits)`; `group` is the control group's hierarchy, or why
+/// there is none.
+pub(crate) fn describe(settings: &IsolationSettings, group: Result<&str, &String>) -> String {
+    let mut limits = Vec::new();
+    if let Some(mb) = settings.memory_mb {
+        limits.push(format!("memory {mb} MiB"));
+    }
+    if let Some(seconds) = settings.cpu_seconds {
+        limits.push(format!("CPU {seconds} s"));
+    }
+    match (settings.tasks, group) {
+        (Some(tasks), Ok(hierarchy)) => {
+            limits.push(format!("{tasks} tasks"));
+            format!("{} ({hierarchy} and rlimits)", limits.join(", "))
+        }
+        (_, Err(why)) => format!(
+            "{} (rlimits; threads bounded by the memory limit only: {why})",
+            limits.join(", ")
+        ),
+        (None, Ok(hierarchy)) => format!("{} ({hierarchy} and rlimits)", limits.join(", ")),
+    }
 }
 
 /// What ended a worker, in words: `the plugin process died: SIGSEGV (segmentation fault)`.
@@ -58,6 +85,11 @@ pub(crate) fn death_reason(
         return format!("the plugin process was killed: {killed}");
     }
     let signal = ending.status.and_then(signal_of);
+    if let (true, Some(mb)) = (ending.oom_killed, settings.memory_mb) {
+        return format!(
+            "the plugin process was killed at its memory limit of {mb} MiB (the kernel's out-of-memory killer, in its control group); grant more with memory:MB if it needs more"
+        );
+    }
     #[cfg(unix)]
     if let (Some(libc::SIGXCPU | libc::SIGKILL), Some(seconds)) = (signal, settings.cpu_seconds) {
         // The kernel sends these at the limit; a plugin raising them itself has not used it.
@@ -151,6 +183,7 @@ mod tests {
         let ending = |status, cpu| Ending {
             status,
             cpu: Some(std::time::Duration::from_secs_f64(cpu)),
+            oom_killed: false,
         };
         assert_eq!(
             death_reason(&ending(signalled(libc::SIGSEGV), 0.0), &none, None),

@@ -9,7 +9,9 @@
 //! - `isolated_tool.rs`: a tool's worker, restarted with backoff, and its calls with deadline
 //!   and grace period;
 //! - `host_requests.rs`: the host answers the plugin's context requests with the call's real context;
-//! - `sandbox.rs`: the sandbox a worker confines itself to, computed from the tool's grants.
+//! - `sandbox.rs`: the sandbox a worker confines itself to, computed from the tool's grants;
+//! - `cgroup.rs`: a sandboxed worker's control group (memory, tasks, and the end of all its
+//!   processes with it).
 //!
 //! The worker process itself is [`crate::worker`]: this module is the host's side of it.
 //!
@@ -17,6 +19,7 @@
 //! [`Config::isolated`](crate::config::Config::isolated)) or for every tool with
 //! [`HostOptions::isolate_all`](crate::HostOptions::isolate_all).
 
+mod cgroup;
 mod host_requests;
 pub(crate) mod isolated_tool;
 mod limits;

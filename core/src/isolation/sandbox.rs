@@ -104,6 +104,13 @@ impl Confinement {
                 Capability::Bind(port) => plan.bind.push(*port),
                 Capability::Udp => plan.udp = true,
                 Capability::Exec => plan.exec = true,
+                // Given by the host, not the worker's kernel confinement: secrets through
+                // the call's context, variables and limits when the worker starts.
+                Capability::Secret(_)
+                | Capability::Env(_)
+                | Capability::Memory(_)
+                | Capability::Cpu(_)
+                | Capability::Tasks(_) => {}
             }
         }
         Ok(plan)

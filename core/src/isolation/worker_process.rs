@@ -13,6 +13,7 @@ use plugin_abi::FfiContext;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
+use super::cgroup::WorkerGroup;
 use super::limits::{self, IsolationSettings};
 use super::protocol::{read_frame, write_frame, FromWorker, Hello, Outcome, ToWorker, WorkerSpan};
 use super::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
@@ -135,6 +136,8 @@ impl Link {
 pub(crate) struct WorkerProcess {
     pub(crate) link: Arc<Link>,
     pub(crate) hello: Hello,
+    /// What bounds the worker (a sandboxed one's limits and what enforces them), in words.
+    pub(crate) limits: Option<String>,
 }
 
 impl Drop for WorkerProcess {
@@ -154,10 +157,19 @@ pub(crate) enum StartError {
 }
 
 /// A worker's scratch folder (mode 0700, in the system's temporary folder), where each of its
-/// calls gets a folder of its own; removed with everything in it once the worker has ended.
+/// calls gets a folder of its own, with the worker's private home and temporary folders
+/// (`home/`, `tmp/`); removed with everything in it once the worker has ended.
 struct Scratch(std::path::PathBuf);
 
 impl Scratch {
+    fn home(&self) -> std::path::PathBuf {
+        self.0.join("home")
+    }
+
+    fn tmp(&self) -> std::path::PathBuf {
+        self.0.join("tmp")
+    }
+
     fn new() -> Result<Self, String> {
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
@@ -170,7 +182,13 @@ impl Scratch {
         builder
             .create(&dir)
             .map_err(|e| format!("cannot create its scratch folder {}: {e}", dir.display()))?;
-        Ok(Self(dir))
+        let scratch = Self(dir);
+        for sub in [scratch.home(), scratch.tmp()] {
+            builder
+                .create(&sub)
+                .map_err(|e| format!("cannot create {}: {e}", sub.display()))?;
+        }
+        Ok(scratch)
     }
 }
 
@@ -192,8 +210,27 @@ impl WorkerProcess {
         init_timeout: Duration,
     ) -> Result<Self, StartError> {
         let scratch = Scratch::new().map_err(StartError::Spawn)?;
-        let mut command = command(program, library, source, extension, settings);
+        // A sandboxed worker's control group, where the machine lets the host make one.
+        let (group, limits) = match &settings.sandbox {
+            Some(_) => {
+                let group = WorkerGroup::create(settings);
+                let limits =
+                    limits::describe(settings, group.as_ref().map(|g| g.described.as_str()));
+                (group.ok(), Some(limits))
+            }
+            None => (None, None),
+        };
+        let mut command = command(
+            program,
+            library,
+            source,
+            extension,
+            settings,
+            group.as_ref(),
+        );
         command.env(SCRATCH_ENV, &scratch.0);
+        command.env("HOME", scratch.home());
+        command.env("TMPDIR", scratch.tmp());
         // Only what this host asks for: never a sandbox inherited from its own environment.
         command.env_remove(SANDBOX_ENV);
         if let Some(policy) = &settings.sandbox {
@@ -229,7 +266,8 @@ impl WorkerProcess {
             std::thread::Builder::new()
                 .name(format!("toolhost-worker-{}", child.id()))
                 .spawn(move || {
-                    read_worker(child, &link, &settings, hello_tx);
+                    read_worker(child, &link, &settings, hello_tx, group.as_ref());
+                    drop(group);
                     drop(scratch);
                 })
         };
@@ -239,7 +277,11 @@ impl WorkerProcess {
         }
         let limit = init_timeout.saturating_add(START_TIMEOUT);
         match hello_rx.recv_timeout(limit) {
-            Ok(Ok(hello)) => Ok(Self { link, hello }),
+            Ok(Ok(hello)) => Ok(Self {
+                link,
+                hello,
+                limits,
+            }),
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 let why = format!(
@@ -291,15 +333,39 @@ impl WorkerProcess {
     }
 }
 
-/// The command that starts a worker, with `settings`' limits set in the child.
+/// The host's environment variables every worker sees, if set: what programs need to find
+/// programs and speak the user's language. Nothing else of the host's environment reaches a
+/// worker (its secrets, keys and tokens live there) but what `env:NAME` grants; `HOME` and
+/// `TMPDIR` are the worker's own folders.
+const WORKER_ENV: &[&str] = &["PATH", "LANG", "LANGUAGE", "TZ", "TERM", "RUST_BACKTRACE"];
+
+/// Whether the host's variable `name` reaches a worker with `settings`.
+fn passed(name: &std::ffi::OsStr, settings: &IsolationSettings) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    WORKER_ENV.contains(&name)
+        || (name.starts_with("LC_") && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
+        || settings.env.iter().any(|granted| granted == name)
+}
+
+/// The command that starts a worker, with `settings`' limits set in the child (and joining
+/// `group`, if it has one).
 fn command(
     program: &Path,
     library: &Staged,
     source: &Path,
     extension: Option<&(String, String)>,
     settings: &IsolationSettings,
+    group: Option<&WorkerGroup>,
 ) -> Command {
     let mut command = Command::new(program);
+    command.env_clear();
+    for (name, value) in std::env::vars_os() {
+        if passed(&name, settings) {
+            command.env(name, value);
+        }
+    }
     command
         .arg(super::WORKER_COMMAND)
         .arg(library.path())
@@ -317,12 +383,19 @@ fn command(
         use std::os::unix::process::CommandExt;
         let settings = settings.clone();
         let inherited = library.inherited_fd();
+        let join = group.map(WorkerGroup::join_fds).unwrap_or_default();
         // SAFETY: only system calls, as required between fork and exec. The worker leads a
         // process group of its own, so that whatever it forks is killed when it ends; it
-        // keeps the library's descriptor open across exec.
+        // joins its control group (writing 0 moves the writer); it keeps the library's
+        // descriptor open across exec.
         unsafe {
             command.pre_exec(move || {
                 libc::setpgid(0, 0);
+                for fd in &join {
+                    if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 if let Some(fd) = inherited {
                     if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
                         return Err(std::io::Error::last_os_error());
@@ -351,6 +424,7 @@ fn read_worker(
     link: &Arc<Link>,
     settings: &IsolationSettings,
     hello: HelloSender,
+    group: Option<&WorkerGroup>,
 ) {
     if let Some(err) = child.stderr.take() {
         let spawned = std::thread::Builder::new()
@@ -375,7 +449,7 @@ fn read_worker(
             link.kill(format!("no thread to read it: {e}"));
         }
     }
-    let ending = reap(&mut child, link);
+    let ending = reap(&mut child, link, group);
     // Frames it wrote before it ended are read before its calls are failed.
     let _ = read_rx.recv_timeout(LAST_FRAMES);
     drop(lock(&link.input).take());
@@ -409,7 +483,7 @@ fn read_frames(out: impl Read, link: &Arc<Link>, hello: &Mutex<Option<HelloSende
 /// Waits for the worker to end, kills the rest of its process group (a forked child), and
 /// reaps it: its status and the CPU time it used.
 #[cfg(unix)]
-fn reap(child: &mut Child, link: &Link) -> limits::Ending {
+fn reap(child: &mut Child, link: &Link, group: Option<&WorkerGroup>) -> limits::Ending {
     let pid = child.id() as libc::pid_t;
     // SAFETY: plain system calls on our own child; `WNOWAIT` leaves it a zombie, so its
     // process id (its group's id) cannot be reused before the group is killed.
@@ -424,6 +498,11 @@ fn reap(child: &mut Child, link: &Link) -> limits::Ending {
             && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
         {}
         libc::kill(-pid, libc::SIGKILL);
+        // Its control group's processes too, whatever group or session they are in.
+        let oom_killed = group.is_some_and(|group| {
+            group.kill_all();
+            group.oom_killed()
+        });
         *lock(&link.unreaped) = false;
         let mut status = 0;
         let mut usage: libc::rusage = std::mem::zeroed();
@@ -439,16 +518,17 @@ fn reap(child: &mut Child, link: &Link) -> limits::Ending {
         limits::Ending {
             status: Some(std::os::unix::process::ExitStatusExt::from_raw(status)),
             cpu: Some(time(usage.ru_utime) + time(usage.ru_stime)),
+            oom_killed,
         }
     }
 }
 
 #[cfg(not(unix))]
-fn reap(child: &mut Child, link: &Link) -> limits::Ending {
+fn reap(child: &mut Child, link: &Link, _: Option<&WorkerGroup>) -> limits::Ending {
     *lock(&link.unreaped) = false;
     limits::Ending {
         status: child.wait().ok(),
-        cpu: None,
+        ..Default::default()
     }
 }
 

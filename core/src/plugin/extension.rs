@@ -80,6 +80,14 @@ impl ExtensionHandle {
         self.backend.worker().is_some()
     }
 
+    /// The secrets it may receive itself, if it runs in a worker process (`None`: it runs in
+    /// the host's and receives what the call's tool may).
+    pub(crate) fn secret_access(&self) -> Option<crate::secrets::SecretAccess> {
+        self.backend
+            .worker()
+            .map(crate::isolation::IsolatedTool::secret_access)
+    }
+
     /// The extension's metadata.
     pub fn info(&self) -> &ExtensionInfo {
         &self.info

@@ -198,13 +198,22 @@ impl ToolHandle {
         self.worker().is_some()
     }
 
+    /// Which secrets it may receive: every one in the host's process, only those granted to
+    /// it by name in a worker process.
+    pub(crate) fn secret_access(&self) -> crate::secrets::SecretAccess {
+        self.worker()
+            .map_or_else(Default::default, IsolatedTool::secret_access)
+    }
+
     /// The sandbox its worker runs in, if it is isolated and sandboxed (see the book,
     /// "Isolated plugins").
     pub fn sandbox(&self) -> Option<ToolSandbox> {
-        let (policy, enforced, applied_in) = self.worker()?.sandbox()?;
+        let worker = self.worker()?;
+        let (policy, enforced, applied_in) = worker.sandbox()?;
         Some(ToolSandbox {
             enforced: enforced.to_owned(),
             applied_in: Some(applied_in),
+            limits: worker.limits().map(str::to_owned),
             ..ToolSandbox::configured(policy)
         })
     }
@@ -332,6 +341,9 @@ pub struct ToolSandbox {
     pub grants: Vec<String>,
     /// How long the tool's first worker took to apply it (`None` before a worker has).
     pub applied_in: Option<std::time::Duration>,
+    /// Its worker's limits and what enforces them: `memory 1024 MiB, CPU 600 s, 256 tasks
+    /// (cgroup v1 and rlimits)` (`None` before a worker has started).
+    pub limits: Option<String>,
 }
 
 impl ToolSandbox {
@@ -343,6 +355,7 @@ impl ToolSandbox {
             enforced: "sandboxed".to_owned(),
             grants,
             applied_in: None,
+            limits: None,
         }
     }
 }

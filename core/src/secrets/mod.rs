@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 
 use plugin_api::ToolError;
 
+mod access;
 mod cover;
 mod decoded;
 mod in_logs;
@@ -37,6 +38,7 @@ mod stream;
 mod unmask;
 mod variants;
 
+pub(crate) use access::{SecretAccess, SecretGrant};
 pub use in_logs::{mask_log_line, MaskedInLogs};
 pub use masked::{Masked, MaskedError};
 pub(crate) use store::SecretStore;

@@ -35,12 +35,16 @@ impl Unknown {
         }
     }
 
-    /// The repairable error that names the unknown keys and lists the known ones.
-    fn check(self, secrets: &Secrets) -> Result<(), ToolError> {
+    /// The repairable error that names the unknown keys and lists the known ones (`shown`:
+    /// only these of them).
+    fn check(self, secrets: &Secrets, shown: Option<&[String]>) -> Result<(), ToolError> {
         if self.listed.is_empty() {
             return Ok(());
         }
-        let known: Vec<&str> = secrets.keys().collect();
+        let known: Vec<&str> = secrets
+            .keys()
+            .filter(|k| shown.is_none_or(|shown| shown.iter().any(|s| s == k)))
+            .collect();
         let names: Vec<String> = self.listed.iter().map(|k| placeholder(k)).collect();
         Err(ToolError::repairable(format!(
             "unknown secret {}{}: the known secret keys are {}; write §§secret(KEY) with one of \
@@ -69,7 +73,7 @@ impl Secrets {
     pub fn unmask<'a>(&self, text: &'a str) -> Result<Cow<'a, str>, ToolError> {
         let mut unknown = Unknown::default();
         let out = self.fill(text, &mut unknown);
-        unknown.check(self)?;
+        unknown.check(self, None)?;
         Ok(out)
     }
 
@@ -77,9 +81,27 @@ impl Secrets {
     /// returns whether anything changed. Fails like [`unmask`](Self::unmask), naming the
     /// unknown keys of the whole value, and leaves `value` unchanged.
     pub fn unmask_value(&self, value: &mut Value) -> Result<bool, ToolError> {
+        self.unmask_value_shown(value, None)
+    }
+
+    /// [`unmask_value`](Self::unmask_value) whose error for an unknown key lists only the
+    /// known keys among `listed`.
+    pub(crate) fn unmask_value_listing(
+        &self,
+        value: &mut Value,
+        listed: &[String],
+    ) -> Result<bool, ToolError> {
+        self.unmask_value_shown(value, Some(listed))
+    }
+
+    fn unmask_value_shown(
+        &self,
+        value: &mut Value,
+        shown: Option<&[String]>,
+    ) -> Result<bool, ToolError> {
         let mut unknown = Unknown::default();
         let new = self.fill_value(value, &mut unknown);
-        unknown.check(self)?;
+        unknown.check(self, shown)?;
         Ok(new.map(|new| *value = new).is_some())
     }
 

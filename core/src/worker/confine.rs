@@ -22,6 +22,7 @@ pub(super) type Confined = Result<String, String>;
 #[cfg(target_os = "linux")]
 pub(super) fn confine(plan: &Confinement) -> Confined {
     let landlock = linux::landlock(plan)?;
+    linux::drop_capabilities()?;
     linux::seccomp(plan)?;
     Ok(landlock)
 }
@@ -90,12 +91,15 @@ mod linux {
             .map_err(cannot)?;
         let rule_error = |e: landlock::RulesetError| format!("cannot add a sandbox rule: {e}");
         let read = AccessFs::from_read(abi);
+        // Writing never includes making device files: a root worker could otherwise make a
+        // node for the host's disk in its scratch folder and read it raw.
+        let write = AccessFs::from_all(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         let mut created = created
             .add_rules(path_beneath_rules(&plan.read, read))
             .map_err(rule_error)?
             .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(abi)))
             .map_err(rule_error)?
-            .add_rules(path_beneath_rules(&plan.write, AccessFs::from_all(abi)))
+            .add_rules(path_beneath_rules(&plan.write, write))
             .map_err(rule_error)?;
         for (ports, access) in [
             (&plan.connect, AccessNet::ConnectTcp),
@@ -126,6 +130,68 @@ mod linux {
             )),
         }
     }
+
+    /// Gives up every capability, for good: a worker of a host that runs as root keeps the
+    /// user id 0 (files owned by root stay its own) but loses what root may do beyond an
+    /// owner (`CAP_DAC_OVERRIDE`, `CAP_SYS_RESOURCE`, `CAP_SYS_NICE`, `CAP_KILL`,
+    /// `CAP_MKNOD`, `CAP_CHOWN`, `CAP_FOWNER`, ...). The bounding set is emptied too, so no
+    /// program it may start gets one back (`no_new_privs` is set already). A worker without
+    /// capabilities has nothing to drop: the bounding set then cannot change (`EPERM`), and
+    /// that is no error.
+    pub(super) fn drop_capabilities() -> Result<(), String> {
+        // SAFETY: plain prctl calls with integer arguments.
+        unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            );
+            for cap in 0..64 {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 {
+                    break; // EINVAL past the last capability; EPERM without CAP_SETPCAP
+                }
+            }
+        }
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: libc::c_int,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        // _LINUX_CAPABILITY_VERSION_3: two 32-bit words of each set.
+        let header = Header {
+            version: 0x2008_0522,
+            pid: 0,
+        };
+        let data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        // SAFETY: capset with a valid header and the two data words version 3 reads.
+        match unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(format!(
+                "cannot give up its capabilities: {}",
+                std::io::Error::last_os_error()
+            )),
+        }
+    }
+
+    // System calls newer than the C library's headers: their numbers are the same on every
+    // architecture (the shared table from 424 on).
+    const PROCESS_MRELEASE: i64 = 448;
+    const FCHMODAT2: i64 = 452;
+    const SETXATTRAT: i64 = 463;
+    const REMOVEXATTRAT: i64 = 466;
 
     /// The x32 system calls of x86_64 carry this bit with the same architecture number.
     #[cfg(target_arch = "x86_64")]
@@ -263,6 +329,90 @@ mod linux {
             }
         }
         rules.insert(libc::SYS_clone, clone);
+        // Leaving the worker's process group or session: whatever it starts stays in the
+        // group the host kills when the worker ends (the worker made its group before the
+        // filter, in the host's `pre_exec`).
+        for nr in [libc::SYS_setsid, libc::SYS_setpgid] {
+            rules.insert(nr, vec![]);
+        }
+        // Another process's limits, priority, scheduling and memory: only the worker's own
+        // (0 or its process id). Lowering the host's file-size limit killed it (SIGXFSZ) at
+        // its next audit write.
+        let own = u64::from(std::process::id());
+        let other = |arg: u8| -> Result<Vec<SeccompCondition>, seccompiler::BackendError> {
+            Ok(vec![condition(arg, Ne, 0)?, condition(arg, Ne, own)?])
+        };
+        for nr in [
+            libc::SYS_prlimit64,
+            libc::SYS_sched_setattr,
+            libc::SYS_sched_setscheduler,
+            libc::SYS_sched_setparam,
+            libc::SYS_sched_setaffinity,
+            libc::SYS_migrate_pages,
+            libc::SYS_move_pages,
+        ] {
+            rules.insert(nr, vec![SeccompRule::new(other(0)?)?]);
+        }
+        // setpriority(which, who, prio) and ioprio_set(which, who, prio): a process by its id
+        // (PRIO_PROCESS 0, IOPRIO_WHO_PROCESS 1) only, and that process the worker.
+        for (nr, process) in [(libc::SYS_setpriority, 0), (libc::SYS_ioprio_set, 1)] {
+            rules.insert(
+                nr,
+                vec![
+                    SeccompRule::new(vec![condition(0, Ne, process)?])?,
+                    SeccompRule::new(other(1)?)?,
+                ],
+            );
+        }
+        // Another process's descriptors and memory through a pidfd, and comparing kernel
+        // objects across processes.
+        for nr in [
+            libc::SYS_pidfd_getfd,
+            libc::SYS_process_madvise,
+            PROCESS_MRELEASE,
+            libc::SYS_kcmp,
+        ] {
+            rules.insert(nr, vec![]);
+        }
+        // File metadata: Landlock does not check a mode, an owner, an extended attribute or
+        // a time, and a filter cannot read the path or how a descriptor was opened (a file
+        // opened to read may be chmod-ed through it), so these are refused everywhere, the
+        // scratch folder and write grants included. Files are made with the mode given to
+        // `open` and `mkdir`.
+        for nr in [
+            libc::SYS_fchmod,
+            libc::SYS_fchmodat,
+            FCHMODAT2,
+            libc::SYS_fchown,
+            libc::SYS_fchownat,
+            libc::SYS_setxattr,
+            libc::SYS_lsetxattr,
+            libc::SYS_fsetxattr,
+            libc::SYS_removexattr,
+            libc::SYS_lremovexattr,
+            libc::SYS_fremovexattr,
+            SETXATTRAT,
+            REMOVEXATTRAT,
+            libc::SYS_utimensat,
+            // Watching files: inotify sees the names of files made in any folder it can
+            // name, grants or not.
+            libc::SYS_inotify_init1,
+            libc::SYS_inotify_add_watch,
+        ] {
+            rules.insert(nr, vec![]);
+        }
+        #[cfg(target_arch = "x86_64")]
+        for nr in [
+            libc::SYS_chmod,
+            libc::SYS_chown,
+            libc::SYS_lchown,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_futimesat,
+            libc::SYS_inotify_init,
+        ] {
+            rules.insert(nr, vec![]);
+        }
         // Sockets: only TCP over IPv4 and IPv6 (which Landlock filters by port), and UDP if
         // granted; no Unix socket (a path such as a container runtime's socket is not a file
         // Landlock checks on connect), no netlink, packet or raw socket.

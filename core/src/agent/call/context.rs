@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::Agent;
 use crate::exec::cancel::Cancel;
+use crate::secrets::SecretAccess;
+use crate::sync::lock;
 use crate::transcript::{HistoryMessage, Role};
 
 /// One tool call: what its own context and each extension's within it share (an attempt gets
@@ -23,6 +25,32 @@ pub(crate) struct Call {
     pub(crate) nested: bool,
     /// Set when the host stops waiting for the call (deadline, intervention).
     pub(crate) cancel: Cancel,
+    /// Which secrets the called tool may receive (its arguments are its own).
+    pub(crate) secrets: SecretAccess,
+    /// What the host refused the call's plugins (`secret:KEY`), for its audit record; shared
+    /// by its attempts.
+    pub(crate) refused: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Call {
+    /// A call of `tool_name` whose tool may receive `secrets`; the rest as a fresh call.
+    pub(crate) fn new(agent: Arc<Agent>, tool_name: Arc<str>, secrets: SecretAccess) -> Self {
+        Self {
+            agent,
+            tool_name,
+            method: None,
+            log_id: 0,
+            nested: false,
+            cancel: Cancel::default(),
+            secrets,
+            refused: Arc::default(),
+        }
+    }
+
+    /// What the host refused the call's plugins so far.
+    pub(crate) fn refused(&self) -> Vec<String> {
+        lock(&self.refused).clone()
+    }
 }
 
 /// One tool call (or one extension run within it), as plugins see it. Its fields are the
@@ -38,6 +66,8 @@ enum Kind {
         parent: Arc<CallContext>,
         point: Arc<str>,
         name: Arc<str>,
+        /// The secrets the extension itself may receive, if it runs in a worker process.
+        own: Option<SecretAccess>,
     },
 }
 
@@ -73,14 +103,7 @@ impl CallContext {
 
     /// The agent itself, outside any tool call (the message loop's extension points).
     pub(crate) fn for_agent(agent: Arc<Agent>) -> Self {
-        Self::new(Call {
-            agent,
-            tool_name: "".into(),
-            method: None,
-            log_id: 0,
-            nested: false,
-            cancel: Cancel::default(),
-        })
+        Self::new(Call::new(agent, "".into(), SecretAccess::All))
     }
 
     /// The same call for one more attempt of `execute`, with a cancellation of its own.
@@ -92,15 +115,26 @@ impl CallContext {
             log_id: self.log_id,
             nested: self.nested,
             cancel: Cancel::default(),
+            secrets: self.secrets.clone(),
+            refused: self.refused.clone(),
         }));
-        match self.extension() {
-            None => attempt,
-            Some((point, name)) => attempt.for_extension(point, name),
+        match &self.0 {
+            Kind::Call(_) => attempt,
+            Kind::Extension {
+                point, name, own, ..
+            } => attempt.for_extension(point, name, own.clone()),
         }
     }
 
-    /// The same call, seen from the extension `name` at `point`.
-    pub(crate) fn for_extension(self: &Arc<Self>, point: &Arc<str>, name: &Arc<str>) -> Arc<Self> {
+    /// The same call, seen from the extension `name` at `point` (which may receive the
+    /// secrets `own` allows, if it runs in a worker process, and never more than the call's
+    /// tool).
+    pub(crate) fn for_extension(
+        self: &Arc<Self>,
+        point: &Arc<str>,
+        name: &Arc<str>,
+        own: Option<SecretAccess>,
+    ) -> Arc<Self> {
         let parent = match &self.0 {
             Kind::Call(_) => self.clone(),
             Kind::Extension { parent, .. } => parent.clone(),
@@ -109,7 +143,34 @@ impl CallContext {
             parent,
             point: point.clone(),
             name: name.clone(),
+            own,
         }))
+    }
+
+    /// `value` with its placeholders filled in, if every key is one this context may
+    /// receive: the call's tool's, and an isolated extension's own. A refusal is noted for
+    /// the call's audit record and logged (the keys, never a value).
+    fn unmask(&self, value: &mut Value) -> Result<(), ToolError> {
+        let own = match &self.0 {
+            Kind::Extension { own, .. } => own.as_ref(),
+            Kind::Call(_) => None,
+        };
+        for access in [Some(&self.secrets), own].into_iter().flatten() {
+            if let Err(refused) = access.check(value) {
+                tracing::warn!("{}", refused.error.message());
+                let mut noted = lock(&self.refused);
+                for key in refused.keys {
+                    let grant = format!("secret:{key}");
+                    if !noted.contains(&grant) {
+                        noted.push(grant);
+                    }
+                }
+                return Err(refused.error);
+            }
+        }
+        let listed = own.unwrap_or(&self.secrets);
+        self.agent.host.secrets().unmask_value_with(value, listed)?;
+        Ok(())
     }
 }
 
@@ -225,7 +286,7 @@ impl HostServices for CallContext {
     fn unmask_json(&self, json: RString) -> Result<String, FfiError> {
         let mut value: Value = serde_json::from_str(&json)
             .map_err(|e| ToolError::internal(format!("unmask_json: not JSON: {e}")))?;
-        self.agent.host.secrets().unmask_value(&mut value)?;
+        self.unmask(&mut value)?;
         Ok(serde_json::to_string(&value).unwrap_or_default())
     }
 

@@ -50,7 +50,7 @@ impl Agent {
             let mut text = RString::from(json_text(data));
             let mut changed_by = None;
             for ext in extensions.iter() {
-                let ctx = call.for_extension(&ext.point, &ext.name);
+                let ctx = call.for_extension(&ext.point, &ext.name, ext.secret_access());
                 match ext.execute(ctx.to_ffi(), text.clone()).await {
                     Ok(Some(new)) => {
                         text = new;

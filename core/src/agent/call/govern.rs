@@ -68,6 +68,7 @@ impl Agent {
             request,
             source: || tool.audit_source(self.host.root()),
             sandbox: tool.sandbox(),
+            refused: call.refused(),
             rules,
             args,
             trail,

@@ -244,14 +244,12 @@ impl Agent {
         tool: &ToolHandle,
         args: &Value,
     ) -> Result<Response, ToolError> {
-        let call = Arc::new(CallContext::new(Call {
-            agent: self.clone(),
-            tool_name: tool.shared_name().clone(),
-            method: None,
-            log_id: 0,
-            nested: false,
-            cancel: Default::default(),
-        }));
+        let call = Call::new(
+            self.clone(),
+            tool.shared_name().clone(),
+            tool.secret_access(),
+        );
+        let call = Arc::new(CallContext::new(call));
         let answer = tool.execute(call.to_ffi(), json_text(args)).await?;
         let len = answer.message().len();
         Ok(answer.into_response(len))
@@ -280,13 +278,15 @@ impl Agent {
             Target::Library(tool, _) if tool.name() == request.name() => tool.shared_name().clone(),
             _ => request.name().into(),
         };
+        let secrets = match &target {
+            Target::Library(tool, _) => tool.secret_access(),
+            _ => Default::default(),
+        };
         let call = Arc::new(CallContext::new(Call {
-            agent: self.clone(),
-            tool_name,
             method: request.method().map(Into::into),
             log_id,
             nested,
-            cancel: Default::default(),
+            ..Call::new(self.clone(), tool_name, secrets)
         }));
         match self.lifecycle_steps(&call, request, &target, args).await {
             Ok(response) => Ok(response),
@@ -339,7 +339,9 @@ impl Agent {
         }
         let mut args = args;
         if let Err(e) = self.before_steps(call, request, target, &mut args).await {
-            return Err(self.ended_early(request, Some(target), &args, e, "before"));
+            let refused = call.refused();
+            let early = (Some(target), &args, &refused[..]);
+            return Err(self.ended_early_refused(request, early, e, "before"));
         }
         let answer = match target {
             Target::Library(tool, rules) => Answer::Plugin(
@@ -416,6 +418,18 @@ impl Agent {
         error: ToolError,
         stage: &'static str,
     ) -> ToolError {
+        self.ended_early_refused(request, (target, args, &[]), error, stage)
+    }
+
+    /// [`ended_early`](Self::ended_early) of a call whose plugins were refused something
+    /// (`secret:KEY`), which its record says.
+    fn ended_early_refused(
+        &self,
+        request: &ToolName,
+        (target, args, refused): (Option<&Target>, &Map<String, Value>, &[String]),
+        error: ToolError,
+        stage: &'static str,
+    ) -> ToolError {
         let outcome = error.kind().as_str();
         let root = self.host.root();
         let (config, layer, source) = match target {
@@ -439,7 +453,11 @@ impl Agent {
             library_sha256: sha256,
             ..early(request, None, args, outcome)
         };
-        let call = EarlyCall { stage, ..call };
+        let call = EarlyCall {
+            stage,
+            refused,
+            ..call
+        };
         let error_message = error.message().to_owned();
         self.audit_early(config, call, Some(error))
             .unwrap_or_else(|| ToolError::internal(error_message))
@@ -557,6 +575,7 @@ fn early<'c>(
         args,
         outcome,
         stage: "resolve",
+        refused: &[],
     }
 }
 

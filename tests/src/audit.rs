@@ -41,5 +41,6 @@ pub fn call_record(writer: &str, i: u64) -> AuditRecord {
         metadata: Some(json!({"bytes_written": 66, "created": false})),
         stage: None,
         sandbox: None,
+        refused: Vec::new(),
     })
 }

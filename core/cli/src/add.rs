@@ -121,6 +121,14 @@ fn show(layout: &Layout, verified: &Verified) {
         false => m.capabilities.join(", "),
     };
     println!("capabilities {capabilities} (granted in your configuration, not by the package)");
+    if !m.secrets.is_empty() {
+        // Installing grants them: an installed package's tools receive the secrets its
+        // manifest declares, and no other (docs/src/reference/isolation.md).
+        println!(
+            "secrets      {} (its tools receive these secrets of usr/secrets.env once installed)",
+            m.secrets.join(", ")
+        );
+    }
 }
 
 /// The first other layer of the default profile that has a file at `place` (`tools/x.so`),

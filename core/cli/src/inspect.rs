@@ -86,7 +86,12 @@ fn runs_text(runs: &RunsAs) -> String {
         }
         RunsAs::Isolated {
             sandbox: Some(sandbox),
-        } => format!("in a worker process, {sandbox} (profile default)"),
+        } => match &sandbox.limits {
+            Some(limits) => {
+                format!("in a worker process, {sandbox} (profile default)\n  limits       {limits}")
+            }
+            None => format!("in a worker process, {sandbox} (profile default)"),
+        },
         _ => "(unknown)".to_owned(),
     }
 }
@@ -95,7 +100,7 @@ fn runs_json(runs: &RunsAs) -> Value {
     match runs {
         RunsAs::Isolated { sandbox } => json!({
             "isolated": true,
-            "sandbox": sandbox.as_ref().map(|s| json!({"enforced": s.enforced, "grants": s.grants})),
+            "sandbox": sandbox.as_ref().map(|s| json!({"enforced": s.enforced, "grants": s.grants, "limits": s.limits})),
         }),
         _ => json!({"isolated": false, "sandbox": null}),
     }

@@ -4,6 +4,7 @@
 //! host.
 
 mod cli;
+mod confined;
 mod context;
 mod crashes;
 mod holes;

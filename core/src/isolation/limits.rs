@@ -108,7 +108,7 @@ pub(crate) fn death_reason(
             let mut reason = format!("the plugin process died: {}", signal_name(signal));
             if let (true, Some(mb)) = (memory_signal(signal), settings.memory_mb) {
                 reason.push_str(&format!(
-                    " while limited to {mb} MiB ([isolation] memory_mb): an allocation over that limit ends a process this way"
+                    " while limited to {mb} MiB ([isolation] memory_mb, or the grant memory:MB): an allocation over that limit ends a process this way"
                 ));
             }
             reason
@@ -196,7 +196,7 @@ mod tests {
         let reason = death_reason(&ending(signalled(libc::SIGABRT), 0.0), &limited, None);
         assert!(
             reason.starts_with(
-                "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb)"
+                "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb, or the grant memory:MB)"
             ),
             "{reason}"
         );

@@ -18,7 +18,11 @@ fn isolated_root() -> TestRoot {
     let root = TestRoot::new();
     root.tool("usr", "echo", Fixture::Echo);
     root.tool("usr", "crashy", Fixture::Crashy);
-    root.write("usr/toolhost.toml", "isolate = [\"*\"]\n");
+    // Secrets reach an isolated plugin only by name.
+    root.write(
+        "usr/toolhost.toml",
+        "isolate = [\"*\"]\n\n[sandbox]\ngrant = [\"secret:API_KEY\"]\n",
+    );
     root
 }
 
@@ -76,7 +80,11 @@ fn masking_and_unmasking_cross_the_pipe() {
     let args = json!({"text": "x", "placeholder": "§§secret(NOPE)"});
     let e = block_on(agent.call_tool("crashy:secrets", args)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Repairable, "{}", e.message());
-    assert!(e.message().contains("API_KEY"), "{}", e.message());
+    assert!(
+        e.message().contains("not granted the secret NOPE"),
+        "{}",
+        e.message()
+    );
 }
 
 #[test]
@@ -124,7 +132,10 @@ fn extensions_can_be_isolated_too() {
     root.tool("usr", "crashy", Fixture::Crashy);
     root.secret_extensions();
     root.extension("usr", "echo_custom", "_10_record", Fixture::RecorderExt);
-    root.write("usr/toolhost.toml", "isolate = [\"core\", \"usr\"]\n");
+    root.write(
+        "usr/toolhost.toml",
+        "isolate = [\"core\", \"usr\"]\n\n[sandbox]\ngrant = [\"secret:API_KEY\"]\n",
+    );
     let (agent, _) = root.agent("default");
     let pairs = [("API_KEY".to_owned(), "sk-very-secret-value".to_owned())];
     agent.host().set_secrets(Secrets::from_pairs(pairs));

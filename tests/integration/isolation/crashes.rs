@@ -18,7 +18,7 @@ pub(super) const CRASHES: [(&str, &str); 5] = [
     ("overflow", "the plugin process died: SIGABRT (aborted)"),
     (
         "alloc",
-        "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb)",
+        "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb, or the grant memory:MB)",
     ),
     ("double_panic", "the plugin process died: SIGABRT (aborted)"),
 ];

@@ -18,7 +18,7 @@ fn the_memory_limit_is_enforced_with_a_clear_error() {
     assert_eq!(e.kind(), ErrorKind::Internal);
     assert!(
         e.message().starts_with(
-            "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb)"
+            "the plugin process died: SIGABRT (aborted) while limited to 256 MiB ([isolation] memory_mb, or the grant memory:MB)"
         ),
         "{}",
         e.message()

@@ -4,7 +4,8 @@
 //! and the round trip of a no-op call, each with `sandbox = "off"` and sandboxed. Prints the
 //! median of each, and the difference; and the median time a worker took to apply its sandbox,
 //! as the worker measured it (`ToolSandbox::applied_in`): the cost itself, without the noise of
-//! starting a process on a busy machine.
+//! starting a process on a busy machine; and the median time the host took to set up a
+//! sandboxed worker's limits (its control group, `ToolSandbox::bounded_in`).
 //!
 //! Run with `cargo bench --profile dev -p toolhost-tests --bench sandbox` (the sandbox is
 //! applied by the kernel, so the profile changes little of the difference; `cargo bench`
@@ -59,6 +60,8 @@ fn main() {
     // Worker start, the two kinds in turn.
     let mut starts = [Vec::new(), Vec::new()];
     let mut applied = Vec::new();
+    let mut bounded = Vec::new();
+    let mut limits = String::new();
     for round in 0..STARTS {
         for i in [round % 2, 1 - round % 2] {
             let host = roots[i].host();
@@ -69,6 +72,8 @@ fn main() {
             assert_eq!(found.handle.sandbox().is_some(), i == 1);
             if let Some(sandbox) = found.handle.sandbox() {
                 applied.push(sandbox.applied_in.unwrap());
+                bounded.push(sandbox.bounded_in.unwrap());
+                limits = sandbox.limits.unwrap();
             }
             drop(found);
             drop(host);
@@ -113,6 +118,11 @@ fn main() {
         "{:<28} {:>10.1} µs (median, as the worker measured it)",
         "sandbox applied",
         median(applied).as_secs_f64() * 1e6
+    );
+    println!(
+        "{:<28} {:>10.1} µs (median, in the host: {limits})",
+        "limits set up",
+        median(bounded).as_secs_f64() * 1e6
     );
     let [off, on] = calls;
     report("isolated call round trip", off, on);

@@ -39,8 +39,9 @@ pub(crate) struct IsolatedTool {
     init_timeout: Duration,
     /// What the first worker said about the tool.
     pub(crate) hello: Hello,
-    /// What bounds a sandboxed worker, in words (as the first worker was bounded).
-    limits: Option<String>,
+    /// What bounds a sandboxed worker, in words, and how long the host took to set it up (as
+    /// the first worker was bounded).
+    limits: Option<(String, Duration)>,
     /// The secrets it may receive, and how to grant more.
     secrets: Arc<SecretGrant>,
     slot: Arc<Mutex<Slot>>,
@@ -262,9 +263,11 @@ impl IsolatedTool {
     }
 
     /// A sandboxed worker's limits and what enforces them (`memory 1024 MiB, CPU 600 s, 256
-    /// tasks (cgroup v1 and rlimits)`).
-    pub(crate) fn limits(&self) -> Option<&str> {
-        self.limits.as_deref()
+    /// tasks (cgroup v1 and rlimits)`), and how long the host took to set them up.
+    pub(crate) fn limits(&self) -> Option<(&str, Duration)> {
+        self.limits
+            .as_ref()
+            .map(|(text, took)| (text.as_str(), *took))
     }
 
     /// Whether its worker runs sandboxed, and what the sandbox enforces.

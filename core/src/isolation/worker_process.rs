@@ -136,8 +136,9 @@ impl Link {
 pub(crate) struct WorkerProcess {
     pub(crate) link: Arc<Link>,
     pub(crate) hello: Hello,
-    /// What bounds the worker (a sandboxed one's limits and what enforces them), in words.
-    pub(crate) limits: Option<String>,
+    /// What bounds the worker (a sandboxed one's limits and what enforces them), in words,
+    /// and how long the host took to set them up (its control group).
+    pub(crate) limits: Option<(String, Duration)>,
 }
 
 impl Drop for WorkerProcess {
@@ -213,10 +214,12 @@ impl WorkerProcess {
         // A sandboxed worker's control group, where the machine lets the host make one.
         let (group, limits) = match &settings.sandbox {
             Some(_) => {
+                let started = Instant::now();
                 let group = WorkerGroup::create(settings);
+                let took = started.elapsed();
                 let limits =
                     limits::describe(settings, group.as_ref().map(|g| g.described.as_str()));
-                (group.ok(), Some(limits))
+                (group.ok(), Some((limits, took)))
             }
             None => (None, None),
         };

@@ -213,7 +213,8 @@ impl ToolHandle {
         Some(ToolSandbox {
             enforced: enforced.to_owned(),
             applied_in: Some(applied_in),
-            limits: worker.limits().map(str::to_owned),
+            limits: worker.limits().map(|(text, _)| text.to_owned()),
+            bounded_in: worker.limits().map(|(_, took)| took),
             ..ToolSandbox::configured(policy)
         })
     }
@@ -344,6 +345,8 @@ pub struct ToolSandbox {
     /// Its worker's limits and what enforces them: `memory 1024 MiB, CPU 600 s, 256 tasks
     /// (cgroup v1 and rlimits)` (`None` before a worker has started).
     pub limits: Option<String>,
+    /// How long the host took to set up the first worker's limits (its control group).
+    pub bounded_in: Option<std::time::Duration>,
 }
 
 impl ToolSandbox {
@@ -356,6 +359,7 @@ impl ToolSandbox {
             grants,
             applied_in: None,
             limits: None,
+            bounded_in: None,
         }
     }
 }

@@ -62,6 +62,30 @@ fn the_profile_replaces_the_list_and_limits_have_defaults() {
 }
 
 #[test]
+fn a_sandboxed_worker_is_bounded_by_default_and_grants_raise_or_give_more() {
+    use crate::config::sandbox_defaults as default;
+    let text = "isolate = [\"*\"]\n\n[isolation]\ncpu_seconds = 30\n\n\
+                [sandbox]\ngrant = [\"secret:SHARED\"]\n\n\
+                [tools.big]\ngrant = [\"memory:4096\", \"tasks:1000\", \"env:LANGUAGE_MODEL\"]\n\n\
+                [tools.loose]\nsandbox = \"off\"\ngrant = [\"secret:OWN\"]\n";
+    let config = load(&root(&[(GLOBAL, text)])).unwrap();
+    let usr = layer(LayerKind::User, "usr");
+    let plain = config.isolation_of(Some("plain"), &usr);
+    assert_eq!(plain.memory_mb, Some(default::MEMORY_MB));
+    assert_eq!(plain.cpu_seconds, Some(30), "[isolation] over the default");
+    assert_eq!(plain.tasks, Some(default::TASKS));
+    assert_eq!(plain.secrets, ["SHARED"]);
+    let big = config.isolation_of(Some("big"), &usr);
+    assert_eq!((big.memory_mb, big.tasks), (Some(4096), Some(1000)));
+    assert_eq!(big.env, ["LANGUAGE_MODEL"]);
+    // Without a sandbox: no default limits, but secrets only by name all the same.
+    let loose = config.isolation_of(Some("loose"), &usr);
+    assert!(loose.sandbox.is_none());
+    assert_eq!((loose.memory_mb, loose.tasks), (None, None));
+    assert_eq!(loose.secrets, ["SHARED", "OWN"]);
+}
+
+#[test]
 fn mistakes_are_one_line_naming_file_line_and_key() {
     let line = error(&[(GLOBAL, "isolate = [\"plugin:\"]\n")]);
     assert!(line.starts_with("usr/toolhost.toml line 1: "), "{line}");
@@ -123,7 +147,15 @@ fn a_bad_grant_is_one_line_with_its_file_line_and_key() {
         ),
         (
             "[sandbox]\ngrant = [\"network\"]\n",
-            "usr/toolhost.toml line 2: [sandbox] grant = \"network\": `network` is not a capability: expected read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:* or exec",
+            "usr/toolhost.toml line 2: [sandbox] grant = \"network\": `network` is not a capability: expected read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS or tasks:N",
+        ),
+        (
+            "[tools.fetch]\ngrant = [\"secret:API-KEY\"]\n",
+            "usr/toolhost.toml line 2: [tools.fetch] grant = \"secret:API-KEY\": `secret:API-KEY`: expected a name of letters, digits and _ after `secret:`",
+        ),
+        (
+            "[tools.fetch]\ngrant = [\"memory:lots\"]\n",
+            "usr/toolhost.toml line 2: [tools.fetch] grant = \"memory:lots\": `memory:lots`: expected a whole number above 0 after `memory:`",
         ),
         (
             "[sandbox.plugins.maps]\ngrant = [\"read:tiles\"]\n",

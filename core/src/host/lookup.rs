@@ -266,15 +266,21 @@ impl Host {
     /// with what the host knows: the plugin folder it reads, the layer folders it never writes.
     fn isolated(&self, config: &crate::config::Config, tool: Option<&str>, layer: &Layer) -> Mode {
         let mut settings = config.isolation_of(tool, layer);
+        // What the user accepted when `toolhost add` installed the package: the secrets its
+        // manifest declares, shown with the other grants.
+        let accepted = self.package_secrets(layer);
         if let Some(policy) = settings.sandbox.take() {
             let mut policy = Arc::unwrap_or_clone(policy);
             policy.reads.extend(self.plugin_dir(layer));
             policy.protected = self.protected_dirs();
+            for key in &accepted {
+                let grant = crate::config::Capability::Secret(key.clone());
+                let from = "its package's manifest, accepted at toolhost add".to_owned();
+                policy.grants.push((grant, from));
+            }
             settings.sandbox = Some(Arc::new(policy));
         }
-        // What the user accepted when `toolhost add` installed the package: the secrets its
-        // manifest declares.
-        for key in self.package_secrets(layer) {
+        for key in accepted {
             if !settings.secrets.contains(&key) {
                 settings.secrets.push(key);
             }

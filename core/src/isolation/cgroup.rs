@@ -147,7 +147,7 @@ impl WorkerGroup {
                     // SAFETY: a plain system call; the process is in the worker's group, so
                     // it is one of the worker's (a pid is reused only once reaped, and
                     // a reaped process has left the group).
-                    #[cfg(unix)]
+                    #[cfg(target_os = "linux")]
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
                     }
@@ -188,7 +188,7 @@ impl Drop for WorkerGroup {
         for dir in self.dirs.iter().rev() {
             for _ in 0..200 {
                 match std::fs::remove_dir(dir) {
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     _ => break,
@@ -279,6 +279,9 @@ fn folder(mount: &Mount, path: &str) -> Option<PathBuf> {
 /// Finds where to make workers' groups: v2 where it has the controllers, else v1's memory and
 /// pids hierarchies where writable.
 fn find() -> Result<Hierarchy, String> {
+    if cfg!(not(target_os = "linux")) {
+        return Err("control groups are Linux's".to_owned());
+    }
     let own = std::fs::read_to_string("/proc/self/cgroup")
         .map_err(|e| format!("no control groups: /proc/self/cgroup: {e}"))?;
     let mounts = mounts();
@@ -324,6 +327,13 @@ fn find() -> Result<Hierarchy, String> {
 }
 
 /// Whether this process may make groups in `dir`.
+#[cfg(not(target_os = "linux"))]
+fn writable(_: &Path) -> Result<(), String> {
+    Err("control groups are Linux's".to_owned())
+}
+
+/// Whether this process may make groups in `dir`.
+#[cfg(target_os = "linux")]
 fn writable(dir: &Path) -> Result<(), String> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
         .map_err(|_| format!("{}: not a path", dir.display()))?;

@@ -408,6 +408,8 @@ fn command(
             })
         };
     }
+    #[cfg(not(unix))]
+    let _ = group;
     command
 }
 

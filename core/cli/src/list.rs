@@ -242,7 +242,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Catalog) -> Value {
                 "version": info.version,
                 "package": t.package(),
                 "isolated": t.is_isolated(),
-                "sandbox": t.sandbox().map(|s| json!({"enforced": s.enforced, "grants": s.grants})),
+                "sandbox": t.sandbox().map(|s| json!({"enforced": s.enforced, "grants": s.grants, "limits": s.limits})),
                 "contract": t.contract(),
                 "parameters": info.parameters,
                 "capabilities": info.capabilities,

@@ -1,14 +1,22 @@
 //! The worker confines itself to its [`Confinement`] before it opens its library, so the
-//! library's constructors run confined too. Three layers, each from the kernel:
+//! library's constructors run confined too. Each layer is the kernel's:
 //!
 //! - Landlock (files, TCP ports, scopes): read and execute only the system's libraries, the
 //!   plugin's own files and what was granted; write only the scratch folder and what was
-//!   granted; TCP `connect` and `bind` only to granted ports; no signal to a process outside
-//!   the sandbox and no abstract Unix socket outside it. `no_new_privs` is set with it.
+//!   granted, and make no device file anywhere; TCP `connect` and `bind` only to granted
+//!   ports; no signal to a process outside the sandbox and no abstract Unix socket outside
+//!   it. `no_new_privs` is set with it.
+//! - capabilities: every one dropped, the bounding set emptied (a worker of a root host keeps
+//!   user 0 and nothing more).
 //! - seccomp: no `execve` and no new process unless `exec` was granted (threads are fine);
-//!   sockets only for TCP (and UDP if granted), never Unix, raw or netlink sockets; none of the
-//!   administrator's system calls (modules, mounts, `ptrace`, `bpf`, io_uring, keyrings, ...).
-//! - the existing limits (`[isolation] memory_mb`, `cpu_seconds`) set by the host.
+//!   sockets only for TCP (and UDP if granted), never Unix, raw or netlink sockets; no
+//!   `setsid`/`setpgid` (what it starts stays in the group the host kills); another
+//!   process's limits, priority, scheduling or memory never (the target must be 0 or the
+//!   worker); no file metadata change (`chmod`, `chown`, extended attributes, times) and no
+//!   inotify, which Landlock does not cover; none of the administrator's system calls
+//!   (modules, mounts, `ptrace`, `bpf`, io_uring, keyrings, ...).
+//! - the limits the host set before it started the worker (`RLIMIT_AS`, `RLIMIT_CPU`, its
+//!   control group: `crate::isolation`).
 //!
 //! A denied operation fails inside the plugin as the error the kernel gives: `EACCES` from
 //! Landlock, `EPERM` from seccomp and Landlock's scopes.

@@ -157,7 +157,7 @@ impl CallContext {
         };
         for access in [Some(&self.secrets), own].into_iter().flatten() {
             if let Err(refused) = access.check(value) {
-                tracing::warn!("{}", refused.error.message());
+                tracing::info!("{}", refused.error.message());
                 let mut noted = lock(&self.refused);
                 for key in refused.keys {
                     let grant = format!("secret:{key}");

@@ -1,7 +1,9 @@
 //! Built-in extension at `tool_execute_before`: puts the secret values into the call's
 //! arguments, replacing `§§secret(KEY)` placeholders in strings and object keys at any depth,
 //! just before the tool runs. An unknown key is a repairable error that lists the known keys,
-//! never a value. The live log says which secrets were filled in (by key, never the value).
+//! never a value. The host decides what is filled in: a tool in a worker process gets only the
+//! secrets granted to it (`secret:KEY`), and any other placeholder is refused with the grant
+//! that would fill it. The live log says which secrets were filled in (by key, never the value).
 //! Replace it by dropping a file of the same name into a higher layer.
 
 use std::collections::BTreeSet;

@@ -293,6 +293,11 @@ impl Config {
             settings.memory_mb = memory.or(settings.memory_mb).or(Some(default::MEMORY_MB));
             settings.cpu_seconds = cpu.or(settings.cpu_seconds).or(Some(default::CPU_SECONDS));
             settings.tasks = tasks.or(Some(default::TASKS));
+            let cpus = granted(|g| match g {
+                Capability::Cpus(n) => Some(*n),
+                _ => None,
+            });
+            settings.cpus = cpus.or(Some(default::CPUS));
         }
         settings
     }

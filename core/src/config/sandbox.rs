@@ -17,6 +17,7 @@
 //! | `memory:MB`     | up to `MB` MiB of memory instead of the default                    |
 //! | `cpu:SECONDS`   | up to `SECONDS` s of CPU time over a worker's life                 |
 //! | `tasks:N`       | up to `N` threads and processes instead of the default             |
+//! | `cpus:N`        | up to `N` CPUs' worth of time at once instead of one               |
 //!
 //! A path is absolute, or starts with `~/` (the user's home folder). Any other tag in
 //! `ToolInfo::capabilities` (`idempotent`, `network`) is free-form and means nothing to the
@@ -90,10 +91,12 @@ pub enum Capability {
     Cpu(u64),
     /// `tasks:N`: the most threads and processes its worker may have.
     Tasks(u64),
+    /// `cpus:N`: how many CPUs' worth of time its worker may use at once.
+    Cpus(u64),
 }
 
 /// What the parser says a capability looks like.
-pub const CAPABILITY_EXPECTED: &str = "read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS or tasks:N";
+pub const CAPABILITY_EXPECTED: &str = "read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS, tasks:N or cpus:N";
 
 impl Capability {
     /// Reads a capability; `Ok(None)` for a free-form tag (no `read:`, `write:`, `net:` or
@@ -140,6 +143,7 @@ impl Capability {
             "memory" => amount(value).map(|n| Some(Self::Memory(n))),
             "cpu" => amount(value).map(|n| Some(Self::Cpu(n))),
             "tasks" => amount(value).map(|n| Some(Self::Tasks(n))),
+            "cpus" => amount(value).map(|n| Some(Self::Cpus(n))),
             "read" => path(text, value).map(|p| Some(Self::Read(p))),
             "write" => path(text, value).map(|p| Some(Self::Write(p))),
             "net" if value == "udp" => Ok(Some(Self::Udp)),
@@ -160,7 +164,8 @@ impl Capability {
             (Self::Secret(g), Self::Secret(a)) | (Self::Env(g), Self::Env(a)) => g == a,
             (Self::Memory(g), Self::Memory(a))
             | (Self::Cpu(g), Self::Cpu(a))
-            | (Self::Tasks(g), Self::Tasks(a)) => g >= a,
+            | (Self::Tasks(g), Self::Tasks(a))
+            | (Self::Cpus(g), Self::Cpus(a)) => g >= a,
             _ => false,
         }
     }
@@ -201,6 +206,7 @@ impl fmt::Display for Capability {
             Self::Memory(mb) => write!(f, "memory:{mb}"),
             Self::Cpu(seconds) => write!(f, "cpu:{seconds}"),
             Self::Tasks(n) => write!(f, "tasks:{n}"),
+            Self::Cpus(n) => write!(f, "cpus:{n}"),
         }
     }
 }
@@ -307,6 +313,7 @@ mod tests {
             "memory:2048",
             "cpu:600",
             "tasks:512",
+            "cpus:2",
         ] {
             let cap = Capability::parse(text).unwrap().unwrap();
             assert_eq!(cap.to_string(), text);

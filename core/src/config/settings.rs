@@ -125,6 +125,9 @@ pub mod sandbox_defaults {
     pub const CPU_SECONDS: u64 = 600;
     /// Threads and processes of the worker together (the pids cgroup's limit).
     pub const TASKS: u64 = 256;
+    /// CPUs' worth of time at once (the cpu cgroup's quota): a spin on every thread takes one
+    /// core, never the machine.
+    pub const CPUS: u64 = 1;
 }
 
 /// How long a library's constructor and metadata read may take by default (`[limits]
@@ -152,6 +155,9 @@ pub struct IsolationSettings {
     /// The most threads and processes a worker may have together (a pids cgroup, where the
     /// host can make one); `None`: no limit.
     pub tasks: Option<u64>,
+    /// How many CPUs' worth of time a worker may use at once (a cpu cgroup's quota, where the
+    /// host can make one); `None`: no limit.
+    pub cpus: Option<u64>,
     /// The sandbox its worker runs in ([`Config::sandbox`](super::Config::sandbox)); `None`:
     /// none (the default of a bare `IsolationSettings`; the host sandboxes every isolated tool
     /// whose configuration does not say `sandbox = "off"`).
@@ -172,6 +178,7 @@ impl Default for IsolationSettings {
             cpu_seconds: None,
             grace: Duration::from_millis(1000),
             tasks: None,
+            cpus: None,
             sandbox: None,
             secrets: Vec::new(),
             env: Vec::new(),

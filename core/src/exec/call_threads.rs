@@ -115,7 +115,8 @@ where
             hand_over(out);
         });
     } else {
-        dispatch(Box::new(move || {
+        // Without a thread, the job and its sender are dropped: the wait below ends.
+        let _ = dispatch(Box::new(move || {
             let out = handle.block_on(fut);
             // Idle again before the caller has the result: its next call finds this thread
             // instead of starting another one (which would then poll beside this one).
@@ -228,19 +229,22 @@ pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> 
 }
 
 /// Hands a job to an idle call thread, or to a new one.
-pub(crate) fn dispatch(job: Job) {
+///
+/// Fails if no thread can be started for it (a worker at its tasks limit): the job is then
+/// dropped, and whoever waits for it learns so from what the job held.
+pub(crate) fn dispatch(job: Job) -> std::io::Result<()> {
     let idle = lock(&IDLE).pop();
     let job = match idle {
         Some((_, sender)) => match sender.send(job) {
-            Ok(()) => return,
+            Ok(()) => return Ok(()),
             Err(mpsc::SendError(job)) => job,
         },
         None => job,
     };
-    spawn(job);
+    spawn(job)
 }
 
-fn spawn(job: Job) {
+fn spawn(job: Job) -> std::io::Result<()> {
     static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed) as u64;
     let (sender, receiver) = mpsc::channel::<Job>();
@@ -248,9 +252,10 @@ fn spawn(job: Job) {
     let started = std::thread::Builder::new()
         .name(format!("toolhost-call-{id}"))
         .spawn(move || serve(id, &sender, &receiver));
-    if let Err(e) = started {
+    if let Err(e) = &started {
         tracing::error!("could not start a call thread: {e}");
     }
+    started.map(drop)
 }
 
 thread_local! {

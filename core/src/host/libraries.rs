@@ -556,7 +556,8 @@ fn within(
     create: impl FnOnce() -> Result<Loaded, LoadError> + Send + 'static,
 ) -> Result<Loaded, LoadError> {
     let (tx, rx) = mpsc::sync_channel(1);
-    crate::exec::call_threads::dispatch(Box::new(move || drop(tx.send(create()))));
+    // Without a thread, `tx` is dropped with the job: the wait below ends at once.
+    let _ = crate::exec::call_threads::dispatch(Box::new(move || drop(tx.send(create()))));
     let reason = match rx.recv_timeout(limit) {
         Ok(made) => return made,
         Err(mpsc::RecvTimeoutError::Timeout) => format!(

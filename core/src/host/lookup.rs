@@ -300,6 +300,7 @@ impl Host {
             memory_mb: Some(default::MEMORY_MB),
             cpu_seconds: Some(default::CPU_SECONDS),
             tasks: Some(default::TASKS),
+            cpus: Some(default::CPUS),
             ..Default::default()
         }
     }

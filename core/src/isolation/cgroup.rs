@@ -1,23 +1,27 @@
-//! A sandboxed worker's control group: the kernel counts its memory and its tasks (threads
-//! and processes together) against the limits the host set, and ends every process in it at
-//! once when the worker ends, whatever session or process group a descendant is in.
+//! A sandboxed worker's control group: the kernel counts its memory, its tasks (threads and
+//! processes together) and its CPU time against the limits the host set, and ends every
+//! process in it at once when the worker ends, whatever session or process group a
+//! descendant is in.
 //!
 //! The host makes one group per worker beneath its own, in the hierarchy the machine has:
 //!
-//! - cgroup v2 (`cgroup2` mounted, the host's group with the `memory` and `pids` controllers,
+//! - cgroup v2 (`cgroup2` mounted, the host's group with the `memory` or `pids` controller,
 //!   as a systemd unit with `Delegate=yes` has): `memory.max`, `memory.swap.max = 0`,
-//!   `pids.max`; ended with `cgroup.kill`. If the host's group has processes of its own, it
-//!   cannot hand controllers to groups beneath it ("no internal processes"): the host then
-//!   moves itself into a leaf `toolhost-host` beside its workers' groups, as systemd asks of a
-//!   delegated service.
-//! - cgroup v1 (a `memory` and a `pids` hierarchy, writable, as for root on most machines with
-//!   v1): `memory.limit_in_bytes`, `pids.max`; ended by killing every process it lists until
-//!   none is left (a process it forks meanwhile joins the group, so it is found next round).
+//!   `pids.max`, `cpu.max`, each where its controller is delegated; ended with
+//!   `cgroup.kill`. If the host's group has processes of its own, it cannot hand controllers
+//!   to groups beneath it ("no internal processes"): the host then moves itself into a leaf
+//!   `toolhost-host` beside its workers' groups, as systemd asks of a delegated service.
+//! - cgroup v1 (`memory`, `pids` and `cpu` hierarchies, writable, as for root on most
+//!   machines with v1): `memory.limit_in_bytes`, `pids.max`, `cpu.cfs_quota_us`; ended by
+//!   killing every process it lists until none is left (a process it forks meanwhile joins
+//!   the group, so it is found next round).
 //!
-//! With neither (no cgroup file system, or not writable by the host's user), workers run
-//! without a group: [`WorkerGroup::create`] says why, the worker's memory is still bounded
-//! by `RLIMIT_AS` (which bounds its threads too: each has a stack), and without the `exec`
-//! grant it cannot make a process at all.
+//! Groups that a host killed before it could remove them are removed by the next host that
+//! finds the same hierarchy. With neither hierarchy (no cgroup file system, or not writable
+//! by the host's user), workers run without a group: [`WorkerGroup::create`] says why, the
+//! worker's memory and CPU time are still bounded by `RLIMIT_AS` and `RLIMIT_CPU` (the first
+//! bounds its threads too, each having a stack), and without the `exec` grant it cannot make
+//! a process at all.
 
 use std::fs::File;
 use std::io::Write;
@@ -28,15 +32,28 @@ use std::time::Duration;
 
 use super::limits::IsolationSettings;
 
+/// The CPU controller's period, in microseconds: a worker allowed `n` CPUs may run `n` times
+/// this much in each.
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// The prefix of a worker group's name, `toolhost-worker-<host pid>-<n>`.
+const GROUP_PREFIX: &str = "toolhost-worker-";
+
 /// Where the host makes its workers' groups, found once per process.
 #[derive(Debug)]
 enum Hierarchy {
-    /// cgroup v2: the folder the workers' groups are made in, its controllers enabled.
-    V2(PathBuf),
-    /// cgroup v1: the host's folder in the memory and the pids hierarchies.
+    /// cgroup v2: the folder the workers' groups are made in, and the controllers enabled
+    /// for them there.
+    V2 {
+        dir: PathBuf,
+        controllers: Vec<String>,
+    },
+    /// cgroup v1: the host's folder in the memory, pids and cpu hierarchies (two of them may
+    /// be one, where they are mounted together).
     V1 {
         memory: Option<PathBuf>,
         pids: Option<PathBuf>,
+        cpu: Option<PathBuf>,
     },
 }
 
@@ -44,7 +61,7 @@ enum Hierarchy {
 /// dropped.
 #[derive(Debug)]
 pub(crate) struct WorkerGroup {
-    /// Its folders: one in v2, one per controller in v1.
+    /// Its folders: one in v2, one per hierarchy in v1.
     dirs: Vec<PathBuf>,
     /// The file of each that a process joins by writing `0` to it, open for writing: the
     /// worker joins between `fork` and `exec`, while it is one thread. In v1 that is `tasks`
@@ -65,53 +82,68 @@ impl WorkerGroup {
         static N: AtomicU64 = AtomicU64::new(0);
         let hierarchy = HIERARCHY.get_or_init(find).as_ref().map_err(Clone::clone)?;
         let name = format!(
-            "toolhost-worker-{}-{}",
+            "{GROUP_PREFIX}{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
         let memory = settings.memory_mb.map(|mb| mb.saturating_mul(1 << 20));
+        let tasks = settings.tasks;
+        // The kernel's scheduling period (100 ms) and the time a worker may use in each.
+        let quota = settings.cpus.map(|n| n.saturating_mul(CPU_PERIOD_US));
         let mut group = Self {
             dirs: Vec::new(),
             procs: Vec::new(),
-            v2: matches!(hierarchy, Hierarchy::V2(_)),
+            v2: matches!(hierarchy, Hierarchy::V2 { .. }),
             described: String::new(),
         };
-        let mut limits = Vec::new();
         match hierarchy {
-            Hierarchy::V2(parent) => {
-                let dir = group.make(parent, &name)?;
-                if let Some(bytes) = memory {
+            Hierarchy::V2 { dir, controllers } => {
+                let has = |c: &str| controllers.iter().any(|have| have == c);
+                let dir = group.make(dir, &name)?;
+                if let (Some(bytes), true) = (memory, has("memory")) {
                     write(&dir.join("memory.max"), &bytes.to_string())?;
                     // Swap would let it hold more than its limit; not every kernel has it.
                     let _ = write(&dir.join("memory.swap.max"), "0");
                 }
-                if let Some(tasks) = settings.tasks {
+                if let (Some(tasks), true) = (tasks, has("pids")) {
                     write(&dir.join("pids.max"), &tasks.to_string())?;
                 }
-                limits.push("cgroup v2");
+                if let (Some(quota), true) = (quota, has("cpu")) {
+                    write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
+                }
+                group.described = "cgroup v2".to_owned();
             }
             Hierarchy::V1 {
                 memory: memory_parent,
                 pids: pids_parent,
+                cpu: cpu_parent,
             } => {
                 if let (Some(parent), Some(bytes)) = (memory_parent, memory) {
                     let dir = group.make(parent, &name)?;
                     write(&dir.join("memory.limit_in_bytes"), &bytes.to_string())?;
                 }
-                if let (Some(parent), Some(tasks)) = (pids_parent, settings.tasks) {
+                if let (Some(parent), Some(tasks)) = (pids_parent, tasks) {
                     let dir = group.make(parent, &name)?;
                     write(&dir.join("pids.max"), &tasks.to_string())?;
                 }
-                limits.push("cgroup v1");
+                if let (Some(parent), Some(quota)) = (cpu_parent, quota) {
+                    let dir = group.make(parent, &name)?;
+                    write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+                    write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                }
+                group.described = "cgroup v1".to_owned();
             }
         }
-        group.described = limits.join(", ");
         Ok(group)
     }
 
     /// Makes the group's folder `name` beneath `parent` and opens its `cgroup.procs`.
     fn make(&mut self, parent: &Path, name: &str) -> Result<PathBuf, String> {
         let dir = parent.join(name);
+        if self.dirs.contains(&dir) {
+            // Two controllers mounted together: one folder has both.
+            return Ok(dir);
+        }
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot make the control group {}: {e}", dir.display()))?;
         self.dirs.push(dir.clone());
@@ -278,7 +310,9 @@ fn unescape(field: &str) -> String {
 fn folder(mount: &Mount, path: &str) -> Option<PathBuf> {
     let relative = match mount.root.as_str() {
         "/" => path,
-        root => path.strip_prefix(root)?,
+        root => path
+            .strip_prefix(root)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))?,
     };
     Some(mount.point.join(relative.trim_start_matches('/')))
 }
@@ -296,7 +330,10 @@ fn find() -> Result<Hierarchy, String> {
     if let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) {
         match mounts.iter().find(|m| m.v2).and_then(|m| folder(m, path)) {
             Some(dir) => match v2(&dir) {
-                Ok(dir) => return Ok(Hierarchy::V2(dir)),
+                Ok(controllers) => {
+                    sweep(&dir);
+                    return Ok(Hierarchy::V2 { dir, controllers });
+                }
                 Err(e) => why.push(e),
             },
             None => why.push("cgroup v2 is not mounted".to_owned()),
@@ -326,10 +363,42 @@ fn find() -> Result<Hierarchy, String> {
             why.push(pids);
             Err(format!("no control group can be made ({})", why.join("; ")))
         }
-        (memory, pids) => Ok(Hierarchy::V1 {
-            memory: memory.ok(),
-            pids: pids.ok(),
-        }),
+        (memory, pids) => {
+            let (memory, pids, cpu) = (memory.ok(), pids.ok(), v1("cpu").ok());
+            for dir in [&memory, &pids, &cpu].into_iter().flatten() {
+                sweep(dir);
+            }
+            Ok(Hierarchy::V1 { memory, pids, cpu })
+        }
+    }
+}
+
+/// Removes the groups that hosts which are gone left in `dir` (a host killed before it could
+/// remove its workers' groups), killing what is still in them.
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten().take(10_000) {
+        let name = entry.file_name();
+        let Some(host) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(GROUP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if host == std::process::id() || Path::new(&format!("/proc/{host}")).exists() {
+            continue;
+        }
+        let left = WorkerGroup {
+            dirs: vec![entry.path()],
+            procs: Vec::new(),
+            v2: dir.join("cgroup.controllers").exists(),
+            described: String::new(),
+        };
+        drop(left);
     }
 }
 
@@ -355,17 +424,17 @@ fn writable(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// The cgroup v2 folder `dir` of the host, made ready for workers' groups beneath it: its
-/// memory and pids controllers enabled for them (moving the host into a leaf of its own if
-/// its group has processes).
-fn v2(dir: &Path) -> Result<PathBuf, String> {
+/// Makes the cgroup v2 folder `dir` of the host ready for workers' groups beneath it: its
+/// memory, pids and cpu controllers (those it has) enabled for them, moving the host into a
+/// leaf of its own if its group has processes. Answers the controllers enabled.
+fn v2(dir: &Path) -> Result<Vec<String>, String> {
     let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"))
         .map_err(|e| format!("cgroup v2 at {}: {e}", dir.display()))?;
-    let wanted: Vec<&str> = ["memory", "pids"]
+    let wanted: Vec<&str> = ["memory", "pids", "cpu"]
         .into_iter()
         .filter(|c| controllers.split_whitespace().any(|have| have == *c))
         .collect();
-    if wanted.is_empty() {
+    if !wanted.iter().any(|c| *c == "memory" || *c == "pids") {
         return Err(format!(
             "cgroup v2 at {} has neither the memory nor the pids controller (not delegated to this process)",
             dir.display()
@@ -374,8 +443,9 @@ fn v2(dir: &Path) -> Result<PathBuf, String> {
     writable(dir)?;
     let enable: String = wanted.iter().map(|c| format!("+{c} ")).collect();
     let subtree = dir.join("cgroup.subtree_control");
+    let enabled = wanted.iter().map(|c| c.to_string()).collect();
     if write(&subtree, enable.trim_end()).is_ok() {
-        return Ok(dir.to_owned());
+        return Ok(enabled);
     }
     // "No internal processes": a group whose controllers reach its children holds no
     // process itself. Move the host into a leaf beside its workers' groups.
@@ -383,7 +453,7 @@ fn v2(dir: &Path) -> Result<PathBuf, String> {
     let _ = std::fs::create_dir(&leaf);
     write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
     write(&subtree, enable.trim_end())?;
-    Ok(dir.to_owned())
+    Ok(enabled)
 }
 
 #[cfg(test)]
@@ -405,5 +475,6 @@ mod tests {
             Some(PathBuf::from("/sys/fs/cgroup/run-1.service"))
         );
         assert_eq!(folder(&mount, "/system.slice/x"), None);
+        assert_eq!(folder(&mount, "/user.slicex/y"), None);
     }
 }

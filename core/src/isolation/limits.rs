@@ -60,6 +60,10 @@ pub(crate) fn describe(settings: &IsolationSettings, group: Result<&str, &String
     match (settings.tasks, group) {
         (Some(tasks), Ok(hierarchy)) => {
             limits.push(format!("{tasks} tasks"));
+            if let Some(cpus) = settings.cpus {
+                let noun = if cpus == 1 { "CPU" } else { "CPUs" };
+                limits.push(format!("{cpus} {noun} at once"));
+            }
             format!("{} ({hierarchy} and rlimits)", limits.join(", "))
         }
         (_, Err(why)) => format!(

@@ -110,7 +110,8 @@ impl Confinement {
                 | Capability::Env(_)
                 | Capability::Memory(_)
                 | Capability::Cpu(_)
-                | Capability::Tasks(_) => {}
+                | Capability::Tasks(_)
+                | Capability::Cpus(_) => {}
             }
         }
         Ok(plan)

@@ -71,8 +71,8 @@ impl SecretAccess {
         Err(Refused { keys, error })
     }
 
-    /// The keys an error about an unknown key may list: all of them, or only the granted.
-    pub(crate) fn listed(&self) -> Option<&[String]> {
+    /// The keys granted, if this access is limited to some.
+    pub(crate) fn granted(&self) -> Option<&[String]> {
         match self {
             SecretAccess::All => None,
             SecretAccess::Granted(grant) => Some(&grant.keys),
@@ -89,10 +89,71 @@ impl Secrets {
         value: &mut Value,
         access: &SecretAccess,
     ) -> Result<bool, ToolError> {
-        match access.listed() {
+        match access.granted() {
             None => self.unmask_value(value),
             Some(listed) => self.unmask_value_listing(value, listed),
         }
+    }
+}
+
+impl Secrets {
+    /// `json` with every secret value in it masked, for a plugin that may not see them, and
+    /// the keys whose placeholders the masking put there (to put back with
+    /// [`restore_in_json`](Self::restore_in_json)).
+    pub(crate) fn hide_in_json(&self, json: &str) -> (String, Vec<String>) {
+        let masked = self.mask(json).into_inner();
+        if masked == json {
+            return (masked, Vec::new());
+        }
+        let (mut before, mut after) = (BTreeSet::new(), BTreeSet::new());
+        keys_in(json, &mut before);
+        keys_in(&masked, &mut after);
+        let keys = after.difference(&before).cloned().collect();
+        (masked, keys)
+    }
+
+    /// `json` (what a plugin gave back) with the placeholders of `keys` filled in again: only
+    /// the values that were there before they were hidden.
+    pub(crate) fn restore_in_json(&self, json: &str, keys: &[String]) -> Result<String, ToolError> {
+        let mut value: Value = serde_json::from_str(json)
+            .map_err(|e| ToolError::internal(format!("an extension left invalid JSON: {e}")))?;
+        let pairs: Vec<(String, &str)> = keys
+            .iter()
+            .filter_map(|k| self.get(k).map(|v| (placeholder(k), v)))
+            .collect();
+        restore(&mut value, &pairs);
+        Ok(value.to_string())
+    }
+}
+
+/// Puts each `(placeholder, value)` of `pairs` back into the strings and object keys of
+/// `value`.
+fn restore(value: &mut Value, pairs: &[(String, &str)]) {
+    let fill = |text: &str| -> Option<String> {
+        let mut out = None::<String>;
+        for (placeholder, secret) in pairs {
+            let current = out.as_deref().unwrap_or(text);
+            if current.contains(placeholder.as_str()) {
+                out = Some(current.replace(placeholder.as_str(), secret));
+            }
+        }
+        out
+    };
+    match value {
+        Value::String(s) => {
+            if let Some(new) = fill(s) {
+                *s = new;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| restore(v, pairs)),
+        Value::Object(map) => {
+            let old = std::mem::take(map);
+            for (key, mut item) in old {
+                restore(&mut item, pairs);
+                map.insert(fill(&key).unwrap_or(key), item);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -161,6 +222,19 @@ mod tests {
             !error.message().contains("DB_PASSWORD"),
             "{}",
             error.message()
+        );
+        // Hidden from an isolated extension, put back in what it returns.
+        let json = r#"{"args":{"auth":"Bearer sk-12345","note":"§§secret(DB_PASSWORD)"}}"#;
+        let (hidden, keys) = secrets.hide_in_json(json);
+        assert_eq!(keys, ["API_KEY"]);
+        assert!(!hidden.contains("sk-12345"), "{hidden}");
+        let returned = hidden.replace("note", "comment");
+        let restored: Value =
+            serde_json::from_str(&secrets.restore_in_json(&returned, &keys).unwrap()).unwrap();
+        assert_eq!(restored["args"]["auth"], "Bearer sk-12345");
+        assert_eq!(
+            restored["args"]["comment"], "§§secret(DB_PASSWORD)",
+            "never filled in here"
         );
         // In the host's process, everything.
         let mut args = serde_json::json!("§§secret(DB_PASSWORD)");

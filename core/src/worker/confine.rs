@@ -194,6 +194,18 @@ mod linux {
         }
     }
 
+    /// The ioctl requests that change a file's metadata: FS_IOC_SETFLAGS (and its 32-bit
+    /// form), FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (and its 32-bit form),
+    /// FS_IOC_ENABLE_VERITY.
+    const METADATA_IOCTLS: [u64; 6] = [
+        0x4008_6602,
+        0x4004_6602,
+        0x401c_5820,
+        0x4008_7602,
+        0x4004_7602,
+        0x4080_6685,
+    ];
+
     // System calls newer than the C library's headers: their numbers are the same on every
     // architecture (the shared table from 424 on).
     const PROCESS_MRELEASE: i64 = 448;
@@ -319,6 +331,9 @@ mod linux {
             libc::CLONE_NEWIPC,
             libc::CLONE_NEWUTS,
             libc::CLONE_NEWCGROUP,
+            // A child whose parent is the worker's parent (the host), which would never reap
+            // it.
+            libc::CLONE_PARENT,
         ];
         let mut clone = Vec::new();
         for flag in namespaces {
@@ -409,6 +424,14 @@ mod linux {
         ] {
             rules.insert(nr, vec![]);
         }
+        // The same through ioctl: a file's flags (immutable, append-only), its project and
+        // extended flags, its version, fs-verity. The request is the low 32 bits the kernel
+        // reads.
+        let mut ioctl = Vec::new();
+        for request in METADATA_IOCTLS {
+            ioctl.push(SeccompRule::new(vec![condition(1, Eq, request)?])?);
+        }
+        rules.insert(libc::SYS_ioctl, ioctl);
         #[cfg(target_arch = "x86_64")]
         for nr in [
             libc::SYS_chmod,
@@ -468,6 +491,12 @@ mod linux {
             if !plan.exec {
                 rules.insert(520 | X32, vec![]);
                 rules.insert(545 | X32, vec![]);
+            }
+            // x32's own numbers for calls refused above: ptrace, kexec_load, move_pages,
+            // process_vm_readv and _writev; and its ioctl, refused whole (no x86_64
+            // program needs it).
+            for nr in [521, 528, 533, 539, 540, 514] {
+                rules.insert(nr | X32, vec![]);
             }
         }
         Ok(rules)

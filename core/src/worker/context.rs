@@ -43,7 +43,7 @@ impl WorkerLink {
     pub(super) fn send(&self, message: &FromWorker) {
         let mut out = lock(&self.out);
         if write_frame(&mut *out, message).is_err() {
-            super::serve::exit_now();
+            super::serve::end_with_descendants();
         }
     }
 

@@ -21,6 +21,18 @@ use crate::plugin::{ExtensionHandle, ToolHandle};
 use crate::sync::lock;
 use plugin_api::ToolError;
 
+/// Ends the worker and everything it started (its process group, which the host made its
+/// own), at once: the host is gone or done with it. Nothing a plugin started outlives it,
+/// whether the host closed the pipe or ended without a word.
+pub(super) fn end_with_descendants() -> ! {
+    #[cfg(unix)]
+    // SAFETY: signals this process's own group, this process included.
+    unsafe {
+        libc::kill(0, libc::SIGKILL);
+    }
+    exit_now()
+}
+
 /// Ends the worker at once, without running destructors or exit handlers (a plugin's state
 /// may be anything by then).
 pub(super) fn exit_now() -> ! {
@@ -101,7 +113,7 @@ pub fn serve_worker(library: &Path, source: &Path, extension: Option<(&str, &str
         runtime.handle(),
         &scratch,
     );
-    exit_now()
+    end_with_descendants()
 }
 
 /// Reads the sandbox the host asked for (`plan`, from [`SANDBOX_ENV`]) and confines this
@@ -224,7 +236,8 @@ fn serve(
                     scratch: std::sync::OnceLock::new(),
                 });
                 let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
-                call_threads::dispatch(Box::new(move || {
+                let (failed, failed_link) = (running.clone(), call.link.clone());
+                let dispatched = call_threads::dispatch(Box::new(move || {
                     let execute = matches!(op, Op::Execute(_));
                     let start = unix_nanos();
                     let mut result = rt.block_on(run(&tool, &call, op));
@@ -251,6 +264,20 @@ fn serve(
                         span,
                     });
                 }));
+                // No thread for it (the worker at its tasks limit): the call fails at once
+                // instead of never answering.
+                if let Err(e) = dispatched {
+                    lock(&failed).remove(&id);
+                    let error = ToolError::internal(format!(
+                        "the plugin's worker process could not start a thread for the call: {e} (its tasks limit; grant more with tasks:N if it needs more)"
+                    ));
+                    failed_link.send(&FromWorker::Done {
+                        id,
+                        result: Err(WireError::from(error)),
+                        ready: None,
+                        span: None,
+                    });
+                }
             }
             ToWorker::Cancel { id } => {
                 if let Some(cancel) = lock(&running).get(&id) {
@@ -264,7 +291,8 @@ fn serve(
             },
             ToWorker::Readiness { id } => {
                 let (tool, link) = (tool.clone(), link.clone());
-                call_threads::dispatch(Box::new(move || {
+                // Unanswered if no thread can start: the host's wait for it is bounded.
+                let _ = call_threads::dispatch(Box::new(move || {
                     let reason = match &*tool {
                         Served::Tool(tool) => tool.readiness().reason().map(str::to_owned),
                         Served::Extension(_) => None,

@@ -42,6 +42,13 @@ fn ok(out: &Output) -> String {
 /// `loose` (isolated, `sandbox = "off"`); `echo` in the host's process; the core's secret
 /// extensions. `extra` is added to `usr/toolhost.toml`. Also returns what `add` printed.
 fn confined_root(extra: &str) -> (TestRoot, String) {
+    confined_root_with(extra, false)
+}
+
+/// [`confined_root`], the package shipping the hostile extension `_20_peek` at
+/// `tool_execute_before` too if `peek` (it runs for every tool's call, after the core's
+/// unmasking).
+fn confined_root_with(extra: &str, peek: bool) -> (TestRoot, String) {
     let root = TestRoot::new();
     let work = tempfile::tempdir().unwrap();
     let keys = work.path().join("keys");
@@ -54,6 +61,12 @@ fn confined_root(extra: &str) -> (TestRoot, String) {
         folder.join(format!("tools/hostile.{}", toolhost::LIBRARY_EXTENSION)),
     )
     .unwrap();
+    if peek {
+        let point = folder.join("extensions/tool_execute_before");
+        std::fs::create_dir_all(&point).unwrap();
+        let file = format!("_20_peek.{}", toolhost::LIBRARY_EXTENSION);
+        std::fs::copy(Fixture::PeekExt.path(), point.join(file)).unwrap();
+    }
     std::fs::write(
         folder.join("toolhost-plugin.toml"),
         "name = \"hostile\"\nversion = \"0.1.0\"\ndescription = \"Tries what a sandbox must stop.\"\nauthors = [\"Mallory\"]\nlicense = \"MIT\"\nsecrets = [\"GRANTED_KEY\"]\n",
@@ -324,6 +337,12 @@ fn secrets_reach_only_the_plugins_granted_them_by_name() {
             );
         }
     }
+    // Masking is no oracle: a guess of a value it was not granted is not masked for it.
+    for tool in SANDBOXED {
+        let guess = |text: &str| call(&agent, tool, "mask", json!({"text": text})).unwrap();
+        assert_eq!(guess("other-secret-5678"), "not a secret", "{tool}");
+        assert_eq!(guess("granted-value-1234"), "a secret", "{tool}");
+    }
     // The audit records each refusal.
     let audit = std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap();
     let refusals = audit
@@ -333,11 +352,63 @@ fn secrets_reach_only_the_plugins_granted_them_by_name() {
     assert_eq!(refusals, 4, "{audit}");
     assert!(!audit.contains("other-secret-5678"), "{audit}");
     // In the host's process it is your own code, which receives every secret.
-    let answer = block_on(agent.call_tool("echo", json!({"k": "§§secret(OTHER_KEY)"}))).unwrap();
-    assert_eq!(
-        answer.message, r#"{"k":"§§secret(OTHER_KEY)"}"#,
-        "masked again"
+    let args = json!({"k": "§§secret(OTHER_KEY)"});
+    let answer = block_on(agent.call_tool("echo:lengths", args)).unwrap();
+    assert_eq!(answer.message, r#"{"k":17}"#, "the value's length");
+}
+
+/// A tool that fires `tool_execute_before` itself, with a placeholder of its own making:
+/// the core's unmasking runs within its call, with its grants, not the host's.
+#[test]
+fn a_tool_firing_the_unmasking_point_itself_gets_no_more() {
+    let (root, _) = confined_root("");
+    let (agent, _) = root.agent("default");
+    for tool in SANDBOXED {
+        let text = json!({"text": "§§secret(OTHER_KEY)"});
+        let error = call(&agent, tool, "fire", text).unwrap_err();
+        assert!(
+            error.contains(&format!(
+                "tool '{tool}' is not granted the secret OTHER_KEY"
+            )),
+            "{error}"
+        );
+        assert!(!error.contains("8765-terces"), "{error}");
+        let granted = json!({"text": "§§secret(GRANTED_KEY)"});
+        assert_eq!(
+            call(&agent, tool, "fire", granted).unwrap(),
+            "4321-eulav-detnarg"
+        );
+    }
+}
+
+/// An extension a package ships runs after the core's unmasking for every tool's call (an
+/// in-process one too): it sees the placeholders, never the values, and the tool still gets
+/// the values.
+#[test]
+fn an_isolated_extension_sees_placeholders_where_the_tool_gets_values() {
+    let (root, _) = confined_root_with("", true);
+    let (agent, _) = root.agent("default");
+    assert!(
+        agent
+            .host()
+            .extensions("default", "tool_execute_before")
+            .iter()
+            .any(|e| e.name() == "_20_peek" && e.is_isolated()),
+        "the package's extension runs isolated"
     );
+    let args = json!({"k": "§§secret(OTHER_KEY)"});
+    let answer = block_on(agent.call_tool("echo", args.clone()))
+        .unwrap()
+        .message;
+    let seen: Value = serde_json::from_str(&answer).unwrap();
+    let peeked: String = seen["peeked"].as_str().unwrap().chars().rev().collect();
+    assert!(peeked.contains("§§secret(OTHER_KEY)"), "{peeked}");
+    assert!(!peeked.contains("other-secret-5678"), "{peeked}");
+    let answer = block_on(agent.call_tool("echo:lengths", args))
+        .unwrap()
+        .message;
+    let lengths: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(lengths["k"], 17, "the tool got the value: {answer}");
 }
 
 /// `toolhost call` with `env` added to the host's environment: what the tool answers.
@@ -412,7 +483,7 @@ fn memory_threads_and_processes_are_bounded_by_default() {
         .and_then(|s| s.limits)
         .unwrap();
     assert!(limits.starts_with("memory 1024 MiB, CPU 600 s"), "{limits}");
-    let grouped = limits.contains("256 tasks (cgroup");
+    let grouped = limits.contains("256 tasks, 1 CPU at once (cgroup");
     if !grouped {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -474,6 +545,22 @@ fn a_spin_ends_at_the_cpu_limit_as_the_calls_error() {
         "{error}"
     );
     still_serving(&agent);
+}
+
+/// The host ends (a one-shot `toolhost call`) while a process its worker started runs: the
+/// worker ends its whole group as its pipe closes.
+#[test]
+fn no_process_of_a_plugin_outlives_its_host() {
+    let (root, _) = confined_root("");
+    let out = root.run_cli(&["call", "exe:escape", "--args", r#"{"seconds": 60}"#]);
+    let stdout = ok(&out);
+    let pid: u32 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .and_then(|l| l.split(',').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    wait_gone(pid);
 }
 
 #[test]

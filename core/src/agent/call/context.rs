@@ -66,8 +66,10 @@ enum Kind {
         parent: Arc<CallContext>,
         point: Arc<str>,
         name: Arc<str>,
-        /// The secrets the extension itself may receive, if it runs in a worker process.
-        own: Option<SecretAccess>,
+        /// What the extension itself may receive, if it runs in a worker process, and what
+        /// each extension that fired its point may (a point fired by an isolated extension
+        /// runs with no more than it has).
+        own: Vec<SecretAccess>,
     },
 }
 
@@ -122,7 +124,12 @@ impl CallContext {
             Kind::Call(_) => attempt,
             Kind::Extension {
                 point, name, own, ..
-            } => attempt.for_extension(point, name, own.clone()),
+            } => Arc::new(Self(Kind::Extension {
+                parent: attempt,
+                point: point.clone(),
+                name: name.clone(),
+                own: own.clone(),
+            })),
         }
     }
 
@@ -135,15 +142,16 @@ impl CallContext {
         name: &Arc<str>,
         own: Option<SecretAccess>,
     ) -> Arc<Self> {
-        let parent = match &self.0 {
-            Kind::Call(_) => self.clone(),
-            Kind::Extension { parent, .. } => parent.clone(),
+        let (parent, mut inherited) = match &self.0 {
+            Kind::Call(_) => (self.clone(), Vec::new()),
+            Kind::Extension { parent, own, .. } => (parent.clone(), own.clone()),
         };
+        inherited.extend(own);
         Arc::new(Self(Kind::Extension {
             parent,
             point: point.clone(),
             name: name.clone(),
-            own,
+            own: inherited,
         }))
     }
 
@@ -151,11 +159,11 @@ impl CallContext {
     /// receive: the call's tool's, and an isolated extension's own. A refusal is noted for
     /// the call's audit record and logged (the keys, never a value).
     fn unmask(&self, value: &mut Value) -> Result<(), ToolError> {
-        let own = match &self.0 {
-            Kind::Extension { own, .. } => own.as_ref(),
-            Kind::Call(_) => None,
+        let own: &[SecretAccess] = match &self.0 {
+            Kind::Extension { own, .. } => own,
+            Kind::Call(_) => &[],
         };
-        for access in [Some(&self.secrets), own].into_iter().flatten() {
+        for access in std::iter::once(&self.secrets).chain(own) {
             if let Err(refused) = access.check(value) {
                 tracing::info!("{}", refused.error.message());
                 let mut noted = lock(&self.refused);
@@ -168,7 +176,7 @@ impl CallContext {
                 return Err(refused.error);
             }
         }
-        let listed = own.unwrap_or(&self.secrets);
+        let listed = own.last().unwrap_or(&self.secrets);
         self.agent.host.secrets().unmask_value_with(value, listed)?;
         Ok(())
     }
@@ -291,7 +299,27 @@ impl HostServices for CallContext {
     }
 
     fn mask_text(&self, text: RString) -> String {
-        self.agent.mask(text.into_string()).into_inner()
+        let own: &[SecretAccess] = match &self.0 {
+            Kind::Extension { own, .. } => own,
+            Kind::Call(_) => &[],
+        };
+        let limited = std::iter::once(&self.secrets)
+            .chain(own)
+            .filter_map(SecretAccess::granted)
+            .next_back();
+        match limited {
+            // A plugin in a worker masks with the values it may have, no other: masking with
+            // every value would tell it which of its guesses is one (the host masks what it
+            // gives back with all of them anyway).
+            Some(keys) => {
+                let secrets = self.agent.host.secrets();
+                let pairs = keys
+                    .iter()
+                    .filter_map(|k| secrets.get(k).map(|v| (k.clone(), v.to_owned())));
+                crate::Secrets::from_pairs(pairs).mask(&text).into_inner()
+            }
+            None => self.agent.mask(text.into_string()).into_inner(),
+        }
     }
 
     fn call_extensions(
@@ -303,7 +331,11 @@ impl HostServices for CallContext {
         async move {
             let value: Value = serde_json::from_str(&json)
                 .map_err(|e| ToolError::internal(format!("call_extensions: not JSON: {e}")))?;
-            let out = call.agent.call_extensions(&point, value).await?;
+            // Within this call: the extensions it fires receive no secret it may not.
+            let out = call
+                .agent
+                .call_extensions_within(&call, &point, value)
+                .await?;
             Ok(out.to_string())
         }
     }

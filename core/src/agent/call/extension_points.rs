@@ -13,6 +13,7 @@ use crate::agent::Agent;
 use crate::plugin::ExtensionHandle;
 use crate::secrets::Masked;
 use crate::telemetry;
+use plugin_api::points::TOOL_EXECUTE_BEFORE;
 use plugin_api::ToolError;
 
 /// JSON text of a value (`to_string` goes through `fmt` and is slower).
@@ -50,14 +51,37 @@ impl Agent {
             let mut text = RString::from(json_text(data));
             let mut changed_by = None;
             for ext in extensions.iter() {
-                let ctx = call.for_extension(&ext.point, &ext.name, ext.secret_access());
-                match ext.execute(ctx.to_ffi(), text.clone()).await {
-                    Ok(Some(new)) => {
+                let access = ext.secret_access();
+                // An extension in a worker process sees the data with every secret value in
+                // it masked. The values go on masked, but for the tool's own arguments
+                // (`tool_execute_before`, after the core's unmasking filled them in), where
+                // they are put back where their placeholders are.
+                let hidden = match access {
+                    Some(_) => Some(self.host.secrets().hide_in_json(&text)),
+                    None => None,
+                };
+                let sent = match &hidden {
+                    Some((masked, _)) => RString::from(masked.as_str()),
+                    None => text.clone(),
+                };
+                let restores = point == TOOL_EXECUTE_BEFORE;
+                let ctx = call.for_extension(&ext.point, &ext.name, access);
+                match (ext.execute(ctx.to_ffi(), sent).await, &hidden) {
+                    (Ok(Some(new)), Some((_, keys))) if restores && !keys.is_empty() => {
+                        let restored = self.host.secrets().restore_in_json(&new, keys)?;
+                        text = RString::from(restored);
+                        changed_by = Some(&ext.name);
+                    }
+                    (Ok(Some(new)), _) => {
                         text = new;
                         changed_by = Some(&ext.name);
                     }
-                    Ok(None) => {}
-                    Err(e) => {
+                    (Ok(None), Some((masked, keys))) if !restores && !keys.is_empty() => {
+                        text = RString::from(masked.as_str());
+                        changed_by = Some(&ext.name);
+                    }
+                    (Ok(None), _) => {}
+                    (Err(e), _) => {
                         let message =
                             format!("extension '{}' at {point}: {}", ext.name, e.message());
                         return Err(ToolError::new(e.kind(), message));
@@ -74,6 +98,20 @@ impl Agent {
             })
         };
         telemetry::extension_point(point).run(run).await
+    }
+
+    /// [`call_extensions`](Self::call_extensions) fired by a plugin within its `call`: the
+    /// extensions run with that call's (and that plugin's) access to secrets, never more.
+    pub(crate) async fn call_extensions_within(
+        self: &Arc<Self>,
+        call: &Arc<CallContext>,
+        point: &str,
+        data: Value,
+    ) -> Result<Value, ToolError> {
+        Ok(self
+            .run_extensions(point, &data, call)
+            .await?
+            .unwrap_or(data))
     }
 
     /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;

@@ -147,7 +147,7 @@ fn a_bad_grant_is_one_line_with_its_file_line_and_key() {
         ),
         (
             "[sandbox]\ngrant = [\"network\"]\n",
-            "usr/toolhost.toml line 2: [sandbox] grant = \"network\": `network` is not a capability: expected read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS or tasks:N",
+            "usr/toolhost.toml line 2: [sandbox] grant = \"network\": `network` is not a capability: expected read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS, tasks:N or cpus:N",
         ),
         (
             "[tools.fetch]\ngrant = [\"secret:API-KEY\"]\n",

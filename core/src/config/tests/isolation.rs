@@ -74,6 +74,7 @@ fn a_sandboxed_worker_is_bounded_by_default_and_grants_raise_or_give_more() {
     assert_eq!(plain.memory_mb, Some(default::MEMORY_MB));
     assert_eq!(plain.cpu_seconds, Some(30), "[isolation] over the default");
     assert_eq!(plain.tasks, Some(default::TASKS));
+    assert_eq!(plain.cpus, Some(default::CPUS));
     assert_eq!(plain.secrets, ["SHARED"]);
     let big = config.isolation_of(Some("big"), &usr);
     assert_eq!((big.memory_mb, big.tasks), (Some(4096), Some(1000)));

@@ -13,14 +13,38 @@ use super::lenient::{self, Quotes};
 use super::shapes::{self, Reading};
 use super::ToolRequest;
 
-/// The marker in each tag of DeepSeek's DSML markup (`<｜DSML｜invoke name="x">`,
+/// What marks DeepSeek's DSML markup (`<｜DSML｜invoke name="x">`,
 /// `<｜DSML｜parameter name="p" string="true">v</｜DSML｜parameter>`).
-pub(super) const DSML: &str = "｜DSML｜";
+pub(super) const DSML: &str = "DSML";
 
-/// DSML as the XML it is: the marker taken out of each tag.
+/// DSML as the XML it is: the marker taken out of each tag. The marker is `DSML` between bars,
+/// full-width or ASCII, one or more on each side, with white space after it or not, as models
+/// write it (`<｜DSML｜invoke`, `<｜｜DSML｜｜ invoke`, `</|DSML|parameter>`). One pass.
 pub(super) fn without_dsml(text: &str) -> String {
-    text.replace(&format!("<{DSML}"), "<")
-        .replace(&format!("</{DSML}"), "</")
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        if let Some(slash) = rest.strip_prefix('/') {
+            out.push('/');
+            rest = slash;
+        }
+        if let Some(after) = dsml_marker(rest) {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text after a DSML marker at the start of `text`, if one is there.
+fn dsml_marker(text: &str) -> Option<&str> {
+    let bars = |s: &str| s.trim_start_matches(['｜', '|']).len();
+    let before = text.len() - bars(text);
+    let rest = text[before..].strip_prefix("DSML")?;
+    let after = rest.len() - bars(rest);
+    (before > 0 && after > 0).then(|| rest[after..].trim_start_matches([' ', '\t']))
 }
 
 /// The two openings of a call, and the closing tag of each.
@@ -31,9 +55,28 @@ const GLM: (&str, &str) = ("<tool_call>", "</tool_call>");
 const GLM_KEY: (&str, &str) = ("<arg_key>", "</arg_key>");
 const GLM_VALUE: (&str, &str) = ("<arg_value>", "</arg_value>");
 
+/// A call written as `<function>` with its name in a `<name>` element, then parameters.
+const NAMED_FUNCTION: (&str, &str) = ("<function>", "<name>");
+
 /// Whether a call in XML starts at `at`.
 pub(super) fn starts_call(text: &str, at: usize) -> bool {
-    FORMS.iter().any(|(open, _)| text[at..].starts_with(open)) || glm_name(text, at).is_some()
+    FORMS.iter().any(|(open, _)| text[at..].starts_with(open))
+        || glm_name(text, at).is_some()
+        || function_name(text, at).is_some()
+}
+
+/// The tool's name if `<function>` starts at `at` and a `<name>x</name>` element follows it
+/// (DeepSeek's element-style calls), and the offset after that element.
+fn function_name(text: &str, at: usize) -> Option<(&str, usize)> {
+    let rest = text[at..].strip_prefix(NAMED_FUNCTION.0)?;
+    let after = rest.trim_start();
+    let inner = after.strip_prefix(NAMED_FUNCTION.1)?;
+    let end = inner.bytes().take(128).position(|b| b == b'<')?;
+    let name = inner[..end].trim();
+    let closes = inner[end..].starts_with("</name>");
+    let valid = !name.is_empty() && !name.contains(char::is_whitespace);
+    let body_start = text.len() - inner[end..].len() + "</name>".len();
+    (closes && valid).then_some((name, body_start))
 }
 
 /// The tool's name if a GLM call starts at `at`: `<tool_call>`, a name, then `<arg_key>` or
@@ -51,6 +94,10 @@ pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
     if let Some((tool, body_start)) = glm_name(text, at) {
         return read_glm(text, tool, body_start);
     }
+    if let Some((tool, body_start)) = function_name(text, at) {
+        let (body, end) = body_until(text, body_start, "</function>", "<function>");
+        return (call_reading(tool, parameters(body)), end);
+    }
     let Some(&(open, close)) = FORMS.iter().find(|(open, _)| text[at..].starts_with(open)) else {
         return (Reading::Nothing, at + 1);
     };
@@ -61,12 +108,21 @@ pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
     let Some(tool) = name(&rest[..head_end]) else {
         return (Reading::Nothing, at + 1);
     };
-    let body = &rest[head_end + 1..];
-    let (body, end) = match body.find(close) {
-        Some(i) => (&body[..i], at + open.len() + head_end + 1 + i + close.len()),
-        None => (body, text.len()),
-    };
+    let (body, end) = body_until(text, at + open.len() + head_end + 1, close, open);
     (call_reading(&tool, parameters(body)), end)
+}
+
+/// A call's body from `start`: to its closing tag `close`, or to the next call's opening
+/// `open` (a closing tag left out between two calls), or to the end of the reply. With the
+/// offset after it.
+fn body_until<'a>(text: &'a str, start: usize, close: &str, open: &str) -> (&'a str, usize) {
+    let rest = &text[start..];
+    match (rest.find(close), rest.find(open)) {
+        (Some(c), Some(o)) if o < c => (&rest[..o], start + o),
+        (Some(c), _) => (&rest[..c], start + c + close.len()),
+        (None, Some(o)) => (&rest[..o], start + o),
+        (None, None) => (rest, text.len()),
+    }
 }
 
 /// A call of `tool` in XML, or what could not be read of its parameters.
@@ -124,6 +180,8 @@ fn name(head: &str) -> Option<String> {
     };
     let value = match value.chars().next()? {
         quote @ ('"' | '\'') => value[1..].split(quote).next()?,
+        // Typographic quotes, as a model that was writing prose may put them.
+        '“' => value['“'.len_utf8()..].split('”').next()?,
         _ => value.split_whitespace().next()?,
     };
     let value = value.trim();
@@ -149,17 +207,32 @@ fn parameters(body: &str) -> Result<Map<String, Value>, String> {
                 &rest[..head_end]
             ));
         };
-        // DSML's `string="false"`: the value is JSON (a number, a boolean, ...).
-        let json = head.contains("string=\"false\"");
+        // DSML's `string="false"`: the value is JSON (a number, a boolean, ...), and one that
+        // is not cannot be read.
+        // `string="true"`: the value is text, even if it looks like JSON.
+        let json = head.contains("string=\"false\"") || head.contains("string=“false”");
+        let text = head.contains("string=\"true\"") || head.contains("string=“true”");
         rest = &rest[head_end + 1..];
         let Some(end) = rest.find("</parameter>") else {
             return Err(format!("parameter `{key}` has no `</parameter>`"));
         };
         let raw = &rest[..end];
-        let parsed = json
-            .then(|| serde_json::from_str(raw.trim()).ok())
-            .flatten();
-        args.insert(key, parsed.unwrap_or_else(|| value(raw)));
+        let read = match json {
+            true => serde_json::from_str(raw.trim())
+                .ok()
+                .or_else(|| {
+                    lenient::read_whole(raw.trim()).filter(|_| raw.trim().starts_with(['{', '[']))
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "parameter `{key}` is marked `string=\"false\"` but is not JSON: `{}`",
+                        brief(raw.trim())
+                    )
+                })?,
+            false if text => Value::String(without_line_breaks(raw).to_owned()),
+            false => value(raw),
+        };
+        args.insert(key, read);
         rest = &rest[end + "</parameter>".len()..];
     }
     Ok(args)
@@ -190,9 +263,14 @@ fn brief(text: &str) -> String {
     shapes::brief(&Value::String(text.to_owned()))
 }
 
-fn value(raw: &str) -> Value {
+/// A value without one line break at each end.
+fn without_line_breaks(raw: &str) -> &str {
     let raw = raw.strip_prefix('\n').unwrap_or(raw);
-    let raw = raw.strip_suffix('\n').unwrap_or(raw);
+    raw.strip_suffix('\n').unwrap_or(raw)
+}
+
+fn value(raw: &str) -> Value {
+    let raw = without_line_breaks(raw);
     let trimmed = raw.trim();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         if let Some(value) = lenient::read_whole(trimmed) {

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::lenient::{self, Quotes};
 use super::shapes::{self, Reading};
-use super::{headers, xml};
+use super::{arrow, headers, xml};
 
 /// How far back the start of a line is looked for.
 const LINE_LOOKBEHIND: usize = 256;
@@ -91,6 +91,10 @@ fn next_start(text: &str, mut at: usize) -> Option<usize> {
 fn read_candidate(text: &str, start: usize) -> (Reading, usize, usize) {
     if text.as_bytes()[start] == b'<' {
         let (reading, end) = xml::read_call(text, start);
+        return (reading, end, end - start);
+    }
+    if arrow::starts_call(text, start) {
+        let (reading, end) = arrow::read_call(text, start);
         return (reading, end, end - start);
     }
     let mut cost = 0;

@@ -9,11 +9,13 @@
 //! - `xml.rs`: calls written as XML (DeepSeek's DSML markup among them);
 //! - `named.rs`: a call written as an XML element named after a known tool;
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
+//! - `arrow.rs`: calls written with `=>` maps (`{tool => "x", args => { --key "v" }}`);
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
 #![deny(missing_docs)]
 // Library code handles its errors, or says with `expect` why a value cannot be missing.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+mod arrow;
 mod candidates;
 mod depth;
 mod headers;

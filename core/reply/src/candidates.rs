@@ -109,6 +109,9 @@ fn read_candidate(text: &str, start: usize) -> (Reading, usize, usize) {
             }
             Err(failure) => {
                 cost += failure.at.saturating_sub(start).max(1);
+                if let Some((reading, end)) = repeated_prefix(text, &failure) {
+                    return (reading, end, cost + end - failure.at);
+                }
                 if shapes::started_as_request(&failure.partial, failure.pending.as_deref()) {
                     broken_request.get_or_insert((failure.at, failure.reason, failure.partial));
                 }
@@ -124,6 +127,38 @@ fn read_candidate(text: &str, start: usize) -> (Reading, usize, usize) {
         None => Reading::Nothing,
     };
     (reading, start + 1, cost)
+}
+
+/// A request begun, broken off after its tool's name, and begun again in full where its next
+/// key was due (`{"function": "x",{"function": "x", "params": {...}}`): the complete inner
+/// request, if it names the same tool and the broken one holds nothing else.
+fn repeated_prefix(text: &str, failure: &lenient::Failure) -> Option<(Reading, usize)> {
+    const TOOL_NAMES: [&str; 4] = ["function", "tool_name", "tool", "name"];
+    let mut keys = failure.partial.iter();
+    let (key, Value::String(tool)) = keys.next()? else {
+        return None;
+    };
+    if failure.partial.len() != 1
+        || !TOOL_NAMES.contains(&key.as_str())
+        || failure.pending.is_some()
+    {
+        return None;
+    }
+    let inner = failure.at + text.get(failure.at..)?.len() - text[failure.at..].trim_start().len();
+    if !text[inner..].starts_with('{') {
+        return None;
+    }
+    for quotes in [Quotes::Strict, Quotes::Lenient] {
+        if let Ok((value, end)) = lenient::read_value(text, inner, quotes, true) {
+            return match shapes::classify(value) {
+                Reading::Request(request) if request.tool == *tool => {
+                    Some((Reading::Request(request), end))
+                }
+                _ => None,
+            };
+        }
+    }
+    None
 }
 
 /// Whether an object is a request in itself (a name before it does not then matter).

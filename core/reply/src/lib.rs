@@ -10,6 +10,7 @@
 //! - `named.rs`: a call written as an XML element named after a known tool;
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `arrow.rs`: calls written with `=>` maps (`{tool => "x", args => { --key "v" }}`);
+//! - `headless.rs`: a request whose head (its opening brace) was cut off;
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
 #![deny(missing_docs)]
 // Library code handles its errors, or says with `expect` why a value cannot be missing.
@@ -19,6 +20,7 @@ mod arrow;
 mod candidates;
 mod depth;
 mod headers;
+mod headless;
 mod lenient;
 mod named;
 mod pythonic;
@@ -136,7 +138,10 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
     let text = text.as_ref();
     let reading = whole(text)
         .or_else(|| pythonic::read(text))
-        .unwrap_or_else(|| candidates::choose(text));
+        .unwrap_or_else(|| match candidates::choose(text) {
+            Reading::Nothing => headless::read(text).unwrap_or(Reading::Nothing),
+            reading => reading,
+        });
     match reading {
         Reading::Request(request) => Ok(request),
         Reading::Unreadable(seen) => Err(Misformat::Unreadable(seen)),

@@ -23,30 +23,93 @@ pub(super) fn read(text: &str, tools: &[&str]) -> Reading {
         let start = at + found;
         at = start + 1;
         let rest = &text[start + 1..];
-        let Some(tool) = tools
-            .iter()
-            .filter(|t| !t.is_empty())
-            .find(|t| rest.starts_with(**t) && rest[t.len()..].starts_with('>'))
-        else {
+        let Some(tool) = tools.iter().filter(|t| !t.is_empty()).find(|t| {
+            rest.starts_with(**t) && rest[t.len()..].starts_with(['>', '/', ' ', '\n', '\t'])
+        }) else {
             continue;
         };
-        let body = &rest[tool.len() + 1..];
-        let close = format!("</{tool}>");
-        let body = body.find(&close).map_or(body, |end| &body[..end]);
-        match children(body) {
-            Some(Ok(args)) => {
-                return Reading::Request(ToolRequest::call(*tool, Value::Object(args)));
+        let Some((attributes, self_closing, body_start)) = head(&rest[tool.len()..]) else {
+            continue;
+        };
+        let mut args = attributes;
+        if !self_closing {
+            let body = &rest[tool.len() + body_start..];
+            let close = format!("</{tool}>");
+            let body = find_close(body, &close).map_or(body, |end| &body[..end]);
+            match children(body) {
+                Some(Ok(children)) => {
+                    for (key, value) in children {
+                        if args.insert(key.clone(), value).is_some() {
+                            return Reading::Unreadable(format!(
+                                "a call of tool `{tool}` written as XML with `{key}` given twice"
+                            ));
+                        }
+                    }
+                }
+                Some(Err(seen)) => {
+                    return Reading::Unreadable(format!(
+                        "a call of tool `{tool}` written as XML whose argument could not be read: {seen}"
+                    ));
+                }
+                None => continue,
             }
-            Some(Err(seen)) => {
-                return Reading::Unreadable(format!(
-                    "a call of tool `{tool}` written as XML whose argument could not be read: {seen}"
-                ));
-            }
-            None => continue,
         }
+        return Reading::Request(ToolRequest::call(*tool, Value::Object(args)));
     }
     Reading::Nothing
 }
+
+/// A tag's attributes (`key="value"`, entities decoded), whether it closes itself (`/>`), and
+/// the offset after it; `None` if it is not a tag of that form.
+fn head(tag: &str) -> Option<(Map<String, Value>, bool, usize)> {
+    let end = tag.bytes().take(1024).position(|b| b == b'>')?;
+    let inner = &tag[..end];
+    let (inner, self_closing) = match inner.trim_end().strip_suffix('/') {
+        Some(inner) => (inner, true),
+        None => (inner, false),
+    };
+    let mut attributes = Map::new();
+    let mut rest = inner.trim_start();
+    while !rest.is_empty() {
+        let eq = rest.find('=')?;
+        let key = rest[..eq].trim();
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_-.:".contains(c))
+        {
+            return None;
+        }
+        let after = rest[eq + 1..].trim_start();
+        let quote = after.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+        let close = after[1..].find(quote)?;
+        let value = Value::String(decode_entities(&after[1..=close]));
+        if attributes.insert(key.to_owned(), value).is_some() {
+            return None;
+        }
+        rest = after[close + 2..].trim_start();
+    }
+    Some((attributes, self_closing, end + 1))
+}
+
+/// Where `close` is in `text`, outside CDATA sections.
+fn find_close(text: &str, close: &str) -> Option<usize> {
+    let (mut at, mut next_close) = (0, text.find(close)?);
+    loop {
+        match text[at..next_close].find(CDATA.0) {
+            Some(i) => {
+                at = at + i + text[at + i..].find(CDATA.1)? + CDATA.1.len();
+                if at > next_close {
+                    next_close = at + text[at..].find(close)?;
+                }
+            }
+            None => return Some(next_close),
+        }
+    }
+}
+
+/// The opening and closing of a CDATA section, whose text is taken as written.
+const CDATA: (&str, &str) = ("<![CDATA[", "]]>");
 
 /// The child elements of a body as arguments; `None` if the body holds text outside elements
 /// (prose, not a call); an error for a child that is never closed.
@@ -66,7 +129,7 @@ fn children(body: &str) -> Option<Result<Map<String, Value>, String>> {
         }
         let inner = &after_open[name_len + 1..];
         let close = format!("</{name}>");
-        let Some(end) = inner.find(&close) else {
+        let Some(end) = find_close(inner, &close) else {
             return Some(Err(format!("`<{name}>` has no `{close}`")));
         };
         args.insert(name.to_owned(), value(&inner[..end]));
@@ -79,7 +142,7 @@ fn children(body: &str) -> Option<Result<Map<String, Value>, String>> {
 fn value(raw: &str) -> Value {
     let raw = raw.strip_prefix('\n').unwrap_or(raw);
     let raw = raw.strip_suffix('\n').unwrap_or(raw);
-    let text = decode_entities(raw);
+    let text = without_cdata(raw);
     let trimmed = text.trim();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         if let Some(value) = lenient::read_whole(trimmed) {
@@ -87,6 +150,23 @@ fn value(raw: &str) -> Value {
         }
     }
     Value::String(text)
+}
+
+/// A value's text: CDATA sections as written, XML's entities decoded outside them.
+fn without_cdata(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find(CDATA.0) {
+        let inner = &rest[at + CDATA.0.len()..];
+        let Some(end) = inner.find(CDATA.1) else {
+            break;
+        };
+        out.push_str(&decode_entities(&rest[..at]));
+        out.push_str(&inner[..end]);
+        rest = &inner[end + CDATA.1.len()..];
+    }
+    out.push_str(&decode_entities(rest));
+    out
 }
 
 /// `text` with XML's entities decoded; an `&` that starts none stays as written.

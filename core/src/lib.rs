@@ -199,7 +199,8 @@ pub use secrets::{
     SecretsError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
 };
 pub use toolhost_reply::{
-    parse_reply, read_reply, read_reply_with, Misformat, ToolRequest, MAX_REPLY_DEPTH,
+    parse_reply, read_reply, read_reply_typed, read_reply_with, Misformat, ToolRequest,
+    MAX_REPLY_DEPTH,
 };
 pub use transcript::Session;
 pub use transcript::{HistoryMessage, Image, LogItem, LogKind, Role, ToolCall};

@@ -262,5 +262,44 @@ add("https://github.com/adolfousier/opencrabs/issues/419",
     "<function>\n  <name>bash</name>\n  <parameter name=\"command\" string=\"true\">opencrabs --version 2>/dev/null || echo \"...\"</｜｜DSML｜｜parameter>\n  </｜｜DSML｜｜invoke>\n  </｜｜DSML｜｜tool_calls>",
     call("bash", {"command": "opencrabs --version 2>/dev/null || echo \"...\""}),
     "deepseek-v4-flash: element-style call with DSML-corrupted closing tags")
+
+# ---- added: issue 61, the dialects that were missed ----
+add("https://github.com/anomalyco/opencode/issues/24566",
+    "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"read\">\n<｜DSML｜parameter name=\"filePath\" string=\"true\">I:\\hrc\\usermode\\src\\hypercall\\hypercall.cpp</｜DSML｜parameter>\n<｜DSML｜parameter name=\"limit\" string=\"false\">15</｜DSML｜parameter>\n<｜DSML｜parameter name=\"offset\" string=\"false\">357</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+    call("read", {"filePath": "I:\\hrc\\usermode\\src\\hypercall\\hypercall.cpp", "limit": 15, "offset": 357}),
+    "DeepSeek-V4-Flash DSML; string=\"false\" values are JSON")
+add("https://github.com/anomalyco/opencode/issues/24566",
+    "<｜DSML｜tool_calls\n<｜DSML｜invoke name=\"question\">\n<｜DSML｜parameter name=\"questions\" string=\"false\">[{\"question\": \"xxx：\", \"options\": {\"label\": \"xxx\", \"description\": \"xxx\"}, {\"label\": \"xxx\", \"description\": \"xxx\"}, \"header\": \"xxx\"}]</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+    U, "DeepSeek-V4-Flash: a string=\"false\" parameter whose JSON is broken (a member without a key); the reporter replaced the texts with xxx")
+add("https://github.com/sgl-project/sglang/issues/35736",
+    "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"Bash\">\n<｜DSML｜parameter name=\"command\" string=\"true\">pwd</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+    call("Bash", {"command": "pwd"}), "DeepSeek-V4 DSML leaked into content")
+add("https://github.com/TokenRhythm/opensquilla/issues/985",
+    "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"exec_command\">\n<｜DSML｜parameter name=\"cmd\" string=\"true\">Get-Item -LiteralPath 'D:\\deskop_.nbt' | Select-Object FullName,Length,LastWriteTime</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"exec_command\">\n<｜DSML｜parameter name=\"cmd\" string=\"true\">Get-FileHash -Algorithm SHA256 -LiteralPath 'D:\\deskop_.nbt' | Format-List</｜DSML｜parameter>\n</｜DSML｜invoke>\n...\n</｜DSML｜tool_calls>",
+    call("exec_command", {"cmd": "Get-Item -LiteralPath 'D:\\deskop_.nbt' | Select-Object FullName,Length,LastWriteTime"}),
+    "deepseek-v4-flash, several calls: the first; the reporter elided the last two with '...'")
+add("https://github.com/syt2/paper-chat-for-zotero/issues/28",
+    "<｜｜DSML｜｜tool_calls>\n<｜｜DSML｜｜invoke name=“get_pages”>\n<｜｜DSML｜｜parameter name=“pages” string=“true”>3-5</｜｜DSML｜｜parameter>\n</｜｜DSML｜｜invoke>\n</｜｜DSML｜｜tool_calls>",
+    call("get_pages", {"pages": "3-5"}), "DSML with doubled full-width bars and typographic quotes")
+add("https://github.com/kittors/deepseek-web-api/issues/11",
+    "< calls>\n<|DSML|invoke name=\"pwsh\">\n<|DSML|parameter name=\"command\" string=\"true\">Get-ChildItem -Force -LiteralPath 'D:\\work\\home'</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|calls>",
+    call("pwsh", {"command": "Get-ChildItem -Force -LiteralPath 'D:\\work\\home'"}), "DeepSeek Web: DSML with ASCII bars, the wrapper's marker lost")
+add("https://github.com/MetaFARS/codex-relay/pull/49",
+    "<｜｜DSML｜｜tool_calls>\n<｜｜DSML｜｜invoke name=\"exec_command\">\n<｜｜DSML｜｜invoke name=\"cmd\" string=\"echo alpha\" />\n</｜｜DSML｜｜invoke>\n</｜｜DSML｜｜tool_calls>",
+    call("exec_command", {"cmd": "echo alpha"}), "deepseek-v4-flash: the parameter written as a self-closing invoke with its value in `string`; not read (refused, never a call without it)")
+add("https://github.com/NousResearch/hermes-agent/issues/35935",
+    "[TOOL_CALL]\n{tool => \"terminal\", args => {\n  --command \"echo test\"\n}}\n[/TOOL_CALL]",
+    call("terminal", {"command": "echo test"}), "MiniMax M2.7: => map with CLI-style arguments")
+add("https://github.com/letta-ai/letta/issues/1450",
+    "\n{\n  \"function\": \"send_message\",{\n  \"function\": \"send_message\",\n  \"params\": {\n    \"inner_thoughts\": \"Initialization complete. Let's begin our conversation.\",\n    \"message\": \"Nice to meet you, Chad!\"\n  }\n}",
+    call("send_message", {"inner_thoughts": "Initialization complete. Let's begin our conversation.", "message": "Nice to meet you, Chad!"}),
+    "llama3 on groq: a broken repeated prefix, then the whole request")
+add("https://github.com/RooCodeInc/Roo-Code/issues/10358",
+    "I need to read the existing plan document to understand the current plan and then modify it according to the user's feedback about in-place tailoring (adding icon buttons next to each section editor) rather than creating separate tailoring screens.\n\n<read_file>\n<args>\n<file>\n<path>docs/1-page-resume/ai-prompts-for-resume/08-remaining-phases-plan.md</path>\n</file>\n</args>\n</read_file>",
+    call("read_file", {"args": "<file>\n<path>docs/1-page-resume/ai-prompts-for-resume/08-remaining-phases-plan.md</path>\n</file>"}),
+    "Roo Code's nested form after prose; without a schema `args` is its XML text, as Roo Code reads it (with an object schema, an object)")
+add("https://github.com/RooCodeInc/Roo-Code/issues/10464",
+    "<read_file><path>package.json</path></read_file>",
+    call("read_file", {"path": "package.json"}), "Qwen3-Coder-480B: Cline-style element")
 json.dump(E, open("replies.json", "w"), ensure_ascii=False, indent=1)
 print(len(E), sum(1 for e in E if e["expect"] != U))

@@ -8,8 +8,8 @@ use toolhost::{read_reply, read_reply_with};
 use toolhost_tests::Rng;
 
 /// The recovery rate the corpus must keep (the target). Not read today: an invented
-/// `--- CALL --- nc://name {…}` form, and an element-style call whose closing tags DSML
-/// corrupted (`<function><name>bash</name><parameter …>…</｜｜DSML｜｜parameter>`).
+/// `--- CALL --- nc://name {…}` form, and a DSML call whose parameter is written as a
+/// self-closing `invoke` with its value in `string` (refused: never a call without it).
 const FLOOR: f64 = 0.95;
 
 fn corpus() -> Vec<Value> {
@@ -136,7 +136,10 @@ fn no_reply_panics_or_overflows_a_2_mib_stack() {
                 let base = &replies[rng.below(replies.len())];
                 let mutated = mutate(&mut rng, base);
                 let _ = read_reply(&mutated);
-                let _ = read_reply_with(&mutated, &["execute_command", "aio-webcontent", "read"]);
+                let _ = read_reply_with(
+                    &mutated,
+                    &["execute_command", "aio-webcontent", "read", "read_file"],
+                );
             }
         });
     worker

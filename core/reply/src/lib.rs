@@ -11,6 +11,7 @@
 //! - `pythonic.rs`: calls written as Python (`[name(key="value")]`);
 //! - `arrow.rs`: calls written with `=>` maps (`{tool => "x", args => { --key "v" }}`);
 //! - `headless.rs`: a request whose head (its opening brace) was cut off;
+//! - `typed.rs`: arguments typed by the tool's JSON Schema;
 //! - `depth.rs`: the nesting bound, checked before anything is parsed.
 #![deny(missing_docs)]
 // Library code handles its errors, or says with `expect` why a value cannot be missing.
@@ -28,6 +29,7 @@ mod shapes;
 mod strings;
 #[cfg(test)]
 mod tests;
+mod typed;
 mod xml;
 
 use std::fmt;
@@ -173,6 +175,32 @@ pub fn read_reply_with(text: &str, tools: &[&str]) -> Result<ToolRequest, Misfor
         },
         other => other,
     }
+}
+
+/// [`read_reply_with`], knowing each tool's JSON Schema as well (name and schema pairs): the
+/// request's arguments are typed by its tool's schema. What XML and the other text forms
+/// write as text becomes what the schema asks for: `"15"` an integer, `"true"` a boolean, a
+/// string holding JSON or child elements (`<file><path>a</path></file>`) an object or list,
+/// one object where a list is asked for a list of it; a number where a string is asked for
+/// its text. A schema that allows a string leaves strings as they are, and a value that does
+/// not convert stays as it was, for the tool's validation to name.
+///
+/// ```
+/// let schema = serde_json::json!({"type": "object", "properties": {
+///     "path": {"type": "string"}, "limit": {"type": "integer"}}});
+/// let tools = [("read", &schema)];
+/// let reply = "<invoke name=\"read\"><parameter name=\"path\">7</parameter>\
+///              <parameter name=\"limit\">15</parameter></invoke>";
+/// let request = toolhost_reply::read_reply_typed(reply, &tools).unwrap();
+/// assert_eq!(request.args, serde_json::json!({"path": "7", "limit": 15}));
+/// ```
+pub fn read_reply_typed(text: &str, tools: &[(&str, &Value)]) -> Result<ToolRequest, Misformat> {
+    let names: Vec<&str> = tools.iter().map(|(name, _)| *name).collect();
+    let mut request = read_reply_with(text, &names)?;
+    if let Some((_, schema)) = tools.iter().find(|(name, _)| *name == request.tool) {
+        typed::type_args(&mut request.args, schema);
+    }
+    Ok(request)
 }
 
 /// [`read_reply`], without the reason when there is no request.

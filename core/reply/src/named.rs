@@ -113,7 +113,7 @@ const CDATA: (&str, &str) = ("<![CDATA[", "]]>");
 
 /// The child elements of a body as arguments; `None` if the body holds text outside elements
 /// (prose, not a call); an error for a child that is never closed.
-fn children(body: &str) -> Option<Result<Map<String, Value>, String>> {
+pub(super) fn children(body: &str) -> Option<Result<Map<String, Value>, String>> {
     let mut args = Map::new();
     let mut rest = body.trim_start();
     while !rest.is_empty() {

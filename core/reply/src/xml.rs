@@ -109,7 +109,18 @@ pub(super) fn read_call(text: &str, at: usize) -> (Reading, usize) {
         return (Reading::Nothing, at + 1);
     };
     let (body, end) = body_until(text, at + open.len() + head_end + 1, close, open);
-    (call_reading(&tool, parameters(body)), end)
+    let cut = !text[..end].ends_with(close) && end < text.len();
+    let parameters = parameters(body).and_then(|args| match args.is_empty() && cut {
+        // A call with nothing in it before the next one opens: the next may be its
+        // parameter written as a call, or the closing tag may be missing; not a call of
+        // nothing.
+        true => Err(format!(
+            "the call is followed by another before it closes: `{}`",
+            brief(&text[end..])
+        )),
+        false => Ok(args),
+    });
+    (call_reading(&tool, parameters), end)
 }
 
 /// A call's body from `start`: to its closing tag `close`, or to the next call's opening

@@ -218,7 +218,10 @@ impl Agent {
             Asked::Broken(error) => return Ok(Step::Broken(error)),
         };
         let specs = self.host.tool_specs(self.profile());
-        let tools: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
+        let tools: Vec<(&str, &serde_json::Value)> = specs
+            .iter()
+            .map(|t| (t.name.as_str(), &t.parameters))
+            .collect();
         let request = request_of(&reply, model.protocol(), &tools);
         let signature = signature(&reply);
         let repeated = last_reply.as_deref() == Some(signature.as_str());

@@ -5,9 +5,10 @@ use serde_json::{json, Value};
 
 use crate::model::{ModelReply, ToolProtocol};
 use crate::transcript::ToolCall;
-use toolhost_reply::{read_reply, read_reply_with, Misformat, ToolRequest};
+use toolhost_reply::{read_reply, read_reply_typed, Misformat, ToolRequest};
 
-/// The tool request of `reply`, knowing the names of the profile's `tools`.
+/// The tool request of `reply`, knowing the profile's `tools` (each name with its arguments'
+/// JSON Schema, which types the arguments read from text).
 ///
 /// With native tool calls: one call is that tool's request; several are one `parallel`
 /// request, in order. Without: the request in the text, as the JSON protocol reads it (an XML
@@ -17,10 +18,10 @@ use toolhost_reply::{read_reply, read_reply_with, Misformat, ToolRequest};
 pub(crate) fn request_of(
     reply: &ModelReply,
     protocol: ToolProtocol,
-    tools: &[&str],
+    tools: &[(&str, &Value)],
 ) -> Result<ToolRequest, Misformat> {
     match reply.tool_calls.as_slice() {
-        [] => match read_reply_with(&reply.text, tools) {
+        [] => match read_reply_typed(&reply.text, tools) {
             Err(Misformat::NoRequest)
                 if protocol == ToolProtocol::Native && !reply.text.trim().is_empty() =>
             {
@@ -150,6 +151,15 @@ mod tests {
             matches!(bad, Err(Misformat::Unreadable(ref s)) if s.contains("'greet'")),
             "{bad:?}"
         );
+    }
+
+    #[test]
+    fn text_arguments_are_typed_by_the_tool_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "limit": {"type": "integer"}}});
+        let text = ModelReply::text("<read>\n<path>42</path>\n<limit>15</limit>\n</read>");
+        let request = request_of(&text, ToolProtocol::Json, &[("read", &schema)]).unwrap();
+        assert_eq!(request.args, json!({"path": "42", "limit": 15}));
     }
 
     #[test]

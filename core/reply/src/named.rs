@@ -132,7 +132,9 @@ pub(super) fn children(body: &str) -> Option<Result<Map<String, Value>, String>>
         let Some(end) = find_close(inner, &close) else {
             return Some(Err(format!("`<{name}>` has no `{close}`")));
         };
-        args.insert(name.to_owned(), value(&inner[..end]));
+        if args.insert(name.to_owned(), value(&inner[..end])).is_some() {
+            return Some(Err(format!("`<{name}>` given twice")));
+        }
         rest = inner[end + close.len()..].trim_start();
     }
     Some(Ok(args))

@@ -342,3 +342,175 @@ fn an_element_named_after_a_known_tool_is_a_call_and_other_xml_is_not() {
         "{broken:?}"
     );
 }
+
+// The dialects of issue 61, each from real replies (sources named).
+
+#[test]
+fn dsml_with_doubled_ascii_or_spaced_bars() {
+    // https://github.com/syt2/paper-chat-for-zotero/issues/28: doubled bars, typographic quotes.
+    let doubled = "<｜｜DSML｜｜tool_calls>\n<｜｜DSML｜｜invoke name=“get_pages”>\n<｜｜DSML｜｜parameter name=“pages” string=“true”>3-5</｜｜DSML｜｜parameter>\n</｜｜DSML｜｜invoke>\n</｜｜DSML｜｜tool_calls>";
+    assert_eq!(
+        call(doubled),
+        ("get_pages".to_owned(), json!({"pages": "3-5"}))
+    );
+    // The spaced form of https://github.com/diegosouzapw/OmniRoute/pull/13930.
+    let spaced = "<｜｜DSML｜｜ calls>\n<｜｜DSML｜｜ invoke name=\"read\">\n<｜｜DSML｜｜ parameter name=\"path\" string=\"true\">[1]</｜｜DSML｜｜ parameter>\n<｜｜DSML｜｜ parameter name=\"n\" string=\"false\">2</｜｜DSML｜｜ parameter>\n</｜｜DSML｜｜ invoke>\n</｜｜DSML｜｜ calls>";
+    assert_eq!(
+        call(spaced),
+        ("read".to_owned(), json!({"path": "[1]", "n": 2}))
+    );
+    // https://github.com/kittors/deepseek-web-api/issues/11: ASCII bars, a wrapper's marker lost.
+    let ascii = "< calls>\n<|DSML|invoke name=\"pwsh\">\n<|DSML|parameter name=\"command\" string=\"true\">Get-ChildItem</|DSML|parameter>\n</|DSML|invoke>\n</|DSML|calls>";
+    assert_eq!(
+        call(ascii),
+        ("pwsh".to_owned(), json!({"command": "Get-ChildItem"}))
+    );
+    // https://github.com/adolfousier/opencrabs/issues/419: `<function><name>`, closers corrupted.
+    let element = "<function>\n  <name>bash</name>\n  <parameter name=\"command\" string=\"true\">ls 2>/dev/null</｜｜DSML｜｜parameter>\n  </｜｜DSML｜｜invoke>";
+    assert_eq!(
+        call(element),
+        ("bash".to_owned(), json!({"command": "ls 2>/dev/null"}))
+    );
+    // https://github.com/Luce-Org/lucebox/issues/742: a closing tag left out before the next call.
+    let unclosed = "<invoke name=\"a\">\n<parameter name=\"p\">1</parameter>\n<invoke name=\"b\">\n<parameter name=\"q\">2</parameter>\n</invoke>";
+    assert_eq!(call(unclosed), ("a".to_owned(), json!({"p": "1"})));
+    // Refused: https://github.com/anomalyco/opencode/issues/24566 (string="false", broken JSON)
+    // and https://github.com/MetaFARS/codex-relay/pull/49 (a parameter written as an invoke).
+    for text in [
+        "<｜DSML｜invoke name=\"question\">\n<｜DSML｜parameter name=\"questions\" string=\"false\">[{\"a\": 1}, {\"b\"}]</｜DSML｜parameter>\n</｜DSML｜invoke>",
+        "<｜｜DSML｜｜invoke name=\"exec_command\">\n<｜｜DSML｜｜invoke name=\"cmd\" string=\"echo alpha\" />\n</｜｜DSML｜｜invoke>",
+    ] {
+        assert!(matches!(read_reply(text), Err(Misformat::Unreadable(_))), "{text}");
+    }
+}
+
+#[test]
+fn elements_named_after_tools_with_attributes_self_closing_or_cdata() {
+    let tools = ["read_file", "list_files", "write_to_file"];
+    let read = |text: &str| read_reply_with(text, &tools);
+    // https://github.com/RooCodeInc/Roo-Code/issues/10358: nested, after prose; `args` is its
+    // XML text, as Roo Code reads it.
+    let roo = "I need to read it.\n\n<read_file>\n<args>\n<file>\n<path>docs/plan.md</path>\n</file>\n</args>\n</read_file>";
+    let request = read(roo).unwrap();
+    assert_eq!(
+        request.args,
+        json!({"args": "<file>\n<path>docs/plan.md</path>\n</file>"})
+    );
+    let attributes = read("<list_files path=\"src\" recursive=\"true\"/>").unwrap();
+    assert_eq!(attributes.args, json!({"path": "src", "recursive": "true"}));
+    let cdata = "<write_to_file>\n<path>a.html</path>\n<content><![CDATA[<p>a &amp; b</p></content>]]></content>\n</write_to_file>";
+    assert_eq!(
+        read(cdata).unwrap().args,
+        json!({"path": "a.html", "content": "<p>a &amp; b</p></content>"})
+    );
+    // An argument given as an attribute and as a child: unreadable.
+    let twice = read("<read_file path=\"a\"><path>b</path></read_file>");
+    assert!(matches!(twice, Err(Misformat::Unreadable(_))), "{twice:?}");
+}
+
+#[test]
+fn values_are_typed_by_the_schema() {
+    // https://github.com/RooCodeInc/Roo-Code/issues/10358 again, with `args` an object.
+    let schema = json!({"type": "object", "properties": {
+        "args": {"type": "object", "properties": {"file": {"type": "array", "items": {
+            "type": "object", "properties": {"line": {"type": "integer"}}}}}},
+        "flag": {"type": "boolean"},
+        "label": {"type": "string"},
+        "either": {"type": ["string", "integer"]}}});
+    let tools = [("read_file", &schema)];
+    let text = "<read_file>\n<args>\n<file>\n<path>a.md</path>\n<line>3</line>\n</file>\n</args>\n<flag>true</flag>\n<label>7</label>\n<either>8</either>\n</read_file>";
+    let request = read_reply_typed(text, &tools).unwrap();
+    assert_eq!(
+        request.args,
+        json!({"args": {"file": [{"path": "a.md", "line": 3}]}, "flag": true, "label": "7", "either": "8"})
+    );
+    // A value that does not convert stays as written.
+    let text = "<read_file><flag>yes</flag></read_file>";
+    assert_eq!(
+        read_reply_typed(text, &tools).unwrap().args,
+        json!({"flag": "yes"})
+    );
+}
+
+#[test]
+fn arrow_maps_with_cli_arguments() {
+    // https://github.com/NousResearch/hermes-agent/issues/35935 (MiniMax M2.7).
+    let text = "[TOOL_CALL]\n{tool => \"terminal\", args => {\n  --command \"echo test\"\n}}\n[/TOOL_CALL]";
+    assert_eq!(
+        call(text),
+        ("terminal".to_owned(), json!({"command": "echo test"}))
+    );
+    // The issue's form, JSON arguments, `key =>` pairs, flags and numbers.
+    for (text, tool, args) in [
+        (
+            "[TOOL_CALL] {tool => \"skills_list\", args => { --category \"research\" }} [/TOOL_CALL]",
+            "skills_list",
+            json!({"category": "research"}),
+        ),
+        (
+            "[TOOL_CALL]{tool => \"web_search\", args => {\"query\":\"NET\"}}[/TOOL_CALL]",
+            "web_search",
+            json!({"query": "NET"}),
+        ),
+        (
+            "[TOOL_CALL]{tool => \"recall\", args => { query => \"topic\", k => 3 }}[/TOOL_CALL]",
+            "recall",
+            json!({"query": "topic", "k": 3}),
+        ),
+        (
+            "[TOOL_CALL]{tool => \"ls\", args => { --all --depth: 2 }}[/TOOL_CALL]",
+            "ls",
+            json!({"all": true, "depth": 2}),
+        ),
+        ("[TOOL_CALL]{tool => \"now\"}[/TOOL_CALL]", "now", json!({})),
+    ] {
+        assert_eq!(call(text), (tool.to_owned(), args), "{text}");
+    }
+    for text in [
+        "[TOOL_CALL]{tool => \"x\", args => { --a \"1\" --a \"2\" }}[/TOOL_CALL]",
+        "[TOOL_CALL]{tool => \"x\", args => { --a \"never closed }}[/TOOL_CALL]",
+        "[TOOL_CALL]{tool => \"x\", args => \"a\"}[/TOOL_CALL]",
+    ] {
+        assert!(
+            matches!(read_reply(text), Err(Misformat::Unreadable(_))),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_request_whose_head_was_cut() {
+    // The form issue 61 measured: the reply starts inside the `thoughts` array.
+    let text = "the user greeted me\",\n    \"I will answer\"\n  ],\n  \"tool_name\": \"response\",\n  \"tool_args\": {\"text\": \"Hi!\"}\n}";
+    assert_eq!(call(text), ("response".to_owned(), json!({"text": "Hi!"})));
+    // A key inside a sentence, or not after a member's comma, is not a cut request.
+    for text in [
+        "Write \"tool_name\": \"response\" to answer.",
+        "I think\n\"tool_name\": \"response\"}",
+    ] {
+        assert_eq!(read_reply(text), Err(Misformat::NoRequest), "{text}");
+    }
+}
+
+#[test]
+fn a_broken_repeated_prefix() {
+    // https://github.com/letta-ai/letta/issues/1450 (llama3 on groq).
+    let text = "\n{\n  \"function\": \"send_message\",{\n  \"function\": \"send_message\",\n  \"params\": {\n    \"message\": \"Nice to meet you, Chad!\"\n  }\n}";
+    assert_eq!(
+        call(text),
+        (
+            "send_message".to_owned(),
+            json!({"message": "Nice to meet you, Chad!"})
+        )
+    );
+    // Another tool in the inner request, or arguments in the broken one: unreadable.
+    for text in [
+        "{\"function\": \"send_message\",{\"function\": \"other\", \"params\": {}}}",
+        "{\"function\": \"x\", \"params\": {\"a\": 1},{\"function\": \"x\", \"params\": {}}}",
+    ] {
+        assert!(
+            matches!(read_reply(text), Err(Misformat::Unreadable(_))),
+            "{text}"
+        );
+    }
+}

@@ -86,7 +86,7 @@ fn from_text(text: &str, types: &[String]) -> Option<Value> {
         "object" | "array" if trimmed.starts_with(['{', '[']) => {
             lenient::read_whole(trimmed).filter(|v| v.is_object() == (t == "object"))
         }
-        "object" if trimmed.starts_with('<') => match named::children(trimmed) {
+        "object" | "array" if trimmed.starts_with('<') => match named::children(trimmed) {
             Some(Ok(map)) if !map.is_empty() => Some(Value::Object(map)),
             _ => None,
         },

@@ -113,7 +113,16 @@ impl std::error::Error for Misformat {}
 /// Mistral's `[TOOL_CALLS]x[ARGS]`, Kimi's and DeepSeek's special tokens). GLM's
 /// `<tool_call>x<arg_key>k</arg_key><arg_value>v</arg_value>` is read too, and so is a reply
 /// that is nothing but a call written as Python (`[x(key="value")]`, LFM2's and Llama's
-/// pythonic format).
+/// pythonic format). DeepSeek's DSML markup is read with its marker as models write it (one
+/// or two full-width or ASCII bars on each side, a space after it or not), `string="true"`
+/// values as text and `string="false"` ones as JSON (one that is not JSON is unreadable); an
+/// XML call's body ends at its closing tag or where the next call opens, and a call with
+/// nothing in it before the next one opens is unreadable. `<function><name>x</name>` and its
+/// parameters is a call, and so is MiniMax's `=>` map (`{tool => "x", args => { --key "v" }}`,
+/// see `arrow.rs`). Only when nothing else is a request: a request whose head was cut off (its
+/// `"tool_name"` key starting a line after a comma, the rest read as an object). A request
+/// broken off after its tool's name and begun again in full where its next key was due is the
+/// inner request, if it names the same tool; otherwise unreadable.
 ///
 /// **How leniently.** JSON5 (comments, trailing commas, single quotes, unquoted keys), raw line
 /// breaks and tabs in strings, an object never closed at the end of the reply, text around it,
@@ -154,8 +163,12 @@ pub fn read_reply(text: &str) -> Result<ToolRequest, Misformat> {
 /// [`read_reply`], knowing the names of the tools there are: a reply in which it finds no
 /// request may hold a call written as an XML element named after one of `tools`, each argument
 /// a child element (`<read_file><path>src/app.ts</path></read_file>`, as Cline's and Roo Code's
-/// models write). XML that names none of `tools`, or an element with text outside its children
-/// (a sentence that mentions `<read_file>`), is never a call.
+/// models write) or an attribute of the element (which may close itself: `<list_files
+/// path="src"/>`). A child's text is its value (XML's entities decoded, CDATA as written; child
+/// elements of its own stay text, as Roo Code reads them, unless a schema asks otherwise:
+/// [`read_reply_typed`]); an argument given twice is unreadable. XML that names none of
+/// `tools`, or an element with text outside its children (a sentence that mentions
+/// `<read_file>`), is never a call.
 ///
 /// ```
 /// let tools = ["read_file", "response"];

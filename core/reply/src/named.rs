@@ -5,10 +5,12 @@
 //! Only the names of tools the host has are looked for, so XML in a reply that names none of
 //! them is never a call. The element's body must be child elements alone (white space between
 //! them): `<read_file>` inside a sentence is prose. A child's text is its value, XML entities
-//! (`&lt; &gt; &amp; &quot; &apos;` and numeric) decoded, without one line break at each end; a
-//! value that starts with `{` or `[` and reads whole as JSON is that JSON. An element with no
-//! closing tag runs to the end of the reply; a child with no closing tag makes the call
-//! unreadable.
+//! (`&lt; &gt; &amp; &quot; &apos;` and numeric) decoded, CDATA sections taken as written,
+//! without one line break at each end; a value that starts with `{` or `[` and reads whole as
+//! JSON is that JSON. The element's attributes (`key="value"`) are arguments too, and an
+//! element that closes itself (`<list_files path="src"/>`) has no others. An element with no
+//! closing tag runs to the end of the reply; a child with no closing tag, or an argument given
+//! twice, makes the call unreadable.
 
 use serde_json::{Map, Value};
 

@@ -25,10 +25,10 @@ fn convert(value: &mut Value, schema: &Value, depth: usize) {
     let types = types(schema);
     let allows = |t: &str| types.iter().any(|x| x == t);
     if !allows("string") {
-        if let Value::String(text) = value {
-            if let Some(typed) = from_text(text, &types) {
-                *value = typed;
-            }
+        if let Value::String(text) = value
+            && let Some(typed) = from_text(text, &types)
+        {
+            *value = typed;
         }
     } else if types.len() == 1 && matches!(value, Value::Number(_) | Value::Bool(_)) {
         *value = Value::String(value.to_string());

@@ -297,7 +297,7 @@ impl Config {
                 Capability::Cpus(n) => Some(*n),
                 _ => None,
             });
-            settings.cpus = cpus.or(Some(default::CPUS));
+            settings.cpus = cpus;
         }
         settings
     }

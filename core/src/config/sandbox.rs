@@ -17,7 +17,7 @@
 //! | `memory:MB`     | up to `MB` MiB of memory instead of the default                    |
 //! | `cpu:SECONDS`   | up to `SECONDS` s of CPU time over a worker's life                 |
 //! | `tasks:N`       | up to `N` threads and processes instead of the default             |
-//! | `cpus:N`        | up to `N` CPUs' worth of time at once instead of one               |
+//! | `cpus:N`        | at most `N` CPUs' worth of time at once (no cap without it)        |
 //!
 //! A path is absolute, or starts with `~/` (the user's home folder). Any other tag in
 //! `ToolInfo::capabilities` (`idempotent`, `network`) is free-form and means nothing to the

@@ -125,9 +125,10 @@ pub mod sandbox_defaults {
     pub const CPU_SECONDS: u64 = 600;
     /// Threads and processes of the worker together (the pids cgroup's limit).
     pub const TASKS: u64 = 256;
-    /// CPUs' worth of time at once (the cpu cgroup's quota): a spin on every thread takes one
-    /// core, never the machine.
-    pub const CPUS: u64 = 1;
+    // No default for CPUs at once: a worker in a cpu cgroup of its own (v1), with or without
+    // a quota, took about 0.1 ms more per call under load (1.7 to 1.9x the round trip, load
+    // average 10; BENCHMARKS.md), so the rate is a grant a user asks for (`cpus:N`), and CPU
+    // time is bounded by `CPU_SECONDS`.
 }
 
 /// How long a library's constructor and metadata read may take by default (`[limits]
@@ -156,7 +157,7 @@ pub struct IsolationSettings {
     /// host can make one); `None`: no limit.
     pub tasks: Option<u64>,
     /// How many CPUs' worth of time a worker may use at once (a cpu cgroup's quota, where the
-    /// host can make one); `None`: no limit.
+    /// host can make one; the `cpus:N` grant); `None`: no limit.
     pub cpus: Option<u64>,
     /// The sandbox its worker runs in ([`Config::sandbox`](super::Config::sandbox)); `None`:
     /// none (the default of a bare `IsolationSettings`; the host sandboxes every isolated tool

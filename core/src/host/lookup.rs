@@ -300,7 +300,6 @@ impl Host {
             memory_mb: Some(default::MEMORY_MB),
             cpu_seconds: Some(default::CPU_SECONDS),
             tasks: Some(default::TASKS),
-            cpus: Some(default::CPUS),
             ..Default::default()
         }
     }

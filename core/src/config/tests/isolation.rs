@@ -66,7 +66,7 @@ fn a_sandboxed_worker_is_bounded_by_default_and_grants_raise_or_give_more() {
     use crate::config::sandbox_defaults as default;
     let text = "isolate = [\"*\"]\n\n[isolation]\ncpu_seconds = 30\n\n\
                 [sandbox]\ngrant = [\"secret:SHARED\"]\n\n\
-                [tools.big]\ngrant = [\"memory:4096\", \"tasks:1000\", \"env:LANGUAGE_MODEL\"]\n\n\
+                [tools.big]\ngrant = [\"memory:4096\", \"tasks:1000\", \"cpus:2\", \"env:LANGUAGE_MODEL\"]\n\n\
                 [tools.loose]\nsandbox = \"off\"\ngrant = [\"secret:OWN\"]\n";
     let config = load(&root(&[(GLOBAL, text)])).unwrap();
     let usr = layer(LayerKind::User, "usr");
@@ -74,10 +74,11 @@ fn a_sandboxed_worker_is_bounded_by_default_and_grants_raise_or_give_more() {
     assert_eq!(plain.memory_mb, Some(default::MEMORY_MB));
     assert_eq!(plain.cpu_seconds, Some(30), "[isolation] over the default");
     assert_eq!(plain.tasks, Some(default::TASKS));
-    assert_eq!(plain.cpus, Some(default::CPUS));
+    assert_eq!(plain.cpus, None, "a cap on CPUs at once is asked for");
     assert_eq!(plain.secrets, ["SHARED"]);
     let big = config.isolation_of(Some("big"), &usr);
     assert_eq!((big.memory_mb, big.tasks), (Some(4096), Some(1000)));
+    assert_eq!(big.cpus, Some(2));
     assert_eq!(big.env, ["LANGUAGE_MODEL"]);
     // Without a sandbox: no default limits, but secrets only by name all the same.
     let loose = config.isolation_of(Some("loose"), &usr);

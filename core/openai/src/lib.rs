@@ -47,7 +47,7 @@ use std::time::Duration;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-pub use config::{ModelConfig, ModelsConfig, OutOfRange, StructuredOutput, MODELS_FILE};
+pub use config::{ModelConfig, ModelsConfig, OutOfRange, StructuredOutput, Thoughts, MODELS_FILE};
 pub use request::NATIVE_NOTE;
 
 use config::ApiKey;

@@ -7,7 +7,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
-use super::config::ModelConfig;
+use super::config::{ModelConfig, Thoughts};
 use toolhost::ToolSpec;
 
 /// JSON whose objects keep the order their keys were given in (serde_json's `Value` sorts
@@ -84,8 +84,9 @@ pub(crate) fn request_schema(config: &ModelConfig, tools: &[ToolSpec], form: For
     }
 }
 
-/// One request object: `thoughts`, `headline`, `tool_name`, `tool_args`, in Agent Zero's
-/// order, all required, nothing else.
+/// One request object: `thoughts`, `headline`, `tool_name`, `tool_args`, all required,
+/// nothing else; `thoughts` and `headline` first (Agent Zero's order), last or left out, as
+/// `config.thoughts` says.
 fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
     let thoughts = json!({
         "type": "array",
@@ -94,19 +95,18 @@ fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
         "maxItems": config.max_thoughts,
     });
     let headline = json!({"type": "string", "maxLength": config.max_headline_chars});
-    let properties = Ordered::Object(vec![
-        ("thoughts", thoughts.into()),
-        ("headline", headline.into()),
-        ("tool_name", name.into()),
-        ("tool_args", args.into()),
-    ]);
+    let call = [("tool_name", name.into()), ("tool_args", args.into())];
+    let notes = [("thoughts", thoughts.into()), ("headline", headline.into())];
+    let keys: Vec<(&'static str, Ordered)> = match config.thoughts {
+        Thoughts::First => notes.into_iter().chain(call).collect(),
+        Thoughts::Last => call.into_iter().chain(notes).collect(),
+        Thoughts::None => call.into_iter().collect(),
+    };
+    let required: Vec<&str> = keys.iter().map(|(key, _)| *key).collect();
     Ordered::Object(vec![
         ("type", json!("object").into()),
-        ("properties", properties),
-        (
-            "required",
-            json!(["thoughts", "headline", "tool_name", "tool_args"]).into(),
-        ),
+        ("properties", Ordered::Object(keys)),
+        ("required", json!(required).into()),
         ("additionalProperties", json!(false).into()),
     ])
 }
@@ -194,5 +194,33 @@ mod tests {
         // No tools: the names form with any name.
         let value = serde_json::to_value(request_schema(&config(), &[], Form::Tools)).unwrap();
         assert_eq!(value["properties"]["tool_name"], json!({"type": "string"}));
+    }
+
+    #[test]
+    fn thoughts_go_first_last_or_nowhere_as_configured() {
+        let tools = [tool("greet", json!({"type": "object"}))];
+        let keys = |thoughts: &str| {
+            let mut config = config();
+            config.thoughts = toml::from_str::<toml::Table>(&format!("t = \"{thoughts}\""))
+                .unwrap()["t"]
+                .clone()
+                .try_into()
+                .unwrap();
+            let schema = request_schema(&config, &tools, Form::Tools);
+            let text = serde_json::to_string(&schema).unwrap();
+            let value: Value = serde_json::from_str(&text).unwrap();
+            let branch = &value["oneOf"][0];
+            let mut keys: Vec<&str> = ["thoughts", "headline", "tool_name", "tool_args"]
+                .into_iter()
+                .filter(|k| branch["properties"].get(k).is_some())
+                .collect();
+            keys.sort_by_key(|k| text.find(&format!("\"{k}\":")).unwrap());
+            assert_eq!(branch["required"], json!(keys), "{text}");
+            keys.join(" ")
+        };
+        assert_eq!(keys("first"), "thoughts headline tool_name tool_args");
+        assert_eq!(keys("last"), "tool_name tool_args thoughts headline");
+        assert_eq!(keys("none"), "tool_name tool_args");
+        assert_eq!(config().thoughts, Thoughts::First);
     }
 }

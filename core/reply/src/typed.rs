@@ -25,9 +25,12 @@ fn convert(value: &mut Value, schema: &Value, depth: usize) {
     let types = types(schema);
     let allows = |t: &str| types.iter().any(|x| x == t);
     if !allows("string") {
-        if let Value::String(text) = value
-            && let Some(typed) = from_text(text, &types)
-        {
+        // Not a let chain: the Windows build's Rust (1.85) has none.
+        let typed = match value {
+            Value::String(text) => from_text(text, &types),
+            _ => None,
+        };
+        if let Some(typed) = typed {
             *value = typed;
         }
     } else if types.len() == 1 && matches!(value, Value::Number(_) | Value::Bool(_)) {

@@ -388,4 +388,30 @@ mod tests {
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
+
+    #[test]
+    fn tool_names_past_the_bound_are_unknown_and_counted_as_dropped() {
+        // A meter of its own: the process's is shared with the other tests.
+        let m = Metrics::new(SdkMeterProvider::builder());
+        for i in 0..MAX_TOOL_LABELS + 5 {
+            m.calls.add(1, &[m.tool_label(&format!("tool_{i}"))]);
+        }
+        m.calls.add(1, &[m.tool_label("tool_0")]);
+        let mut collected = ResourceMetrics::default();
+        m.scrape.collect(&mut collected).expect("collect");
+        let text = crate::telemetry::openmetrics::render(&collected);
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("toolhost_tool_calls_total{"))
+            .count();
+        assert_eq!(series, MAX_TOOL_LABELS + 1, "the names, and `unknown`");
+        for line in [
+            r#"toolhost_tool_calls_total{gen_ai_tool_name="unknown"} 5"#,
+            r#"toolhost_tool_calls_total{gen_ai_tool_name="tool_0"} 2"#,
+            "toolhost_metrics_labels_dropped_total 5",
+        ] {
+            assert!(text.contains(line), "{line} missing");
+        }
+        assert!(!text.contains(&format!("tool_{MAX_TOOL_LABELS}\"")));
+    }
 }

@@ -112,7 +112,8 @@ enum Command {
         json: bool,
     },
     /// Development mode: watch the plugin folders, print each reload, and call tools typed on
-    /// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`).
+    /// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`). SIGTERM or
+    /// SIGINT ends it once the call running has (within --grace-seconds).
     Watch {
         #[command(flatten)]
         watching: WatchArgs,
@@ -151,7 +152,7 @@ enum Command {
     },
     /// An interactive session with a real model from models.toml: its text streams, tools
     /// run with live progress, a line typed meanwhile interjects, Ctrl-C stops the turn (twice
-    /// quits), /quit ends. With standard input not a terminal: one user message per line, each
+    /// quits), /quit ends; SIGTERM ends the session once the turn has (within --grace-seconds). With standard input not a terminal: one user message per line, each
     /// final answer on standard output. The session is saved under usr/sessions/.
     Chat {
         /// The agent profile.
@@ -206,7 +207,9 @@ enum Command {
     /// Serve the profile's tools to MCP clients: over standard input and output (JSON-RPC
     /// only; logs go to standard error), or over streamable HTTP with --http. Tools reload
     /// live, and clients are told (`tools/list_changed`). A call whose audit record cannot be
-    /// written is refused unless `[audit] required = false`.
+    /// written is refused unless `[audit] required = false`. SIGTERM or SIGINT stops it
+    /// gracefully (HTTP: /ready answers 503, then the drain and the grace period); a second
+    /// signal ends it at once.
     ServeMcp {
         /// The agent profile whose tools are served.
         #[arg(long, short, default_value = "default")]

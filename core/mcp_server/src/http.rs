@@ -26,7 +26,7 @@ use super::error::{McpServerError, McpServerErrorKind};
 use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
 use super::round_trip::StateKey;
 use super::session::Session;
-use super::shutdown::{InFlight, DEFAULT_DRAIN, DEFAULT_GRACE};
+use super::shutdown::{Entered, InFlight, DEFAULT_DRAIN, DEFAULT_GRACE};
 use super::McpServer;
 
 /// The largest request body accepted by default: 4 MiB (413 beyond).
@@ -463,13 +463,16 @@ impl Endpoint {
         // session's GET stream is not: it is ended at the end of the grace period.
         let counted = (request.method() == hyper::Method::POST).then(|| self.requests.enter());
         let response = self.route_counted(request).await;
-        let response = response.map(move |body| {
-            body.map_frame(move |frame| {
-                let _counted = &counted;
-                frame
-            })
-            .boxed()
-        });
+        let response = match counted {
+            Some(counted) => response.map(|body| {
+                Counted {
+                    body,
+                    _counted: counted,
+                }
+                .boxed()
+            }),
+            None => response,
+        };
         closing(response, ready)
     }
 
@@ -575,6 +578,33 @@ fn open_sessions(
             std::thread::yield_now();
         }
         Some(last.load(Relaxed))
+    }
+}
+
+/// A body counted in flight until it has been sent or dropped; its size is the inner body's,
+/// so a whole body keeps its `Content-Length`.
+struct Counted {
+    body: Body,
+    _counted: Entered,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

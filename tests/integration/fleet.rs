@@ -10,7 +10,8 @@
 //! taken out by the health check and only the calls in flight on it fail; the shared audit log
 //! verifies and holds exactly one record per completed call, matched by the call's id. And a
 //! rolling restart (SIGTERM to each instance in turn, as the page does it) under 16 clients on
-//! kept-alive connections loses no call, with no step at the balancer.
+//! kept-alive connections loses no call, with no step at the balancer, and the audit log
+//! holds one record per call.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -88,6 +89,37 @@ fn page_balancer(root: &TestRoot, instances: &[u16]) -> Balancer {
         config = config.replace(&page, &format!("127.0.0.1:{instance}"));
     }
     Balancer::with_config(root, &config, port)
+}
+
+/// Checks the root's audit log with `toolhost audit verify`; its call records of `versioned`
+/// counted by the call's id (its `call` argument), over every segment.
+fn audit_records(root: &TestRoot) -> HashMap<u64, usize> {
+    let verify = root.run_cli(&["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "audit verify: {}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let mut recorded: HashMap<u64, usize> = HashMap::new();
+    for entry in std::fs::read_dir(root.path().join("usr/audit")).expect("the audit folder") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.starts_with("audit.") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        let log = std::fs::read_to_string(&path).expect("a segment");
+        for record in log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
+            if record["type"] == "call" && record["tool"] == "versioned" {
+                let id = record["args"]["call"].as_u64().expect("the call's id");
+                *recorded.entry(id).or_default() += 1;
+            }
+        }
+    }
+    recorded
 }
 
 /// One `toolhost serve-mcp --http` of the fleet, killed when dropped.
@@ -300,32 +332,7 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
     );
 
     // The shared audit log verifies, and holds one record per completed call.
-    let verify = root.run_cli(&["audit", "verify"]);
-    assert!(
-        verify.status.success(),
-        "audit verify: {}{}",
-        String::from_utf8_lossy(&verify.stdout),
-        String::from_utf8_lossy(&verify.stderr)
-    );
-    // Every call record of every segment, by the call's id (its `call` argument).
-    let mut recorded: HashMap<u64, usize> = HashMap::new();
-    for entry in std::fs::read_dir(root.path().join("usr/audit")).expect("the audit folder") {
-        let path = entry.expect("an entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if !(name.starts_with("audit.") && name.ends_with(".jsonl")) {
-            continue;
-        }
-        let log = std::fs::read_to_string(&path).expect("a segment");
-        for record in log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        {
-            if record["type"] == "call" && record["tool"] == "versioned" {
-                let id = record["args"]["call"].as_u64().expect("the call's id");
-                *recorded.entry(id).or_default() += 1;
-            }
-        }
-    }
+    let recorded = audit_records(&root);
     // One record per completed call, whichever instance served it, the killed one included
     // (a call's record is written before its answer is sent), and no call recorded twice.
     // (Concurrent calls in one instance once lost one record and wrote another twice: found by
@@ -369,7 +376,7 @@ fn a_rolling_restart_behind_haproxy_loses_no_call() {
     let ports: Vec<u16> = instances.iter().map(|i| i.port).collect();
     let balancer = page_balancer(&root, &ports);
     let stop = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(Mutex::new(Vec::<Result<(), String>>::new()));
+    let calls = Arc::new(Mutex::new(Vec::<(u64, Result<(), String>)>::new()));
     let clients: Vec<_> = (0..16u64)
         .map(|c| {
             let (stop, calls, port) = (stop.clone(), calls.clone(), balancer.port);
@@ -386,7 +393,7 @@ fn a_rolling_restart_behind_haproxy_loses_no_call() {
                         Ok((status, body)) => Err(format!("call {id:#x}: HTTP {status}: {body}")),
                         Err(e) => Err(format!("call {id:#x}: {e}")),
                     };
-                    calls.lock().expect("calls").push(result);
+                    calls.lock().expect("calls").push((id, result));
                 }
             })
         })
@@ -416,7 +423,7 @@ fn a_rolling_restart_behind_haproxy_loses_no_call() {
         client.join().expect("a client");
     }
     let calls = std::mem::take(&mut *calls.lock().expect("calls"));
-    let failed: Vec<&String> = calls.iter().filter_map(|c| c.as_ref().err()).collect();
+    let failed: Vec<&String> = calls.iter().filter_map(|(_, c)| c.as_ref().err()).collect();
     assert!(
         failed.is_empty(),
         "{} of {} calls failed during the rolling restart (restarts began after {served_before:?} calls): {failed:#?}",
@@ -425,6 +432,14 @@ fn a_rolling_restart_behind_haproxy_loses_no_call() {
     );
     assert!(calls.len() > 200, "only {} calls", calls.len());
     drop(balancer);
+    // Each instance wrote its calls' records before it ended: one per call, none twice.
+    let recorded = audit_records(&root);
+    let wrong: Vec<String> = calls
+        .iter()
+        .filter(|(id, _)| recorded.get(id) != Some(&1))
+        .map(|(id, _)| format!("call {id:#x}: {:?} records", recorded.get(id)))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 #[test]

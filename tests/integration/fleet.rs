@@ -1,10 +1,17 @@
-//! A fleet: three `toolhost serve-mcp --http` (watching) over one root behind a real HAProxy
-//! (Debian's `haproxy`, installed by [`peers::haproxy`] where missing), driven by concurrent
-//! MCP clients for a few seconds: every call succeeds whichever instance serves it; a rolling
-//! update of a plugin (its library rebuilt and swapped in) fails no call and every call begun
-//! after the switch answers from the new build; an instance killed mid-run is taken out by
-//! the health check and only the calls in flight on it fail; the shared audit log verifies and
-//! holds exactly one record per completed call, matched by the call's id.
+//! The fleet page (docs/src/guide/fleet.md) as a tested recipe: three `toolhost serve-mcp
+//! --http` (watching, with a token) over one root behind a real HAProxy (Debian's `haproxy`,
+//! installed by [`peers::haproxy`] where missing; under `CI=true` its absence fails), each
+//! started with the page's command and HAProxy with the page's config, read from the page
+//! (free loopback ports in place of 8080 to 8083).
+//!
+//! Driven by concurrent MCP clients: every call succeeds whichever instance serves it; a
+//! rolling update of a plugin (its library rebuilt and swapped in) fails no call and every
+//! call begun after the switch answers from the new build; an instance killed mid-run is
+//! taken out by the health check and only the calls in flight on it fail; the shared audit log
+//! verifies and holds exactly one record per completed call, matched by the call's id. And a
+//! rolling restart (SIGTERM to each instance in turn, as the page does it) under 16 clients on
+//! kept-alive connections loses no call, with no step at the balancer, and the audit log
+//! holds one record per call.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -13,13 +20,107 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost_tests::balancer::{post_mcp, Balancer};
+use toolhost_tests::balancer::{free_port, post_mcp_with, Balancer, KeepAlive};
 use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
 
 use crate::mcp_server::HttpServer;
 
 /// How many clients call at once.
 const CLIENTS: usize = 8;
+
+/// The fleet page.
+const PAGE: &str = include_str!("../../docs/src/guide/fleet.md");
+
+/// The token of the page's `MCP_TOKEN`, in the root's `usr/secrets.env`.
+const TOKEN: &str = "fleet-token-5e8d1c";
+
+/// The `Authorization` header of the clients.
+const AUTHORIZATION: (&str, &str) = ("Authorization", "Bearer fleet-token-5e8d1c");
+
+/// The page's HAProxy config: the fenced block with `frontend mcp`.
+fn page_config() -> &'static str {
+    PAGE.split("```")
+        .skip(1)
+        .step_by(2)
+        .find(|block| block.contains("frontend mcp"))
+        .and_then(|block| block.split_once('\n').map(|(_, config)| config))
+        .expect("the fleet page's HAProxy config")
+}
+
+/// The arguments of the page's command for the instance on `8081`, `8082` or `8083` (after
+/// `toolhost`), with `port` in place of the page's; every instance's line is the same command
+/// but for its port.
+fn page_command(page_port: u16, port: u16) -> Vec<String> {
+    let line = |p: u16| {
+        let start = format!("toolhost serve-mcp --http 127.0.0.1:{p} ");
+        PAGE.lines()
+            .find(|l| l.starts_with(&start))
+            .unwrap_or_else(|| panic!("no `{start}...` line on the fleet page"))
+    };
+    let first = line(8081).replace("8081", "PORT");
+    assert_eq!(
+        line(page_port).replace(&page_port.to_string(), "PORT"),
+        first
+    );
+    first
+        .replace("PORT", &port.to_string())
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A root with the `versioned` tool and the page's token.
+fn fleet_root() -> TestRoot {
+    let root = TestRoot::new();
+    root.tool("usr", "versioned", Fixture::Versioned);
+    root.write("usr/secrets.env", format!("MCP_TOKEN={TOKEN}\n"));
+    root
+}
+
+/// The page's fleet: HAProxy on a free port in front of `instances` (the page's three
+/// servers, in order).
+fn page_balancer(root: &TestRoot, instances: &[u16]) -> Balancer {
+    let port = free_port();
+    let mut config = page_config().replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"));
+    for (i, instance) in instances.iter().enumerate() {
+        let page = format!("127.0.0.1:{}", 8081 + i);
+        assert!(config.contains(&page), "{page} in the page's config");
+        config = config.replace(&page, &format!("127.0.0.1:{instance}"));
+    }
+    Balancer::with_config(root, &config, port)
+}
+
+/// Checks the root's audit log with `toolhost audit verify`; its call records of `versioned`
+/// counted by the call's id (its `call` argument), over every segment.
+fn audit_records(root: &TestRoot) -> HashMap<u64, usize> {
+    let verify = root.run_cli(&["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "audit verify: {}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let mut recorded: HashMap<u64, usize> = HashMap::new();
+    for entry in std::fs::read_dir(root.path().join("usr/audit")).expect("the audit folder") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.starts_with("audit.") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        let log = std::fs::read_to_string(&path).expect("a segment");
+        for record in log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
+            if record["type"] == "call" && record["tool"] == "versioned" {
+                let id = record["args"]["call"].as_u64().expect("the call's id");
+                *recorded.entry(id).or_default() += 1;
+            }
+        }
+    }
+    recorded
+}
 
 /// One `toolhost serve-mcp --http` of the fleet, killed when dropped.
 struct Instance {
@@ -28,24 +129,21 @@ struct Instance {
 }
 
 impl Instance {
-    fn start(root: &TestRoot) -> Self {
+    /// The page's command for its server `page_port` (8081...), run from the root on `port`.
+    fn start(root: &TestRoot, page_port: u16, port: u16) -> Self {
         let mut command = Command::new(toolhost_bin());
         command
-            .arg("--root")
-            .arg(root.path())
-            .args(["serve-mcp", "--http", "127.0.0.1:0"])
-            // No token on loopback (the health check reads /metrics without one); the fixture's
-            // tool is not a `read` tool, which a listener without a token does not serve unless
-            // told.
-            .arg("--allow-writes-without-token");
+            .current_dir(root.path())
+            .args(page_command(page_port, port));
         let server = HttpServer::spawn(command);
-        let port = server
-            .authority()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("a port");
         Self { server, port }
+    }
+
+    /// Three instances on free ports.
+    fn fleet(root: &TestRoot) -> Vec<Self> {
+        (0..3u16)
+            .map(|i| Self::start(root, 8081 + i, free_port()))
+            .collect()
     }
 
     /// Waits (at most 20 s) for the line saying `versioned.so` was reloaded.
@@ -68,7 +166,7 @@ fn call(port: u16, id: u64) -> Result<String, String> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"versioned:sleep","arguments":{{"ms":20,"call":{id}}}}}}}"#
     );
-    let answer = post_mcp(port, &body)?;
+    let answer = post_mcp_with(port, &[AUTHORIZATION], &body)?;
     let status = answer.get(9..12).unwrap_or("???");
     if status != "200" {
         return Err(format!(
@@ -112,11 +210,10 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
     if !peers::haproxy() {
         return;
     }
-    let root = TestRoot::new();
-    root.tool("usr", "versioned", Fixture::Versioned);
-    let instances: Vec<Instance> = (0..3).map(|_| Instance::start(&root)).collect();
+    let root = fleet_root();
+    let instances = Instance::fleet(&root);
     let ports: Vec<u16> = instances.iter().map(|i| i.port).collect();
-    let balancer = Balancer::start(&root, &ports);
+    let balancer = page_balancer(&root, &ports);
 
     let stop = Arc::new(AtomicBool::new(false));
     let outcomes = Arc::new(Mutex::new(Vec::new()));
@@ -235,32 +332,7 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
     );
 
     // The shared audit log verifies, and holds one record per completed call.
-    let verify = root.run_cli(&["audit", "verify"]);
-    assert!(
-        verify.status.success(),
-        "audit verify: {}{}",
-        String::from_utf8_lossy(&verify.stdout),
-        String::from_utf8_lossy(&verify.stderr)
-    );
-    // Every call record of every segment, by the call's id (its `call` argument).
-    let mut recorded: HashMap<u64, usize> = HashMap::new();
-    for entry in std::fs::read_dir(root.path().join("usr/audit")).expect("the audit folder") {
-        let path = entry.expect("an entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if !(name.starts_with("audit.") && name.ends_with(".jsonl")) {
-            continue;
-        }
-        let log = std::fs::read_to_string(&path).expect("a segment");
-        for record in log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        {
-            if record["type"] == "call" && record["tool"] == "versioned" {
-                let id = record["args"]["call"].as_u64().expect("the call's id");
-                *recorded.entry(id).or_default() += 1;
-            }
-        }
-    }
+    let recorded = audit_records(&root);
     // One record per completed call, whichever instance served it, the killed one included
     // (a call's record is written before its answer is sent), and no call recorded twice.
     // (Concurrent calls in one instance once lost one record and wrote another twice: found by
@@ -288,4 +360,93 @@ fn a_fleet_behind_haproxy_serves_every_call_through_a_rolling_update_and_a_lost_
         "{} records for {total} calls",
         recorded.len()
     );
+}
+
+/// The page's rolling restart: each instance in turn gets SIGTERM, is waited for (it drains
+/// and answers what it holds, then exits 0) and is started again with the same command; the
+/// next waits until the new one answers `/ready` and the balancer's `rise` checks have passed.
+/// 16 clients call through HAProxy on kept-alive connections all along: not one call fails.
+#[test]
+fn a_rolling_restart_behind_haproxy_loses_no_call() {
+    if !peers::haproxy() {
+        return;
+    }
+    let root = fleet_root();
+    let mut instances = Instance::fleet(&root);
+    let ports: Vec<u16> = instances.iter().map(|i| i.port).collect();
+    let balancer = page_balancer(&root, &ports);
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(Mutex::new(Vec::<(u64, Result<(), String>)>::new()));
+    let clients: Vec<_> = (0..16u64)
+        .map(|c| {
+            let (stop, calls, port) = (stop.clone(), calls.clone(), balancer.port);
+            std::thread::spawn(move || {
+                let mut client = KeepAlive::new(port, &[AUTHORIZATION]);
+                let mut id = c << 32;
+                while !stop.load(Ordering::Relaxed) {
+                    id += 1;
+                    let body = format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"versioned:sleep","arguments":{{"ms":20,"call":{id}}}}}}}"#
+                    );
+                    let result = match client.post_mcp(&body) {
+                        Ok((200, body)) if body.contains(r#""isError":false"#) => Ok(()),
+                        Ok((status, body)) => Err(format!("call {id:#x}: HTTP {status}: {body}")),
+                        Err(e) => Err(format!("call {id:#x}: {e}")),
+                    };
+                    calls.lock().expect("calls").push((id, result));
+                }
+            })
+        })
+        .collect();
+    let count = || calls.lock().expect("calls").len();
+    std::thread::sleep(Duration::from_millis(1000));
+    let mut served_before = Vec::new();
+    for (i, slot) in instances.iter_mut().enumerate() {
+        served_before.push(count());
+        slot.server.signal(libc::SIGTERM);
+        let status = slot.server.wait(Duration::from_secs(60));
+        assert!(status.success(), "instance {i} exited with {status}");
+        let page_port = 8081 + i as u16;
+        *slot = Instance::start(&root, page_port, slot.port);
+        // The page's `until curl -sf .../ready; do sleep 0.1; done; sleep 0.6`.
+        let mut ready = KeepAlive::new(slot.port, &[]);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !matches!(ready.exchange("GET", "/ready", ""), Ok((200, _))) {
+            assert!(Instant::now() < deadline, "instance {i} never ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.join().expect("a client");
+    }
+    let calls = std::mem::take(&mut *calls.lock().expect("calls"));
+    let failed: Vec<&String> = calls.iter().filter_map(|(_, c)| c.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} calls failed during the rolling restart (restarts began after {served_before:?} calls): {failed:#?}",
+        failed.len(),
+        calls.len()
+    );
+    assert!(calls.len() > 200, "only {} calls", calls.len());
+    drop(balancer);
+    // Each instance wrote its calls' records before it ended: one per call, none twice.
+    let recorded = audit_records(&root);
+    let wrong: Vec<String> = calls
+        .iter()
+        .filter(|(id, _)| recorded.get(id) != Some(&1))
+        .map(|(id, _)| format!("call {id:#x}: {:?} records", recorded.get(id)))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn the_page_gives_the_readiness_check_and_the_token() {
+    let config = page_config();
+    assert!(config.contains("option httpchk GET /ready"), "{config}");
+    let command = page_command(8081, 8081).join(" ");
+    assert!(command.contains("--token-secret MCP_TOKEN"), "{command}");
+    assert!(PAGE.contains("kill -TERM"), "the page's rolling restart");
 }

@@ -742,3 +742,56 @@ fn a_tools_image_goes_to_a_vision_model_as_an_image_part_and_stays_a_file() {
     );
     assert!(!requests[1].text.contains("image_url"));
 }
+
+/// SIGTERM while a turn waits for the model: the turn ends with its answer, no new message is
+/// taken (the next line is never sent to the model), the session is saved and `chat` exits 0.
+#[test]
+fn sigterm_lets_the_turn_running_finish_and_takes_no_new_message() {
+    let server = FakeLlm::start();
+    let mut slow = vec![toolhost_tests::fake_llm::Piece::Pause(
+        std::time::Duration::from_millis(1500),
+    )];
+    slow.extend(toolhost_tests::fake_llm::sse(
+        &toolhost_tests::fake_llm::text_events(
+            &request("response", json!({"text": "Done."})),
+            None,
+        ),
+    ));
+    server.push(toolhost_tests::fake_llm::Answer::Stream(slow));
+    server.push(text_reply(
+        &request("response", json!({"text": "Never."})),
+        None,
+    ));
+    let root = root(&server, "");
+    let mut child = std::process::Command::new(toolhost_tests::toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .arg("chat")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"First.\n").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no request");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with the pid of our own child, not reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    // Sent after the signal: standard input stays open, and this line is not taken.
+    stdin.write_all(b"Second.\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Done.\n", "{stderr}");
+    assert!(stderr.contains("SIGTERM: stopping"), "{stderr}");
+    assert!(stderr.contains("session saved in"), "{stderr}");
+    assert_eq!(server.requests().len(), 1);
+}

@@ -166,3 +166,68 @@ fn watch_reports_a_rebuild_and_the_next_call_runs_the_new_code() {
     let status = watch.child.wait().expect("wait");
     assert!(status.success());
 }
+
+/// The pids of `parent`'s child processes that are isolated tools' workers.
+fn workers_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid ...`: after the last `)`.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let worker =
+            String::from_utf8_lossy(&cmdline).contains(toolhost::isolation::WORKER_COMMAND);
+        if ppid == Some(parent) && worker {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// SIGTERM while a call runs: no new line is read, the call's answer is printed, the workers
+/// are stopped and `watch` exits 0.
+#[test]
+fn sigterm_lets_the_call_running_finish_then_stops_the_workers() {
+    let root = TestRoot::new();
+    root.copy(Fixture::Versioned, TOOL);
+    let mut watch = WatchProcess::isolated(&root);
+    watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
+    watch.send("ver");
+    watch.expect_line("answering v1", |l| l == "v1");
+    let workers = workers_of(watch.child.id());
+    assert!(!workers.is_empty(), "no worker process");
+    watch.send("ver:sleep {\"ms\": 1500}");
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = i32::try_from(watch.child.id()).expect("a pid");
+    // SAFETY: kill(2) with the pid of our own child, not reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    watch.expect_line("the call's answer", |l| l == "v1");
+    let status = watch.child.wait().expect("wait");
+    assert!(status.success(), "{status}: {:?}", watch.logged());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while workers
+        .iter()
+        .any(|w| std::path::Path::new(&format!("/proc/{w}")).exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "workers {workers:?} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let logged = watch.logged();
+    assert!(
+        logged.iter().any(|l| l.contains("SIGTERM: stopping")),
+        "{logged:?}"
+    );
+}

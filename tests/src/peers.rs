@@ -70,9 +70,25 @@ pub fn haproxy() -> bool {
         if in_ci() {
             panic!("{line}; the fleet test needs it under CI=true");
         }
-        eprintln!("{line}: the fleet test is skipped");
+        eprintln!("NOTE: {line}: the fleet tests are skipped (under CI=true they fail)");
         false
     })
+}
+
+/// The Prometheus client library from PyPI, whose OpenMetrics parser checks `/metrics`.
+pub const PROMETHEUS_CLIENT: &str = "prometheus-client==0.26.0";
+
+/// The Python of a virtual environment holding [`PROMETHEUS_CLIENT`], installed on first use
+/// into `target/peers/prometheus-client-0.26.0/`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn prometheus_python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| python_venv("prometheus-client-0.26.0", &[PROMETHEUS_CLIENT]))
+        .clone()
 }
 
 /// The pinned OpenTelemetry protocol classes from PyPI: the tests' OTLP receiver

@@ -287,7 +287,7 @@ fn download(url: &str, dir: &Path, ca: Option<&Path>) -> Result<PathBuf> {
         .build()?;
     runtime.block_on(async {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder();
+        let mut builder = reqwest::Client::builder().tcp_nodelay(true);
         if let Some(ca) = ca {
             builder = builder.tls_certs_merge(authorities(ca)?);
         }

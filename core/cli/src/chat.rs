@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -27,8 +28,13 @@ pub(crate) fn chat(
     model: Option<&str>,
     agent: &str,
     options: &LoopOptions,
+    grace: Duration,
 ) -> Result<ExitCode> {
     check_profile(&host, profile)?;
+    let interactive = std::io::stdin().is_terminal();
+    // On a terminal, Ctrl-C keeps its meaning (stop the turn; twice, or idle, quit): SIGTERM
+    // alone stops the session gracefully. Otherwise both do.
+    let shutdown = crate::signals::Shutdown::listen_to("the turn running", grace, !interactive)?;
     // Messages piped in go at once: the first prompt must offer the MCP servers' tools, so
     // they are waited for (a person typing gives them that time).
     if !std::io::stdin().is_terminal() {
@@ -51,7 +57,6 @@ pub(crate) fn chat(
     let session = agent
         .record_session(&sessions)
         .with_context(|| format!("cannot create a session folder in {}", sessions.display()))?;
-    let interactive = std::io::stdin().is_terminal();
     // On a terminal, approvals and forms take the next line typed (`approve.rs`); a completion
     // a plugin or an MCP server asks for goes to the chat's model.
     let answers = Arc::new(crate::approve::Lines::default());
@@ -84,13 +89,17 @@ pub(crate) fn chat(
     });
     let state = Arc::new(AtomicU8::new(IDLE));
     let failed = runtime.block_on(async {
-        tokio::spawn(ctrl_c(agent.clone(), state.clone(), session.clone()));
+        if interactive {
+            tokio::spawn(ctrl_c(agent.clone(), state.clone(), session.clone()));
+        }
         let chat = Chat {
             agent: &agent,
             model: &model,
             options,
             state: &state,
             interactive,
+            shutdown: &shutdown,
+            grace,
         };
         chat.run(lines).await
     });
@@ -135,6 +144,9 @@ struct Chat<'a> {
     options: &'a LoopOptions,
     state: &'a AtomicU8,
     interactive: bool,
+    /// SIGTERM (and SIGINT off a terminal): no new message, the turn running gets `grace`.
+    shutdown: &'a crate::signals::Shutdown,
+    grace: Duration,
 }
 
 impl Chat<'_> {
@@ -146,7 +158,11 @@ impl Chat<'_> {
             if self.interactive {
                 eprint!("> ");
             }
-            let Some(line) = lines.recv().await else {
+            let line = tokio::select! {
+                line = lines.recv() => line,
+                _ = self.shutdown.requested() => None,
+            };
+            let Some(line) = line else {
                 break;
             };
             let message = line.trim();
@@ -184,14 +200,22 @@ impl Chat<'_> {
         quit: &mut bool,
     ) -> Result<String, LoopError> {
         let turn = self.agent.monologue(self.model, message, self.options);
-        if !self.interactive {
-            return turn.await;
-        }
         tokio::pin!(turn);
-        let mut open = true;
+        let mut open = self.interactive;
         loop {
             tokio::select! {
                 result = &mut turn => return result,
+                _ = self.shutdown.requested() => {
+                    *quit = true;
+                    return match tokio::time::timeout(self.grace, &mut turn).await {
+                        Ok(result) => result,
+                        Err(_) => {
+                            eprintln!("the turn did not end within the grace period: stopping it");
+                            self.agent.stop();
+                            turn.await
+                        }
+                    };
+                }
                 line = lines.recv(), if open => match line {
                     None => open = false,
                     Some(line) if line.trim() == "/quit" => {

@@ -25,12 +25,14 @@ mod remove;
 mod run;
 mod sampling;
 mod serve_mcp;
+mod signals;
 mod trust;
 mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use args_error::usage_error;
@@ -110,10 +112,15 @@ enum Command {
         json: bool,
     },
     /// Development mode: watch the plugin folders, print each reload, and call tools typed on
-    /// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`).
+    /// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`). SIGTERM or
+    /// SIGINT ends it once the call running has (within --grace-seconds).
     Watch {
         #[command(flatten)]
         watching: WatchArgs,
+        /// On SIGTERM or SIGINT: how long the call running may take to finish before it is
+        /// cancelled (a second signal ends at once).
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+        grace_seconds: f64,
     },
     /// The author loop: build the plugin crates (those `toolhost new` made in the profile's
     /// layers, and any named here) with cargo, rebuild a crate when one of its sources is
@@ -145,7 +152,7 @@ enum Command {
     },
     /// An interactive session with a real model from models.toml: its text streams, tools
     /// run with live progress, a line typed meanwhile interjects, Ctrl-C stops the turn (twice
-    /// quits), /quit ends. With standard input not a terminal: one user message per line, each
+    /// quits), /quit ends; SIGTERM ends the session once the turn has (within --grace-seconds). With standard input not a terminal: one user message per line, each
     /// final answer on standard output. The session is saved under usr/sessions/.
     Chat {
         /// The agent profile.
@@ -155,6 +162,11 @@ enum Command {
         /// only one).
         #[arg(long, short)]
         model: Option<String>,
+        /// On SIGTERM (and on SIGINT when standard input is not a terminal): how long the turn
+        /// running may take to finish before it is stopped; the session is then saved (a second
+        /// signal ends at once).
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+        grace_seconds: f64,
         #[command(flatten)]
         session: SessionArgs,
     },
@@ -195,7 +207,9 @@ enum Command {
     /// Serve the profile's tools to MCP clients: over standard input and output (JSON-RPC
     /// only; logs go to standard error), or over streamable HTTP with --http. Tools reload
     /// live, and clients are told (`tools/list_changed`). A call whose audit record cannot be
-    /// written is refused unless `[audit] required = false`.
+    /// written is refused unless `[audit] required = false`. SIGTERM or SIGINT stops it
+    /// gracefully (HTTP: /ready answers 503, then the drain and the grace period); a second
+    /// signal ends it at once.
     ServeMcp {
         /// The agent profile whose tools are served.
         #[arg(long, short, default_value = "default")]
@@ -233,6 +247,15 @@ enum Command {
         /// Do not watch the plugin folders.
         #[arg(long)]
         no_watch: bool,
+        /// On SIGTERM or SIGINT: how long calls in flight and tasks running may take to finish
+        /// before they are cancelled (counted from the signal; a second signal ends at once).
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+        grace_seconds: f64,
+        /// HTTP, on SIGTERM or SIGINT: how long connections are still accepted (each closed
+        /// after its answer) while /ready answers 503, so that a balancer takes the instance
+        /// out before it stops listening. At least the balancer's time to see a failed check.
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_DRAIN.as_secs_f64(), value_parser = seconds, requires = "http")]
+        drain_seconds: f64,
         /// Also take the secret NAME from the environment variable NAME, over usr/secrets.env
         /// (an MCP client's configuration sets it: an .mcpb's user_config). Repeatable.
         #[arg(long, value_name = "NAME")]
@@ -365,6 +388,19 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+}
+
+/// The longest grace or drain period accepted: a day.
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// A number of seconds (`30`, `0.5`), 0 to a day.
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if (0.0..=MAX_SECONDS).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds from 0 to {MAX_SECONDS}"
+        )),
+    }
 }
 
 /// The arguments `watch` and `dev` share: whose tools are called, and how quiet a changed file
@@ -606,10 +642,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let host = || Host::with_options(&root, options.clone());
     let yes = cli.yes;
     match cli.command {
-        Command::Watch { watching } => {
+        Command::Watch {
+            watching,
+            grace_seconds,
+        } => {
             let host = Host::with_options(&root, options.with_debounce(watching.debounce()))?;
             mcp::ask_inputs(&host, &watching.profile)?;
-            watch::watch(Arc::new(host), &watching.profile, &watching.agent, yes)
+            let grace = Duration::from_secs_f64(grace_seconds);
+            watch::watch(
+                Arc::new(host),
+                &watching.profile,
+                &watching.agent,
+                yes,
+                grace,
+            )
         }
         Command::Dev { crates, watching } => {
             let debounce = watching.debounce();
@@ -659,6 +705,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sessions,
             max_tasks,
             no_watch,
+            grace_seconds,
+            drain_seconds,
             secret_env,
         } => {
             for name in &secret_env {
@@ -685,6 +733,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 max_tasks,
                 watch: !no_watch,
                 yes,
+                grace: Duration::from_secs_f64(grace_seconds),
+                drain: Duration::from_secs_f64(drain_seconds),
             };
             serve_mcp::serve(Arc::new(served), options)
         }
@@ -740,12 +790,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Chat {
             profile,
             model,
+            grace_seconds,
             session,
         } => {
             let options = session.loop_options();
             let host = with_secrets(host()?, session.secrets)?;
             mcp::ask_inputs(&host, &profile)?;
-            chat::chat(host, &profile, model.as_deref(), &session.agent, &options)
+            let grace = Duration::from_secs_f64(grace_seconds);
+            chat::chat(
+                host,
+                &profile,
+                model.as_deref(),
+                &session.agent,
+                &options,
+                grace,
+            )
         }
         Command::Completions { shell } => {
             let mut command = Cli::command();

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use toolhost::Host;
@@ -24,15 +25,21 @@ pub(crate) struct ServeOptions {
     pub(crate) watch: bool,
     /// `--yes`: asks for `write` tools are approved.
     pub(crate) yes: bool,
+    /// `--grace-seconds`: once asked to stop, how long calls in flight may take.
+    pub(crate) grace: Duration,
+    /// `--drain-seconds`: once asked to stop, how long HTTP connections are still accepted.
+    pub(crate) drain: Duration,
 }
 
-/// Serves until the client disconnects (stdio) or Ctrl-C (HTTP).
+/// Serves until the client disconnects (stdio) or a signal (SIGTERM, SIGINT) has stopped it
+/// gracefully.
 pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> {
     crate::check_profile(&host, &options.profile)?;
+    let shutdown = crate::signals::Shutdown::listen("calls in flight and tasks", options.grace)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    let served: Result<ExitCode> = runtime.block_on(async move {
         let server = McpServer::new(host.clone(), &options.profile)?;
         server.approve_writes(options.yes);
         server.limit_lines(options.max_body_bytes);
@@ -45,11 +52,20 @@ pub(crate) fn serve(host: Arc<Host>, options: ServeOptions) -> Result<ExitCode> 
             false => None,
         };
         match options.http {
-            None => server.serve_stdio().await?,
-            Some(addr) => serve_http(&host, server, addr, options).await?,
+            None => {
+                let asked = async move {
+                    shutdown.requested().await;
+                };
+                server.serve_stdio_until(asked, options.grace).await?
+            }
+            Some(addr) => serve_http(&host, server, addr, options, shutdown).await?,
         }
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // Standard input's reader may still be blocked in a read (stopped by a signal, the client
+    // has not closed its side): not waited for.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    served
 }
 
 async fn serve_http(
@@ -57,6 +73,7 @@ async fn serve_http(
     server: McpServer,
     addr: SocketAddr,
     options: ServeOptions,
+    shutdown: crate::signals::Shutdown,
 ) -> Result<()> {
     let token = match &options.token_secret {
         Some(name) => match host.secrets().get(name) {
@@ -83,15 +100,17 @@ async fn serve_http(
         .with_token(token)
         .with_allowed_origins(options.allow_origins)
         .with_max_body_bytes(options.max_body_bytes)
-        .with_sessions(options.sessions);
+        .with_sessions(options.sessions)
+        .with_grace(options.grace)
+        .with_drain(options.drain);
     // Served at /metrics, behind the same token.
     toolhost::telemetry::metrics::enable();
     let bound = server.bind_http(http).await?;
     let local = bound.local_addr()?;
     // On standard error: scripts and tests read the port from it.
     eprintln!("toolhost: serving MCP on http://{local}{MCP_PATH}");
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    let shutdown = async move {
+        shutdown.requested().await;
     };
     bound
         .serve(server, shutdown)

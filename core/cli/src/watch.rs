@@ -1,7 +1,10 @@
 //! `toolhost watch`: development mode, with reloads reported and tools called from stdin.
+//! SIGTERM or SIGINT ends it gracefully: no new line is read, the call running gets the grace
+//! period to finish.
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::Value;
@@ -12,9 +15,16 @@ use crate::call::masked;
 use crate::check_profile;
 use crate::list::print_listing;
 
-/// `toolhost watch`: reload reports and calls, until standard input ends or `/quit`.
-pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> Result<ExitCode> {
+/// `toolhost watch`: reload reports and calls, until standard input ends, `/quit`, or a signal.
+pub(crate) fn watch(
+    host: Arc<Host>,
+    profile: &str,
+    agent: &str,
+    yes: bool,
+    grace: Duration,
+) -> Result<ExitCode> {
     check_profile(&host, profile)?;
+    let shutdown = crate::signals::Shutdown::listen("the call running", grace)?;
     // The listing holds the tools it lists: dropped at once, so a reload lets the first
     // generation go (an isolated tool's old worker exits).
     let names: Vec<String> = host
@@ -39,7 +49,23 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    for line in std::io::stdin().lines() {
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let failed = line.is_err();
+            if tx.send(line).is_err() || failed {
+                break;
+            }
+        }
+    });
+    loop {
+        let next = runtime.block_on(async {
+            tokio::select! {
+                line = lines.recv() => line,
+                _ = shutdown.requested() => None,
+            }
+        });
+        let Some(line) = next else { break };
         let line = line?;
         let line = line.trim();
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, "{}"));
@@ -60,8 +86,22 @@ pub(crate) fn watch(host: Arc<Host>, profile: &str, agent: &str, yes: bool) -> R
             }
         };
         let started = std::time::Instant::now();
-        let result = runtime.block_on(agent.call_tool(name, args));
+        let result = runtime.block_on(async {
+            let call = agent.call_tool(name, args);
+            tokio::pin!(call);
+            tokio::select! {
+                result = &mut call => Some(result),
+                _ = shutdown.requested() => tokio::time::timeout(grace, call).await.ok(),
+            }
+        });
         output.end_progress();
+        let Some(result) = result else {
+            println!(
+                "error: {name} did not finish within the grace period ({} s): cancelled",
+                grace.as_secs_f64()
+            );
+            break;
+        };
         match masked(&agent, result) {
             Ok(response) => println!("{}", response.message),
             Err(e) => println!("error: {} ({} error)", e.message(), e.kind()),

@@ -1,7 +1,8 @@
 //! The streamable HTTP transport: rmcp's service behind a bearer-token check and the
 //! JSON-RPC check of each body ([`crate::jsonrpc`]), served by hyper on each accepted
-//! connection, with a bound on the time a client may take and on the connections served at
-//! once.
+//! connection (`TCP_NODELAY` set: an answer's last bytes never wait for the client's delayed
+//! ACK), with a bound on the time a client may take and on the connections served at once,
+//! and a graceful stop ([`HttpServer::serve`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,13 +18,15 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 use super::error::{McpServerError, McpServerErrorKind};
 use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
 use super::round_trip::StateKey;
 use super::session::Session;
+use super::shutdown::{Entered, InFlight, DEFAULT_DRAIN, DEFAULT_GRACE};
 use super::McpServer;
 
 /// The largest request body accepted by default: 4 MiB (413 beyond).
@@ -45,6 +48,10 @@ pub const MCP_PATH: &str = "/mcp";
 /// The path the metrics are served at (Prometheus text, behind the same token as `/mcp`;
 /// turn them on with [`toolhost::telemetry::metrics::enable`]).
 pub const METRICS_PATH: &str = "/metrics";
+
+/// The readiness path: `200` while the server takes calls, `503` from the moment it is asked
+/// to stop. Not behind the token, and no data in either answer: a balancer's health check.
+pub const READY_PATH: &str = "/ready";
 
 /// Browser origins always accepted: pages served from this machine.
 const LOCAL_ORIGINS: [&str; 6] = [
@@ -84,6 +91,14 @@ pub struct HttpOptions {
     /// The most connections served at once; a connection beyond is answered 503 with
     /// `Retry-After` and closed. Default [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// Once asked to stop: how long calls in flight and tasks running may take to finish,
+    /// counted from the request to stop (the drain included). Default [`DEFAULT_GRACE`].
+    pub grace: Duration,
+    /// Once asked to stop: how long connections are still accepted (and served, each closed
+    /// after its answer) while [`READY_PATH`] answers 503, so that a balancer takes the
+    /// server out before it stops listening. At most [`grace`](Self::grace). Default
+    /// [`DEFAULT_DRAIN`].
+    pub drain: Duration,
 }
 
 impl Default for HttpOptions {
@@ -97,6 +112,8 @@ impl Default for HttpOptions {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            grace: DEFAULT_GRACE,
+            drain: DEFAULT_DRAIN,
         }
     }
 }
@@ -152,6 +169,18 @@ impl HttpOptions {
         self
     }
 
+    /// Sets [`grace`](Self::grace).
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sets [`drain`](Self::drain).
+    pub fn with_drain(mut self, drain: Duration) -> Self {
+        self.drain = drain;
+        self
+    }
+
     fn rmcp_config(&self) -> StreamableHttpServerConfig {
         let origins = LOCAL_ORIGINS
             .iter()
@@ -185,7 +214,17 @@ impl HttpServer {
             .map_err(|e| McpServerError::new(McpServerErrorKind::Bind, e))
     }
 
-    /// Serves `server` until `shutdown` completes.
+    /// Serves `server` until `shutdown` completes, then stops gracefully:
+    ///
+    /// 1. [`READY_PATH`] answers 503 at once, and every answer closes its connection;
+    /// 2. connections are still accepted for [`drain`](HttpOptions::drain), so that a
+    ///    balancer's health check takes the server out first, then the listener is closed
+    ///    and idle connections with it;
+    /// 3. calls in flight and tasks running get until [`grace`](HttpOptions::grace) (from
+    ///    `shutdown`) to finish;
+    /// 4. sessions and their streams are ended, and the connections left are closed.
+    ///
+    /// Ending sooner (a second signal) is the caller's: drop the future.
     pub async fn serve(
         self,
         server: McpServer,
@@ -198,6 +237,8 @@ impl HttpServer {
         }
         let token_key = self.options.token.as_deref().map(StateKey::from_token);
         let token_key = token_key.map(Arc::new);
+        // Cancelled at the end of the grace period: rmcp ends its sessions and streams.
+        let streams = CancellationToken::new();
         let service = StreamableHttpService::new(
             move || {
                 let session = match sessions {
@@ -211,7 +252,9 @@ impl HttpServer {
                 Ok(session.with_token_key(token_key.clone()))
             },
             manager.clone(),
-            self.options.rmcp_config(),
+            self.options
+                .rmcp_config()
+                .with_cancellation_token(streams.clone()),
         );
         let endpoint = Arc::new(Endpoint {
             service,
@@ -220,48 +263,135 @@ impl HttpServer {
             sessions,
             max_body_bytes: self.options.max_body_bytes,
             body_timeout: self.options.body_timeout,
+            ready: std::sync::atomic::AtomicBool::new(true),
+            requests: Arc::default(),
         });
-        let connections = Arc::new(Semaphore::new(self.options.max_connections.max(1)));
+        let accept = Accept {
+            endpoint: endpoint.clone(),
+            permits: Arc::new(Semaphore::new(self.options.max_connections.max(1))),
+            header_timeout: self.options.header_timeout,
+            closing: watch::channel(false).0,
+            connections: Arc::default(),
+        };
         let mut failures = AcceptFailures::default();
         tokio::pin!(shutdown);
+        // Serving, until asked to stop.
         loop {
-            let (stream, _) = tokio::select! {
+            let stream = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
+                    Ok((stream, _)) => stream,
                     Err(e) => {
                         failures.wait(&e).await;
                         continue;
                     }
                 },
-                () = &mut shutdown => return Ok(()),
+                () = &mut shutdown => break,
             };
             failures.reset();
-            let permit = connections.clone().try_acquire_owned().ok();
-            let endpoint = endpoint.clone();
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(self.options.header_timeout);
-            tokio::spawn(async move {
-                let Some(_permit) = permit else {
-                    // Over the cap: answered at once, and closed.
-                    builder.keep_alive(false);
-                    let busy = service_fn(|_| async { Ok::<_, Infallible>(busy()) });
-                    let _ = builder.serve_connection(TokioIo::new(stream), busy).await;
-                    return;
-                };
-                let handler = service_fn(move |request: Request<Incoming>| {
-                    let endpoint = endpoint.clone();
-                    async move { Ok::<_, Infallible>(endpoint.route(request).await) }
-                });
-                if let Err(e) = builder
-                    .serve_connection(TokioIo::new(stream), handler)
-                    .await
-                {
-                    tracing::debug!("connection ended: {e}");
-                }
-            });
+            accept.spawn(stream);
         }
+        let asked = tokio::time::Instant::now();
+        let grace_end = asked + self.options.grace;
+        endpoint
+            .ready
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        // Draining: still accepting, so that nothing a balancer sends before it sees the 503s
+        // is refused.
+        let drain_end = asked + self.options.drain.min(self.options.grace);
+        loop {
+            let stream = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        failures.wait(&e).await;
+                        continue;
+                    }
+                },
+                () = tokio::time::sleep_until(drain_end) => break,
+            };
+            accept.spawn(stream);
+        }
+        drop(self.listener);
+        // Idle connections close now, busy ones after their answer.
+        accept.closing.send_replace(true);
+        let finished = tokio::time::timeout_at(grace_end, async {
+            endpoint.requests.idle().await;
+            while server.shared.tasks.running() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        if finished.is_err() {
+            tracing::warn!(
+                "{} request(s) and {} task(s) still running at the end of the grace period ({} s): cancelled",
+                endpoint.requests.count(),
+                server.shared.tasks.running(),
+                self.options.grace.as_secs_f64()
+            );
+            server.shared.tasks.cancel_all();
+        }
+        streams.cancel();
+        let last = tokio::time::Instant::now() + Duration::from_millis(500);
+        let _ = tokio::time::timeout_at(grace_end.max(last), accept.connections.idle()).await;
+        Ok(())
+    }
+}
+
+/// What serves each accepted connection.
+struct Accept {
+    endpoint: Arc<Endpoint>,
+    permits: Arc<Semaphore>,
+    header_timeout: Duration,
+    /// `true` once the server stops: each connection closes after its answer.
+    closing: watch::Sender<bool>,
+    connections: Arc<InFlight>,
+}
+
+impl Accept {
+    /// Serves `stream` in a task of its own.
+    fn spawn(&self, stream: TcpStream) {
+        // The answer's last bytes go at once, not after the client's delayed ACK (40 ms a
+        // call on a kept-alive connection without it).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY could not be set: {e}");
+        }
+        let permit = self.permits.clone().try_acquire_owned().ok();
+        let endpoint = self.endpoint.clone();
+        let mut closing = self.closing.subscribe();
+        let counted = self.connections.enter();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_timeout);
+        tokio::spawn(async move {
+            let _counted = counted;
+            let Some(_permit) = permit else {
+                // Over the cap: answered at once, and closed.
+                builder.keep_alive(false);
+                let busy = service_fn(|_| async { Ok::<_, Infallible>(busy()) });
+                let _ = builder.serve_connection(TokioIo::new(stream), busy).await;
+                return;
+            };
+            let handler = service_fn(move |request: Request<Incoming>| {
+                let endpoint = endpoint.clone();
+                async move { Ok::<_, Infallible>(endpoint.route(request).await) }
+            });
+            let connection = builder.serve_connection(TokioIo::new(stream), handler);
+            tokio::pin!(connection);
+            let stopping = async move {
+                let _ = closing.wait_for(|closing| *closing).await;
+            };
+            let served = tokio::select! {
+                served = connection.as_mut() => served,
+                () = stopping => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = served {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
     }
 }
 
@@ -309,6 +439,10 @@ struct Endpoint {
     sessions: bool,
     max_body_bytes: usize,
     body_timeout: Duration,
+    /// `false` once the server is asked to stop.
+    ready: std::sync::atomic::AtomicBool,
+    /// The requests being answered (their bodies included).
+    requests: Arc<InFlight>,
 }
 
 impl Endpoint {
@@ -316,6 +450,33 @@ impl Endpoint {
     /// protocol's headers and the sessions), a POST once its body is a JSON-RPC message;
     /// anything else is refused.
     async fn route(&self, request: Request<Incoming>) -> Response<Body> {
+        use http_body_util::BodyExt;
+        let ready = self.ready.load(std::sync::atomic::Ordering::SeqCst);
+        if request.uri().path() == READY_PATH {
+            let status = match ready {
+                true => StatusCode::OK,
+                false => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            return closing(plain(status, ""), ready);
+        }
+        // A call (a POST) is counted until its answer's body has been sent, or dropped; a
+        // session's GET stream is not: it is ended at the end of the grace period.
+        let counted = (request.method() == hyper::Method::POST).then(|| self.requests.enter());
+        let response = self.route_counted(request).await;
+        let response = match counted {
+            Some(counted) => response.map(|body| {
+                Counted {
+                    body,
+                    _counted: counted,
+                }
+                .boxed()
+            }),
+            None => response,
+        };
+        closing(response, ready)
+    }
+
+    async fn route_counted(&self, request: Request<Incoming>) -> Response<Body> {
         let path = request.uri().path();
         if path != MCP_PATH && path != METRICS_PATH {
             return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
@@ -418,6 +579,44 @@ fn open_sessions(
         }
         Some(last.load(Relaxed))
     }
+}
+
+/// A body counted in flight until it has been sent or dropped; its size is the inner body's,
+/// so a whole body keeps its `Content-Length`.
+struct Counted {
+    body: Body,
+    _counted: Entered,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// `response`, closing its connection if the server is stopping (not `ready`).
+fn closing(mut response: Response<Body>, ready: bool) -> Response<Body> {
+    if !ready {
+        let close = hyper::header::HeaderValue::from_static("close");
+        response
+            .headers_mut()
+            .insert(hyper::header::CONNECTION, close);
+    }
+    response
 }
 
 /// The metrics, as OpenMetrics text.

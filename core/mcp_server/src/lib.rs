@@ -52,20 +52,24 @@ mod prompts;
 mod resources;
 mod round_trip;
 mod session;
+mod shutdown;
 mod stdio;
 mod tasks;
 mod telemetry;
 mod tools;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 pub use call::{AGENT_NAME, AUDIT_ERROR_META};
 pub use error::{McpServerError, McpServerErrorKind};
 pub use http::{
     HttpOptions, HttpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, MCP_PATH, METRICS_PATH,
+    DEFAULT_MAX_CONNECTIONS, MCP_PATH, METRICS_PATH, READY_PATH,
 };
 pub use peers::ReloadNotifier;
+pub use shutdown::{DEFAULT_DRAIN, DEFAULT_GRACE};
 pub use tasks::{DEFAULT_MAX_TASKS, RESULT_RETENTION, TASK_MIN_DEADLINE};
 
 use peers::Peers;
@@ -196,13 +200,27 @@ impl McpServer {
     /// output carries JSON-RPC alone: on Unix it is moved to a private descriptor first and
     /// fd 1 is pointed at standard error, so what a tool prints goes to the log.
     pub async fn serve_stdio(&self) -> Result<(), McpServerError> {
+        self.serve_stdio_until(std::future::pending(), DEFAULT_GRACE)
+            .await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio), stopping gracefully when `shutdown` completes: a
+    /// request that arrives after it is refused (`-32000`), the answers to those in flight
+    /// and the tasks running get `grace` to finish (then they are cancelled), and the session
+    /// ends.
+    pub async fn serve_stdio_until(
+        &self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> Result<(), McpServerError> {
         let output = stdio::private_stdout().map_err(|e| {
             McpServerError::new(
                 McpServerErrorKind::Session,
                 format!("cannot keep standard output for JSON-RPC: {e}"),
             )
         })?;
-        self.serve_io((tokio::io::stdin(), output)).await
+        self.serve_io_until((tokio::io::stdin(), output), shutdown, grace)
+            .await
     }
 
     /// Serves one client over any byte stream pair (a pipe, a socket), until it disconnects.
@@ -214,11 +232,32 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
+        self.serve_io_until(io, std::future::pending(), DEFAULT_GRACE)
+            .await
+    }
+
+    /// [`serve_io`](Self::serve_io), stopping gracefully when `shutdown` completes, as
+    /// [`serve_stdio_until`](Self::serve_stdio_until) does.
+    pub async fn serve_io_until<R, W>(
+        &self,
+        io: (R, W),
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> Result<(), McpServerError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let stop = stdio::Stop {
+            asked: Box::pin(shutdown),
+            grace,
+            tasks: self.shared.tasks.clone(),
+        };
         let max_line = self
             .shared
             .max_line_bytes
             .load(std::sync::atomic::Ordering::SeqCst);
-        stdio::serve(Session::new(self.shared.clone()), io, max_line).await
+        stdio::serve(Session::new(self.shared.clone()), io, max_line, stop).await
     }
 
     /// Binds the streamable HTTP transport; [`HttpServer::serve`] then serves it.

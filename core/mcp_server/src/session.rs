@@ -225,7 +225,10 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let served = telemetry::Request::new("tools/call", Some(&*request.name), &context);
+        let label = toolhost::telemetry::metrics::enabled()
+            .then(|| tools::metric_label(&self.shared.host, &self.shared.profile, &request.name));
+        let served =
+            telemetry::Request::new("tools/call", Some(&*request.name), &context).for_tool(label);
         served
             .serve_call(async move {
             let shared = &self.shared;

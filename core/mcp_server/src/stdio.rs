@@ -2,14 +2,36 @@
 //! read with a bound on its length and checked as JSON-RPC ([`crate::jsonrpc`]) before rmcp
 //! reads it, so a malformed, over-long or wrongly shaped message gets its error response
 //! instead of no answer; rmcp's own messages and those errors reach the client through one
-//! writer, a whole line at a time.
+//! writer, a whole line at a time. Asked to stop, it refuses new requests, waits (within the
+//! grace period) for the answers to those in flight and for running tasks, then ends the
+//! session.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::IgnoredAny;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::error::{McpServerError, McpServerErrorKind};
 use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
 use super::session::Session;
+use super::shutdown::InFlight;
+use super::tasks::Tasks;
+
+/// The JSON-RPC error code of a request that arrives while the server stops (a server error,
+/// in the range JSON-RPC leaves to servers).
+const SHUTTING_DOWN: i64 = -32000;
+
+/// How a stdio server stops: when `asked` completes, it gives the calls in flight and the
+/// tasks running `grace` to finish.
+pub(crate) struct Stop {
+    pub(crate) asked: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    pub(crate) grace: Duration,
+    pub(crate) tasks: Arc<Tasks>,
+}
 
 /// Standard output for the JSON-RPC stream alone: the host's private standard output
 /// ([`toolhost::fds::host_stdout`]), so what a tool prints (`println!`, `write(1, ...)`) goes
@@ -24,12 +46,14 @@ pub(crate) fn private_stdout() -> std::io::Result<impl AsyncWrite + Send + Unpin
 /// How much rmcp's side of each pipe buffers.
 const PIPE_BYTES: usize = 64 << 10;
 
-/// Serves `session` over `input` and `output` until the client closes its side; a line of
-/// more than `max_line` bytes is refused and skipped.
+/// Serves `session` over `input` and `output` until the client closes its side, or `stop`
+/// asks and what is in flight has ended; a line of more than `max_line` bytes is refused and
+/// skipped.
 pub(crate) async fn serve<R, W>(
     session: Session,
     (input, output): (R, W),
     max_line: usize,
+    stop: Stop,
 ) -> Result<(), McpServerError>
 where
     R: AsyncRead + Send + Unpin + 'static,
@@ -39,8 +63,19 @@ where
     let (rmcp_output, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (lines, outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(write_lines(outgoing, output));
-    let forwarder = tokio::spawn(forward(from_rmcp, lines.clone()));
-    let reader = tokio::spawn(read_checked(input, to_rmcp, lines, max_line));
+    let requests = Arc::new(InFlight::default());
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (end, ended) = oneshot::channel();
+    let stopper = tokio::spawn(stopper(stop, requests.clone(), stopping.clone(), end));
+    let forwarder = tokio::spawn(forward(from_rmcp, lines.clone(), requests.clone()));
+    let checked = Checked {
+        to_rmcp,
+        lines,
+        max_line,
+        requests,
+        stopping,
+    };
+    let reader = tokio::spawn(read_checked(input, checked, ended));
     let session_error = |e: &dyn std::fmt::Display| {
         McpServerError::new(McpServerErrorKind::Session, format!("MCP session: {e}"))
     };
@@ -53,6 +88,7 @@ where
     }
     .await;
     reader.abort();
+    stopper.abort();
     // rmcp's output pipe is closed now: the forwarder ends, then the writer, once the last
     // line is written.
     let _ = forwarder.await;
@@ -60,19 +96,82 @@ where
     served
 }
 
-/// Reads the client's lines, passes those that are JSON-RPC messages on to rmcp and answers
-/// the others; at the end of the input, rmcp's input ends too.
-async fn read_checked<R: AsyncRead + Unpin>(
-    input: R,
-    mut to_rmcp: tokio::io::DuplexStream,
+/// Once `stop` asks: sets `stopping`, then, when no request is in flight and no task runs
+/// (or the grace period is over), sends `end`.
+async fn stopper(
+    stop: Stop,
+    requests: Arc<InFlight>,
+    stopping: Arc<AtomicBool>,
+    end: oneshot::Sender<()>,
+) {
+    stop.asked.await;
+    stopping.store(true, Ordering::SeqCst);
+    let finished = tokio::time::timeout(stop.grace, async {
+        requests.idle().await;
+        while stop.tasks.running() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    if finished.is_err() {
+        tracing::warn!(
+            "{} request(s) and {} task(s) still running at the end of the grace period ({} s): cancelled",
+            requests.count(),
+            stop.tasks.running(),
+            stop.grace.as_secs_f64()
+        );
+        stop.tasks.cancel_all();
+    }
+    let _ = end.send(());
+}
+
+/// What the reader passes lines to.
+struct Checked {
+    to_rmcp: tokio::io::DuplexStream,
     lines: mpsc::UnboundedSender<Vec<u8>>,
     max_line: usize,
+    /// The client's requests rmcp has not answered yet.
+    requests: Arc<InFlight>,
+    /// Set once the server stops: a new request is refused.
+    stopping: Arc<AtomicBool>,
+}
+
+/// The parts of a message that say what it is.
+#[derive(serde::Deserialize)]
+struct Probe {
+    id: Option<serde_json::Value>,
+    method: Option<IgnoredAny>,
+}
+
+impl Probe {
+    fn of(line: &[u8]) -> Option<Self> {
+        serde_json::from_slice(line).ok()
+    }
+}
+
+/// Reads the client's lines, passes those that are JSON-RPC messages on to rmcp and answers
+/// the others, until the input ends or `ended` (the server stopped); rmcp's input ends then.
+async fn read_checked<R: AsyncRead + Unpin>(
+    input: R,
+    checked: Checked,
+    mut ended: oneshot::Receiver<()>,
 ) {
+    let Checked {
+        mut to_rmcp,
+        lines,
+        max_line,
+        requests,
+        stopping,
+    } = checked;
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = match read_line(&mut input, &mut line, max_line).await {
+        let read = tokio::select! {
+            read = read_line(&mut input, &mut line, max_line) => read,
+            _ = &mut ended => break,
+        };
+        let read = match read {
             Ok(read) => read,
             Err(e) => {
                 tracing::debug!("reading the client's messages: {e}");
@@ -91,6 +190,28 @@ async fn read_checked<R: AsyncRead + Unpin>(
             }),
             Line::Read if line.iter().all(u8::is_ascii_whitespace) => continue,
             Line::Read => jsonrpc::check(&line).err(),
+        };
+        let refusal = match refusal {
+            None => match Probe::of(&line) {
+                // A request (a client's answer to the server's own question has no method).
+                Some(Probe {
+                    id: Some(id),
+                    method: Some(_),
+                }) => match stopping.load(Ordering::SeqCst) {
+                    true => Some(Refusal {
+                        code: SHUTTING_DOWN,
+                        message: "the server is shutting down: no new request is taken".into(),
+                        id,
+                        notification: false,
+                    }),
+                    false => {
+                        requests.add();
+                        None
+                    }
+                },
+                _ => None,
+            },
+            refusal => refusal,
         };
         match refusal {
             None => {
@@ -162,14 +283,26 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
 }
 
-/// Passes rmcp's messages on to the writer, a line at a time.
-async fn forward(from_rmcp: tokio::io::DuplexStream, lines: mpsc::UnboundedSender<Vec<u8>>) {
+/// Passes rmcp's messages on to the writer, a line at a time, counting the answers to the
+/// client's requests off `requests`.
+async fn forward(
+    from_rmcp: tokio::io::DuplexStream,
+    lines: mpsc::UnboundedSender<Vec<u8>>,
+    requests: Arc<InFlight>,
+) {
     let mut from_rmcp = BufReader::new(from_rmcp);
     loop {
         let mut line = Vec::new();
         match from_rmcp.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
+                if let Some(Probe {
+                    id: Some(_),
+                    method: None,
+                }) = Probe::of(&line)
+                {
+                    requests.leave();
+                }
                 if lines.send(line).is_err() {
                     break;
                 }

@@ -250,6 +250,24 @@ impl Tasks {
         Ok(delivered)
     }
 
+    /// How many tasks are still running (not completed, failed or cancelled).
+    pub(crate) fn running(&self) -> usize {
+        let entries = lock(&self.entries);
+        entries
+            .values()
+            .filter(|e| !e.payload.status().is_terminal())
+            .count()
+    }
+
+    /// Cancels every task still running (the server stops).
+    pub(crate) fn cancel_all(&self) {
+        for entry in lock(&self.entries).values() {
+            if !entry.payload.status().is_terminal() {
+                entry.cancel.cancel();
+            }
+        }
+    }
+
     /// How many tasks are held now.
     #[cfg(test)]
     fn len(&self) -> usize {

@@ -36,13 +36,18 @@ impl Request {
     ) -> Self {
         let started = Instant::now();
         let span = request_span(method, name, &context.id, &context.meta);
-        let tool = name.filter(|_| method == "tools/call").map(str::to_owned);
         Self {
             method,
-            tool,
+            tool: None,
             span,
             started,
         }
+    }
+
+    /// Counts the request under `tool` (a `tools/call`'s: [`crate::tools::metric_label`]).
+    pub(crate) fn for_tool(mut self, tool: Option<String>) -> Self {
+        self.tool = tool;
+        self
     }
 
     /// `answer`, run in the request's span and timed.

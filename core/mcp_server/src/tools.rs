@@ -61,6 +61,22 @@ pub(crate) fn offered(agent: &toolhost::Agent, request: &str) -> bool {
     }
 }
 
+/// The `gen_ai.tool.name` a `tools/call` of `request` is counted under in the metrics: the
+/// tool's name (without a `:method`) when the profile has it and offers it to MCP clients,
+/// else [`UNKNOWN_TOOL`](toolhost::telemetry::metrics::UNKNOWN_TOOL): never a name as the
+/// client sent it, so no client chooses the series.
+pub(crate) fn metric_label(host: &Host, profile: &str, request: &str) -> String {
+    let unknown = || toolhost::telemetry::metrics::UNKNOWN_TOOL.to_owned();
+    let Ok(name) = toolhost::ToolName::parse(request) else {
+        return unknown();
+    };
+    let found = host.resolve(profile, name.name());
+    match &found.found {
+        Some(found) if !agent_only(name.name(), found.handle.info()) => name.name().to_owned(),
+        _ => unknown(),
+    }
+}
+
 /// How long a call of `request` may run, every attempt included, when its calls become
 /// tasks for a client that declares the Tasks extension: when its deadline (`[tools.<tool>]
 /// timeout_seconds`, else its declared timeout) is at least [`TASK_MIN_DEADLINE`]. `None` for

@@ -111,6 +111,8 @@ impl OpenAiModel {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            // A request's last bytes go at once, not after the server's delayed ACK.
+            .tcp_nodelay(true)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ModelError::request(ModelErrorKind::Other, chain(&e)))?;

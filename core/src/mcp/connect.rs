@@ -106,7 +106,7 @@ pub(crate) async fn connect(
                 super::oauth::signer(&config.name, url, headers, oauth, tokens, secrets, step)?;
             let served = match signer {
                 Some(signer) => {
-                    let client = super::oauth::OAuthHttp::new(reqwest::Client::default(), signer);
+                    let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
                     let transport = StreamableHttpClientTransport::with_client(client, http);
                     tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
                 }

@@ -12,7 +12,8 @@
 //! Recording costs the same as before on the call path (one map look-up per instrument,
 //! measured by `cargo bench -p toolhost-tests --bench telemetry`).
 
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use opentelemetry::metrics::{
@@ -28,6 +29,15 @@ use opentelemetry_sdk::metrics::{
 use opentelemetry_sdk::Resource;
 
 use super::names::*;
+
+/// The most distinct tool names the metrics record (each a `gen_ai.tool.name` label, the
+/// series multiplied by the other attributes): past it, a new name is recorded as
+/// [`UNKNOWN_TOOL`] and counted in `toolhost.metrics.labels.dropped`.
+pub const MAX_TOOL_LABELS: usize = 1000;
+
+/// The `gen_ai.tool.name` of a measurement whose tool is not one the profile serves (or past
+/// [`MAX_TOOL_LABELS`]).
+pub const UNKNOWN_TOOL: &str = "unknown";
 
 /// The content type of [`render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -59,6 +69,9 @@ struct Metrics {
     breakers: Gauge<i64>,
     approvals: Counter<u64>,
     tokens: Histogram<u64>,
+    dropped_labels: Counter<u64>,
+    /// The tool names recorded so far (masked), at most [`MAX_TOOL_LABELS`].
+    tools: RwLock<HashSet<Arc<str>>>,
     /// Kept so its callback stays registered.
     _sessions_open: ObservableUpDownCounter<i64>,
 }
@@ -146,6 +159,11 @@ impl Metrics {
                 .with_unit("{token}")
                 .with_boundaries(TOKEN_BUCKETS.to_vec())
                 .build(),
+            dropped_labels: counter(
+                METRIC_DROPPED_LABELS,
+                "Measurements whose tool name was recorded as unknown: the bound on distinct tool names was reached",
+            ),
+            tools: RwLock::default(),
             _sessions_open: sessions_open,
             provider,
             scrape,
@@ -220,10 +238,41 @@ fn text(value: &str) -> StringValue {
     StringValue::from(value.to_owned())
 }
 
+impl Metrics {
+    /// The `gen_ai.tool.name` attribute of `tool` (masked): its own value while fewer than
+    /// [`MAX_TOOL_LABELS`] names were recorded (or it was one of them), else
+    /// [`UNKNOWN_TOOL`], counted as dropped.
+    fn tool_label(&self, tool: &str) -> KeyValue {
+        let tool = super::masked(tool);
+        let known = |tools: &HashSet<Arc<str>>| tools.get(tool.as_str()).cloned();
+        let read = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        let value = match known(&read) {
+            Some(value) => value,
+            None => {
+                drop(read);
+                let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+                match known(&tools) {
+                    Some(value) => value,
+                    None if tools.len() < MAX_TOOL_LABELS || tool == UNKNOWN_TOOL => {
+                        let value = Arc::<str>::from(tool);
+                        tools.insert(value.clone());
+                        value
+                    }
+                    None => {
+                        self.dropped_labels.add(1, &[]);
+                        Arc::from(UNKNOWN_TOOL)
+                    }
+                }
+            }
+        };
+        KeyValue::new(GEN_AI_TOOL_NAME, StringValue::from(value))
+    }
+}
+
 /// A tool call ended (`kind`: its error's kind if it failed) after `took`.
 pub(crate) fn call_ended(tool: &str, kind: Option<&'static str>, took: Duration) {
     let Some(m) = METRICS.get() else { return };
-    let tool = KeyValue::new(GEN_AI_TOOL_NAME, StringValue::from(Arc::<str>::from(tool)));
+    let tool = m.tool_label(tool);
     let outcome = if kind.is_some() { "error" } else { "ok" };
     m.calls
         .add(1, &[tool.clone(), KeyValue::new(CALL_OUTCOME, outcome)]);
@@ -241,15 +290,16 @@ pub fn reloaded(event: &'static str) {
     }
 }
 
-/// An MCP request of `method` was served in `took` (of `tool`, for `tools/call`), failing
-/// with `error` (a JSON-RPC error code, or `tool_error`) if it did.
-pub fn mcp_request(method: &str, tool: Option<&str>, error: Option<&str>, took: Duration) {
+/// An MCP request of `method` was served in `took` (of `tool`, for `tools/call`: a tool the
+/// profile serves, else [`UNKNOWN_TOOL`], never a name as a client sent it), failing with
+/// `error` (a JSON-RPC error code, or `tool_error`) if it did. Every value is masked.
+pub fn mcp_request(method: &'static str, tool: Option<&str>, error: Option<&str>, took: Duration) {
     let Some(m) = METRICS.get() else { return };
-    let method = KeyValue::new(MCP_METHOD_NAME, text(method));
+    let method = KeyValue::new(MCP_METHOD_NAME, method);
     m.mcp_requests.add(1, std::slice::from_ref(&method));
     let mut attributes = vec![method];
-    attributes.extend(tool.map(|t| KeyValue::new(GEN_AI_TOOL_NAME, text(t))));
-    attributes.extend(error.map(|e| KeyValue::new(ERROR_TYPE, text(e))));
+    attributes.extend(tool.map(|t| m.tool_label(t)));
+    attributes.extend(error.map(|e| KeyValue::new(ERROR_TYPE, text(&super::masked(e)))));
     m.mcp_durations.record(took.as_secs_f64(), &attributes);
 }
 
@@ -268,8 +318,7 @@ pub(crate) fn breaker(tool: &str, to: &str) {
             "half_open" => 1,
             _ => 0,
         };
-        let tool = KeyValue::new(GEN_AI_TOOL_NAME, text(&super::masked(tool)));
-        m.breakers.record(value, &[tool]);
+        m.breakers.record(value, &[m.tool_label(tool)]);
     }
 }
 
@@ -338,5 +387,31 @@ mod tests {
             assert!(text.contains(line), "{line} missing from:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn tool_names_past_the_bound_are_unknown_and_counted_as_dropped() {
+        // A meter of its own: the process's is shared with the other tests.
+        let m = Metrics::new(SdkMeterProvider::builder());
+        for i in 0..MAX_TOOL_LABELS + 5 {
+            m.calls.add(1, &[m.tool_label(&format!("tool_{i}"))]);
+        }
+        m.calls.add(1, &[m.tool_label("tool_0")]);
+        let mut collected = ResourceMetrics::default();
+        m.scrape.collect(&mut collected).expect("collect");
+        let text = crate::telemetry::openmetrics::render(&collected);
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("toolhost_tool_calls_total{"))
+            .count();
+        assert_eq!(series, MAX_TOOL_LABELS + 1, "the names, and `unknown`");
+        for line in [
+            r#"toolhost_tool_calls_total{gen_ai_tool_name="unknown"} 5"#,
+            r#"toolhost_tool_calls_total{gen_ai_tool_name="tool_0"} 2"#,
+            "toolhost_metrics_labels_dropped_total 5",
+        ] {
+            assert!(text.contains(line), "{line} missing");
+        }
+        assert!(!text.contains(&format!("tool_{MAX_TOOL_LABELS}\"")));
     }
 }

@@ -79,6 +79,9 @@ pub const METRIC_MCP_SESSIONS_OPEN: &str = "toolhost.mcp.sessions.open";
 pub const METRIC_BREAKER_STATE: &str = "toolhost.breaker.state";
 /// Approval decisions (counter), by [`APPROVAL_DECISION`].
 pub const METRIC_APPROVALS: &str = "toolhost.approvals";
+/// Counter: measurements whose tool name was recorded as `unknown` because the bound on
+/// distinct tool names ([`MAX_TOOL_LABELS`](super::metrics::MAX_TOOL_LABELS)) was reached.
+pub const METRIC_DROPPED_LABELS: &str = "toolhost.metrics.labels.dropped";
 /// The GenAI conventions' token histogram: the tokens of each model request, by
 /// [`GEN_AI_OPERATION_NAME`], [`GEN_AI_REQUEST_MODEL`] and [`GEN_AI_TOKEN_TYPE`].
 pub const METRIC_GEN_AI_TOKEN_USAGE: &str = "gen_ai.client.token.usage";

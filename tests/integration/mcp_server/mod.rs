@@ -6,6 +6,7 @@ mod http_checks;
 mod json_rpc;
 mod python;
 mod rust_client;
+mod service;
 mod stateless;
 mod tasks;
 
@@ -17,7 +18,7 @@ use serde_json::Value;
 use toolhost_tests::{peers, toolhost_bin, Fixture, TestRoot};
 
 /// A secret the tools may see but no client may.
-const SECRET: &str = "sk-live-4f9a8b7c6d5e";
+pub(crate) const SECRET: &str = "sk-live-4f9a8b7c6d5e";
 
 /// A root with `echo` (progress, failures), `governed` (spins for cancellation), `versioned`
 /// (replaced for a reload), `noop` (policy `ask`) and `hidden` (refused by `[access]`); the
@@ -186,6 +187,32 @@ impl HttpServer {
             child,
             url,
             stderr: lines,
+        }
+    }
+
+    /// Sends `signal` (`libc::SIGTERM`, ...) to the process.
+    pub(crate) fn signal(&self, signal: i32) {
+        let pid = i32::try_from(self.child.id()).expect("a pid");
+        // SAFETY: kill(2) with a pid of our own child, which is not reaped before `wait`.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill");
+    }
+
+    /// Waits for the process to end (at most `limit`): its exit status.
+    ///
+    /// # Panics
+    ///
+    /// If it is still running after `limit`.
+    pub(crate) fn wait(&mut self, limit: std::time::Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve-mcp still running after {limit:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 

@@ -39,7 +39,13 @@ pub(crate) fn dev(host: Arc<Host>, options: DevOptions, yes: bool) -> Result<Exi
     let found = crates::Crates::new(host.clone(), &options.profile, named);
     // Watching starts before the first builds, so a save made while they run is built next.
     let sources = sources::SourceWatcher::start(found, options.debounce)?;
-    crate::watch::watch(host, &options.profile, &options.agent, yes)?;
+    crate::watch::watch(
+        host,
+        &options.profile,
+        &options.agent,
+        yes,
+        toolhost_mcp_server::DEFAULT_GRACE,
+    )?;
     drop(sources);
     Ok(ExitCode::SUCCESS)
 }

@@ -90,6 +90,7 @@ impl Loopback {
             BrowserStep::Fetch => {
                 let fetch = async {
                     let client = reqwest::Client::builder()
+                        .tcp_nodelay(true)
                         .redirect(reqwest::redirect::Policy::limited(10))
                         .build()
                         .map_err(|e| e.to_string())?;

@@ -87,7 +87,7 @@ pub async fn login(
     if let Some(challenge) = challenge {
         signer.sign_in(Some(&challenge)).await?;
     }
-    let client = OAuthHttp::new(reqwest::Client::default(), signer.clone());
+    let client = OAuthHttp::new(super::http_client(), signer.clone());
     let transport = StreamableHttpClientTransport::with_client(
         client.clone(),
         StreamableHttpClientTransportConfig::with_uri(url.as_str()),

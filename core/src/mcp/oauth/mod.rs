@@ -31,6 +31,15 @@ pub use store::TOKENS_DIR;
 
 use crate::secrets::Secrets;
 
+/// The HTTP client of an OAuth-protected MCP server: `TCP_NODELAY` set (reqwest's default,
+/// stated here), so a request's last bytes never wait for the server's delayed ACK.
+pub(crate) fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap_or_default()
+}
+
 /// The signer of an HTTP server, unless it sends a fixed `Authorization` header; `step`: how
 /// a person's sign-in reaches a browser (`None`: no one can sign in now). The client secret's
 /// `${env:…}` and `§§secret(…)` placeholders are filled in.

@@ -330,6 +330,14 @@ enum Command {
         /// (a private CA), besides the system's.
         #[arg(long, value_name = "FILE")]
         ca: Option<PathBuf>,
+        /// Install a version older than, or the same as, the installed one (the refusal
+        /// names both).
+        #[arg(long)]
+        allow_downgrade: bool,
+        /// Accept a signer other than the key the installed version was signed by (pinned
+        /// at its first install).
+        #[arg(long)]
+        new_signer: bool,
     },
     /// Install the newer version of installed packages (all, or NAME) from the sources they
     /// came from, with the same checks; the old version serves until the new one is in place.
@@ -340,6 +348,14 @@ enum Command {
         /// PEM file (a private CA), besides the system's.
         #[arg(long, value_name = "FILE")]
         ca: Option<PathBuf>,
+        /// Install a version older than, or the same as, the installed one (the refusal
+        /// names both).
+        #[arg(long)]
+        allow_downgrade: bool,
+        /// Accept a signer other than the key the installed version was signed by (pinned
+        /// at its first install).
+        #[arg(long)]
+        new_signer: bool,
     },
     /// Remove an installed package from usr/plugins/ and usr/packages.lock.
     Remove {
@@ -471,6 +487,12 @@ enum TrustCommand {
     },
     /// The trusted keys.
     List,
+    /// Stop trusting a key (its id, as `trust list` shows it, or its .pub file): packages it
+    /// signed no longer load until signed by a trusted key and added again, or removed.
+    Remove {
+        /// The key id or public key file.
+        key: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -776,6 +798,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trust { command } => match command {
             TrustCommand::Add { key } => trust::add(&root, &key),
             TrustCommand::List => trust::list(&root),
+            TrustCommand::Remove { key } => trust::remove(&root, &key),
         },
         Command::Add {
             source,
@@ -785,6 +808,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cargo_profile,
             locked,
             ca,
+            allow_downgrade,
+            new_signer,
         } => {
             let source = match (source, path, git) {
                 (Some(source), _, _) => source,
@@ -798,11 +823,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 (None, None, None) => exit::usage!("add needs SOURCE, --path DIR or --git URL"),
             };
-            let options = add_options(&root, yes, locked, cargo_profile, ca)?;
+            let replace = toolhost::package::Replace {
+                allow_downgrade,
+                new_signer,
+            };
+            let options = add_options(&root, yes, locked, cargo_profile, ca, replace)?;
             add::add(&root, &source, &options)
         }
-        Command::Update { name, ca } => {
-            let options = add_options(&root, yes, false, "release".to_owned(), ca)?;
+        Command::Update {
+            name,
+            ca,
+            allow_downgrade,
+            new_signer,
+        } => {
+            let replace = toolhost::package::Replace {
+                allow_downgrade,
+                new_signer,
+            };
+            let options = add_options(&root, yes, false, "release".to_owned(), ca, replace)?;
             add::update(&root, name.as_deref(), &options)
         }
         Command::Remove { name } => remove::remove(&root, &name),
@@ -828,6 +866,7 @@ fn add_options(
     locked: bool,
     cargo_profile: String,
     ca: Option<PathBuf>,
+    replace: toolhost::package::Replace,
 ) -> Result<add::AddOptions> {
     let layout = toolhost::Layout::new(root);
     let config =
@@ -842,6 +881,7 @@ fn add_options(
         policy,
         cargo_profile,
         ca,
+        replace,
     })
 }
 

@@ -288,8 +288,9 @@ fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
             ))
         }
     };
+    // Always a check: the packages of a key removed from usr/trusted-keys/ are refused
+    // whatever the pinning.
     match pinning {
-        Pinning::Off if only_installed.is_none() => None,
         Pinning::Off => {
             Some(Pins::new(layout.clone(), max, allow).with_checks(false, only_installed))
         }

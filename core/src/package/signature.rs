@@ -15,6 +15,14 @@ pub const PASSWORD_ENV: &str = "TOOLHOST_KEY_PASSWORD";
 /// The folder under `usr/` holding the trusted public keys, one `<key id>.pub` each.
 pub const TRUSTED_KEYS_DIR: &str = "trusted-keys";
 
+/// The largest key or signature file read (a minisign one is a few hundred bytes).
+const MAX_KEY_BYTES: u64 = 64 << 10;
+
+/// Whether `id` is a key id as minisign prints it: 16 hex digits.
+pub fn is_key_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 fn key_error(message: String) -> PackageError {
     PackageError::new(PackageErrorKind::Key, message)
 }
@@ -39,8 +47,11 @@ impl std::fmt::Debug for PublicKey {
 impl PublicKey {
     /// Reads a minisign public key file (`untrusted comment: ...` then the key), or the bare
     /// base64 key.
+    ///
+    /// A path that is not a regular file (a FIFO, a device) is refused at once, never
+    /// waited on.
     pub fn read(path: &Path) -> Result<Self, PackageError> {
-        let text = fs::read_to_string(path)
+        let text = crate::layout::read_text(path, MAX_KEY_BYTES, "a key file's limit of 64 KiB")
             .map_err(|e| key_error(format!("cannot read the public key {}: {e}", Escaped(path))))?;
         Self::parse(&text).map_err(|e| {
             key_error(format!(
@@ -165,6 +176,9 @@ pub fn sign(
 }
 
 /// The trusted public keys: every `*.pub` in `dir` (`usr/trusted-keys/`), by file name.
+///
+/// One that is not a regular file (a FIFO, a device, a folder: links are followed) is
+/// refused with one line naming it, before anything is opened: nothing waits on it.
 pub fn trusted_keys(dir: &Path) -> Result<Vec<PublicKey>, PackageError> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(Vec::new());
@@ -175,7 +189,48 @@ pub fn trusted_keys(dir: &Path) -> Result<Vec<PublicKey>, PackageError> {
         .filter(|p| p.extension().is_some_and(|e| e == "pub"))
         .collect();
     paths.sort();
-    paths.iter().map(|p| PublicKey::read(p)).collect()
+    paths
+        .iter()
+        .map(|path| {
+            if let Ok(metadata) = fs::metadata(path)
+                && let Some(what) = crate::layout::not_regular(&metadata)
+            {
+                return Err(key_error(format!(
+                    "{}: refused: it is {what}, not a regular file; a trusted key is a .pub file written by `toolhost trust add`: remove it",
+                    Escaped(path)
+                )));
+            }
+            PublicKey::read(path)
+        })
+        .collect()
+}
+
+/// Stops trusting the key `key` (its id, as `toolhost trust list` shows it, or its `.pub`
+/// file): removes `dir/<id>.pub`. Packages it signed no longer load until they are signed by
+/// a trusted key and added again, or removed.
+pub fn untrust(dir: &Path, key: &str) -> Result<String, PackageError> {
+    let id = match is_key_id(key) {
+        true => key.to_ascii_uppercase(),
+        false => PublicKey::read(Path::new(key))
+            .map_err(|e| {
+                key_error(format!(
+                    "{key:?} is neither a key id (16 hex digits, as `toolhost trust list` shows) nor a public key file: {}",
+                    e.message
+                ))
+            })?
+            .id,
+    };
+    let path = dir.join(format!("{id}.pub"));
+    match fs::symlink_metadata(&path) {
+        Ok(_) => fs::remove_file(&path).map_err(|e| PackageError::io("cannot remove", &path, e))?,
+        Err(_) => {
+            return Err(key_error(format!(
+                "key {id} is not trusted ({} does not exist): `toolhost trust list` shows the trusted keys",
+                Escaped(&path)
+            )));
+        }
+    }
+    Ok(id)
 }
 
 /// Adds the public key in `key_file` to the trusted keys in `dir`, as `<key id>.pub`.
@@ -207,9 +262,9 @@ pub fn verify_reader<R: std::io::Read + std::io::Seek>(
     sig_file: &Path,
     keys: &[PublicKey],
 ) -> Result<PublicKey, PackageError> {
-    let text = match fs::read_to_string(sig_file) {
+    let text = match crate::layout::read_text(sig_file, MAX_KEY_BYTES, "a signature's limit of 64 KiB") {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => {
             return Err(PackageError::new(
                 PackageErrorKind::Unsigned,
                 format!(
@@ -219,7 +274,16 @@ pub fn verify_reader<R: std::io::Read + std::io::Seek>(
                 ),
             ));
         }
-        Err(e) => return Err(PackageError::io("cannot read", sig_file, e)),
+        Err(e) => {
+            return Err(PackageError::new(
+                PackageErrorKind::Signature,
+                format!(
+                    "{}: refused: cannot read its signature {}: {e}; nothing was installed",
+                    Escaped(file),
+                    Escaped(sig_file)
+                ),
+            ));
+        }
     };
     let bad = |why: String| {
         PackageError::new(

@@ -454,7 +454,11 @@ fn a_cut_an_emptied_log_or_an_older_copy_is_recorded_and_reported_on_every_later
     std::fs::write(&path, kept.join("\n") + "\n").unwrap();
     let out = call(&root, &["echo", "--args", r#"{"text": "after the cut"}"#]);
     assert!(text(&out.stdout).contains("after the cut"), "the tool ran");
-    assert!(text(&out.stderr).contains("records 4 to 6 are missing"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("records 4 to 6 are missing"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(types(&root)[3], "cut");
     cut_reported(&root, "records 4 to 6 are missing");
     // Reported on every later run, however many calls follow.
@@ -483,7 +487,10 @@ fn a_cut_an_emptied_log_or_an_older_copy_is_recorded_and_reported_on_every_later
     std::fs::write(&path, kept.join("\n") + "\n").unwrap();
     let out = call(&root, &["echo", "--args", r#"{"text": "refused"}"#]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(!text(&out.stdout).contains("refused"), "the tool did not run");
+    assert!(
+        !text(&out.stdout).contains("refused"),
+        "the tool did not run"
+    );
     assert!(
         text(&out.stderr).contains("tool echo was not run: its audit record cannot be written"),
         "{}",
@@ -546,7 +553,9 @@ fn execution_ids_are_unique_across_processes_and_threads_every_start_has_one_cal
     const PROCESSES: u64 = 4;
     const CALLS: u64 = 40;
     let root = root();
-    let servers: Vec<_> = (0..PROCESSES).map(|_| serve_mcp_calls(&root, CALLS)).collect();
+    let servers: Vec<_> = (0..PROCESSES)
+        .map(|_| serve_mcp_calls(&root, CALLS))
+        .collect();
     for server in servers {
         server.join().expect("a server's calls");
     }

@@ -1721,14 +1721,26 @@ fn packages_only_go_forward_add_and_update_refuse_an_older_or_equal_version_unle
     ok(&root.run_cli(&["add", v2.to_str().unwrap(), "--yes"]));
 
     // add: older, and the same version again.
-    let line = refused(&root, &v1, "ver 1.0.0 is older than the installed ver 2.0.0");
+    let line = refused(
+        &root,
+        &v1,
+        "ver 1.0.0 is older than the installed ver 2.0.0",
+    );
     assert!(line.contains("--allow-downgrade"), "{line}");
-    let line = refused(&root, &v2, "ver 2.0.0 is the same version as the installed ver 2.0.0");
+    let line = refused(
+        &root,
+        &v2,
+        "ver 2.0.0 is the same version as the installed ver 2.0.0",
+    );
     assert!(line.contains("--allow-downgrade"), "{line}");
 
     // update: the source now serves the older version (same path, its bytes replaced).
     std::fs::copy(&v1, &v2).unwrap();
-    std::fs::copy(signature::signature_path(&v1), signature::signature_path(&v2)).unwrap();
+    std::fs::copy(
+        signature::signature_path(&v1),
+        signature::signature_path(&v2),
+    )
+    .unwrap();
     refused_with(
         &root,
         &["update", "ver", "--yes"],
@@ -1742,7 +1754,10 @@ fn packages_only_go_forward_add_and_update_refuse_an_older_or_equal_version_unle
     // Asked for: installed, saying what it replaces.
     let out = ok(&root.run_cli(&["update", "ver", "--yes", "--allow-downgrade"]));
     assert!(out.contains("replaces     ver 2.0.0 (signed by "), "{out}");
-    assert!(out.contains("installed ver 1.0.0 into usr/plugins/ver/ (replacing 2.0.0)"), "{out}");
+    assert!(
+        out.contains("installed ver 1.0.0 into usr/plugins/ver/ (replacing 2.0.0)"),
+        "{out}"
+    );
     assert_eq!(
         ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
         Some("v1")
@@ -1754,7 +1769,10 @@ fn packages_only_go_forward_add_and_update_refuse_an_older_or_equal_version_unle
     assert!(lock.contains("version = \"1.0.0\""), "{lock}");
     assert!(lock.contains(&format!("signer = \"{id}\"")), "{lock}");
     let source = std::fs::canonicalize(&v2).unwrap();
-    assert!(lock.contains(&format!("source = {:?}", source.to_string_lossy())), "{lock}");
+    assert!(
+        lock.contains(&format!("source = {:?}", source.to_string_lossy())),
+        "{lock}"
+    );
     let installed = ok(&root.run_cli(&["installed"]));
     assert!(
         installed.starts_with(&format!(
@@ -1786,14 +1804,21 @@ fn packages_pin_their_signer_another_key_needs_new_signer_or_the_policy_naming_i
     let (a, b) = (key_id(&first), key_id(&second));
 
     // Both keys are trusted, but the package was pinned to the first.
-    let line = refused(&root, &v2, &format!("is signed by key {a}, and this one by key {b}"));
+    let line = refused(
+        &root,
+        &v2,
+        &format!("is signed by key {a}, and this one by key {b}"),
+    );
     assert!(line.contains("--new-signer"), "{line}");
 
     // The policy naming the second key for this source lets it replace the first.
     let source = std::fs::canonicalize(v2.parent().unwrap()).unwrap();
     root.write(
         "usr/toolhost.toml",
-        format!("[packages.signers]\n{:?} = [\"{b}\"]\n", source.to_string_lossy()),
+        format!(
+            "[packages.signers]\n{:?} = [\"{b}\"]\n",
+            source.to_string_lossy()
+        ),
     );
     let out = ok(&root.run_cli(&["add", v2.to_str().unwrap(), "--yes"]));
     assert!(
@@ -1811,7 +1836,11 @@ fn packages_pin_their_signer_another_key_needs_new_signer_or_the_policy_naming_i
         &work.path().join("3"),
         Some(&first.secret),
     );
-    refused(&root, &v3, &format!("is signed by key {b}, and this one by key {a}"));
+    refused(
+        &root,
+        &v3,
+        &format!("is signed by key {b}, and this one by key {a}"),
+    );
     let out = ok(&root.run_cli(&["add", v3.to_str().unwrap(), "--yes", "--new-signer"]));
     assert!(
         out.contains(&format!(
@@ -1843,11 +1872,17 @@ fn packages_signers_prefix_that_can_never_match_is_a_configuration_error() {
             format!("[packages.signers]\n{prefix:?} = [\"{id}\"]\n"),
         );
         let line = refused(&root, &v1, "usr/toolhost.toml");
-        assert!(line.contains("can never match a package's source"), "{line}");
+        assert!(
+            line.contains("can never match a package's source"),
+            "{line}"
+        );
     }
     root.write(
         "usr/toolhost.toml",
-        format!("[packages.signers]\n{:?} = [\"not-a-key\"]\n", dir.to_string_lossy()),
+        format!(
+            "[packages.signers]\n{:?} = [\"not-a-key\"]\n",
+            dir.to_string_lossy()
+        ),
     );
     refused(&root, &v1, "is not a key id");
 }
@@ -1870,7 +1905,9 @@ fn packages_of_a_key_removed_with_trust_remove_refuse_to_load_naming_the_key() {
     let out = ok(&root.run_cli(&["trust", "remove", &id]));
     assert!(out.contains(&format!("removed key {id}")), "{out}");
     assert!(
-        out.contains(&format!("package ver 1.0.0 is signed by key {id}: it no longer loads")),
+        out.contains(&format!(
+            "package ver 1.0.0 is signed by key {id}: it no longer loads"
+        )),
         "{out}"
     );
     let out = ok(&root.run_cli(&["trust", "list"]));
@@ -1892,7 +1929,11 @@ fn packages_of_a_key_removed_with_trust_remove_refuse_to_load_naming_the_key() {
         ok(&root.run_cli(&["call", "ver"])).trim().lines().last(),
         Some("v1")
     );
-    let line = refused_with(&root, &["trust", "remove", "0123456789ABCDEF"], "is not trusted");
+    let line = refused_with(
+        &root,
+        &["trust", "remove", "0123456789ABCDEF"],
+        "is not trusted",
+    );
     assert!(line.contains("trust list"), "{line}");
 }
 
@@ -1921,14 +1962,18 @@ fn packages_lock_entry_named_outside_usr_plugins_makes_remove_and_update_touch_n
         "usr/packages.lock",
         "[packages.ver]\nversion = \"1.0.0\"\nsource = \"/nowhere\"\n[packages.ver.files]\n\"../../../core/prompts/keep.md\" = \"00\"\n",
     );
-    refused_with(&root, &["update", "--yes"], "is not a relative path inside the package");
+    refused_with(
+        &root,
+        &["update", "--yes"],
+        "is not a relative path inside the package",
+    );
     assert!(root.path().join("core/prompts/keep.md").is_file());
     assert!(root.path().join("usr/keep.md").is_file());
 }
 
 #[test]
-fn packages_add_shows_every_file_it_installs_and_a_replaced_system_prompt_with_package_text_escaped()
-{
+fn packages_add_shows_every_file_it_installs_and_a_replaced_system_prompt_with_package_text_escaped(
+) {
     let keys = keygen("publisher");
     let work = tempfile::tempdir().unwrap();
     let folder = plugin_folder(work.path(), "1.0.0", Fixture::Versioned);
@@ -1967,14 +2012,26 @@ fn packages_add_shows_every_file_it_installs_and_a_replaced_system_prompt_with_p
     sign(&crafted, &keys);
 
     let root = trusting(&keys);
-    root.write("core/prompts/agent.system.main.md", "The core's system prompt.\n");
+    root.write(
+        "core/prompts/agent.system.main.md",
+        "The core's system prompt.\n",
+    );
     let out = ok(&root.run_cli(&["add", crafted.to_str().unwrap(), "--yes"]));
-    assert!(!out.contains('\u{1b}') && !out.contains('\u{202e}'), "{out:?}");
     assert!(
-        out.contains("Says its version.\\u{1b}[2K\\u{d}signed by    FFFFFFFFFFFFFFFF (trusted)\\u{202e}"),
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(
+            "Says its version.\\u{1b}[2K\\u{d}signed by    FFFFFFFFFFFFFFFF (trusted)\\u{202e}"
+        ),
         "{out}"
     );
-    assert_eq!(out.lines().filter(|l| l.starts_with("signed by")).count(), 1, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("signed by")).count(),
+        1,
+        "{out}"
+    );
     let ext = toolhost::LIBRARY_EXTENSION;
     for expected in [
         format!("adds         tools/ver.{ext}  (library: a tool)"),
@@ -2001,11 +2058,23 @@ fn packages_trust_store_fifo_is_refused_with_a_line_and_never_waited_on() {
     let fifo = root.path().join("usr/trusted-keys/evil.pub");
     let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(status.success());
-    // Each would hang on opening the FIFO; each ends with one line naming it.
-    let line = refused(&root, &v1, "evil.pub: refused: it is a named pipe (FIFO), not a regular file");
+    // Each would hang on opening the FIFO; each ends with one line naming it. (The layers'
+    // bytes are not compared here: reading the FIFO would hang this test.)
+    let one_line = |args: &[&str], expected: &str| {
+        let out = root.run_cli(args);
+        assert!(!out.status.success(), "{}", stdout(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{expected:?} in {err}");
+        err
+    };
+    let line = one_line(
+        &["add", v1.to_str().unwrap(), "--yes"],
+        "evil.pub: refused: it is a named pipe (FIFO), not a regular file",
+    );
     assert!(line.contains("remove it"), "{line}");
-    refused_with(&root, &["trust", "list"], "evil.pub: refused: it is a named pipe");
-    refused_with(&root, &["update", "--yes"], "");
+    assert!(!root.path().join("usr/plugins/ver").exists());
+    one_line(&["trust", "list"], "evil.pub: refused: it is a named pipe");
     std::fs::remove_file(&fifo).unwrap();
     ok(&root.run_cli(&["add", v1.to_str().unwrap(), "--yes"]));
 
@@ -2013,9 +2082,13 @@ fn packages_trust_store_fifo_is_refused_with_a_line_and_never_waited_on() {
     let sig = signature::signature_path(&v1);
     std::fs::remove_file(&sig).unwrap();
     assert!(Command::new("mkfifo").arg(&sig).status().unwrap().success());
-    refused(&root, &v1, "is a named pipe");
+    refused(&root, &v1, "a named pipe (FIFO), not a regular file");
     let pipe = work.path().join("pipe.tar.gz");
-    assert!(Command::new("mkfifo").arg(&pipe).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap()
+        .success());
     refused(&root, &pipe, "is a named pipe");
 }
 
@@ -2033,10 +2106,8 @@ fn raw_header(name: &[u8], kind: u8, size: u64) -> Vec<u8> {
 /// A gzip stream of `head` followed by `size` bytes of `fill` (about 1 MiB of gzip per GiB).
 fn write_with_padding(path: &Path, head: &[u8], size: u64, fill: u8) {
     let file = std::fs::File::create(path).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(
-        std::io::BufWriter::new(file),
-        flate2::Compression::fast(),
-    );
+    let mut gz =
+        flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::fast());
     gz.write_all(head).unwrap();
     let block = vec![fill; 1 << 20];
     let mut left = size;
@@ -2066,7 +2137,11 @@ fn packages_long_name_and_pax_headers_over_a_few_kib_are_refused_before_they_are
         head.extend(raw_header(b"././@LongLink", kind, 256 << 20));
         write_with_padding(&archive, &head, 256 << 20, b'a');
         sign(&archive, &keys);
-        let line = refused(&root, &archive, "a long-name or PAX header of 268435456 bytes");
+        let line = refused(
+            &root,
+            &archive,
+            "a long-name or PAX header of 268435456 bytes",
+        );
         assert!(line.contains("over the limit of 4 KiB"), "{line}");
     }
     // A small PAX header that would change an entry's size is refused too.
@@ -2077,7 +2152,12 @@ fn packages_long_name_and_pax_headers_over_a_few_kib_are_refused_before_they_are
     let mut data = record.to_vec();
     data.resize(512, 0);
     tar.extend(data);
-    tar.extend(hostile_entry(b"tools/x.bin", tar::EntryType::Regular, b"", None));
+    tar.extend(hostile_entry(
+        b"tools/x.bin",
+        tar::EntryType::Regular,
+        b"",
+        None,
+    ));
     tar.extend([0u8; 1024]);
     gzip_to(&archive, &tar);
     sign(&archive, &keys);

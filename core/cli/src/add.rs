@@ -9,7 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 use toolhost::package::archive::MAX_UNPACKED_BYTES;
-use toolhost::package::{install, signature, Locked, PackageLock, Policy, Replace, Shown, Verified};
+use toolhost::package::{
+    install, signature, Locked, PackageLock, Policy, Replace, Shown, Verified,
+};
 use toolhost::{Escaped, Layout};
 
 /// What `add` and `update` were asked.
@@ -222,7 +224,9 @@ fn kind_of(place: &str) -> (&'static str, Option<String>) {
         },
         None => (None, place),
     };
-    let library = [".so", ".dylib", ".dll"].iter().any(|ext| rest.ends_with(ext));
+    let library = [".so", ".dylib", ".dll"]
+        .iter()
+        .any(|ext| rest.ends_with(ext));
     let first = rest.split('/').next().unwrap_or("");
     match first {
         "tools" if library => ("library: a tool", None),
@@ -447,8 +451,8 @@ async fn get(client: &reqwest::Client, url: &str, to: &Path, limit: u64) -> Resu
     if !response.status().is_success() {
         bail!("cannot download {url}: HTTP {}", response.status());
     }
-    let mut file = std::fs::File::create(to)
-        .with_context(|| format!("cannot write {}", Escaped(to)))?;
+    let mut file =
+        std::fs::File::create(to).with_context(|| format!("cannot write {}", Escaped(to)))?;
     let mut written = 0u64;
     while let Some(chunk) = response
         .chunk()

@@ -181,9 +181,9 @@ pub(crate) fn check_signer_pattern(pattern: &str) -> Result<(), String> {
     let absolute = std::path::Path::new(pattern).is_absolute() || pattern.starts_with('/');
     let cannot = match rest {
         _ if pattern.is_empty() => Some("it is empty"),
-        None if !absolute => Some(
-            "a source is an https:// or http:// URL, an absolute path, path+DIR or git+URL",
-        ),
+        None if !absolute => {
+            Some("a source is an https:// or http:// URL, an absolute path, path+DIR or git+URL")
+        }
         _ if pattern.chars().any(char::is_control) => Some("it has a control character"),
         _ => {
             let path = rest.unwrap_or(pattern);
@@ -191,7 +191,9 @@ pub(crate) fn check_signer_pattern(pattern: &str) -> Result<(), String> {
             // `.`/`..` parts before it, or as it, cannot match.
             path.split(['/', '\\'])
                 .any(|part| part == ".." || part == ".")
-                .then_some("sources are written without `.` or `..` parts (URLs and paths are resolved)")
+                .then_some(
+                    "sources are written without `.` or `..` parts (URLs and paths are resolved)",
+                )
         }
     };
     match cannot {

@@ -234,7 +234,8 @@ impl Pins {
         let (name, _) = rest.split_once('/')?;
         let package = self.package(name)?.ok()?;
         let signer = package.signer?;
-        let key = crate::package::install::trusted_keys_dir(&self.layout).join(format!("{signer}.pub"));
+        let key =
+            crate::package::install::trusted_keys_dir(&self.layout).join(format!("{signer}.pub"));
         match std::fs::metadata(&key).is_ok_and(|m| m.is_file()) {
             true => None,
             false => Some(format!(

@@ -262,7 +262,11 @@ pub fn verify_reader<R: std::io::Read + std::io::Seek>(
     sig_file: &Path,
     keys: &[PublicKey],
 ) -> Result<PublicKey, PackageError> {
-    let text = match crate::layout::read_text(sig_file, MAX_KEY_BYTES, "a signature's limit of 64 KiB") {
+    let text = match crate::layout::read_text(
+        sig_file,
+        MAX_KEY_BYTES,
+        "a signature's limit of 64 KiB",
+    ) {
         Ok(text) => text,
         Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => {
             return Err(PackageError::new(

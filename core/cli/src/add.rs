@@ -376,7 +376,8 @@ fn from_source(
     }
     let out = scratch(layout, "build")?;
     let result = (|| {
-        let packed = crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false, &[])?;
+        let packed =
+            crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false, &[], None)?;
         let built_here = Policy {
             require_signature: false,
             signers: Vec::new(),

@@ -233,6 +233,11 @@ enum Command {
         /// Do not watch the plugin folders.
         #[arg(long)]
         no_watch: bool,
+        /// Before serving, check each installed package against what it carries: its
+        /// manifest's signature (by the key usr/packages.lock names, a trusted one) and every
+        /// file's SHA-256; refuse to start otherwise. An MCP Bundle's server starts with it.
+        #[arg(long)]
+        verify_packages: bool,
         /// Also take the secret NAME from the environment variable NAME, over usr/secrets.env
         /// (an MCP client's configuration sets it: an .mcpb's user_config). Repeatable.
         #[arg(long, value_name = "NAME")]
@@ -681,8 +686,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sessions,
             max_tasks,
             no_watch,
+            verify_packages,
             secret_env,
         } => {
+            if verify_packages {
+                serve_mcp::verify_packages(&root)?;
+            }
             for name in &secret_env {
                 if let Err(why) = toolhost::package::manifest::check_secret_name(name) {
                     exit::usage!("--secret-env {why}");

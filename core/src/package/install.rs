@@ -673,3 +673,87 @@ pub fn remove(layout: &Layout, name: &str) -> Result<Locked, PackageError> {
     lock.write(&lock_file)?;
     Ok(locked)
 }
+
+/// Checks the installed package `name` against what it carries (an MCP Bundle's root, at its
+/// server's start: `serve-mcp --verify-packages`): its manifest's signature
+/// (`toolhost-plugin.toml.minisig` beside it) is by the key the lock names, a trusted one; and
+/// every installed file has the SHA-256 both the lock and the manifest list, with no other
+/// file beside them. Returns the signer (`None`: the lock names none, the package is
+/// unsigned). The error is one line naming the file.
+pub fn verify_installed(
+    layout: &Layout,
+    name: &str,
+    locked: &Locked,
+) -> Result<Option<PublicKey>, PackageError> {
+    let folder = plugin_dir(layout, name);
+    let refuse = |why: String| {
+        PackageError::new(
+            PackageErrorKind::Hash,
+            format!("{}: {why}; it is not served", Escaped(&folder)),
+        )
+    };
+    let manifest_file = folder.join(MANIFEST_FILE_NAME);
+    let signer = match &locked.signer {
+        Some(id) => {
+            let keys = signature::trusted_keys(&trusted_keys_dir(layout))?;
+            let key = signature::verify(
+                &manifest_file,
+                &signature::signature_path(&manifest_file),
+                &keys,
+            )?;
+            if !key.id.eq_ignore_ascii_case(id) {
+                return Err(refuse(format!(
+                    "its manifest is signed by key {}, and usr/packages.lock names key {id}",
+                    key.id
+                )));
+            }
+            Some(key)
+        }
+        None => None,
+    };
+    let manifest = Manifest::read_as(&manifest_file, &manifest_file)?;
+    if manifest.name != name || manifest.version.to_string() != locked.version {
+        return Err(refuse(format!(
+            "its manifest is {}, and usr/packages.lock records {name} {}",
+            manifest.label(),
+            locked.version
+        )));
+    }
+    let mut listed: BTreeMap<&str, &str> = manifest
+        .files
+        .iter()
+        .map(|(p, h)| (p.as_str(), h.as_str()))
+        .collect();
+    for (place, library) in manifest.libraries_for(host_target()).into_iter().flatten() {
+        listed.insert(place, &library.sha256);
+    }
+    let mut present = Vec::new();
+    walk(&folder, &folder, &mut present)?;
+    let signature_file = format!("{MANIFEST_FILE_NAME}.minisig");
+    for file in &present {
+        if *file == signature_file {
+            continue;
+        }
+        let Some(recorded) = locked.files.get(file) else {
+            return Err(refuse(format!("{file} is not a file of the package")));
+        };
+        if *file != MANIFEST_FILE_NAME && listed.get(file.as_str()) != Some(&recorded.as_str()) {
+            return Err(refuse(format!(
+                "{file}: its manifest does not list the SHA-256 usr/packages.lock records"
+            )));
+        }
+        if sha256_file(&folder.join(file))? != *recorded {
+            return Err(refuse(format!(
+                "the SHA-256 of {file} is not the one its manifest lists (changed after packing)"
+            )));
+        }
+    }
+    for file in locked.files.keys() {
+        if !present.contains(file) {
+            return Err(refuse(format!(
+                "{file}, listed in usr/packages.lock, is missing"
+            )));
+        }
+    }
+    Ok(signer)
+}

@@ -122,6 +122,12 @@ impl PackageLock {
 
     /// Writes the lock to `path` atomically.
     pub fn write(&self, path: &Path) -> Result<(), PackageError> {
+        crate::layout::write_atomically(path, self.to_text().as_bytes())
+            .map_err(|e| PackageError::io("cannot write", path, e))
+    }
+
+    /// The lock file's text.
+    pub fn to_text(&self) -> String {
         let mut doc = toml_edit::DocumentMut::new();
         let mut packages = toml_edit::Table::new();
         packages.set_implicit(true);
@@ -143,8 +149,6 @@ impl PackageLock {
             packages[name.as_str()] = toml_edit::Item::Table(table);
         }
         doc["packages"] = toml_edit::Item::Table(packages);
-        let text = format!("{HEADER}{doc}");
-        crate::layout::write_atomically(path, text.as_bytes())
-            .map_err(|e| PackageError::io("cannot write", path, e))
+        format!("{HEADER}{doc}")
     }
 }

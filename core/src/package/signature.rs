@@ -145,6 +145,46 @@ pub fn sign(
     key_file: &Path,
     password: Option<String>,
 ) -> Result<PathBuf, PackageError> {
+    let sk = secret_key(key_file, password)?;
+    let data = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let trusted = format!("file:{name}");
+    let signature = minisign::sign(None, &sk, data, Some(&trusted), None)
+        .map_err(|e| key_error(format!("cannot sign {}: {e}", Escaped(file))))?;
+    let out = signature_path(file);
+    crate::layout::write_atomically(&out, signature.into_string().as_bytes())
+        .map_err(|e| PackageError::io("cannot write", &out, e))?;
+    Ok(out)
+}
+
+/// Signs `bytes` (a file named `name`) with the secret key in `key_file`, as [`sign`] does:
+/// the signature's text (a `.minisig` file's) and the key's public half.
+pub fn sign_bytes(
+    bytes: &[u8],
+    name: &str,
+    key_file: &Path,
+    password: Option<String>,
+) -> Result<(String, PublicKey), PackageError> {
+    let sk = secret_key(key_file, password)?;
+    let trusted = format!("file:{name}");
+    let signature = minisign::sign(None, &sk, std::io::Cursor::new(bytes), Some(&trusted), None)
+        .map_err(|e| key_error(format!("cannot sign {name}: {e}")))?;
+    let public = minisign::PublicKey::from_secret_key(&sk).map_err(|e| {
+        key_error(format!(
+            "{}: cannot derive its public key: {e}",
+            Escaped(key_file)
+        ))
+    })?;
+    let public = PublicKey::parse(&public.to_base64()).map_err(key_error)?;
+    Ok((signature.into_string(), public))
+}
+
+/// The secret key in `key_file`, decrypted with `password`, else [`PASSWORD_ENV`], else the
+/// terminal's.
+fn secret_key(
+    key_file: &Path,
+    password: Option<String>,
+) -> Result<minisign::SecretKey, PackageError> {
     let text = fs::read_to_string(key_file).map_err(|e| {
         key_error(format!(
             "cannot read the secret key {}: {e}",
@@ -158,21 +198,12 @@ pub fn sign(
         Ok(sk) => Ok(sk),
         Err(_) => minisign::SecretKey::from_box(text.into(), password),
     };
-    let sk = sk.map_err(|e| {
+    sk.map_err(|e| {
         key_error(format!(
             "{}: cannot use this secret key: {e} (a minisign secret key, and its password in {PASSWORD_ENV} or on the terminal)",
             Escaped(key_file)
         ))
-    })?;
-    let data = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
-    let name = file.file_name().unwrap_or_default().to_string_lossy();
-    let trusted = format!("file:{name}");
-    let signature = minisign::sign(None, &sk, data, Some(&trusted), None)
-        .map_err(|e| key_error(format!("cannot sign {}: {e}", Escaped(file))))?;
-    let out = signature_path(file);
-    crate::layout::write_atomically(&out, signature.into_string().as_bytes())
-        .map_err(|e| PackageError::io("cannot write", &out, e))?;
-    Ok(out)
+    })
 }
 
 /// The trusted public keys: every `*.pub` in `dir` (`usr/trusted-keys/`), by file name.

@@ -323,11 +323,19 @@ impl State {
                 super::HEAD_FILE
             ),
             seq if seq > found => format!(
-                "records {} to {seq} are missing: the log ends at seq {found} and its head says seq {seq} (deleted from the end, or the log replaced by an older copy)",
-                found + 1
+                "{} missing: the log ends at seq {found} and its head says seq {seq} (deleted from the end, or the log replaced by an older copy)",
+                match seq - found {
+                    1 => format!("record {seq} is"),
+                    _ => format!("records {} to {seq} are", found + 1),
+                }
             ),
             seq if seq == found && head.hash != self.last.hash_str() => format!(
                 "the record at seq {seq} is not the one its head names: the log was replaced by another copy"
+            ),
+            // Each append rewrites the head under the log's lock, so the head lags the log by
+            // one record at most (a writer that died between the two).
+            seq if seq + 1 < found => format!(
+                "the log ends at seq {found} and its head says seq {seq}: the log was replaced by another copy"
             ),
             _ => return Ok(()),
         };

@@ -626,3 +626,32 @@ impl Visitor<'_> for AccessEntryVisitor {
         }
     }
 }
+
+#[cfg(test)]
+mod signer_pattern_tests {
+    use super::check_signer_pattern;
+
+    #[test]
+    fn a_signers_prefix_must_be_one_a_source_can_start_with() {
+        for good in [
+            "https://plugins.example.com/",
+            "https://plugins.example.com/pkg-",
+            "/srv/packages/",
+            "path+/srv/src",
+            "git+https://example.com/repo",
+        ] {
+            assert!(check_signer_pattern(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "dist/",
+            "/srv/../x",
+            "https://example.com/a/../b",
+            "./x",
+            "/srv/./x",
+        ] {
+            let why = check_signer_pattern(bad).unwrap_err();
+            assert!(why.contains("can never match"), "{bad}: {why}");
+        }
+    }
+}

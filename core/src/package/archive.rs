@@ -243,3 +243,22 @@ fn entry_kind(kind: tar::EntryType) -> &'static str {
         _ => "special entry",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::pax_path;
+
+    #[test]
+    fn a_pax_header_gives_its_path_and_refuses_what_would_change_an_entry() {
+        assert_eq!(
+            pax_path(b"19 path=tools/x.so\n").unwrap(),
+            Some(b"tools/x.so".to_vec())
+        );
+        assert_eq!(pax_path(b"14 mtime=12.5\n").unwrap(), None);
+        assert!(pax_path(b"20 size=99999999999\n")
+            .unwrap_err()
+            .contains("`size`"));
+        assert!(pax_path(b"99 path=x\n").is_err());
+        assert!(pax_path(b"x path=x\n").is_err());
+    }
+}

@@ -152,3 +152,39 @@ impl PackageLock {
         format!("{HEADER}{doc}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PACKAGES_LOCK_FILE_NAME);
+        std::fs::write(&path, text).unwrap();
+        PackageLock::read(&path).unwrap_err().message
+    }
+
+    #[test]
+    fn a_lock_naming_a_path_outside_its_folder_is_refused_whole() {
+        let entry = |name: &str, signer: &str, file: &str| {
+            format!(
+                "[packages.{name:?}]\nversion = \"1.0.0\"\nsource = \"/x\"\nsigner = {signer:?}\n[packages.{name:?}.files]\n{file:?} = \"00\"\n"
+            )
+        };
+        let ok = entry("ver", "0123456789ABCDEF", "tools/ver.so");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PACKAGES_LOCK_FILE_NAME);
+        std::fs::write(&path, &ok).unwrap();
+        assert!(PackageLock::read(&path).is_ok());
+        let message = refused(&entry("../../core", "0123456789ABCDEF", "a.md"));
+        assert!(
+            message.contains("package \"../../core\" is not a folder name")
+                || message.contains("package ../../core is not a folder name"),
+            "{message}"
+        );
+        assert!(refused(&entry("ver", "../../x", "a.md")).contains("is not a key id"));
+        assert!(
+            refused(&entry("ver", "0123456789ABCDEF", "../a.md")).contains("not a relative path")
+        );
+    }
+}

@@ -319,11 +319,17 @@ impl Pins {
 
     /// Whether the library at `path` with `bytes` may load; the error is its "skipped" reason.
     pub(crate) fn check(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
-        self.check_pin(path, &pin_of(bytes))
+        // The bytes are hashed only when a check needs their pin.
+        self.check_with(path, || pin_of(bytes))
     }
 
     /// As [`check`](Self::check), for bytes whose pin (`sha256:<hex>`) is `pin`.
     pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
+        self.check_with(path, || pin.to_owned())
+    }
+
+    /// As [`check`](Self::check), with the pin made by `pin` when it is needed.
+    fn check_with(&self, path: &Path, pin: impl FnOnce() -> String) -> Result<(), String> {
         if let Some(reason) = &self.refuse_all {
             return match self.allow_unpinned {
                 true => {
@@ -342,6 +348,8 @@ impl Pins {
         if !self.pinning && self.only_installed.is_none() {
             return Ok(());
         }
+        let pin = pin();
+        let pin = pin.as_str();
         let verdict = match self.installed(&relative, pin) {
             Some(verdict) => verdict,
             None if relative.starts_with("usr/") && self.only_installed.is_some() => {

@@ -700,7 +700,13 @@ pub fn verify_installed(
                 &manifest_file,
                 &signature::signature_path(&manifest_file),
                 &keys,
-            )?;
+            )
+            .map_err(|e| {
+                let message = e
+                    .message
+                    .replace("; nothing was installed", "; it is not served");
+                PackageError::new(e.kind, message)
+            })?;
             if !key.id.eq_ignore_ascii_case(id) {
                 return Err(refuse(format!(
                     "its manifest is signed by key {}, and usr/packages.lock names key {id}",

@@ -143,7 +143,11 @@ pub fn verify(
     fs::create_dir_all(&unpacked).map_err(|e| PackageError::io("cannot create", &unpacked, e))?;
     let metadata = fs::metadata(path).map_err(|e| PackageError::io("cannot read", path, e))?;
     let is_dir = metadata.is_dir();
-    if !is_dir && let Some(what) = crate::layout::not_regular(&metadata) {
+    let odd = match is_dir {
+        true => None,
+        false => crate::layout::not_regular(&metadata),
+    };
+    if let Some(what) = odd {
         return Err(PackageError::new(
             PackageErrorKind::NotAnArchive,
             format!(

@@ -223,9 +223,11 @@ pub fn trusted_keys(dir: &Path) -> Result<Vec<PublicKey>, PackageError> {
     paths
         .iter()
         .map(|path| {
-            if let Ok(metadata) = fs::metadata(path)
-                && let Some(what) = crate::layout::not_regular(&metadata)
-            {
+            // Not a let chain: the Windows build's Rust (1.85) has none.
+            let odd = fs::metadata(path)
+                .ok()
+                .and_then(|metadata| crate::layout::not_regular(&metadata));
+            if let Some(what) = odd {
                 return Err(key_error(format!(
                     "{}: refused: it is {what}, not a regular file; a trusted key is a .pub file written by `toolhost trust add`: remove it",
                     Escaped(path)

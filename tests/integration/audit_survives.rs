@@ -413,3 +413,162 @@ fn every_call_is_audited_whatever_step_it_fails_at() {
     assert_eq!(calls, expected);
     assert_eq!(verify(&root).status.code(), Some(0));
 }
+
+/// The records' `type`s of the log, in order.
+fn types(root: &TestRoot) -> Vec<String> {
+    records(root)
+        .iter()
+        .map(|r| r["type"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// `audit verify` fails, listing `expected` among its `cut:` lines, and never says the chain
+/// is intact.
+fn cut_reported(root: &TestRoot, expected: &str) -> String {
+    let out = verify(root);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(!stdout.contains("chain intact"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("cut: usr/audit/audit.jsonl seq ") && l.contains(expected)),
+        "{expected:?} in {stdout}"
+    );
+    stdout
+}
+
+#[test]
+fn a_cut_an_emptied_log_or_an_older_copy_is_recorded_and_reported_on_every_later_run() {
+    let root = root();
+    let path = log_path(&root);
+    for _ in 0..2 {
+        assert!(call(&root, &["echo"]).status.success());
+    }
+    let older = std::fs::read(&path).unwrap();
+    assert!(call(&root, &["echo"]).status.success());
+
+    // The last 3 records deleted, then one call: its writer records the cut first.
+    let log = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<&str> = log.lines().take(3).collect();
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let out = call(&root, &["echo", "--args", r#"{"text": "after the cut"}"#]);
+    assert!(text(&out.stdout).contains("after the cut"), "the tool ran");
+    assert!(
+        text(&out.stderr).contains("records 4 to 6 are missing"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(types(&root)[3], "cut");
+    cut_reported(&root, "records 4 to 6 are missing");
+    // Reported on every later run, however many calls follow.
+    for _ in 0..2 {
+        assert!(call(&root, &["echo"]).status.success());
+        cut_reported(&root, "records 4 to 6 are missing");
+    }
+
+    // The log emptied: the next writer finds it against the head.
+    std::fs::write(&path, "").unwrap();
+    assert!(call(&root, &["echo"]).status.code() == Some(4));
+    assert_eq!(types(&root), ["cut", "start", "call"]);
+    assert!(call(&root, &["echo"]).status.success());
+    cut_reported(&root, "the log was emptied");
+
+    // Replaced by an older copy.
+    std::fs::write(&path, &older).unwrap();
+    call(&root, &["echo"]);
+    cut_reported(&root, "missing: the log ends at seq 4");
+
+    // With `[audit] required = true`, the call that finds a cut is refused.
+    root.write("usr/toolhost.toml", "[audit]\nrequired = true\n");
+    let log = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<&str> = log.lines().take(2).collect();
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let out = call(&root, &["echo", "--args", r#"{"text": "refused"}"#]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("refused"),
+        "the tool did not run"
+    );
+    assert!(
+        text(&out.stderr).contains("tool echo was not run: its audit record cannot be written"),
+        "{}",
+        text(&out.stderr)
+    );
+    cut_reported(&root, "are missing");
+    // The next call, with nothing more cut, runs.
+    assert!(call(&root, &["echo"]).status.success());
+}
+
+/// Sends `n` `tools/call` requests of `echo` at once to a `serve-mcp` over stdio, and waits
+/// for every answer.
+fn serve_mcp_calls(root: &TestRoot, n: u64) -> std::thread::JoinHandle<()> {
+    let mut child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args(["serve-mcp", "--no-watch"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve-mcp");
+    std::thread::spawn(move || {
+        let mut stdin = child.stdin.take().unwrap();
+        let mut requests = vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ];
+        for id in 1..=n {
+            requests.push(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": format!("call {id}")}}}));
+        }
+        let mut batch = String::new();
+        for request in requests {
+            batch.push_str(&format!("{request}\n"));
+        }
+        stdin.write_all(batch.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let mut answered = 0;
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if message["id"].as_u64().is_some_and(|id| id > 0) {
+                answered += 1;
+                if answered == n {
+                    break;
+                }
+            }
+        }
+        drop(stdin);
+        let _ = child.kill();
+        let _ = child.wait();
+    })
+}
+
+#[test]
+fn execution_ids_are_unique_across_processes_and_threads_every_start_has_one_call() {
+    const PROCESSES: u64 = 4;
+    const CALLS: u64 = 40;
+    let root = root();
+    let servers: Vec<_> = (0..PROCESSES)
+        .map(|_| serve_mcp_calls(&root, CALLS))
+        .collect();
+    for server in servers {
+        server.join().expect("a server's calls");
+    }
+    let mut starts = std::collections::BTreeMap::<String, usize>::new();
+    let mut calls = std::collections::BTreeMap::<String, usize>::new();
+    for record in records(&root) {
+        let id = record["execution_id"].as_str().unwrap_or("").to_owned();
+        match record["type"].as_str() {
+            Some("start") => *starts.entry(id).or_default() += 1,
+            Some("call") => *calls.entry(id).or_default() += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(starts.len() as u64, PROCESSES * CALLS, "distinct start ids");
+    assert!(starts.values().all(|&n| n == 1), "a start id repeated");
+    assert_eq!(starts, calls, "every start has exactly one call");
+}

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 use toolhost::package::archive::MAX_UNPACKED_BYTES;
-use toolhost::package::{install, signature, PackageLock, Policy, Verified};
+use toolhost::package::{
+    install, signature, Locked, PackageLock, Policy, Replace, Shown, Verified,
+};
 use toolhost::{Escaped, Layout};
 
 /// What `add` and `update` were asked.
@@ -22,6 +24,8 @@ pub(crate) struct AddOptions {
     /// `--ca FILE`: certificate authorities (PEM) trusted for https:// sources besides the
     /// system's.
     pub(crate) ca: Option<PathBuf>,
+    /// `--allow-downgrade` and `--new-signer`.
+    pub(crate) replace: Replace,
 }
 
 pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<ExitCode> {
@@ -67,14 +71,37 @@ pub(crate) fn update(root: &Path, name: Option<&str>, options: &AddOptions) -> R
 
 /// Shows, asks and installs.
 fn finish(layout: &Layout, verified: Verified, options: &AddOptions) -> Result<ExitCode> {
-    show(layout, &verified);
+    // `--locked` installs the version the lock names, whatever is installed.
+    let replace = Replace {
+        allow_downgrade: options.replace.allow_downgrade || options.locked,
+        ..options.replace
+    };
+    // Refused before anything is shown or asked; `install` checks again against the lock
+    // it writes.
+    let installed = install::installed(layout, &verified)?;
+    if let Some(installed) = &installed {
+        install::check_replace(installed, &verified, replace)?;
+    }
+    show(layout, &verified, installed.as_ref());
     if !options.yes {
         if !std::io::stdin().is_terminal() {
             crate::exit::usage!(
                 "not installed: pass --yes to install without a terminal to ask on"
             );
         }
-        print!("Install {}? [y/N] ", verified.manifest.label());
+        let question = match &installed {
+            Some(old) => format!(
+                "Install {} over {} {}{}? [y/N] ",
+                verified.manifest.label(),
+                verified.manifest.name,
+                old.version,
+                signer_change(old, &verified)
+                    .map(|change| format!(", {change}"))
+                    .unwrap_or_default()
+            ),
+            None => format!("Install {}? [y/N] ", verified.manifest.label()),
+        };
+        print!("{question}");
         std::io::stdout().flush()?;
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
@@ -85,19 +112,37 @@ fn finish(layout: &Layout, verified: Verified, options: &AddOptions) -> Result<E
     }
     let name = verified.manifest.name.clone();
     let label = verified.manifest.label();
-    let replaced = install::install(layout, verified)?;
+    let replaced = install::install(layout, verified, replace)?;
     match replaced {
-        Some(old) => println!("installed {label} into usr/plugins/{name}/ (replacing {old})"),
+        Some(old) => println!(
+            "installed {label} into usr/plugins/{name}/ (replacing {})",
+            old.version
+        ),
         None => println!("installed {label} into usr/plugins/{name}/"),
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// What is being installed: name, version, signer, source, what it adds and overrides, and the
-/// capabilities it asks for.
-fn show(layout: &Layout, verified: &Verified) {
+/// `key A is replaced by key B` when `verified` has another signer than the installed `old`.
+fn signer_change(old: &Locked, verified: &Verified) -> Option<String> {
+    let new = verified.signer.as_ref().map(|k| k.id.as_str());
+    match (old.signer.as_deref(), new) {
+        (Some(old), Some(new)) if old.eq_ignore_ascii_case(new) => None,
+        (None, None) => None,
+        (old, new) => Some(format!(
+            "its signer key {} replaced by {}",
+            old.unwrap_or("(none)"),
+            new.map_or("nobody (unsigned)".to_owned(), |k| format!("key {k}"))
+        )),
+    }
+}
+
+/// What is being installed: name, version, signer, source, what it replaces, every file it
+/// adds (libraries, prompts, extensions, skills; and what each overrides), and the
+/// capabilities it asks for. Text from the package is shown escaped ([`Shown`]).
+fn show(layout: &Layout, verified: &Verified, installed: Option<&Locked>) {
     let m = &verified.manifest;
-    println!("package      {} — {}", m.label(), m.description);
+    println!("package      {} — {}", m.label(), Shown(&m.description));
     match &verified.signer {
         Some(key) => println!("signed by    {} (trusted)", key.id),
         None if verified.source.starts_with("path+") || verified.source.starts_with("git+") => {
@@ -105,20 +150,56 @@ fn show(layout: &Layout, verified: &Verified) {
         }
         None => println!("signed by    nobody (unsigned; allowed by require_signature = false)"),
     }
-    println!("source       {}", verified.source);
-    for place in &verified.libraries {
-        let note = match standing(layout, place, &m.name) {
-            Some((layer, true)) => {
-                format!("  (shadowed by the one in {layer}, which keeps serving)")
-            }
-            Some((layer, false)) => format!("  (overrides the one in {layer})"),
-            None => String::new(),
-        };
-        println!("adds         {place}{note}");
+    println!("source       {}", Shown(&verified.source));
+    if let Some(old) = installed {
+        println!(
+            "replaces     {} {} (signed by {}, from {})",
+            m.name,
+            Shown(&old.version),
+            old.signer.as_deref().unwrap_or("nobody"),
+            Shown(&old.source)
+        );
+        if let Some(change) = signer_change(old, verified) {
+            let why = match verified.signer_named {
+                true => "[packages.signers] names the new key for this source",
+                false => "--new-signer",
+            };
+            println!("NEW SIGNER   {change} ({why})");
+        }
+        if old.source != verified.source {
+            println!(
+                "NEW SOURCE   {} (was {})",
+                Shown(&verified.source),
+                Shown(&old.source)
+            );
+        }
+    }
+    for place in verified.files.keys() {
+        if place == toolhost::package::MANIFEST_FILE_NAME {
+            continue;
+        }
+        let (kind, replaces) = kind_of(place);
+        let mut notes = vec![kind.to_owned()];
+        if let Some(what) = replaces {
+            notes.push(what);
+        }
+        match standing(layout, place, &m.name) {
+            Some((layer, true)) => notes.push(format!(
+                "shadowed by the one in {layer}, which keeps serving"
+            )),
+            Some((layer, false)) => notes.push(format!("overrides the one in {layer}")),
+            None => {}
+        }
+        println!("adds         {}  ({})", Shown(place), notes.join("; "));
     }
     let capabilities = match m.capabilities.is_empty() {
         true => "none".to_owned(),
-        false => m.capabilities.join(", "),
+        false => m
+            .capabilities
+            .iter()
+            .map(|c| Shown(c).to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
     };
     println!("capabilities {capabilities} (granted in your configuration, not by the package)");
     if !m.secrets.is_empty() {
@@ -128,6 +209,44 @@ fn show(layout: &Layout, verified: &Verified) {
             "secrets      {} (its tools receive these secrets of usr/secrets.env once installed)",
             m.secrets.join(", ")
         );
+    }
+}
+
+/// What the file at `place` in a plugin folder is (`library`, `prompt`, `extension`,
+/// `skill`, `file`), and, for a prompt that is not a tool's fragment, what of the agent it
+/// replaces: `agent.system.main.md` is the core system prompt.
+fn kind_of(place: &str) -> (&'static str, Option<String>) {
+    // `agents/<P>/...` is the same file for profile P.
+    let (profile, rest) = match place.strip_prefix("agents/") {
+        Some(rest) => match rest.split_once('/') {
+            Some((profile, rest)) => (Some(profile), rest),
+            None => (None, place),
+        },
+        None => (None, place),
+    };
+    let library = [".so", ".dylib", ".dll"]
+        .iter()
+        .any(|ext| rest.ends_with(ext));
+    let first = rest.split('/').next().unwrap_or("");
+    match first {
+        "tools" if library => ("library: a tool", None),
+        "extensions" if library => ("library: an extension", None),
+        _ if library => ("library", None),
+        "extensions" => ("extension", None),
+        "skills" => ("skill", None),
+        "prompts" => {
+            let file = rest.rsplit('/').next().unwrap_or(rest);
+            let whose = profile.map_or(String::new(), |p| format!(" of profile {p}"));
+            let replaces = match file {
+                f if f.starts_with("agent.system.tool.") => None,
+                "agent.system.main.md" => Some(format!(
+                    "REPLACES THE CORE SYSTEM PROMPT{whose} (agent.system.main.md)"
+                )),
+                f => Some(format!("replaces the agent's prompt {f}{whose}")),
+            };
+            ("prompt", replaces)
+        }
+        _ => ("file", None),
     }
 }
 
@@ -257,7 +376,8 @@ fn from_source(
     }
     let out = scratch(layout, "build")?;
     let result = (|| {
-        let packed = crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false, &[])?;
+        let packed =
+            crate::pack::build_and_pack(dir, &out, &options.cargo_profile, false, &[], None)?;
         let built_here = Policy {
             require_signature: false,
             signers: Vec::new(),
@@ -292,13 +412,11 @@ fn download(url: &str, dir: &Path, ca: Option<&Path>) -> Result<PathBuf> {
             builder = builder.tls_certs_merge(authorities(ca)?);
         }
         let client = builder.build()?;
-        let bytes = get(&client, url)
-            .await?
-            .with_context(|| format!("{url}: not found (404)"))?;
-        std::fs::write(&file, bytes)?;
-        if let Some(signature) = get(&client, &format!("{url}.minisig")).await? {
-            std::fs::write(signature::signature_path(&file), signature)?;
+        if !get(&client, url, &file, MAX_UNPACKED_BYTES).await? {
+            bail!("{url}: not found (404)");
         }
+        let signature = signature::signature_path(&file);
+        get(&client, &format!("{url}.minisig"), &signature, 64 << 10).await?;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(file)
@@ -316,8 +434,9 @@ fn authorities(ca: &Path) -> Result<Vec<reqwest::Certificate>> {
     }
 }
 
-/// The body of `url`, at most the largest package; `None` for a 404.
-async fn get(client: &reqwest::Client, url: &str) -> Result<Option<Vec<u8>>> {
+/// Streams the body of `url` into the file `to` (never held in memory), at most `limit`
+/// bytes; `false` for a 404 (nothing written).
+async fn get(client: &reqwest::Client, url: &str, to: &Path, limit: u64) -> Result<bool> {
     let mut response = match client.get(url).send().await {
         Ok(response) => response,
         Err(e) => match certificate_refused(&e) {
@@ -328,26 +447,30 @@ async fn get(client: &reqwest::Client, url: &str) -> Result<Option<Vec<u8>>> {
         },
     };
     if response.status() == reqwest::StatusCode::NOT_FOUND {
-        return Ok(None);
+        return Ok(false);
     }
     if !response.status().is_success() {
         bail!("cannot download {url}: HTTP {}", response.status());
     }
-    let mut body = Vec::new();
+    let mut file =
+        std::fs::File::create(to).with_context(|| format!("cannot write {}", Escaped(to)))?;
+    let mut written = 0u64;
     while let Some(chunk) = response
         .chunk()
         .await
         .with_context(|| format!("cannot download {url}"))?
     {
-        body.extend_from_slice(&chunk);
-        if body.len() as u64 > MAX_UNPACKED_BYTES {
+        written += chunk.len() as u64;
+        if written > limit {
             bail!(
-                "{url}: larger than {} MiB: not a package",
-                MAX_UNPACKED_BYTES >> 20
+                "{url}: larger than {} KiB: not a package; nothing was installed",
+                limit >> 10
             );
         }
+        file.write_all(&chunk)
+            .with_context(|| format!("cannot write {}", Escaped(to)))?;
     }
-    Ok(Some(body))
+    Ok(true)
 }
 
 /// Why the server's certificate was refused, if that is why `e` failed: a rustls error in its

@@ -69,7 +69,25 @@ pub(crate) fn verify(
             report.unfinished.len() - MAX_LISTED
         );
     }
+    for cut in &report.cuts {
+        println!(
+            "cut: {} seq {} ({}): {}",
+            relative(root, &dir.join(&cut.file)),
+            cut.seq,
+            utc(cut.time_ms),
+            clean(&cut.reason)
+        );
+    }
     match report.broken {
+        None if !report.cuts.is_empty() => {
+            let n = report.cuts.len();
+            println!(
+                "audit: {} records; the chain links, but records were lost: {n} cut{} recorded (listed above; a cut stays reported)",
+                report.records,
+                plural_of(n as u64)
+            );
+            Ok(ExitCode::FAILURE)
+        }
         None => {
             let plural = if report.records == 1 { "" } else { "s" };
             let signed = match (report.key_checked, report.signed) {
@@ -216,6 +234,10 @@ fn describe(entry: &AuditEntry) -> String {
                 d.members.join(", ")
             );
             format!("{time}  #{seq:<6} definition {}", clean(&line))
+        }
+        AuditRecord::Cut(c) => {
+            let line = format!("records lost: {} (found by process {})", c.reason, c.pid);
+            format!("{time}  #{seq:<6} cut       {}", clean(&line))
         }
     }
 }

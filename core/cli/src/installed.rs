@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::json;
-use toolhost::package::{install, PackageLock};
+use toolhost::package::{install, PackageLock, Shown};
 use toolhost::Layout;
 
 pub(crate) fn installed(root: &Path, json: bool) -> Result<ExitCode> {
@@ -44,7 +44,8 @@ pub(crate) fn installed(root: &Path, json: bool) -> Result<ExitCode> {
         let signer = p.signer.as_deref().unwrap_or("unsigned");
         println!(
             "{name} {}  signed by {signer}  from {}",
-            p.version, p.source
+            Shown(&p.version),
+            Shown(&p.source)
         );
         for file in provides(&p.files) {
             println!("  {file}");

@@ -256,6 +256,11 @@ enum Command {
         /// out before it stops listening. At least the balancer's time to see a failed check.
         #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_DRAIN.as_secs_f64(), value_parser = seconds, requires = "http")]
         drain_seconds: f64,
+        /// Before serving, check each installed package against what it carries: its
+        /// manifest's signature (by the key usr/packages.lock names, a trusted one) and every
+        /// file's SHA-256; refuse to start otherwise. An MCP Bundle's server starts with it.
+        #[arg(long)]
+        verify_packages: bool,
         /// Also take the secret NAME from the environment variable NAME, over usr/secrets.env
         /// (an MCP client's configuration sets it: an .mcpb's user_config). Repeatable.
         #[arg(long, value_name = "NAME")]
@@ -353,6 +358,14 @@ enum Command {
         /// (a private CA), besides the system's.
         #[arg(long, value_name = "FILE")]
         ca: Option<PathBuf>,
+        /// Install a version older than, or the same as, the installed one (the refusal
+        /// names both).
+        #[arg(long)]
+        allow_downgrade: bool,
+        /// Accept a signer other than the key the installed version was signed by (pinned
+        /// at its first install).
+        #[arg(long)]
+        new_signer: bool,
     },
     /// Install the newer version of installed packages (all, or NAME) from the sources they
     /// came from, with the same checks; the old version serves until the new one is in place.
@@ -363,6 +376,14 @@ enum Command {
         /// PEM file (a private CA), besides the system's.
         #[arg(long, value_name = "FILE")]
         ca: Option<PathBuf>,
+        /// Install a version older than, or the same as, the installed one (the refusal
+        /// names both).
+        #[arg(long)]
+        allow_downgrade: bool,
+        /// Accept a signer other than the key the installed version was signed by (pinned
+        /// at its first install).
+        #[arg(long)]
+        new_signer: bool,
     },
     /// Remove an installed package from usr/plugins/ and usr/packages.lock.
     Remove {
@@ -507,6 +528,12 @@ enum TrustCommand {
     },
     /// The trusted keys.
     List,
+    /// Stop trusting a key (its id, as `trust list` shows it, or its .pub file): packages it
+    /// signed no longer load until signed by a trusted key and added again, or removed.
+    Remove {
+        /// The key id or public key file.
+        key: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -707,8 +734,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             no_watch,
             grace_seconds,
             drain_seconds,
+            verify_packages,
             secret_env,
         } => {
+            if verify_packages {
+                serve_mcp::verify_packages(&root)?;
+            }
             for name in &secret_env {
                 if let Err(why) = toolhost::package::manifest::check_secret_name(name) {
                     exit::usage!("--secret-env {why}");
@@ -835,6 +866,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trust { command } => match command {
             TrustCommand::Add { key } => trust::add(&root, &key),
             TrustCommand::List => trust::list(&root),
+            TrustCommand::Remove { key } => trust::remove(&root, &key),
         },
         Command::Add {
             source,
@@ -844,6 +876,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cargo_profile,
             locked,
             ca,
+            allow_downgrade,
+            new_signer,
         } => {
             let source = match (source, path, git) {
                 (Some(source), _, _) => source,
@@ -857,11 +891,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 (None, None, None) => exit::usage!("add needs SOURCE, --path DIR or --git URL"),
             };
-            let options = add_options(&root, yes, locked, cargo_profile, ca)?;
+            let replace = toolhost::package::Replace {
+                allow_downgrade,
+                new_signer,
+            };
+            let options = add_options(&root, yes, locked, cargo_profile, ca, replace)?;
             add::add(&root, &source, &options)
         }
-        Command::Update { name, ca } => {
-            let options = add_options(&root, yes, false, "release".to_owned(), ca)?;
+        Command::Update {
+            name,
+            ca,
+            allow_downgrade,
+            new_signer,
+        } => {
+            let replace = toolhost::package::Replace {
+                allow_downgrade,
+                new_signer,
+            };
+            let options = add_options(&root, yes, false, "release".to_owned(), ca, replace)?;
             add::update(&root, name.as_deref(), &options)
         }
         Command::Remove { name } => remove::remove(&root, &name),
@@ -887,6 +934,7 @@ fn add_options(
     locked: bool,
     cargo_profile: String,
     ca: Option<PathBuf>,
+    replace: toolhost::package::Replace,
 ) -> Result<add::AddOptions> {
     let layout = toolhost::Layout::new(root);
     let config =
@@ -901,6 +949,7 @@ fn add_options(
         policy,
         cargo_profile,
         ca,
+        replace,
     })
 }
 

@@ -35,6 +35,7 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
         options.cargo_profile,
         options.mcpb,
         options.targets,
+        options.sign,
     )?;
     println!(
         "packed {} ({} for {})",
@@ -43,8 +44,12 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
         packed.manifest.triples().join(", ")
     );
     if let Some(bundle) = &packed.bundle {
+        let signed = match options.sign {
+            Some(_) => "; its manifest signed, verified by the bundled host at start",
+            None => "; unsigned",
+        };
         println!(
-            "bundled {} (an MCP Bundle serving it with toolhost serve-mcp)",
+            "bundled {} (an MCP Bundle serving it with toolhost serve-mcp, isolated and sandboxed{signed})",
             Escaped(bundle)
         );
     }
@@ -56,13 +61,15 @@ pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
 }
 
 /// Builds the crates of the plugin folder `folder` with cargo (`--profile PROFILE`) for each of
-/// `targets` (empty: this host) and packs it into `out` (with an MCP Bundle if `mcpb`).
+/// `targets` (empty: this host) and packs it into `out` (with an MCP Bundle if `mcpb`, its
+/// manifest signed with `sign`).
 pub(crate) fn build_and_pack(
     folder: &Path,
     out: &Path,
     cargo_profile: &str,
     mcpb: bool,
     targets: &[String],
+    sign: Option<&Path>,
 ) -> Result<pack::Packed> {
     let host = toolhost::package::host_target();
     let mut triples: Vec<String> = targets.to_vec();
@@ -105,6 +112,7 @@ pub(crate) fn build_and_pack(
             out,
             describe: &describe,
             mcpb_binary: mcpb.then_some(binary.as_path()),
+            bundle_key: sign.filter(|_| mcpb).map(|key| (key, None)),
         },
     )?)
 }

@@ -117,3 +117,25 @@ async fn serve_http(
         .await
         .context("serving MCP over HTTP")
 }
+
+/// `serve-mcp --verify-packages`: every installed package checked against its signature and
+/// hashes before anything is served (said on standard error, which an MCP client logs).
+pub(crate) fn verify_packages(root: &std::path::Path) -> anyhow::Result<()> {
+    use toolhost::package::{install, PackageLock};
+    let layout = toolhost::Layout::new(root);
+    let lock = PackageLock::read(&install::packages_lock_file(&layout))?;
+    for (name, locked) in &lock.packages {
+        let signer = install::verify_installed(&layout, name, locked)?;
+        match signer {
+            Some(key) => eprintln!(
+                "verified package {name} {}: signed by key {}, every file as signed",
+                locked.version, key.id
+            ),
+            None => eprintln!(
+                "verified package {name} {}: unsigned, every file as its manifest lists",
+                locked.version
+            ),
+        }
+    }
+    Ok(())
+}

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use toolhost::package::{install, signature};
+use toolhost::package::{install, signature, PackageLock};
 use toolhost::{Escaped, Layout};
 
 pub(crate) fn add(root: &Path, key: &Path) -> Result<ExitCode> {
@@ -26,6 +26,28 @@ pub(crate) fn list(root: &Path) -> Result<ExitCode> {
     }
     for key in keys {
         println!("{}  {}", key.id, key.base64);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost trust remove KEY`: the key's file goes from usr/trusted-keys/; the packages it
+/// signed are named, since they no longer load.
+pub(crate) fn remove(root: &Path, key: &str) -> Result<ExitCode> {
+    let layout = Layout::new(root);
+    let id = signature::untrust(&install::trusted_keys_dir(&layout), key)?;
+    println!("removed key {id} from usr/trusted-keys/");
+    let lock = PackageLock::read(&install::packages_lock_file(&layout))?;
+    for (name, locked) in &lock.packages {
+        if locked
+            .signer
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case(&id))
+        {
+            println!(
+                "package {name} {} is signed by key {id}: it no longer loads until it is signed by a trusted key and added again (`toolhost add`), or removed (`toolhost remove {name}`)",
+                locked.version
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

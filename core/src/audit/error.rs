@@ -17,16 +17,21 @@ pub enum AuditErrorKind {
     Encode,
     /// The key named in the configuration is missing or too short.
     Key,
+    /// The log was behind its head (records deleted, the file emptied or replaced by an older
+    /// copy): a `cut` record was written, then the record asked for. With `[audit] required
+    /// = true` the call is refused.
+    Cut,
 }
 
 impl AuditErrorKind {
-    /// `io`, `corrupt`, `encode` or `key`.
+    /// `io`, `corrupt`, `encode`, `key` or `cut`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Io => "io",
             Self::Corrupt => "corrupt",
             Self::Encode => "encode",
             Self::Key => "key",
+            Self::Cut => "cut",
         }
     }
 }

@@ -187,6 +187,13 @@ pub(crate) fn read_head(dir: &Path) -> Result<Option<Head>, String> {
         .map_err(|e| format!("{HEAD_FILE} is not a head: {e}"))
 }
 
+/// The head in `dir` as the writer holding the log's exclusive lock reads it (no shared lock:
+/// that would wait on the writer's own): `None` when there is none or it is not a head.
+pub(crate) fn read_head_locked(dir: &Path) -> Option<Head> {
+    let read = read_capped(&dir.join(HEAD_FILE), 4096, "a 4 KiB limit").ok()?;
+    serde_json::from_slice(&read.bytes).ok()
+}
+
 /// The log's shared lock, if it is a regular file that can be locked within
 /// [`READ_LOCK_PATIENCE`]; unlocked when the file is dropped.
 fn shared_lock(log: &Path) -> Option<File> {

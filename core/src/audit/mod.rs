@@ -58,13 +58,14 @@ pub use key::{AuditKey, MIN_KEY_BYTES};
 pub use lines::MAX_LINE_BYTES;
 pub use record::{
     ApprovalDecision, ApprovalRecord, Attempt, AuditRecord, BreakerRecord, BreakerState,
-    CallRecord, Decision, DefinitionEvent, DefinitionRecord, SamplingRecord, SegmentRecord,
-    StartRecord, UnfinishedRecord,
+    CallRecord, CutRecord, Decision, DefinitionEvent, DefinitionRecord, SamplingRecord,
+    SegmentRecord, StartRecord, UnfinishedRecord,
 };
 pub use tail::{tail, AuditEntry, TailLine};
 pub use unfinished::LOOK_BACK_BYTES;
 pub use verify::{
-    verify, verify_with, Broken, BrokenKind, Quarantined, Unfinished, VerifyOptions, VerifyReport,
+    verify, verify_with, Broken, BrokenKind, CutFound, Quarantined, Unfinished, VerifyOptions,
+    VerifyReport,
 };
 pub(crate) use writer::now_ms;
 pub use writer::{Audit, AuditOptions};

@@ -35,11 +35,15 @@ pub enum AuditRecord {
     /// An MCP server's tool definition changed since it was approved, or the user approved
     /// the change (`usr/mcp-tools.lock`).
     Definition(DefinitionRecord),
+    /// A writer found the log behind its head (records deleted from its end, the file emptied
+    /// or replaced by an older copy) and recorded it before appending: the chain goes on
+    /// from what is left, and `verify` reports this record on every later run.
+    Cut(CutRecord),
 }
 
 impl AuditRecord {
-    /// `call`, `approval`, `breaker`, `start`, `unfinished`, `segment`, `sampling` or
-    /// `definition`.
+    /// `call`, `approval`, `breaker`, `start`, `unfinished`, `segment`, `sampling`,
+    /// `definition` or `cut`.
     pub const fn type_name(&self) -> &'static str {
         match self {
             Self::Call(_) => "call",
@@ -50,6 +54,7 @@ impl AuditRecord {
             Self::Segment(_) => "segment",
             Self::Sampling(_) => "sampling",
             Self::Definition(_) => "definition",
+            Self::Cut(_) => "cut",
         }
     }
 }
@@ -152,6 +157,22 @@ pub struct SegmentRecord {
     /// What was wrong with it: `cut off (no newline at its end)`, `longer than 1048576 bytes`
     /// or `not a record line`.
     pub reason: String,
+}
+
+/// Records lost from the log, found by a writer before it appended ([`AuditRecord::Cut`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CutRecord {
+    /// The `seq` the head file said the chain had reached.
+    pub head_seq: u64,
+    /// The hash the head file gave for that record.
+    pub head_hash: String,
+    /// The `seq` of the last record the log still held (0: it was empty).
+    pub found_seq: u64,
+    /// What was found: `records 69 to 71 were deleted from the end`, `the log was emptied`,
+    /// `the log was replaced by another copy`.
+    pub reason: String,
+    /// The process that found it.
+    pub pid: u32,
 }
 
 /// One attempt of a call.

@@ -715,3 +715,56 @@ fn the_head_is_rewritten_in_place_and_a_reader_never_sees_half_of_one() {
     assert_eq!(inode(&head), first, "rewritten in place, not replaced");
     assert!(verify(audit.path()).unwrap().broken.is_none());
 }
+
+/// A writer that finds the log behind its head (cut, emptied, an older copy) appends a `cut`
+/// record before its own, reports it once, and `verify` lists it on every later run.
+#[test]
+fn a_writer_records_a_cut_it_finds_and_verify_reports_it_ever_after() {
+    let (dir, path) = log(10);
+    let older = std::fs::read(&path).unwrap();
+    {
+        let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+        audit.append(&call(11)).unwrap();
+    }
+    let mut all = lines(&path);
+    all.truncate(8);
+    write_lines(&path, &all);
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    let e = audit.append(&call(12)).unwrap_err();
+    assert_eq!(e.kind, AuditErrorKind::Cut, "{e}");
+    assert!(e.to_string().contains("records 9 to 11 are missing"), "{e}");
+    // Reported once; the next append is plain.
+    audit.append(&call(13)).unwrap();
+    let report = verify(&path).unwrap();
+    assert_eq!(report.broken, None);
+    assert!(!report.is_intact());
+    assert_eq!(report.cuts.len(), 1);
+    assert_eq!(report.cuts[0].seq, 9);
+    drop(audit);
+
+    // Emptied, then an older copy: each is a cut of its own.
+    std::fs::write(&path, b"").unwrap();
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    assert_eq!(
+        audit.append(&call(14)).unwrap_err().kind,
+        AuditErrorKind::Cut
+    );
+    drop(audit);
+    let report = verify(&path).unwrap();
+    assert!(
+        report.cuts[0].reason.starts_with("the log was emptied"),
+        "{report:?}"
+    );
+    std::fs::write(&path, &older).unwrap();
+    let audit = Audit::open(dir.path(), AuditOptions::default()).unwrap();
+    assert_eq!(
+        audit.append(&call(15)).unwrap_err().kind,
+        AuditErrorKind::Cut
+    );
+    let report = verify(&path).unwrap();
+    assert_eq!(report.cuts.len(), 1, "{report:?}");
+    assert!(
+        report.cuts[0].reason.contains("replaced by another copy"),
+        "{report:?}"
+    );
+}

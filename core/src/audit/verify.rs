@@ -41,6 +41,9 @@ pub struct VerifyReport {
     pub quarantined: Vec<Quarantined>,
     /// Calls that started and never finished.
     pub unfinished: Vec<Unfinished>,
+    /// The `cut` records: each time a writer found records missing from the log (deleted
+    /// from its end, the file emptied or replaced by an older copy) before it appended.
+    pub cuts: Vec<CutFound>,
     /// Records that carry a MAC.
     pub signed: u64,
     /// Whether the MACs were checked (a key was given).
@@ -48,11 +51,25 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
-    /// Whether every line is a good record, chained to the one before, and the chain ends
-    /// where the head says.
+    /// Whether every line is a good record, chained to the one before, the chain ends where
+    /// the head says, and no writer ever found records missing ([`cuts`](Self::cuts) is
+    /// empty: a cut, once recorded, is reported on every later run).
     pub fn is_intact(&self) -> bool {
-        self.broken.is_none()
+        self.broken.is_none() && self.cuts.is_empty()
     }
+}
+
+/// A `cut` record found in the log ([`crate::audit::CutRecord`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutFound {
+    /// The file it is in (`audit.jsonl`).
+    pub file: String,
+    /// The `seq` of the cut record.
+    pub seq: u64,
+    /// When it was written, Unix milliseconds.
+    pub time_ms: u64,
+    /// What its writer found.
+    pub reason: String,
 }
 
 /// A damaged tail kept aside: the end of a sealed segment.
@@ -200,12 +217,15 @@ pub fn verify_with(path: &Path, options: &VerifyOptions) -> Result<VerifyReport,
         starts: Starts::default(),
         quarantined: Vec::new(),
         damaged: None,
+        cuts: Vec::new(),
+        current: String::new(),
         head_matched: false,
         anchor_matched: false,
     };
     let count = files.len();
     for (i, name) in files.iter().enumerate() {
         let sealed = i + 1 < count;
+        walk.current = name.clone();
         if let Some(broken) = walk.segment(&dir.join(name), name, i > 0, sealed)? {
             return Ok(walk.report(Some(broken), head.ok().flatten()));
         }
@@ -228,6 +248,10 @@ struct Walk<'a> {
     quarantined: Vec<Quarantined>,
     /// The sealed segment before, if it ended in a damaged tail: its name and good bytes.
     damaged: Option<(String, u64)>,
+    /// The `cut` records so far.
+    cuts: Vec<CutFound>,
+    /// The file being read.
+    current: String,
     head_matched: bool,
     anchor_matched: bool,
 }
@@ -378,6 +402,14 @@ impl Walk<'_> {
             }
         }
         self.starts.see(line);
+        if let Some(cut) = cut_of(line) {
+            self.cuts.push(CutFound {
+                file: self.current.clone(),
+                seq: header.seq,
+                time_ms: header.time_ms,
+                reason: cut,
+            });
+        }
         self.last = next;
         self.records += 1;
         Ok(())
@@ -526,10 +558,27 @@ impl Walk<'_> {
                     noted: open.noted,
                 })
                 .collect(),
+            cuts: self.cuts,
             signed: self.signed,
             key_checked: self.options.key.is_some(),
         }
     }
+}
+
+/// The reason of a `cut` record, if `line` is one.
+fn cut_of(line: &[u8]) -> Option<String> {
+    const MARK: &[u8] = b"\"type\":\"cut\"";
+    if !line.windows(MARK.len()).any(|w| w == MARK) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Cut {
+        #[serde(rename = "type")]
+        kind: String,
+        reason: String,
+    }
+    let cut: Cut = serde_json::from_slice(line).ok()?;
+    (cut.kind == "cut").then_some(cut.reason)
 }
 
 /// Checks one complete line against the link before it; returns its header.

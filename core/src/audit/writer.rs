@@ -19,11 +19,11 @@ use serde::Serialize;
 
 use super::apart::{store_apart, MAX_INLINE_BYTES};
 use super::chain::{self, Link};
-use super::head::{write_head, HeadFile};
+use super::head::{read_head_locked, write_head, HeadFile};
 use super::key::AuditKey;
 use super::segment::{self, Damage};
 use super::unfinished::{open_starts, process_ended};
-use super::{AuditError, AuditErrorKind, AuditRecord, UnfinishedRecord, FILE_NAME};
+use super::{AuditError, AuditErrorKind, AuditRecord, CutRecord, UnfinishedRecord, FILE_NAME};
 
 use crate::layout::not_regular;
 use crate::sync::lock;
@@ -76,6 +76,9 @@ struct State {
     /// Reused buffers: the record's JSON, the line.
     body: Vec<u8>,
     line: Vec<u8>,
+    /// A cut this writer found and recorded (its reason), not yet reported to a caller: the
+    /// next append returns it as an error once its record is written.
+    cut: Option<String>,
 }
 
 /// Times an append opens the log again (a new segment begun by another writer, or by this one)
@@ -97,6 +100,7 @@ impl Audit {
             head: HeadFile::default(),
             body: Vec::with_capacity(1024),
             line: Vec::with_capacity(1280),
+            cut: None,
         };
         let audit = Self {
             path,
@@ -107,6 +111,9 @@ impl Audit {
             let len = state.catch_up(audit)?;
             open_starts(&state.file, len).map_err(|e| AuditError::io(&audit.path, "read it", e))
         })?;
+        // A cut found while opening is reported by the first append of a caller, not by
+        // the notes below.
+        let cut = lock(&audit.state).cut.take();
         for start in open.into_iter().filter(|s| process_ended(s.pid)) {
             let reason = format!("its process {} has ended", start.pid);
             tracing::warn!(
@@ -122,6 +129,9 @@ impl Audit {
                 tool: start.tool,
                 reason,
             }))?;
+        }
+        if cut.is_some() {
+            lock(&audit.state).cut = cut;
         }
         Ok(audit)
     }
@@ -159,7 +169,19 @@ impl Audit {
         }
         // Still holding the state: another thread's record must not replace this one in
         // `body` before it is written (it did: one record written twice, another lost).
-        self.with_log_locked(state, |audit, state| state.append_locked(audit))
+        self.with_log_locked(state, |audit, state| {
+            state.append_locked(audit)?;
+            match state.cut.take() {
+                None => Ok(()),
+                Some(reason) => Err(AuditError::new(
+                    AuditErrorKind::Cut,
+                    &audit.path,
+                    format!(
+                        "{reason}; a `cut` record says so (`toolhost audit verify` reports it), and this record was appended after it"
+                    ),
+                )),
+            }
+        })
     }
 
     /// Runs `f` holding the exclusive lock of the file named `audit.jsonl` now: opens it again
@@ -266,6 +288,7 @@ impl State {
             Ok(link) => {
                 self.last = link;
                 self.known_len = Some(len);
+                self.check_head(audit)?;
                 Ok(None)
             }
             Err(damage) => Ok(Some((len, damage))),
@@ -282,6 +305,65 @@ impl State {
                 "its length is not known after a failed look",
             )),
         }
+    }
+
+    /// Compares the log's end (just read) with its head: when the head names a later record
+    /// (records deleted from the end, the file emptied or replaced by an older copy) or
+    /// another record at the same `seq` (replaced), appends a [`CutRecord`] that continues
+    /// the chain from what is left, and notes the cut for the caller. The head is read only
+    /// when the log changed since this writer's last look.
+    fn check_head(&mut self, audit: &Audit) -> Result<(), AuditError> {
+        let Some(head) = read_head_locked(audit.dir()) else {
+            return Ok(());
+        };
+        let found = self.last.seq;
+        let reason = match head.seq {
+            seq if seq > found && found == 0 => format!(
+                "the log was emptied: its head ({}) says the chain had reached seq {seq}",
+                super::HEAD_FILE
+            ),
+            seq if seq > found => format!(
+                "{} missing: the log ends at seq {found} and its head says seq {seq} (deleted from the end, or the log replaced by an older copy)",
+                match seq - found {
+                    1 => format!("record {seq} is"),
+                    _ => format!("records {} to {seq} are", found + 1),
+                }
+            ),
+            seq if seq == found && head.hash != self.last.hash_str() => format!(
+                "the record at seq {seq} is not the one its head names: the log was replaced by another copy"
+            ),
+            // Each append rewrites the head under the log's lock, so the head lags the log by
+            // one record at most (a writer that died between the two).
+            seq if seq + 1 < found => format!(
+                "the log ends at seq {found} and its head says seq {seq}: the log was replaced by another copy"
+            ),
+            _ => return Ok(()),
+        };
+        tracing::error!(
+            "audit log {}: {reason}; recorded as a `cut` record",
+            crate::layout::Escaped(&audit.path)
+        );
+        let record = AuditRecord::Cut(CutRecord {
+            head_seq: head.seq,
+            head_hash: head.hash,
+            found_seq: found,
+            reason: reason.clone(),
+            pid: std::process::id(),
+        });
+        let mut body = Vec::with_capacity(512);
+        serde_json::to_writer(&mut body, &record).map_err(|e| {
+            AuditError::new(
+                AuditErrorKind::Encode,
+                &audit.path,
+                format!("cannot encode a record: {e}"),
+            )
+        })?;
+        std::mem::swap(&mut self.body, &mut body);
+        let written = self.append_locked(audit);
+        std::mem::swap(&mut self.body, &mut body);
+        written?;
+        self.cut = Some(reason);
+        Ok(())
     }
 
     fn append_locked(&mut self, audit: &Audit) -> Result<(), AuditError> {

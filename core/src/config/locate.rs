@@ -56,6 +56,21 @@ pub(super) fn schema_error(
             table,
             key,
             is_table,
+        }) if !message.starts_with("unknown field") => {
+            // A key the schema knows the place of but refuses itself (a source prefix of
+            // `[packages.signers]` that can never match): its own reason.
+            let place = match table.is_empty() {
+                true => String::new(),
+                false => format!("{} ", table_name(&table)),
+            };
+            let _ = is_table;
+            let text = format!("{place}`{}`: {message}", clean(&key));
+            (ConfigErrorKind::InvalidValue, text)
+        }
+        Some(Found::Key {
+            table,
+            key,
+            is_table,
         }) => {
             let expected = expected_keys(&message);
             let what = if is_table { "table" } else { "key" };

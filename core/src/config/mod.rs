@@ -208,7 +208,12 @@ impl Config {
             .signers
             .iter()
             .flatten()
-            .map(|(prefix, ids)| (prefix.clone(), ids.clone()))
+            .map(|(prefix, ids)| {
+                (
+                    prefix.0.clone(),
+                    ids.iter().map(|id| id.0.clone()).collect(),
+                )
+            })
             .collect()
     }
 

@@ -153,9 +153,72 @@ pub(super) struct Packages {
     /// package.
     pub only_installed: Option<bool>,
     /// `[packages.signers]`: source prefix -> the key ids allowed to sign packages from it.
-    pub signers: Option<BTreeMap<String, Vec<String>>>,
+    pub signers: Option<BTreeMap<SignerPattern, Vec<KeyId>>>,
     /// `isolate = false`: installed packages run where `isolate` says, not isolated by default.
     pub isolate: Option<bool>,
+}
+
+/// A source prefix of `[packages.signers]`, checked to be one a source can start with: a
+/// source, as the lock records it, is an `https://`/`http://` URL, an absolute path,
+/// `path+/DIR` or `git+URL`, never with a `.` or `..` part; a prefix that cannot match
+/// would leave the rule silently unused (and every trusted key allowed).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct SignerPattern(pub String);
+
+impl<'de> Deserialize<'de> for SignerPattern {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let pattern = String::deserialize(deserializer)?;
+        check_signer_pattern(&pattern).map_err(de::Error::custom)?;
+        Ok(Self(pattern))
+    }
+}
+
+/// Why `pattern` can never be the start of a package's source, if it cannot.
+pub(crate) fn check_signer_pattern(pattern: &str) -> Result<(), String> {
+    let rest = ["https://", "http://", "git+", "path+"]
+        .iter()
+        .find_map(|scheme| pattern.strip_prefix(scheme));
+    let absolute = std::path::Path::new(pattern).is_absolute() || pattern.starts_with('/');
+    let cannot = match rest {
+        _ if pattern.is_empty() => Some("it is empty"),
+        None if !absolute => {
+            Some("a source is an https:// or http:// URL, an absolute path, path+DIR or git+URL")
+        }
+        _ if pattern.chars().any(char::is_control) => Some("it has a control character"),
+        _ => {
+            let path = rest.unwrap_or(pattern);
+            // A last part may be a partial name (`https://example.com/pkg-`): only whole
+            // `.`/`..` parts before it, or as it, cannot match.
+            path.split(['/', '\\'])
+                .any(|part| part == ".." || part == ".")
+                .then_some(
+                    "sources are written without `.` or `..` parts (URLs and paths are resolved)",
+                )
+        }
+    };
+    match cannot {
+        Some(why) => Err(format!(
+            "the source prefix {pattern:?} can never match a package's source ({why}): write it as `toolhost installed` shows sources"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A key id in `[packages.signers]`: 16 hex digits, as `toolhost trust list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct KeyId(pub String);
+
+impl<'de> Deserialize<'de> for KeyId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = String::deserialize(deserializer)?;
+        // A key id as minisign prints it (`package::signature::is_key_id`, below this module).
+        match id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            true => Ok(Self(id)),
+            false => Err(de::Error::custom(format!(
+                "{id:?} is not a key id: 16 hex digits, as `toolhost trust list` shows"
+            ))),
+        }
+    }
 }
 
 /// `[isolation]`: the limits of worker processes.
@@ -561,6 +624,35 @@ impl Visitor<'_> for AccessEntryVisitor {
             }
             None if is_safe_name(v) => Ok(AccessEntry::Tool(v.to_owned())),
             _ => Err(E::invalid_value(Unexpected::Str(v), &self)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod signer_pattern_tests {
+    use super::check_signer_pattern;
+
+    #[test]
+    fn a_signers_prefix_must_be_one_a_source_can_start_with() {
+        for good in [
+            "https://plugins.example.com/",
+            "https://plugins.example.com/pkg-",
+            "/srv/packages/",
+            "path+/srv/src",
+            "git+https://example.com/repo",
+        ] {
+            assert!(check_signer_pattern(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "dist/",
+            "/srv/../x",
+            "https://example.com/a/../b",
+            "./x",
+            "/srv/./x",
+        ] {
+            let why = check_signer_pattern(bad).unwrap_err();
+            assert!(why.contains("can never match"), "{bad}: {why}");
         }
     }
 }

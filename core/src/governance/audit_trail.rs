@@ -23,6 +23,8 @@ use plugin_api::ToolError;
 pub(crate) struct Trail {
     /// When the call started; `None` when it is not audited.
     started: Option<(Instant, u64)>,
+    /// The call's number in this process (part of its execution id).
+    number: u64,
     pub(crate) approval: Option<(bool, DecisionSource)>,
     pub(crate) attempts: Vec<Attempt>,
     /// Where the call ended without running, if it did (see
@@ -38,6 +40,7 @@ impl Trail {
     pub(crate) fn start(audited: bool) -> Self {
         Self {
             started: audited.then(|| (Instant::now(), now_ms())),
+            number: if audited { next_number() } else { 0 },
             approval: None,
             attempts: Vec::new(),
             stage: None,
@@ -73,6 +76,27 @@ impl Trail {
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
         });
     }
+}
+
+/// The next call number of this process, from 1: two calls of one process never share one,
+/// whatever their threads and start times.
+fn next_number() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A random number drawn once per process, in execution ids beside the process id: two
+/// processes writing to one root (a process id reused, or the same id in two containers'
+/// PID namespaces) do not share ids.
+fn process_nonce() -> u32 {
+    static NONCE: OnceLock<u32> = OnceLock::new();
+    *NONCE.get_or_init(|| {
+        use std::hash::{BuildHasher as _, Hasher as _};
+        // `RandomState` is seeded from the system's randomness.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.finish() as u32
+    })
 }
 
 /// This process's id, asked of the system once (each ask is a system call).
@@ -145,13 +169,22 @@ struct ApprovalLine<'a> {
 /// `<pid>-<agent>-<start ms>`: a call's execution id.
 struct ExecutionId<'a> {
     pid: u32,
+    /// [`process_nonce`].
+    nonce: u32,
     agent: &'a str,
     started_ms: u64,
+    /// The call's number in its process ([`next_number`]).
+    number: u64,
 }
 
+/// `PID-AGENT-STARTED_MS-NUMBER.NONCE`: unique per root across processes and threads.
 impl fmt::Display for ExecutionId<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}-{}", self.pid, self.agent, self.started_ms)
+        write!(
+            f,
+            "{}-{}-{}-{}.{:08x}",
+            self.pid, self.agent, self.started_ms, self.number, self.nonce
+        )
     }
 }
 
@@ -233,8 +266,10 @@ pub(crate) fn append_call<'a>(
     };
     let execution_id = ExecutionId {
         pid: process_id(),
+        nonce: process_nonce(),
         agent: caller.agent,
         started_ms,
+        number: trail.number,
     };
     let (file, library_sha256) = source();
     let line = CallLine {
@@ -304,8 +339,10 @@ pub(crate) fn append_start(
     };
     let execution_id = ExecutionId {
         pid: process_id(),
+        nonce: process_nonce(),
         agent: caller.agent,
         started_ms,
+        number: trail.number,
     };
     audit.append_serialized(&StartLine {
         execution_id: &execution_id,
@@ -346,8 +383,10 @@ pub(crate) fn append_early(
     let now = now_ms();
     let execution_id = ExecutionId {
         pid: process_id(),
+        nonce: process_nonce(),
         agent: caller.agent,
         started_ms: now,
+        number: next_number(),
     };
     audit.append_serialized(&CallLine {
         execution_id: &execution_id,
@@ -411,8 +450,10 @@ mod tests {
         }];
         let id = ExecutionId {
             pid: 7,
+            nonce: 0xab,
             agent: "A0",
             started_ms: 5,
+            number: 3,
         };
         let line = CallLine {
             execution_id: &id,
@@ -440,7 +481,7 @@ mod tests {
         };
         let text = serde_json::to_string(&line).unwrap();
         let expected = AuditRecord::Call(CallRecord {
-            execution_id: "7-A0-5".to_owned(),
+            execution_id: "7-A0-5-3.000000ab".to_owned(),
             agent: "A0".to_owned(),
             profile: "default".to_owned(),
             tool: "weather".to_owned(),

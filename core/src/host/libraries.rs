@@ -307,7 +307,7 @@ impl Libraries {
     }
 
     /// The pin check of the library at `path` whose bytes have SHA-256 `sha256` (hex): `None`
-    /// when pinning is off; the error is its "skipped" reason.
+    /// when there is no check; the error is its "skipped" reason.
     pub(crate) fn pin_check(&self, path: &Path, sha256: &str) -> Option<Result<(), String>> {
         let pins = self.pins.as_ref()?;
         Some(pins.check_pin(path, &format!("sha256:{sha256}")))

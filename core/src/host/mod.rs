@@ -251,9 +251,11 @@ fn init_timeout(layout: &Layout, options: &HostOptions) -> std::time::Duration {
     })
 }
 
-/// The pin check, if `usr/toolhost.toml` turns pinning on (read once, at the host's start).
-/// It fails closed: a mistake in the file keeps the `pinning = true` it still says, and one
-/// that hides what it says refuses every library until it is fixed.
+/// The pin check (always made: the packages of a key removed from `usr/trusted-keys/` are
+/// refused whatever the pinning), with the pinning lock's check if `usr/toolhost.toml` turns
+/// pinning on (read once, at the host's start). It fails closed: a mistake in the file keeps
+/// the `pinning = true` it still says, and one that hides what it says refuses every library
+/// until it is fixed.
 fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
     use crate::config::pinning::Pinning;
     let pinning = match Pinning::read(layout, options.max_text_bytes) {
@@ -288,8 +290,9 @@ fn pins(layout: &Layout, options: &HostOptions) -> Option<Pins> {
             ))
         }
     };
+    // Always a check: the packages of a key removed from usr/trusted-keys/ are refused
+    // whatever the pinning.
     match pinning {
-        Pinning::Off if only_installed.is_none() => None,
         Pinning::Off => {
             Some(Pins::new(layout.clone(), max, allow).with_checks(false, only_installed))
         }

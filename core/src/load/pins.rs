@@ -211,20 +211,47 @@ impl Pins {
         }
     }
 
-    /// What `usr/packages.lock` says of the file at `relative` (`usr/plugins/<name>/<file>`):
-    /// `None` if no installed package has it (the pinning lock decides), else whether `pin`
-    /// is the bytes `toolhost add` installed.
-    fn installed(&self, relative: &str, pin: &str) -> Option<Result<(), String>> {
-        let rest = relative.strip_prefix("usr/plugins/")?;
-        let (name, file) = rest.split_once('/')?;
+    /// The lock's entry of the installed package `name`, read again if its file changed:
+    /// `None` if it is not installed, `Err` if the lock cannot be used.
+    fn package(&self, name: &str) -> Option<Result<crate::package::Locked, String>> {
         let lock_file = crate::package::install::packages_lock_file(&self.layout);
         let stamp = Stamp::of(&lock_file);
         let mut read = lock(&self.packages);
         if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
             *read = Some((stamp, PackageLock::read(&lock_file)));
         }
-        let package = match &read.as_ref().expect("just read").1 {
-            Ok(lock) => lock.packages.get(name)?,
+        match &read.as_ref().expect("just read").1 {
+            Ok(lock) => lock.packages.get(name).cloned().map(Ok),
+            Err(e) => Some(Err(e.to_string())),
+        }
+    }
+
+    /// Whether the file at `relative` belongs to an installed package whose signer is no
+    /// longer trusted (its key was removed from `usr/trusted-keys/` with `toolhost trust
+    /// remove`): the reason it is refused, naming the key. Checked whatever the pinning.
+    fn revoked(&self, relative: &str) -> Option<String> {
+        let rest = relative.strip_prefix("usr/plugins/")?;
+        let (name, _) = rest.split_once('/')?;
+        let package = self.package(name)?.ok()?;
+        let signer = package.signer?;
+        let key =
+            crate::package::install::trusted_keys_dir(&self.layout).join(format!("{signer}.pub"));
+        match std::fs::metadata(&key).is_ok_and(|m| m.is_file()) {
+            true => None,
+            false => Some(format!(
+                "package {name} is signed by key {signer}, which is no longer trusted (not in usr/trusted-keys/): add it again signed by a trusted key, trust the key again (`toolhost trust add`), or `toolhost remove {name}`"
+            )),
+        }
+    }
+
+    /// What `usr/packages.lock` says of the file at `relative` (`usr/plugins/<name>/<file>`):
+    /// `None` if no installed package has it (the pinning lock decides), else whether `pin`
+    /// is the bytes `toolhost add` installed.
+    fn installed(&self, relative: &str, pin: &str) -> Option<Result<(), String>> {
+        let rest = relative.strip_prefix("usr/plugins/")?;
+        let (name, file) = rest.split_once('/')?;
+        let package = match self.package(name)? {
+            Ok(package) => package,
             Err(e) => {
                 return Some(Err(format!(
                     "pinning is on and the package lock cannot be used: {e}"
@@ -292,11 +319,17 @@ impl Pins {
 
     /// Whether the library at `path` with `bytes` may load; the error is its "skipped" reason.
     pub(crate) fn check(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
-        self.check_pin(path, &pin_of(bytes))
+        // The bytes are hashed only when a check needs their pin.
+        self.check_with(path, || pin_of(bytes))
     }
 
     /// As [`check`](Self::check), for bytes whose pin (`sha256:<hex>`) is `pin`.
     pub(crate) fn check_pin(&self, path: &Path, pin: &str) -> Result<(), String> {
+        self.check_with(path, || pin.to_owned())
+    }
+
+    /// As [`check`](Self::check), with the pin made by `pin` when it is needed.
+    fn check_with(&self, path: &Path, pin: impl FnOnce() -> String) -> Result<(), String> {
         if let Some(reason) = &self.refuse_all {
             return match self.allow_unpinned {
                 true => {
@@ -307,6 +340,16 @@ impl Pins {
             };
         }
         let relative = relative(&self.layout, path);
+        // A revoked signer refuses its packages whatever else is on (not --allow-unpinned:
+        // the operator removed the key).
+        if let Some(reason) = self.revoked(&relative) {
+            return Err(reason);
+        }
+        if !self.pinning && self.only_installed.is_none() {
+            return Ok(());
+        }
+        let pin = pin();
+        let pin = pin.as_str();
         let verdict = match self.installed(&relative, pin) {
             Some(verdict) => verdict,
             None if relative.starts_with("usr/") && self.only_installed.is_some() => {

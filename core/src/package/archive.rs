@@ -90,16 +90,52 @@ pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(),
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(archive)));
     let mut total: u64 = 0;
     let mut count = 0usize;
-    for entry in tar.entries().map_err(not_archive)? {
+    // Raw entries: a GNU long name or a PAX header is an entry of its own here, so its size is
+    // checked before a byte of it is read (the tar crate reads either whole into memory).
+    let mut long_name: Option<Vec<u8>> = None;
+    for entry in tar.entries().map_err(not_archive)?.raw(true) {
         let mut entry = entry.map_err(not_archive)?;
         count += 1;
         if count > MAX_ENTRIES {
             return Err(unsafe_entry(format!("more than {MAX_ENTRIES} entries")));
         }
-        let raw = entry.path_bytes().into_owned();
+        let kind = entry.header().entry_type();
+        let extension = kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+            || kind.is_pax_local_extensions()
+            || kind.is_pax_global_extensions();
+        if extension {
+            let size = entry.header().size().map_err(not_archive)?;
+            if size > MAX_HEADER_BYTES {
+                return Err(unsafe_entry(format!(
+                    "a long-name or PAX header of {size} bytes, over the limit of {} KiB (not written by `toolhost pack`)",
+                    MAX_HEADER_BYTES >> 10
+                )));
+            }
+            let mut data = Vec::with_capacity(size as usize);
+            (&mut entry)
+                .take(size)
+                .read_to_end(&mut data)
+                .map_err(not_archive)?;
+            if kind.is_gnu_longname() {
+                while data.last() == Some(&0) {
+                    data.pop();
+                }
+                long_name = Some(data);
+            } else if kind.is_pax_local_extensions() {
+                long_name = pax_path(&data).map_err(unsafe_entry)?.or(long_name);
+            } else if kind.is_gnu_longlink() {
+                return Err(unsafe_entry(
+                    "a long link name (a package holds regular files only)".to_owned(),
+                ));
+            }
+            continue;
+        }
+        let raw = long_name
+            .take()
+            .unwrap_or_else(|| entry.path_bytes().into_owned());
         let name = String::from_utf8_lossy(&raw).into_owned();
         let name = name.strip_prefix("./").unwrap_or(&name).to_owned();
-        let kind = entry.header().entry_type();
         if kind.is_dir() {
             check_path(name.trim_end_matches('/'))
                 .map_err(|why| unsafe_entry(format!("entry {why}")))?;
@@ -159,6 +195,45 @@ pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(),
     Ok(())
 }
 
+/// The most bytes a GNU long name or a PAX header may hold: 4 KiB (a path in a package is
+/// far shorter).
+pub const MAX_HEADER_BYTES: u64 = 4 << 10;
+
+/// The `path` of a PAX header's records (`LEN KEY=VALUE\n` each); a record this reader would
+/// not apply as every other tar reader does (`size`, `linkpath`) refuses the archive.
+fn pax_path(data: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let mut path = None;
+    let mut rest = data;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|&b| b == b' ');
+        let len = space
+            .and_then(|at| std::str::from_utf8(&rest[..at]).ok())
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&len| len > 0 && len <= rest.len());
+        let (Some(at), Some(len)) = (space, len) else {
+            return Err("a PAX header that is not records of `LEN KEY=VALUE`".to_owned());
+        };
+        let record = &rest[at + 1..len];
+        let record = record.strip_suffix(b"\n").unwrap_or(record);
+        let (key, value) = match record.iter().position(|&b| b == b'=') {
+            Some(eq) => (&record[..eq], &record[eq + 1..]),
+            None => return Err("a PAX record without `=`".to_owned()),
+        };
+        match key {
+            b"path" => path = Some(value.to_vec()),
+            b"size" | b"linkpath" | b"GNU.sparse.size" | b"GNU.sparse.map" => {
+                return Err(format!(
+                    "a PAX `{}` record (not written by `toolhost pack`)",
+                    String::from_utf8_lossy(key)
+                ));
+            }
+            _ => {}
+        }
+        rest = &rest[len..];
+    }
+    Ok(path)
+}
+
 fn entry_kind(kind: tar::EntryType) -> &'static str {
     match kind {
         tar::EntryType::Symlink => "symbolic link",
@@ -166,5 +241,24 @@ fn entry_kind(kind: tar::EntryType) -> &'static str {
         tar::EntryType::Char | tar::EntryType::Block => "device",
         tar::EntryType::Fifo => "FIFO",
         _ => "special entry",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pax_path;
+
+    #[test]
+    fn a_pax_header_gives_its_path_and_refuses_what_would_change_an_entry() {
+        assert_eq!(
+            pax_path(b"19 path=tools/x.so\n").unwrap(),
+            Some(b"tools/x.so".to_vec())
+        );
+        assert_eq!(pax_path(b"14 mtime=12.5\n").unwrap(), None);
+        assert!(pax_path(b"20 size=99999999999\n")
+            .unwrap_err()
+            .contains("`size`"));
+        assert!(pax_path(b"99 path=x\n").is_err());
+        assert!(pax_path(b"x path=x\n").is_err());
     }
 }

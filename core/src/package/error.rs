@@ -30,6 +30,10 @@ pub enum PackageErrorKind {
     Lock,
     /// No installed package of that name.
     NotInstalled,
+    /// A version older than, or the same as, the installed one (`--allow-downgrade`).
+    Downgrade,
+    /// Signed by another key than the installed version (`--new-signer`).
+    Signer,
     /// Reading, writing or renaming a file or folder failed.
     Io,
 }
@@ -49,6 +53,8 @@ impl PackageErrorKind {
             Self::Target => "target",
             Self::Lock => "lock",
             Self::NotInstalled => "not-installed",
+            Self::Downgrade => "downgrade",
+            Self::Signer => "signer",
             Self::Io => "io",
         }
     }

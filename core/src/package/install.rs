@@ -39,18 +39,20 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// Whether `key` may sign a package from `source`; the error is the refusal's reason.
-    fn check_signer(&self, source: &str, key: &PublicKey) -> Result<(), String> {
+    /// Whether `key` may sign a package from `source`: `Ok(true)` when a rule of
+    /// `[packages.signers]` names it for that source, `Ok(false)` when no rule applies; the
+    /// error is the refusal's reason.
+    fn check_signer(&self, source: &str, key: &PublicKey) -> Result<bool, String> {
         let Some((prefix, allowed)) = self
             .signers
             .iter()
             .filter(|(prefix, _)| source.starts_with(prefix.as_str()))
             .max_by_key(|(prefix, _)| prefix.len())
         else {
-            return Ok(());
+            return Ok(false);
         };
         if allowed.iter().any(|id| id.eq_ignore_ascii_case(&key.id)) {
-            return Ok(());
+            return Ok(true);
         }
         Err(format!(
             "it is signed by key {}, and [packages.signers] of usr/toolhost.toml allows only {} for sources under {prefix}",
@@ -110,6 +112,9 @@ pub struct Verified {
     pub manifest: Manifest,
     /// The trusted key that signed it (`None`: unsigned, allowed by the policy).
     pub signer: Option<PublicKey>,
+    /// Whether `[packages.signers]` names that key for the package's source (it may then
+    /// replace another signer without `--new-signer`).
+    pub signer_named: bool,
     /// Where it came from, as the lock records it.
     pub source: String,
     /// The archive's SHA-256 (hex), for an archive.
@@ -136,9 +141,21 @@ pub fn verify(
     let staging = Staging::new(layout, "add")?;
     let unpacked = staging.0.join("unpacked");
     fs::create_dir_all(&unpacked).map_err(|e| PackageError::io("cannot create", &unpacked, e))?;
-    let is_dir = fs::metadata(path)
-        .map_err(|e| PackageError::io("cannot read", path, e))?
-        .is_dir();
+    let metadata = fs::metadata(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+    let is_dir = metadata.is_dir();
+    let odd = match is_dir {
+        true => None,
+        false => crate::layout::not_regular(&metadata),
+    };
+    if let Some(what) = odd {
+        return Err(PackageError::new(
+            PackageErrorKind::NotAnArchive,
+            format!(
+                "{}: refused: it is {what}, not a package archive or folder; nothing was installed",
+                Escaped(path)
+            ),
+        ));
+    }
     // What is verified is what is used: an archive is opened once, hashed, verified and
     // unpacked from that one open file; a folder is copied first, and its copy's manifest
     // verified.
@@ -159,8 +176,13 @@ pub fn verify(
             (check_signature(&mut data, &manifest, &keys, policy), None)
         }
         false => {
-            let mut data =
-                fs::File::open(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+            // Opened without blocking, and only if it is still a regular file.
+            let (mut data, _) = crate::layout::open_regular(path).map_err(|e| {
+                PackageError::new(
+                    PackageErrorKind::NotAnArchive,
+                    format!("{}: refused: {e}; nothing was installed", Escaped(path)),
+                )
+            })?;
             let hash = sha256_reader(&mut data, path)?;
             let signed = check_signature(&mut data, path, &keys, policy);
             if signed.is_ok() {
@@ -172,8 +194,9 @@ pub fn verify(
         }
     };
     let signer = signed?;
+    let mut signer_named = false;
     if let Some(key) = &signer {
-        policy.check_signer(source, key).map_err(|why| {
+        signer_named = policy.check_signer(source, key).map_err(|why| {
             PackageError::new(
                 PackageErrorKind::Signature,
                 format!("{}: refused: {why}; nothing was installed", Escaped(path)),
@@ -226,6 +249,7 @@ pub fn verify(
         libraries: host_libraries.keys().cloned().collect(),
         manifest,
         signer,
+        signer_named,
         source: source.to_owned(),
         archive_sha256,
         files,
@@ -461,13 +485,91 @@ pub fn check_locked(layout: &Layout, verified: &Verified) -> Result<(), PackageE
     Ok(())
 }
 
+/// What an install may do to the installed version of the same package: the operator's
+/// `--allow-downgrade` and `--new-signer`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replace {
+    /// Install a version older than, or the same as, the installed one.
+    pub allow_downgrade: bool,
+    /// Accept a signer other than the one the installed version was signed by.
+    pub new_signer: bool,
+}
+
+/// What installing `verified` would replace: the lock's entry for its name, if it is
+/// installed.
+pub fn installed(layout: &Layout, verified: &Verified) -> Result<Option<Locked>, PackageError> {
+    let lock = PackageLock::read(&packages_lock_file(layout))?;
+    Ok(lock.packages.get(&verified.manifest.name).cloned())
+}
+
+/// Whether `verified` may replace `installed` (the lock's entry of the same name): its signer
+/// is the one pinned at the first install (or `--new-signer`, or `[packages.signers]` names
+/// the new key for its source), and its version is newer (or `--allow-downgrade`). The
+/// error names both keys or both versions and the flag that allows it.
+pub fn check_replace(
+    installed: &Locked,
+    verified: &Verified,
+    replace: Replace,
+) -> Result<(), PackageError> {
+    let name = &verified.manifest.name;
+    let new_signer = verified.signer.as_ref().map(|k| k.id.as_str());
+    let old_signer = installed.signer.as_deref();
+    let same_signer = match (old_signer, new_signer) {
+        (Some(old), Some(new)) => old.eq_ignore_ascii_case(new),
+        (Some(_), None) => false,
+        // A first signature pins the key from now on.
+        (None, _) => true,
+    };
+    if !same_signer && !replace.new_signer && !verified.signer_named {
+        return Err(PackageError::new(
+            PackageErrorKind::Signer,
+            format!(
+                "{}: refused: the installed {name} {} is signed by key {}, and this one {}; nothing was installed (if the publisher changed keys, pass --new-signer, or name the new key for this source in [packages.signers])",
+                verified.manifest.label(),
+                installed.version,
+                old_signer.unwrap_or("nobody"),
+                match new_signer {
+                    Some(key) => format!("by key {key}"),
+                    None => "is unsigned".to_owned(),
+                }
+            ),
+        ));
+    }
+    let new = &verified.manifest.version;
+    let older = match semver::Version::parse(&installed.version) {
+        Ok(old) if *new > old => None,
+        Ok(old) if *new == old => Some("the same version as"),
+        _ => Some("older than"),
+    };
+    if let Some(how) = older
+        && !replace.allow_downgrade
+    {
+        return Err(PackageError::new(
+            PackageErrorKind::Downgrade,
+            format!(
+                "{name} {new} is {how} the installed {name} {}: refused; nothing was installed (pass --allow-downgrade to install {new} over {} anyway)",
+                installed.version, installed.version
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Records `verified` in `usr/packages.lock`, then installs it into `usr/plugins/<name>/` with
-/// one rename (the old version, if any, serves until then). Returns the version it replaced.
-pub fn install(layout: &Layout, verified: Verified) -> Result<Option<String>, PackageError> {
+/// one rename (the old version, if any, serves until then). An installed version is replaced
+/// only as [`check_replace`] allows. Returns what it replaced, as the lock recorded it.
+pub fn install(
+    layout: &Layout,
+    verified: Verified,
+    replace: Replace,
+) -> Result<Option<Locked>, PackageError> {
     let name = verified.manifest.name.clone();
     let target = plugin_dir(layout, &name);
     let lock_file = packages_lock_file(layout);
     let mut lock = PackageLock::read(&lock_file)?;
+    if let Some(installed) = lock.packages.get(&name) {
+        check_replace(installed, &verified, replace)?;
+    }
     let parent = target.parent().expect("usr/plugins");
     fs::create_dir_all(parent).map_err(|e| PackageError::io("cannot create", parent, e))?;
     let old = fs::symlink_metadata(&target).is_ok();
@@ -481,7 +583,7 @@ pub fn install(layout: &Layout, verified: Verified) -> Result<Option<String>, Pa
         ));
     }
     let previous = lock.clone();
-    let replaced = lock.packages.get(&name).map(|l| l.version.clone());
+    let replaced = lock.packages.get(&name).cloned();
     lock.packages.insert(
         name,
         Locked {
@@ -537,7 +639,19 @@ fn swap(new: &Path, old: &Path) -> Result<(), PackageError> {
 
 /// Removes the installed package `name` (one rename out of the layers, then the files) and its
 /// lock entry; returns what the lock recorded.
+///
+/// Only `usr/plugins/<name>/` and the lock are touched: `name` must be one safe folder name,
+/// and the lock is refused whole if any of its names is not.
 pub fn remove(layout: &Layout, name: &str) -> Result<Locked, PackageError> {
+    if !super::lock::is_package_name(name) {
+        return Err(PackageError::new(
+            PackageErrorKind::NotInstalled,
+            format!(
+                "{} is not a package's name (one folder name under usr/plugins/: letters, digits, '_', '-' and '.'); nothing was removed",
+                super::Shown(name)
+            ),
+        ));
+    }
     let lock_file = packages_lock_file(layout);
     let mut lock = PackageLock::read(&lock_file)?;
     let Some(locked) = lock.packages.remove(name) else {
@@ -562,4 +676,94 @@ pub fn remove(layout: &Layout, name: &str) -> Result<Locked, PackageError> {
     }
     lock.write(&lock_file)?;
     Ok(locked)
+}
+
+/// Checks the installed package `name` against what it carries (an MCP Bundle's root, at its
+/// server's start: `serve-mcp --verify-packages`): its manifest's signature
+/// (`toolhost-plugin.toml.minisig` beside it) is by the key the lock names, a trusted one; and
+/// every installed file has the SHA-256 both the lock and the manifest list, with no other
+/// file beside them. Returns the signer (`None`: the lock names none, the package is
+/// unsigned). The error is one line naming the file.
+pub fn verify_installed(
+    layout: &Layout,
+    name: &str,
+    locked: &Locked,
+) -> Result<Option<PublicKey>, PackageError> {
+    let folder = plugin_dir(layout, name);
+    let refuse = |why: String| {
+        PackageError::new(
+            PackageErrorKind::Hash,
+            format!("{}: {why}; it is not served", Escaped(&folder)),
+        )
+    };
+    let manifest_file = folder.join(MANIFEST_FILE_NAME);
+    let signer = match &locked.signer {
+        Some(id) => {
+            let keys = signature::trusted_keys(&trusted_keys_dir(layout))?;
+            let key = signature::verify(
+                &manifest_file,
+                &signature::signature_path(&manifest_file),
+                &keys,
+            )
+            .map_err(|e| {
+                let message = e
+                    .message
+                    .replace("; nothing was installed", "; it is not served");
+                PackageError::new(e.kind, message)
+            })?;
+            if !key.id.eq_ignore_ascii_case(id) {
+                return Err(refuse(format!(
+                    "its manifest is signed by key {}, and usr/packages.lock names key {id}",
+                    key.id
+                )));
+            }
+            Some(key)
+        }
+        None => None,
+    };
+    let manifest = Manifest::read_as(&manifest_file, &manifest_file)?;
+    if manifest.name != name || manifest.version.to_string() != locked.version {
+        return Err(refuse(format!(
+            "its manifest is {}, and usr/packages.lock records {name} {}",
+            manifest.label(),
+            locked.version
+        )));
+    }
+    let mut listed: BTreeMap<&str, &str> = manifest
+        .files
+        .iter()
+        .map(|(p, h)| (p.as_str(), h.as_str()))
+        .collect();
+    for (place, library) in manifest.libraries_for(host_target()).into_iter().flatten() {
+        listed.insert(place, &library.sha256);
+    }
+    let mut present = Vec::new();
+    walk(&folder, &folder, &mut present)?;
+    let signature_file = format!("{MANIFEST_FILE_NAME}.minisig");
+    for file in &present {
+        if *file == signature_file {
+            continue;
+        }
+        let Some(recorded) = locked.files.get(file) else {
+            return Err(refuse(format!("{file} is not a file of the package")));
+        };
+        if *file != MANIFEST_FILE_NAME && listed.get(file.as_str()) != Some(&recorded.as_str()) {
+            return Err(refuse(format!(
+                "{file}: its manifest does not list the SHA-256 usr/packages.lock records"
+            )));
+        }
+        if sha256_file(&folder.join(file))? != *recorded {
+            return Err(refuse(format!(
+                "the SHA-256 of {file} is not the one its manifest lists (changed after packing)"
+            )));
+        }
+    }
+    for file in locked.files.keys() {
+        if !present.contains(file) {
+            return Err(refuse(format!(
+                "{file}, listed in usr/packages.lock, is missing"
+            )));
+        }
+    }
+    Ok(signer)
 }

@@ -8,8 +8,16 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{PackageError, PackageErrorKind};
+use super::manifest::check_path;
+use super::signature::is_key_id;
+use super::{PackageError, PackageErrorKind, Shown};
 use crate::layout::Escaped;
+
+/// Whether `name` can be a package's name: one safe folder name under `usr/plugins/`
+/// (letters, digits, '_', '-' and '.', not starting with '.').
+pub fn is_package_name(name: &str) -> bool {
+    crate::is_safe_name(name)
+}
 
 /// The lock's file name, in `usr/`.
 pub const PACKAGES_LOCK_FILE_NAME: &str = "packages.lock";
@@ -60,7 +68,7 @@ impl PackageLock {
                 ));
             }
         };
-        toml::from_str(&text).map_err(|e| {
+        let lock: Self = toml::from_str(&text).map_err(|e| {
             let line = e.span().map_or(1, |s| text[..s.start].matches('\n').count() + 1);
             PackageError::new(
                 PackageErrorKind::Lock,
@@ -70,11 +78,56 @@ impl PackageLock {
                     e.message().trim()
                 ),
             )
-        })
+        })?;
+        lock.check(path)?;
+        Ok(lock)
+    }
+
+    /// Refuses a lock whose names could reach outside `usr/plugins/<name>/` or the trusted
+    /// keys: every package name must be one safe folder name, every file a plain relative
+    /// path, every signer a key id (16 hex digits). Checked before any file is touched.
+    fn check(&self, path: &Path) -> Result<(), PackageError> {
+        let refuse = |what: String| {
+            PackageError::new(
+                PackageErrorKind::Lock,
+                format!(
+                    "{}: {what} (the lock is written by `toolhost add`: restore it, or delete that entry by hand and add the package again)",
+                    Escaped(path)
+                ),
+            )
+        };
+        for (name, locked) in &self.packages {
+            if !is_package_name(name) {
+                return Err(refuse(format!(
+                    "package {} is not a folder name (letters, digits, '_', '-' and '.'; no `/`, no `..`)",
+                    Shown(name)
+                )));
+            }
+            if let Some(signer) = &locked.signer
+                && !is_key_id(signer)
+            {
+                return Err(refuse(format!(
+                    "package {name}: signer {} is not a key id (16 hex digits)",
+                    Shown(signer)
+                )));
+            }
+            for file in locked.files.keys() {
+                if let Err(why) = check_path(file) {
+                    return Err(refuse(format!("package {name}: file {why}")));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes the lock to `path` atomically.
     pub fn write(&self, path: &Path) -> Result<(), PackageError> {
+        crate::layout::write_atomically(path, self.to_text().as_bytes())
+            .map_err(|e| PackageError::io("cannot write", path, e))
+    }
+
+    /// The lock file's text.
+    pub fn to_text(&self) -> String {
         let mut doc = toml_edit::DocumentMut::new();
         let mut packages = toml_edit::Table::new();
         packages.set_implicit(true);
@@ -96,8 +149,42 @@ impl PackageLock {
             packages[name.as_str()] = toml_edit::Item::Table(table);
         }
         doc["packages"] = toml_edit::Item::Table(packages);
-        let text = format!("{HEADER}{doc}");
-        crate::layout::write_atomically(path, text.as_bytes())
-            .map_err(|e| PackageError::io("cannot write", path, e))
+        format!("{HEADER}{doc}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PACKAGES_LOCK_FILE_NAME);
+        std::fs::write(&path, text).unwrap();
+        PackageLock::read(&path).unwrap_err().message
+    }
+
+    #[test]
+    fn a_lock_naming_a_path_outside_its_folder_is_refused_whole() {
+        let entry = |name: &str, signer: &str, file: &str| {
+            format!(
+                "[packages.{name:?}]\nversion = \"1.0.0\"\nsource = \"/x\"\nsigner = {signer:?}\n[packages.{name:?}.files]\n{file:?} = \"00\"\n"
+            )
+        };
+        let ok = entry("ver", "0123456789ABCDEF", "tools/ver.so");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PACKAGES_LOCK_FILE_NAME);
+        std::fs::write(&path, &ok).unwrap();
+        assert!(PackageLock::read(&path).is_ok());
+        let message = refused(&entry("../../core", "0123456789ABCDEF", "a.md"));
+        assert!(
+            message.contains("package \"../../core\" is not a folder name")
+                || message.contains("package ../../core is not a folder name"),
+            "{message}"
+        );
+        assert!(refused(&entry("ver", "../../x", "a.md")).contains("is not a key id"));
+        assert!(
+            refused(&entry("ver", "0123456789ABCDEF", "../a.md")).contains("not a relative path")
+        );
     }
 }

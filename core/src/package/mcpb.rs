@@ -5,13 +5,23 @@
 //! `toolhost --root <bundle>/root serve-mcp`, with `--secret-env NAME` and the environment
 //! variable NAME for each secret of the manifest's `secrets`, which the client asks its user
 //! for (`user_config`, `sensitive`).
+//!
+//! The root is the package installed as `toolhost add` installs it: `usr/packages.lock`
+//! records it (so it runs isolated and sandboxed, as every installed package does), and
+//! `usr/toolhost.toml` grants its plugin the sandbox capabilities its manifest declares (the
+//! grants it was packed with) and turns `only_installed` on. A bundle packed with a key also
+//! holds the manifest's signature (`toolhost-plugin.toml.minisig`, the manifest lists every
+//! other file's SHA-256) and the key's public half in `usr/trusted-keys/`; the server is
+//! started with `serve-mcp --verify-packages`, which checks both before it serves.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::manifest::Manifest;
+use super::lock::{Locked, PackageLock};
+use super::manifest::{Manifest, MANIFEST_FILE_NAME};
+use super::signature::{signature_path, PublicKey};
 use super::{PackageError, PackageErrorKind};
 
 /// The MCPB manifest version written.
@@ -48,6 +58,7 @@ pub fn bundle_manifest(manifest: &Manifest, tools: &[BundledTool]) -> serde_json
         json!("--root"),
         json!("${__dirname}/root"),
         json!("serve-mcp"),
+        json!("--verify-packages"),
     ];
     let mut user_config = serde_json::Map::new();
     let mut env = serde_json::Map::new();
@@ -99,14 +110,66 @@ pub fn bundle_manifest(manifest: &Manifest, tools: &[BundledTool]) -> serde_json
     value
 }
 
-/// Writes `out` (a `.mcpb` zip): `manifest.json`, `binary` as `server/toolhost`, and each of
-/// `files` (path in the package's plugin folder, bytes) under `root/usr/plugins/<name>/`.
+/// The capabilities of `manifest` that are sandbox grants (`net:443`, `read:/path`, `exec`,
+/// limits; not free-form tags such as `idempotent`, nor secrets, which an installed package
+/// receives by its manifest's `secrets`).
+pub fn bundle_grants(manifest: &Manifest) -> Vec<String> {
+    const GRANTS: [&str; 8] = [
+        "read:", "write:", "net:", "bind:", "env:", "memory:", "cpu:", "tasks:",
+    ];
+    manifest
+        .capabilities
+        .iter()
+        .filter(|c| *c == "exec" || GRANTS.iter().any(|g| c.starts_with(g)))
+        .cloned()
+        .collect()
+}
+
+/// The bundle root's `usr/toolhost.toml`: the package's grants, and only installed libraries.
+fn bundle_config(manifest: &Manifest) -> String {
+    let mut doc = toml_edit::DocumentMut::new();
+    let mut packages = toml_edit::Table::new();
+    packages["only_installed"] = toml_edit::value(true);
+    doc["packages"] = toml_edit::Item::Table(packages);
+    let grants = bundle_grants(manifest);
+    if !grants.is_empty() {
+        let mut array = toml_edit::Array::new();
+        for grant in grants {
+            array.push(grant);
+        }
+        let mut plugin = toml_edit::Table::new();
+        plugin["grant"] = toml_edit::value(array);
+        let mut plugins = toml_edit::Table::new();
+        plugins.set_implicit(true);
+        plugins[manifest.name.as_str()] = toml_edit::Item::Table(plugin);
+        let mut sandbox = toml_edit::Table::new();
+        sandbox.set_implicit(true);
+        sandbox["plugins"] = toml_edit::Item::Table(plugins);
+        doc["sandbox"] = toml_edit::Item::Table(sandbox);
+    }
+    format!("# Written by `toolhost pack --mcpb`: the grants the package was packed with.\n{doc}")
+}
+
+/// A bundle's signature: the manifest's (`.minisig` text) and the key that made it.
+#[derive(Debug, Clone)]
+pub struct BundleSignature {
+    /// The text of `toolhost-plugin.toml.minisig`.
+    pub minisig: String,
+    /// The signer's public key, trusted in the bundle's root.
+    pub key: PublicKey,
+}
+
+/// Writes `out` (a `.mcpb` zip): `manifest.json`, `binary` as `server/toolhost`, each of
+/// `files` (path in the package's plugin folder, bytes) under `root/usr/plugins/<name>/`,
+/// the lock and the configuration of the root, and with `signed` the manifest's signature
+/// and the signer's key.
 pub fn write_bundle(
     out: &Path,
     manifest: &Manifest,
     tools: &[BundledTool],
     binary: &Path,
     files: &[(String, Vec<u8>)],
+    signed: Option<&BundleSignature>,
 ) -> Result<PathBuf, PackageError> {
     let failed = |e: &dyn std::fmt::Display| {
         PackageError::new(
@@ -132,9 +195,9 @@ pub fn write_bundle(
     add("manifest.json", text.as_bytes(), 0o644)?;
     let binary_name = format!("server/toolhost{}", std::env::consts::EXE_SUFFIX);
     add(&binary_name, &exe, 0o755)?;
-    let mut files: Vec<&(String, Vec<u8>)> = files.iter().collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    for (path, bytes) in files {
+    let mut sorted: Vec<&(String, Vec<u8>)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, bytes) in sorted {
         let mode = if path.ends_with(&format!(".{}", crate::LIBRARY_EXTENSION)) {
             0o755
         } else {
@@ -144,6 +207,49 @@ pub fn write_bundle(
             &format!("root/usr/plugins/{}/{path}", manifest.name),
             bytes,
             mode,
+        )?;
+    }
+    let plugin = format!("root/usr/plugins/{}", manifest.name);
+    let lock = PackageLock {
+        packages: [(
+            manifest.name.clone(),
+            Locked {
+                version: manifest.version.to_string(),
+                source: format!(
+                    "mcpb:{}",
+                    out.file_name().unwrap_or_default().to_string_lossy()
+                ),
+                signer: signed.map(|s| s.key.id.clone()),
+                archive_sha256: None,
+                files: files
+                    .iter()
+                    .map(|(path, bytes)| (path.clone(), super::sha256_hex(bytes)))
+                    .collect(),
+            },
+        )]
+        .into(),
+    };
+    add("root/usr/packages.lock", lock.to_text().as_bytes(), 0o644)?;
+    add(
+        "root/usr/toolhost.toml",
+        bundle_config(manifest).as_bytes(),
+        0o644,
+    )?;
+    if let Some(signed) = signed {
+        let sig = signature_path(Path::new(MANIFEST_FILE_NAME));
+        add(
+            &format!("{plugin}/{}", sig.display()),
+            signed.minisig.as_bytes(),
+            0o644,
+        )?;
+        let key = format!(
+            "untrusted comment: minisign public key {}\n{}\n",
+            signed.key.id, signed.key.base64
+        );
+        add(
+            &format!("root/usr/trusted-keys/{}.pub", signed.key.id),
+            key.as_bytes(),
+            0o644,
         )?;
     }
     let bytes = zip.finish().map_err(|e| failed(&e))?.into_inner();

@@ -68,6 +68,9 @@ pub struct PackOptions<'a> {
     pub describe: &'a Describe,
     /// Also write an MCP Bundle, `NAME-VERSION.mcpb`, with this `toolhost` binary as its server.
     pub mcpb_binary: Option<&'a Path>,
+    /// The secret key that signs the bundle's manifest (`pack --sign`), with its password
+    /// (`None`: [`PASSWORD_ENV`](super::signature::PASSWORD_ENV), else the terminal).
+    pub bundle_key: Option<(&'a Path, Option<String>)>,
 }
 
 /// Packs the plugin folder `folder` into `out/NAME-VERSION.tar.gz`. Its libraries are the
@@ -273,7 +276,27 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
     let bundle = match options.mcpb_binary {
         Some(binary) => {
             let path = out.join(format!("{stem}.mcpb"));
-            Some(write_bundle(&path, &manifest, &tools, binary, &installed)?)
+            let signed = match &options.bundle_key {
+                Some((key, password)) => {
+                    let text = manifest.to_toml();
+                    let (minisig, key) = super::signature::sign_bytes(
+                        text.as_bytes(),
+                        MANIFEST_FILE_NAME,
+                        key,
+                        password.clone(),
+                    )?;
+                    Some(super::mcpb::BundleSignature { minisig, key })
+                }
+                None => None,
+            };
+            Some(write_bundle(
+                &path,
+                &manifest,
+                &tools,
+                binary,
+                &installed,
+                signed.as_ref(),
+            )?)
         }
         None => None,
     };

@@ -15,6 +15,14 @@ pub const PASSWORD_ENV: &str = "TOOLHOST_KEY_PASSWORD";
 /// The folder under `usr/` holding the trusted public keys, one `<key id>.pub` each.
 pub const TRUSTED_KEYS_DIR: &str = "trusted-keys";
 
+/// The largest key or signature file read (a minisign one is a few hundred bytes).
+const MAX_KEY_BYTES: u64 = 64 << 10;
+
+/// Whether `id` is a key id as minisign prints it: 16 hex digits.
+pub fn is_key_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 fn key_error(message: String) -> PackageError {
     PackageError::new(PackageErrorKind::Key, message)
 }
@@ -39,8 +47,11 @@ impl std::fmt::Debug for PublicKey {
 impl PublicKey {
     /// Reads a minisign public key file (`untrusted comment: ...` then the key), or the bare
     /// base64 key.
+    ///
+    /// A path that is not a regular file (a FIFO, a device) is refused at once, never
+    /// waited on.
     pub fn read(path: &Path) -> Result<Self, PackageError> {
-        let text = fs::read_to_string(path)
+        let text = crate::layout::read_text(path, MAX_KEY_BYTES, "a key file's limit of 64 KiB")
             .map_err(|e| key_error(format!("cannot read the public key {}: {e}", Escaped(path))))?;
         Self::parse(&text).map_err(|e| {
             key_error(format!(
@@ -134,6 +145,46 @@ pub fn sign(
     key_file: &Path,
     password: Option<String>,
 ) -> Result<PathBuf, PackageError> {
+    let sk = secret_key(key_file, password)?;
+    let data = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    let trusted = format!("file:{name}");
+    let signature = minisign::sign(None, &sk, data, Some(&trusted), None)
+        .map_err(|e| key_error(format!("cannot sign {}: {e}", Escaped(file))))?;
+    let out = signature_path(file);
+    crate::layout::write_atomically(&out, signature.into_string().as_bytes())
+        .map_err(|e| PackageError::io("cannot write", &out, e))?;
+    Ok(out)
+}
+
+/// Signs `bytes` (a file named `name`) with the secret key in `key_file`, as [`sign`] does:
+/// the signature's text (a `.minisig` file's) and the key's public half.
+pub fn sign_bytes(
+    bytes: &[u8],
+    name: &str,
+    key_file: &Path,
+    password: Option<String>,
+) -> Result<(String, PublicKey), PackageError> {
+    let sk = secret_key(key_file, password)?;
+    let trusted = format!("file:{name}");
+    let signature = minisign::sign(None, &sk, std::io::Cursor::new(bytes), Some(&trusted), None)
+        .map_err(|e| key_error(format!("cannot sign {name}: {e}")))?;
+    let public = minisign::PublicKey::from_secret_key(&sk).map_err(|e| {
+        key_error(format!(
+            "{}: cannot derive its public key: {e}",
+            Escaped(key_file)
+        ))
+    })?;
+    let public = PublicKey::parse(&public.to_base64()).map_err(key_error)?;
+    Ok((signature.into_string(), public))
+}
+
+/// The secret key in `key_file`, decrypted with `password`, else [`PASSWORD_ENV`], else the
+/// terminal's.
+fn secret_key(
+    key_file: &Path,
+    password: Option<String>,
+) -> Result<minisign::SecretKey, PackageError> {
     let text = fs::read_to_string(key_file).map_err(|e| {
         key_error(format!(
             "cannot read the secret key {}: {e}",
@@ -147,24 +198,18 @@ pub fn sign(
         Ok(sk) => Ok(sk),
         Err(_) => minisign::SecretKey::from_box(text.into(), password),
     };
-    let sk = sk.map_err(|e| {
+    sk.map_err(|e| {
         key_error(format!(
             "{}: cannot use this secret key: {e} (a minisign secret key, and its password in {PASSWORD_ENV} or on the terminal)",
             Escaped(key_file)
         ))
-    })?;
-    let data = fs::File::open(file).map_err(|e| PackageError::io("cannot read", file, e))?;
-    let name = file.file_name().unwrap_or_default().to_string_lossy();
-    let trusted = format!("file:{name}");
-    let signature = minisign::sign(None, &sk, data, Some(&trusted), None)
-        .map_err(|e| key_error(format!("cannot sign {}: {e}", Escaped(file))))?;
-    let out = signature_path(file);
-    crate::layout::write_atomically(&out, signature.into_string().as_bytes())
-        .map_err(|e| PackageError::io("cannot write", &out, e))?;
-    Ok(out)
+    })
 }
 
 /// The trusted public keys: every `*.pub` in `dir` (`usr/trusted-keys/`), by file name.
+///
+/// One that is not a regular file (a FIFO, a device, a folder: links are followed) is
+/// refused with one line naming it, before anything is opened: nothing waits on it.
 pub fn trusted_keys(dir: &Path) -> Result<Vec<PublicKey>, PackageError> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(Vec::new());
@@ -175,7 +220,50 @@ pub fn trusted_keys(dir: &Path) -> Result<Vec<PublicKey>, PackageError> {
         .filter(|p| p.extension().is_some_and(|e| e == "pub"))
         .collect();
     paths.sort();
-    paths.iter().map(|p| PublicKey::read(p)).collect()
+    paths
+        .iter()
+        .map(|path| {
+            // Not a let chain: the Windows build's Rust (1.85) has none.
+            let odd = fs::metadata(path)
+                .ok()
+                .and_then(|metadata| crate::layout::not_regular(&metadata));
+            if let Some(what) = odd {
+                return Err(key_error(format!(
+                    "{}: refused: it is {what}, not a regular file; a trusted key is a .pub file written by `toolhost trust add`: remove it",
+                    Escaped(path)
+                )));
+            }
+            PublicKey::read(path)
+        })
+        .collect()
+}
+
+/// Stops trusting the key `key` (its id, as `toolhost trust list` shows it, or its `.pub`
+/// file): removes `dir/<id>.pub`. Packages it signed no longer load until they are signed by
+/// a trusted key and added again, or removed.
+pub fn untrust(dir: &Path, key: &str) -> Result<String, PackageError> {
+    let id = match is_key_id(key) {
+        true => key.to_ascii_uppercase(),
+        false => PublicKey::read(Path::new(key))
+            .map_err(|e| {
+                key_error(format!(
+                    "{key:?} is neither a key id (16 hex digits, as `toolhost trust list` shows) nor a public key file: {}",
+                    e.message
+                ))
+            })?
+            .id,
+    };
+    let path = dir.join(format!("{id}.pub"));
+    match fs::symlink_metadata(&path) {
+        Ok(_) => fs::remove_file(&path).map_err(|e| PackageError::io("cannot remove", &path, e))?,
+        Err(_) => {
+            return Err(key_error(format!(
+                "key {id} is not trusted ({} does not exist): `toolhost trust list` shows the trusted keys",
+                Escaped(&path)
+            )));
+        }
+    }
+    Ok(id)
 }
 
 /// Adds the public key in `key_file` to the trusted keys in `dir`, as `<key id>.pub`.
@@ -207,9 +295,13 @@ pub fn verify_reader<R: std::io::Read + std::io::Seek>(
     sig_file: &Path,
     keys: &[PublicKey],
 ) -> Result<PublicKey, PackageError> {
-    let text = match fs::read_to_string(sig_file) {
+    let text = match crate::layout::read_text(
+        sig_file,
+        MAX_KEY_BYTES,
+        "a signature's limit of 64 KiB",
+    ) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => {
             return Err(PackageError::new(
                 PackageErrorKind::Unsigned,
                 format!(
@@ -219,7 +311,16 @@ pub fn verify_reader<R: std::io::Read + std::io::Seek>(
                 ),
             ));
         }
-        Err(e) => return Err(PackageError::io("cannot read", sig_file, e)),
+        Err(e) => {
+            return Err(PackageError::new(
+                PackageErrorKind::Signature,
+                format!(
+                    "{}: refused: cannot read its signature {}: {e}; nothing was installed",
+                    Escaped(file),
+                    Escaped(sig_file)
+                ),
+            ));
+        }
     };
     let bad = |why: String| {
         PackageError::new(

@@ -386,10 +386,12 @@ fn installed_packages_run_isolated_and_sandboxed_by_default() {
     let root = TestRoot::new();
     root.tool("usr/plugins/hostile", "hostile", Fixture::Hostile);
     root.tool("core", "response", Fixture::Response);
+    // Signed by a key the root trusts (a package of a key no longer trusted does not load).
     root.write(
         "usr/packages.lock",
         "[packages.hostile]\nversion = \"0.1.0\"\nsource = \"hostile-0.1.0.tar.gz\"\nsigner = \"0123456789ABCDEF\"\n\n[packages.hostile.files]\n",
     );
+    root.write("usr/trusted-keys/0123456789ABCDEF.pub", "the key's file\n");
     let host = root.host();
     let agent = Agent::new(host.clone(), "A0", "default").unwrap();
     let home = file_in_home();

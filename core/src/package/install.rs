@@ -541,9 +541,8 @@ pub fn check_replace(
         Ok(old) if *new == old => Some("the same version as"),
         _ => Some("older than"),
     };
-    if let Some(how) = older
-        && !replace.allow_downgrade
-    {
+    // Not a let chain: the Windows build's Rust (1.85) has none.
+    if let (Some(how), false) = (older, replace.allow_downgrade) {
         return Err(PackageError::new(
             PackageErrorKind::Downgrade,
             format!(

@@ -103,9 +103,7 @@ impl PackageLock {
                     Shown(name)
                 )));
             }
-            if let Some(signer) = &locked.signer
-                && !is_key_id(signer)
-            {
+            if let Some(signer) = locked.signer.as_ref().filter(|s| !is_key_id(s)) {
                 return Err(refuse(format!(
                     "package {name}: signer {} is not a key id (16 hex digits)",
                     Shown(signer)

@@ -95,6 +95,21 @@ fn pack(folder: &Path, out: &Path, sign: Option<&Path>) -> PathBuf {
     PathBuf::from(archive)
 }
 
+/// `ver` 1.0.0 and 2.0.0, packed in `dir` and signed with `keys`.
+fn two_versions(dir: &Path, keys: &Keys) -> (PathBuf, PathBuf) {
+    let v1 = pack(
+        &plugin_folder(dir, "1.0.0", Fixture::Versioned),
+        &dir.join("1"),
+        Some(&keys.secret),
+    );
+    let v2 = pack(
+        &plugin_folder(dir, "2.0.0", Fixture::VersionedV2),
+        &dir.join("2"),
+        Some(&keys.secret),
+    );
+    (v1, v2)
+}
+
 /// A root that trusts `keys`.
 fn trusting(keys: &Keys) -> TestRoot {
     let root = TestRoot::new();
@@ -877,16 +892,7 @@ fn a_running_watch_picks_up_an_add_from_a_url_an_update_and_a_remove() {
 fn add_locked_installs_only_what_the_lock_records() {
     let keys = keygen("publisher");
     let work = tempfile::tempdir().unwrap();
-    let v1 = pack(
-        &plugin_folder(work.path(), "1.0.0", Fixture::Versioned),
-        &work.path().join("1"),
-        Some(&keys.secret),
-    );
-    let v2 = pack(
-        &plugin_folder(work.path(), "2.0.0", Fixture::VersionedV2),
-        &work.path().join("2"),
-        Some(&keys.secret),
-    );
+    let (v1, v2) = two_versions(work.path(), &keys);
     let first = trusting(&keys);
     ok(&first.run_cli(&["add", v1.to_str().unwrap(), "--yes"]));
 
@@ -1719,16 +1725,7 @@ fn packages_only_go_forward_add_and_update_refuse_an_older_or_equal_version_unle
 {
     let keys = keygen("publisher");
     let work = tempfile::tempdir().unwrap();
-    let v1 = pack(
-        &plugin_folder(work.path(), "1.0.0", Fixture::Versioned),
-        &work.path().join("1"),
-        Some(&keys.secret),
-    );
-    let v2 = pack(
-        &plugin_folder(work.path(), "2.0.0", Fixture::VersionedV2),
-        &work.path().join("2"),
-        Some(&keys.secret),
-    );
+    let (v1, v2) = two_versions(work.path(), &keys);
     let root = trusting(&keys);
     ok(&root.run_cli(&["add", v2.to_str().unwrap(), "--yes"]));
 

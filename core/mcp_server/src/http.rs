@@ -274,22 +274,8 @@ impl HttpServer {
             connections: Arc::default(),
         };
         let mut failures = AcceptFailures::default();
-        tokio::pin!(shutdown);
         // Serving, until asked to stop.
-        loop {
-            let stream = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        failures.wait(&e).await;
-                        continue;
-                    }
-                },
-                () = &mut shutdown => break,
-            };
-            failures.reset();
-            accept.spawn(stream);
-        }
+        accept_until(&self.listener, &accept, &mut failures, shutdown).await;
         let asked = tokio::time::Instant::now();
         let grace_end = asked + self.options.grace;
         endpoint
@@ -298,19 +284,8 @@ impl HttpServer {
         // Draining: still accepting, so that nothing a balancer sends before it sees the 503s
         // is refused.
         let drain_end = asked + self.options.drain.min(self.options.grace);
-        loop {
-            let stream = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        failures.wait(&e).await;
-                        continue;
-                    }
-                },
-                () = tokio::time::sleep_until(drain_end) => break,
-            };
-            accept.spawn(stream);
-        }
+        let draining = tokio::time::sleep_until(drain_end);
+        accept_until(&self.listener, &accept, &mut failures, draining).await;
         drop(self.listener);
         // Idle connections close now, busy ones after their answer.
         accept.closing.send_replace(true);
@@ -392,6 +367,31 @@ impl Accept {
                 tracing::debug!("connection ended: {e}");
             }
         });
+    }
+}
+
+/// Accepts connections on `listener` and hands each to `accept` until `stop` completes; a
+/// failed accept waits as `failures` says (the serving and the draining phase alike).
+async fn accept_until(
+    listener: &TcpListener,
+    accept: &Accept,
+    failures: &mut AcceptFailures,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    failures.wait(&e).await;
+                    continue;
+                }
+            },
+            () = &mut stop => return,
+        };
+        failures.reset();
+        accept.spawn(stream);
     }
 }
 

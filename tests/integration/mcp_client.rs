@@ -13,6 +13,7 @@ use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
 mod asks;
 mod config_cli;
+mod hostile_state;
 mod conformance;
 mod live_reload;
 mod oauth;

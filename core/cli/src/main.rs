@@ -481,18 +481,23 @@ impl SessionArgs {
 
 #[derive(Subcommand)]
 enum McpAction {
-    /// The tools of SERVER whose definition (description, schemas, annotations) changed
-    /// since it was first seen or last approved (usr/mcp-tools.lock), each change shown;
-    /// exit 1 if any changed.
+    /// The tools of SERVER held back: those whose definition (description, schemas,
+    /// annotations) changed since it was first seen or last approved, and those it added
+    /// since (usr/mcp-tools/SERVER.lock), each change shown with the digest to approve them
+    /// by; exit 1 if any.
     Diff {
         /// The server's name in mcp.json.
         server: String,
     },
-    /// Approve the changed tool definitions of SERVER: recorded in usr/mcp-tools.lock, its
-    /// tools are offered again.
+    /// Approve the held-back tool definitions of SERVER that `toolhost mcp diff SERVER`
+    /// showed: recorded in usr/mcp-tools/SERVER.lock, its tools are offered again. Nothing is
+    /// approved if the server's definitions are not those the digest names.
     Approve {
         /// The server's name in mcp.json.
         server: String,
+        /// The digest `toolhost mcp diff SERVER` printed for the changes it showed.
+        #[arg(long)]
+        digest: String,
     },
     /// Sign in to SERVER (an HTTP server that asks for OAuth): the URL is opened in a browser
     /// and printed, a listener on 127.0.0.1 takes the redirect, and the tokens are kept in
@@ -785,9 +790,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => mcp::diff(&host()?, &profile, &server),
         Command::Mcp {
             profile,
-            action: Some(McpAction::Approve { server }),
+            action: Some(McpAction::Approve { server, digest }),
             ..
-        } => mcp::approve(&host()?, &profile, &server),
+        } => mcp::approve(&host()?, &profile, &server, &digest),
         Command::Mcp {
             profile,
             action:

@@ -118,15 +118,14 @@ fn server_json(server: &McpServerStatus) -> Value {
     })
 }
 
-/// `text` safe for a terminal: control characters (escape sequences, carriage returns) shown
-/// escaped, since a server's text is a peer's.
+/// `text` safe for a terminal, since a server's text is a peer's: control characters (escape
+/// sequences, carriage returns) and bidirectional or invisible formatting characters shown
+/// escaped, as [`toolhost::package::Shown`] shows a package's text; line breaks kept.
 pub(crate) fn shown(text: &str) -> String {
-    text.chars()
-        .map(|c| match c.is_control() && c != '\n' {
-            true => c.escape_default().to_string(),
-            false => c.to_string(),
-        })
-        .collect()
+    text.split('\n')
+        .map(|line| toolhost::package::Shown(line).to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The server `name` of the profile, once it has settled.
@@ -157,7 +156,10 @@ pub(crate) fn diff(host: &Host, profile: &str, name: &str) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for change in &server.changed {
-        println!("{name}.{}:", shown(&change.tool));
+        match change.approved.is_null() {
+            true => println!("{name}.{}: (a tool added since the server was first seen)", shown(&change.tool)),
+            false => println!("{name}.{}:", shown(&change.tool)),
+        }
         let members = |v: &Value| v.as_object().cloned().unwrap_or_default();
         let (old, new) = (members(&change.approved), members(&change.now));
         let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
@@ -182,18 +184,20 @@ pub(crate) fn diff(host: &Host, profile: &str, name: &str) -> Result<ExitCode> {
             }
         }
     }
-    println!("approve with `toolhost mcp approve {name}`");
+    let digest = toolhost::mcp::changes_digest(&server.changed);
+    println!("digest: {digest}");
+    println!("approve exactly these with `toolhost mcp approve {name} --digest {digest}`");
     Ok(ExitCode::FAILURE)
 }
 
-/// `toolhost mcp approve SERVER`.
-pub(crate) fn approve(host: &Host, profile: &str, name: &str) -> Result<ExitCode> {
+/// `toolhost mcp approve SERVER --digest DIGEST`.
+pub(crate) fn approve(host: &Host, profile: &str, name: &str, digest: &str) -> Result<ExitCode> {
     settled_server(host, profile, name)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let approved = runtime
-        .block_on(host.approve_mcp_tools(profile, name, SETTLE))
+        .block_on(host.approve_mcp_tools(profile, name, digest, SETTLE))
         .map_err(anyhow::Error::msg)?;
     match approved.is_empty() {
         true => println!("{name}: nothing to approve"),

@@ -340,7 +340,8 @@ pub struct DefinitionRecord {
     pub tool: String,
     /// Changed or approved.
     pub event: DefinitionEvent,
-    /// The hex SHA-256 of the definition approved before.
+    /// The hex SHA-256 of the definition approved before (empty for a tool the server did not
+    /// have when it was first seen).
     pub approved_sha256: String,
     /// The hex SHA-256 of the definition the server gives now.
     pub now_sha256: String,

@@ -75,13 +75,17 @@ impl Host {
     }
 
     /// Approves the changed tool definitions of the profile's server `server` (recorded in
-    /// `usr/mcp-tools.lock`, [`crate::mcp::pins`]): its tools are offered again. Waits (at most
-    /// `wait`) for the server to start and list its tools first. The tools approved; `Err` says
-    /// why not (no such server, the lock cannot be written).
+    /// `usr/mcp-tools/SERVER.lock`, [`crate::mcp::pins`]): its tools are offered again. Waits
+    /// (at most `wait`) for the server to start and list its tools first. `digest` is the
+    /// [`changes_digest`](crate::mcp::changes_digest) of the changes shown to the person who
+    /// approves: if the server's held-back definitions are not those, nothing is approved.
+    /// The tools approved; `Err` says why not (no such server, other definitions than those
+    /// shown, the lock cannot be written).
     pub async fn approve_mcp_tools(
         &self,
         profile: &str,
         server: &str,
+        digest: &str,
         wait: Duration,
     ) -> Result<Vec<String>, String> {
         let servers = self.mcp_profile(profile);
@@ -89,7 +93,7 @@ impl Host {
             return Err(format!("profile '{profile}' has no MCP server '{server}'"));
         };
         found.settled(wait).await;
-        found.approve()
+        found.approve(digest)
     }
 
     /// The mistakes in the profile's `mcp.json` files, one line each.

@@ -31,13 +31,18 @@ pub use read::{read_text, ReadError, ReadErrorKind};
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub use watch::WatchTargets;
 pub(crate) use watch::{nearest_existing, watched_files};
-pub(crate) use write::{write_atomically, write_atomically_with};
+pub(crate) use write::{write_atomically, write_atomically_with, write_privately};
 
 /// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
 pub const PINS_FILE_NAME: &str = "plugins.lock";
 
-/// The file of the MCP tool definitions approved, in `usr/` (see `mcp::pins`).
+/// The file of the MCP tool definitions approved by versions before 0.9, in `usr/` (see
+/// `mcp::pins`): read for a server that has no file of its own in [`MCP_PINS_DIR_NAME`] yet.
 pub const MCP_PINS_FILE_NAME: &str = "mcp-tools.lock";
+
+/// The folder of the MCP tool definitions approved, in `usr/`: one `SERVER.lock` per server
+/// (see `mcp::pins`).
+pub const MCP_PINS_DIR_NAME: &str = "mcp-tools";
 
 /// The metadata cache's folder, in `usr/`: it holds no plugins, and the watcher ignores it.
 pub const CACHE_DIR_NAME: &str = ".cache";
@@ -247,10 +252,22 @@ impl Layout {
         self.root.join("usr").join(PINS_FILE_NAME)
     }
 
-    /// `usr/mcp-tools.lock`: the hash and the text of each MCP server's tool definitions as
-    /// first seen or last approved.
+    /// `usr/mcp-tools.lock`: the MCP tool definitions approved by versions before 0.9, all
+    /// servers in one file (read, never written).
     pub fn mcp_pins_file(&self) -> PathBuf {
         self.root.join("usr").join(MCP_PINS_FILE_NAME)
+    }
+
+    /// `usr/mcp-tools/`: the hash and the text of each MCP server's tool definitions as first
+    /// seen or last approved, one `SERVER.lock` per server.
+    pub fn mcp_pins_dir(&self) -> PathBuf {
+        self.root.join("usr").join(MCP_PINS_DIR_NAME)
+    }
+
+    /// `usr/mcp-tools/SERVER.lock`: the approved tool definitions of MCP server `server` (a
+    /// server name is letters, digits, `_` and `-`).
+    pub fn mcp_pins_file_of(&self, server: &str) -> PathBuf {
+        self.mcp_pins_dir().join(format!("{server}.lock"))
     }
 
     /// `usr/sessions/`: one folder per recorded session.

@@ -10,7 +10,12 @@ impl Layout {
     /// What a watcher must watch (see [`WatchTargets`]).
     pub fn watch_targets(&self) -> WatchTargets {
         let root = &self.root;
-        let mut dirs = BTreeSet::from([root.clone(), root.join("usr/plugins")]);
+        // `usr/mcp-tools/`: an approval made by another process.
+        let mut dirs = BTreeSet::from([
+            root.clone(),
+            root.join("usr/plugins"),
+            root.join("usr").join(super::MCP_PINS_DIR_NAME),
+        ]);
         let mut layers = Vec::new();
         for base in ["usr", "plugins", "core"] {
             dirs.insert(root.join(base));
@@ -53,7 +58,8 @@ impl Layout {
 /// The folders to watch under a root, and the library links to follow.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WatchTargets {
-    /// The root, `usr/`, `plugins/`, `core/`, every plugin folder, every `agents/` folder and
+    /// The root, `usr/`, `usr/mcp-tools/`, `plugins/`, `core/`, every plugin folder, every
+    /// `agents/` folder and
     /// every layer's `tools/`, `extensions/<point>/` and `prompts/` folder that exists.
     pub dirs: BTreeSet<PathBuf>,
     /// `(link, its target)` for each library that is a symbolic link.

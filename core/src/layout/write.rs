@@ -12,9 +12,25 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomically_with(path, bytes, true)
 }
 
+/// [`write_atomically`] for a file only its owner may read (mode 0600 on Unix, whatever the
+/// mode of the file it replaces): state that holds a peer's text.
+pub(crate) fn write_privately(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomically_as(path, bytes, true, true)
+}
+
 /// [`write_atomically`], flushing the file and its folder to the disk only when `durable`
 /// (a reader still sees the old bytes or the new ones; after a power loss, maybe the old).
 pub(crate) fn write_atomically_with(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    write_atomically_as(path, bytes, durable, false)
+}
+
+/// [`write_atomically_with`], the new file private to its owner if `private`.
+fn write_atomically_as(
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    private: bool,
+) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let target = match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(path)?,
@@ -29,12 +45,17 @@ pub(crate) fn write_atomically_with(path: &Path, bytes: &[u8], durable: bool) ->
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let temp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
     let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        if let Ok(meta) = fs::metadata(&target) {
-            file.set_permissions(meta.permissions())?;
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        if private {
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        }
+        let mut file = options.open(&temp)?;
+        match fs::metadata(&target) {
+            Ok(_) if private => {}
+            Ok(meta) => file.set_permissions(meta.permissions())?,
+            Err(_) => {}
         }
         file.write_all(bytes)?;
         if durable {

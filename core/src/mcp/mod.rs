@@ -8,7 +8,7 @@
 //! - `ask.rs`: a server's form (`elicitation/create`) for the person behind the call;
 //! - `tool.rs`: one tool, its metadata and breaker;
 //! - `call.rs`: one governed call of a tool (progress, cancellation, the result);
-//! - `pins.rs`: the tool definitions approved (`usr/mcp-tools.lock`), against rug pulls;
+//! - `pins.rs`: the tool definitions approved (`usr/mcp-tools/`), against rug pulls;
 //! - `oauth/`: OAuth 2.1 for HTTP servers that ask to sign in (`toolhost mcp login`).
 //!
 //! Servers run on a runtime of their own (one thread), so they outlive the runtime of any
@@ -38,6 +38,7 @@ use config::{McpConfig, ServerConfig};
 use server::Server;
 
 pub(crate) use ask::Asker;
+pub use pins::{changes_digest, ChangedTool};
 pub use config::MCP_FILE_NAME;
 pub use server::McpState;
 pub use tool::McpTool;
@@ -120,7 +121,7 @@ impl McpClients {
         max_text_bytes: u64,
         secrets: &Arc<Secrets>,
     ) -> Arc<ProfileServers> {
-        let pins = pins::ToolPins::new(layout, max_text_bytes);
+        let pins = pins::ToolPins::new(layout, max_text_bytes, secrets.clone());
         let servers = config
             .servers
             .iter()
@@ -206,7 +207,7 @@ impl McpClients {
         reloads
     }
 
-    /// `usr/mcp-tools.lock` changed: the servers whose tools are held back check them again.
+    /// A lock in `usr/mcp-tools/` changed: the servers whose tools are held back check them again.
     pub(crate) fn pins_changed(&self) {
         let servers: Vec<Arc<Server>> = lock(&self.servers).values().cloned().collect();
         for server in servers {

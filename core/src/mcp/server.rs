@@ -92,7 +92,7 @@ pub(crate) struct Server {
     /// restarts.
     breakers: Mutex<HashMap<String, Arc<Breaker>>>,
     relist: Mutex<Relist>,
-    /// The approved tool definitions (`usr/mcp-tools.lock`).
+    /// The approved tool definitions (`usr/mcp-tools/SERVER.lock`).
     pins: ToolPins,
     /// Who can answer for each call under way, by a number of its own: a form the server
     /// sends goes to the latest.
@@ -312,9 +312,9 @@ impl Server {
         if !changed.is_empty() {
             let tools: Vec<&str> = changed.iter().map(|c| c.tool.as_str()).collect();
             tracing::warn!(
-                "MCP server {name}: the definition of {} changed since it was approved, held \
-                 back until approved: see `toolhost mcp diff {name}`, approve with \
-                 `toolhost mcp approve {name}`",
+                "MCP server {name}: the definition of {} changed since it was approved (or \
+                 the tool is new), held back until approved: see `toolhost mcp diff {name}`, \
+                 which says how to approve exactly what it shows",
                 crate::layout::Escaped(std::path::Path::new(&tools.join(", ")))
             );
         }
@@ -340,7 +340,8 @@ impl Server {
         self.inner().changed.clone()
     }
 
-    /// `usr/mcp-tools.lock` changed (an approval by another process, `toolhost mcp approve`):
+    /// A lock in `usr/mcp-tools/` changed (an approval by another process, `toolhost mcp
+    /// approve`):
     /// if tools of its are held back, it lists its tools again.
     pub(crate) fn pins_changed(self: &Arc<Self>) {
         let peer = {
@@ -356,9 +357,23 @@ impl Server {
     }
 
     /// Approves the changed definitions of its tools (recorded in the lock), then lists its
-    /// tools again if it runs. The tools approved.
-    pub(crate) fn approve(self: &Arc<Self>) -> Result<Vec<String>, String> {
+    /// tools again if it runs. The tools approved. `digest` must be the
+    /// [`changes_digest`](super::pins::changes_digest) of the changes held now: what was shown
+    /// is what is approved.
+    pub(crate) fn approve(self: &Arc<Self>, digest: &str) -> Result<Vec<String>, String> {
         let changed = self.changed_tools();
+        if changed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = super::pins::changes_digest(&changed);
+        if now != digest {
+            let name = &self.config.name;
+            return Err(format!(
+                "the held-back definitions of {name} are not those shown with digest \
+                 {digest} (their digest is {now} now): nothing approved; look at them again \
+                 with `toolhost mcp diff {name}`"
+            ));
+        }
         self.pins.approve(&self.config.name, &changed)?;
         let peer = {
             let mut inner = self.inner();

@@ -1,6 +1,6 @@
 //! Tool definitions pinned against rug pulls: a small Python server whose tool description
 //! is read from a file at each start, changed between runs. The first definition is
-//! recorded in `usr/mcp-tools.lock`; a changed one is held back with no configuration (and
+//! recorded in `usr/mcp-tools/rug.lock`; a changed one is held back with no configuration (and
 //! with library pinning explicitly off), shown by `toolhost mcp diff` (its terminal escapes
 //! shown escaped) and offered again once `toolhost mcp approve` records it.
 
@@ -34,6 +34,12 @@ fn definitions(root: &TestRoot) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The digest `toolhost mcp diff` printed in `out`.
+fn digest(out: &str) -> String {
+    let line = out.lines().find_map(|l| l.strip_prefix("digest: "));
+    line.unwrap_or_else(|| panic!("no digest: {out}")).to_owned()
+}
+
 fn run(root: &TestRoot, args: &[&str]) -> (Option<i32>, String, String) {
     let out = root.run_cli(args);
     (
@@ -60,7 +66,7 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
     let (code, out, err) = run(&root, &["mcp"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("rug: ready with 1 tools"), "{out}");
-    let lock = std::fs::read_to_string(root.path().join("usr/mcp-tools.lock")).unwrap();
+    let lock = std::fs::read_to_string(root.path().join("usr/mcp-tools/rug.lock")).unwrap();
     assert!(
         lock.contains("Greets someone by name."),
         "first seen, recorded: {lock}"
@@ -79,7 +85,7 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
         "{out}"
     );
     assert!(
-        err.contains("greet changed since it was approved, held back until approved"),
+        err.contains("greet changed since it was approved (or the tool is new), held back"),
         "{err}"
     );
     let (_, out, _) = run(
@@ -114,7 +120,7 @@ fn a_changed_tool_definition_is_held_back_until_approved_and_shown_escaped() {
     assert_eq!(change["held"], true, "{change}");
     assert_ne!(change["approved_sha256"], change["now_sha256"], "{change}");
 
-    let (code, out, err) = run(&root, &["mcp", "approve", "rug"]);
+    let (code, out, err) = run(&root, &["mcp", "approve", "rug", "--digest", &digest(&out)]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains("rug: approved the new definition of greet"),
@@ -173,7 +179,8 @@ fn an_approval_reaches_a_running_host_without_a_restart() {
     assert!(names(&host).is_empty(), "held back: {:?}", names(&host));
 
     // Approved by another process: the running host offers it, without a restart.
-    let (code, out, err) = run(&root, &["mcp", "approve", "rug"]);
+    let (_, shown, _) = run(&root, &["mcp", "diff", "rug"]);
+    let (code, out, err) = run(&root, &["mcp", "approve", "rug", "--digest", &digest(&shown)]);
     assert_eq!(code, Some(0), "{out}{err}");
     let offered = toolhost_tests::wait_for("the approved tool offered", || {
         let now = names(&host);

@@ -31,7 +31,7 @@ impl Host {
                 continue;
             }
             #[cfg(feature = "mcp")]
-            if *path == self.layout.mcp_pins_file() {
+            if path.parent() == Some(self.layout.mcp_pins_dir().as_path()) {
                 self.mcp.pins_changed(); // an approval made elsewhere (`toolhost mcp approve`)
                 continue;
             }

@@ -300,6 +300,9 @@ impl WatchState {
         if own == ".cache" && parent == self.layout.root().join("usr") {
             return false; // the host's own caches (checked layouts), written while it loads
         }
+        if dir == self.layout.mcp_pins_dir() {
+            return true; // the MCP locks: an approval made by another process
+        }
         let folders = ["tools", "extensions", "prompts", "agents", "plugins"];
         folders.contains(&own.as_str())
             || name(parent)

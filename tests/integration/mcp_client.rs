@@ -13,8 +13,8 @@ use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 
 mod asks;
 mod config_cli;
-mod hostile_state;
 mod conformance;
+mod hostile_state;
 mod live_reload;
 mod oauth;
 mod over_http;

@@ -157,7 +157,10 @@ pub(crate) fn diff(host: &Host, profile: &str, name: &str) -> Result<ExitCode> {
     }
     for change in &server.changed {
         match change.approved.is_null() {
-            true => println!("{name}.{}: (a tool added since the server was first seen)", shown(&change.tool)),
+            true => println!(
+                "{name}.{}: (a tool added since the server was first seen)",
+                shown(&change.tool)
+            ),
             false => println!("{name}.{}:", shown(&change.tool)),
         }
         let members = |v: &Value| v.as_object().cloned().unwrap_or_default();

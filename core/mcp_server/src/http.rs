@@ -181,13 +181,18 @@ impl HttpOptions {
         self
     }
 
-    fn rmcp_config(&self) -> StreamableHttpServerConfig {
-        let origins = LOCAL_ORIGINS
+    /// The browser origins accepted: this machine's pages, and the configured ones.
+    fn origins(&self) -> Vec<String> {
+        LOCAL_ORIGINS
             .iter()
             .map(|o| (*o).to_owned())
-            .chain(self.allowed_origins.iter().cloned());
+            .chain(self.allowed_origins.iter().cloned())
+            .collect()
+    }
+
+    fn rmcp_config(&self) -> StreamableHttpServerConfig {
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_origins(origins)
+            .with_allowed_origins(self.origins())
             .enforce_origin_validation()
             .with_max_request_body_bytes(self.max_body_bytes)
             .with_legacy_session_mode(self.sessions);
@@ -265,6 +270,8 @@ impl HttpServer {
             body_timeout: self.options.body_timeout,
             ready: std::sync::atomic::AtomicBool::new(true),
             requests: Arc::default(),
+            loopback: self.options.addr.ip().is_loopback(),
+            origins: self.options.origins(),
         });
         let accept = Accept {
             endpoint: endpoint.clone(),
@@ -443,6 +450,10 @@ struct Endpoint {
     ready: std::sync::atomic::AtomicBool,
     /// The requests being answered (their bodies included).
     requests: Arc<InFlight>,
+    /// Whether it listens on a loopback address (then `Host` must name this machine).
+    loopback: bool,
+    /// The browser origins accepted ([`LOCAL_ORIGINS`] and the configured ones).
+    origins: Vec<String>,
 }
 
 impl Endpoint {
@@ -452,6 +463,10 @@ impl Endpoint {
     async fn route(&self, request: Request<Incoming>) -> Response<Body> {
         use http_body_util::BodyExt;
         let ready = self.ready.load(std::sync::atomic::Ordering::SeqCst);
+        // Every path, not only rmcp's: no page of another site reads `/metrics` or `/ready`.
+        if let Some(why) = super::guard::refusal(request.headers(), self.loopback, &self.origins) {
+            return closing(plain(StatusCode::FORBIDDEN, why), ready);
+        }
         if request.uri().path() == READY_PATH {
             let status = match ready {
                 true => StatusCode::OK,

@@ -43,6 +43,7 @@ mod asker;
 mod cache_hints;
 mod call;
 mod error;
+mod guard;
 mod http;
 mod jsonrpc;
 mod listen;

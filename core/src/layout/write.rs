@@ -25,12 +25,7 @@ pub(crate) fn write_atomically_with(path: &Path, bytes: &[u8], durable: bool) ->
 }
 
 /// [`write_atomically_with`], the new file private to its owner if `private`.
-fn write_atomically_as(
-    path: &Path,
-    bytes: &[u8],
-    durable: bool,
-    private: bool,
-) -> io::Result<()> {
+fn write_atomically_as(path: &Path, bytes: &[u8], durable: bool, private: bool) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let target = match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(path)?,

@@ -38,8 +38,8 @@ use config::{McpConfig, ServerConfig};
 use server::Server;
 
 pub(crate) use ask::Asker;
-pub use pins::{changes_digest, ChangedTool};
 pub use config::MCP_FILE_NAME;
+pub use pins::{changes_digest, ChangedTool};
 pub use server::McpState;
 pub use tool::McpTool;
 pub(crate) use tool::{from_native_name, DEFAULT_TIMEOUT_SECONDS};

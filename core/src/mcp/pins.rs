@@ -241,7 +241,15 @@ impl ToolPins {
                     let was = pinned.map(|p| p.sha256.clone()).unwrap_or_default();
                     let now = self.kept(now);
                     let tool = tool.name.to_string();
-                    changed.push((ChangedTool { tool, approved, now, sha256 }, was));
+                    changed.push((
+                        ChangedTool {
+                            tool,
+                            approved,
+                            now,
+                            sha256,
+                        },
+                        was,
+                    ));
                 }
             }
         }
@@ -271,7 +279,12 @@ impl ToolPins {
             let definition = self.kept(tool.now.clone());
             let sha256 = tool.sha256.clone();
             let was = lock.tools.get(&tool.tool).map(|p| p.sha256.clone());
-            records.push(record(server, tool, &was.unwrap_or_default(), DefinitionEvent::Approved));
+            records.push(record(
+                server,
+                tool,
+                &was.unwrap_or_default(),
+                DefinitionEvent::Approved,
+            ));
             lock.tools
                 .insert(tool.tool.clone(), Pinned { sha256, definition });
             lock.audited.remove(&tool.tool);

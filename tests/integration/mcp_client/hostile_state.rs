@@ -130,7 +130,10 @@ fn approve_records_exactly_what_diff_showed_and_server_text_is_shown_escaped() {
         "{err}"
     );
     let lock = std::fs::read_to_string(lock_of(&root, "h")).unwrap();
-    assert!(lock.contains("Echo text, run 1"), "nothing approved: {lock}");
+    assert!(
+        lock.contains("Echo text, run 1"),
+        "nothing approved: {lock}"
+    );
     let (code, _, err) = run(&root, &["mcp", "approve", "h"]);
     assert_eq!(code, Some(2), "the digest is required: {err}");
 
@@ -151,7 +154,10 @@ fn approve_records_exactly_what_diff_showed_and_server_text_is_shown_escaped() {
         .to_owned();
     let (code, out, err) = run(&root, &["mcp", "approve", "h", "--digest", &digest]);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("h: approved the new definition of echo"), "{out}");
+    assert!(
+        out.contains("h: approved the new definition of echo"),
+        "{out}"
+    );
     let lock = std::fs::read_to_string(lock_of(&root, "h")).unwrap();
     assert!(lock.contains("for good"), "{lock}");
     let (code, out, _) = run(&root, &["mcp"]);

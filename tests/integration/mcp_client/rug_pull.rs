@@ -37,7 +37,8 @@ fn definitions(root: &TestRoot) -> Vec<serde_json::Value> {
 /// The digest `toolhost mcp diff` printed in `out`.
 fn digest(out: &str) -> String {
     let line = out.lines().find_map(|l| l.strip_prefix("digest: "));
-    line.unwrap_or_else(|| panic!("no digest: {out}")).to_owned()
+    line.unwrap_or_else(|| panic!("no digest: {out}"))
+        .to_owned()
 }
 
 fn run(root: &TestRoot, args: &[&str]) -> (Option<i32>, String, String) {
@@ -180,7 +181,10 @@ fn an_approval_reaches_a_running_host_without_a_restart() {
 
     // Approved by another process: the running host offers it, without a restart.
     let (_, shown, _) = run(&root, &["mcp", "diff", "rug"]);
-    let (code, out, err) = run(&root, &["mcp", "approve", "rug", "--digest", &digest(&shown)]);
+    let (code, out, err) = run(
+        &root,
+        &["mcp", "approve", "rug", "--digest", &digest(&shown)],
+    );
     assert_eq!(code, Some(0), "{out}{err}");
     let offered = toolhost_tests::wait_for("the approved tool offered", || {
         let now = names(&host);

@@ -133,3 +133,52 @@ async fn without_a_token_only_read_tools_are_served_unless_allowed() {
         let _ = client.cancel().await;
     }
 }
+
+/// GETs `path` with the raw head lines `head` (HTTP/1.0 when `head` holds no `Host`, as a
+/// balancer's health check sends it); returns the status code.
+fn get(server: &HttpServer, path: &str, head: &[&str]) -> u16 {
+    let mut stream = TcpStream::connect(server.authority()).expect("connect");
+    let version = match head.iter().any(|l| l.starts_with("Host:")) {
+        true => "HTTP/1.1",
+        false => "HTTP/1.0",
+    };
+    let mut request = format!("GET {path} {version}\r\nConnection: close\r\n");
+    for line in head {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("request");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer[9..12].parse().expect("numeric status")
+}
+
+/// DNS rebinding: a page of another site, its name resolved to 127.0.0.1, reaches the
+/// listener with its own name in `Host`. Every endpoint refuses it, as `/mcp` does.
+#[test]
+fn every_endpoint_applies_the_host_and_origin_rule() {
+    let root = root();
+    let server = HttpServer::start(&root, &[]);
+    let local = format!("Host: {}", server.authority());
+    for path in ["/metrics", "/ready", "/mcp"] {
+        assert_eq!(
+            get(&server, path, &["Host: evil.example"]),
+            403,
+            "{path}: a foreign Host"
+        );
+        let foreign = [local.as_str(), "Origin: http://evil.example"];
+        assert_eq!(
+            get(&server, path, &foreign),
+            403,
+            "{path}: a foreign Origin"
+        );
+    }
+    assert_eq!(get(&server, "/metrics", &[&local]), 200);
+    assert_eq!(get(&server, "/ready", &[&local]), 200);
+    assert_eq!(
+        get(&server, "/ready", &[]),
+        200,
+        "a health check with no Host"
+    );
+}

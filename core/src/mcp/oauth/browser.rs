@@ -67,8 +67,10 @@ impl Loopback {
         url: &str,
         step: BrowserStep,
     ) -> Result<String, String> {
+        // The redirect must carry the `state` the authorization URL sends.
+        let state = query_value(url, "state");
         let waited = async {
-            match tokio::time::timeout(WAIT, self.callback()).await {
+            match tokio::time::timeout(WAIT, self.callback(state.as_deref())).await {
                 Ok(found) => found,
                 Err(_) => Err(format!(
                     "no sign-in came back within {} s (the browser is sent to {})",
@@ -119,53 +121,103 @@ impl Loopback {
         }
     }
 
-    /// Answers requests until one is for `/callback`; its URL.
-    async fn callback(&self) -> Result<String, String> {
+    /// Answers requests, each connection on its own (a connection that sends nothing is
+    /// dropped after [`HEAD_WAIT`], and never holds up another), until one is for `/callback`
+    /// with the sign-in's `state` (another `state` is answered 400: a forged redirect cannot
+    /// end the wait); its URL. `state` `None` takes the first `/callback`.
+    async fn callback(&self, state: Option<&str>) -> Result<String, String> {
+        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let (found, mut came) = tokio::sync::mpsc::channel::<String>(1);
         loop {
-            let (mut stream, _) = self
-                .listener
-                .accept()
-                .await
-                .map_err(|e| format!("the sign-in's listener failed: {e}"))?;
-            let mut buf = vec![0u8; 8192];
-            let mut len = 0;
-            while len < buf.len() {
-                match stream.read(&mut buf[len..]).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => len += n,
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                Some(target) = came.recv() => {
+                    let base = self.redirect_uri.trim_end_matches("/callback");
+                    return Ok(format!("{base}{target}"));
                 }
-                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                    break;
-                }
-            }
-            let head = String::from_utf8_lossy(&buf[..len]);
-            let target = head
-                .lines()
-                .next()
-                .and_then(|line| line.strip_prefix("GET "))
-                .and_then(|rest| rest.split(' ').next())
-                .unwrap_or_default()
-                .to_owned();
-            let is_callback = target == "/callback" || target.starts_with("/callback?");
-            let (status, body) = match is_callback {
-                true => (
-                    "200 OK",
-                    "Signed in: you may close this tab and go back to toolhost.",
-                ),
-                false => ("404 Not Found", "Not the sign-in's callback."),
             };
-            let answer = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
-            let _ = stream.shutdown().await;
-            if is_callback {
-                let base = self.redirect_uri.trim_end_matches("/callback");
-                return Ok(format!("{base}{target}"));
-            }
+            let (stream, _) =
+                accepted.map_err(|e| format!("the sign-in's listener failed: {e}"))?;
+            // Over the bound, a connection is closed at once: it cannot queue the others.
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                continue;
+            };
+            let (found, state) = (found.clone(), state.map(str::to_owned));
+            tokio::spawn(async move {
+                let _permit = permit;
+                if let Some(target) = answer(stream, state.as_deref()).await {
+                    let _ = found.send(target).await;
+                }
+            });
         }
     }
+}
+
+/// How long the sign-in's listener waits for a request's head on one connection.
+const HEAD_WAIT: Duration = Duration::from_secs(10);
+
+/// The most connections the sign-in's listener serves at once.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Reads one request's head from `stream` (at most [`HEAD_WAIT`]) and answers it: the request
+/// target if it is the sign-in's callback (with `state`, when given).
+async fn answer(mut stream: tokio::net::TcpStream, state: Option<&str>) -> Option<String> {
+    let mut buf = vec![0u8; 8192];
+    let mut len = 0;
+    let read = async {
+        while len < buf.len() {
+            match stream.read(&mut buf[len..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => len += n,
+            }
+            if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    if tokio::time::timeout(HEAD_WAIT, read).await.is_err() {
+        return None; // it sent nothing (or too little): dropped
+    }
+    let head = String::from_utf8_lossy(&buf[..len]);
+    let target = head
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix("GET "))
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_default()
+        .to_owned();
+    let is_callback = target == "/callback" || target.starts_with("/callback?");
+    let ours = is_callback
+        && state.is_none_or(|state| query_value(&target, "state").as_deref() == Some(state));
+    let (status, body) = match (is_callback, ours) {
+        (_, true) => (
+            "200 OK",
+            "Signed in: you may close this tab and go back to toolhost.",
+        ),
+        (true, false) => (
+            "400 Bad Request",
+            "Not this sign-in's redirect (its state differs).",
+        ),
+        (false, _) => ("404 Not Found", "Not the sign-in's callback."),
+    };
+    let answer = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(answer.as_bytes()).await;
+    let _ = stream.shutdown().await;
+    ours.then_some(target)
+}
+
+/// The value of `key` in the query of `url` (a full URL or a request target), decoded.
+fn query_value(url: &str, key: &str) -> Option<String> {
+    let parsed = match url.starts_with('/') {
+        true => reqwest::Url::parse(&format!("http://127.0.0.1{url}")),
+        false => reqwest::Url::parse(url),
+    };
+    let parsed = parsed.ok()?;
+    let found = parsed.query_pairs().find(|(k, _)| k == key)?.1;
+    Some(found.into_owned())
 }
 
 /// Opens `url` in the desktop's browser, if there is one; the URL is printed either way.
@@ -212,7 +264,46 @@ mod tests {
                 .unwrap();
             assert_eq!(back.status(), 200);
         };
-        let (found, ()) = tokio::join!(loopback.callback(), browser);
+        let (found, ()) = tokio::join!(loopback.callback(Some("s1")), browser);
         assert_eq!(found.unwrap(), format!("{redirect}?code=c1&state=s1"));
+    }
+
+    /// A local process that connects and sends nothing, and one that sends a forged redirect,
+    /// hold up nothing and lose nothing: the real redirect still ends the wait at once.
+    #[tokio::test]
+    async fn silent_and_forged_connections_cannot_lose_the_real_redirect() {
+        let loopback = Loopback::bind().await.unwrap();
+        let base = loopback
+            .redirect_uri
+            .trim_end_matches("/callback")
+            .to_owned();
+        let addr = base.trim_start_matches("http://").to_owned();
+        let browser = async move {
+            let _silent: Vec<tokio::net::TcpStream> = futures_util::future::join_all(
+                (0..3).map(|_| tokio::net::TcpStream::connect(addr.clone())),
+            )
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+            let client = reqwest::Client::new();
+            let forged = client
+                .get(format!("{base}/callback?code=evil&state=guessed"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(forged.status(), 400);
+            let back = client
+                .get(format!("{base}/callback?code=c1&state=s1"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(back.status(), 200);
+            _silent
+        };
+        let started = std::time::Instant::now();
+        let (found, _silent) = tokio::join!(loopback.callback(Some("s1")), browser);
+        assert!(found.unwrap().ends_with("/callback?code=c1&state=s1"));
+        assert!(started.elapsed() < HEAD_WAIT, "{:?}", started.elapsed());
     }
 }

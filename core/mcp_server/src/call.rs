@@ -61,7 +61,7 @@ pub(crate) async fn call(
         }
     };
     if !super::tools::offered(&agent, &request.name) {
-        let message = format!("Unknown tool: {}", request.name);
+        let message = format!("Unknown tool: {}", super::echo::echoed(&request.name));
         return Err(rmcp::ErrorData::invalid_params(message, None));
     }
     let session = approvals.session.clone();

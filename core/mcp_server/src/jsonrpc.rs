@@ -16,6 +16,13 @@ pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// The method's parameters do not have its shape.
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 
+/// JSON-RPC's "method not found".
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+
+/// The longest method name read (the protocol's longest is 40 bytes); a longer one is not
+/// found, and is not repeated whole.
+const MAX_METHOD_BYTES: usize = 256;
+
 /// Why a message was refused: the error response it gets.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Refusal {
@@ -181,11 +188,20 @@ pub(crate) fn check(message: &[u8]) -> Result<(), Refusal> {
         return Ok(());
     };
     let Value::String(method) = method else {
+        let method = super::echo::echoed(&method.to_string());
         return refuse(
             INVALID_REQUEST,
             format!("\"method\" must be a string, not {method}"),
         );
     };
+    if method.len() > MAX_METHOD_BYTES {
+        let message = format!(
+            "no method is named {} (a method name has at most {MAX_METHOD_BYTES} bytes)",
+            super::echo::echoed(&method)
+        );
+        return refuse(METHOD_NOT_FOUND, message);
+    }
+    let method = super::echo::echoed(&method);
     if let Some(Shape::Scalar(given)) = envelope.params {
         let message = format!("\"params\" of {method} must be an object, not {given}");
         return refuse(INVALID_REQUEST, message);

@@ -42,6 +42,7 @@ mod approval;
 mod asker;
 mod cache_hints;
 mod call;
+mod echo;
 mod error;
 mod guard;
 mod http;

@@ -232,8 +232,8 @@ pub(crate) fn exists(host: &Host, profile: &str, uri: &str) -> bool {
 pub(crate) fn not_found(uri: &str) -> ErrorData {
     ErrorData::new(
         rmcp::model::ErrorCode(RESOURCE_NOT_FOUND),
-        format!("resource not found: {uri}"),
-        Some(json!({"uri": uri})),
+        format!("resource not found: {}", super::echo::echoed(uri)),
+        Some(json!({"uri": super::echo::echoed(uri)})),
     )
 }
 

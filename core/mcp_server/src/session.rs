@@ -239,12 +239,13 @@ impl ServerHandler for Session {
                     Some(tool) if tools::is_read(tool) => {}
                     Some(_) => {
                         let message = format!(
-                            "tool '{name}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others"
+                            "tool '{}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others",
+                            super::echo::echoed(&name)
                         );
                         return Err(ErrorData::invalid_params(message, None));
                     }
                     None => {
-                        let message = format!("Unknown tool: {name}");
+                        let message = format!("Unknown tool: {}", super::echo::echoed(&name));
                         return Err(ErrorData::invalid_params(message, None));
                     }
                 }

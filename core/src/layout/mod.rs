@@ -31,7 +31,9 @@ pub use read::{read_text, ReadError, ReadErrorKind};
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub use watch::WatchTargets;
 pub(crate) use watch::{nearest_existing, watched_files};
-pub(crate) use write::{write_atomically, write_atomically_with, write_privately};
+#[cfg(feature = "mcp")]
+pub(crate) use write::write_privately;
+pub(crate) use write::{write_atomically, write_atomically_with};
 
 /// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
 pub const PINS_FILE_NAME: &str = "plugins.lock";

@@ -14,6 +14,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// [`write_atomically`] for a file only its owner may read (mode 0600 on Unix, whatever the
 /// mode of the file it replaces): state that holds a peer's text.
+#[cfg(feature = "mcp")]
 pub(crate) fn write_privately(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomically_as(path, bytes, true, true)
 }

@@ -126,8 +126,9 @@ impl McpTool {
     /// The call's result from the server's answer.
     fn outcome(&self, server: &Server, answer: Answer) -> Result<Response, ToolError> {
         match answer {
-            Ok(Ok(ServerResult::CallToolResult(result))) => {
+            Ok(Ok(ServerResult::CallToolResult(mut result))) => {
                 server.call_succeeded();
+                echoes_masked(&mut result);
                 into_response(&self.name, result, self.output_schema)
             }
             Ok(Ok(_)) => Err(ToolError::dependency(format!(
@@ -154,6 +155,22 @@ impl McpTool {
             "MCP server '{}' exited during the call of {} ({why}); it is started again at the next call",
             self.server_name, self.name
         ))
+    }
+}
+
+/// `result` with every value this process masks in its log lines masked (an access token the
+/// server echoes, a model's API key): the host's own secrets are masked later, by the call's
+/// lifecycle, with the others.
+fn echoes_masked(result: &mut CallToolResult) {
+    for block in &mut result.content {
+        if let ContentBlock::Text(text) = block {
+            if let std::borrow::Cow::Owned(masked) = crate::secrets::mask_log_line(&text.text) {
+                text.text = masked;
+            }
+        }
+    }
+    if let Some(structured) = &mut result.structured_content {
+        crate::secrets::mask_value_in_logs(structured);
     }
 }
 

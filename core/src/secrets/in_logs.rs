@@ -36,14 +36,8 @@ pub(crate) fn register(live: &Live) {
 /// `line` with the values of every set of secrets in force in this process masked (as
 /// [`Secrets::mask`] does: each value and its encodings); borrowed when it holds none.
 pub fn mask_log_line(line: &str) -> Cow<'_, str> {
-    let sets: Vec<Arc<Secrets>> = lock(&SOURCES)
-        .iter()
-        .filter_map(Weak::upgrade)
-        .map(|live| read(&live).clone())
-        .filter(|secrets| !secrets.is_empty())
-        .collect();
     let mut text = Cow::Borrowed(line);
-    for secrets in sets {
+    for secrets in in_force() {
         let masked = match secrets.replace(&text) {
             Cow::Owned(masked) => Some(masked),
             Cow::Borrowed(_) => None,
@@ -53,6 +47,25 @@ pub fn mask_log_line(line: &str) -> Cow<'_, str> {
         }
     }
     text
+}
+
+/// Every string in `value` masked as [`mask_log_line`] masks a line: for text a peer sends
+/// that may echo a value this process holds (an MCP server's result echoing its access token).
+#[cfg(feature = "mcp")]
+pub(crate) fn mask_value_in_logs(value: &mut serde_json::Value) {
+    for secrets in in_force() {
+        secrets.value_in_place(value);
+    }
+}
+
+/// The sets of secrets in force now, those that hold any.
+fn in_force() -> Vec<Arc<Secrets>> {
+    lock(&SOURCES)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .map(|live| read(&live).clone())
+        .filter(|secrets| !secrets.is_empty())
+        .collect()
 }
 
 /// Secrets that every log line is masked with while this value lives (a model keeps its API

@@ -39,6 +39,8 @@ mod unmask;
 mod variants;
 
 pub(crate) use access::{SecretAccess, SecretGrant};
+#[cfg(feature = "mcp")]
+pub(crate) use in_logs::mask_value_in_logs;
 pub use in_logs::{mask_log_line, MaskedInLogs};
 pub use masked::{Masked, MaskedError};
 pub(crate) use store::SecretStore;
@@ -266,7 +268,7 @@ impl Secrets {
         }
     }
 
-    fn value_in_place(&self, value: &mut Value) {
+    pub(crate) fn value_in_place(&self, value: &mut Value) {
         if self.matcher.is_none() {
             return;
         }

@@ -4,7 +4,8 @@
 //! in with PKCE through the loopback redirect (fetched, as the server approves at once) and
 //! keeps the tokens in a file of mode 0600; once the access token has expired, a call
 //! refreshes it with the refresh token; and no token or secret the server issued shows in
-//! any output, log line or file of the root but the token file.
+//! any output, log line or file of the root but the token file, even one the server echoes in
+//! a result.
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -160,6 +161,15 @@ fn login_keeps_private_tokens_a_call_refreshes_them_and_none_is_shown() {
         all[3..].iter().all(|t| stored.contains(t)),
         "the file keeps the new tokens"
     );
+
+    // A server that echoes the access token in a result: masked like a secret.
+    let (ok, echoed) = run(&["call", "notes.echo_token", "--args", "{}"]);
+    assert!(ok, "{echoed}");
+    assert!(
+        echoed.contains("your token is §§secret(MCP_TOKEN_NOTES_ACCESS)"),
+        "{echoed}"
+    );
+    said.push(echoed);
 
     // Nothing the server issued shows in any output (debug logs included), the audit, the
     // session or any file of the root but the token file.

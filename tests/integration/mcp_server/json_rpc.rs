@@ -315,6 +315,32 @@ fn unknown_and_agent_only_tools_are_protocol_errors_and_requests_before_initiali
         let message = answer["error"]["message"].as_str().unwrap_or_default();
         assert_eq!(message, format!("Unknown tool: {name}"), "{answer}");
     }
+    // A client's text echoed in an error is masked and bounded: a name holding a secret, a
+    // megabyte of method name.
+    send(&format!(
+        r#"{{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{{"name":"x{}","arguments":{{}}}}}}"#,
+        super::SECRET
+    ));
+    let answer = read_answers(&lines, 1).remove(0);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(!answer.to_string().contains(super::SECRET), "{answer}");
+    assert!(message.starts_with("Unknown tool: x§§secret("), "{answer}");
+    let huge = "m".repeat(1 << 20);
+    send(&format!(
+        r#"{{"jsonrpc":"2.0","id":"m","method":"{huge}"}}"#
+    ));
+    let answer = read_answers(&lines, 1).remove(0);
+    assert_eq!(
+        answer["error"]["code"],
+        -32601,
+        "{}",
+        &answer.to_string()[..300]
+    );
+    assert!(
+        answer.to_string().len() < 1000,
+        "bounded: {} bytes",
+        answer.to_string().len()
+    );
     send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#);
     let listed = read_answers(&lines, 1).remove(0);
     let names: Vec<&str> = listed["result"]["tools"]

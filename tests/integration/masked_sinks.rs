@@ -187,13 +187,8 @@ fn hostile_model() -> FakeLlm {
         chunk(json!({"role": "assistant", "content": first}), None),
         chunk(json!({"content": second}), Some("stop")),
     ];
+    // The answer: the key's placeholder in it is text, not a secret to fill in.
     server.push(Answer::Stream(sse(&events)));
-    // That call fails (the key's placeholder is no secret a tool may get); then the answer.
-    let done = json!({"tool_name": "response", "tool_args": {"text": "done"}}).to_string();
-    server.push(Answer::Stream(sse(&[chunk(
-        json!({"content": done}),
-        Some("stop"),
-    )])));
     server
 }
 
@@ -230,7 +225,10 @@ fn a_model_api_key_from_the_environment_never_shows_in_any_form() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout.trim(), "done", "{stderr}");
+    assert!(
+        stdout.starts_with("done §§secret(TOOLHOST_TEST_MODEL_KEY)"),
+        "the answer, the key masked: {stdout}{stderr}"
+    );
     let shown = "Text: done §§secret(TOOLHOST_TEST_MODEL_KEY)";
     assert!(stderr.contains(shown), "{stderr}");
     // The retry's WARN line and the broken chunk's error are there, masked.

@@ -58,6 +58,13 @@ pub(crate) fn mask_value_in_logs(value: &mut serde_json::Value) {
     }
 }
 
+/// Whether `key` names a value this process masks though no host gives it to tools (a
+/// model's API key, an MCP server's access token): its placeholder in a tool's arguments is
+/// text that stays as it is, not a mistake (a model quoting its own masked key in an answer).
+pub(crate) fn masks_key(key: &str) -> bool {
+    in_force().iter().any(|secrets| secrets.get(key).is_some())
+}
+
 /// The sets of secrets in force now, those that hold any.
 fn in_force() -> Vec<Arc<Secrets>> {
     lock(&SOURCES)

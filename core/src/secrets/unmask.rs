@@ -69,7 +69,9 @@ impl Secrets {
     /// # Errors
     ///
     /// A [repairable](crate::ErrorKind::Repairable) error naming each unknown key once (the
-    /// first ten) and listing the known ones (never a value).
+    /// first ten) and listing the known ones (never a value). A key this process masks but
+    /// gives no tool ([`MaskedInLogs`](crate::MaskedInLogs): a model's API key, an MCP
+    /// server's access token) is not unknown: its placeholder stays, as text.
     pub fn unmask<'a>(&self, text: &'a str) -> Result<Cow<'a, str>, ToolError> {
         let mut unknown = Unknown::default();
         let out = self.fill(text, &mut unknown);
@@ -123,6 +125,10 @@ impl Secrets {
             let key = &after[..end];
             match self.get(key) {
                 Some(value) => out.push_str(value),
+                // A value the process masks but gives no tool: the placeholder is the text.
+                None if super::in_logs::masks_key(key) => {
+                    out.push_str(&rest[start..start + PLACEHOLDER_START.len() + end + 1]);
+                }
                 None => {
                     unknown.add(key);
                     out.push_str(&rest[start..start + PLACEHOLDER_START.len() + end + 1]);

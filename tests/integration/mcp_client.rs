@@ -14,6 +14,7 @@ use toolhost_tests::{block_on, peers, Fixture, TestRoot};
 mod asks;
 mod config_cli;
 mod conformance;
+mod failures_named;
 mod hostile_state;
 mod live_reload;
 mod oauth;

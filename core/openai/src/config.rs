@@ -435,7 +435,7 @@ impl ModelConfig {
     /// ([`toolhost::config::numbers`]): `timeout_seconds` and `max_reply_seconds` (not `nan`,
     /// not 0 or less, not below 1 ms, not above 1,000,000,000 s), `max_reply_bytes` and
     /// `max_event_bytes` (1 or more), `retry_initial_ms`, `context_tokens` and `max_tokens`
-    /// (1 or more), `temperature` (0 to 2).
+    /// (1 or more), `temperature` (0 to 2); and that each of `headers` is one HTTP allows.
     pub fn check(&self) -> Result<(), OutOfRange> {
         use toolhost::config::numbers;
         fn wrong(
@@ -483,6 +483,23 @@ impl ModelConfig {
         if let Some(temperature) = self.temperature {
             numbers::finite(temperature, 0.0, 2.0)
                 .map_err(wrong("temperature", "a number from 0 to 2"))?;
+        }
+        for (name, value) in &self.headers {
+            let header = |reason: String| OutOfRange {
+                key: "headers",
+                expected: "HTTP headers: names of letters, digits and `-_.!#$%&'*+^`|~`, values \
+                           of visible characters and spaces"
+                    .to_owned(),
+                reason,
+            };
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(header(format!("{name:?} is not a header name")));
+            }
+            if reqwest::header::HeaderValue::from_str(value).is_err() {
+                return Err(header(format!(
+                    "the value of {name:?} is not a header value"
+                )));
+            }
         }
         Ok(())
     }

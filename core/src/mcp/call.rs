@@ -147,12 +147,19 @@ impl McpTool {
     /// The server went away during a call: it is marked failed (started again at the next
     /// use) and the error names it.
     fn lost(&self, server: &Server, why: &str) -> ToolError {
-        server.failed(format!(
-            "the server exited during a call of {} ({why})",
-            self.name
-        ));
+        // A stdio server's connection ends with its process; an HTTP server's answer may
+        // fail alone (too large, cut, not JSON) while the server runs on.
+        let (what, again) = match &server.config.transport {
+            super::config::Transport::Stdio { .. } => ("exited during", "started"),
+            super::config::Transport::Http { .. } => (
+                "broke its connection (its answer could not be read) during",
+                "connected",
+            ),
+        };
+        let why = crate::package::Shown(why);
+        server.failed(format!("the server {what} a call of {} ({why})", self.name));
         ToolError::dependency(format!(
-            "MCP server '{}' exited during the call of {} ({why}); it is started again at the next call",
+            "MCP server '{}' {what} the call of {} ({why}); it is {again} again at the next call",
             self.server_name, self.name
         ))
     }

@@ -10,14 +10,77 @@
 //! host at the first start ([`keeper`]) kills every group still listed when the host is gone,
 //! however it ended: it learns of the end as the end of a pipe only the host writes to.
 
+use std::future::Future;
 use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
 
-use rmcp::transport::TokioChildProcess;
-use tokio::process::ChildStderr;
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::Transport;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::runtime::Handle;
 
+use super::stdout_check::{Broken, CheckedStdout};
+
 /// What a start gives: the transport and the child's standard error.
-type Started = std::io::Result<(TokioChildProcess, Option<ChildStderr>)>;
+type Started = std::io::Result<(ChildTransport, Option<ChildStderr>)>;
+
+/// How long a server may take to exit once its input is closed, and again after `SIGTERM`.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// A stdio server's connection: its input and its output (read through [`CheckedStdout`]),
+/// and the child, closed as the MCP specification says (its input closed, then `SIGTERM`,
+/// then `SIGKILL`) and killed if dropped.
+pub(crate) struct ChildTransport {
+    io: AsyncRwTransport<RoleClient, CheckedStdout<ChildStdout>, ChildStdin>,
+    child: Child,
+}
+
+impl ChildTransport {
+    /// The child's process id, while it runs.
+    pub(crate) fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
+impl Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.io.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.io.receive()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        Transport::<RoleClient>::close(&mut self.io).await?;
+        if tokio::time::timeout(EXIT_WAIT, self.child.wait())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: a signal to the child this connection started and has not reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+            if tokio::time::timeout(EXIT_WAIT, self.child.wait())
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+        self.child.kill().await
+    }
+}
 
 /// One start, run on the starting thread within the caller's runtime.
 type Job = Box<dyn FnOnce() + Send>;
@@ -46,16 +109,29 @@ impl Drop for Group {
     }
 }
 
-/// Starts `cmd` (its standard error piped) from the process-long starting thread.
-pub(crate) async fn spawn(mut cmd: tokio::process::Command) -> Started {
+/// Starts `cmd` (its standard streams piped) from the process-long starting thread; a line
+/// of its output that cannot be read is told on `broken`.
+pub(crate) async fn spawn(mut cmd: tokio::process::Command, broken: Broken) -> Started {
     dies_with_host(&mut cmd);
     let runtime = Handle::current();
     let (done, started) = tokio::sync::oneshot::channel::<Started>();
     let job: Job = Box::new(move || {
         let _entered = runtime.enter(); // the child's pipes register with the caller's runtime
-        let result = TokioChildProcess::builder(cmd)
-            .stderr(std::process::Stdio::piped())
-            .spawn();
+        use std::process::Stdio;
+        let result = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .and_then(|mut child| {
+                let missing = || std::io::Error::other("the child's pipes were not made");
+                let stdin = child.stdin.take().ok_or_else(missing)?;
+                let stdout = child.stdout.take().ok_or_else(missing)?;
+                let stderr = child.stderr.take();
+                let io = AsyncRwTransport::new(CheckedStdout::new(stdout, broken), stdin);
+                Ok((ChildTransport { io, child }, stderr))
+            });
         let _ = done.send(result);
     });
     if starter().send(job).is_err() {

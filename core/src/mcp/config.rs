@@ -393,9 +393,18 @@ fn read_servers(
             .map_or(servers_start, |k| k.1);
         let line = line_of(&text, at);
         let Value::Object(entry) = entry else {
-            let message = format!("mcpServers.{name}: expected an object");
+            // This entry is left out; the others are read.
+            let given = match entry {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "true or false",
+                _ => "null",
+            };
+            let message = format!("mcpServers.{name}: expected an object, not {given}");
             let kind = McpConfigErrorKind::Server;
-            return Err(Some(McpConfigError::new(label, kind, message).at(line)));
+            mistakes.push(McpConfigError::new(label, kind, message).at(line));
+            continue;
         };
         let entry_keys = key_offsets(&text, value_offset(&text, at));
         let entry = match zed {

@@ -57,7 +57,8 @@ pub(crate) async fn connect(
                     .map_err(|e| format!("env {key}: {}", e.message()))?;
                 cmd.env(key, value.as_ref());
             }
-            let (process, stderr) = super::child::spawn(cmd)
+            let mut broken = handler.broken.subscribe();
+            let (process, stderr) = super::child::spawn(cmd, handler.broken.clone())
                 .await
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             // Its process group goes with the connection (the handler it owns).
@@ -72,12 +73,17 @@ pub(crate) async fn connect(
                     masking,
                 ));
             }
-            let served = tokio::time::timeout(HANDSHAKE, handler.serve(process)).await;
             let said = || {
                 let lines = lock(&tail).join(" | ");
                 match lines.is_empty() {
                     true => String::new(),
                     false => format!(" (its standard error: {lines})"),
+                }
+            };
+            let served = tokio::select! {
+                served = tokio::time::timeout(HANDSHAKE, handler.serve(process)) => served,
+                why = super::stdout_check::broke(&mut broken) => {
+                    return Err(format!("the handshake failed: {why}{}", said()));
                 }
             };
             match served {

@@ -87,6 +87,8 @@ pub(crate) struct Handler {
     pub(crate) progress: Arc<ProgressRoutes>,
     /// A stdio server's process group, killed when the connection (and so this) is dropped.
     pub(crate) group: Mutex<Option<super::child::Group>>,
+    /// Why a stdio server's output broke (a message dropped), once it has.
+    pub(crate) broken: super::stdout_check::Broken,
 }
 
 impl ClientHandler for Handler {

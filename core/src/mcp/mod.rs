@@ -4,6 +4,8 @@
 //! - `config.rs`: the `mcpServers` files, layered;
 //! - `server.rs`: one server's state, restarts with backoff, shutdown;
 //! - `connect.rs`: starting the process and the handshake;
+//! - `child.rs`: a stdio server's process, its group and its connection;
+//! - `stdout_check.rs`: a stdio server's output lines that would be dropped, named;
 //! - `handler.rs`: progress and `tools/list_changed` notifications, a server's requests;
 //! - `ask.rs`: a server's form (`elicitation/create`) for the person behind the call;
 //! - `tool.rs`: one tool, its metadata and breaker;
@@ -25,6 +27,7 @@ mod handler;
 pub mod oauth;
 pub mod pins;
 mod server;
+mod stdout_check;
 mod tool;
 
 use std::collections::HashMap;

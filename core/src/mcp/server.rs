@@ -174,6 +174,7 @@ impl Server {
                 server: Arc::downgrade(&server),
                 progress: server.progress.clone(),
                 group: Default::default(),
+                broken: tokio::sync::watch::channel(None).0,
             };
             // Starting the process (or reaching the URL) and the handshake: one client span.
             let span = telemetry::McpClientSpan::request("initialize", &server.config.name);
@@ -197,6 +198,7 @@ impl Server {
             Err(reason) => return self.failed(reason),
         };
         let peer = service.peer().clone();
+        let mut broken = service.service().broken.subscribe();
         {
             let mut inner = self.inner();
             if inner.state == McpState::Stopped {
@@ -206,7 +208,12 @@ impl Server {
             }
             inner.service = Some(service);
         }
-        match self.list_tools(&peer).await {
+        // A listing whose answer was dropped (a broken message) fails at once, with why.
+        let listed = tokio::select! {
+            listed = self.list_tools(&peer) => listed,
+            why = super::stdout_check::broke(&mut broken) => Err(format!("listing its tools failed: {why}")),
+        };
+        match listed {
             Ok(tools) => {
                 let mut inner = self.inner();
                 inner.tools = tools;

@@ -96,6 +96,7 @@ pub async fn login(
         server: Weak::new(),
         progress: Arc::default(),
         group: Default::default(),
+        broken: tokio::sync::watch::channel(None).0,
     };
     // The sign-in may wait for a person, at most WAIT each time.
     let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);

@@ -406,6 +406,18 @@ fn models_toml_is_layered_per_profile() {
         bad.contains("usr/models.toml: [models.x] colour = \"red\": unknown field `colour`"),
         "{bad}"
     );
+    // A header HTTP does not allow is a mistake of the file, not a server that is down.
+    root.write(
+        "usr/models.toml",
+        "[models.x]\nbase_url = \"http://a/v1\"\nmodel = \"m\"\n[models.x.headers]\n\"X Bad\" = \"1\"\n",
+    );
+    let bad = ModelsConfig::load(&layout, "default")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        bad.contains("[models.x] headers = ") && bad.contains("\"X Bad\" is not a header name"),
+        "{bad}"
+    );
 }
 
 #[test]

@@ -290,6 +290,12 @@ impl Transcript {
         Ok(dir)
     }
 
+    /// Why the session's record could not be written, once a write failed.
+    pub(crate) fn session_failure(&self) -> Option<String> {
+        let inner = self.inner();
+        inner.session.as_ref()?.failure().map(str::to_owned)
+    }
+
     /// The folder of the session being recorded, if any.
     pub(crate) fn session_dir(&self) -> Option<PathBuf> {
         self.inner().session.as_ref().map(|s| s.dir().to_owned())

@@ -12,11 +12,17 @@ use crate::transcript::{HistoryMessage, LogItem};
 /// Writes `history.jsonl` (one line per message, appended as it is added) and `log.jsonl` (one
 /// line per log item change: the last line of an id is its final state) into one folder.
 /// Everything written is already masked.
+///
+/// Each line is written whole or not at all: a write that fails (a full disk, a file system
+/// made read-only) is undone to the end of the last whole line, nothing more is written, and
+/// [`failure`](Self::failure) says why, so the message loop stops rather than run on with a
+/// record that has holes.
 #[derive(Debug)]
 pub struct Session {
     dir: PathBuf,
     history: File,
     log: File,
+    failure: Option<String>,
 }
 
 impl Session {
@@ -44,7 +50,13 @@ impl Session {
             history: open("history.jsonl")?,
             log: open("log.jsonl")?,
             dir,
+            failure: None,
         })
+    }
+
+    /// Why the record could not be written, once a write failed.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
     }
 
     /// The session's folder.
@@ -53,21 +65,39 @@ impl Session {
     }
 
     pub(crate) fn history(&mut self, message: &HistoryMessage) {
-        append(&mut self.history, message, &self.dir);
+        if self.failure.is_none() {
+            let written = append(&mut self.history, message);
+            self.note(written, "history.jsonl");
+        }
     }
 
     pub(crate) fn log(&mut self, item: &LogItem) {
-        append(&mut self.log, item, &self.dir);
+        if self.failure.is_none() {
+            let written = append(&mut self.log, item);
+            self.note(written, "log.jsonl");
+        }
+    }
+
+    fn note(&mut self, written: std::io::Result<()>, file: &str) {
+        if let Err(e) = written {
+            let why = format!(
+                "cannot write {}: {e}",
+                crate::layout::Escaped(&self.dir.join(file))
+            );
+            tracing::error!("{why}; the session stops, its record whole up to here");
+            self.failure = Some(why);
+        }
     }
 }
 
-fn append(file: &mut File, value: &impl Serialize, dir: &Path) {
-    let mut line = serde_json::to_vec(value).unwrap_or_default();
+/// Appends `value` as one line, or nothing: a write that fails part way is cut back.
+fn append(file: &mut File, value: &impl Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    if let Err(e) = file.write_all(&line) {
-        tracing::warn!(
-            "cannot write the session record in {}: {e}; the run goes on without it",
-            dir.display()
-        );
+    let before = file.metadata()?.len();
+    let written = file.write_all(&line).and_then(|()| file.flush());
+    if written.is_err() {
+        let _ = file.set_len(before);
     }
+    written
 }

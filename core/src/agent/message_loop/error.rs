@@ -51,6 +51,10 @@ pub enum LoopError {
     /// The user stopped the agent.
     #[error("stopped by the user")]
     Stopped,
+    /// The session's record or the audit log could not be written (a full disk, a file
+    /// system made read-only): the loop stops rather than run on with holes in its records.
+    #[error("{0}; stopping (free some space or make it writable, then start again)")]
+    Record(String),
 }
 
 impl From<Stopped> for LoopError {

@@ -151,6 +151,19 @@ impl Agent {
         result.and_then(|answer| ended.map(|_| answer))
     }
 
+    /// `Err` once the session's record or the audit log could not be written.
+    fn records_written(&self) -> Result<(), LoopError> {
+        if let Some(why) = self.transcript.session_failure() {
+            return Err(LoopError::Record(why));
+        }
+        match self.audit_failure() {
+            Some(error) => Err(LoopError::Record(format!(
+                "an audit record cannot be written: {error}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     async fn iterate(
         self: &Arc<Self>,
         model: &dyn Model,
@@ -160,6 +173,7 @@ impl Agent {
         let mut failed = 0;
         let mut last_reply: Option<String> = None;
         for iteration in 1..=options.max_iterations {
+            self.records_written()?;
             self.checkpoint().await?;
             let iteration = iteration as u64;
             self.fire(MessageLoopStart::new(iteration)).await?;
@@ -172,6 +186,7 @@ impl Agent {
             if !matches!(step, Step::Failed(..)) {
                 failed = 0;
             }
+            self.records_written()?;
             match step {
                 Step::Answer(answer) => return Ok(answer),
                 Step::Next | Step::Interrupted => unusable = 0,

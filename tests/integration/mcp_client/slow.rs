@@ -7,7 +7,7 @@ use plugin_api::ErrorKind;
 use serde_json::{json, Value};
 use toolhost_tests::{block_on, peers, spawn_call, TestRoot};
 
-use super::{ready_agent, servers};
+use super::{ready_agent, servers, START};
 
 /// A server that reports its pid, sleeps (writing `$MARKER` if its call is cancelled) and
 /// grows a tool; written with the Python SDK's `MCPServer`.
@@ -165,6 +165,18 @@ fn tools_list_changed_refreshes_the_servers_tools() {
     assert!(!names().contains(&"slow.extra".to_owned()));
     let grown = block_on(agent.call_tool("slow.grow", json!({}))).unwrap();
     assert_eq!(grown.message, "grown");
+    // A tool added during a session is held back until approved, like a changed one.
+    let host = agent.host();
+    wait_until("the new tool is held back", Duration::from_secs(10), || {
+        host.mcp_servers("default")[0]
+            .changed
+            .iter()
+            .any(|c| c.tool == "extra")
+    });
+    assert!(!names().contains(&"slow.extra".to_owned()));
+    let digest = toolhost::mcp::changes_digest(&host.mcp_servers("default")[0].changed);
+    let approved = block_on(host.approve_mcp_tools("default", "slow", &digest, START));
+    assert_eq!(approved.unwrap(), ["extra"]);
     wait_until("the new tool is listed", Duration::from_secs(10), || {
         names().contains(&"slow.extra".to_owned())
     });

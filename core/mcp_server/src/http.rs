@@ -32,6 +32,12 @@ use super::McpServer;
 /// The largest request body accepted by default: 4 MiB (413 beyond).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
 
+/// The request bodies held at once, in bytes, at least: 32 MiB (or one body of
+/// [`HttpOptions::max_body_bytes`], if that is more). A request whose body would go over waits
+/// for others to be answered (within the body's time bound): many clients sending large
+/// bodies at once cost the server this much, not their sum.
+pub const BODY_BYTES_IN_FLIGHT: usize = 32 << 20;
+
 /// How long a client may take to send a request's headers, and how long a kept-alive
 /// connection may stay idle, by default: 10 s (then the connection is closed).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -267,6 +273,9 @@ impl HttpServer {
             token: self.options.token.as_deref().map(digest),
             sessions,
             max_body_bytes: self.options.max_body_bytes,
+            body_bytes: Arc::new(Semaphore::new(
+                BODY_BYTES_IN_FLIGHT.max(self.options.max_body_bytes),
+            )),
             body_timeout: self.options.body_timeout,
             ready: std::sync::atomic::AtomicBool::new(true),
             requests: Arc::default(),
@@ -446,6 +455,9 @@ struct Endpoint {
     sessions: bool,
     max_body_bytes: usize,
     body_timeout: Duration,
+    /// The bytes of request bodies that may be held at once ([`BODY_BYTES_IN_FLIGHT`]), one
+    /// permit a byte.
+    body_bytes: Arc<Semaphore>,
     /// `false` once the server is asked to stop.
     ready: std::sync::atomic::AtomicBool,
     /// The requests being answered (their bodies included).
@@ -530,6 +542,23 @@ impl Endpoint {
     async fn post(&self, request: Request<Incoming>) -> Response<Body> {
         use http_body_util::BodyExt;
         let (parts, body) = request.into_parts();
+        // The body's bytes are reserved first (as its length says, else the most a body may
+        // have), and held until the answer is made.
+        let length = parts
+            .headers
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok())
+            .map_or(self.max_body_bytes, |n| n.min(self.max_body_bytes));
+        let permits = u32::try_from(length.max(1)).unwrap_or(u32::MAX);
+        let reserved = self.body_bytes.clone().acquire_many_owned(permits);
+        let _reserved = match tokio::time::timeout(self.body_timeout, reserved).await {
+            Ok(Ok(reserved)) => reserved,
+            _ => {
+                let message = "too many large requests at once: try again".to_owned();
+                return refused(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, message);
+            }
+        };
         let limited = http_body_util::Limited::new(body, self.max_body_bytes);
         let bytes = match tokio::time::timeout(self.body_timeout, limited.collect()).await {
             Ok(Ok(collected)) => collected.to_bytes(),

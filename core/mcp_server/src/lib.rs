@@ -67,8 +67,8 @@ use std::time::Duration;
 pub use call::{AGENT_NAME, AUDIT_ERROR_META};
 pub use error::{McpServerError, McpServerErrorKind};
 pub use http::{
-    HttpOptions, HttpServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, MCP_PATH, METRICS_PATH, READY_PATH,
+    HttpOptions, HttpServer, BODY_BYTES_IN_FLIGHT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, MCP_PATH, METRICS_PATH, READY_PATH,
 };
 pub use peers::ReloadNotifier;
 pub use shutdown::{DEFAULT_DRAIN, DEFAULT_GRACE};

@@ -39,6 +39,35 @@ pub(crate) fn time() -> Value {
     json!({"command": python, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]})
 }
 
+/// A plain Python MCP server over stdio, with no SDK, so it sends exactly what it is told to.
+/// `setup` runs first (at the top level); then each request goes to `answer` — the body of
+/// `def answer(msg, mid, method):`, each line indented by four spaces — which returns the
+/// result, or `None` when it answered (or chose not to) itself. `send(obj)` writes one
+/// message; `greeting(msg, name, caps)` is the result of an `initialize`.
+pub(crate) fn python_server(setup: &str, answer: &str) -> String {
+    format!(
+        r#"import json, os, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+def greeting(msg, name, caps):
+    return {{"protocolVersion": msg["params"]["protocolVersion"], "capabilities": caps,
+            "serverInfo": {{"name": name, "version": "1"}}}}
+{setup}
+def answer(msg, mid, method):
+{answer}
+for line in sys.stdin:
+    msg = json.loads(line)
+    mid, method = msg.get("id"), msg.get("method")
+    if mid is None:
+        continue
+    result = answer(msg, mid, method)
+    if result is not None:
+        send({{"jsonrpc": "2.0", "id": mid, "result": result}})
+"#
+    )
+}
+
 /// Writes `usr/mcp.json` (or a profile's) with `servers`.
 pub(crate) fn servers(root: &TestRoot, rel: &str, servers: Value) {
     let text = serde_json::to_string_pretty(&json!({"mcpServers": servers})).unwrap();

@@ -5,8 +5,6 @@
 //! ever); an entry that is not an object is one mistake, not the end of every server. The
 //! servers are plain Python scripts (no SDK), so they send exactly what they are told to.
 
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 use toolhost_tests::TestRoot;
 
@@ -15,40 +13,28 @@ use super::servers;
 /// A server that answers `initialize` as `$MODE` says: `bad_init` with a line that is not
 /// JSON; else well, then `tools/list` with a schema nested 300 deep (`deep`), with 17 MB of
 /// description (`big`), or with one tool (`fine`).
-const HOSTILE: &str = r#"
-import json, os, sys
-mode = os.environ["MODE"]
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    mid, method = msg.get("id"), msg.get("method")
-    if mid is None:
-        continue
+const ANSWER: &str = r#"
+    mode = os.environ["MODE"]
     if method == "initialize":
         if mode == "bad_init":
             sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(mid) + ', oops\n')
             sys.stdout.flush()
-            continue
-        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                  "serverInfo": {"name": mode, "version": "1"}}
-        send({"jsonrpc": "2.0", "id": mid, "result": result})
-    elif method == "tools/list":
-        tool = {"name": "t", "description": "A tool.", "inputSchema": {"type": "object"}}
-        if mode == "deep":
-            tool["inputSchema"]["default"] = json.loads("[" * 300 + "]" * 300)
-        if mode == "big":
-            tool["description"] = "d" * (17 << 20)
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [tool]}})
-    else:
-        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+            return None
+        return greeting(msg, mode, {"tools": {}})
+    if method != "tools/list":
+        return {}
+    tool = {"name": "t", "description": "A tool.", "inputSchema": {"type": "object"}}
+    if mode == "deep":
+        tool["inputSchema"]["default"] = json.loads("[" * 300 + "]" * 300)
+    if mode == "big":
+        tool["description"] = "d" * (17 << 20)
+    return {"tools": [tool]}
 "#;
 
 #[test]
 fn unreadable_messages_fail_their_server_at_once_with_the_reason() {
     let root = TestRoot::new();
-    let script = root.write("hostile.py", HOSTILE);
+    let script = root.write("hostile.py", super::python_server("", ANSWER));
     let entry = |mode: &str| json!({"command": "python3", "args": [script], "env": {"MODE": mode}});
     servers(
         &root,
@@ -61,9 +47,7 @@ fn unreadable_messages_fail_their_server_at_once_with_the_reason() {
             "a": 1,
         }),
     );
-    let started = Instant::now();
     let out = root.run_cli(&["mcp"]);
-    let took = started.elapsed();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let all = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{all}");
@@ -85,6 +69,7 @@ fn unreadable_messages_fail_their_server_at_once_with_the_reason() {
         text.contains("mcpServers.a: expected an object, not a number"),
         "one mistake, the other servers read: {all}"
     );
-    // At once: not after the 20 s a command waits for servers that are still starting.
-    assert!(took < Duration::from_secs(15), "{took:?}: {all}");
+    // At once: each failed with its reason, none "still starting" after the 20 s a command
+    // waits for servers to settle.
+    assert!(!text.contains("still starting"), "{all}");
 }

@@ -16,47 +16,39 @@ const STORM: usize = 5000;
 /// `storm` sends [`STORM`] progress notifications for its call and as many
 /// `tools/list_changed`, then answers; `lists` says how many `tools/list` requests came;
 /// `big` answers 15 MB of text.
-const HOSTILE: &str = r#"
-import json, sys
+const SETUP: &str = r#"
 lists = 0
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
 schema = {"type": "object"}
-for line in sys.stdin:
-    msg = json.loads(line)
-    mid, method = msg.get("id"), msg.get("method")
-    if mid is None:
-        continue
+"#;
+
+/// The requests' answers of the storm server (see [`SETUP`]).
+const ANSWER: &str = r#"
+    global lists
     if method == "initialize":
-        result = {"protocolVersion": msg["params"]["protocolVersion"],
-                  "capabilities": {"tools": {"listChanged": True}},
-                  "serverInfo": {"name": "storm", "version": "1"}}
-    elif method == "tools/list":
+        return greeting(msg, "storm", {"tools": {"listChanged": True}})
+    if method == "tools/list":
         lists += 1
-        result = {"tools": [{"name": n, "inputSchema": schema} for n in ("storm", "lists", "big")]}
-    elif method == "tools/call":
-        name = msg["params"]["name"]
-        if name == "storm":
-            token = msg["params"].get("_meta", {}).get("progressToken")
-            for i in range(int(sys.argv[1])):
-                send({"jsonrpc": "2.0", "method": "notifications/progress",
-                      "params": {"progressToken": token, "progress": i + 1}})
-                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-            text = "stormed"
-        elif name == "lists":
-            text = str(lists)
-        else:
-            text = "y" * 15000000
-        result = {"content": [{"type": "text", "text": text}]}
+        return {"tools": [{"name": n, "inputSchema": schema} for n in ("storm", "lists", "big")]}
+    if method != "tools/call":
+        return {}
+    name = msg["params"]["name"]
+    if name == "storm":
+        token = msg["params"].get("_meta", {}).get("progressToken")
+        for i in range(int(sys.argv[1])):
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": token, "progress": i + 1}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        text = "stormed"
+    elif name == "lists":
+        text = str(lists)
     else:
-        result = {}
-    send({"jsonrpc": "2.0", "id": mid, "result": result})
-    sys.stdout.flush()
+        text = "y" * 15000000
+    return {"content": [{"type": "text", "text": text}]}
 "#;
 
 fn root() -> TestRoot {
     let root = TestRoot::new();
-    let script = root.write("storm.py", HOSTILE);
+    let script = root.write("storm.py", super::python_server(SETUP, ANSWER));
     let storm = json!({"command": "python3", "args": [script, STORM.to_string()]});
     servers(&root, "usr/mcp.json", json!({ "storm": storm }));
     root

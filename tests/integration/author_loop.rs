@@ -21,6 +21,7 @@ fn new_crate(root: &TestRoot, name: &str) -> std::path::PathBuf {
         .arg(root.path())
         .args(["new", name])
         .env_remove("CARGO_TARGET_DIR")
+        .env("XDG_DATA_HOME", toolhost_tests::data_home())
         .output()
         .expect("toolhost new");
     assert!(

@@ -5,15 +5,10 @@ use std::process::Command;
 
 use toolhost_tests::{build_dir, Fixture, TestRoot};
 
-/// A root whose `plugin-api/` is this repository's (scaffolded crates depend on it by path).
+/// A root (its core/ holds the built-in response tool) for `toolhost new`, whose crates depend
+/// on the SDK copy the binary carries, unpacked in the tests' data folder.
 pub(crate) fn root_with_plugin_api() -> TestRoot {
     let root = TestRoot::new();
-    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap();
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(workspace.join("plugin-api"), root.path().join("plugin-api"))
-        .unwrap();
     root.tool("core", "response", Fixture::Response);
     root
 }
@@ -48,6 +43,7 @@ fn a_new_tool_builds_passes_its_tests_and_is_called_through_its_link() {
         .arg(root.path())
         .args(["new", "hello"])
         .env("CARGO_TARGET_DIR", &target)
+        .env("XDG_DATA_HOME", toolhost_tests::data_home())
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&new.stdout);

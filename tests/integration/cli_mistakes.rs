@@ -145,6 +145,21 @@ fn a_closed_pipe_ends_the_output_quietly() {
 }
 
 #[test]
+fn completions_into_a_closed_pipe_end_quietly() {
+    // The reader end is closed before the child starts: its first write fails, every time.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(toolhost_bin())
+        .args(["completions", "zsh"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status, stderr(&out));
+    assert_eq!(stderr(&out), "", "no panic, no backtrace");
+}
+
+#[test]
 fn an_argument_mistake_starts_with_one_clear_line() {
     let root = root();
     let out = root.run_cli(&["call"]);

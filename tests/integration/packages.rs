@@ -2273,3 +2273,39 @@ fn packages_mcpb_bundle_runs_isolated_and_sandboxed_and_its_host_verifies_the_si
         stderr(&started)
     );
 }
+
+#[test]
+fn keygen_writes_keys_to_the_users_configuration_folder_and_the_repository_ignores_them() {
+    let config = tempfile::tempdir().unwrap();
+    let work = TestRoot::new();
+    let out = Command::new(toolhost_tests::toolhost_bin())
+        .args(["keygen", "--name", "me", "--no-password"])
+        .current_dir(work.path())
+        .env_remove("TOOLHOST_ROOT")
+        .env("XDG_CONFIG_HOME", config.path())
+        .output()
+        .unwrap();
+    ok(&out);
+    let keys = config.path().join("toolhost/keys");
+    assert!(keys.join("me.key").is_file() && keys.join("me.pub").is_file());
+    assert!(stdout(&out).contains(&*keys.join("me.key").to_string_lossy()), "{}", stdout(&out));
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "wrote into the working folder");
+    // A key made in the repository with --out is ignored by git.
+    let ignore = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.gitignore"),
+    )
+    .unwrap();
+    assert!(ignore.lines().any(|l| l.trim() == "*.key"), "{ignore}");
+}
+
+#[test]
+fn the_package_name_error_for_dot_dot_names_the_rule_it_breaks() {
+    let root = TestRoot::new();
+    let out = root.run_cli(&["remove", ".."]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        said.contains("not starting with '.'") && said.contains("not `.` or `..`"),
+        "{said}"
+    );
+}

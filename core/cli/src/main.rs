@@ -287,9 +287,10 @@ enum Command {
     /// Make a minisign key pair for signing packages: DIR/NAME.pub and DIR/NAME.key (the
     /// secret key encrypted with a password, as minisign does, unless --no-password).
     Keygen {
-        /// The folder to write the keys into.
+        /// The folder to write the keys into. Default: toolhost/keys/ in the user's
+        /// configuration folder (~/.config on Linux), outside any repository.
         #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        out: Option<PathBuf>,
         /// The keys' file name.
         #[arg(long, default_value = "toolhost")]
         name: String,
@@ -839,7 +840,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Completions { shell } => {
             let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "toolhost", &mut std::io::stdout());
+            // Generated into memory and written here: clap_complete panics on a write error, and
+            // a closed pipe (`toolhost completions zsh | head -1`) must end quietly.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "toolhost", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { out } => man(out.as_deref()),
@@ -847,7 +852,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             name,
             no_password,
-        } => keygen::keygen(&out, &name, no_password),
+        } => keygen::keygen(out, &name, no_password),
         Command::Pack {
             path,
             out,

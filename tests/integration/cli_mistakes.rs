@@ -225,6 +225,23 @@ fn yes_on_an_exec_tool_says_it_never_covers_exec_and_how_to_allow_it() {
 }
 
 #[test]
+fn call_in_a_folder_that_is_no_root_writes_nothing_there() {
+    let elsewhere = TestRoot::new();
+    let out = Command::new(toolhost_bin())
+        .args(["call", "hello", "--args", "{}"])
+        .current_dir(elsewhere.path())
+        .env_remove("TOOLHOST_ROOT")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "call created {left:?}");
+}
+
+#[test]
 fn list_in_a_folder_that_is_no_root_suggests_root_and_toolhost_root() {
     let elsewhere = TestRoot::new();
     let out = Command::new(toolhost_bin())

@@ -12,7 +12,7 @@ use crate::agent::Agent;
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff};
 use crate::governance::{
-    is_infrastructure, jitter, retryable, CallRules, DecisionSource, EndedCall, Trail, Transition,
+    is_infrastructure, jitter, retryable, CallRules, EndedCall, Trail, Transition,
 };
 use crate::layout::ToolName;
 use crate::telemetry;
@@ -95,13 +95,13 @@ impl Agent {
         let approving = self.approve(&rules.config, tool.name(), request.method(), risk, args);
         let approved = telemetry::step("approval").run(approving).await;
         telemetry::metrics::approval(approved.is_ok());
-        match &approved {
-            Ok(decision) => trail.approval(true, || decision.source.clone()),
-            Err(e) => trail.approval(false, || {
-                DecisionSource::Said(e.message().to_owned().into())
-            }),
+        match approved {
+            Ok(decision) => trail.approval(true, || decision.source),
+            Err((e, source)) => {
+                trail.approval(false, || source);
+                return Err(e);
+            }
         }
-        approved?;
         // Written before the tool runs: a call that kills the process stays visible.
         self.audit_start(request, rules, args, trail)?;
         let retries = match retryable(tool.info()) {

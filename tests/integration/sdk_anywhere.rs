@@ -156,6 +156,16 @@ fn the_installed_binary_alone_scaffolds_builds_offline_and_calls_a_plugin() {
         assert!(!said.contains("greeting"), "the tool ran: {said}");
     }
 
+    // The README's hello world: a root made of an empty usr/, `new`, `cargo build`, `call`.
+    let readme = fresh.join("readme-agent");
+    std::fs::create_dir_all(readme.join("usr")).unwrap();
+    let out = installed(&bin, &readme, &data, &["new", "hello"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = cargo_offline(&readme.join("usr/tools/hello"), &target, &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = installed(&bin, &readme, &data, &["call", "hello", "--args", r#"{"name": "Ada"}"#]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello, Ada!", "{}", text(&out));
+
     // The SDK is unpacked once per version: a second crate uses the same copy.
     let out = installed(&bin, &work, &data, &["new", "again"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -172,8 +172,10 @@ enum Command {
     },
     /// Start a plugin: a crate in usr/tools/NAME/ (or usr/extensions/POINT/NAME/, or a
     /// profile's folder) whose debug build is linked into the layer, so `cargo build` in the
-    /// crate is the development loop. It has typed arguments, progress, a repairable error
-    /// and unit tests.
+    /// crate is the development loop; outside a root (no usr/, core/ or plugins/), the
+    /// standalone crate ./NAME/. It has typed arguments, progress, a repairable error and unit
+    /// tests, and depends on the plugin-api this toolhost speaks (a copy it carries, unpacked
+    /// into the user's data folder): no checkout of toolhost is needed.
     New {
         /// The tool's (or extension's) name: lower-case letters, digits and '_'.
         name: String,

@@ -14,13 +14,19 @@ fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let api = manifest.join("../../plugin-api").canonicalize().unwrap();
     let mut files = Vec::new();
-    for (prefix, dir) in [("plugin-api", api.clone()), ("plugin-api/abi", api.join("abi"))] {
+    for (prefix, dir) in [
+        ("plugin-api", api.clone()),
+        ("plugin-api/abi", api.join("abi")),
+    ] {
         for name in ["Cargo.toml", "README.md"] {
             files.push((format!("{prefix}/{name}"), dir.join(name)));
         }
         collect(&dir.join("src"), &format!("{prefix}/src"), &mut files);
         println!("cargo:rerun-if-changed={}", dir.join("src").display());
-        println!("cargo:rerun-if-changed={}", dir.join("Cargo.toml").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            dir.join("Cargo.toml").display()
+        );
         println!("cargo:rerun-if-changed={}", dir.join("README.md").display());
     }
     files.sort();
@@ -34,7 +40,12 @@ fn main() {
     for (relative, path) in &files {
         relative.hash(&mut hasher);
         std::fs::read(path).unwrap().hash(&mut hasher);
-        writeln!(code, "    ({relative:?}, include_bytes!({:?})),", path.display().to_string()).unwrap();
+        writeln!(
+            code,
+            "    ({relative:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
     }
     code.push_str("];\n");
     writeln!(

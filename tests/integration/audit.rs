@@ -181,7 +181,10 @@ fn records_of(root: &TestRoot) -> Vec<(String, String, String)> {
             let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
             let decision = match v["decision"].as_str() {
                 Some(d) => d.to_owned(),
-                None => v["approval"]["decision"].as_str().unwrap_or_default().to_owned(),
+                None => v["approval"]["decision"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             };
             (field("type"), decision, field("execution_id"))
         })
@@ -194,7 +197,12 @@ fn a_denied_approval_has_its_own_record_before_the_calls() {
     root.tool("usr", "shell", Fixture::Exec);
     // `exec` asks; with no terminal to ask on, the call is denied.
     let out = root.run_cli(&["call", "shell"]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let records = records_of(&root);
     let kinds: Vec<&str> = records.iter().map(|(t, _, _)| t.as_str()).collect();
     assert_eq!(kinds, ["approval", "call"], "{records:?}");
@@ -204,7 +212,11 @@ fn a_denied_approval_has_its_own_record_before_the_calls() {
     // An allowed call by the policy needs no approval record.
     root.write("usr/toolhost.toml", "[tools.shell]\npolicy = \"allow\"\n");
     let out = root.run_cli(&["call", "shell"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let kinds: Vec<String> = records_of(&root).into_iter().map(|(t, _, _)| t).collect();
     assert_eq!(kinds, ["approval", "call", "start", "call"]);
 }

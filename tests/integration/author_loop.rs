@@ -78,7 +78,8 @@ fn a_crate_made_while_watch_runs_is_loaded_at_its_first_build_and_at_each_rebuil
     });
     // The next step is the build, not removing the link.
     assert!(
-        line.contains("not built yet: run `cargo build` in its crate") && !line.contains("remove it"),
+        line.contains("not built yet: run `cargo build` in its crate")
+            && !line.contains("remove it"),
         "{line}"
     );
 
@@ -233,7 +234,11 @@ fn dev_builds_each_saved_crate_keeps_the_last_good_build_and_finds_crates_made_m
     // reloaded and answered with no cargo run by hand.
     let text = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     let temporary = dir.join("src/sedq8Zx1K");
-    std::fs::write(&temporary, text.replace("\"Hello, {}!\"", "\"Hi there, {}!\"")).unwrap();
+    std::fs::write(
+        &temporary,
+        text.replace("\"Hello, {}!\"", "\"Hi there, {}!\""),
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(30));
     std::fs::rename(&temporary, dir.join("src/lib.rs")).unwrap();
     // Two lines, in either order: the build's, and the host's reload line.

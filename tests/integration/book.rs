@@ -658,7 +658,10 @@ fn the_typed_tools_weather_example_builds_without_warnings_and_refuses_unknown_f
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    assert!(!said.contains("warning"), "the example builds with warnings: {said}");
+    assert!(
+        !said.contains("warning"),
+        "the example builds with warnings: {said}"
+    );
     std::os::unix::fs::symlink(
         dir.join("target/debug/libweather.so"),
         root.path().join("usr/tools/weather.so"),
@@ -686,7 +689,10 @@ fn the_typed_tools_weather_example_builds_without_warnings_and_refuses_unknown_f
         )
     };
     let (ok, said) = call(r#"{"city": "Oslo", "units": "imperial"}"#, true);
-    assert!(ok && said.contains("Sunny in Oslo, temperatures in °F"), "{said}");
+    assert!(
+        ok && said.contains("Sunny in Oslo, temperatures in °F"),
+        "{said}"
+    );
     let (ok, said) = call(r#"{"city": "Oslo", "unit": "imperial"}"#, true);
     assert!(!ok && said.contains("unknown argument \"unit\""), "{said}");
     let (ok, said) = call(r#"{"city": "Oslo", "unit": "imperial"}"#, false);
@@ -695,5 +701,8 @@ fn the_typed_tools_weather_example_builds_without_warnings_and_refuses_unknown_f
         "{said}"
     );
     let (ok, said) = call(r#"{"city": "Oslo"}"#, false);
-    assert!(!ok && said.contains("not ready: WEATHER_API_KEY not configured"), "{said}");
+    assert!(
+        !ok && said.contains("not ready: WEATHER_API_KEY not configured"),
+        "{said}"
+    );
 }

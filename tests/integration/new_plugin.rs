@@ -141,12 +141,19 @@ fn same_named_crates_in_two_layers_never_share_a_library_and_list_warns_when_lin
             .env("XDG_DATA_HOME", toolhost_tests::data_home())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let user = std::fs::read_link(root.path().join("usr/tools/greet.so")).unwrap();
     let profile = std::fs::read_link(root.path().join("usr/agents/p/tools/greet.so")).unwrap();
     assert_ne!(user, profile);
-    assert!(user.starts_with(&shared) && profile.starts_with(&shared), "{user:?} {profile:?}");
+    assert!(
+        user.starts_with(&shared) && profile.starts_with(&shared),
+        "{user:?} {profile:?}"
+    );
 
     // Two layers' links to one file (made by hand): `list` says so.
     let other = TestRoot::new();

@@ -1175,7 +1175,10 @@ fn add_asks_on_a_terminal_and_without_one_needs_yes() {
     let archive = pack(&folder, &work.path().join("out2"), Some(&keys.secret));
     let add = format!("add {}", archive.display());
     let shown = root.run_on_terminal(&add, "n\n", false).unwrap();
-    assert!(shown.contains("Install ver 1.0.0 → 2.0.0? [y/N]"), "{shown}");
+    assert!(
+        shown.contains("Install ver 1.0.0 → 2.0.0? [y/N]"),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -2299,8 +2302,16 @@ fn keygen_writes_keys_to_the_users_configuration_folder_and_the_repository_ignor
     ok(&out);
     let keys = config.path().join("toolhost/keys");
     assert!(keys.join("me.key").is_file() && keys.join("me.pub").is_file());
-    assert!(stdout(&out).contains(&*keys.join("me.key").to_string_lossy()), "{}", stdout(&out));
-    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "wrote into the working folder");
+    assert!(
+        stdout(&out).contains(&*keys.join("me.key").to_string_lossy()),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(work.path()).unwrap().count(),
+        0,
+        "wrote into the working folder"
+    );
     // A key made in the repository with --out is ignored by git.
     let ignore = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.gitignore"),
@@ -2337,5 +2348,8 @@ fn a_certificate_for_another_name_is_reported_as_such_not_as_untrusted() {
         &["add", &url, "--yes", "--ca", ca_file.to_str().unwrap()],
         "TLS certificate is for another name",
     );
-    assert!(line.contains(&url) && !line.contains("not trusted"), "{line}");
+    assert!(
+        line.contains(&url) && !line.contains("not trusted"),
+        "{line}"
+    );
 }

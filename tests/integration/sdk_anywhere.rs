@@ -93,7 +93,11 @@ fn the_installed_binary_alone_scaffolds_builds_offline_and_calls_a_plugin() {
     let target = build_dir().parent().unwrap().join("sdk-anywhere");
     for args in [&["build"][..], &["test"]] {
         let out = cargo_offline(&crate_dir, &target, args);
-        assert!(out.status.success(), "cargo {args:?} --offline: {}", text(&out));
+        assert!(
+            out.status.success(),
+            "cargo {args:?} --offline: {}",
+            text(&out)
+        );
         assert!(
             !String::from_utf8_lossy(&out.stderr).contains("warning"),
             "the scaffold builds without warnings: {}",
@@ -110,7 +114,9 @@ fn the_installed_binary_alone_scaffolds_builds_offline_and_calls_a_plugin() {
             && (name.starts_with("hello_") || name.starts_with("plugin_a"))
         {
             let deps = std::fs::read_to_string(&path).unwrap();
-            if deps.contains(&*crate_dir.to_string_lossy()) || deps.contains(&*data.to_string_lossy()) {
+            if deps.contains(&*crate_dir.to_string_lossy())
+                || deps.contains(&*data.to_string_lossy())
+            {
                 dep_infos += 1;
                 // The files before each `: ` are the build's outputs (in the workspace's target
                 // folder); the ones after it are what it read.
@@ -123,12 +129,19 @@ fn the_installed_binary_alone_scaffolds_builds_offline_and_calls_a_plugin() {
             }
         }
     }
-    assert!(dep_infos >= 3, "the build's dep-info files of hello and the SDK: {dep_infos}");
+    assert!(
+        dep_infos >= 3,
+        "the build's dep-info files of hello and the SDK: {dep_infos}"
+    );
 
     // A root (a folder with usr/) pointed at it as `new` said.
     let root = fresh.join("agent");
     let link_cmd = link_line.trim().replace("ROOT", &root.to_string_lossy());
-    let status = Command::new("sh").arg("-c").arg(&link_cmd).status().unwrap();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&link_cmd)
+        .status()
+        .unwrap();
     assert!(status.success(), "{link_cmd}");
     let call = |args: &str| installed(&bin, &root, &data, &["call", "hello", "--args", args]);
     let out = call(r#"{"name": "Ada"}"#);
@@ -147,12 +160,18 @@ fn the_installed_binary_alone_scaffolds_builds_offline_and_calls_a_plugin() {
         (r#"{"name": ""}"#.to_owned(), "/name"),
         (r#"{"name": "Ada", "times": 101}"#.to_owned(), "/times"),
         (r#"{"name": "Ada", "times": 0}"#.to_owned(), "/times"),
-        (r#"{"name": "Ada", "times": 4000000000}"#.to_owned(), "/times"),
+        (
+            r#"{"name": "Ada", "times": 4000000000}"#.to_owned(),
+            "/times",
+        ),
     ] {
         let out = call(&args);
         let said = text(&out);
         assert_eq!(out.status.code(), Some(1), "{args}: {said}");
-        assert!(said.contains("validation error") && said.contains(refusal), "{args}: {said}");
+        assert!(
+            said.contains("validation error") && said.contains(refusal),
+            "{args}: {said}"
+        );
         assert!(!said.contains("greeting"), "the tool ran: {said}");
     }
 
@@ -163,12 +182,24 @@ fn the_installed_binary_alone_scaffolds_builds_offline_and_calls_a_plugin() {
     assert!(out.status.success(), "{}", text(&out));
     let out = cargo_offline(&readme.join("usr/tools/hello"), &target, &["build"]);
     assert!(out.status.success(), "{}", text(&out));
-    let out = installed(&bin, &readme, &data, &["call", "hello", "--args", r#"{"name": "Ada"}"#]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello, Ada!", "{}", text(&out));
+    let out = installed(
+        &bin,
+        &readme,
+        &data,
+        &["call", "hello", "--args", r#"{"name": "Ada"}"#],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Hello, Ada!",
+        "{}",
+        text(&out)
+    );
 
     // The SDK is unpacked once per version: a second crate uses the same copy.
     let out = installed(&bin, &work, &data, &["new", "again"]);
     assert!(out.status.success(), "{}", text(&out));
-    let copies = std::fs::read_dir(data.join("toolhost/sdk")).unwrap().count();
+    let copies = std::fs::read_dir(data.join("toolhost/sdk"))
+        .unwrap()
+        .count();
     assert_eq!(copies, 1);
 }

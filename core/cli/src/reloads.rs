@@ -60,5 +60,8 @@ fn package_of(root: &Path, event: &ReloadEvent) -> Option<String> {
     let layout = Layout::new(root);
     let lock = PackageLock::read(&install::packages_lock_file(&layout)).ok()?;
     let locked = lock.packages.get(name)?;
-    Some(format!("{name} {}", toolhost::package::Shown(&locked.version)))
+    Some(format!(
+        "{name} {}",
+        toolhost::package::Shown(&locked.version)
+    ))
 }

@@ -49,7 +49,12 @@ pub(crate) fn new(root: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
     std::fs::create_dir_all(&crate_dir)
         .with_context(|| format!("cannot create {}", crate_dir.display()))?;
     let lib = library_name(plugin.name, &crate_dir)?;
-    write_crate(&crate_dir, plugin, &format!("{}/{library}", layer_dir.display()), &lib)?;
+    write_crate(
+        &crate_dir,
+        plugin,
+        &format!("{}/{library}", layer_dir.display()),
+        &lib,
+    )?;
     let built = link_library(&link, plugin.name, &lib)?;
     print_next(root, &crate_dir, plugin, &link, built);
     Ok(ExitCode::SUCCESS)
@@ -93,7 +98,9 @@ fn standalone(dir: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
         "  (cd {} && cargo build && cargo test)",
         toolhost::Escaped(&crate_dir)
     );
-    println!("then point a root at it, by a link to its build (each build is then the next call's):");
+    println!(
+        "then point a root at it, by a link to its build (each build is then the next call's):"
+    );
     println!(
         "  mkdir -p ROOT/{layer} && ln -s {} ROOT/{layer}/{library}",
         toolhost::Escaped(&built)

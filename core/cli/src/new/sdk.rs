@@ -61,7 +61,9 @@ pub(crate) fn unpacked() -> Result<PathBuf> {
             let _ = std::fs::remove_dir_all(&partial);
             Ok(dir)
         }
-        Err(e) => Err(e).with_context(|| format!("cannot unpack the plugin SDK into {}", dir.display())),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot unpack the plugin SDK into {}", dir.display()))
+        }
     }
 }
 

@@ -29,16 +29,17 @@ use crate::{Args, Context, Readiness, Response, ToolError, ToolInfo};
 ///    the call here. Then the call's log item (`Using tool 'name:method'`, with the
 ///    arguments) is created.
 /// 3. **Admission**, before any code of the tool runs: the call is refused at once if the
-///    profile's config does not allow the tool (`repairable`), if it is not
-///    [ready](Tool::readiness) (`dependency`, with its reason), or if its circuit breaker is
+///    profile's config does not allow the tool (`repairable`), or if its circuit breaker is
 ///    open.
 /// 4. **`before_execution`** ([`ToolHooks`], or the host's default: prints the call and its
 ///    arguments); **intervention check**.
 /// 5. The **`tool_execute_before`** extensions, which may rewrite the arguments (the core's
 ///    `_10_unmask_secrets` fills in `§§secret(KEY)` placeholders here).
 /// 6. **Validation** of the arguments against [`ToolInfo::parameters`] (schema defaults filled
-///    in; every failure listed in one `validation` error), then **approval** by the policy for
-///    the tool's [`RiskLevel`](crate::RiskLevel) (allow, ask the user, or deny).
+///    in; every failure listed in one `validation` error), then **readiness**: a tool that is
+///    not [ready](Tool::readiness) is refused (`dependency`, with its reason; after
+///    validation, so bad arguments are told as such), then **approval** by the policy for the
+///    tool's [`RiskLevel`](crate::RiskLevel) (allow, ask the user, or deny).
 /// 7. **`execute`**, under the tool's deadline ([`ToolInfo::timeout_seconds`], overridable in
 ///    the config): at the deadline the call ends with a `timeout` error and
 ///    [`Context::cancelled`] completes, even if `execute` never awaits. Infrastructure failures

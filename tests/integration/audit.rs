@@ -7,7 +7,7 @@ use std::process::Command;
 use toolhost::audit::{self, Audit, AuditOptions, AuditRecord, TailLine, FILE_NAME};
 use toolhost::Layout;
 use toolhost_tests::audit::call_record;
-use toolhost_tests::TestRoot;
+use toolhost_tests::{Fixture, TestRoot};
 
 /// A root whose audit log holds `n` records written by the library.
 fn root_with_log(n: u64) -> (TestRoot, PathBuf) {
@@ -170,4 +170,53 @@ fn two_processes_appending_at_once_keep_the_chain_whole() {
     // The two really ran at once: their records alternate, not one block after the other.
     assert!(switches > 1, "only {switches} switch between the writers");
     eprintln!("{switches} switches between the two writers");
+}
+
+/// The `type`, `decision` and `execution_id` of each record in the root's audit log.
+fn records_of(root: &TestRoot) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(root.path().join("usr/audit").join(FILE_NAME)).unwrap();
+    text.lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            let decision = match v["decision"].as_str() {
+                Some(d) => d.to_owned(),
+                None => v["approval"]["decision"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            (field("type"), decision, field("execution_id"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_denied_approval_has_its_own_record_before_the_calls() {
+    let root = TestRoot::new();
+    root.tool("usr", "shell", Fixture::Exec);
+    // `exec` asks; with no terminal to ask on, the call is denied.
+    let out = root.run_cli(&["call", "shell"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = records_of(&root);
+    let kinds: Vec<&str> = records.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(kinds, ["approval", "call"], "{records:?}");
+    assert_eq!(records[0].1, "denied", "{records:?}");
+    assert_eq!(records[1].1, "denied", "{records:?}");
+    assert_eq!(records[0].2, records[1].2, "one execution id: {records:?}");
+    // An allowed call by the policy needs no approval record.
+    root.write("usr/toolhost.toml", "[tools.shell]\npolicy = \"allow\"\n");
+    let out = root.run_cli(&["call", "shell"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kinds: Vec<String> = records_of(&root).into_iter().map(|(t, _, _)| t).collect();
+    assert_eq!(kinds, ["approval", "call", "start", "call"]);
 }

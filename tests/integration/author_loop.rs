@@ -21,6 +21,7 @@ fn new_crate(root: &TestRoot, name: &str) -> std::path::PathBuf {
         .arg(root.path())
         .args(["new", name])
         .env_remove("CARGO_TARGET_DIR")
+        .env("XDG_DATA_HOME", toolhost_tests::data_home())
         .output()
         .expect("toolhost new");
     assert!(
@@ -72,9 +73,15 @@ fn a_crate_made_while_watch_runs_is_loaded_at_its_first_build_and_at_each_rebuil
     let mut watch = WatchProcess::start(&root);
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
     let dir = new_crate(&root, "ghost");
-    watch.expect_line("saying the link leads nowhere yet", |l| {
+    let line = watch.expect_line("saying the link leads nowhere yet", |l| {
         l.starts_with("cannot load usr/tools/ghost.so [layer usr]: ")
     });
+    // The next step is the build, not removing the link.
+    assert!(
+        line.contains("not built yet: run `cargo build` in its crate")
+            && !line.contains("remove it"),
+        "{line}"
+    );
 
     cargo_build(&dir);
     let loaded = watch.expect_line("the first build's load", |l| l.contains("ghost.so"));
@@ -223,8 +230,17 @@ fn dev_builds_each_saved_crate_keeps_the_last_good_build_and_finds_crates_made_m
     dev.send(r#"quill {"name": "Ada"}"#);
     dev.expect_line("the first build's answer", |l| l == "Hello, Ada!");
 
-    // A save: built, reloaded and answered with no cargo run by hand.
-    edit(&dir, "src/lib.rs", "\"Hello, {}!\"", "\"Hi there, {}!\"");
+    // A save as `sed -i` makes it (a temporary file renamed over the source): built once,
+    // reloaded and answered with no cargo run by hand.
+    let text = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let temporary = dir.join("src/sedq8Zx1K");
+    std::fs::write(
+        &temporary,
+        text.replace("\"Hello, {}!\"", "\"Hi there, {}!\""),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    std::fs::rename(&temporary, dir.join("src/lib.rs")).unwrap();
     // Two lines, in either order: the build's, and the host's reload line.
     let mut lines: Vec<String> = (0..2)
         .map(|_| dev.expect_line("about the save's build", |l| l.contains("usr/tools/quill")))
@@ -277,6 +293,26 @@ fn dev_builds_each_saved_crate_keeps_the_last_good_build_and_finds_crates_made_m
         printed.iter().filter(|l| l.starts_with(&built)).count()
     };
     assert_eq!((builds("quill"), builds("inkpot")), (2, 1), "{printed:#?}");
+}
+
+#[test]
+fn dev_in_the_repository_builds_no_built_in_crate() {
+    let root = root_with_plugin_api();
+    // A built-in as in the repository: core/tools/NAME.so beside its crate core/tools/NAME/
+    // (a workspace member, built by `cargo xtask install`). Its Cargo.toml does not parse: a
+    // build of it would fail at once and say so.
+    root.tool("core", "builtin", toolhost_tests::Fixture::Echo);
+    root.write("core/tools/builtin/Cargo.toml", "not a manifest");
+    let mut dev = start_dev(&root, &[]);
+    dev.expect_line("announcing the tools", |l| l.starts_with("watching "));
+    std::thread::sleep(Duration::from_secs(3));
+    dev.send("/quit");
+    assert!(dev.child.wait().expect("wait").success());
+    let printed = dev.printed();
+    assert!(
+        !printed.iter().any(|l| l.contains("core/tools/builtin")),
+        "{printed:#?}"
+    );
 }
 
 #[test]

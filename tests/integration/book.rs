@@ -616,3 +616,93 @@ fn walk_rs(dir: &Path) -> Vec<PathBuf> {
     found.sort();
     found
 }
+
+/// typed-tools.md's `weather`, built as the crate it says it is: with no warning, and loaded by
+/// the host, it refuses a misspelled argument (and bad arguments before it says it is not
+/// ready).
+#[test]
+fn the_typed_tools_weather_example_builds_without_warnings_and_refuses_unknown_fields() {
+    if !cfg!(unix) {
+        return; // the layer's link is a symbolic link
+    }
+    let page = read_page(Path::new("docs/src/guide/typed-tools.md"));
+    let source = page
+        .blocks
+        .iter()
+        .find(|(_, info, body)| info == "rust" && body.contains("struct Weather;"))
+        .map(|(_, _, body)| body.clone())
+        .expect("typed-tools.md has the weather block");
+    let root = toolhost_tests::TestRoot::new();
+    let dir = root.path().join("usr/tools/weather");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"weather\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [workspace]\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\n\
+             plugin-api = {{ path = {:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\
+             schemars = \"1\"\n",
+            workspace().join("plugin-api").display().to_string()
+        ),
+    )
+    .unwrap();
+    let shared = toolhost_tests::build_dir().parent().unwrap().to_owned();
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .arg("build")
+        .current_dir(&dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_BUILD_BUILD_DIR", &shared)
+        .env("CARGO_BUILD_JOBS", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        !said.contains("warning"),
+        "the example builds with warnings: {said}"
+    );
+    std::os::unix::fs::symlink(
+        dir.join("target/debug/libweather.so"),
+        root.path().join("usr/tools/weather.so"),
+    )
+    .unwrap();
+    let call = |args: &str, key: bool| {
+        let mut command = Command::new(toolhost_bin());
+        command
+            .arg("--root")
+            .arg(root.path())
+            .args(["call", "weather", "--args", args])
+            .env("NO_COLOR", "1");
+        match key {
+            true => command.env("WEATHER_API_KEY", "k"),
+            false => command.env_remove("WEATHER_API_KEY"),
+        };
+        let out = command.output().unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (ok, said) = call(r#"{"city": "Oslo", "units": "imperial"}"#, true);
+    assert!(
+        ok && said.contains("Sunny in Oslo, temperatures in °F"),
+        "{said}"
+    );
+    let (ok, said) = call(r#"{"city": "Oslo", "unit": "imperial"}"#, true);
+    assert!(!ok && said.contains("unknown argument \"unit\""), "{said}");
+    let (ok, said) = call(r#"{"city": "Oslo", "unit": "imperial"}"#, false);
+    assert!(
+        !ok && said.contains("unknown argument \"unit\"") && !said.contains("not ready"),
+        "{said}"
+    );
+    let (ok, said) = call(r#"{"city": "Oslo"}"#, false);
+    assert!(
+        !ok && said.contains("not ready: WEATHER_API_KEY not configured"),
+        "{said}"
+    );
+}

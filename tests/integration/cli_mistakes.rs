@@ -145,6 +145,21 @@ fn a_closed_pipe_ends_the_output_quietly() {
 }
 
 #[test]
+fn completions_into_a_closed_pipe_end_quietly() {
+    // The reader end is closed before the child starts: its first write fails, every time.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(toolhost_bin())
+        .args(["completions", "zsh"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}: {}", out.status, stderr(&out));
+    assert_eq!(stderr(&out), "", "no panic, no backtrace");
+}
+
+#[test]
 fn an_argument_mistake_starts_with_one_clear_line() {
     let root = root();
     let out = root.run_cli(&["call"]);
@@ -207,6 +222,23 @@ fn yes_on_an_exec_tool_says_it_never_covers_exec_and_how_to_allow_it() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn call_in_a_folder_that_is_no_root_writes_nothing_there() {
+    let elsewhere = TestRoot::new();
+    let out = Command::new(toolhost_bin())
+        .args(["call", "hello", "--args", "{}"])
+        .current_dir(elsewhere.path())
+        .env_remove("TOOLHOST_ROOT")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "call created {left:?}");
 }
 
 #[test]

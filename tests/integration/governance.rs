@@ -227,6 +227,9 @@ fn a_tool_that_is_not_ready_is_hidden_listed_with_its_reason_and_refused() {
     let root = root();
     let (agent, _) = root.agent("default");
     block_on(agent.call_tool("governed:unready", json!({"city": "x"}))).unwrap();
+    // Bad arguments are told as such first: validation comes before readiness.
+    let e = block_on(agent.call_tool("governed", json!({}))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Validation, "{}", e.message());
     let e = block_on(agent.call_tool("governed", json!({"city": "x"}))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Dependency);
     assert_eq!(

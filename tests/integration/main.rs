@@ -42,6 +42,7 @@ mod reload;
 mod reply_corpus;
 mod rich_answers;
 mod run_cli;
+mod sdk_anywhere;
 mod secrets;
 mod telemetry;
 mod testkit;

@@ -5,15 +5,10 @@ use std::process::Command;
 
 use toolhost_tests::{build_dir, Fixture, TestRoot};
 
-/// A root whose `plugin-api/` is this repository's (scaffolded crates depend on it by path).
+/// A root (its core/ holds the built-in response tool) for `toolhost new`, whose crates depend
+/// on the SDK copy the binary carries, unpacked in the tests' data folder.
 pub(crate) fn root_with_plugin_api() -> TestRoot {
     let root = TestRoot::new();
-    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap();
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(workspace.join("plugin-api"), root.path().join("plugin-api"))
-        .unwrap();
     root.tool("core", "response", Fixture::Response);
     root
 }
@@ -48,6 +43,7 @@ fn a_new_tool_builds_passes_its_tests_and_is_called_through_its_link() {
         .arg(root.path())
         .args(["new", "hello"])
         .env("CARGO_TARGET_DIR", &target)
+        .env("XDG_DATA_HOME", toolhost_tests::data_home())
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&new.stdout);
@@ -125,4 +121,55 @@ fn the_repository_keeps_user_crates_out_of_its_workspace() {
         .unwrap();
     let manifest = std::fs::read_to_string(workspace.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("exclude = [\"usr\"]"), "{manifest}");
+}
+
+#[test]
+fn same_named_crates_in_two_layers_never_share_a_library_and_list_warns_when_links_do() {
+    if !cfg!(unix) {
+        return; // the layer's link is a symbolic link
+    }
+    let root = root_with_plugin_api();
+    // One shared CARGO_TARGET_DIR, as live-reload.md recommends: the user's greet and profile
+    // p's override link to two different files in it.
+    let shared = root.path().join("shared-target");
+    for args in [&["new", "greet"][..], &["new", "greet", "--profile", "p"]] {
+        let out = Command::new(toolhost_tests::toolhost_bin())
+            .arg("--root")
+            .arg(root.path())
+            .args(args)
+            .env("CARGO_TARGET_DIR", &shared)
+            .env("XDG_DATA_HOME", toolhost_tests::data_home())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let user = std::fs::read_link(root.path().join("usr/tools/greet.so")).unwrap();
+    let profile = std::fs::read_link(root.path().join("usr/agents/p/tools/greet.so")).unwrap();
+    assert_ne!(user, profile);
+    assert!(
+        user.starts_with(&shared) && profile.starts_with(&shared),
+        "{user:?} {profile:?}"
+    );
+
+    // Two layers' links to one file (made by hand): `list` says so.
+    let other = TestRoot::new();
+    let built = other.tool("usr", "echo", Fixture::Echo);
+    let file = other.path().join("built-echo.so");
+    std::fs::rename(&built, &file).unwrap();
+    std::fs::create_dir_all(other.path().join("usr/agents/p/tools")).unwrap();
+    for link in ["usr/tools/echo.so", "usr/agents/p/tools/echo.so"] {
+        std::os::unix::fs::symlink(&file, other.path().join(link)).unwrap();
+    }
+    let out = other.run_cli(&["list", "--profile", "p"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("warning: both links resolve to") && said.contains("built-echo.so"),
+        "{said}"
+    );
+    let out = other.run_cli(&["list"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("both links resolve"));
 }

@@ -714,6 +714,11 @@ fn answer(stream: &mut dyn Connection, dir: &Path) {
 /// A private certificate authority made here (its certificate in PEM), and a TLS server
 /// configuration with a certificate for 127.0.0.1 that it signed.
 fn private_ca() -> (String, std::sync::Arc<rustls::ServerConfig>) {
+    private_ca_for("127.0.0.1")
+}
+
+/// [`private_ca`], with the server's certificate for `name`.
+fn private_ca_for(name: &str) -> (String, std::sync::Arc<rustls::ServerConfig>) {
     use rcgen::{
         BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
         KeyUsagePurpose,
@@ -728,10 +733,8 @@ fn private_ca() -> (String, std::sync::Arc<rustls::ServerConfig>) {
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
     let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "127.0.0.1");
+    let mut params = CertificateParams::new(vec![name.to_owned()]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, name);
     let certificate = params.signed_by(&key, &*ca).unwrap();
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
@@ -870,9 +873,11 @@ fn a_running_watch_picks_up_an_add_from_a_url_an_update_and_a_remove() {
         out.contains("installed ver 2.0.0 into usr/plugins/ver/ (replacing 1.0.0)"),
         "{out}"
     );
-    watch.expect_line("reloading the update", |l| {
+    let line = watch.expect_line("reloading the update", |l| {
         l.starts_with("reloaded ") && l.contains("usr/plugins/ver/tools/ver.")
     });
+    // The package's version, not only the library's crate's.
+    assert!(line.ends_with("(package ver 2.0.0)"), "{line}");
     watch.send("ver");
     watch.expect_line("answering v2", |l| l == "v2");
     let out = ok(&root.run_cli(&["update", "--yes"]));
@@ -1165,6 +1170,15 @@ fn add_asks_on_a_terminal_and_without_one_needs_yes() {
         "{shown}"
     );
     assert!(root.path().join("usr/plugins/ver").is_dir());
+    // A new version: the question shows both.
+    let folder = plugin_folder(work.path(), "2.0.0", Fixture::VersionedV2);
+    let archive = pack(&folder, &work.path().join("out2"), Some(&keys.secret));
+    let add = format!("add {}", archive.display());
+    let shown = root.run_on_terminal(&add, "n\n", false).unwrap();
+    assert!(
+        shown.contains("Install ver 1.0.0 → 2.0.0? [y/N]"),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -2271,5 +2285,71 @@ fn packages_mcpb_bundle_runs_isolated_and_sandboxed_and_its_host_verifies_the_si
         stderr(&started).contains("does not match its bytes"),
         "{}",
         stderr(&started)
+    );
+}
+
+#[test]
+fn keygen_writes_keys_to_the_users_configuration_folder_and_the_repository_ignores_them() {
+    let config = tempfile::tempdir().unwrap();
+    let work = TestRoot::new();
+    let out = Command::new(toolhost_tests::toolhost_bin())
+        .args(["keygen", "--name", "me", "--no-password"])
+        .current_dir(work.path())
+        .env_remove("TOOLHOST_ROOT")
+        .env("XDG_CONFIG_HOME", config.path())
+        .output()
+        .unwrap();
+    ok(&out);
+    let keys = config.path().join("toolhost/keys");
+    assert!(keys.join("me.key").is_file() && keys.join("me.pub").is_file());
+    assert!(
+        stdout(&out).contains(&*keys.join("me.key").to_string_lossy()),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(work.path()).unwrap().count(),
+        0,
+        "wrote into the working folder"
+    );
+    // A key made in the repository with --out is ignored by git.
+    let ignore = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.gitignore"),
+    )
+    .unwrap();
+    assert!(ignore.lines().any(|l| l.trim() == "*.key"), "{ignore}");
+}
+
+#[test]
+fn the_package_name_error_for_dot_dot_names_the_rule_it_breaks() {
+    let root = TestRoot::new();
+    let out = root.run_cli(&["remove", ".."]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        said.contains("not starting with '.'") && said.contains("not `.` or `..`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_certificate_for_another_name_is_reported_as_such_not_as_untrusted() {
+    let keys = keygen("publisher");
+    let work = tempfile::tempdir().unwrap();
+    let served = work.path().join("served");
+    publish(work.path(), &served, "1.0.0", Fixture::Versioned, &keys);
+    let (ca, tls) = private_ca_for("packages.example");
+    let url = format!("{}/ver.tar.gz", serve_on(served, Some(tls)));
+    let ca_file = work.path().join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+    let root = trusting(&keys);
+    let line = refused_with(
+        &root,
+        &["add", &url, "--yes", "--ca", ca_file.to_str().unwrap()],
+        "TLS certificate is for another name",
+    );
+    assert!(
+        line.contains(&url) && !line.contains("not trusted"),
+        "{line}"
     );
 }

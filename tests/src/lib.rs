@@ -14,7 +14,7 @@ pub mod audit;
 pub mod balancer;
 pub mod fake_llm;
 pub mod peers;
-mod shell_env;
+pub mod shell_env;
 pub mod windows;
 
 /// The Rust blocks of the README and of the book's pages, compiled and run as this crate's
@@ -135,6 +135,16 @@ pub fn build_dir() -> &'static Path {
 /// The `toolhost` binary.
 pub fn toolhost_bin() -> PathBuf {
     build_dir().join(format!("toolhost{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// The data folder (`XDG_DATA_HOME`) of the `toolhost` the tests run: `toolhost new` unpacks
+/// its plugin SDK there (target/test-data-home/), not in the data folder of whoever runs the
+/// tests; shared by the tests, as a user's is by their crates.
+pub fn data_home() -> PathBuf {
+    build_dir()
+        .parent()
+        .expect("the build folder is in target/")
+        .join("test-data-home")
 }
 
 /// A temporary root folder (core/, plugins/, usr/), removed when dropped.
@@ -315,6 +325,7 @@ impl TestRoot {
             .arg(self.path())
             .args(args)
             .env("NO_COLOR", "1")
+            .env("XDG_DATA_HOME", data_home())
             .output()
             .expect("running toolhost")
     }

@@ -91,10 +91,10 @@ fn finish(layout: &Layout, verified: Verified, options: &AddOptions) -> Result<E
         }
         let question = match &installed {
             Some(old) => format!(
-                "Install {} over {} {}{}? [y/N] ",
-                verified.manifest.label(),
+                "Install {} {} → {}{}? [y/N] ",
                 verified.manifest.name,
-                old.version,
+                Shown(&old.version),
+                verified.manifest.version,
                 signer_change(old, &verified)
                     .map(|change| format!(", {change}"))
                     .unwrap_or_default()
@@ -440,7 +440,10 @@ async fn get(client: &reqwest::Client, url: &str, to: &Path, limit: u64) -> Resu
     let mut response = match client.get(url).send().await {
         Ok(response) => response,
         Err(e) => match certificate_refused(&e) {
-            Some(why) => bail!(
+            Some((why, true)) => bail!(
+                "cannot download {url}: the server's TLS certificate is for another name ({why}): use the URL with a name the certificate is for, or give the server a certificate for this one (--ca does not change the name)"
+            ),
+            Some((why, false)) => bail!(
                 "cannot download {url}: the server's TLS certificate is not trusted ({why}): pass --ca FILE with the certificate of the authority that signed it, or set SSL_CERT_FILE"
             ),
             None => return Err(e).with_context(|| format!("cannot download {url}")),
@@ -474,8 +477,9 @@ async fn get(client: &reqwest::Client, url: &str, to: &Path, limit: u64) -> Resu
 }
 
 /// Why the server's certificate was refused, if that is why `e` failed: a rustls error in its
-/// chain of causes (wrapped in I/O errors, whose payload `source` skips).
-fn certificate_refused(e: &reqwest::Error) -> Option<String> {
+/// chain of causes (wrapped in I/O errors, whose payload `source` skips), and whether it is
+/// for another name (which no `--ca` mends).
+fn certificate_refused(e: &reqwest::Error) -> Option<(String, bool)> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(mut error) = cause {
         while let Some(inner) = error
@@ -488,7 +492,14 @@ fn certificate_refused(e: &reqwest::Error) -> Option<String> {
             tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented),
         ) = error.downcast_ref::<rustls::Error>()
         {
-            return Some(tls.to_string());
+            let wrong_name = matches!(
+                tls,
+                rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::NotValidForName
+                        | rustls::CertificateError::NotValidForNameContext { .. }
+                )
+            );
+            return Some((tls.to_string(), wrong_name));
         }
         cause = error.source();
     }

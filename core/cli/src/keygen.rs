@@ -1,16 +1,21 @@
 //! `toolhost keygen`: a minisign key pair for signing packages.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use toolhost::package::signature;
 use toolhost::Escaped;
 
-pub(crate) fn keygen(out: &Path, name: &str, no_password: bool) -> Result<ExitCode> {
+pub(crate) fn keygen(out: Option<PathBuf>, name: &str, no_password: bool) -> Result<ExitCode> {
     if !toolhost::is_safe_name(name) {
         crate::exit::usage!("--name {name:?}: a file name (letters, digits, '_', '-' and '.')");
     }
+    let out = match out {
+        Some(out) => out,
+        None => default_dir()?,
+    };
+    let out = out.as_path();
     let password = match no_password {
         true => None,
         false => Some(match std::env::var(signature::PASSWORD_ENV) {
@@ -27,6 +32,20 @@ pub(crate) fn keygen(out: &Path, name: &str, no_password: bool) -> Result<ExitCo
         Escaped(&out.join(format!("{name}.key")))
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost/keys/` in the user's configuration folder: a secret key is never written into the
+/// working tree (where `git add .` would commit it) unless `--out` says so.
+fn default_dir() -> Result<PathBuf> {
+    let Some(config) = dirs::config_dir() else {
+        crate::exit::usage!(
+            "keygen: no configuration folder for the keys (HOME is not set): pass --out DIR"
+        );
+    };
+    let dir = config.join("toolhost").join("keys");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}; pass --out DIR", Escaped(&dir)))?;
+    Ok(dir)
 }
 
 /// The password for a new secret key, typed twice on the terminal.

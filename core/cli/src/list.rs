@@ -33,6 +33,12 @@ fn profile_config(host: &Host, profile: &str) -> Option<std::sync::Arc<Config>> 
         .ok()
 }
 
+/// The file that both `a` and `b` (links in two layers) resolve to, if they resolve to one.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> Option<std::path::PathBuf> {
+    let a = std::fs::canonicalize(a).ok()?;
+    (std::fs::canonicalize(b).ok()? == a).then_some(a)
+}
+
 /// Why the config refuses the tool (`[access]`), if it does.
 fn denial(config: Option<&Config>, tool: &ListedTool) -> Option<String> {
     let capabilities = &tool.info().capabilities;
@@ -61,9 +67,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
         "Tools for profile '{profile}' (root {}):",
         host.root().display()
     );
-    let is_root = ["core", "plugins", "usr"]
-        .iter()
-        .any(|dir| host.root().join(dir).is_dir());
+    let is_root = toolhost::Layout::new(host.root()).is_root();
     match (listing.tools.is_empty(), is_root) {
         (false, _) => {}
         (true, true) => {
@@ -101,6 +105,15 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
         }
         for shadow in &tool.shadows {
             println!("               shadows {}", relative(host, shadow));
+            if let Some(file) = same_file(&tool.path, shadow) {
+                println!(
+                    "               warning: both links resolve to {}: building either crate \
+                     replaces the other layer's library; give each crate its own library name \
+                     (`[lib] name` in its Cargo.toml, as `toolhost new` does) or its own \
+                     target folder",
+                    toolhost::Escaped(&file)
+                );
+            }
         }
         if let Some(why) = tool.unavailable() {
             println!("               unavailable: {why}");

@@ -172,8 +172,10 @@ enum Command {
     },
     /// Start a plugin: a crate in usr/tools/NAME/ (or usr/extensions/POINT/NAME/, or a
     /// profile's folder) whose debug build is linked into the layer, so `cargo build` in the
-    /// crate is the development loop. It has typed arguments, progress, a repairable error
-    /// and unit tests.
+    /// crate is the development loop; outside a root (no usr/, core/ or plugins/), the
+    /// standalone crate ./NAME/. It has typed arguments, progress, a repairable error and unit
+    /// tests, and depends on the plugin-api this toolhost speaks (a copy it carries, unpacked
+    /// into the user's data folder): no checkout of toolhost is needed.
     New {
         /// The tool's (or extension's) name: lower-case letters, digits and '_'.
         name: String,
@@ -287,9 +289,10 @@ enum Command {
     /// Make a minisign key pair for signing packages: DIR/NAME.pub and DIR/NAME.key (the
     /// secret key encrypted with a password, as minisign does, unless --no-password).
     Keygen {
-        /// The folder to write the keys into.
+        /// The folder to write the keys into. Default: toolhost/keys/ in the user's
+        /// configuration folder (~/.config on Linux), outside any repository.
         #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        out: Option<PathBuf>,
         /// The keys' file name.
         #[arg(long, default_value = "toolhost")]
         name: String,
@@ -844,7 +847,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Completions { shell } => {
             let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "toolhost", &mut std::io::stdout());
+            // Generated into memory and written here: clap_complete panics on a write error, and
+            // a closed pipe (`toolhost completions zsh | head -1`) must end quietly.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "toolhost", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { out } => man(out.as_deref()),
@@ -852,7 +859,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             name,
             no_password,
-        } => keygen::keygen(&out, &name, no_password),
+        } => keygen::keygen(out, &name, no_password),
         Command::Pack {
             path,
             out,

@@ -95,7 +95,7 @@ pub struct CallRecord {
     /// The tool's result metadata, masked by the caller.
     pub metadata: Option<Value>,
     /// Where a call that never reached its tool's `execute` ended: `resolve` (no tool, or an
-    /// MCP server starting, failed or down), `admit` (denied, not ready, breaker open),
+    /// MCP server starting, failed or down), `admit` (denied, breaker open),
     /// `before` (a `before_execution` hook or a `tool_execute_before` extension failed) or
     /// `audit` (its start could not be recorded). `None` for a call that ran (or was refused
     /// by validation or approval, which its `approval` and `outcome` say).

@@ -305,23 +305,26 @@ pub(crate) fn append_call<'a>(
         sandbox: sandbox.as_deref(),
         refused: &refused,
     };
-    audit.append_serialized(&line)?;
-    // The user's own decision gets a record of its own, with the call's id and arguments.
-    let Some((allowed, source)) = trail.approval.as_ref().filter(|(_, s)| s.is_user()) else {
-        return Ok(());
-    };
-    let approval = AuditRecord::Approval(ApprovalRecord {
-        execution_id: execution_id.to_string(),
-        agent: caller.agent.to_owned(),
-        profile: caller.profile.to_owned(),
-        tool: request.name().to_owned(),
-        method: request.method().map(str::to_owned),
-        args: Value::Object(line.args.into_owned()),
-        decision: decision(*allowed),
-        source: source.to_string(),
-        time_ms: now_ms(),
-    });
-    audit.append(&approval)
+    // The user's own decision, and any denial, gets a record of its own, with the call's id
+    // and arguments: before the call's, as it was decided before the call ended.
+    let approval = trail
+        .approval
+        .as_ref()
+        .filter(|(allowed, s)| s.is_user() || !allowed);
+    if let Some((allowed, source)) = approval {
+        audit.append(&AuditRecord::Approval(ApprovalRecord {
+            execution_id: execution_id.to_string(),
+            agent: caller.agent.to_owned(),
+            profile: caller.profile.to_owned(),
+            tool: request.name().to_owned(),
+            method: request.method().map(str::to_owned),
+            args: Value::Object(MaybeMasked::new(secrets, args).into_owned()),
+            decision: decision(*allowed),
+            source: source.to_string(),
+            time_ms: now_ms(),
+        }))?;
+    }
+    audit.append_serialized(&line)
 }
 
 /// Appends the start of a call (one whose trail is audited) that is about to run its tool:

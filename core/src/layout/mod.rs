@@ -218,6 +218,15 @@ impl Layout {
         &self.root
     }
 
+    /// Whether the root folder is one: it holds `usr/`, `core/` or `plugins/` (a layer). A
+    /// command run in another folder writes nothing there (no `usr/audit/`), and `toolhost new`
+    /// makes a standalone crate instead of one in `usr/tools/`.
+    pub fn is_root(&self) -> bool {
+        ["usr", "core", "plugins"]
+            .iter()
+            .any(|layer| self.root.join(layer).is_dir())
+    }
+
     /// `usr/secrets.env`: `KEY=VALUE` lines.
     pub fn secrets_file(&self) -> PathBuf {
         self.root.join("usr").join("secrets.env")

@@ -45,6 +45,9 @@ pub enum ReadErrorKind {
 pub struct ReadError {
     pub(crate) kind: ReadErrorKind,
     pub(crate) reason: String,
+    /// A dangling link into a cargo `target/` folder: a build that has not been made yet
+    /// (`toolhost new` links the layer to the crate's build before its first `cargo build`).
+    pub(crate) unbuilt: bool,
 }
 
 impl std::error::Error for ReadError {}
@@ -59,6 +62,7 @@ impl ReadError {
         Self {
             kind,
             reason: reason.into(),
+            unbuilt: false,
         }
     }
 }
@@ -95,7 +99,11 @@ pub(crate) fn regular_file(path: &Path) -> Result<fs::Metadata, ReadError> {
                     "a symbolic link to {}, which does not exist",
                     Escaped(&target)
                 );
-                return Err(ReadError::new(ReadErrorKind::NotAFile, reason));
+                let mut error = ReadError::new(ReadErrorKind::NotAFile, reason);
+                error.unbuilt = target
+                    .components()
+                    .any(|c| c.as_os_str() == std::ffi::OsStr::new("target"));
+                return Err(error);
             }
             Err(e) => {
                 return Err(ReadError::new(

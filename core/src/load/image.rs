@@ -139,6 +139,10 @@ fn load_error(path: &Path, error: ReadError) -> LoadError {
             LoadErrorKind::Changing,
             "it is read again at its next change",
         ),
+        ReadErrorKind::NotAFile if error.unbuilt => (
+            LoadErrorKind::NotAFile,
+            "not built yet: run `cargo build` in its crate (it is loaded at the build's end)",
+        ),
         ReadErrorKind::NotAFile => (
             LoadErrorKind::NotAFile,
             "remove it, or put a plugin library there",

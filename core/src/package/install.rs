@@ -646,8 +646,9 @@ pub fn remove(layout: &Layout, name: &str) -> Result<Locked, PackageError> {
         return Err(PackageError::new(
             PackageErrorKind::NotInstalled,
             format!(
-                "{} is not a package's name (one folder name under usr/plugins/: letters, digits, '_', '-' and '.'); nothing was removed",
-                super::Shown(name)
+                "{} is not a package's name (one folder under usr/plugins/, {}); nothing was removed",
+                super::Shown(name),
+                super::NAME_RULE
             ),
         ));
     }

@@ -99,8 +99,9 @@ impl PackageLock {
         for (name, locked) in &self.packages {
             if !is_package_name(name) {
                 return Err(refuse(format!(
-                    "package {} is not a folder name (letters, digits, '_', '-' and '.'; no `/`, no `..`)",
-                    Shown(name)
+                    "package {} is not {}",
+                    Shown(name),
+                    super::NAME_RULE
                 )));
             }
             if let Some(signer) = locked.signer.as_ref().filter(|s| !is_key_id(s)) {

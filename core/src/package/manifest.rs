@@ -218,7 +218,7 @@ impl Manifest {
             return Err(at.error(
                 raw.name.span().start,
                 "name",
-                "a package's name is a folder name: letters, digits, '_', '-' and '.'",
+                &format!("a package's name is {}", super::NAME_RULE),
             ));
         }
         let mut secrets = Vec::new();

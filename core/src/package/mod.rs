@@ -8,6 +8,11 @@
 //! [`pack`] (a plugin folder into an archive), [`mcpb`] (an MCP Bundle of it), [`install`] (verify, install atomically,
 //! remove) and [`lock`] (`usr/packages.lock`).
 
+/// What a package's name may be, for the errors that refuse one: a folder name that `.` and
+/// `..` are not.
+pub const NAME_RULE: &str =
+    "a folder name: letters, digits, '_', '-' and '.', not starting with '.' (so not `.` or `..`)";
+
 pub mod archive;
 mod error;
 pub mod install;

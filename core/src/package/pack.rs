@@ -227,7 +227,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
     if !crate::is_safe_name(&template.name) {
         return Err(bad(
             "name",
-            "a package's name is a folder name: letters, digits, '_', '-' and '.'".into(),
+            format!("a package's name is {}", super::NAME_RULE),
         ));
     }
     for name in &template.secrets {

@@ -1,4 +1,4 @@
-//! Which plugin crates `toolhost dev` builds: those `toolhost new` made in the profile's layers
+//! Which plugin crates `toolhost dev` builds: those `toolhost new` made in the profile's user layers
 //! (the crate `<layer>/tools/NAME/` beside the library `<layer>/tools/NAME.so`, and the same
 //! under `extensions/<point>/`), looked for again every second, and those named on the
 //! command line.
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
-use toolhost::{Escaped, Host, LIBRARY_EXTENSION};
+use toolhost::{Escaped, Host, Layer, LayerKind, LIBRARY_EXTENSION};
 
 /// A plugin crate: its folder, with a Cargo.toml.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -67,7 +67,13 @@ impl Crates {
     /// Every crate now: the named ones, then those beside a library in a layer.
     pub(crate) fn scan(&self) -> BTreeSet<PluginCrate> {
         let mut found: BTreeSet<PluginCrate> = self.named.iter().cloned().collect();
-        for folder in self.library_folders() {
+        // Only the user's layers (usr/, usr/agents/P/), where `toolhost new` makes crates: the
+        // built-ins beside core/ and plugins/ libraries are the repository's workspace members,
+        // built by `cargo xtask install` into its own target folder.
+        for folder in self.library_folders_of(|layer| {
+            matches!(layer.kind, LayerKind::User | LayerKind::Profile)
+                && layer.label.starts_with("usr")
+        }) {
             for library in libraries_in(&folder) {
                 let Some(stem) = library.file_stem() else {
                     continue;
@@ -86,8 +92,13 @@ impl Crates {
     /// The folders of the profile's layers that hold libraries: `tools/` and each
     /// `extensions/<point>/`.
     fn library_folders(&self) -> Vec<PathBuf> {
+        self.library_folders_of(|_| true)
+    }
+
+    /// [`Self::library_folders`] of the layers `keep` keeps.
+    fn library_folders_of(&self, keep: impl Fn(&Layer) -> bool) -> Vec<PathBuf> {
         let mut folders = Vec::new();
-        for layer in self.host.layers(&self.profile).iter() {
+        for layer in self.host.layers(&self.profile).iter().filter(|l| keep(l)) {
             folders.push(layer.tools_dir());
             if let Ok(points) = std::fs::read_dir(layer.extensions_dir()) {
                 folders.extend(points.flatten().map(|p| p.path()).filter(|p| p.is_dir()));

@@ -199,9 +199,13 @@ fn is_source(dir: &Path, path: &Path) -> bool {
         let p = p.to_string_lossy();
         p.starts_with('.') || p.ends_with('~')
     };
+    // An editor's temporary file, gone by the time its events come (sed -i and many editors
+    // write `src/sedXXXXXX` and rename it over the source): the rename's event on the source
+    // is the save. A removed `.rs` file is still one (a module deleted).
+    let vanished_temporary = !path.exists() && path.extension().is_none_or(|e| e != "rs");
     match parts.as_slice() {
         [file] => *file == "Cargo.toml" || *file == "build.rs",
-        [first, ..] => *first == "src" && !parts.iter().any(hidden),
+        [first, ..] => *first == "src" && !parts.iter().any(hidden) && !vanished_temporary,
         [] => false,
     }
 }
@@ -209,11 +213,14 @@ fn is_source(dir: &Path, path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::is_source;
-    use std::path::Path;
 
     #[test]
     fn sources_are_the_manifest_the_build_script_and_files_under_src() {
-        let dir = Path::new("/c/hello");
+        let dir = std::env::temp_dir().join(format!("toolhost-is-source-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        // A file other than Rust counts while it exists (`include_str!`).
+        std::fs::write(dir.join("src/data.json"), "{}").unwrap();
+        let dir = dir.as_path();
         for source in [
             "Cargo.toml",
             "build.rs",
@@ -228,10 +235,13 @@ mod tests {
             "target/debug/libhello.so",
             "src/.lib.rs.swp",
             "src/lib.rs~",
+            // sed -i's temporary file, renamed over the source before its events come.
+            "src/sedq8Zx1K",
             "README.md",
             "/c/other/src/lib.rs",
         ] {
             assert!(!is_source(dir, &dir.join(other)), "{other}");
         }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,6 +1,9 @@
 //! `toolhost new NAME`: a plugin crate where its library goes (`usr/tools/NAME/` builds
 //! `usr/tools/NAME.so`), with the library linked into the layer, so that `cargo build` in the
-//! crate is the whole development loop.
+//! crate is the whole development loop. Outside a root, a standalone crate `./NAME/`. Either
+//! depends on the plugin SDK this binary carries (sdk.rs), so it builds in any folder.
+
+mod sdk;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,13 +26,8 @@ pub(crate) struct NewPlugin<'a> {
 
 pub(crate) fn new(root: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
     check_names(plugin)?;
-    let plugin_api = root.join("plugin-api");
-    if !plugin_api.join("Cargo.toml").is_file() {
-        bail!(
-            "no plugin-api/ under {}: run `toolhost new` in the toolhost source tree (or pass \
-             --root to it)",
-            root.display()
-        );
+    if !toolhost::Layout::new(root).is_root() {
+        return standalone(root, plugin);
     }
     let layer_dir = layer_dir(plugin);
     let crate_dir = root.join(&layer_dir).join(plugin.name);
@@ -48,10 +46,91 @@ pub(crate) fn new(root: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
             )
         );
     }
-    write_crate(&crate_dir, plugin, &layer_dir, &library, &plugin_api)?;
-    let built = link_library(&link, plugin.name)?;
+    std::fs::create_dir_all(&crate_dir)
+        .with_context(|| format!("cannot create {}", crate_dir.display()))?;
+    let lib = library_name(plugin.name, &crate_dir)?;
+    write_crate(
+        &crate_dir,
+        plugin,
+        &format!("{}/{library}", layer_dir.display()),
+        &lib,
+    )?;
+    let built = link_library(&link, plugin.name, &lib)?;
     print_next(root, &crate_dir, plugin, &link, built);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost new NAME` outside a root: the crate `./NAME/`, and how a root uses it.
+fn standalone(dir: &Path, plugin: &NewPlugin<'_>) -> Result<ExitCode> {
+    if let Some(profile) = plugin.profile {
+        crate::exit::usage!(
+            "--profile {profile}: {} is not a root (no usr/, core/ or plugins/ in it), so it has \
+             no profiles; run `toolhost new` in a root, or pass --root",
+            toolhost::Escaped(dir)
+        );
+    }
+    let crate_dir = dir.join(plugin.name);
+    if crate_dir.symlink_metadata().is_ok() {
+        bail!(
+            "{} already exists: choose another name or remove it",
+            toolhost::Escaped(&crate_dir)
+        );
+    }
+    std::fs::create_dir_all(&crate_dir)
+        .with_context(|| format!("cannot create {}", crate_dir.display()))?;
+    let lib = library_name(plugin.name, &crate_dir)?;
+    let (layer, what) = match plugin.extension {
+        Some(point) => (format!("usr/extensions/{point}"), "extension"),
+        None => ("usr/tools".to_owned(), "tool"),
+    };
+    let library = format!("{}.{}", plugin.name, std::env::consts::DLL_EXTENSION);
+    write_crate(&crate_dir, plugin, &format!("ROOT/{layer}/{library}"), &lib)?;
+    let built = std::path::absolute(&crate_dir)?
+        .join("target/debug")
+        .join(dll_file(&lib));
+    println!(
+        "created {what} crate {} (standalone: {} is not a root, no usr/, core/ or plugins/ in it)",
+        toolhost::Escaped(&crate_dir),
+        toolhost::Escaped(dir)
+    );
+    println!("next:");
+    println!(
+        "  (cd {} && cargo build && cargo test)",
+        toolhost::Escaped(&crate_dir)
+    );
+    println!(
+        "then point a root at it, by a link to its build (each build is then the next call's):"
+    );
+    println!(
+        "  mkdir -p ROOT/{layer} && ln -s {} ROOT/{layer}/{library}",
+        toolhost::Escaped(&built)
+    );
+    println!(
+        "or, to install a copy, `toolhost --root ROOT add` its package (`toolhost pack`, see the book's packages chapter)"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The crate's library name: its name and a hash of its folder, unique to its place, so that
+/// two crates of one name (a user's tool and a profile's override, or two roots) never build
+/// the same file in a shared `CARGO_TARGET_DIR`.
+fn library_name(name: &str, crate_dir: &Path) -> Result<String> {
+    use std::hash::{Hash as _, Hasher as _};
+    let place = crate_dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", crate_dir.display()))?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    place.hash(&mut hasher);
+    Ok(format!("{name}_{:08x}", hasher.finish() as u32))
+}
+
+/// `lib{lib}.so`, `{lib}.dll`, ...
+fn dll_file(lib: &str) -> String {
+    format!(
+        "{}{lib}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
 }
 
 fn check_names(plugin: &NewPlugin<'_>) -> Result<()> {
@@ -91,16 +170,11 @@ fn layer_dir(plugin: &NewPlugin<'_>) -> PathBuf {
     }
 }
 
-fn write_crate(
-    dir: &Path,
-    plugin: &NewPlugin<'_>,
-    layer: &Path,
-    library: &str,
-    plugin_api: &Path,
-) -> Result<()> {
+fn write_crate(dir: &Path, plugin: &NewPlugin<'_>, library: &str, lib: &str) -> Result<()> {
     std::fs::create_dir_all(dir.join("src"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    let plugin_api = relative_path(&dir.canonicalize()?, &plugin_api.canonicalize()?);
+    let plugin_api = sdk::dependency(false)?;
+    let plugin_api_testing = sdk::dependency(true)?;
     let camel = camel_case(plugin.name);
     let (kind, description, source) = match plugin.extension {
         Some(_) => ("extension", "Records that it ran.", EXTENSION),
@@ -112,7 +186,9 @@ fn write_crate(
             .replace("{point}", plugin.extension.unwrap_or_default())
             .replace("{kind}", kind)
             .replace("{description}", description)
-            .replace("{library}", &format!("{}/{library}", layer.display()))
+            .replace("{library}", library)
+            .replace("{lib}", lib)
+            .replace("{plugin_api_testing}", &plugin_api_testing)
             .replace("{plugin_api}", &plugin_api)
     };
     for (file, text) in [
@@ -128,12 +204,8 @@ fn write_crate(
 
 /// Links `<layer>/NAME.so` to the crate's debug build (in `$CARGO_TARGET_DIR` when that is
 /// set, as cargo will put it there); returns whether the link was made.
-fn link_library(link: &Path, name: &str) -> Result<bool> {
-    let file = format!(
-        "{}{name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
+fn link_library(link: &Path, name: &str, lib: &str) -> Result<bool> {
+    let file = dll_file(lib);
     let built = match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => std::path::absolute(PathBuf::from(dir))?
             .join("debug")
@@ -185,18 +257,6 @@ fn print_next(root: &Path, crate_dir: &Path, plugin: &NewPlugin<'_>, link: &Path
         ),
         Some(_) => println!("  toolhost watch{profile}   (rebuild and watch it reload)"),
     }
-}
-
-/// `to` relative to the folder `from` (both absolute, links resolved), with `/`: a crate
-/// moved along with the repository keeps building.
-fn relative_path(from: &Path, to: &Path) -> String {
-    let (from, to): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
-    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
-    let up = std::iter::repeat_n("..".to_owned(), from.len() - common);
-    let down = to[common..]
-        .iter()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned());
-    up.chain(down).collect::<Vec<_>>().join("/")
 }
 
 fn shown(root: &Path, path: &Path) -> String {

@@ -42,7 +42,8 @@ impl Agent {
     }
 
     /// The policy's decision for a call, asking the user where it says "ask". A denial is a
-    /// repairable error: the model is told the user did not approve the call.
+    /// repairable error (the model is told the user did not approve the call), with who
+    /// denied it for the audit.
     pub(crate) async fn approve(
         &self,
         config: &Config,
@@ -50,7 +51,7 @@ impl Agent {
         method: Option<&str>,
         risk: RiskLevel,
         args: &Map<String, Value>,
-    ) -> Result<Verdict, ToolError> {
+    ) -> Result<Verdict, (ToolError, DecisionSource)> {
         let (policy, source) = match self.serves_mcp_client() {
             true => config.mcp_policy(tool, risk),
             false => config.policy(tool, risk),
@@ -65,10 +66,11 @@ impl Agent {
         if decision.allowed {
             return Ok(decision);
         }
-        Err(ToolError::repairable(format!(
+        let error = ToolError::repairable(format!(
             "the call of tool {tool} was not approved ({}): do not retry it; tell the user or choose another way",
             decision.source
-        )))
+        ));
+        Err((error, decision.source))
     }
 
     /// Logs a decision that was not a plain "allow" of the policy: who approved or denied.

@@ -147,7 +147,9 @@ impl Agent {
             }
         };
         let enabled = config.map_or(AuditSettings::default().enabled, |c| c.audit().enabled);
-        if !enabled {
+        // A folder that is no root (no usr/, core/ or plugins/) has no tool to call, and
+        // recording that would create usr/audit/ in whatever folder `toolhost call` ran in.
+        if !enabled || !self.host.layout().is_root() {
             return error;
         }
         let written = self

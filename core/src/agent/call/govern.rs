@@ -1,5 +1,5 @@
 //! The governed steps of a tool's call, for a library tool and an MCP tool alike (see
-//! `governed.rs`): admission (access, readiness, breaker), validation, approval, then the
+//! `governed.rs`): admission (access, breaker), validation, readiness, approval, then the
 //! attempts under the deadline with retries, and the call's audit record however it ends.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use crate::agent::Agent;
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff};
 use crate::governance::{
-    is_infrastructure, jitter, retryable, CallRules, DecisionSource, EndedCall, Trail, Transition,
+    is_infrastructure, jitter, retryable, CallRules, EndedCall, Trail, Transition,
 };
 use crate::layout::ToolName;
 use crate::telemetry;
@@ -20,19 +20,14 @@ use crate::transcript::LogKind;
 use plugin_api::ToolError;
 
 impl Agent {
-    /// Refuses a call at once if the config denies the tool, if it is not ready, or if its
-    /// breaker is open.
+    /// Refuses a call at once if the config denies the tool, or if its breaker is open.
+    /// (Readiness is checked after validation: a call with bad arguments is told what is wrong
+    /// with them, not that the tool is not ready.)
     pub(crate) fn admit<T: Governed>(&self, tool: &T, rules: &CallRules) -> Result<(), ToolError> {
         let capabilities = &tool.info().capabilities;
         if let Access::Denied { reason } = rules.config.access(tool.name(), capabilities) {
             return Err(ToolError::repairable(format!(
                 "tool {} is not allowed for this agent ({reason}): choose another tool",
-                tool.name()
-            )));
-        }
-        if let Some(reason) = tool.not_ready() {
-            return Err(ToolError::dependency(format!(
-                "tool {} is not ready: {reason}",
                 tool.name()
             )));
         }
@@ -90,17 +85,23 @@ impl Agent {
         trail: &mut Trail,
     ) -> Result<T::Answer, ToolError> {
         telemetry::step("validation").run_sync(|| tool.schema().check(args))?;
+        if let Some(reason) = tool.not_ready() {
+            return Err(ToolError::dependency(format!(
+                "tool {} is not ready: {reason}",
+                tool.name()
+            )));
+        }
         let risk = tool.info().risk_level;
         let approving = self.approve(&rules.config, tool.name(), request.method(), risk, args);
         let approved = telemetry::step("approval").run(approving).await;
         telemetry::metrics::approval(approved.is_ok());
-        match &approved {
-            Ok(decision) => trail.approval(true, || decision.source.clone()),
-            Err(e) => trail.approval(false, || {
-                DecisionSource::Said(e.message().to_owned().into())
-            }),
+        match approved {
+            Ok(decision) => trail.approval(true, || decision.source),
+            Err((e, source)) => {
+                trail.approval(false, || source);
+                return Err(e);
+            }
         }
-        approved?;
         // Written before the tool runs: a call that kills the process stays visible.
         self.audit_start(request, rules, args, trail)?;
         let retries = match retryable(tool.info()) {

@@ -135,6 +135,13 @@ impl Host {
         Ok(host)
     }
 
+    /// Sets where sampling requests find their model: a plugin's `Context::sample` when its
+    /// call is not served over MCP, and an MCP server's `sampling/createMessage`. Without one,
+    /// they are declined, saying no model is configured.
+    pub fn set_sampling_models(&self, models: Arc<dyn crate::model::SamplingModels>) {
+        *crate::sync::lock(&self.sampling) = Some(models);
+    }
+
     /// The root folder.
     pub fn root(&self) -> &Path {
         self.layout.root()

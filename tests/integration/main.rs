@@ -43,6 +43,7 @@ mod reply_corpus;
 mod rich_answers;
 mod run_cli;
 mod secrets;
+mod skips;
 mod telemetry;
 mod testkit;
 mod unknown;

@@ -53,26 +53,40 @@ const HAPROXY_PACKAGE: &str = "haproxy";
 /// # Panics
 ///
 /// Under `CI=true`, with one line, if `haproxy` is missing and cannot be installed;
-/// elsewhere that is said on stderr and the answer is `false`.
+/// elsewhere the calling test is noted as [`skipped`](crate::skip::skipped) and the answer is
+/// `false`.
 pub fn haproxy() -> bool {
-    static THERE: OnceLock<bool> = OnceLock::new();
-    *THERE.get_or_init(|| {
-        let runs = || Command::new("haproxy").arg("-v").output().is_ok();
-        if runs() {
-            return true;
+    static THERE: OnceLock<Result<(), String>> = OnceLock::new();
+    there_or_skipped(THERE.get_or_init(|| {
+        installed("haproxy", &["-v"], HAPROXY_PACKAGE)
+            .map_err(|why| format!("`haproxy` is missing: {why}; the fleet tests need it"))
+    }))
+}
+
+/// Whether `program` runs (with `args`), after `apt-get install PACKAGE` where it did not:
+/// why not, if it still does not.
+fn installed(program: &str, args: &[&str], package: &str) -> Result<(), String> {
+    let runs = || Command::new(program).args(args).output().is_ok();
+    if runs() {
+        return Ok(());
+    }
+    match apt_install(&[package]) {
+        Ok(()) if runs() => Ok(()),
+        Ok(()) => Err(format!("`apt-get install {package}` did not provide it")),
+        Err(why) => Err(why),
+    }
+}
+
+/// `true` if a program is there; else the calling test is noted as skipped (which fails it
+/// under `CI=true`) and the answer is `false`.
+fn there_or_skipped(there: &Result<(), String>) -> bool {
+    match there {
+        Ok(()) => true,
+        Err(why) => {
+            crate::skip::skipped(why);
+            false
         }
-        let why = match apt_install(&[HAPROXY_PACKAGE]) {
-            Ok(()) if runs() => return true,
-            Ok(()) => format!("`apt-get install {HAPROXY_PACKAGE}` did not provide it"),
-            Err(why) => why,
-        };
-        let line = format!("`haproxy` is missing: {why}");
-        if in_ci() {
-            panic!("{line}; the fleet test needs it under CI=true");
-        }
-        eprintln!("NOTE: {line}: the fleet tests are skipped (under CI=true they fail)");
-        false
-    })
+    }
 }
 
 /// The Prometheus client library from PyPI, whose OpenMetrics parser checks `/metrics`.
@@ -185,26 +199,14 @@ const SCRIPT_PACKAGE: &str = "bsdutils";
 /// # Panics
 ///
 /// Under `CI=true`, with one line, if `script` is missing and cannot be installed; elsewhere
-/// that is said on stderr and the answer is `false`.
+/// the calling test is noted as [`skipped`](crate::skip::skipped) and the answer is `false`.
 pub fn script() -> bool {
-    static THERE: OnceLock<bool> = OnceLock::new();
-    *THERE.get_or_init(|| {
-        let runs = || Command::new("script").arg("--version").output().is_ok();
-        if runs() {
-            return true;
-        }
-        let why = match apt_install(&[SCRIPT_PACKAGE]) {
-            Ok(()) if runs() => return true,
-            Ok(()) => format!("`apt-get install {SCRIPT_PACKAGE}` did not provide it"),
-            Err(why) => why,
-        };
-        let line = format!("`script` (util-linux) is missing: {why}");
-        if in_ci() {
-            panic!("{line}; the terminal tests need it under CI=true");
-        }
-        eprintln!("{line}: the terminal test is skipped");
-        false
-    })
+    static THERE: OnceLock<Result<(), String>> = OnceLock::new();
+    there_or_skipped(THERE.get_or_init(|| {
+        installed("script", &["--version"], SCRIPT_PACKAGE).map_err(|why| {
+            format!("`script` (util-linux) is missing: {why}; the terminal tests need it")
+        })
+    }))
 }
 
 /// `apt-get install -y PACKAGES`, with an `apt-get update` first if the package lists do not
@@ -239,26 +241,14 @@ const MINISIGN_PACKAGE: &str = "minisign";
 /// # Panics
 ///
 /// Under `CI=true`, with one line, if `minisign` is missing and cannot be installed;
-/// elsewhere that is said on stderr and the answer is `false`.
+/// elsewhere the calling test is noted as [`skipped`](crate::skip::skipped) and the answer is
+/// `false`.
 pub fn minisign() -> bool {
-    static THERE: OnceLock<bool> = OnceLock::new();
-    *THERE.get_or_init(|| {
-        let runs = || Command::new("minisign").arg("-v").output().is_ok();
-        if runs() {
-            return true;
-        }
-        let why = match apt_install(&[MINISIGN_PACKAGE]) {
-            Ok(()) if runs() => return true,
-            Ok(()) => format!("`apt-get install {MINISIGN_PACKAGE}` did not provide it"),
-            Err(why) => why,
-        };
-        let line = format!("`minisign` is missing: {why}");
-        if in_ci() {
-            panic!("{line}; the package tests need it under CI=true");
-        }
-        eprintln!("{line}: the minisign test is skipped");
-        false
-    })
+    static THERE: OnceLock<Result<(), String>> = OnceLock::new();
+    there_or_skipped(THERE.get_or_init(|| {
+        installed("minisign", &["-v"], MINISIGN_PACKAGE)
+            .map_err(|why| format!("`minisign` is missing: {why}; the package tests need it"))
+    }))
 }
 
 /// The Python of a virtual environment in `target/peers/<name>/` holding `packages`, installed

@@ -93,7 +93,7 @@ impl PinLock {
                 Err(e) => return Err(PinError(format!("{}: {e}", Escaped(path)))),
             };
         let file: LockFile = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            let line = e.span().map(|s| crate::layout::line_of(&text, s.start));
             let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
             PinError(format!(
                 "{}{at}: not a lock file: {}; write it again with `toolhost pin`",

@@ -69,7 +69,7 @@ impl PackageLock {
             }
         };
         let lock: Self = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(1, |s| text[..s.start].matches('\n').count() + 1);
+            let line = e.span().map_or(1, |s| crate::layout::line_of(&text, s.start));
             PackageError::new(
                 PackageErrorKind::Lock,
                 format!(

@@ -151,12 +151,7 @@ struct At<'a> {
 
 impl At<'_> {
     fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
+        crate::layout::line_of(self.text, offset)
     }
 
     fn error(&self, offset: usize, key: &str, message: &str) -> PackageError {

@@ -93,7 +93,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
     let template: Template = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()
-            .map_or(1, |s| text[..s.start].matches('\n').count() + 1);
+            .map_or(1, |s| crate::layout::line_of(&text, s.start));
         PackageError::new(
             PackageErrorKind::Manifest,
             format!(

@@ -147,6 +147,7 @@ pub mod config;
 mod exec;
 pub mod fds;
 pub mod governance;
+mod hash;
 mod host;
 pub mod isolation;
 mod layout;
@@ -189,7 +190,7 @@ pub use load::{version_compatible, LoadStats};
 pub use load::{LoadError, LoadErrorKind, PrivateDirError};
 pub use model::{
     Delta, Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
-    Script, ScriptedModel, ToolProtocol, ToolSpec, Usage,
+    Script, ScriptError, ScriptErrorKind, ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
 pub use model::{SamplingModel, SamplingModels};
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, ToolSandbox};

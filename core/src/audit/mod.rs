@@ -11,7 +11,7 @@
 //!
 //! The chain rule: `seq` counts from 1; `prev` is the `hash` of the line before (64 zeros for
 //! the first); `hash` is the hex SHA-256 of the line as written without its `"hash":"…",`
-//! part (and its `"mac":"…",` part, and the newline). So [`verify`] finds the first line that
+//! part (and its `"mac":"…",` part, and the newline). So [`verify()`] finds the first line that
 //! was edited (any byte, the hash included), deleted, moved, duplicated or cut. What the chain
 //! alone cannot show is covered by the rest of the format, version 2 ([`FORMAT`]):
 //!

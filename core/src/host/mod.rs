@@ -1,6 +1,6 @@
 //! The host: finds libraries along a profile's layers, loads each once per content, and caches
 //! what wins. One job per file: this one owns the host's state; [`lookup`] resolves tools and
-//! extensions, [`changes`] reacts to file changes, [`listing`] lists what a profile sees, and
+//! extensions, [`changes`](reload::changes) reacts to file changes, [`listing`] lists what a profile sees, and
 //! [`prompt`] assembles the system prompt.
 
 mod audit_log;

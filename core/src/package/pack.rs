@@ -231,7 +231,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         ));
     }
     for name in &template.secrets {
-        super::manifest::check_secret_name(name).map_err(|why| bad("secrets", why))?;
+        super::manifest::check_secret_name(name).map_err(|why| bad("secrets", why.message))?;
     }
     let caret = |v: &str| {
         let v = semver::Version::parse(v).expect("a crate version");

@@ -32,7 +32,7 @@ pub const MAX_INLINE_BYTES: usize = 64 << 10;
 const MIN_APART_BYTES: usize = 1024;
 
 /// The folder of the values stored apart, in the log's folder.
-pub const BLOBS_DIR: &str = "blobs";
+pub use crate::layout::AUDIT_BLOBS_DIR as BLOBS_DIR;
 
 /// What a field stored apart leaves in the record.
 pub(crate) const PLACEHOLDER: &str = "(stored apart)";

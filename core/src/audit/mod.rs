@@ -71,7 +71,7 @@ pub(crate) use writer::now_ms;
 pub use writer::{Audit, AuditOptions};
 
 /// The log's file name in its folder.
-pub const FILE_NAME: &str = "audit.jsonl";
+pub use crate::layout::AUDIT_FILE_NAME as FILE_NAME;
 
 #[cfg(test)]
 mod tests;

@@ -35,26 +35,8 @@ pub use watch::WatchTargets;
 pub(crate) use watch::{nearest_existing, watched_files};
 pub(crate) use write::{write_atomically, write_atomically_with};
 
-/// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
-pub const PINS_FILE_NAME: &str = "plugins.lock";
-
-/// The file of the MCP tool definitions approved, in `usr/` (see `mcp::pins`).
-pub const MCP_PINS_FILE_NAME: &str = "mcp-tools.lock";
-
-/// The metadata cache's folder, in `usr/`: it holds no plugins, and the watcher ignores it.
-pub const CACHE_DIR_NAME: &str = ".cache";
-
-/// The metadata cache file's name, in [`CACHE_DIR_NAME`].
-pub const METADATA_FILE_NAME: &str = "metadata.json";
-
-/// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
-pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
-
-/// The name of a configuration file: `usr/toolhost.toml`, `usr/agents/<P>/toolhost.toml`.
-pub const CONFIG_FILE_NAME: &str = "toolhost.toml";
-
-/// The file that switches a plugin folder off.
-pub const TOGGLE_OFF: &str = ".toggle-0";
+mod names;
+pub use names::*;
 
 /// Which kind of layer a folder belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -253,6 +235,21 @@ impl Layout {
     /// first seen or last approved.
     pub fn mcp_pins_file(&self) -> PathBuf {
         self.root.join("usr").join(MCP_PINS_FILE_NAME)
+    }
+
+    /// `usr/packages.lock`: the installed packages (see [`crate::package::lock`]).
+    pub fn packages_lock_file(&self) -> PathBuf {
+        self.root.join("usr").join(PACKAGES_LOCK_FILE_NAME)
+    }
+
+    /// `usr/trusted-keys/`: the public keys whose signatures `add` accepts.
+    pub fn trusted_keys_dir(&self) -> PathBuf {
+        self.root.join("usr").join(TRUSTED_KEYS_DIR)
+    }
+
+    /// `usr/plugins/<name>/`: where the package `name` is installed.
+    pub fn package_dir(&self, name: &str) -> PathBuf {
+        self.root.join("usr").join("plugins").join(name)
     }
 
     /// `usr/sessions/`: one folder per recorded session.

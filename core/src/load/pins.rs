@@ -254,7 +254,7 @@ impl Pins {
     /// The lock's entry of the installed package `name`, read again if its file changed:
     /// `None` if it is not installed, `Err` if the lock cannot be used.
     fn package(&self, name: &str) -> Option<Result<crate::package::Locked, String>> {
-        let lock_file = crate::package::install::packages_lock_file(&self.layout);
+        let lock_file = self.layout.packages_lock_file();
         let stamp = Stamp::of(&lock_file);
         let mut read = lock(&self.packages);
         if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
@@ -274,8 +274,7 @@ impl Pins {
         let (name, _) = rest.split_once('/')?;
         let package = self.package(name)?.ok()?;
         let signer = package.signer?;
-        let key =
-            crate::package::install::trusted_keys_dir(&self.layout).join(format!("{signer}.pub"));
+        let key = self.layout.trusted_keys_dir().join(format!("{signer}.pub"));
         match std::fs::metadata(&key).is_ok_and(|m| m.is_file()) {
             true => None,
             false => Some(format!(

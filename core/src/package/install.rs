@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::archive::{unpack_reader, MAX_ENTRIES, MAX_UNPACKED_BYTES};
-use super::lock::{Locked, PackageLock, PACKAGES_LOCK_FILE_NAME};
+use super::lock::{Locked, PackageLock};
 use super::manifest::{check_path, Manifest, MANIFEST_FILE_NAME};
-use super::signature::{self, PublicKey, TRUSTED_KEYS_DIR};
+use super::signature::{self, PublicKey};
 use super::{host_target, PackageError, PackageErrorKind};
 use crate::layout::{Escaped, Layout};
 
@@ -66,19 +66,19 @@ impl Policy {
     }
 }
 
-/// Where `usr/plugins/<name>/`, the lock and the trusted keys are for a root.
+/// `usr/packages.lock` ([`Layout::packages_lock_file`]).
 pub fn packages_lock_file(layout: &Layout) -> PathBuf {
-    layout.root().join("usr").join(PACKAGES_LOCK_FILE_NAME)
+    layout.packages_lock_file()
 }
 
-/// `usr/trusted-keys/`.
+/// `usr/trusted-keys/` ([`Layout::trusted_keys_dir`]).
 pub fn trusted_keys_dir(layout: &Layout) -> PathBuf {
-    layout.root().join("usr").join(TRUSTED_KEYS_DIR)
+    layout.trusted_keys_dir()
 }
 
-/// `usr/plugins/<name>/`.
+/// `usr/plugins/<name>/` ([`Layout::package_dir`]).
 pub fn plugin_dir(layout: &Layout, name: &str) -> PathBuf {
-    layout.root().join("usr").join("plugins").join(name)
+    layout.package_dir(name)
 }
 
 /// A temporary folder under `usr/.cache/packages/`, removed when dropped.

@@ -19,8 +19,7 @@ pub fn is_package_name(name: &str) -> bool {
     crate::is_safe_name(name)
 }
 
-/// The lock's file name, in `usr/`.
-pub const PACKAGES_LOCK_FILE_NAME: &str = "packages.lock";
+pub use crate::layout::PACKAGES_LOCK_FILE_NAME;
 
 /// One installed package, as the lock records it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

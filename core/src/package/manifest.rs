@@ -46,8 +46,7 @@ use toml::Spanned;
 use super::{PackageError, PackageErrorKind};
 use crate::layout::Escaped;
 
-/// The manifest's file name, at the top of every package.
-pub const MANIFEST_FILE_NAME: &str = "toolhost-plugin.toml";
+pub use crate::layout::MANIFEST_FILE_NAME;
 
 /// The newest manifest format this toolhost reads. Format 2 added `secrets`; `toolhost pack`
 /// writes the oldest format that holds what a manifest says (1 without `secrets`), so a

@@ -12,8 +12,7 @@ use crate::layout::Escaped;
 /// without a terminal (otherwise it is asked for on the terminal).
 pub const PASSWORD_ENV: &str = "TOOLHOST_KEY_PASSWORD";
 
-/// The folder under `usr/` holding the trusted public keys, one `<key id>.pub` each.
-pub const TRUSTED_KEYS_DIR: &str = "trusted-keys";
+pub use crate::layout::TRUSTED_KEYS_DIR;
 
 /// The largest key or signature file read (a minisign one is a few hundred bytes).
 const MAX_KEY_BYTES: u64 = 64 << 10;

@@ -32,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+mod amounts;
 mod edit;
 mod error;
 mod load;

@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod mcpb;
 pub mod pack;
 pub mod signature;
+mod verify;
 
 pub use error::{PackageError, PackageErrorKind};
 pub use install::{Policy, Replace, Verified};

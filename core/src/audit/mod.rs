@@ -44,6 +44,7 @@ mod head;
 mod key;
 mod lines;
 mod record;
+mod report;
 mod segment;
 mod tail;
 mod unfinished;

@@ -273,6 +273,7 @@ mod linux {
         let mut rules = Rules::new();
         refuse_system_calls(&mut rules);
         limit_processes(plan, &mut rules)?;
+        refuse_other_processes(&mut rules)?;
         refuse_metadata(&mut rules)?;
         limit_sockets(plan, &mut rules)?;
         #[cfg(target_arch = "x86_64")]
@@ -338,13 +339,13 @@ mod linux {
         }
     }
 
-    /// New namespaces and processes (unless `exec` is granted), leaving the worker's group,
-    /// and acting on another process.
+    /// New namespaces and processes (unless `exec` is granted), and leaving the worker's
+    /// group.
     fn limit_processes(
         plan: &Confinement,
         rules: &mut Rules,
     ) -> Result<(), seccompiler::BackendError> {
-        use SeccompCmpOp::{MaskedEq, Ne};
+        use SeccompCmpOp::MaskedEq;
         // New namespaces, even where new processes are allowed.
         let namespaces = [
             libc::CLONE_NEWUSER,
@@ -381,6 +382,13 @@ mod linux {
         for nr in [libc::SYS_setsid, libc::SYS_setpgid] {
             rules.insert(nr, vec![]);
         }
+        Ok(())
+    }
+
+    /// Acting on another process: its limits, priority, scheduling and memory, its
+    /// descriptors through a pidfd.
+    fn refuse_other_processes(rules: &mut Rules) -> Result<(), seccompiler::BackendError> {
+        use SeccompCmpOp::Ne;
         // Another process's limits, priority, scheduling and memory: only the worker's own
         // (0 or its process id). Lowering the host's file-size limit killed it (SIGXFSZ) at
         // its next audit write.

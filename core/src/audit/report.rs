@@ -6,7 +6,7 @@ use std::fmt;
 use super::head::Head;
 use super::key::AuditKey;
 
-/// What [`verify_with`] checks besides the chain.
+/// What [`verify_with`](super::verify_with) checks besides the chain.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyOptions {
     /// The key the log was written with: each record's MAC from the first signed one on, and
@@ -17,7 +17,7 @@ pub struct VerifyOptions {
     pub head: Option<(u64, String)>,
 }
 
-/// The result of [`verify`].
+/// The result of [`verify`](super::verify()).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
     /// Good records: all of them, or those before the first broken one.

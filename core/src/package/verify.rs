@@ -39,7 +39,8 @@ impl Drop for Staging {
     }
 }
 
-/// A package that passed every check, laid out in a staging folder, ready to [`install`].
+/// A package that passed every check, laid out in a staging folder, ready to
+/// [`install`](super::install::install()).
 #[derive(Debug)]
 pub struct Verified {
     /// Its manifest.

@@ -137,8 +137,10 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 // The tree is the architecture: each folder is one concern (the book's architecture page maps
-// them). layout, config, secrets, transcript, audit, load and model import nothing of the rest;
-// governance holds rules and state and applies none itself. The modules import each other
+// them, in the order they may import each other: a module imports only those above it, which
+// tests/integration/book.rs checks). layout, the leaf, owns every file name; layout, config,
+// package, secrets, transcript, model, audit and load import nothing of the host, the plugins
+// or the agent; governance holds rules and state and applies none itself. The modules import each other
 // without a circle: plugin, isolation and mcp take the plugin's view of a call's context
 // (FfiContext), and only agent holds the host's side of it (agent::call::context).
 mod agent;
@@ -147,6 +149,7 @@ pub mod config;
 mod exec;
 pub mod fds;
 pub mod governance;
+mod hash;
 mod host;
 pub mod isolation;
 mod layout;
@@ -189,7 +192,7 @@ pub use load::{version_compatible, LoadStats};
 pub use load::{LoadError, LoadErrorKind, PrivateDirError};
 pub use model::{
     Delta, Model, ModelError, ModelErrorKind, ModelFuture, ModelReply, ModelRequest, ReplyFuture,
-    Script, ScriptedModel, ToolProtocol, ToolSpec, Usage,
+    Script, ScriptError, ScriptErrorKind, ScriptedModel, ToolProtocol, ToolSpec, Usage,
 };
 pub use model::{SamplingModel, SamplingModels};
 pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, ToolSandbox};

@@ -300,9 +300,11 @@ impl Script {
     ///
     /// ```
     /// let err = toolhost::Script::parse("=== user\nHi\n=== bogus\n").unwrap_err();
-    /// assert!(err.starts_with("line 3: unknown block header '=== bogus'"), "{err}");
+    /// assert_eq!(err.kind, toolhost::ScriptErrorKind::Format);
+    /// assert!(err.message.starts_with("line 3: unknown block header '=== bogus'"), "{err}");
     /// ```
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, ScriptError> {
+        let format = |message: String| ScriptError::new(ScriptErrorKind::Format, message);
         let mut script = Self::default();
         let mut current: Option<(bool, Vec<&str>)> = None;
         let flush = |block: Option<(bool, Vec<&str>)>, script: &mut Self| {
@@ -320,38 +322,72 @@ impl Script {
                 "=== user" => flush(current.replace((true, Vec::new())), &mut script),
                 "=== model" => flush(current.replace((false, Vec::new())), &mut script),
                 header if header.starts_with("===") => {
-                    return Err(format!(
+                    return Err(format(format!(
                         "line {}: unknown block header '{}': a block starts with '=== user' or \
                          '=== model'",
                         i + 1,
                         header.escape_debug()
-                    ));
+                    )));
                 }
                 other => match &mut current {
                     Some((_, lines)) => lines.push(other),
                     None if other.trim().is_empty() || other.starts_with('#') => {}
                     None => {
-                        return Err(format!(
+                        return Err(format(format!(
                             "line {}: text before the first '=== user' or '=== model' line; start \
                              each block with one of them",
                             i + 1
-                        ));
+                        )));
                     }
                 },
             }
         }
         flush(current, &mut script);
         if script.user_messages.is_empty() {
-            return Err("the script has no '=== user' block: it needs a task to start".to_owned());
+            return Err(format(
+                "the script has no '=== user' block: it needs a task to start".to_owned(),
+            ));
         }
         Ok(script)
     }
 
-    /// Reads and parses a script file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the script {}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    /// Reads and parses a script file; the error names it.
+    pub fn load(path: &Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            let message = format!("cannot read the script {}: {e}", path.display());
+            ScriptError::new(ScriptErrorKind::Read, message)
+        })?;
+        Self::parse(&text).map_err(|e| ScriptError {
+            message: format!("{}: {}", path.display(), e.message),
+            ..e
+        })
+    }
+}
+
+/// What is wrong with a [`Script`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScriptErrorKind {
+    /// The file cannot be read.
+    Read,
+    /// A block header other than `=== user` or `=== model`, text before the first block, or
+    /// no `=== user` block.
+    Format,
+}
+
+/// Why a [`Script`] cannot be used: a kind and one line saying where, what and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ScriptError {
+    /// What is wrong.
+    pub kind: ScriptErrorKind,
+    /// One line: the file and line, what is wrong, and what to do.
+    pub message: String,
+}
+
+impl ScriptError {
+    fn new(kind: ScriptErrorKind, message: String) -> Self {
+        Self { kind, message }
     }
 }
 

@@ -65,10 +65,8 @@ fn edit(dir: &Path, rel: &str, from: &str, to: &str) {
 }
 
 #[test]
+#[cfg(unix)] // the layer's link is a symbolic link
 fn a_crate_made_while_watch_runs_is_loaded_at_its_first_build_and_at_each_rebuild() {
-    if !cfg!(unix) {
-        return; // the layer's link is a symbolic link
-    }
     let root = root_with_plugin_api();
     let mut watch = WatchProcess::start(&root);
     watch.expect_line("announcing the tools", |l| l.starts_with("watching "));
@@ -147,10 +145,8 @@ fn logged_line(server: &HttpServer, file: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
 async fn a_crate_made_while_serve_mcp_runs_is_listed_with_each_builds_description() {
-    if !cfg!(unix) {
-        return;
-    }
     let root = root_with_plugin_api();
     let server = HttpServer::start(&root, &["--allow-writes-without-token"]);
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -217,10 +213,8 @@ fn start_dev(root: &TestRoot, args: &[&str]) -> WatchProcess {
 }
 
 #[test]
+#[cfg(unix)] // the layer's link is a symbolic link
 fn dev_builds_each_saved_crate_keeps_the_last_good_build_and_finds_crates_made_meanwhile() {
-    if !cfg!(unix) {
-        return; // the layer's link is a symbolic link
-    }
     let root = root_with_plugin_api();
     let dir = new_crate(&root, "quill");
     let mut dev = start_dev(&root, &[]);

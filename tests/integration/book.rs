@@ -704,5 +704,141 @@ fn the_typed_tools_weather_example_builds_without_warnings_and_refuses_unknown_f
     assert!(
         !ok && said.contains("not ready: WEATHER_API_KEY not configured"),
         "{said}"
+/// Every `*.rs` file the architecture page names (in the repository's map and in core/src's)
+/// is where the page puts it: in the folder of the entry it is named under, or, when named
+/// with a path (`tests/src/fake_llm.rs`), at that path.
+#[test]
+fn the_architecture_page_names_only_files_that_are_where_it_says() {
+    let page =
+        std::fs::read_to_string(workspace().join("docs/src/reference/architecture.md")).unwrap();
+    let root = workspace();
+    let mut wrong = Vec::new();
+    for (heading, base) in [
+        ("## The repository", root.clone()),
+        ("## The host: core/src", root.join("core/src")),
+    ] {
+        let block = page
+            .split(heading)
+            .nth(1)
+            .and_then(|rest| rest.split("```text\n").nth(1))
+            .and_then(|block| block.split("```").next())
+            .unwrap_or_else(|| panic!("a ```text block under {heading:?}"));
+        wrong.extend(misplaced_files(block, &base, &root));
+    }
+    assert!(
+        wrong.is_empty(),
+        "the architecture page names files that are not there: {wrong:?}"
+    );
+}
+
+/// The `*.rs` names of a map `block` that are not under the folder of their entry (a line
+/// `name/` at the start sets it from `base`, `  name/` from the last top-level entry).
+fn misplaced_files(block: &str, base: &Path, root: &Path) -> Vec<String> {
+    let mut top = base.to_owned();
+    let mut folder = base.to_owned();
+    let mut wrong = Vec::new();
+    for line in block.lines() {
+        let entry = line.split_whitespace().next().unwrap_or("");
+        if !line.starts_with(' ') && entry.ends_with('/') {
+            top = base.join(entry);
+            folder = top.clone();
+        } else if !line.starts_with(' ') {
+            folder = base.to_owned();
+            top = folder.clone();
+        } else if line.starts_with("  ") && !line.starts_with("   ") && entry.ends_with('/') {
+            folder = top.join(entry);
+        }
+        let words = line.split(|c: char| !(c.is_alphanumeric() || "_./-".contains(c)));
+        for word in words.filter(|w| w.ends_with(".rs") && w.len() > 3) {
+            let there = match word.contains('/') {
+                true => {
+                    root.join(word).is_file()
+                        || folder.join(word).is_file()
+                        || has_file(&folder, word)
+                }
+                false => has_file(&folder, word),
+            };
+            if !there {
+                wrong.push(format!("{word} (under {})", folder.display()));
+            }
+        }
+    }
+    wrong
+}
+
+/// Whether a file whose path ends with `name` is in `dir` or below it (build output and
+/// hidden folders left out).
+fn has_file(dir: &Path, name: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        let file = e.file_name();
+        let file = file.to_string_lossy();
+        if file == "target" || file.starts_with('.') || file == "node_modules" {
+            return false;
+        }
+        match path.is_dir() {
+            true => has_file(&path, name),
+            false => path.to_string_lossy().ends_with(&format!("/{name}")),
+        }
+    })
+}
+
+/// Every file a module header of core/src names in backticks (`` `lifecycle.rs` ``,
+/// `` `call/audit.rs` ``) is a file of the workspace: a header does not name a file by an old
+/// path.
+#[test]
+fn the_module_headers_of_core_name_only_files_there_are() {
+    let root = workspace();
+    let mut wrong = Vec::new();
+    for file in walk_rs(&root.join("core/src")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let header: String = text
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (i, quoted) in header.split('`').enumerate() {
+            let named = i % 2 == 1 && quoted.ends_with(".rs") && !quoted.contains(' ');
+            let dir = file.parent().unwrap();
+            if named && !has_file(dir, quoted) && !has_file(&root, quoted) {
+                wrong.push(format!(
+                    "{}: {quoted}",
+                    file.strip_prefix(&root).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "module headers name files that are not there: {wrong:?}"
+    );
+}
+
+/// Every crate's docs build, their private items too, with no broken intra-doc link (the
+/// workspace's lints deny one, Cargo.toml `[workspace.lints.rustdoc]`). On one core: the other
+/// tests keep running beside it.
+#[test]
+fn every_crate_s_docs_build_with_their_private_items() {
+    let args = [
+        "doc",
+        "--workspace",
+        "--no-deps",
+        "--document-private-items",
+        "--quiet",
+    ];
+    let out = toolhost_tests::cargo_command()
+        .current_dir(workspace())
+        .args(args)
+        .env("CARGO_BUILD_JOBS", "1")
+        .output()
+        .expect("running cargo doc");
+    assert!(
+        out.status.success(),
+        "cargo {}:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -126,6 +126,8 @@ fn plugins_are_ordered_by_folder_name_and_user_plugins_hide_builtins() {
 fn a_toggled_off_plugin_is_ignored() {
     let root = TestRoot::new();
     root.tool("plugins/web", "t", Fixture::Echo);
+    // The control: toggled on, the plugin's tool is found.
+    assert!(root.host().resolve("default", "t").found.is_some());
     root.write("plugins/web/.toggle-0", "");
     assert!(root.host().resolve("default", "t").found.is_none());
 }

@@ -44,6 +44,7 @@ mod rich_answers;
 mod run_cli;
 mod sdk_anywhere;
 mod secrets;
+mod skips;
 mod telemetry;
 mod testkit;
 mod unknown;

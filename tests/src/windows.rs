@@ -94,39 +94,40 @@ pub fn wine_path(path: &Path) -> String {
 }
 
 /// The Windows build, made once per process (and kept in `target/windows/` between runs), or
-/// `None` where the packages are missing off CI (said on stderr in one line naming the
-/// `apt-get install` that gets them). As root, missing packages are installed first.
+/// `None` where the packages are missing off CI (the test noted as
+/// [`skipped`](crate::skip::skipped), in one line naming the `apt-get install` that gets
+/// them). As root, missing packages are installed first.
 ///
 /// # Panics
 ///
 /// Under `CI=true`, if the packages are missing and cannot be installed; anywhere, if the
 /// build fails (with cargo's or the tool's own output above).
 pub fn build() -> Option<&'static WindowsBuild> {
-    static BUILD: OnceLock<Option<WindowsBuild>> = OnceLock::new();
-    BUILD
-        .get_or_init(|| {
-            if !packages_there() {
-                let why = match peers::apt_install(&PACKAGES) {
-                    Ok(()) if packages_there() => String::new(),
-                    Ok(()) => "apt-get installed them but they are still missing".to_owned(),
-                    Err(why) => why,
-                };
-                if !why.is_empty() {
-                    let line = format!(
-                        "the Windows build's packages are missing ({why}): \
-                         `apt-get install -y {}`",
-                        PACKAGES.join(" ")
-                    );
-                    if peers::in_ci() {
-                        panic!("{line}; the Windows test needs them under CI=true");
-                    }
-                    eprintln!("{line}: the Windows test is skipped");
-                    return None;
-                }
+    static BUILD: OnceLock<Result<WindowsBuild, String>> = OnceLock::new();
+    let built = BUILD.get_or_init(|| {
+        if !packages_there() {
+            let why = match peers::apt_install(&PACKAGES) {
+                Ok(()) if packages_there() => String::new(),
+                Ok(()) => "apt-get installed them but they are still missing".to_owned(),
+                Err(why) => why,
+            };
+            if !why.is_empty() {
+                return Err(format!(
+                    "the Windows build's packages are missing ({why}): `apt-get install -y {}`; \
+                     the Windows test needs them",
+                    PACKAGES.join(" ")
+                ));
             }
-            Some(make())
-        })
-        .as_ref()
+        }
+        Ok(make())
+    });
+    match built {
+        Ok(build) => Some(build),
+        Err(why) => {
+            crate::skip::skipped(why);
+            None
+        }
+    }
 }
 
 fn packages_there() -> bool {

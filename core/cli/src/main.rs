@@ -47,7 +47,7 @@ const MAX_DEBOUNCE_MS: u64 = toolhost::config::numbers::MAX_SECONDS * 1000;
 
 /// Native plugin host for AI-agent tools.
 #[derive(Parser)]
-#[command(name = "toolhost", version, about)]
+#[command(name = "toolhost", version, about, after_long_help = exit::HELP)]
 struct Cli {
     /// The root folder holding core/, plugins/ and usr/.
     #[arg(long, global = true, env = "TOOLHOST_ROOT", default_value = ".")]
@@ -92,9 +92,8 @@ enum Command {
         #[arg(long)]
         load: bool,
     },
-    /// Call one tool through the full lifecycle and print its response. Exit 0 on success, 1
-    /// if the tool failed, 3 for a tool no layer has, 4 if the call's audit record could not
-    /// be written (with `[audit] required = true`, the tool was then not run).
+    /// Call one tool through the full lifecycle and print its response. The exit code says how
+    /// the call ended (the list is at the end of `toolhost --help`).
     Call {
         /// `name` or `name:method`.
         name: String,

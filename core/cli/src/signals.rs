@@ -17,8 +17,8 @@ pub(crate) struct Shutdown {
 /// The exit status of a process ended by a second signal: 128 + the signal's number.
 fn status(signal: &str) -> i32 {
     match signal {
-        "SIGTERM" => 143,
-        _ => 130,
+        "SIGTERM" => crate::exit::TERMINATED,
+        _ => crate::exit::INTERRUPTED,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Every MCP request served ([`Traced`]): its span, `{method} {name}` with `mcp.method.name`,
+//! Every MCP request served ([`Request`]): its span, `{method} {name}` with `mcp.method.name`,
 //! a child of the client's trace when the request's `_meta` carries a `traceparent` (read with
 //! the propagator the binary installed; without one, the span starts a trace of its own), and
 //! the request counted and timed in the metrics.

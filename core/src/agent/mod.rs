@@ -1,7 +1,10 @@
 //! An agent: a thin owner of its parts. The [`Transcript`] holds its history, log and session;
-//! the [`Intervention`] holds pause, stop and the user's messages; the host's secrets mask
-//! everything on its way to any of them. The lifecycle of a call is in `lifecycle.rs`, the
-//! message loop in `message_loop.rs`.
+//! the [`Intervention`] holds pause, stop and the user's messages; the [`Approvals`] who is
+//! asked about calls; the host's secrets mask everything on its way to any of them.
+//!
+//! [`Agent::call_tool`] makes each tool call a value of its own, [`call::Call`], whose
+//! methods are the steps of its lifecycle (`call/`); [`Agent::monologue`] runs the message
+//! loop (`message_loop/`).
 
 pub(crate) mod call;
 pub(crate) mod intervention;
@@ -13,17 +16,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value};
 
+use crate::agent::call::ask::Asker;
 use crate::agent::intervention::{Check, Intervention};
 use crate::agent::output::{Output, OutputKind, Terminal};
-use crate::governance::Approvals;
+use crate::audit::AuditError;
+use crate::governance::{Approvals, Approver};
 use crate::host::error::HostError;
 use crate::host::Host;
 use crate::layout::is_safe_name;
 use crate::model::Usage;
+use crate::plugin::ToolHandle;
 use crate::secrets::Masked;
 use crate::sync::lock;
 use crate::transcript::{HistoryMessage, LogItem, LogKind, Transcript};
-use plugin_api::ToolError;
+use plugin_api::{Response, ToolError};
 
 #[derive(Default)]
 struct State {
@@ -84,6 +90,73 @@ impl Agent {
             asker: Mutex::default(),
             output,
         }))
+    }
+
+    /// Calls a tool through the whole lifecycle and returns its response.
+    ///
+    /// `request` is `name` or `name:method`; `args` is the JSON object of arguments (`null` is
+    /// taken as `{}`). The steps, in order, are stated once, on
+    /// [`plugin_api::Tool`](plugin_api::Tool#lifecycle), and each is a method of the call's
+    /// value, [`call::Call`]; an interruption is [`interject`](Self::interject).
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        request: &str,
+        args: Value,
+    ) -> Result<Response, ToolError> {
+        call::lifecycle::call(self, request, args, false).await
+    }
+
+    /// Whether a call of `request` (`name` or `name:method`) reaches a tool of that name (a
+    /// library in the profile's layers, a ready MCP server's tool, or the built-in `parallel`)
+    /// rather than the Unknown tool. An invalid name is not a tool.
+    pub fn has_tool(&self, request: &str) -> bool {
+        call::resolve::has_tool(self, request)
+    }
+
+    /// Runs only `execute` of an already resolved library tool: no lookup, hooks, extensions,
+    /// intervention checks, log or history. This is the raw cost of crossing the plugin
+    /// boundary, for benchmarks and debugging; agents use [`call_tool`](Self::call_tool).
+    pub async fn execute_bare(
+        self: &Arc<Self>,
+        tool: &ToolHandle,
+        args: &Value,
+    ) -> Result<Response, ToolError> {
+        call::lifecycle::execute_bare(self, tool, args).await
+    }
+
+    /// Sets who is asked when the policy says "ask" (without one, such calls are denied).
+    pub fn set_approver(&self, approver: Arc<dyn Approver>) {
+        *lock(&self.approvals.approver) = Some(approver);
+    }
+
+    /// Marks the agent as serving an MCP client (`toolhost serve-mcp` does for each call's
+    /// agent): its calls follow [`Config::mcp_policy`](crate::config::Config::mcp_policy), so a tool
+    /// saved as `allow` in a terminal session is still asked about, and answering "always"
+    /// saves `mcp_policy`.
+    pub fn serve_mcp_client(&self, yes: bool) {
+        let flag = &self.approvals.for_mcp_client;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Approves the asks for `write` tools without asking (`--yes`); `exec` tools are still
+    /// asked.
+    pub fn approve_writes(&self, yes: bool) {
+        let flag = &self.approvals.yes_to_writes;
+        flag.store(yes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Sets who answers what plugins ask (log, elicit, sample); without one, log messages go
+    /// to the host's log, forms to the agent's approver (the terminal) and completions to the
+    /// host's model ([`Host::set_sampling_models`](crate::Host::set_sampling_models)).
+    pub fn set_asker(&self, asker: Arc<dyn Asker>) {
+        *lock(&self.asker) = Some(asker);
+    }
+
+    /// The first audit record this agent could not write since it was made, if any: the call
+    /// it belongs to ran (or failed) without it. Each failure is also logged as a warning
+    /// (see `call/audit.rs`).
+    pub fn audit_failure(&self) -> Option<AuditError> {
+        self.state().audit_failure.clone()
     }
 
     /// The agent's name.

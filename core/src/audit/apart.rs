@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A file is written once (same content, same name) and atomically (a new file renamed into
-//! place), so a reader sees all of it or none. [`verify`](super::verify) checks that each one
+//! place), so a reader sees all of it or none. [`verify`](super::verify()) checks that each one
 //! is there, is as long as the record says and hashes to its name.
 
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub const MAX_INLINE_BYTES: usize = 64 << 10;
 const MIN_APART_BYTES: usize = 1024;
 
 /// The folder of the values stored apart, in the log's folder.
-pub const BLOBS_DIR: &str = "blobs";
+pub use crate::layout::AUDIT_BLOBS_DIR as BLOBS_DIR;
 
 /// What a field stored apart leaves in the record.
 pub(crate) const PLACEHOLDER: &str = "(stored apart)";
@@ -79,7 +79,7 @@ pub(crate) fn store_apart(dir: &Path, body: &[u8], durable: bool) -> Result<Vec<
         if left <= MAX_INLINE_BYTES {
             break;
         }
-        let sha256 = hex::encode(Sha256::digest(&json));
+        let sha256 = crate::hash::sha256_hex(&json);
         write_blob(dir, &sha256, &json, durable)?;
         fields.insert(name.clone(), Value::String(PLACEHOLDER.to_owned()));
         left = left.saturating_sub(len);

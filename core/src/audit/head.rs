@@ -26,7 +26,7 @@ use super::{AuditError, AuditErrorKind, FILE_NAME};
 use crate::layout::{not_regular, read_capped, write_atomically_with, ReadErrorKind};
 
 /// The head's file name in the log's folder.
-pub const HEAD_FILE: &str = "head.json";
+pub use crate::layout::AUDIT_HEAD_FILE_NAME as HEAD_FILE;
 
 /// The head file's size: its line padded with spaces (the longest head, with a MAC and the
 /// largest `seq`, is 188 bytes), within one 512-byte disk sector.

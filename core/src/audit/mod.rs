@@ -11,7 +11,7 @@
 //!
 //! The chain rule: `seq` counts from 1; `prev` is the `hash` of the line before (64 zeros for
 //! the first); `hash` is the hex SHA-256 of the line as written without its `"hash":"…",`
-//! part (and its `"mac":"…",` part, and the newline). So [`verify`] finds the first line that
+//! part (and its `"mac":"…",` part, and the newline). So [`verify()`] finds the first line that
 //! was edited (any byte, the hash included), deleted, moved, duplicated or cut. What the chain
 //! alone cannot show is covered by the rest of the format, version 2 ([`FORMAT`]):
 //!
@@ -44,6 +44,7 @@ mod head;
 mod key;
 mod lines;
 mod record;
+mod report;
 mod segment;
 mod tail;
 mod unfinished;
@@ -71,7 +72,7 @@ pub(crate) use writer::now_ms;
 pub use writer::{Audit, AuditOptions};
 
 /// The log's file name in its folder.
-pub const FILE_NAME: &str = "audit.jsonl";
+pub use crate::layout::AUDIT_FILE_NAME as FILE_NAME;
 
 #[cfg(test)]
 mod tests;

@@ -26,7 +26,7 @@ pub struct AuditEntry {
 pub enum TailLine {
     /// A record.
     Entry(AuditEntry),
-    /// A line that is not a readable record, and why. ([`verify`](super::verify) says whether
+    /// A line that is not a readable record, and why. ([`verify`](super::verify()) says whether
     /// the chain is whole; `tail` does not check it.)
     Unreadable(String),
 }

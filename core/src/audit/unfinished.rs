@@ -2,7 +2,7 @@
 //! record after it (same `execution_id`), whose process has ended. A writer opening the log
 //! looks for them in its last [`LOOK_BACK_BYTES`], says so once (a warning) and closes each
 //! with an [`UnfinishedRecord`](super::UnfinishedRecord), so the next one does not say it
-//! again; [`verify`](super::verify) finds them in the whole log.
+//! again; [`verify`](super::verify()) finds them in the whole log.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -17,15 +17,7 @@ const TOP_LEVEL_KEYS: &[&str] = &["isolate", "pinning"];
 /// The longest excerpt of a value shown in a message, in characters.
 const EXCERPT: usize = 60;
 
-/// The 1-based line of byte `offset` in `text`.
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
+pub(super) use crate::layout::line_of;
 
 /// A file that is not valid TOML.
 pub(super) fn syntax_error(file: &Path, text: &str, error: &toml::de::Error) -> ConfigError {

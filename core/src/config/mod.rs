@@ -32,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+mod amounts;
 mod edit;
 mod error;
 mod load;
@@ -54,7 +55,9 @@ use tables::FileConfig;
 pub use edit::{save_tool_mcp_policy, save_tool_policy};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{Access, PolicyDecision};
-pub use sandbox::{Capability, Port, SandboxPolicy, CAPABILITY_EXPECTED};
+pub use sandbox::{
+    Capability, CapabilityError, CapabilityErrorKind, Port, SandboxPolicy, CAPABILITY_EXPECTED,
+};
 pub use settings::{
     sandbox_defaults, AuditSettings, Backoff, BreakerSettings, IsolationSettings,
     TelemetrySettings, DEFAULT_INIT_TIMEOUT, MIN_WORKER_MEMORY_MB,

@@ -95,13 +95,44 @@ pub enum Capability {
     Cpus(u64),
 }
 
+/// What is wrong with a capability's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CapabilityErrorKind {
+    /// `net:` or `bind:` without a port (1 to 65535) or `*`.
+    Port,
+    /// `secret:` or `env:` without a name of letters, digits and `_`.
+    Name,
+    /// `memory:`, `cpu:`, `tasks:` or `cpus:` without a whole number above 0.
+    Amount,
+    /// `read:` or `write:` without an absolute path free of `.` and `..`.
+    Path,
+}
+
+/// A capability whose value is malformed: the message quotes it and says what is expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityError {
+    /// What is wrong.
+    pub kind: CapabilityErrorKind,
+    /// One line: the capability as written, and what its value should be.
+    pub message: String,
+}
+
+impl std::fmt::Display for CapabilityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CapabilityError {}
+
 /// What the parser says a capability looks like.
 pub const CAPABILITY_EXPECTED: &str = "read:/path, write:/path, net:PORT, net:*, net:udp, bind:PORT, bind:*, exec, secret:KEY, env:NAME, memory:MB, cpu:SECONDS, tasks:N or cpus:N";
 
 impl Capability {
     /// Reads a capability; `Ok(None)` for a free-form tag (no `read:`, `write:`, `net:` or
     /// `bind:` prefix, and not `exec`); an error says what is wrong with a tag that has one.
-    pub fn parse(text: &str) -> Result<Option<Self>, String> {
+    pub fn parse(text: &str) -> Result<Option<Self>, CapabilityError> {
         let text = text.trim();
         if text == "exec" {
             return Ok(Some(Self::Exec));
@@ -109,12 +140,14 @@ impl Capability {
         let Some((kind, value)) = text.split_once(':') else {
             return Ok(None);
         };
+        let error = |kind, message| CapabilityError { kind, message };
         let port = |value: &str| match value {
             "*" => Ok(Port::Any),
             _ => match value.parse::<u16>() {
                 Ok(n) if n > 0 => Ok(Port::Number(n)),
-                _ => Err(format!(
-                    "`{text}`: expected a port (1 to 65535) or * after `{kind}:`"
+                _ => Err(error(
+                    CapabilityErrorKind::Port,
+                    format!("`{text}`: expected a port (1 to 65535) or * after `{kind}:`"),
                 )),
             },
         };
@@ -126,16 +159,21 @@ impl Capability {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_');
             match plain {
                 true => Ok(value.to_owned()),
-                false => Err(format!(
-                    "`{text}`: expected a name of letters, digits and _ after `{kind}:`"
+                false => Err(error(
+                    CapabilityErrorKind::Name,
+                    format!("`{text}`: expected a name of letters, digits and _ after `{kind}:`"),
                 )),
             }
         };
         let amount = |value: &str| match value.parse::<u64>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!(
-                "`{text}`: expected a whole number above 0 after `{kind}:`"
+            _ => Err(error(
+                CapabilityErrorKind::Amount,
+                format!("`{text}`: expected a whole number above 0 after `{kind}:`"),
             )),
+        };
+        let path = |text: &str, value: &str| {
+            path(text, value).map_err(|message| error(CapabilityErrorKind::Path, message))
         };
         match kind {
             "secret" => name(value).map(|k| Some(Self::Secret(k))),
@@ -238,7 +276,7 @@ impl SandboxPolicy {
                 Ok(Some(cap)) => {
                     (!self.grants.iter().any(|(g, _)| g.covers(&cap))).then(|| cap.to_string())
                 }
-                Err(e) => Some(e),
+                Err(e) => Some(e.to_string()),
             })
             .collect()
     }

@@ -112,7 +112,7 @@ fn decision(allowed: bool) -> Decision {
     }
 }
 
-/// A call's record as written: the fields of [`CallRecord`], in its order, borrowed from the
+/// A call's record as written: the fields of [`CallRecord`](crate::audit::CallRecord), in its order, borrowed from the
 /// call (a test checks that it reads back as a `CallRecord`).
 #[derive(Serialize)]
 #[serde(tag = "type", rename = "call")]

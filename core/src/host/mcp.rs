@@ -65,7 +65,7 @@ impl Host {
     }
 
     /// An `mcp.json` changed: the servers of every profile seen so far follow it (started,
-    /// restarted, stopped), each profile's change reported as a [`ReloadEvent::McpServers`].
+    /// restarted, stopped), each profile's change reported as a [`ReloadEvent::McpServers`](crate::ReloadEvent::McpServers).
     pub(crate) fn mcp_files_changed(&self) {
         let secrets = self.secrets();
         let cap = self.options.max_text_bytes;

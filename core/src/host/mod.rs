@@ -1,6 +1,6 @@
 //! The host: finds libraries along a profile's layers, loads each once per content, and caches
 //! what wins. One job per file: this one owns the host's state; [`lookup`] resolves tools and
-//! extensions, [`changes`] reacts to file changes, [`listing`] lists what a profile sees, and
+//! extensions, [`changes`](reload::changes) reacts to file changes, [`listing`] lists what a profile sees, and
 //! [`prompt`] assembles the system prompt.
 
 mod audit_log;
@@ -133,6 +133,13 @@ impl Host {
             sampling: std::sync::Mutex::default(),
         };
         Ok(host)
+    }
+
+    /// Sets where sampling requests find their model: a plugin's `Context::sample` when its
+    /// call is not served over MCP, and an MCP server's `sampling/createMessage`. Without one,
+    /// they are declined, saying no model is configured.
+    pub fn set_sampling_models(&self, models: Arc<dyn crate::model::SamplingModels>) {
+        *crate::sync::lock(&self.sampling) = Some(models);
     }
 
     /// The root folder.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 
-/// Settings of a [`Host`].
+/// Settings of a [`Host`](crate::Host).
 ///
 /// ```
 /// use std::time::Duration;

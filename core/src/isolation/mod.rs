@@ -26,6 +26,7 @@ mod limits;
 pub(crate) mod protocol;
 pub(crate) mod sandbox;
 mod worker_process;
+mod worker_reader;
 
 use std::path::PathBuf;
 

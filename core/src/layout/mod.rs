@@ -26,7 +26,9 @@ mod watch;
 mod write;
 
 pub use name::{is_safe_name, ToolName};
-pub(crate) use read::{not_regular, open_regular, read_at_most, read_capped, read_capped_with};
+pub(crate) use read::{
+    line_of, not_regular, open_regular, read_at_most, read_capped, read_capped_with,
+};
 pub use read::{read_text, ReadError, ReadErrorKind};
 pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub use watch::WatchTargets;
@@ -35,31 +37,8 @@ pub(crate) use watch::{nearest_existing, watched_files};
 pub(crate) use write::write_privately;
 pub(crate) use write::{write_atomically, write_atomically_with};
 
-/// The name of the lock file, in `usr/` (see [`pins`](crate::pins)).
-pub const PINS_FILE_NAME: &str = "plugins.lock";
-
-/// The file of the MCP tool definitions approved by versions before 0.9, in `usr/` (see
-/// `mcp::pins`): read for a server that has no file of its own in [`MCP_PINS_DIR_NAME`] yet.
-pub const MCP_PINS_FILE_NAME: &str = "mcp-tools.lock";
-
-/// The folder of the MCP tool definitions approved, in `usr/`: one `SERVER.lock` per server
-/// (see `mcp::pins`).
-pub const MCP_PINS_DIR_NAME: &str = "mcp-tools";
-
-/// The metadata cache's folder, in `usr/`: it holds no plugins, and the watcher ignores it.
-pub const CACHE_DIR_NAME: &str = ".cache";
-
-/// The metadata cache file's name, in [`CACHE_DIR_NAME`].
-pub const METADATA_FILE_NAME: &str = "metadata.json";
-
-/// The file extension of native libraries on this platform (`so`, `dylib`, `dll`).
-pub const LIBRARY_EXTENSION: &str = std::env::consts::DLL_EXTENSION;
-
-/// The name of a configuration file: `usr/toolhost.toml`, `usr/agents/<P>/toolhost.toml`.
-pub const CONFIG_FILE_NAME: &str = "toolhost.toml";
-
-/// The file that switches a plugin folder off.
-pub const TOGGLE_OFF: &str = ".toggle-0";
+mod names;
+pub use names::*;
 
 /// Which kind of layer a folder belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -279,6 +258,21 @@ impl Layout {
     /// server name is letters, digits, `_` and `-`).
     pub fn mcp_pins_file_of(&self, server: &str) -> PathBuf {
         self.mcp_pins_dir().join(format!("{server}.lock"))
+    }
+
+    /// `usr/packages.lock`: the installed packages (see [`crate::package::lock`]).
+    pub fn packages_lock_file(&self) -> PathBuf {
+        self.root.join("usr").join(PACKAGES_LOCK_FILE_NAME)
+    }
+
+    /// `usr/trusted-keys/`: the public keys whose signatures `add` accepts.
+    pub fn trusted_keys_dir(&self) -> PathBuf {
+        self.root.join("usr").join(TRUSTED_KEYS_DIR)
+    }
+
+    /// `usr/plugins/<name>/`: where the package `name` is installed.
+    pub fn package_dir(&self, name: &str) -> PathBuf {
+        self.root.join("usr").join("plugins").join(name)
     }
 
     /// `usr/sessions/`: one folder per recorded session.

@@ -348,3 +348,14 @@ impl fmt::Display for Escaped<'_> {
         Ok(())
     }
 }
+
+/// The 1-based line of byte `offset` in `text` (an offset past the end is on the last line):
+/// the one line number every error about a file of text gives.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}

@@ -212,3 +212,18 @@ fn points_and_prompts_merge_by_name() {
         ]
     );
 }
+
+#[test]
+fn the_line_of_an_offset_counts_from_one_and_a_line_start_is_its_own_line() {
+    let text = "a = 1\nb = 2\n\nc";
+    assert_eq!(super::line_of(text, 0), 1);
+    assert_eq!(super::line_of(text, 5), 1, "the newline ends line 1");
+    assert_eq!(
+        super::line_of(text, 6),
+        2,
+        "the start of line 2 (one off before)"
+    );
+    assert_eq!(super::line_of(text, 12), 3, "an empty line");
+    assert_eq!(super::line_of(text, 13), 4);
+    assert_eq!(super::line_of(text, 99), 4, "past the end: the last line");
+}

@@ -181,7 +181,4 @@ fn check_image(bytes: &[u8]) -> Result<(), String> {
 }
 
 /// The SHA-256 of `bytes`, in hex: how the audit and `inspect` name a library's build.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(bytes))
-}
+pub(crate) use crate::hash::sha256_hex;

@@ -32,7 +32,7 @@ use xxhash_rust::xxh3::Xxh3Default;
 use crate::sync::lock;
 
 /// The record's file name in `usr/.cache/`.
-pub(crate) const FILE_NAME: &str = "checked-layouts";
+pub(crate) use crate::layout::CHECKED_LAYOUTS_FILE_NAME as FILE_NAME;
 
 /// The first line of the file.
 const HEADER: &str =

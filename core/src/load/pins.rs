@@ -53,13 +53,43 @@ pub struct PinLock {
     libraries: BTreeMap<String, String>,
 }
 
-/// Why the lock file could not be read or written; the message names the file.
+/// What went wrong with pins: the lock file, or a library it does not allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PinErrorKind {
+    /// A library to pin cannot be read.
+    Unreadable,
+    /// The lock file cannot be read.
+    Read,
+    /// The lock file is not a lock file (written again with `toolhost pin`).
+    Format,
+    /// The lock file cannot be written.
+    Write,
+    /// The library is not pinned in the lock.
+    NotPinned,
+    /// The library's bytes are not the ones pinned.
+    Changed,
+}
+
+/// Why the lock file could not be read or written, or a library is not what it pins; the
+/// message names the file and says what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PinError(String);
+pub struct PinError {
+    /// What went wrong.
+    pub kind: PinErrorKind,
+    /// One line: the file, what is wrong and what to do.
+    pub message: String,
+}
+
+impl PinError {
+    fn new(kind: PinErrorKind, message: String) -> Self {
+        Self { kind, message }
+    }
+}
 
 impl fmt::Display for PinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -78,7 +108,10 @@ impl PinLock {
         let mut libraries = BTreeMap::new();
         for path in library_paths(layout) {
             let bytes = read_capped(&path, max_library_bytes, "HostOptions::max_library_bytes")
-                .map_err(|e| PinError(format!("{}: cannot pin it: {e}", Escaped(&path))))?;
+                .map_err(|e| {
+                    let message = format!("{}: cannot pin it: {e}", Escaped(&path));
+                    PinError::new(PinErrorKind::Unreadable, message)
+                })?;
             libraries.insert(relative(layout, &path), pin_of(&bytes.bytes));
         }
         Ok(Self { libraries })
@@ -90,16 +123,20 @@ impl PinLock {
             match crate::layout::read_text(path, max_text_bytes, "HostOptions::max_text_bytes") {
                 Ok(text) => text,
                 Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => return Ok(None),
-                Err(e) => return Err(PinError(format!("{}: {e}", Escaped(path)))),
+                Err(e) => {
+                    let message = format!("{}: {e}", Escaped(path));
+                    return Err(PinError::new(PinErrorKind::Read, message));
+                }
             };
         let file: LockFile = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            let line = e.span().map(|s| crate::layout::line_of(&text, s.start));
             let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
-            PinError(format!(
+            let message = format!(
                 "{}{at}: not a lock file: {}; write it again with `toolhost pin`",
                 Escaped(path),
                 e.message()
-            ))
+            );
+            PinError::new(PinErrorKind::Format, message)
         })?;
         Ok(Some(Self {
             libraries: file.libraries,
@@ -118,7 +155,10 @@ impl PinLock {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)
             .and_then(|()| write_atomically(path, text.as_bytes()))
-            .map_err(|e| PinError(format!("cannot write {}: {e}", Escaped(path))))
+            .map_err(|e| {
+                let message = format!("cannot write {}: {e}", Escaped(path));
+                PinError::new(PinErrorKind::Write, message)
+            })
     }
 
     /// How many libraries are pinned.
@@ -138,17 +178,17 @@ impl PinLock {
 
     /// Whether `bytes` are what the lock pins for `relative` (a path relative to the root);
     /// the error says why not and what to do.
-    pub fn check(&self, relative: &str, bytes: &[u8]) -> Result<(), String> {
+    pub fn check(&self, relative: &str, bytes: &[u8]) -> Result<(), PinError> {
         self.check_pin(relative, &pin_of(bytes))
     }
 
     /// Whether `pin` (`sha256:<hex>`) is what the lock pins for `relative`, as
     /// [`check`](Self::check) says.
-    pub(crate) fn check_pin(&self, relative: &str, pin: &str) -> Result<(), String> {
+    pub(crate) fn check_pin(&self, relative: &str, pin: &str) -> Result<(), PinError> {
         match self.libraries.get(relative) {
-            None => Err("it is not pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust it, or pass --allow-unpinned while developing".to_owned()),
+            None => Err(PinError::new(PinErrorKind::NotPinned, "it is not pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust it, or pass --allow-unpinned while developing".to_owned())),
             Some(pinned) if pinned == pin => Ok(()),
-            Some(_) => Err("its bytes changed since it was pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust the new build, or pass --allow-unpinned while developing".to_owned()),
+            Some(_) => Err(PinError::new(PinErrorKind::Changed, "its bytes changed since it was pinned in usr/plugins.lock (pinning is on): run `toolhost pin` if you trust the new build, or pass --allow-unpinned while developing".to_owned())),
         }
     }
 }
@@ -206,7 +246,7 @@ impl Pins {
             *read = Some((stamp, lock));
         }
         match &read.as_ref().expect("just read").1 {
-            Ok(lock) => lock.check_pin(relative, pin),
+            Ok(lock) => lock.check_pin(relative, pin).map_err(|e| e.message),
             Err(e) => Err(format!("pinning is on and the lock cannot be used: {e}")),
         }
     }
@@ -214,7 +254,7 @@ impl Pins {
     /// The lock's entry of the installed package `name`, read again if its file changed:
     /// `None` if it is not installed, `Err` if the lock cannot be used.
     fn package(&self, name: &str) -> Option<Result<crate::package::Locked, String>> {
-        let lock_file = crate::package::install::packages_lock_file(&self.layout);
+        let lock_file = self.layout.packages_lock_file();
         let stamp = Stamp::of(&lock_file);
         let mut read = lock(&self.packages);
         if read.as_ref().is_none_or(|(s, _)| *s != stamp) {
@@ -234,8 +274,7 @@ impl Pins {
         let (name, _) = rest.split_once('/')?;
         let package = self.package(name)?.ok()?;
         let signer = package.signer?;
-        let key =
-            crate::package::install::trusted_keys_dir(&self.layout).join(format!("{signer}.pub"));
+        let key = self.layout.trusted_keys_dir().join(format!("{signer}.pub"));
         match std::fs::metadata(&key).is_ok_and(|m| m.is_file()) {
             true => None,
             false => Some(format!(

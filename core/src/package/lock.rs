@@ -19,8 +19,7 @@ pub fn is_package_name(name: &str) -> bool {
     crate::is_safe_name(name)
 }
 
-/// The lock's file name, in `usr/`.
-pub const PACKAGES_LOCK_FILE_NAME: &str = "packages.lock";
+pub use crate::layout::PACKAGES_LOCK_FILE_NAME;
 
 /// One installed package, as the lock records it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -69,7 +68,7 @@ impl PackageLock {
             }
         };
         let lock: Self = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(1, |s| text[..s.start].matches('\n').count() + 1);
+            let line = e.span().map_or(1, |s| crate::layout::line_of(&text, s.start));
             PackageError::new(
                 PackageErrorKind::Lock,
                 format!(

@@ -46,8 +46,7 @@ use toml::Spanned;
 use super::{PackageError, PackageErrorKind};
 use crate::layout::Escaped;
 
-/// The manifest's file name, at the top of every package.
-pub const MANIFEST_FILE_NAME: &str = "toolhost-plugin.toml";
+pub use crate::layout::MANIFEST_FILE_NAME;
 
 /// The newest manifest format this toolhost reads. Format 2 added `secrets`; `toolhost pack`
 /// writes the oldest format that holds what a manifest says (1 without `secrets`), so a
@@ -151,12 +150,7 @@ struct At<'a> {
 
 impl At<'_> {
     fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
+        crate::layout::line_of(self.text, offset)
     }
 
     fn error(&self, offset: usize, key: &str, message: &str) -> PackageError {
@@ -232,7 +226,7 @@ impl Manifest {
             }
             for name in names.into_inner() {
                 if let Err(why) = check_secret_name(name.get_ref()) {
-                    return Err(at.error(name.span().start, "secrets", &why));
+                    return Err(at.error(name.span().start, "secrets", &why.message));
                 }
                 secrets.push(name.into_inner());
             }
@@ -298,7 +292,7 @@ impl Manifest {
         for tag in raw.capabilities {
             // A free-form tag is fine; a capability of the sandbox must be well formed.
             if let Err(why) = crate::config::Capability::parse(tag.get_ref()) {
-                return Err(at.error(tag.span().start, "capabilities", &why));
+                return Err(at.error(tag.span().start, "capabilities", &why.message));
             }
             capabilities.push(tag.into_inner());
         }
@@ -469,12 +463,17 @@ fn check_sha256(value: &str, prefixed: bool) -> Result<String, String> {
     Err(format!("expected {shape}"))
 }
 
-/// A secret's name, as `usr/secrets.env` has its keys: letters, digits and '_'.
-pub fn check_secret_name(name: &str) -> Result<(), String> {
+/// A secret's name, as `usr/secrets.env` has its keys: letters, digits and '_'; else a
+/// [`PackageErrorKind::Manifest`] error saying so.
+pub fn check_secret_name(name: &str) -> Result<(), PackageError> {
     match !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         true => Ok(()),
-        false => Err(format!(
-            "{name:?} is not a secret's name: letters, digits and '_', as the keys of usr/secrets.env"
+        false => Err(PackageError::new(
+            PackageErrorKind::Manifest,
+            format!(
+                "{name:?} is not a secret's name: letters, digits and '_', as the keys of \
+                 usr/secrets.env"
+            ),
         )),
     }
 }

@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod mcpb;
 pub mod pack;
 pub mod signature;
+mod verify;
 
 pub use error::{PackageError, PackageErrorKind};
 pub use install::{Policy, Replace, Verified};
@@ -72,8 +73,4 @@ pub fn host_target() -> &'static str {
     env!("TOOLHOST_TARGET")
 }
 
-/// The SHA-256 of `bytes`, in hex.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(bytes))
-}
+pub(crate) use crate::hash::sha256_hex;

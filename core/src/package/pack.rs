@@ -79,7 +79,42 @@ pub struct PackOptions<'a> {
 /// `target/` folders and crate folders (those with a Cargo.toml). The manifest lists the
 /// capabilities the tools declare with the template's.
 pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageError> {
-    let (built, out) = (options.built, options.out);
+    let (template_file, template) = read_template(folder)?;
+    let (by_triple, files) = libraries_by_triple(folder, &template, options)?;
+    let mut contents = contents(&by_triple, &files, options)?;
+    contents
+        .capabilities
+        .extend(template.capabilities.iter().cloned());
+    let manifest = manifest_of(&template_file, template, &mut contents)?;
+    let (archive, bundle) = write_outputs(&manifest, contents, options)?;
+    Ok(Packed {
+        archive,
+        manifest,
+        bundle,
+    })
+}
+
+/// The libraries of each target triple asked for (this host's: those in the folder, and
+/// the built ones), and the folder's other files; both by their path in the folder.
+type Sorted<'o> = (
+    BTreeMap<&'o str, BTreeMap<String, PathBuf>>,
+    BTreeMap<String, PathBuf>,
+);
+
+/// What goes into the package, gathered from the folder: its archive's entries, the files
+/// installed from it (this host's), the tools its bundle serves, the capabilities the tools
+/// declare, the libraries listed by triple and every other file's hash.
+struct Contents {
+    entries: Vec<Entry>,
+    installed: Vec<(String, Vec<u8>)>,
+    tools: Vec<BundledTool>,
+    capabilities: BTreeSet<String>,
+    libraries: BTreeMap<String, BTreeMap<String, Library>>,
+    hashes: BTreeMap<String, String>,
+}
+
+/// The folder's `toolhost-plugin.toml`, its path and what it says.
+fn read_template(folder: &Path) -> Result<(PathBuf, Template), PackageError> {
     let template_file = folder.join(MANIFEST_FILE_NAME);
     let text = crate::layout::read_text(&template_file, 1 << 20, "the manifest's limit of 1 MiB").map_err(|e| {
         PackageError::new(
@@ -93,7 +128,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
     let template: Template = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()
-            .map_or(1, |s| text[..s.start].matches('\n').count() + 1);
+            .map_or(1, |s| crate::layout::line_of(&text, s.start));
         PackageError::new(
             PackageErrorKind::Manifest,
             format!(
@@ -103,6 +138,16 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             ),
         )
     })?;
+    Ok((template_file, template))
+}
+
+/// The folder's files, its libraries sorted by target triple (see [`Sorted`]).
+fn libraries_by_triple<'o>(
+    folder: &Path,
+    template: &Template,
+    options: &PackOptions<'o>,
+) -> Result<Sorted<'o>, PackageError> {
+    let built = options.built;
     let host = host_target();
     let ext = library_extension(host);
     let excluded: BTreeSet<&str> = template.exclude.iter().map(String::as_str).collect();
@@ -157,12 +202,22 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             ),
         ));
     }
-    let mut capabilities: BTreeSet<String> = template.capabilities.iter().cloned().collect();
+    Ok((by_triple, files))
+}
+
+/// Reads every library and file to pack (see [`Contents`]).
+fn contents(
+    by_triple: &BTreeMap<&str, BTreeMap<String, PathBuf>>,
+    files: &BTreeMap<String, PathBuf>,
+    options: &PackOptions<'_>,
+) -> Result<Contents, PackageError> {
+    let host = host_target();
+    let mut capabilities: BTreeSet<String> = BTreeSet::new();
     let mut entries = Vec::new();
     let mut listed_by_triple = BTreeMap::new();
     let mut tools = Vec::new();
     let mut installed = Vec::new();
-    for (&triple, libraries) in &by_triple {
+    for (&triple, libraries) in by_triple {
         let mut listed = BTreeMap::new();
         for (place, path) in libraries {
             // Only this host's libraries can be read (loaded) here.
@@ -202,7 +257,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         listed_by_triple.insert(triple.to_owned(), listed);
     }
     let mut hashes = BTreeMap::new();
-    for (relative, path) in &files {
+    for (relative, path) in files {
         let bytes = fs::read(path).map_err(|e| PackageError::io("cannot read", path, e))?;
         hashes.insert(relative.clone(), super::sha256_hex(&bytes));
         installed.push((relative.clone(), bytes.clone()));
@@ -212,6 +267,24 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             executable: false,
         });
     }
+    Ok(Contents {
+        entries,
+        installed,
+        tools,
+        capabilities,
+        libraries: listed_by_triple,
+        hashes,
+    })
+}
+
+/// The package's manifest: the template's values checked, the capabilities and the files
+/// listed; its text goes into the package too.
+fn manifest_of(
+    template_file: &Path,
+    template: Template,
+    contents: &mut Contents,
+) -> Result<Manifest, PackageError> {
+    let template_file = template_file.to_owned();
     let bad = |key: &str, why: String| {
         PackageError::new(
             PackageErrorKind::Manifest,
@@ -231,7 +304,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         ));
     }
     for name in &template.secrets {
-        super::manifest::check_secret_name(name).map_err(|why| bad("secrets", why))?;
+        super::manifest::check_secret_name(name).map_err(|why| bad("secrets", why.message))?;
     }
     let caret = |v: &str| {
         let v = semver::Version::parse(v).expect("a crate version");
@@ -253,22 +326,42 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         authors: template.authors,
         license: template.license,
         repository: template.repository,
-        capabilities: capabilities.into_iter().collect(),
+        capabilities: std::mem::take(&mut contents.capabilities)
+            .into_iter()
+            .collect(),
         secrets: template.secrets,
         compat: Compat {
             plugin_api: caret(plugin_abi::ABI_VERSION),
             toolhost: caret(env!("CARGO_PKG_VERSION")),
         },
-        libraries: listed_by_triple,
-        files: hashes,
+        libraries: std::mem::take(&mut contents.libraries),
+        files: std::mem::take(&mut contents.hashes),
     };
     let text = manifest.to_toml().into_bytes();
-    installed.push((MANIFEST_FILE_NAME.to_owned(), text.clone()));
-    entries.push(Entry {
+    contents
+        .installed
+        .push((MANIFEST_FILE_NAME.to_owned(), text.clone()));
+    contents.entries.push(Entry {
         path: MANIFEST_FILE_NAME.to_owned(),
         bytes: text,
         executable: false,
     });
+    Ok(manifest)
+}
+
+/// Writes the archive, and the MCP Bundle when asked for.
+fn write_outputs(
+    manifest: &Manifest,
+    contents: Contents,
+    options: &PackOptions<'_>,
+) -> Result<(PathBuf, Option<PathBuf>), PackageError> {
+    let out = options.out;
+    let Contents {
+        entries,
+        installed,
+        tools,
+        ..
+    } = contents;
     fs::create_dir_all(out).map_err(|e| PackageError::io("cannot create", out, e))?;
     let stem = format!("{}-{}", manifest.name, manifest.version);
     let archive = out.join(format!("{stem}.tar.gz"));
@@ -291,7 +384,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
             };
             Some(write_bundle(
                 &path,
-                &manifest,
+                manifest,
                 &tools,
                 binary,
                 &installed,
@@ -300,11 +393,7 @@ pub fn pack(folder: &Path, options: &PackOptions<'_>) -> Result<Packed, PackageE
         }
         None => None,
     };
-    Ok(Packed {
-        archive,
-        manifest,
-        bundle,
-    })
+    Ok((archive, bundle))
 }
 
 /// Whether `relative` is where a library goes in a plugin folder.

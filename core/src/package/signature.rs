@@ -12,8 +12,7 @@ use crate::layout::Escaped;
 /// without a terminal (otherwise it is asked for on the terminal).
 pub const PASSWORD_ENV: &str = "TOOLHOST_KEY_PASSWORD";
 
-/// The folder under `usr/` holding the trusted public keys, one `<key id>.pub` each.
-pub const TRUSTED_KEYS_DIR: &str = "trusted-keys";
+pub use crate::layout::TRUSTED_KEYS_DIR;
 
 /// The largest key or signature file read (a minisign one is a few hundred bytes).
 const MAX_KEY_BYTES: u64 = 64 << 10;
@@ -61,14 +60,15 @@ impl PublicKey {
         })
     }
 
-    /// Parses a public key file's text, or the bare base64 key.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses a public key file's text, or the bare base64 key; a [`PackageErrorKind::Key`]
+    /// error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, PackageError> {
         let line = text
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with("untrusted comment:"))
-            .ok_or("no key in it")?;
-        let key = minisign::PublicKey::from_base64(line).map_err(|e| e.to_string())?;
+            .ok_or_else(|| key_error("no key in it".to_owned()))?;
+        let key = minisign::PublicKey::from_base64(line).map_err(|e| key_error(e.to_string()))?;
         Ok(Self {
             id: key_id(key.keynum()),
             base64: line.to_owned(),
@@ -113,7 +113,7 @@ pub fn keygen(dir: &Path, name: &str, password: Option<String>) -> Result<Public
     fs::create_dir_all(dir).map_err(|e| PackageError::io("cannot create", dir, e))?;
     write_new(&secret, sk.as_bytes(), 0o600)?;
     write_new(&public, pk.as_bytes(), 0o644)?;
-    PublicKey::parse(&pk).map_err(key_error)
+    PublicKey::parse(&pk)
 }
 
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), PackageError> {
@@ -175,7 +175,7 @@ pub fn sign_bytes(
             Escaped(key_file)
         ))
     })?;
-    let public = PublicKey::parse(&public.to_base64()).map_err(key_error)?;
+    let public = PublicKey::parse(&public.to_base64())?;
     Ok((signature.into_string(), public))
 }
 

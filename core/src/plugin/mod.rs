@@ -109,7 +109,7 @@ impl ToolHandle {
 
     /// Creates the tool instance and reads its metadata; a parameters schema that does not
     /// compile is returned beside the handle (which then accepts any arguments), for
-    /// [`inspect`](crate::load::inspect) to show.
+    /// [`inspect`](crate::plugin::inspect()) to show.
     pub(crate) fn instantiate(
         generation: Arc<Generation>,
         source: &Path,

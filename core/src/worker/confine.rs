@@ -266,11 +266,26 @@ mod linux {
         build(plan).map_err(|e| format!("cannot build the seccomp filter: {e}"))
     }
 
-    fn build(
-        plan: &Confinement,
-    ) -> Result<BTreeMap<i64, Vec<SeccompRule>>, seccompiler::BackendError> {
-        use SeccompCmpOp::{Eq, MaskedEq, Ne};
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    /// The rules, keyed by system call number.
+    type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+    fn build(plan: &Confinement) -> Result<Rules, seccompiler::BackendError> {
+        let mut rules = Rules::new();
+        refuse_system_calls(&mut rules);
+        limit_processes(plan, &mut rules)?;
+        refuse_other_processes(&mut rules)?;
+        refuse_metadata(&mut rules)?;
+        limit_sockets(plan, &mut rules)?;
+        #[cfg(target_arch = "x86_64")]
+        if x32_available() {
+            through_x32(plan, &mut rules);
+        }
+        Ok(rules)
+    }
+
+    /// What no tool may do: debug or read other processes, load kernel code, mount, change
+    /// the clock or the host's name, and the kernel interfaces a sandbox cannot see into.
+    fn refuse_system_calls(rules: &mut Rules) {
         let always = [
             libc::SYS_ptrace,
             libc::SYS_process_vm_readv,
@@ -322,6 +337,15 @@ mod linux {
         for nr in [libc::SYS_iopl, libc::SYS_ioperm] {
             rules.insert(nr, vec![]);
         }
+    }
+
+    /// New namespaces and processes (unless `exec` is granted), and leaving the worker's
+    /// group.
+    fn limit_processes(
+        plan: &Confinement,
+        rules: &mut Rules,
+    ) -> Result<(), seccompiler::BackendError> {
+        use SeccompCmpOp::MaskedEq;
         // New namespaces, even where new processes are allowed.
         let namespaces = [
             libc::CLONE_NEWUSER,
@@ -358,6 +382,13 @@ mod linux {
         for nr in [libc::SYS_setsid, libc::SYS_setpgid] {
             rules.insert(nr, vec![]);
         }
+        Ok(())
+    }
+
+    /// Acting on another process: its limits, priority, scheduling and memory, its
+    /// descriptors through a pidfd.
+    fn refuse_other_processes(rules: &mut Rules) -> Result<(), seccompiler::BackendError> {
+        use SeccompCmpOp::Ne;
         // Another process's limits, priority, scheduling and memory: only the worker's own
         // (0 or its process id). Lowering the host's file-size limit killed it (SIGXFSZ) at
         // its next audit write.
@@ -397,6 +428,12 @@ mod linux {
         ] {
             rules.insert(nr, vec![]);
         }
+        Ok(())
+    }
+
+    /// Changing a file's metadata, directly or through ioctl, and watching files.
+    fn refuse_metadata(rules: &mut Rules) -> Result<(), seccompiler::BackendError> {
+        use SeccompCmpOp::Eq;
         // File metadata: Landlock does not check a mode, an owner, an extended attribute or
         // a time, and a filter cannot read the path or how a descriptor was opened (a file
         // opened to read may be chmod-ed through it), so these are refused everywhere, the
@@ -444,6 +481,15 @@ mod linux {
         ] {
             rules.insert(nr, vec![]);
         }
+        Ok(())
+    }
+
+    /// The sockets a tool may open.
+    fn limit_sockets(
+        plan: &Confinement,
+        rules: &mut Rules,
+    ) -> Result<(), seccompiler::BackendError> {
+        use SeccompCmpOp::{Eq, MaskedEq, Ne};
         // Sockets: only TCP over IPv4 and IPv6 (which Landlock filters by port), and UDP if
         // granted; no Unix socket (a path such as a container runtime's socket is not a file
         // Landlock checks on connect), no netlink, packet or raw socket.
@@ -479,26 +525,28 @@ mod linux {
             }
         }
         rules.insert(libc::SYS_socket, socket);
-        #[cfg(target_arch = "x86_64")]
-        if x32_available() {
-            // The same calls through the x32 ABI, where the kernel has it: their numbers with
-            // the x32 bit (execve and execveat have x32 numbers of their own).
-            let native: Vec<(i64, Vec<SeccompRule>)> =
-                rules.iter().map(|(n, r)| (*n, r.clone())).collect();
-            for (nr, rule) in native {
-                rules.insert(nr | X32, rule);
-            }
-            if !plan.exec {
-                rules.insert(520 | X32, vec![]);
-                rules.insert(545 | X32, vec![]);
-            }
-            // x32's own numbers for calls refused above: ptrace, kexec_load, move_pages,
-            // process_vm_readv and _writev; and its ioctl, refused whole (no x86_64
-            // program needs it).
-            for nr in [521, 528, 533, 539, 540, 514] {
-                rules.insert(nr | X32, vec![]);
-            }
+        Ok(())
+    }
+
+    /// The same calls through the x32 ABI, where the kernel has it.
+    #[cfg(target_arch = "x86_64")]
+    fn through_x32(plan: &Confinement, rules: &mut Rules) {
+        // The same calls through the x32 ABI, where the kernel has it: their numbers with
+        // the x32 bit (execve and execveat have x32 numbers of their own).
+        let native: Vec<(i64, Vec<SeccompRule>)> =
+            rules.iter().map(|(n, r)| (*n, r.clone())).collect();
+        for (nr, rule) in native {
+            rules.insert(nr | X32, rule);
         }
-        Ok(rules)
+        if !plan.exec {
+            rules.insert(520 | X32, vec![]);
+            rules.insert(545 | X32, vec![]);
+        }
+        // x32's own numbers for calls refused above: ptrace, kexec_load, move_pages,
+        // process_vm_readv and _writev; and its ioctl, refused whole (no x86_64
+        // program needs it).
+        for nr in [521, 528, 533, 539, 540, 514] {
+            rules.insert(nr | X32, vec![]);
+        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! - `serve.rs`: loading the library and the loop that runs each call;
 //! - `confine.rs`: the sandbox, applied before the library is opened (Landlock, seccomp);
-//! - `context.rs`: the context the worker gives the plugin (a second [`HostServices`]
+//! - `context.rs`: the context the worker gives the plugin (a second [`HostServices`](plugin_abi::HostServices)
 //!   (plugin_abi::HostServices) whose methods ask the host over the pipe).
 
 mod confine;

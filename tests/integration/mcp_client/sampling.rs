@@ -108,7 +108,7 @@ fn a_servers_sampling_is_answered_by_the_hosts_model_once_approved_and_audited()
         assert_eq!(record["model"], "fake-sampler", "{record}");
         assert_eq!(record["request"]["max_tokens"], 40, "{record}");
     } else {
-        // No `script` here (said on stderr); under CI=true run_on_terminal fails.
+        // No `script` here: noted as skipped (under CI=true, a failure).
     }
 
     // Off a terminal nobody can approve: declined, and the server is told why.

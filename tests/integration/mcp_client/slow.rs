@@ -276,10 +276,8 @@ fn stubborn_call(root: &TestRoot, wrapped: bool, seconds: u32) -> (std::process:
 }
 
 #[test]
+#[cfg(target_os = "linux")] // the parent-death signal is Linux's
 fn a_stdio_server_that_ignores_the_end_of_its_input_dies_with_a_host_killed_by_sigkill() {
-    if !cfg!(target_os = "linux") {
-        return; // the parent-death signal is Linux's
-    }
     let root = TestRoot::new();
     for wrapped in [false, true] {
         let (mut host, pid) = stubborn_call(&root, wrapped, 600);
@@ -297,10 +295,8 @@ fn a_stdio_server_that_ignores_the_end_of_its_input_dies_with_a_host_killed_by_s
 }
 
 #[test]
+#[cfg(target_os = "linux")] // process groups as the host uses them are tested on Linux
 fn a_stdio_server_under_a_wrapper_that_ignores_the_end_of_its_input_ends_with_its_host() {
-    if !cfg!(target_os = "linux") {
-        return; // process groups as the host uses them are tested on Linux
-    }
     let root = TestRoot::new();
     let (mut host, pid) = stubborn_call(&root, true, 0);
     let status = host.wait().expect("the call ends");

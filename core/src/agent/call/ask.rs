@@ -7,12 +7,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use plugin_api::ask::{Ask, LogLevel};
 use plugin_api::ToolError;
 use serde_json::Value;
 
+use crate::agent::call::context::CallContext;
 use crate::agent::Agent;
 use crate::sync::lock;
 
@@ -27,23 +27,17 @@ pub trait Asker: Send + Sync {
     fn ask(&self, tool: &str, request: Ask) -> Answering;
 }
 
-impl Agent {
-    /// Sets who answers what plugins ask (log, elicit, sample); without one, log messages go
-    /// to the host's log, forms to the agent's approver (the terminal) and completions to the
-    /// host's model ([`Host::set_sampling_models`](crate::Host::set_sampling_models)).
-    pub fn set_asker(&self, asker: Arc<dyn Asker>) {
-        *lock(&self.asker) = Some(asker);
-    }
-
-    /// Answers a plugin's request, for the call of `tool`: its texts masked first, then given
+impl CallContext {
+    /// Answers a plugin's request, made within this call: its texts masked first, then given
     /// to the agent's [`Asker`] or answered here.
-    pub(crate) fn answer_ask(self: &Arc<Self>, tool: &str, request: Ask) -> Answering {
-        let request = self.mask_ask(request);
-        let asker = lock(&self.asker).clone();
+    pub(crate) fn answer_ask(&self, request: Ask) -> Answering {
+        let agent = &self.agent;
+        let request = mask_ask(agent, request);
+        let asker = lock(&agent.asker).clone();
         if let Some(asker) = asker {
-            return asker.ask(tool, request);
+            return asker.ask(&self.tool_name, request);
         }
-        let tool = tool.to_owned();
+        let tool = self.tool_name.to_string();
         match request {
             Ask::Log { level, message } => {
                 log_here(&tool, level, &message);
@@ -52,10 +46,10 @@ impl Agent {
             // A form on the terminal, as an MCP server's is shown (`form.rs`).
             Ask::Elicit { message, schema } => {
                 let form = super::form::FormAsker {
-                    agent: self.name().to_owned(),
+                    agent: agent.name().to_owned(),
                     tool: tool.clone(),
-                    approver: lock(&self.approvals.approver).clone(),
-                    yes: (self.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
+                    approver: lock(&agent.approvals.approver).clone(),
+                    yes: (agent.approvals.yes_to_writes).load(std::sync::atomic::Ordering::SeqCst),
                 };
                 Box::pin(async move {
                     match super::form::ask_form(&form, "", message, schema).await {
@@ -70,10 +64,10 @@ impl Agent {
             }
             // The host's own model, as for an MCP server's sampling (`sample.rs`).
             Ask::Sample(sample) => {
-                let agent = self.clone();
+                let agent = agent.clone();
                 Box::pin(async move {
                     let sampler = super::sample::Sampler::Tool { tool };
-                    let sampled = agent.sample_here(sampler, sample).await?;
+                    let sampled = super::sample::sample(&agent, sampler, sample).await?;
                     Ok(super::sample::answer_json(&sampled))
                 })
             }
@@ -82,28 +76,28 @@ impl Agent {
             ))))),
         }
     }
+}
 
-    /// `request` with every text that leaves the host masked.
-    fn mask_ask(&self, request: Ask) -> Ask {
-        let mask = |text: String| self.mask(text).into_inner();
-        match request {
-            Ask::Log { level, message } => Ask::Log {
-                level,
-                message: mask(message),
-            },
-            Ask::Elicit { message, schema } => Ask::Elicit {
-                message: mask(message),
-                schema,
-            },
-            Ask::Sample(mut sample) => {
-                for message in &mut sample.messages {
-                    message.text = mask(std::mem::take(&mut message.text));
-                }
-                sample.system_prompt = sample.system_prompt.map(mask);
-                Ask::Sample(sample)
+/// `request` with every text that leaves the host masked.
+fn mask_ask(agent: &Agent, request: Ask) -> Ask {
+    let mask = |text: String| agent.mask(text).into_inner();
+    match request {
+        Ask::Log { level, message } => Ask::Log {
+            level,
+            message: mask(message),
+        },
+        Ask::Elicit { message, schema } => Ask::Elicit {
+            message: mask(message),
+            schema,
+        },
+        Ask::Sample(mut sample) => {
+            for message in &mut sample.messages {
+                message.text = mask(std::mem::take(&mut message.text));
             }
-            other => other,
+            sample.system_prompt = sample.system_prompt.map(mask);
+            Ask::Sample(sample)
         }
+        other => other,
     }
 }
 

@@ -12,94 +12,86 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use crate::agent::call::governed::Governed;
+use crate::agent::call::resolve::Target;
+use crate::agent::call::Call;
 use crate::agent::Agent;
 use crate::audit::{Audit, AuditError, AuditErrorKind};
 use crate::config::{AuditSettings, Config};
 use crate::governance::{
     append_breaker, append_call, append_early, append_start, CallRules, Caller, EarlyCall,
-    EndedCall, Trail, Transition,
+    EndedCall, Transition,
 };
 use crate::layout::ToolName;
-use crate::sync::lock;
 use plugin_api::ToolError;
 
-impl Agent {
-    /// The first audit record this agent could not write since it was made, if any: the call
-    /// it belongs to ran (or failed) without it. Each failure is also logged as a warning.
-    pub fn audit_failure(&self) -> Option<AuditError> {
-        lock(&self.state).audit_failure.clone()
+/// Logs a record that could not be written, and keeps the first.
+fn audit_failed(agent: &Agent, error: &AuditError) {
+    tracing::warn!("{error}: a record of agent {} is missing", agent.name());
+    let mut state = agent.state();
+    if state.audit_failure.is_none() {
+        state.audit_failure = Some(error.clone());
     }
+}
 
-    /// Logs a record that could not be written, and keeps the first.
-    fn audit_failed(&self, error: &AuditError) {
-        tracing::warn!("{error}: a record of agent {} is missing", self.name());
-        let mut state = lock(&self.state);
-        if state.audit_failure.is_none() {
-            state.audit_failure = Some(error.clone());
-        }
+fn caller(agent: &Agent) -> Caller<'_> {
+    Caller {
+        agent: agent.name(),
+        profile: agent.profile(),
     }
+}
 
-    fn caller(&self) -> Caller<'_> {
-        Caller {
-            agent: self.name(),
-            profile: self.profile(),
-        }
+/// The log, opened with `config`'s settings. Without them (the profile's configuration has
+/// a mistake), only a log already open: opening it with defaults could leave out the key.
+fn audit_log<'a>(agent: &'a Agent, config: Option<&Config>) -> Result<&'a Audit, AuditError> {
+    match config {
+        Some(config) => agent.host.audit(config),
+        None => agent.host.audit.get().ok_or_else(|| {
+            AuditError::new(
+                AuditErrorKind::Io,
+                &agent.host.layout().audit_dir(),
+                format!(
+                    "not opened: the configuration of profile {} has a mistake, so its \
+                     [audit] settings (the key) are not known",
+                    agent.profile()
+                ),
+            )
+        }),
     }
+}
 
-    /// The log, opened with `config`'s settings. Without them (the profile's configuration has
-    /// a mistake), only a log already open: opening it with defaults could leave out the key.
-    fn audit_log(&self, config: Option<&Config>) -> Result<&Audit, AuditError> {
-        match config {
-            Some(config) => self.host.audit(config),
-            None => self.host.audit.get().ok_or_else(|| {
-                AuditError::new(
-                    AuditErrorKind::Io,
-                    &self.host.layout().audit_dir(),
-                    format!(
-                        "not opened: the configuration of profile {} has a mistake, so its \
-                         [audit] settings (the key) are not known",
-                        self.profile()
-                    ),
-                )
-            }),
-        }
-    }
-
+impl Call {
     /// Appends the start of a call about to run its tool (when the profile's config enables
     /// the audit). When it cannot be written and the record is required, the call is refused.
-    pub(crate) fn audit_start(
-        &self,
-        request: &ToolName,
-        rules: &CallRules,
-        args: &Map<String, Value>,
-        trail: &mut Trail,
-    ) -> Result<(), ToolError> {
-        if !trail.audited() {
+    pub(crate) fn audit_start(&mut self, rules: &CallRules) -> Result<(), ToolError> {
+        if !self.trail.audited() {
             return Ok(());
         }
-        let written = self.audit_log(Some(&rules.config)).and_then(|audit| {
+        let agent = self.agent();
+        let written = audit_log(agent, Some(&rules.config)).and_then(|audit| {
             append_start(
                 audit,
-                self.host.secret_store(),
-                self.caller(),
-                request,
-                args,
-                trail,
+                agent.host.secret_store(),
+                caller(agent),
+                &self.request,
+                &self.args,
+                &self.trail,
             )
         });
         let Err(e) = written else {
             return Ok(());
         };
-        self.audit_failed(&e);
-        if !self.host.audit_required(&rules.config) {
+        audit_failed(agent, &e);
+        if !agent.host.audit_required(&rules.config) {
             return Ok(());
         }
-        trail.stage = Some("audit");
-        Err(ToolError::dependency(format!(
+        let error = ToolError::dependency(format!(
             "tool {} was not run: its audit record cannot be written ({e}), and [audit] \
              required is on: fix the audit log, or set [audit] required = false",
-            request.name()
-        )))
+            self.request.name()
+        ));
+        self.trail.stage = Some("audit");
+        Err(error)
     }
 
     /// Appends the call's record (when the profile's config enables the audit). When it
@@ -111,16 +103,16 @@ impl Agent {
         if !call.trail.audited() {
             return Ok(());
         }
+        let agent = self.agent();
         let config = call.rules.config.clone();
         let request = call.request.name().to_owned();
-        let written = self
-            .audit_log(Some(&config))
-            .and_then(|audit| append_call(audit, self.host.secret_store(), self.caller(), call));
+        let written = audit_log(agent, Some(&config))
+            .and_then(|audit| append_call(audit, agent.host.secret_store(), caller(agent), call));
         let Err(e) = written else {
             return Ok(());
         };
-        self.audit_failed(&e);
-        match self.host.audit_required(&config) {
+        audit_failed(agent, &e);
+        match agent.host.audit_required(&config) {
             true => Err(ToolError::dependency(format!(
                 "tool {request} ran, but its audit record could not be written ({e}), and \
                  [audit] required is on"
@@ -129,62 +121,136 @@ impl Agent {
         }
     }
 
-    /// Appends the record of a call that ended before its governed steps, and returns the
-    /// error it ended with (when the record is required and cannot be written, the error says
-    /// so too). `config`: the rules' configuration, when the call got that far.
-    pub(crate) fn audit_early(
-        &self,
-        config: Option<&Config>,
-        call: EarlyCall<'_>,
-        error: Option<ToolError>,
-    ) -> Option<ToolError> {
-        let fallback;
-        let config = match config {
-            Some(config) => Some(config),
-            None => {
-                fallback = self.host.config(self.profile()).ok();
-                fallback.as_deref()
-            }
+    /// Audits a call that ended before its governed steps (`stage`: `admit` or `before`) and
+    /// returns the error to report. Its record says what the host refused the call's
+    /// plugins (`secret:KEY`) so far.
+    pub(crate) fn ended_early(&self, error: ToolError, stage: &'static str) -> ToolError {
+        let agent = self.agent();
+        let root = agent.host.root();
+        let (config, layer, source) = match &self.target {
+            Target::Library(tool, rules) => (
+                Some(&*rules.config),
+                &*rules.layer,
+                Some(tool.audit_source(root)),
+            ),
+            #[cfg(feature = "mcp")]
+            Target::Mcp(tool, rules) => (
+                Some(&*rules.config),
+                &*rules.layer,
+                Some(tool.audit_source(root)),
+            ),
+            _ => (None, "", None),
         };
-        let enabled = config.map_or(AuditSettings::default().enabled, |c| c.audit().enabled);
-        // A folder that is no root (no usr/, core/ or plugins/) has no tool to call, and
-        // recording that would create usr/audit/ in whatever folder `toolhost call` ran in.
-        if !enabled || !self.host.layout().is_root() {
-            return error;
-        }
-        let written = self
-            .audit_log(config)
-            .and_then(|audit| append_early(audit, self.host.secret_store(), self.caller(), call));
-        let Err(e) = written else {
-            return error;
+        let (file, sha256) = source.unwrap_or((Cow::Borrowed(""), None));
+        let refused = self.context.refused();
+        let call = EarlyCall {
+            layer,
+            file: &file,
+            library_sha256: sha256,
+            stage,
+            refused: &refused,
+            ..early(&self.request, &self.args, error.kind().as_str())
         };
-        self.audit_failed(&e);
-        let required = self
-            .host
-            .audit_required(config.unwrap_or(&Config::default()));
-        match (error, required) {
-            (Some(error), true) => Some(ToolError::new(
-                error.kind(),
-                format!(
-                    "{} (and its audit record could not be written: {e})",
-                    error.message()
-                ),
-            )),
-            (error, _) => error,
-        }
+        report_early(agent, config, call, error)
     }
+}
 
-    /// Appends a breaker's change of state (when the profile's config enables the audit).
-    pub(crate) fn audit_breaker(&self, tool: &str, moved: Transition, config: &Config) {
-        let settings: AuditSettings = config.audit();
-        if !settings.enabled {
-            return;
+/// Audits a call that ended before it resolved to a tool (stage `resolve`) and returns the
+/// error to report.
+pub(crate) fn early_end(
+    agent: &Agent,
+    request: &ToolName,
+    args: &Map<String, Value>,
+    error: ToolError,
+) -> ToolError {
+    let call = early(request, args, error.kind().as_str());
+    report_early(agent, None, call, error)
+}
+
+/// Appends the record of a call that ended early; the error to report.
+fn report_early(
+    agent: &Agent,
+    config: Option<&Config>,
+    call: EarlyCall<'_>,
+    error: ToolError,
+) -> ToolError {
+    let error_message = error.message().to_owned();
+    audit_early(agent, config, call, Some(error))
+        .unwrap_or_else(|| ToolError::internal(error_message))
+}
+
+/// The record of a call that never reached its tool, with no layer or file (the tool was not
+/// found): `outcome` is an error kind, or `unknown_tool` for the Unknown tool's answer.
+pub(crate) fn early<'c>(
+    request: &'c ToolName,
+    args: &'c Map<String, Value>,
+    outcome: &'c str,
+) -> EarlyCall<'c> {
+    EarlyCall {
+        request,
+        layer: "",
+        file: "",
+        library_sha256: None,
+        args,
+        outcome,
+        stage: "resolve",
+        refused: &[],
+    }
+}
+
+/// Appends the record of a call that ended before its governed steps, and returns the
+/// error it ended with (when the record is required and cannot be written, the error says
+/// so too). `config`: the rules' configuration, when the call got that far.
+pub(crate) fn audit_early(
+    agent: &Agent,
+    config: Option<&Config>,
+    call: EarlyCall<'_>,
+    error: Option<ToolError>,
+) -> Option<ToolError> {
+    let fallback;
+    let config = match config {
+        Some(config) => Some(config),
+        None => {
+            fallback = agent.host.config(agent.profile()).ok();
+            fallback.as_deref()
         }
-        let written = self
-            .audit_log(Some(config))
-            .and_then(|audit| append_breaker(audit, self.profile(), tool, moved));
-        if let Err(e) = written {
-            self.audit_failed(&e);
-        }
+    };
+    let enabled = config.map_or(AuditSettings::default().enabled, |c| c.audit().enabled);
+    // A folder that is no root (no usr/, core/ or plugins/) has no tool to call, and
+    // recording that would create usr/audit/ in whatever folder `toolhost call` ran in.
+    if !enabled || !agent.host.layout().is_root() {
+        return error;
+    }
+    let written = audit_log(agent, config)
+        .and_then(|audit| append_early(audit, agent.host.secret_store(), caller(agent), call));
+    let Err(e) = written else {
+        return error;
+    };
+    audit_failed(agent, &e);
+    let required = agent
+        .host
+        .audit_required(config.unwrap_or(&Config::default()));
+    match (error, required) {
+        (Some(error), true) => Some(ToolError::new(
+            error.kind(),
+            format!(
+                "{} (and its audit record could not be written: {e})",
+                error.message()
+            ),
+        )),
+        (error, _) => error,
+    }
+}
+
+/// Appends a breaker's change of state (when the profile's config enables the audit).
+pub(crate) fn audit_breaker(agent: &Agent, tool: &str, moved: Transition, config: &Config) {
+    let settings: AuditSettings = config.audit();
+    if !settings.enabled {
+        return;
+    }
+    let written = audit_log(agent, Some(config))
+        .and_then(|audit| append_breaker(audit, agent.profile(), tool, moved));
+    if let Err(e) = written {
+        audit_failed(agent, &e);
     }
 }

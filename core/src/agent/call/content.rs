@@ -9,21 +9,18 @@ use std::path::{Path, PathBuf};
 
 use plugin_api::{Content, Response};
 
-use crate::agent::Agent;
+use crate::agent::call::context::CallContext;
 use crate::transcript::Image;
 
-impl Agent {
+impl CallContext {
     /// The message of `response`, then each of its blocks on a line of its own, described;
     /// the bytes of binary blocks saved beside the session, if one is recorded. Also the
     /// images, each with the file it was saved to.
-    pub(crate) fn describe_content(
-        &self,
-        log_id: u64,
-        response: &Response,
-    ) -> (String, Vec<Image>) {
+    pub(crate) fn describe_content(&self, response: &Response) -> (String, Vec<Image>) {
+        let log_id = self.log_id;
         let mut whole = response.message.trim().to_owned();
         let mut images = Vec::new();
-        let session = self.transcript.session_dir();
+        let session = self.agent.transcript.session_dir();
         for (n, block) in response.content.iter().enumerate() {
             if !whole.is_empty() {
                 whole.push('\n');

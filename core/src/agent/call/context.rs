@@ -14,9 +14,9 @@ use crate::secrets::SecretAccess;
 use crate::sync::lock;
 use crate::transcript::{HistoryMessage, Role};
 
-/// One tool call: what its own context and each extension's within it share (an attempt gets
-/// a copy with a cancellation of its own).
-pub(crate) struct Call {
+/// What a tool call's own context and each extension's within it share (an attempt gets a
+/// copy with a cancellation of its own). The call itself is [`Call`](super::Call).
+pub(crate) struct Shared {
     pub(crate) agent: Arc<Agent>,
     pub(crate) tool_name: Arc<str>,
     pub(crate) method: Option<Arc<str>>,
@@ -32,7 +32,7 @@ pub(crate) struct Call {
     pub(crate) refused: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
-impl Call {
+impl Shared {
     /// A call of `tool_name` whose tool may receive `secrets`; the rest as a fresh call.
     pub(crate) fn new(agent: Arc<Agent>, tool_name: Arc<str>, secrets: SecretAccess) -> Self {
         Self {
@@ -54,13 +54,13 @@ impl Call {
 }
 
 /// One tool call (or one extension run within it), as plugins see it. Its fields are the
-/// [`Call`]'s (through `Deref`). A call's context is one allocation; an extension's is one
+/// [`Shared`] ones (through `Deref`). A call's context is one allocation; an extension's is one
 /// more, holding its call's context and its own point and name.
 pub(crate) struct CallContext(Kind);
 
 enum Kind {
     /// A call's (or one attempt's) own context.
-    Call(Call),
+    Call(Shared),
     /// An extension's, within the call `parent` (always a `Kind::Call`).
     Extension {
         parent: Arc<CallContext>,
@@ -74,9 +74,9 @@ enum Kind {
 }
 
 impl std::ops::Deref for CallContext {
-    type Target = Call;
+    type Target = Shared;
 
-    fn deref(&self) -> &Call {
+    fn deref(&self) -> &Shared {
         match &self.0 {
             Kind::Call(call) => call,
             Kind::Extension { parent, .. } => parent,
@@ -86,7 +86,7 @@ impl std::ops::Deref for CallContext {
 
 impl CallContext {
     /// The context of a new call.
-    pub(crate) fn new(call: Call) -> Self {
+    pub(crate) fn new(call: Shared) -> Self {
         Self(Kind::Call(call))
     }
 
@@ -105,12 +105,12 @@ impl CallContext {
 
     /// The agent itself, outside any tool call (the message loop's extension points).
     pub(crate) fn for_agent(agent: Arc<Agent>) -> Self {
-        Self::new(Call::new(agent, "".into(), SecretAccess::All))
+        Self::new(Shared::new(agent, "".into(), SecretAccess::All))
     }
 
     /// The same call for one more attempt of `execute`, with a cancellation of its own.
     pub(crate) fn for_attempt(self: &Arc<Self>) -> Arc<Self> {
-        let attempt = Arc::new(Self::new(Call {
+        let attempt = Arc::new(Self::new(Shared {
             agent: self.agent.clone(),
             tool_name: self.tool_name.clone(),
             method: self.method.clone(),
@@ -205,18 +205,13 @@ impl HostServices for CallContext {
     }
 
     fn log_content(&self, content: &str) {
-        self.agent.log_content(self, content)
+        self.replace_log_content(content)
     }
 
     fn set_progress(self: &Arc<Self>, text: RString) -> impl Future<Output = ()> + Send + 'static {
         let call = self.clone();
         async move {
-            if let Err(e) = call
-                .agent
-                .clone()
-                .set_progress(&call, text.into_string())
-                .await
-            {
+            if let Err(e) = call.report_progress(text.into_string()).await {
                 let e = call.agent.host.secret_store().error(&e);
                 tracing::warn!("a tool_output_update extension failed: {e}");
             }
@@ -224,7 +219,7 @@ impl HostServices for CallContext {
     }
 
     fn add_progress(&self, text: &str) {
-        self.agent.add_progress(self, text)
+        self.append_progress(text)
     }
 
     fn check_intervention(
@@ -274,7 +269,7 @@ impl HostServices for CallContext {
         async move {
             // Arguments that are not an object (a plugin's bug) have nothing to show.
             let args = serde_json::from_str::<Map<String, Value>>(&args).unwrap_or_default();
-            call.agent.default_before_execution(&call, &args);
+            call.show_call(&args);
             Ok(())
         }
     }
@@ -285,8 +280,7 @@ impl HostServices for CallContext {
     ) -> impl Future<Output = Result<(), FfiError>> + Send + 'static {
         let call = self.clone();
         async move {
-            call.agent
-                .default_after_execution(&call, &Response::from(response));
+            call.record_result(&Response::from(response));
             Ok(())
         }
     }
@@ -332,10 +326,7 @@ impl HostServices for CallContext {
             let value: Value = serde_json::from_str(&json)
                 .map_err(|e| ToolError::internal(format!("call_extensions: not JSON: {e}")))?;
             // Within this call: the extensions it fires receive no secret it may not.
-            let out = call
-                .agent
-                .call_extensions_within(&call, &point, value)
-                .await?;
+            let out = call.call_extensions_within(&point, value).await?;
             Ok(out.to_string())
         }
     }
@@ -358,7 +349,7 @@ impl HostServices for CallContext {
             let request = serde_json::from_str(&request).map_err(|e| {
                 ToolError::validation(format!("a request this host does not know: {e}"))
             })?;
-            let answer = call.agent.answer_ask(&call.tool_name, request).await?;
+            let answer = call.answer_ask(request).await?;
             Ok(answer.to_string())
         }
     }

@@ -21,31 +21,32 @@ pub(crate) fn json_text(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
-impl Agent {
-    /// Runs every extension of `point` in order, each on the data the previous one left.
+impl CallContext {
+    /// Runs every extension of `point` in order, each on the data the previous one left,
+    /// within this call: the extensions receive no secret it may not.
     /// The data is serialised once, and parsed again only if an extension changed it: the
     /// result is `None` when nothing changed.
     pub(crate) async fn run_extensions(
         self: &Arc<Self>,
         point: &str,
         data: &impl Serialize,
-        call: &Arc<CallContext>,
     ) -> Result<Option<Value>, ToolError> {
-        let extensions = self.host.extensions(self.profile(), point);
-        self.run_list(&extensions, point, data, call).await
+        let agent = &self.agent;
+        let extensions = agent.host.extensions(agent.profile(), point);
+        self.run_list(&extensions, point, data).await
     }
 
     /// [`run_extensions`](Self::run_extensions) with the point's extensions already looked up.
     async fn run_list(
-        &self,
+        self: &Arc<Self>,
         extensions: &[Arc<ExtensionHandle>],
         point: &str,
         data: &impl Serialize,
-        call: &Arc<CallContext>,
     ) -> Result<Option<Value>, ToolError> {
         if extensions.is_empty() {
             return Ok(None);
         }
+        let host = &self.agent.host;
         // A point with extensions is a step of the call's span; one without costs nothing.
         let run = async {
             let mut text = RString::from(json_text(data));
@@ -57,7 +58,7 @@ impl Agent {
                 // (`tool_execute_before`, after the core's unmasking filled them in), where
                 // they are put back where their placeholders are.
                 let hidden = match access {
-                    Some(_) => Some(self.host.secrets().hide_in_json(&text)),
+                    Some(_) => Some(host.secrets().hide_in_json(&text)),
                     None => None,
                 };
                 let sent = match &hidden {
@@ -65,10 +66,10 @@ impl Agent {
                     None => text.clone(),
                 };
                 let restores = point == TOOL_EXECUTE_BEFORE;
-                let ctx = call.for_extension(&ext.point, &ext.name, access);
+                let ctx = self.for_extension(&ext.point, &ext.name, access);
                 match (ext.execute(ctx.to_ffi(), sent).await, &hidden) {
                     (Ok(Some(new)), Some((_, keys))) if restores && !keys.is_empty() => {
-                        let restored = self.host.secrets().restore_in_json(&new, keys)?;
+                        let restored = host.secrets().restore_in_json(&new, keys)?;
                         text = RString::from(restored);
                         changed_by = Some(&ext.name);
                     }
@@ -100,20 +101,39 @@ impl Agent {
         telemetry::extension_point(point).run(run).await
     }
 
-    /// [`call_extensions`](Self::call_extensions) fired by a plugin within its `call`: the
-    /// extensions run with that call's (and that plugin's) access to secrets, never more.
+    /// [`Agent::call_extensions`] fired by a plugin within this call: the extensions run with
+    /// the call's (and that plugin's) access to secrets, never more.
     pub(crate) async fn call_extensions_within(
         self: &Arc<Self>,
-        call: &Arc<CallContext>,
         point: &str,
         data: Value,
     ) -> Result<Value, ToolError> {
-        Ok(self
-            .run_extensions(point, &data, call)
-            .await?
-            .unwrap_or(data))
+        Ok(self.run_extensions(point, &data).await?.unwrap_or(data))
     }
 
+    /// Runs the extensions of `P`'s point on `data`; returns `data` with the changes they made
+    /// that the point allows ([`ReadBack`]).
+    pub(crate) async fn run_point<P: ReadBack>(self: &Arc<Self>, data: P) -> Result<P, ToolError> {
+        let agent = &self.agent;
+        let extensions = agent.host.extensions(agent.profile(), P::NAME);
+        self.run_point_with(&extensions, data).await
+    }
+
+    /// [`run_point`](Self::run_point) with the point's extensions already looked up (a caller
+    /// that finds none need not build the data at all).
+    pub(crate) async fn run_point_with<P: ReadBack>(
+        self: &Arc<Self>,
+        extensions: &[Arc<ExtensionHandle>],
+        data: P,
+    ) -> Result<P, ToolError> {
+        match self.run_list(extensions, P::NAME, &data).await? {
+            None => Ok(data),
+            Some(changed) => data.read_back(changed),
+        }
+    }
+}
+
+impl Agent {
     /// Runs the extensions of any point (the host's or one of your own) on `data`, in order;
     /// returns the data the last one left.
     pub async fn call_extensions(
@@ -122,39 +142,9 @@ impl Agent {
         data: Value,
     ) -> Result<Value, ToolError> {
         let call = Arc::new(CallContext::for_agent(self.clone()));
-        Ok(self
-            .run_extensions(point, &data, &call)
-            .await?
-            .unwrap_or(data))
+        Ok(call.run_extensions(point, &data).await?.unwrap_or(data))
     }
 
-    /// Runs the extensions of `P`'s point on `data`; returns `data` with the changes they made
-    /// that the point allows ([`ReadBack`]).
-    pub(crate) async fn run_point<P: ReadBack>(
-        self: &Arc<Self>,
-        data: P,
-        call: &Arc<CallContext>,
-    ) -> Result<P, ToolError> {
-        let extensions = self.host.extensions(self.profile(), P::NAME);
-        self.run_point_with(&extensions, data, call).await
-    }
-
-    /// [`run_point`](Self::run_point) with the point's extensions already looked up (a caller
-    /// that finds none need not build the data at all).
-    pub(crate) async fn run_point_with<P: ReadBack>(
-        &self,
-        extensions: &[Arc<ExtensionHandle>],
-        data: P,
-        call: &Arc<CallContext>,
-    ) -> Result<P, ToolError> {
-        match self.run_list(extensions, P::NAME, &data, call).await? {
-            None => Ok(data),
-            Some(changed) => data.read_back(changed),
-        }
-    }
-
-    /// Runs the message loop's extensions of `P`'s point on `data`, masked first; returns the
-    /// data they leave. A failure ends the loop, with its message masked.
     /// [`fire`](Self::fire), building the data only if the point has extensions: `None`
     /// without any.
     pub(crate) async fn fire_lazy<P: ReadBack>(
@@ -167,6 +157,8 @@ impl Agent {
         self.fire(data()).await.map(Some)
     }
 
+    /// Runs the message loop's extensions of `P`'s point on `data`, masked first; returns the
+    /// data they leave. A failure ends the loop, with its message masked.
     pub(crate) async fn fire<P: ReadBack>(self: &Arc<Self>, data: P) -> Result<P, LoopError> {
         let store = self.host.secret_store();
         let fail = |error: ToolError| LoopError::Extension {
@@ -175,6 +167,6 @@ impl Agent {
         };
         let data: Masked<P> = store.point(data).map_err(fail)?;
         let call = Arc::new(CallContext::for_agent(self.clone()));
-        self.run_point(data.into_inner(), &call).await.map_err(fail)
+        call.run_point(data.into_inner()).await.map_err(fail)
     }
 }

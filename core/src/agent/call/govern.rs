@@ -1,26 +1,23 @@
 //! The governed steps of a tool's call, for a library tool and an MCP tool alike (see
-//! `governed.rs`): admission (access, breaker), validation, readiness, approval, then the
+//! `governed/`): admission (access, breaker), validation, readiness, approval, then the
 //! attempts under the deadline with retries, and the call's audit record however it ends.
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-
 use super::governed::Governed;
-use crate::agent::call::context::CallContext;
-use crate::agent::Agent;
+use crate::agent::call::audit::audit_breaker;
+use crate::agent::call::Call;
 use crate::audit::BreakerState;
 use crate::config::{Access, Backoff};
 use crate::governance::{
     is_infrastructure, jitter, retryable, CallRules, EndedCall, Trail, Transition,
 };
-use crate::layout::ToolName;
 use crate::telemetry;
 use crate::transcript::LogKind;
 use plugin_api::ToolError;
 
-impl Agent {
-    /// Refuses a call at once if the config denies the tool, or if its breaker is open.
+impl Call {
+    /// Refuses the call at once if the config denies the tool, or if its breaker is open.
     /// (Readiness is checked after validation: a call with bad arguments is told what is wrong
     /// with them, not that the tool is not ready.)
     pub(crate) fn admit<T: Governed>(&self, tool: &T, rules: &CallRules) -> Result<(), ToolError> {
@@ -40,18 +37,13 @@ impl Agent {
     /// under the deadline, retrying infrastructure failures with backoff where the tool allows
     /// it. The call is audited, however it ends.
     pub(crate) async fn execute_governed<T: Governed>(
-        self: &Arc<Self>,
-        call: &Arc<CallContext>,
-        request: &ToolName,
+        &mut self,
         tool: &Arc<T>,
-        args: &mut Map<String, Value>,
         rules: &CallRules,
     ) -> Result<T::Answer, ToolError> {
-        let mut trail = Trail::start(rules.config.audit().enabled);
-        let result = self
-            .govern(call, request, tool, args, rules, &mut trail)
-            .await;
-        let metadata = match trail.audited() {
+        self.trail = Trail::start(rules.config.audit().enabled);
+        let result = self.govern(tool, rules).await;
+        let metadata = match self.trail.audited() {
             true => result.as_ref().ok().and_then(T::metadata),
             false => None,
         };
@@ -59,13 +51,15 @@ impl Agent {
             Ok(_) => Ok(metadata.as_ref()),
             Err(e) => Err(e),
         };
+        let trail = std::mem::replace(&mut self.trail, Trail::start(false));
+        let root = self.agent().host.root();
         let audited = self.audit_call(EndedCall {
-            request,
-            source: || tool.audit_source(self.host.root()),
+            request: &self.request,
+            source: || tool.audit_source(root),
             sandbox: tool.sandbox(),
-            refused: call.refused(),
+            refused: self.context.refused(),
             rules,
-            args,
+            args: &self.args,
             trail,
             outcome,
         });
@@ -76,15 +70,11 @@ impl Agent {
     }
 
     async fn govern<T: Governed>(
-        self: &Arc<Self>,
-        call: &Arc<CallContext>,
-        request: &ToolName,
+        &mut self,
         tool: &Arc<T>,
-        args: &mut Map<String, Value>,
         rules: &CallRules,
-        trail: &mut Trail,
     ) -> Result<T::Answer, ToolError> {
-        telemetry::step("validation").run_sync(|| tool.schema().check(args))?;
+        telemetry::step("validation").run_sync(|| tool.schema().check(&mut self.args))?;
         if let Some(reason) = tool.not_ready() {
             return Err(ToolError::dependency(format!(
                 "tool {} is not ready: {reason}",
@@ -92,28 +82,28 @@ impl Agent {
             )));
         }
         let risk = tool.info().risk_level;
-        let approving = self.approve(&rules.config, tool.name(), request.method(), risk, args);
+        let approving = self.approve(&rules.config, tool.name(), risk);
         let approved = telemetry::step("approval").run(approving).await;
         telemetry::metrics::approval(approved.is_ok());
         match approved {
-            Ok(decision) => trail.approval(true, || decision.source),
+            Ok(decision) => self.trail.approval(true, || decision.source),
             Err((e, source)) => {
-                trail.approval(false, || source);
+                self.trail.approval(false, || source);
                 return Err(e);
             }
         }
         // Written before the tool runs: a call that kills the process stays visible.
-        self.audit_start(request, rules, args, trail)?;
+        self.audit_start(rules)?;
         let retries = match retryable(tool.info()) {
             true => rules.max_retries,
             false => 0,
         };
         let mut attempt = 1;
         loop {
-            let start = trail.attempt_starts();
-            let attempting = tool.attempt(self, call, args, rules.timeout);
+            let start = self.trail.attempt_starts();
+            let attempting = tool.attempt(self.agent(), &self.context, &self.args, rules.timeout);
             let result = telemetry::execute(attempt).run(attempting).await;
-            trail.attempt(start, result.as_ref().err());
+            self.trail.attempt(start, result.as_ref().err());
             let outcome = result.as_ref().map(|_| ());
             let transition = tool.breaker().record(outcome, &rules.breaker);
             let opened = transition
@@ -127,7 +117,7 @@ impl Agent {
             };
             telemetry::retrying(error.kind().as_str(), attempt + 1);
             // Boxed: a rare path, whose large future would be moved on every call.
-            Box::pin(self.wait_to_retry(request, attempt, retries, &rules.backoff, &error)).await?;
+            Box::pin(self.wait_to_retry(attempt, retries, &rules.backoff, &error)).await?;
             attempt += 1;
         }
     }
@@ -135,17 +125,18 @@ impl Agent {
     /// Notes the retry, then waits for its backoff (or a stop).
     async fn wait_to_retry(
         &self,
-        request: &ToolName,
         attempt: u32,
         retries: u32,
         backoff: &Backoff,
         error: &ToolError,
     ) -> Result<(), ToolError> {
         let delay = backoff.delay(attempt, jitter());
-        self.add_note(
+        let agent = self.agent();
+        agent.add_note(
             LogKind::Warning,
             format!(
-                "Retrying tool '{request}' (attempt {} of {})",
+                "Retrying tool '{}' (attempt {} of {})",
+                self.request,
                 attempt + 1,
                 retries + 1
             ),
@@ -157,7 +148,7 @@ impl Agent {
         );
         tokio::select! {
             () = tokio::time::sleep(delay) => Ok(()),
-            e = self.intervention.stopped() => Err(e),
+            e = agent.intervention.stopped() => Err(e),
         }
     }
 
@@ -169,11 +160,12 @@ impl Agent {
         let (from, to) = (t.from.as_str(), t.to.as_str());
         tracing::warn!("tool {tool}: circuit breaker {from} -> {to} ({})", t.reason);
         telemetry::breaker_moved(tool, from, to);
-        self.add_note(
+        let agent = self.agent();
+        agent.add_note(
             LogKind::Warning,
             format!("Circuit breaker of tool '{tool}': {from} -> {to}"),
             t.reason.clone(),
         );
-        self.audit_breaker(tool, t, &rules.config);
+        audit_breaker(agent, tool, t, &rules.config);
     }
 }

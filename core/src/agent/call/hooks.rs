@@ -9,18 +9,18 @@ use serde_json::{Map, Value};
 
 use crate::agent::call::context::CallContext;
 use crate::agent::output::OutputKind;
-use crate::agent::Agent;
 use crate::transcript::HistoryMessage;
 use plugin_api::ToolError;
 
-impl Agent {
+impl CallContext {
     /// The default `before_execution`: prints the call and its arguments.
-    pub(crate) fn default_before_execution(&self, call: &CallContext, args: &Map<String, Value>) {
-        self.print(OutputKind::ToolUse, || {
-            format!("{}: Using tool '{}'", self.name(), call.tool_name)
+    pub(crate) fn show_call(&self, args: &Map<String, Value>) {
+        let agent = &self.agent;
+        agent.print(OutputKind::ToolUse, || {
+            format!("{}: Using tool '{}'", agent.name(), self.tool_name)
         });
         for (key, value) in args {
-            self.print(OutputKind::Argument, || {
+            agent.print(OutputKind::Argument, || {
                 let value = value
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_owned);
@@ -31,63 +31,63 @@ impl Agent {
 
     /// The default `after_execution`: records the sanitised result in history and the log:
     /// the message, then each content block described (`content.rs`: a model reads text only).
-    pub(crate) fn default_after_execution(&self, call: &CallContext, response: &Response) {
+    pub(crate) fn record_result(&self, response: &Response) {
+        let agent = &self.agent;
         let (text, images) = match response.content.is_empty() {
-            true => (self.mask(sanitize(response.message.trim())), Vec::new()),
+            true => (agent.mask(sanitize(response.message.trim())), Vec::new()),
             false => {
-                let (text, images) = self.describe_content(call.log_id, response);
-                (self.mask(sanitize(&text)), images)
+                let (text, images) = self.describe_content(response);
+                (agent.mask(sanitize(&text)), images)
             }
         };
-        self.print(OutputKind::ToolResponse, || {
+        agent.print(OutputKind::ToolResponse, || {
             format!(
                 "{}: Response from tool '{}':\n{text}",
-                self.name(),
-                call.tool_name
+                agent.name(),
+                self.tool_name
             )
         });
         let content = text.clone();
-        self.transcript.update_log(call.log_id, |item| {
+        agent.transcript.update_log(self.log_id, |item| {
             item.content = content;
             item.finished = true;
         });
-        if !call.nested {
+        if !self.nested {
             // A call of `parallel` is reported in the combined result instead.
             let additional = response.additional.clone();
-            let additional = additional.map(|a| self.host.secret_store().map(a));
-            let message = HistoryMessage::tool_result(call.tool_name.to_string(), text, additional)
+            let additional = additional.map(|a| agent.host.secret_store().map(a));
+            let message = HistoryMessage::tool_result(self.tool_name.to_string(), text, additional)
                 .with_images(images);
-            self.transcript.add_history(message);
+            agent.transcript.add_history(message);
         }
     }
 
-    /// Sets a call's progress and fires `tool_output_update`.
-    pub(crate) async fn set_progress(
-        self: Arc<Self>,
-        call: &Arc<CallContext>,
-        text: String,
-    ) -> Result<(), ToolError> {
-        let data = ToolOutputUpdate::new(call.tool_name.to_string(), text);
-        let text = self.mask(self.run_point(data, call).await?.progress);
-        self.print(OutputKind::Progress, || format!("  ... {text}"));
-        self.transcript
-            .update_log(call.log_id, |item| item.progress = text);
+    /// Sets the call's progress and fires `tool_output_update`.
+    pub(crate) async fn report_progress(self: &Arc<Self>, text: String) -> Result<(), ToolError> {
+        let data = ToolOutputUpdate::new(self.tool_name.to_string(), text);
+        let agent = &self.agent;
+        let text = agent.mask(self.run_point(data).await?.progress);
+        agent.print(OutputKind::Progress, || format!("  ... {text}"));
+        agent
+            .transcript
+            .update_log(self.log_id, |item| item.progress = text);
         Ok(())
     }
 
-    /// Appends to a call's progress without firing any extension point.
-    pub(crate) fn add_progress(&self, call: &CallContext, text: &str) {
-        let store = self.host.secret_store();
-        self.transcript.update_log(call.log_id, |item| {
+    /// Appends to the call's progress without firing any extension point.
+    pub(crate) fn append_progress(&self, text: &str) {
+        let store = self.agent.host.secret_store();
+        self.agent.transcript.update_log(self.log_id, |item| {
             item.progress = store.append(&item.progress, text);
         });
     }
 
-    /// Replaces the text content of a call's log item.
-    pub(crate) fn log_content(&self, call: &CallContext, content: &str) {
-        let content = self.mask(content.to_owned());
-        self.transcript
-            .update_log(call.log_id, |item| item.content = content);
+    /// Replaces the text content of the call's log item.
+    pub(crate) fn replace_log_content(&self, content: &str) {
+        let content = self.agent.mask(content.to_owned());
+        self.agent
+            .transcript
+            .update_log(self.log_id, |item| item.content = content);
     }
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use plugin_api::Response;
 
-use crate::agent::call::context::CallContext;
+use crate::agent::call::Call;
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::plugin::PluginAnswer;
@@ -66,37 +66,26 @@ impl Answer {
     }
 }
 
-impl Agent {
-    /// The most bytes of a tool's answer that go on to the model (see the module docs).
-    pub(crate) fn output_limit(&self, config: Option<&Config>) -> usize {
-        self.host.options().max_output.unwrap_or_else(|| {
-            config.map_or(DEFAULT_MAX_OUTPUT, |c| c.max_output(DEFAULT_MAX_OUTPUT))
-        })
-    }
+/// The most bytes of a tool's answer that go on to the model (see the module docs).
+pub(crate) fn output_limit(agent: &Agent, config: Option<&Config>) -> usize {
+    agent
+        .host
+        .options()
+        .max_output
+        .unwrap_or_else(|| config.map_or(DEFAULT_MAX_OUTPUT, |c| c.max_output(DEFAULT_MAX_OUTPUT)))
+}
 
-    /// While a monologue runs, its model's bound on one tool answer, in bytes.
-    pub(crate) fn model_answer_limit(&self) -> Option<usize> {
-        self.state().model_answer_limit
-    }
-
-    /// Sets (or clears, with `None`) the running monologue's model's bound.
-    pub(crate) fn set_model_answer_limit(&self, limit: Option<usize>) {
-        self.state().model_answer_limit = limit;
-    }
-
+impl Call {
     /// The response, its message cut to the host's limit, or lower to the model's (see the
     /// module docs). An isolated tool's answer was cut in its worker already (to the host's
     /// limit): its whole text never reached the host, so only what did is saved, and the
     /// note says so.
-    pub(crate) fn limit_output(
-        &self,
-        call: &CallContext,
-        config: Option<&Config>,
-        answer: Answer,
-    ) -> Response {
-        let host_limit = self.output_limit(config);
-        let limit = self
-            .model_answer_limit()
+    pub(crate) fn limit_output(&self, config: Option<&Config>, answer: Answer) -> Response {
+        let agent = self.agent();
+        let host_limit = output_limit(agent, config);
+        let limit = agent
+            .state()
+            .model_answer_limit
             .map_or(host_limit, |model| model.min(host_limit));
         let total = answer.total_len();
         let here = answer.message().len();
@@ -105,7 +94,7 @@ impl Agent {
         }
         let whole_here = here == total;
         let saved = match whole_here || here > limit {
-            true => self.save_output(call.log_id, answer.message()),
+            true => save_output(agent, self.context.log_id, answer.message()),
             false => None,
         };
         let cut = floor_char_boundary(answer.message(), limit);
@@ -134,23 +123,23 @@ impl Agent {
         response.message.push_str(&note);
         response
     }
+}
 
-    /// Writes `text`, masked, to `outputs/<log id>.txt` in the session folder; returns that
-    /// path relative to the folder, or `None` without a session (or if writing failed, which
-    /// is logged).
-    fn save_output(&self, log_id: u64, text: &str) -> Option<PathBuf> {
-        let dir = self.transcript.session_dir()?;
-        let relative = Path::new("outputs").join(format!("{log_id}.txt"));
-        let path = dir.join(&relative);
-        match write_masked(&path, text, &self.host.secrets()) {
-            Ok(()) => Some(relative),
-            Err(e) => {
-                tracing::warn!(
-                    "cannot save a long tool answer to {}: {e}; only its beginning is kept",
-                    path.display()
-                );
-                None
-            }
+/// Writes `text`, masked, to `outputs/<log id>.txt` in the session folder; returns that
+/// path relative to the folder, or `None` without a session (or if writing failed, which
+/// is logged).
+fn save_output(agent: &Agent, log_id: u64, text: &str) -> Option<PathBuf> {
+    let dir = agent.transcript.session_dir()?;
+    let relative = Path::new("outputs").join(format!("{log_id}.txt"));
+    let path = dir.join(&relative);
+    match write_masked(&path, text, &agent.host.secrets()) {
+        Ok(()) => Some(relative),
+        Err(e) => {
+            tracing::warn!(
+                "cannot save a long tool answer to {}: {e}; only its beginning is kept",
+                path.display()
+            );
+            None
         }
     }
 }

@@ -25,11 +25,11 @@ type CallFuture = Pin<Box<dyn Future<Output = Result<Response, ToolError>> + Sen
 
 /// Boxed, so that `call_tool` can start itself from inside `parallel`.
 fn boxed_call(agent: Arc<Agent>, tool: String, args: Value) -> CallFuture {
-    Box::pin(async move { agent.call_tool_as(&tool, args, true).await })
+    Box::pin(async move { super::lifecycle::call(&agent, &tool, args, true).await })
 }
 
 /// One call of a `parallel` request, as asked.
-struct Call {
+struct Entry {
     tool: String,
     args: Value,
     /// Why it is refused without running, if it is.
@@ -39,100 +39,98 @@ struct Call {
 /// How one call ended: `Ok`, or its state (`error`, `cancelled`, `timeout`), kind and message.
 type Outcome = Result<Response, (&'static str, ErrorKind, String)>;
 
-impl Agent {
-    /// `parallel`: `{"calls": [{"tool_name", "tool_args"}, ...], "max_concurrent": n}`.
-    ///
-    /// Runs up to `max_concurrent` (at most [`MAX_PARALLEL`], the default) calls at once, each
-    /// through [`call_tool`](Self::call_tool), so under its tool's deadline and governance. The
-    /// results come back in the order asked, each with its `state` (`success`, `error`,
-    /// `cancelled` or `timeout`) and `duration_ms`. A `parallel` inside `parallel` is refused.
-    pub(crate) async fn run_parallel(
-        self: &Arc<Self>,
-        args: Map<String, Value>,
-    ) -> Result<Response, ToolError> {
-        let calls = match args.get("calls") {
-            Some(Value::Array(calls)) if !calls.is_empty() => calls,
-            _ => {
-                return Err(ToolError::repairable(
-                    "parallel needs 'calls': a non-empty list of {\"tool_name\": ..., \
+/// `parallel`: `{"calls": [{"tool_name", "tool_args"}, ...], "max_concurrent": n}`.
+///
+/// Runs up to `max_concurrent` (at most [`MAX_PARALLEL`], the default) calls at once, each
+/// through [`call_tool`](Agent::call_tool), so under its tool's deadline and governance. The
+/// results come back in the order asked, each with its `state` (`success`, `error`,
+/// `cancelled` or `timeout`) and `duration_ms`. A `parallel` inside `parallel` is refused.
+pub(crate) async fn run(
+    agent: &Arc<Agent>,
+    args: Map<String, Value>,
+) -> Result<Response, ToolError> {
+    let calls = match args.get("calls") {
+        Some(Value::Array(calls)) if !calls.is_empty() => calls,
+        _ => {
+            return Err(ToolError::repairable(
+                "parallel needs 'calls': a non-empty list of {\"tool_name\": ..., \
                      \"tool_args\": {...}}",
-                ));
-            }
-        };
-        let limit = args
-            .get("max_concurrent")
-            .and_then(Value::as_u64)
-            .map_or(MAX_PARALLEL, |n| (n as usize).clamp(1, MAX_PARALLEL));
-        let permits = Arc::new(Semaphore::new(limit));
-        let (calls, left_out) = calls.split_at(calls.len().min(MAX_CALLS));
-        // Dropping the set (the outer call cancelled) aborts the calls still running.
-        let mut tasks = tokio::task::JoinSet::new();
-        for (i, call) in calls.iter().enumerate() {
-            let call = self.parallel_call(i, call);
-            let (agent, permits) = (self.clone(), permits.clone());
-            tasks.spawn(async move { (i, run_call(agent, call, permits).await) });
+            ));
         }
-        let mut results = vec![Value::Null; calls.len()];
-        while let Some(done) = tasks.join_next().await {
-            match done {
-                Ok((i, result)) => results[i] = result,
-                Err(e) => tracing::warn!("a parallel call's task failed: {e}"),
-            }
-        }
-        for result in results.iter_mut().filter(|r| r.is_null()) {
-            *result = json!({"state": "error", "error": {"kind": "internal", "message": "the call's task failed"}});
-        }
-        if self.is_stopped() {
-            let message = format!("agent {} was stopped", self.name());
-            return Err(ToolError::intervention(message));
-        }
-        if !left_out.is_empty() {
-            let message = format!(
-                "{} more calls were not run: one parallel request runs at most {MAX_CALLS}; \
-                 ask for the rest in another request",
-                left_out.len()
-            );
-            let note = Err(("error", ErrorKind::Repairable, message));
-            let secrets = self.host.secrets();
-            results.push(result_entry(&secrets, "parallel", Instant::now(), note));
-        }
-        let text = serde_json::to_string_pretty(&results).unwrap_or_default();
-        Ok(Response::text(text).with_additional("results", Value::Array(results)))
+    };
+    let limit = args
+        .get("max_concurrent")
+        .and_then(Value::as_u64)
+        .map_or(MAX_PARALLEL, |n| (n as usize).clamp(1, MAX_PARALLEL));
+    let permits = Arc::new(Semaphore::new(limit));
+    let (calls, left_out) = calls.split_at(calls.len().min(MAX_CALLS));
+    // Dropping the set (the outer call cancelled) aborts the calls still running.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, call) in calls.iter().enumerate() {
+        let call = entry(i, call);
+        let (agent, permits) = (agent.clone(), permits.clone());
+        tasks.spawn(async move { (i, run_call(agent, call, permits).await) });
     }
-
-    /// Reads call `i` of a request: its tool and arguments, or why it is refused.
-    fn parallel_call(&self, i: usize, call: &Value) -> Call {
-        let tool = ["tool_name", "tool", "name"]
-            .iter()
-            .find_map(|k| call.get(*k).and_then(Value::as_str))
-            .unwrap_or_default()
-            .to_owned();
-        let args = ["tool_args", "args", "parameters"]
-            .iter()
-            .find_map(|k| call.get(*k).cloned())
-            .unwrap_or(json!({}));
-        let name = tool.split(':').next().unwrap_or_default();
-        let refused = if tool.is_empty() {
-            Some(format!("call {} has no tool_name", i + 1))
-        } else if name == "parallel" {
-            Some(
-                "a parallel call inside parallel is refused: list every call in one parallel \
-                 request"
-                    .to_owned(),
-            )
-        } else {
-            None
-        };
-        Call {
-            tool,
-            args,
-            refused,
+    let mut results = vec![Value::Null; calls.len()];
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok((i, result)) => results[i] = result,
+            Err(e) => tracing::warn!("a parallel call's task failed: {e}"),
         }
+    }
+    for result in results.iter_mut().filter(|r| r.is_null()) {
+        *result = json!({"state": "error", "error": {"kind": "internal", "message": "the call's task failed"}});
+    }
+    if agent.is_stopped() {
+        let message = format!("agent {} was stopped", agent.name());
+        return Err(ToolError::intervention(message));
+    }
+    if !left_out.is_empty() {
+        let message = format!(
+            "{} more calls were not run: one parallel request runs at most {MAX_CALLS}; \
+                 ask for the rest in another request",
+            left_out.len()
+        );
+        let note = Err(("error", ErrorKind::Repairable, message));
+        let secrets = agent.host.secrets();
+        results.push(result_entry(&secrets, "parallel", Instant::now(), note));
+    }
+    let text = serde_json::to_string_pretty(&results).unwrap_or_default();
+    Ok(Response::text(text).with_additional("results", Value::Array(results)))
+}
+
+/// Reads call `i` of a request: its tool and arguments, or why it is refused.
+fn entry(i: usize, call: &Value) -> Entry {
+    let tool = ["tool_name", "tool", "name"]
+        .iter()
+        .find_map(|k| call.get(*k).and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_owned();
+    let args = ["tool_args", "args", "parameters"]
+        .iter()
+        .find_map(|k| call.get(*k).cloned())
+        .unwrap_or(json!({}));
+    let name = tool.split(':').next().unwrap_or_default();
+    let refused = if tool.is_empty() {
+        Some(format!("call {} has no tool_name", i + 1))
+    } else if name == "parallel" {
+        Some(
+            "a parallel call inside parallel is refused: list every call in one parallel \
+                 request"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    Entry {
+        tool,
+        args,
+        refused,
     }
 }
 
 /// Runs one call once a slot is free; returns its result entry, masked.
-async fn run_call(agent: Arc<Agent>, call: Call, permits: Arc<Semaphore>) -> Value {
+async fn run_call(agent: Arc<Agent>, call: Entry, permits: Arc<Semaphore>) -> Value {
     let secrets = agent.host.secrets();
     let tool = call.tool.clone();
     let mut started = Instant::now();

@@ -3,14 +3,12 @@
 //! raced against a stop or an interjection, then recorded: log (with its token usage) and
 //! history (with its native tool calls).
 
-use std::sync::Arc;
-
 use serde_json::{json, Map};
 
 use crate::agent::message_loop::error::LoopError;
+use crate::agent::message_loop::MessageLoop;
 use crate::agent::output::OutputKind;
-use crate::agent::Agent;
-use crate::model::{Delta, Model, ModelError, ModelReply, ModelRequest};
+use crate::model::{Delta, ModelError, ModelReply, ModelRequest};
 use crate::secrets::{MaskStream, Masked, Secrets};
 use crate::telemetry::ChatSpan;
 use crate::transcript::{HistoryMessage, LogKind, Role};
@@ -59,20 +57,16 @@ impl<'s> Live<'s> {
     }
 }
 
-impl Agent {
+impl MessageLoop<'_> {
     /// Asks the model; its text streams (masked) to the output as it arrives. A stop or an
     /// interjection drops the reply at once.
-    pub(crate) async fn ask(
-        self: &Arc<Self>,
-        model: &dyn Model,
-        iteration: u64,
-    ) -> Result<Asked, LoopError> {
+    pub(crate) async fn ask(&self, iteration: u64) -> Result<Asked, LoopError> {
         let before = MessageLoopPromptsBefore::new(iteration, Vec::new());
-        let extras = self.fire_lazy(|| before).await?.map(|b| b.extras);
-        let system = self.system_prompt().await?;
+        let extras = self.agent.fire_lazy(|| before).await?.map(|b| b.extras);
+        let system = self.agent.system_prompt().await?;
         let extras = extras.unwrap_or_default();
         let after = || MessageLoopPromptsAfter::new(iteration, system.clone(), extras.clone());
-        let (mut system, extras) = match self.fire_lazy(after).await? {
+        let (mut system, extras) = match self.agent.fire_lazy(after).await? {
             Some(after) => (after.system, after.extras),
             None => (system, extras),
         };
@@ -80,25 +74,26 @@ impl Agent {
             system.push_str("\n\n");
             system.push_str(&extra);
         }
-        let mut history = self.history();
-        let system = self.mask(system);
+        let mut history = self.agent.history();
+        let system = self.agent.mask(system);
         let last_look = || BeforeMainLlmCall::new(system.as_str().to_owned(), history.len() as u64);
-        let system = match self.fire_lazy(last_look).await? {
-            Some(changed) => self.mask(changed.system),
+        let system = match self.agent.fire_lazy(last_look).await? {
+            Some(changed) => self.agent.mask(changed.system),
             None => system,
         };
         let system = self.util_model_call_before(system, &mut history).await?;
-        let tools = self.host.tool_specs(self.profile());
+        let tools = self.agent.host.tool_specs(self.agent.profile());
         let request = ModelRequest {
             system: &system,
             history: &history,
             tools: &tools,
         };
-        let secrets = self.host.secrets();
+        let secrets = self.agent.host.secrets();
         let mut live = Live::new(&secrets);
         // The model's pieces go through a channel to the extensions of the stream points
         // (`live`), in the order they arrive, while the reply streams.
         let (sender, mut pieces) = tokio::sync::mpsc::unbounded_channel();
+        let model = self.model;
         let chat = ChatSpan::start(model.model_name());
         let chat_span = chat.span();
         let asking = async move {
@@ -120,7 +115,7 @@ impl Agent {
         let result = tokio::select! {
             biased;
             (reply, shown) = async { tokio::join!(asking, showing) } => Some((reply, shown)),
-            () = self.intervention.stopped_or_interrupted() => None,
+            () = self.agent.intervention.stopped_or_interrupted() => None,
         };
         let received = self.stream_ended(live).await;
         let result = match result {
@@ -146,7 +141,7 @@ impl Agent {
     /// `util_model_call_before`: the last look at the request; changes apply to this request
     /// only (see the point's docs).
     async fn util_model_call_before(
-        self: &Arc<Self>,
+        &self,
         system: Masked,
         history: &mut [HistoryMessage],
     ) -> Result<Masked, LoopError> {
@@ -156,23 +151,23 @@ impl Agent {
             });
             UtilModelCallBefore::new(system.as_str().to_owned(), messages.collect())
         };
-        let Some(changed) = self.fire_lazy(data).await? else {
+        let Some(changed) = self.agent.fire_lazy(data).await? else {
             return Ok(system);
         };
         if changed.messages.len() == history.len() {
             for (message, new) in history.iter_mut().zip(changed.messages) {
                 if new.role == message.role.as_str() {
-                    message.content = self.mask(new.content);
+                    message.content = self.agent.mask(new.content);
                 }
             }
         }
-        Ok(self.mask(changed.system))
+        Ok(self.agent.mask(changed.system))
     }
 
     /// A piece of the reply (or of its reasoning) arrived: masked, through the
     /// `*_stream_chunk` and `*_stream` points, then shown (text only).
     async fn streamed(
-        self: &Arc<Self>,
+        &self,
         live: &mut Live<'_>,
         reasoning: bool,
         piece: &str,
@@ -195,7 +190,7 @@ impl Agent {
     /// it) and the `*_stream` point, then, if `show`, shown (text only). Returns the piece as
     /// changed, masked.
     async fn stream_piece(
-        self: &Arc<Self>,
+        &self,
         reasoning: bool,
         full: &mut String,
         piece: String,
@@ -205,21 +200,32 @@ impl Agent {
         let piece = match reasoning {
             true => {
                 let chunk = || ReasoningStreamChunk::new(piece.clone(), full.clone());
-                let piece = self.fire_lazy(chunk).await?.map_or(piece, |c| c.chunk);
-                self.fire_lazy(|| ReasoningStream::new(full.clone()))
+                let piece = self
+                    .agent
+                    .fire_lazy(chunk)
+                    .await?
+                    .map_or(piece, |c| c.chunk);
+                self.agent
+                    .fire_lazy(|| ReasoningStream::new(full.clone()))
                     .await?;
                 piece
             }
             false => {
                 let chunk = || ResponseStreamChunk::new(piece.clone(), full.clone());
-                let piece = self.fire_lazy(chunk).await?.map_or(piece, |c| c.chunk);
-                self.fire_lazy(|| ResponseStream::new(full.clone())).await?;
+                let piece = self
+                    .agent
+                    .fire_lazy(chunk)
+                    .await?
+                    .map_or(piece, |c| c.chunk);
+                self.agent
+                    .fire_lazy(|| ResponseStream::new(full.clone()))
+                    .await?;
                 piece
             }
         };
-        let piece = self.mask(piece);
-        if show && !reasoning && !piece.is_empty() && self.output.enabled() {
-            self.output.print(OutputKind::ModelChunk, &piece);
+        let piece = self.agent.mask(piece);
+        if show && !reasoning && !piece.is_empty() && self.agent.output.enabled() {
+            self.agent.output.print(OutputKind::ModelChunk, &piece);
         }
         Ok(piece)
     }
@@ -227,7 +233,7 @@ impl Agent {
     /// The stream ended (whole, broken off or dropped): the held-back ends through the
     /// points, the line's end shown, then `response_stream_end` and, if any reasoning came,
     /// `reasoning_stream_end`. Returns the text received (unmasked: the log masks it).
-    async fn stream_ended(self: &Arc<Self>, live: Live<'_>) -> Result<String, LoopError> {
+    async fn stream_ended(&self, live: Live<'_>) -> Result<String, LoopError> {
         let Live {
             text,
             reasoning,
@@ -244,12 +250,16 @@ impl Agent {
             true => Masked::default(),
             false => self.stream_piece(false, &mut said, rest, false).await?,
         };
-        if self.output.enabled() {
-            self.output.print(OutputKind::ModelEnd, &rest);
+        if self.agent.output.enabled() {
+            self.agent.output.print(OutputKind::ModelEnd, &rest);
         }
-        self.fire_lazy(|| ResponseStreamEnd::new(said)).await?;
+        self.agent
+            .fire_lazy(|| ResponseStreamEnd::new(said))
+            .await?;
         if !thought.is_empty() {
-            self.fire_lazy(|| ReasoningStreamEnd::new(thought)).await?;
+            self.agent
+                .fire_lazy(|| ReasoningStreamEnd::new(thought))
+                .await?;
         }
         Ok(received)
     }
@@ -257,19 +267,25 @@ impl Agent {
     /// The reply broke off: the part that arrived goes to the log, with the reason.
     fn broken(&self, error: ModelError) -> Asked {
         if let ModelError::Broken { partial, .. } = &error {
-            let heading = format!("{}: reply broke off: {error}", self.name());
-            self.add_note(LogKind::Error, heading, partial.clone());
+            let heading = format!("{}: reply broke off: {error}", self.agent.name());
+            self.agent
+                .add_note(LogKind::Error, heading, partial.clone());
         }
-        self.print(OutputKind::Warning, || format!("{error}; asking again"));
+        self.agent
+            .print(OutputKind::Warning, || format!("{error}; asking again"));
         Asked::Broken(error)
     }
 
     /// The user stopped or interrupted the agent while the reply streamed: what arrived is kept
     /// in the log and, unless empty, in the history.
-    async fn dropped(self: &Arc<Self>, received: String) -> Result<Asked, LoopError> {
-        let heading = format!("{}: reply (dropped: the user intervened)", self.name());
-        self.add_note(LogKind::Agent, heading, received.clone());
-        if self.is_stopped() {
+    async fn dropped(&self, received: String) -> Result<Asked, LoopError> {
+        let heading = format!(
+            "{}: reply (dropped: the user intervened)",
+            self.agent.name()
+        );
+        self.agent
+            .add_note(LogKind::Agent, heading, received.clone());
+        if self.agent.is_stopped() {
             return Err(LoopError::Stopped);
         }
         if !received.trim().is_empty() {
@@ -280,10 +296,10 @@ impl Agent {
     }
 
     /// A whole reply: in the log (with its usage), its usage summed, and in the history.
-    async fn record_reply(self: &Arc<Self>, reply: &ModelReply) -> Result<(), LoopError> {
+    async fn record_reply(&self, reply: &ModelReply) -> Result<(), LoopError> {
         self.log_reply(reply);
         if let Some(usage) = reply.usage {
-            self.add_usage(usage);
+            self.agent.add_usage(usage);
         }
         self.hist_add_reply(reply.text.clone(), reply.tool_calls.clone())
             .await
@@ -315,17 +331,18 @@ impl Agent {
         }
         let heading = parsed
             .and_then(|r| r.headline)
-            .unwrap_or_else(|| format!("{}: reply", self.name()));
-        self.add_log(LogKind::Agent, heading, reply.text.clone(), kvps, true);
+            .unwrap_or_else(|| format!("{}: reply", self.agent.name()));
+        self.agent
+            .add_log(LogKind::Agent, heading, reply.text.clone(), kvps, true);
     }
 
     /// The reply in the history, with its native tool calls (masked like the rest).
     async fn hist_add_reply(
-        self: &Arc<Self>,
+        &self,
         text: String,
         calls: Vec<crate::transcript::ToolCall>,
     ) -> Result<(), LoopError> {
-        let calls = self.host.secret_store().each(calls);
+        let calls = self.agent.host.secret_store().each(calls);
         self.hist_add_with(Role::Ai, text, calls).await
     }
 }

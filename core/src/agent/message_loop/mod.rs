@@ -75,6 +75,13 @@ pub const MISFORMAT_WARNING: &str = "Your reply was not a valid tool request. Re
 /// The warning for a reply identical to the previous one.
 pub const REPEAT_WARNING: &str = "You repeated your previous reply. Do something else: use the result you already have, call another tool, or answer with the response tool.";
 
+/// One monologue's loop: the agent, and the model it asks. Its methods are the steps of an
+/// iteration (asking the model is in `ask.rs`).
+pub(crate) struct MessageLoop<'a> {
+    agent: &'a Arc<Agent>,
+    model: &'a dyn Model,
+}
+
 /// What one iteration came to.
 enum Step {
     /// The loop goes on.
@@ -123,12 +130,13 @@ impl Agent {
         self.print(OutputKind::User, || format!("User: {message}"));
         let running = self.intervention.start_monologue();
         // A tool's answer is bounded to what this model's context can take.
-        self.set_model_answer_limit(model.max_tool_answer_bytes());
-        let result = match self.hist_add(Role::User, message.to_owned()).await {
-            Ok(()) => self.iterate(model, options).await,
+        self.state().model_answer_limit = model.max_tool_answer_bytes();
+        let turn = MessageLoop { agent: self, model };
+        let result = match turn.hist_add(Role::User, message.to_owned()).await {
+            Ok(()) => turn.iterate(options).await,
             Err(e) => Err(e),
         };
-        self.set_model_answer_limit(None);
+        self.state().model_answer_limit = None;
         // Messages that arrived after the last checkpoint are kept, not lost.
         for late in running.end() {
             let heading = "User message (arrived after the loop ended)";
@@ -151,12 +159,22 @@ impl Agent {
         result.and_then(|answer| ended.map(|_| answer))
     }
 
+    /// The system prompt: the profile's `agent.system.*.md` fragments, then the tools
+    /// section, passed through `system_prompt`.
+    pub async fn system_prompt(self: &Arc<Self>) -> Result<String, LoopError> {
+        let parts = self.host.system_prompt_parts(self.profile());
+        let prompt = self.fire(SystemPrompt::new(parts)).await?;
+        Ok(prompt.parts.join("\n\n"))
+    }
+}
+
+impl MessageLoop<'_> {
     /// `Err` once the session's record or the audit log could not be written.
     fn records_written(&self) -> Result<(), LoopError> {
-        if let Some(why) = self.transcript.session_failure() {
+        if let Some(why) = self.agent.transcript.session_failure() {
             return Err(LoopError::Record(why));
         }
-        match self.audit_failure() {
+        match self.agent.audit_failure() {
             Some(error) => Err(LoopError::Record(format!(
                 "an audit record cannot be written: {error}"
             ))),
@@ -164,11 +182,7 @@ impl Agent {
         }
     }
 
-    async fn iterate(
-        self: &Arc<Self>,
-        model: &dyn Model,
-        options: &LoopOptions,
-    ) -> Result<String, LoopError> {
+    async fn iterate(&self, options: &LoopOptions) -> Result<String, LoopError> {
         let mut unusable = 0;
         let mut failed = 0;
         let mut last_reply: Option<String> = None;
@@ -176,13 +190,13 @@ impl Agent {
             self.records_written()?;
             self.checkpoint().await?;
             let iteration = iteration as u64;
-            self.fire(MessageLoopStart::new(iteration)).await?;
-            let step = self.iteration(model, &mut last_reply, iteration).await?;
+            self.agent.fire(MessageLoopStart::new(iteration)).await?;
+            let step = self.iteration(&mut last_reply, iteration).await?;
             if matches!(step, Step::Interrupted) {
                 unusable = 0;
                 continue;
             }
-            self.fire(MessageLoopEnd::new(iteration)).await?;
+            self.agent.fire(MessageLoopEnd::new(iteration)).await?;
             if !matches!(step, Step::Failed(..)) {
                 failed = 0;
             }
@@ -194,7 +208,7 @@ impl Agent {
                     unusable = 0;
                     failed += 1;
                     if failed >= options.max_failed_calls {
-                        let error = self.host.secret_store().error(&error);
+                        let error = self.agent.host.secret_store().error(&error);
                         return Err(LoopError::FailedCalls {
                             count: failed,
                             tool: request.tool,
@@ -222,22 +236,21 @@ impl Agent {
     /// One iteration after its checkpoint: the model's reply, and the tool it asks for (a
     /// native call's result is marked with the call's id).
     async fn iteration(
-        self: &Arc<Self>,
-        model: &dyn Model,
+        &self,
         last_reply: &mut Option<String>,
         iteration: u64,
     ) -> Result<Step, LoopError> {
-        let reply = match self.ask(model, iteration).await? {
+        let reply = match self.ask(iteration).await? {
             Asked::Reply(reply) => reply,
             Asked::Interrupted => return Ok(Step::Interrupted),
             Asked::Broken(error) => return Ok(Step::Broken(error)),
         };
-        let specs = self.host.tool_specs(self.profile());
+        let specs = self.agent.host.tool_specs(self.agent.profile());
         let tools: Vec<(&str, &serde_json::Value)> = specs
             .iter()
             .map(|t| (t.name.as_str(), &t.parameters))
             .collect();
-        let request = request_of(&reply, model.protocol(), &tools);
+        let request = request_of(&reply, self.model.protocol(), &tools);
         let signature = signature(&reply);
         let repeated = last_reply.as_deref() == Some(signature.as_str());
         *last_reply = Some(signature);
@@ -254,18 +267,21 @@ impl Agent {
             [call] => Some(call.id.clone()),
             _ => None,
         };
-        self.transcript.expect_result_of(call_id);
-        let audit_was_failing = self.audit_failure().is_some();
-        let result = self.call_tool(&request.tool, request.args.clone()).await;
-        self.transcript.expect_result_of(None);
+        self.agent.transcript.expect_result_of(call_id);
+        let audit_was_failing = self.agent.audit_failure().is_some();
+        let result = self
+            .agent
+            .call_tool(&request.tool, request.args.clone())
+            .await;
+        self.agent.transcript.expect_result_of(None);
         match result {
             Ok(response) => self.tool_answered(&request, response).await,
             // The host could not keep its required audit record: a fault of the host, which
             // the model cannot work around.
-            Err(error) if !audit_was_failing && self.audit_failure().is_some() => {
+            Err(error) if !audit_was_failing && self.agent.audit_failure().is_some() => {
                 Err(LoopError::Tool {
                     tool: request.tool,
-                    error: self.host.secret_store().error(&error),
+                    error: self.agent.host.secret_store().error(&error),
                 })
             }
             Err(error) => self.tool_failed(request, error).await,
@@ -273,7 +289,7 @@ impl Agent {
     }
 
     /// An unusable reply: the warning goes back to the model.
-    async fn unusable(self: &Arc<Self>, warning: String) -> Result<Step, LoopError> {
+    async fn unusable(&self, warning: String) -> Result<Step, LoopError> {
         self.warn(warning).await?;
         Ok(Step::Unusable)
     }
@@ -281,30 +297,27 @@ impl Agent {
     /// A tool answered: its result was added to the history; a `break_loop` ends the loop,
     /// unless a message arrived while the answer was being given (it is answered too).
     async fn tool_answered(
-        self: &Arc<Self>,
+        &self,
         request: &ToolRequest,
         response: Response,
     ) -> Result<Step, LoopError> {
         let result = HistAddToolResult::new(request.tool.clone(), response.message.clone());
-        self.fire(result).await?;
-        if !response.break_loop || self.intervention.has_messages() {
+        self.agent.fire(result).await?;
+        if !response.break_loop || self.agent.intervention.has_messages() {
             return Ok(Step::Next);
         }
-        let heading = format!("{}: final answer", self.name());
-        self.add_note(LogKind::Response, heading, response.message.clone());
-        Ok(Step::Answer(self.mask(response.message).into_inner()))
+        let heading = format!("{}: final answer", self.agent.name());
+        self.agent
+            .add_note(LogKind::Response, heading, response.message.clone());
+        Ok(Step::Answer(self.agent.mask(response.message).into_inner()))
     }
 
     /// A tool failed: an intervention ends the iteration; any other failure goes back to the
     /// model as a warning that answers the call (Agent Zero's path), marked with its kind and
     /// what to do (through `error_format`), and the loop goes on.
-    async fn tool_failed(
-        self: &Arc<Self>,
-        request: ToolRequest,
-        error: ToolError,
-    ) -> Result<Step, LoopError> {
+    async fn tool_failed(&self, request: ToolRequest, error: ToolError) -> Result<Step, LoopError> {
         match error.kind() {
-            ErrorKind::Intervention if self.is_stopped() => Err(LoopError::Stopped),
+            ErrorKind::Intervention if self.agent.is_stopped() => Err(LoopError::Stopped),
             ErrorKind::Intervention => Ok(Step::Interrupted),
             _ => {
                 let text = self.format_error(&request.tool, &error).await?;
@@ -316,16 +329,17 @@ impl Agent {
 
     /// Waits while paused; fails if stopped; adds the messages the user sent meanwhile, then
     /// checks again (a paused agent stays paused after an interjection).
-    async fn checkpoint(self: &Arc<Self>) -> Result<(), LoopError> {
+    async fn checkpoint(&self) -> Result<(), LoopError> {
         loop {
-            let messages = self.intervention.checkpoint().await?;
+            let messages = self.agent.intervention.checkpoint().await?;
             if messages.is_empty() {
                 return Ok(());
             }
             for message in messages {
                 let heading = "User message (interjected)";
-                self.add_note(LogKind::User, heading.to_owned(), message.clone());
-                self.print(OutputKind::User, || {
+                self.agent
+                    .add_note(LogKind::User, heading.to_owned(), message.clone());
+                self.agent.print(OutputKind::User, || {
                     format!("User (interjected): {message}")
                 });
                 self.hist_add(Role::User, message).await?;
@@ -333,30 +347,20 @@ impl Agent {
         }
     }
 
-    /// The system prompt: the profile's `agent.system.*.md` fragments, then the tools
-    /// section, passed through `system_prompt`.
-    pub async fn system_prompt(self: &Arc<Self>) -> Result<String, LoopError> {
-        let parts = self.host.system_prompt_parts(self.profile());
-        let prompt = self.fire(SystemPrompt::new(parts)).await?;
-        Ok(prompt.parts.join("\n\n"))
-    }
-
     /// Adds a warning for the model to the history and the log.
-    async fn warn(self: &Arc<Self>, text: String) -> Result<(), LoopError> {
-        self.print(OutputKind::Warning, || format!("Warning: {text}"));
-        self.add_note(LogKind::Warning, "Warning".to_owned(), text.clone());
+    async fn warn(&self, text: String) -> Result<(), LoopError> {
+        self.agent
+            .print(OutputKind::Warning, || format!("Warning: {text}"));
+        self.agent
+            .add_note(LogKind::Warning, "Warning".to_owned(), text.clone());
         self.hist_add(Role::Warning, text).await
     }
 
     /// The text the model sees for a repairable error, through `error_format`.
-    async fn format_error(
-        self: &Arc<Self>,
-        tool: &str,
-        error: &ToolError,
-    ) -> Result<String, LoopError> {
+    async fn format_error(&self, tool: &str, error: &ToolError) -> Result<String, LoopError> {
         // Masked before the extensions see it: one that rewrites the text (truncates it,
         // changes its case) could otherwise defeat the masking after it.
-        let message = self.mask(error.message().to_owned());
+        let message = self.agent.mask(error.message().to_owned());
         let kind = error.kind();
         let text = format!(
             "Tool '{tool}' failed ({kind} error): {message}\n{}",
@@ -364,27 +368,27 @@ impl Agent {
         );
         let kind = error.kind().as_str().to_owned();
         let data = ErrorFormat::new(kind, message.into_inner(), text);
-        Ok(self.fire(data).await?.text)
+        Ok(self.agent.fire(data).await?.text)
     }
 
     /// Adds a message to the history through `hist_add_before` (which may change its content).
-    async fn hist_add(self: &Arc<Self>, role: Role, content: String) -> Result<(), LoopError> {
+    async fn hist_add(&self, role: Role, content: String) -> Result<(), LoopError> {
         self.hist_add_with(role, content, Masked::default()).await
     }
 
     /// [`hist_add`](Self::hist_add) of a reply with native tool calls.
     pub(crate) async fn hist_add_with(
-        self: &Arc<Self>,
+        &self,
         role: Role,
         content: String,
         tool_calls: Masked<Vec<ToolCall>>,
     ) -> Result<(), LoopError> {
         // Masked before extensions see it, and again after they changed it.
         let data = HistAddBefore::new(role.as_str().to_owned(), content);
-        let content = self.fire(data).await?.content;
-        let content = self.mask(content);
+        let content = self.agent.fire(data).await?.content;
+        let content = self.agent.mask(content);
         let message = HistoryMessage::new(role, content).with_tool_calls(tool_calls);
-        self.transcript.add_history(message);
+        self.agent.transcript.add_history(message);
         Ok(())
     }
 }

@@ -54,7 +54,7 @@ impl Governed for McpTool {
         timeout: Option<Duration>,
     ) -> Result<Response, ToolError> {
         let progress = |text: String| async move {
-            if let Err(e) = agent.clone().set_progress(call, text).await {
+            if let Err(e) = call.report_progress(text).await {
                 let e = agent.host.secret_store().error(&e);
                 tracing::warn!("a tool_output_update extension failed: {e}");
             }
@@ -98,7 +98,7 @@ fn asker_for(agent: &Arc<Agent>, tool: &str) -> crate::mcp::Asker {
                     return Err(ToolError::dependency("the agent has ended"));
                 };
                 let sampler = Sampler::McpServer { server, tool };
-                agent.sample_here(sampler, request).await
+                crate::agent::call::sample::sample(&agent, sampler, request).await
             })
         }),
     }

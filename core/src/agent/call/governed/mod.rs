@@ -115,7 +115,8 @@ impl Governed for ToolHandle {
                 let call = call.for_attempt();
                 let interrupt = agent.intervention.stopped();
                 let config = agent.host.config(agent.profile()).ok();
-                let max_output = agent.output_limit(config.as_deref());
+                let max_output =
+                    crate::agent::call::long_output::output_limit(agent, config.as_deref());
                 // Boxed: a rare path, whose large future would be moved on every call.
                 let attempt =
                     isolated_attempt(self, isolated, &call, args, timeout, max_output, interrupt);

@@ -704,6 +704,9 @@ fn the_typed_tools_weather_example_builds_without_warnings_and_refuses_unknown_f
     assert!(
         !ok && said.contains("not ready: WEATHER_API_KEY not configured"),
         "{said}"
+    );
+}
+
 /// Every `*.rs` file the architecture page names (in the repository's map and in core/src's)
 /// is where the page puts it: in the folder of the entry it is named under, or, when named
 /// with a path (`tests/src/fake_llm.rs`), at that path.

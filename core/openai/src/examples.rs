@@ -74,7 +74,11 @@ mod tests {
 
     #[test]
     fn an_unclosed_or_empty_block_stays_text() {
-        for system in ["User: Hi.\n~~~json\n{}\n", "User: Hi.\n~~~\n~~~\n", "User:\n~~~\n{}\n~~~"] {
+        for system in [
+            "User: Hi.\n~~~json\n{}\n",
+            "User: Hi.\n~~~\n~~~\n",
+            "User:\n~~~\n{}\n~~~",
+        ] {
             assert_eq!(split(system), (system.to_owned(), Vec::new()), "{system}");
         }
     }

@@ -5,10 +5,12 @@
 //! Steering (issue 61): ten sessions, each the first step of "Greet NAME, then answer." for
 //! one of ten names that no example uses, under each variant of the system prompt and the
 //! structured-output schema; counted: valid requests, `greet` called, `greet` called for the
-//! right person, and what the wrong choices were.
+//! right person, `greet` called with `times` left out or from 1 to 1000 (its bounds), and what
+//! the choices were.
 //!
 //! Run with `cargo bench -p toolhost-tests --profile dev --bench real_model` (the model's
-//! choices are what is measured; its time per request is printed too).
+//! choices are what is measured; its time per request is printed too);
+//! `REAL_MODEL_VARIANTS=0,7` runs those variants only.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -84,11 +86,15 @@ fn repo_prompts() -> Vec<(String, String)> {
     files
 }
 
-/// One variant: its label, its prompt files, and where the schema puts the thoughts.
+/// One variant: its label, its prompt files, where the schema puts the thoughts, whether a
+/// tool's optional arguments stay in the schema, and whether the prompt's example exchanges
+/// go as turns.
 struct Variant {
     label: &'static str,
     prompts: Vec<(String, String)>,
     thoughts: &'static str,
+    optional_args: bool,
+    example_turns: bool,
 }
 
 /// `files` with `path`'s text replaced.
@@ -108,9 +114,11 @@ const RESPONSE_BEFORE: &str = "### response\nFinal answer to the user. Ends your
     only when you are done.\nPut the whole answer in \"text\".\nExample:\n~~~json\n\
     {\"thoughts\": [\"I have the answer\"], \"tool_name\": \"response\", \"tool_args\": \
     {\"text\": \"The capital of France is Paris.\"}}\n~~~\n";
-/// The greet fragment with no example at all.
-const GREET_BARE: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
-    loudly; \"times\" repeats the greeting.\n";
+/// The greet fragment of before this change: its example a bare reply, which the model copies
+/// ("Ada").
+const GREET_TEXT_EXAMPLE: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to \
+    greet loudly; \"times\" repeats the greeting.\nExample:\n~~~json\n{\"tool_name\": \
+    \"greet\", \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n";
 
 fn main() {
     let server = LlamaServer::start(&smollm2());
@@ -126,50 +134,79 @@ fn main() {
     let greet = "plugins/example/prompts/agent.system.tool.greet.md";
     let response = "core/prompts/agent.system.tool.response.md";
     let before = with(&with(&repo, greet, GREET_BEFORE), response, RESPONSE_BEFORE);
-    let ada = with(&repo, greet, GREET_BEFORE);
-    let bare = with(&repo, greet, GREET_BARE);
-    let v = |label, prompts: &Vec<(String, String)>, thoughts| Variant {
-        label,
-        prompts: prompts.clone(),
-        thoughts,
-    };
-    // The response fragment is this tree's in every variant but the first.
+    let text_example = with(&repo, greet, GREET_TEXT_EXAMPLE);
+    let v =
+        |label, prompts: &Vec<(String, String)>, thoughts, optional_args, example_turns| Variant {
+            label,
+            prompts: prompts.clone(),
+            thoughts,
+            optional_args,
+            example_turns,
+        };
+    // The response fragment is this tree's in every variant but the first; the greet
+    // fragment is this tree's (its example an exchange, "User: Greet Ada.") from the third.
     let variants = [
         v(
             "before: fragments of main (examples Ada, Paris), thoughts first",
             &before,
             "first",
+            true,
+            false,
         ),
         v(
-            "response without example; greet example Ada; thoughts first",
-            &ada,
+            "greet example a bare reply (Ada); thoughts none",
+            &text_example,
+            "none",
+            true,
+            false,
+        ),
+        v(
+            "greet example an exchange, as text; thoughts none",
+            &repo,
+            "none",
+            true,
+            false,
+        ),
+        v("example_turns; thoughts first", &repo, "first", true, true),
+        v("example_turns; thoughts none", &repo, "none", true, true),
+        v(
+            "example_turns, optional_args = false; thoughts first",
+            &repo,
             "first",
+            false,
+            true,
         ),
         v(
-            "response without example; greet example Ada; thoughts last",
-            &ada,
+            "example_turns, optional_args = false; thoughts last",
+            &repo,
             "last",
+            false,
+            true,
         ),
         v(
-            "response without example; greet example Ada; thoughts none",
-            &ada,
+            "example_turns, optional_args = false; thoughts none",
+            &repo,
             "none",
-        ),
-        v(
-            "response without example; greet without example; thoughts last",
-            &bare,
-            "last",
-        ),
-        v(
-            "response without example; greet without example; thoughts none",
-            &bare,
-            "none",
+            false,
+            true,
         ),
     ];
+    // `REAL_MODEL_VARIANTS=0,4` runs those variants only (numbered from 0, as listed).
+    let only: Option<Vec<usize>> = std::env::var("REAL_MODEL_VARIANTS").ok().map(|list| {
+        list.split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect()
+    });
     let secrets = toolhost::Secrets::empty();
-    println!("| variant | valid | greet | greet, right name | median per request | choices |");
-    println!("|---|---|---|---|---|---|");
-    for variant in variants {
+    println!(
+        "| variant | valid | greet | greet, right name | greet, `times` absent or 1 to 1000 | \
+         median per request | choices |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (number, variant) in variants.into_iter().enumerate() {
+        if only.as_ref().is_some_and(|only| !only.contains(&number)) {
+            continue;
+        }
         let root = TestRoot::new();
         root.tool("core", "response", Fixture::Response);
         root.tool("plugins/example", "greet", Fixture::Greet);
@@ -184,12 +221,13 @@ fn main() {
         let config: ModelConfig = serde_json::from_value(json!({
             "base_url": server.url(), "model": "smol", "stream": false, "max_tokens": 256,
             "max_arg_chars": 40, "structured_output": "tools",
-            "thoughts": variant.thoughts,
+            "thoughts": variant.thoughts, "optional_args": variant.optional_args,
+            "example_turns": variant.example_turns,
         }))
         .unwrap();
         let model = OpenAiModel::new(config, &secrets).unwrap();
-        let (mut valid, mut greet, mut right, mut times, mut choices) =
-            (0, 0, 0, Vec::new(), Vec::new());
+        let (mut valid, mut greet, mut right, mut bounded, mut times, mut choices) =
+            (0, 0, 0, 0, Vec::new(), Vec::new());
         for name in NAMES {
             let history = [toolhost::HistoryMessage::new(
                 toolhost::Role::User,
@@ -211,6 +249,8 @@ fn main() {
                     if call.tool == "greet" {
                         greet += 1;
                         right += usize::from(arg.trim() == name);
+                        let count = call.args.get("times").map_or(Some(1), Value::as_u64);
+                        bounded += usize::from(count.is_some_and(|n| (1..=1000).contains(&n)));
                     }
                     let mut args = call.args.to_string();
                     args.truncate(60);
@@ -226,7 +266,7 @@ fn main() {
         times.sort();
         let median: Duration = times[times.len() / 2];
         println!(
-            "| {} | {valid} | {greet} | {right} | {:.2} s | {} |",
+            "| {number}: {} | {valid} | {greet} | {right} | {bounded} | {:.2} s | {} |",
             variant.label,
             median.as_secs_f64(),
             choices.join("; ").replace('|', "\\|")

@@ -65,6 +65,21 @@ pub struct ModelConfig {
     /// constrained by a grammar may otherwise repeat itself until its token limit. Not bounded
     /// unless set; at least 1.
     pub max_arg_chars: Option<u64>,
+    /// Under `structured_output = "tools"`, keep each tool's optional arguments (the
+    /// properties its parameters do not list as `required`) in the schema. Default true;
+    /// `false` leaves them out, for servers whose grammar makes every listed property
+    /// required (node-llama-cpp's does, and ignores `minimum` and `maximum`, so a small model
+    /// fills a bounded optional number with anything).
+    #[serde(default = "defaults::yes")]
+    pub optional_args: bool,
+    /// Under the JSON protocol, send the example exchanges of the system prompt (a line
+    /// `User: MESSAGE` followed at once by a fenced block, ```` ``` ```` or `~~~`, holding the
+    /// reply) as conversation turns instead: each a user message and the assistant's reply,
+    /// after the system prompt and before the history (the first messages left out when the
+    /// context window is short), and no longer in the system prompt's text. A small model
+    /// copies from a reply to a request better than from text. Default false.
+    #[serde(default)]
+    pub example_turns: bool,
     /// Send `"strict": true` with the schema (OpenAI's structured outputs; llama.cpp and vLLM
     /// constrain the reply either way). Default false.
     #[serde(default)]

@@ -34,6 +34,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod config;
+mod examples;
 mod request;
 mod retry;
 mod schema;

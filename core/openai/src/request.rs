@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::config::ModelConfig;
+use super::examples;
 use super::schema::{request_schema, Form, Ordered};
 use super::window;
 use toolhost::{HistoryMessage, Role};
@@ -115,7 +116,8 @@ impl Serialize for Body {
 }
 
 /// The request body for `request` under `config`; under the JSON protocol, `form` says how
-/// `response_format` constrains the reply (none without it).
+/// `response_format` constrains the reply (none without it), and with `example_turns` the
+/// system prompt's example exchanges go as turns before the history.
 pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>, form: Option<Form>) -> Body {
     let native = config.tool_protocol == ToolProtocol::Native;
     let mut system = request.system.as_str().to_owned();
@@ -131,7 +133,19 @@ pub(crate) fn body(config: &ModelConfig, request: &ModelRequest<'_>, form: Optio
             .collect(),
         false => Vec::new(),
     };
+    let exchanges = match !native && config.example_turns {
+        true => {
+            let (text, exchanges) = examples::split(&system);
+            system = text;
+            exchanges
+        }
+        false => Vec::new(),
+    };
     let mut messages = vec![Wire::new("system", system)];
+    for (user, reply) in exchanges {
+        messages.push(Wire::new("user", user));
+        messages.push(Wire::new("assistant", reply));
+    }
     messages.extend(history(request.history, native, config.vision));
     let tools_tokens = window::tokens(&serde_json::to_string(&tools).unwrap_or_default());
     window::fit(
@@ -406,6 +420,49 @@ mod tests {
             .iter()
             .map(|m| m["role"].as_str().unwrap().to_owned())
             .collect()
+    }
+
+    #[test]
+    fn example_exchanges_go_as_turns_before_the_history_when_asked() {
+        let system = Secrets::empty().mask(
+            "You are A0.\nExample:\nUser: Greet Ada.\n~~~json\n{\"tool_name\": \"greet\"}\n~~~\n",
+        );
+        let history = [message(Role::User, "Greet Omar.")];
+        let body_with = |config: &ModelConfig| {
+            let request = ModelRequest {
+                system: &system,
+                history: &history,
+                tools: &[],
+            };
+            serde_json::to_value(body(config, &request, Some(Form::Names))).unwrap()
+        };
+        let mut turns = config("json");
+        turns.example_turns = true;
+        let body = body_with(&turns);
+        assert_eq!(roles(&body), ["system", "user", "assistant", "user"]);
+        let content = |i: usize| body["messages"][i]["content"].as_str().unwrap().to_owned();
+        assert_eq!(
+            [content(0), content(1), content(2), content(3)],
+            [
+                "You are A0.\n",
+                "Greet Ada.",
+                "{\"tool_name\": \"greet\"}",
+                "Greet Omar."
+            ]
+        );
+        // Off (the default), and under the native protocol, the prompt goes as written.
+        for config in [config("json"), {
+            let mut native = config("native");
+            native.example_turns = true;
+            native
+        }] {
+            let body = body_with(&config);
+            assert_eq!(roles(&body), ["system", "user"]);
+            assert!(body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with(system.as_str()));
+        }
     }
 
     #[test]

@@ -112,14 +112,27 @@ fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
 }
 
 /// A tool's parameters as `tool_args`: its object schema (each top-level string property
-/// without a `maxLength` given `max_arg_chars`, if set), unless it refers to definitions
-/// (`$ref`), which would not resolve inside a branch: then any object.
+/// without a `maxLength` given `max_arg_chars`, if set; without the properties it does not
+/// require unless `optional_args`), unless it refers to definitions (`$ref`), which would not
+/// resolve inside a branch: then any object.
 fn arguments(config: &ModelConfig, parameters: &Value) -> Value {
     let is_object = parameters.get("type").is_some_and(|t| t == "object");
     if !is_object || parameters.to_string().contains("\"$ref\"") {
         return json!({"type": "object"});
     }
     let mut parameters = parameters.clone();
+    if !config.optional_args {
+        let required: Vec<Value> = match parameters.get("required") {
+            Some(Value::Array(names)) => names.clone(),
+            _ => Vec::new(),
+        };
+        if let Some(properties) = parameters
+            .get_mut("properties")
+            .and_then(Value::as_object_mut)
+        {
+            properties.retain(|name, _| required.contains(&Value::from(name.as_str())));
+        }
+    }
     let properties = parameters
         .get_mut("properties")
         .and_then(Value::as_object_mut);
@@ -191,6 +204,19 @@ mod tests {
         let value = serde_json::to_value(request_schema(&bounded, &tools, Form::Tools)).unwrap();
         let name = &value["oneOf"][0]["properties"]["tool_args"]["properties"]["name"];
         assert_eq!(name, &json!({"type": "string", "maxLength": 40}));
+        // Optional arguments left out when the model asks for it.
+        let times = json!({"type": "integer", "minimum": 1, "maximum": 1000});
+        let optional = json!({"type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"}, "times": times}});
+        let tools = [tool("greet", optional.clone())];
+        let value = serde_json::to_value(request_schema(&config(), &tools, Form::Tools)).unwrap();
+        assert_eq!(value["oneOf"][0]["properties"]["tool_args"], optional);
+        let mut required_only = config();
+        required_only.optional_args = false;
+        let value =
+            serde_json::to_value(request_schema(&required_only, &tools, Form::Tools)).unwrap();
+        let args = &value["oneOf"][0]["properties"]["tool_args"];
+        assert_eq!(args["properties"], json!({"name": {"type": "string"}}));
         // No tools: the names form with any name.
         let value = serde_json::to_value(request_schema(&config(), &[], Form::Tools)).unwrap();
         assert_eq!(value["properties"]["tool_name"], json!({"type": "string"}));

@@ -433,10 +433,12 @@ impl ServerHandler for Session {
                     .await??;
                 let json = serde_json::to_value(&got).unwrap_or_default();
                 let masked = secrets.mask_value(json).into_inner();
-                let got: rmcp::model::GetPromptResult =
+                let mut got: rmcp::model::GetPromptResult =
                     serde_json::from_value(masked).map_err(|e| {
                         ErrorData::internal_error(format!("the prompt's masked form: {e}"), None)
                     })?;
+                // 2026-07-28 results say they are complete (rmcp strips it for older peers).
+                got.result_type = Some(rmcp::model::ResultType::COMPLETE);
                 Ok(GetPromptResponse::from(got))
             })
             .await
@@ -496,6 +498,7 @@ impl ServerHandler for Session {
                         resources::read(host, profile, &uri)
                     })
                     .await??;
+                read.result_type = Some(rmcp::model::ResultType::COMPLETE);
                 if cache_hints::is_stateless(&context) {
                     let (ttl, scope) = cache_hints::read();
                     (read.ttl_ms, read.cache_scope) = (Some(ttl), Some(scope));

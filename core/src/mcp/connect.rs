@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::model::ProtocolVersion;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -21,6 +23,17 @@ use crate::sync::lock;
 
 /// How long the process may take to answer `initialize`.
 const HANDSHAKE: Duration = Duration::from_secs(30);
+/// How an HTTP server is greeted: `server/discover` of 2026-07-28 first, and a server that
+/// answers it with an error (one of 2025-11-25 or earlier) gets that version's `initialize`
+/// on the same connection. A stdio server keeps the `initialize` handshake (some servers of
+/// earlier versions end the connection on a request before it).
+fn http_lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
 /// How many lines of the server's standard error are kept for a failure's reason.
 const STDERR_LINES: usize = 3;
 
@@ -108,11 +121,13 @@ pub(crate) async fn connect(
                 Some(signer) => {
                     let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
                     let transport = StreamableHttpClientTransport::with_client(client, http);
-                    tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
+                    let greeting = handler.serve_with_lifecycle(transport, http_lifecycle());
+                    tokio::time::timeout(HANDSHAKE, greeting).await
                 }
                 None => {
                     let transport = StreamableHttpClientTransport::from_config(http);
-                    tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
+                    let greeting = handler.serve_with_lifecycle(transport, http_lifecycle());
+                    tokio::time::timeout(HANDSHAKE, greeting).await
                 }
             };
             match served {

@@ -98,6 +98,8 @@ pub(crate) struct RoundTrip {
     /// How many elicitations and samplings the tool asked so far in this round.
     counts: Mutex<BTreeMap<&'static str, usize>>,
     capabilities: ClientCapabilities,
+    /// What the tool asked for that the client did not declare (`sampling`, ...).
+    lacking: Mutex<std::collections::BTreeSet<&'static str>>,
 }
 
 impl RoundTrip {
@@ -139,6 +141,7 @@ impl RoundTrip {
             asked: Mutex::default(),
             counts: Mutex::default(),
             capabilities,
+            lacking: Mutex::default(),
         })
     }
 
@@ -178,6 +181,33 @@ impl RoundTrip {
     pub(crate) fn samples(&self) -> bool {
         #[allow(deprecated)] // sampling is deprecated by SEP-2577, and still in 2026-07-28
         self.capabilities.sampling.is_some()
+    }
+
+    /// Whether the client declared roots.
+    pub(crate) fn lists_roots(&self) -> bool {
+        self.capabilities.roots.is_some()
+    }
+
+    /// Notes that the tool asked for `what` (`elicitation`, `sampling`, `roots`), which the
+    /// client did not declare.
+    pub(crate) fn lacks(&self, what: &'static str) {
+        lock(&self.lacking).insert(what);
+    }
+
+    /// The error of a run that failed having asked only for what the client did not declare:
+    /// `MissingRequiredClientCapabilityError` (-32021) naming those capabilities, as
+    /// 2026-07-28 says a server must answer; `None` if the tool asked for nothing undeclared.
+    pub(crate) fn missing_capabilities(&self) -> Option<ErrorData> {
+        let lacking = lock(&self.lacking);
+        if lacking.is_empty() {
+            return None;
+        }
+        let required: serde_json::Map<String, Value> = lacking
+            .iter()
+            .map(|what| (what.to_string(), Value::Object(Default::default())))
+            .collect();
+        let required: ClientCapabilities = serde_json::from_value(Value::Object(required)).ok()?;
+        Some(ErrorData::missing_required_client_capability(required))
     }
 
     /// This round's `InputRequiredResult`: what was asked, and the state (every answer so

@@ -199,6 +199,16 @@ impl ServerHandler for Session {
             ))
     }
 
+    /// The tool `name` as listed, for rmcp's check of a call's `Mcp-Param-*` headers against
+    /// the `x-mcp-header` parameters of its schema (SEP-2243); `None` for a name no layer
+    /// has (the call then says so).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        toolhost::ToolName::parse(name).ok()?;
+        let resolution = self.shared.host.resolve(&self.shared.profile, name);
+        let found = resolution.found.as_ref()?;
+        Some(tools::tool(name, found.handle.info()))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -287,11 +297,16 @@ impl ServerHandler for Session {
                     return Ok(CreateTaskResult::new(task).into());
                 }
             }
+            // A 2026-07-28 request says its own log level (none: no log messages).
+            let threshold = match stateless {
+                true => Arc::new(LogThreshold::of_request(context.meta.log_level())),
+                false => self.log_threshold.clone(),
+            };
             let approvals = call::Approvals {
                 session: &self.approved,
                 unavailable: if stateless { None } else { self.no_approvals },
                 yes_to_writes: yes,
-                log_threshold: &self.log_threshold,
+                log_threshold: &threshold,
                 round: round.clone(),
                 task: None,
             };
@@ -304,6 +319,13 @@ impl ServerHandler for Session {
                 (Some(round), Some(request)) if round.asks() => {
                     // Asked something: this run's result is replaced by the question.
                     Ok(round.input_required(self.state_key(), &request)?.into())
+                }
+                // Failed having asked only for what the client did not declare: -32021.
+                (Some(round), _) if result.is_error == Some(true) => {
+                    match round.missing_capabilities() {
+                        Some(missing) => Err(missing),
+                        None => Ok(result.into()),
+                    }
                 }
                 _ => Ok(result.into()),
             }

@@ -323,7 +323,7 @@ impl ClientAsker {
             return Err(cannot(tool, kind, "no round trip"));
         };
         let id = key.unwrap_or_else(|| round.next_id(kind));
-        if let Some(answer) = round.answer(&id) {
+        if let Some(answer) = round.answer(&id).filter(|a| round_trip::fits(method, a)) {
             return Ok(answer.clone());
         }
         let (what, request) = asked(Some(round), tool, kind, method, params)?;

@@ -43,7 +43,9 @@ impl LogThreshold {
     /// no log message at all, as that version says.
     pub(crate) fn of_request(level: Option<LoggingLevel>) -> Self {
         // One above `emergency`: nothing is sent.
-        Self(AtomicU8::new(level.map_or(rank(LoggingLevel::Emergency) + 1, rank)))
+        Self(AtomicU8::new(
+            level.map_or(rank(LoggingLevel::Emergency) + 1, rank),
+        ))
     }
 
     /// Sets it (`logging/setLevel`).
@@ -155,7 +157,8 @@ impl Asker for ClientAsker {
             Ask::Sample(sample) if self.round.is_some() => {
                 let params = sample_params(&sample);
                 let key = sample.key.clone();
-                let answer = self.round_trip(&tool, "sample", key, "sampling/createMessage", params);
+                let answer =
+                    self.round_trip(&tool, "sample", key, "sampling/createMessage", params);
                 Box::pin(async move { answer.map(|a| sampled(&a)) })
             }
             Ask::Roots { key } if self.round.is_some() => {
@@ -180,7 +183,9 @@ impl Asker for ClientAsker {
                         .await
                         .map_err(|_| ToolError::timeout("the MCP client did not list its roots"))?
                         .map_err(|e| {
-                            ToolError::dependency(format!("the MCP client's roots/list failed: {e}"))
+                            ToolError::dependency(format!(
+                                "the MCP client's roots/list failed: {e}"
+                            ))
                         })?;
                     Ok(serde_json::to_value(&result).unwrap_or_default())
                 })

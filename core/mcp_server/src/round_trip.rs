@@ -23,9 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, GetPromptRequestParams, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, JsonObject, RequestStateCodec,
-    SealOptions,
+    CallToolRequestParams, ClientCapabilities, GetPromptRequestParams, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, JsonObject, RequestStateCodec, SealOptions,
 };
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
@@ -313,7 +312,10 @@ fn binding<R: Retried>(request: &R) -> Vec<u8> {
 pub(crate) fn fits(method: &str, answer: &Value) -> bool {
     match method {
         "elicitation/create" => {
-            matches!(answer["action"].as_str(), Some("accept" | "decline" | "cancel"))
+            matches!(
+                answer["action"].as_str(),
+                Some("accept" | "decline" | "cancel")
+            )
         }
         "sampling/createMessage" => answer["content"].is_object() || answer["content"].is_array(),
         "roots/list" => answer["roots"].is_array(),

@@ -513,8 +513,8 @@ impl ServerHandler for Session {
                     .await??;
                 let json = serde_json::to_value(&got).unwrap_or_default();
                 let masked = secrets.mask_value(json).into_inner();
-                let mut got: rmcp::model::GetPromptResult =
-                    serde_json::from_value(masked).map_err(|e| {
+                let mut got: rmcp::model::GetPromptResult = serde_json::from_value(masked)
+                    .map_err(|e| {
                         ErrorData::internal_error(format!("the prompt's masked form: {e}"), None)
                     })?;
                 // 2026-07-28 results say they are complete (rmcp strips it for older peers).

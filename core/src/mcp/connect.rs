@@ -8,11 +8,11 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::model::ProtocolVersion;
-use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::ServiceExt;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::config::{ServerConfig, Transport};

@@ -20,7 +20,10 @@ impl Tool for WhatYouCan {
         // still is.
         let (name, capital) = futures_util::future::join(
             ctx.elicit_as("user_name", "What is your name?", schema),
-            ctx.sample(SampleRequest::new("What is the capital of France?", 100).with_key("capital_question")),
+            ctx.sample(
+                SampleRequest::new("What is the capital of France?", 100)
+                    .with_key("capital_question"),
+            ),
         )
         .await;
         match (name, capital) {

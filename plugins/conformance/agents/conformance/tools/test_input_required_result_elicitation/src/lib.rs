@@ -14,9 +14,14 @@ impl Tool for Greeter {
 
     async fn execute(&self, ctx: &Context, _args: Args) -> Result<Response, ToolError> {
         let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
-        let answer = ctx.elicit_as("user_name", "What is your name?", schema).await?;
+        let answer = ctx
+            .elicit_as("user_name", "What is your name?", schema)
+            .await?;
         let content = answer.content.unwrap_or_default();
-        let name = content.get("name").and_then(Value::as_str).unwrap_or("stranger");
+        let name = content
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("stranger");
         Ok(Response::text(format!("Hello, {name}!")))
     }
 }

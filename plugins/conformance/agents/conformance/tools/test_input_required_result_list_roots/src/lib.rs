@@ -14,7 +14,10 @@ impl Tool for Roots {
     async fn execute(&self, ctx: &Context, _args: Args) -> Result<Response, ToolError> {
         let roots = ctx.roots(Some("client_roots")).await?;
         let uris: Vec<&str> = roots.iter().map(|r| r.uri.as_str()).collect();
-        Ok(Response::text(format!("The client's roots: {}", uris.join(", "))))
+        Ok(Response::text(format!(
+            "The client's roots: {}",
+            uris.join(", ")
+        )))
     }
 }
 

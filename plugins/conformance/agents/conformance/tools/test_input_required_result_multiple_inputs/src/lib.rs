@@ -24,7 +24,10 @@ impl Tool for ThreeQuestions {
         )
         .await;
         let content = name?.content.unwrap_or_default();
-        let name = content.get("name").and_then(Value::as_str).unwrap_or("stranger");
+        let name = content
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("stranger");
         let (greeting, roots) = (greeting?, roots?);
         Ok(Response::text(format!(
             "{} {name} (roots: {})",

@@ -9,7 +9,8 @@ struct Confirm;
 
 impl Tool for Confirm {
     fn info(&self) -> ToolInfo {
-        ToolInfo::new("Asks the user to confirm, the answer carried in the requestState.").risk(RiskLevel::Read)
+        ToolInfo::new("Asks the user to confirm, the answer carried in the requestState.")
+            .risk(RiskLevel::Read)
     }
 
     async fn execute(&self, ctx: &Context, _args: Args) -> Result<Response, ToolError> {
@@ -18,7 +19,9 @@ impl Tool for Confirm {
         let answer = ctx.elicit_as("confirm", "Please confirm", schema).await?;
         let content = answer.content.unwrap_or_default();
         let ok = content.get("ok").and_then(Value::as_bool).unwrap_or(false);
-        Ok(Response::text(format!("state-ok: the requestState verified, confirmed: {ok}")))
+        Ok(Response::text(format!(
+            "state-ok: the requestState verified, confirmed: {ok}"
+        )))
     }
 }
 

@@ -13,8 +13,8 @@ impl Tool for Capital {
     }
 
     async fn execute(&self, ctx: &Context, _args: Args) -> Result<Response, ToolError> {
-        let question = SampleRequest::new("What is the capital of France?", 100)
-            .with_key("capital_question");
+        let question =
+            SampleRequest::new("What is the capital of France?", 100).with_key("capital_question");
         let answer = ctx.sample(question).await?;
         Ok(Response::text(format!("The model says: {}", answer.text)))
     }

@@ -16,7 +16,10 @@ impl Tool for AsksMidway {
         ctx.set_progress("starting").await;
         let answer = ctx.elicit("What is your name?", json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})).await?;
         let content = answer.content.unwrap_or_default();
-        let name = content.get("name").and_then(Value::as_str).unwrap_or("stranger");
+        let name = content
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("stranger");
         Ok(Response::text(format!("Hello, {name}!")))
     }
 }

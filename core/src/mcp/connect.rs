@@ -27,7 +27,7 @@ const HANDSHAKE: Duration = Duration::from_secs(30);
 /// answers it with an error (one of 2025-11-25 or earlier) gets that version's `initialize`
 /// on the same connection. A stdio server keeps the `initialize` handshake (some servers of
 /// earlier versions end the connection on a request before it).
-fn http_lifecycle() -> ClientLifecycleMode {
+pub(crate) fn http_lifecycle() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
+use rmcp::ClientServiceExt;
 
 use super::browser::{BrowserStep, WAIT};
 use super::client::OAuthHttp;
@@ -100,8 +100,9 @@ pub async fn login(
     // The sign-in may wait for a person, at most WAIT each time.
     let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);
     let listed = tokio::time::timeout(limit, async {
-        let service = handler
-            .serve(transport)
+        let greeting =
+            handler.serve_with_lifecycle(transport, crate::mcp::connect::http_lifecycle());
+        let service = greeting
             .await
             .map_err(|e| connect_failed(&url, &e.to_string()))?;
         let listed = service.list_all_tools().await;

@@ -34,6 +34,36 @@ pub(crate) fn http_lifecycle() -> ClientLifecycleMode {
     }
 }
 
+/// Greets an HTTP server with [`http_lifecycle`] over `transport()`; a server of 2025-11-25
+/// or earlier that answers `server/discover` with a result (as some answer any request they
+/// do not know) instead of an error is greeted again with `initialize`, over a new
+/// transport.
+pub(crate) async fn greet_http<T, E, A>(
+    handler: Handler,
+    transport: impl Fn() -> T,
+) -> Result<Service, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let again = Handler {
+        server: handler.server.clone(),
+        progress: handler.progress.clone(),
+        group: Mutex::default(),
+    };
+    match handler
+        .serve_with_lifecycle(transport(), http_lifecycle())
+        .await
+    {
+        Err(rmcp::service::ClientInitializeError::ExpectedInitResult(_)) => {
+            again
+                .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
+                .await
+        }
+        greeted => greeted,
+    }
+}
+
 /// How many lines of the server's standard error are kept for a failure's reason.
 const STDERR_LINES: usize = 3;
 
@@ -120,14 +150,13 @@ pub(crate) async fn connect(
             let served = match signer {
                 Some(signer) => {
                     let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
-                    let transport = StreamableHttpClientTransport::with_client(client, http);
-                    let greeting = handler.serve_with_lifecycle(transport, http_lifecycle());
-                    tokio::time::timeout(HANDSHAKE, greeting).await
+                    let transport =
+                        || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
+                    tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
                 }
                 None => {
-                    let transport = StreamableHttpClientTransport::from_config(http);
-                    let greeting = handler.serve_with_lifecycle(transport, http_lifecycle());
-                    tokio::time::timeout(HANDSHAKE, greeting).await
+                    let transport = || StreamableHttpClientTransport::from_config(http.clone());
+                    tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
                 }
             };
             match served {

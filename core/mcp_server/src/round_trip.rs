@@ -407,4 +407,40 @@ mod tests {
         assert_eq!(round.next_id("sample"), "sample-1");
         assert_eq!(round.next_id("elicit"), "elicit-2");
     }
+
+    #[test]
+    fn answers_without_a_state_are_taken_by_key_and_a_misfit_answer_is_not_an_answer() {
+        let key = StateKey::random().unwrap();
+        let accepted = json!({"action": "accept", "content": {"name": "Ada"}});
+        let request = call(json!({})).with_input_responses(BTreeMap::from([
+            ("user_name".to_owned(), accepted.clone()),
+            ("other".to_owned(), json!(12345)),
+        ]));
+        let round = RoundTrip::begin(&key, &request, ClientCapabilities::default()).unwrap();
+        assert_eq!(round.answer("user_name"), Some(&accepted));
+        assert!(fits("elicitation/create", &accepted));
+        assert!(!fits("elicitation/create", round.answer("other").unwrap()));
+        assert!(!fits("roots/list", &json!({"roots": 1})));
+        assert!(fits("roots/list", &json!({"roots": []})));
+        assert!(fits(
+            "sampling/createMessage",
+            &json!({"content": {"type": "text"}})
+        ));
+    }
+
+    #[test]
+    fn a_run_that_asked_only_for_undeclared_capabilities_is_minus_32021_naming_them() {
+        let key = StateKey::random().unwrap();
+        let round = RoundTrip::begin(&key, &call(json!({})), ClientCapabilities::default());
+        let round = round.unwrap();
+        assert!(round.missing_capabilities().is_none());
+        round.lacks("sampling");
+        let error = round.missing_capabilities().expect("an error");
+        assert_eq!(error.code.0, -32021);
+        let data = error.data.expect("data");
+        assert!(
+            data["requiredCapabilities"]["sampling"].is_object(),
+            "{data}"
+        );
+    }
 }

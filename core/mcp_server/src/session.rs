@@ -166,10 +166,27 @@ impl Session {
         let declares = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        if !cache_hints::is_stateless(context) || !declares {
+        if !cache_hints::is_stateless(context) {
             return Ok(None);
         }
         let name = request.name.to_string();
+        if !declares {
+            // A tool whose calls must be tasks cannot serve a client without the extension.
+            let asking = name.clone();
+            let required = self
+                .blocking("looking up the tool", move |host, profile| {
+                    tools::task_required(host, profile, &asking)
+                })
+                .await?;
+            if required {
+                let required: rmcp::model::ClientCapabilities = serde_json::from_value(
+                    serde_json::json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+                )
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                return Err(ErrorData::missing_required_client_capability(required));
+            }
+            return Ok(None);
+        }
         self.blocking("looking up the tool's deadline", move |host, profile| {
             tools::task_deadline(host, profile, &name)
         })
@@ -210,8 +227,23 @@ impl Session {
                 }),
             };
             let name = request.name.to_string();
-            let result = call::call(&shared.host, &shared.profile, approvals, request, context);
+            let result =
+                call::call_with_kind(&shared.host, &shared.profile, approvals, request, context);
             let result = toolhost::telemetry::with_call_id(&call_id, result).await;
+            // A bug or a crash of plugin code (an internal error) is a protocol-level failure
+            // of the task, not a result: `failed`, with the error.
+            let result = match result {
+                Ok((result, Some(plugin_api::ErrorKind::Internal))) => {
+                    let text = result
+                        .content
+                        .first()
+                        .and_then(|c| c.as_text())
+                        .map_or_else(String::new, |t| t.text.clone());
+                    Err(ErrorData::internal_error(text, None))
+                }
+                Ok((result, _)) => Ok(result),
+                Err(e) => Err(e),
+            };
             let result = match (result, round) {
                 (Ok(_), Some(round)) if round.asks() => {
                     let text = format!(

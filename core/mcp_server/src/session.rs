@@ -22,11 +22,16 @@ use rmcp::model::{
     UpdateTaskParams,
 };
 use rmcp::model::{DiscoverResult, SubscriptionFilter};
+use rmcp::model::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult,
+};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
 use super::asker::{LogThreshold, TaskQuestions};
 use super::round_trip::{self, RoundTrip, StateKey, APPROVAL};
+use super::skills;
 use super::{
     approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
 };
@@ -273,6 +278,7 @@ impl ServerHandler for Session {
             .enable_resources_subscribe()
             .enable_resources_list_changed()
             .enable_tasks()
+            .enable_skills_with_directory_read()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -564,9 +570,13 @@ impl ServerHandler for Session {
         let served = telemetry::Request::new("resources/list", None, &context);
         served
             .serve(async move {
-                let listed = self
+                let mut listed = self
                     .blocking("listing the resources", resources::list)
                     .await?;
+                let skills = self
+                    .blocking("listing the skills", skills::manifests)
+                    .await?;
+                listed.extend(skills);
                 let mut result = ListResourcesResult::with_all_items(listed);
                 if let Some((ttl, scope)) = self.list_hints(&context) {
                     (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
@@ -607,7 +617,10 @@ impl ServerHandler for Session {
                 let uri = request.uri.clone();
                 let mut read = self
                     .blocking("reading the resource", move |host, profile| {
-                        resources::read(host, profile, &uri)
+                        match skills::is_skill_uri(&uri) {
+                            true => skills::read(host, profile, &uri),
+                            false => resources::read(host, profile, &uri),
+                        }
                     })
                     .await??;
                 read.result_type = Some(rmcp::model::ResultType::COMPLETE);
@@ -616,6 +629,70 @@ impl ServerHandler for Session {
                     (read.ttl_ms, read.cache_scope) = (Some(ttl), Some(scope));
                 }
                 Ok(ReadResourceResponse::from(read))
+            })
+            .await
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let served = telemetry::Request::new("skills/list", None, &context);
+        served
+            .serve(async move {
+                let listed = self.blocking("listing the skills", skills::list).await?;
+                let mut result = ListSkillsResult::with_all_items(listed);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
+            })
+            .await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let served = telemetry::Request::new("skills/get", None, &context);
+        served
+            .serve(async move {
+                let uri = request.uri.clone();
+                let skill = self
+                    .blocking("reading the skill", move |host, profile| {
+                        skills::get(host, profile, &uri)
+                    })
+                    .await??;
+                let mut result = GetSkillResult::new(skill);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    result = result.with_ttl_ms(ttl).with_cache_scope(scope);
+                }
+                Ok(result)
+            })
+            .await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let served = telemetry::Request::new("resources/directory/read", None, &context);
+        served
+            .serve(async move {
+                let uri = request.uri.clone();
+                let children = self
+                    .blocking("reading the folder", move |host, profile| {
+                        skills::directory(host, profile, &uri)
+                    })
+                    .await??;
+                let mut result = ReadResourceDirectoryResult::with_all_items(children);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
             })
             .await
     }

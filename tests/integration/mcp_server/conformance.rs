@@ -317,3 +317,47 @@ fn every_scored_2026_scenario_of_the_official_conformance_suite_passes() {
         assert!(!calls.is_empty(), "no 2026-07-28 scenario called {tool}");
     }
 }
+
+/// The Skills extension's three scenarios (0.2.0-alpha.12 runs an extension's scenario only
+/// when asked by name, `--force`), against the skill the conformance plugin carries
+/// (`skills/trip-planner/`): each passes with every check run, none skipped.
+#[test]
+fn the_skills_scenarios_of_the_official_conformance_suite_pass() {
+    let node = peers::node22();
+    let suite = peers::conformance_2026();
+    let root = conformance_root();
+    let server = HttpServer::start(&root, &["--profile", "conformance"]);
+    for scenario in [
+        "sep-2640-skills-directory",
+        "sep-2640-skills-enumeration",
+        "sep-2640-skills-manifest",
+    ] {
+        let results = root.path().join(format!("results-{scenario}"));
+        let out = Command::new(&node)
+            .arg(&suite)
+            .args(["server", "--url", &server.url, "--scenario", scenario])
+            .args(["--spec-version", "2026-07-28", "--force", "-o"])
+            .arg(&results)
+            .current_dir(root.path())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("the conformance suite");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let passed = stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Passed: "))
+            .unwrap_or_else(|| panic!("{scenario}: no Passed line:\n{}", tail(&stdout, 60)));
+        let (counts, _) = passed.split_once(',').unwrap_or((passed, ""));
+        let (ok, all) = counts.split_once('/').expect("P/T");
+        assert!(
+            ok == all && ok != "0" && passed.contains("0 failed, 0 warnings"),
+            "{scenario}: {passed}\n{}",
+            tail(&stdout, 60)
+        );
+        assert!(
+            !stdout.contains("SKIPPED"),
+            "{scenario}: a check skipped\n{stdout}"
+        );
+    }
+}

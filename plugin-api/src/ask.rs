@@ -72,9 +72,40 @@ pub enum Ask {
         /// An object schema of flat fields (strings, numbers, integers, booleans, enums), as
         /// MCP's `requestedSchema`.
         schema: Value,
+        /// The question's key in a 2026-07-28 client's `inputRequests` (unique within the
+        /// call); `None`: `elicit-1`, `elicit-2`, ... in the order asked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     /// A completion by a model.
     Sample(SampleRequest),
+    /// The client's roots (the folders and files it shares, MCP `roots/list`).
+    Roots {
+        /// The question's key in a 2026-07-28 client's `inputRequests`; `None`: `roots-1`, ...
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+    },
+}
+
+/// One root of the client: a folder or file it shares with the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Root {
+    /// Its URI (`file:///home/ada/project`).
+    pub uri: String,
+    /// A name for people, if the client gave one.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl Root {
+    /// A root at `uri`.
+    pub fn new(uri: impl Into<String>, name: Option<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name,
+        }
+    }
 }
 
 /// What the user did with an elicitation.
@@ -156,6 +187,10 @@ pub struct SampleRequest {
     /// The system prompt, if any.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The question's key in a 2026-07-28 client's `inputRequests` (unique within the call);
+    /// `None`: `sample-1`, `sample-2`, ... in the order asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl SampleRequest {
@@ -165,7 +200,14 @@ impl SampleRequest {
             messages: vec![SampleMessage::user(prompt)],
             max_tokens,
             system_prompt: None,
+            key: None,
         }
+    }
+
+    /// Sets the question's key in a 2026-07-28 client's `inputRequests`.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
     }
 
     /// Sets the system prompt.

@@ -230,7 +230,29 @@ impl Context {
 }
 
 /// Asking whoever the call is served to: log messages, questions for the user, completions
-/// of a model (see [`ask`](crate::ask) for where each goes).
+/// of a model, the client's roots (see [`ask`](crate::ask) for where each goes).
+///
+/// # Asking a client of MCP 2026-07-28
+///
+/// A server of that version may not send requests to its client while a call runs: what a
+/// tool asks ([`elicit`](Self::elicit), [`sample`](Self::sample), [`roots`](Self::roots)) ends
+/// this run of the tool, and the call is answered with an `InputRequiredResult` holding the
+/// question and a `requestState`. The client answers and calls the tool again with its
+/// answers and that state; the tool then **runs again from the start**, and each ask takes
+/// the recorded answer of its key (`elicit-1`, `sample-1`, `roots-1`, ... in the order asked,
+/// or the key given), so a tool that asks the same questions in the same order gets them
+/// answered and goes on. Nothing is kept in the server between the rounds: the answers
+/// travel in the `requestState`, sealed (HMAC-SHA256) by the server's key, bound to the tool
+/// and its arguments, good for ten minutes and for one retry; one changed, expired, from
+/// another call or sealed with another key is refused (invalid params) and the tool does not
+/// run, so any instance sharing the key (one `--token-secret`) can continue the call.
+///
+/// The limits, for authors: whatever the tool does before an ask is **done again** in every
+/// round (ask first, then change things; or make those steps idempotent); its questions must
+/// come in the same order given the same answers; several questions are asked in one round
+/// only when asked at once (join their futures), since the first unanswered ask ends the
+/// run. Clients of 2025-11-25 and earlier, the terminal and tasks answer in place: the tool
+/// runs once.
 impl Context {
     async fn ask(&self, request: &crate::ask::Ask) -> Result<Value, ToolError> {
         let json = RString::from(serde_json::to_string(request).unwrap_or_default());
@@ -291,8 +313,38 @@ impl Context {
         let request = crate::ask::Ask::Elicit {
             message: message.into(),
             schema,
+            key: None,
         };
         Ok(serde_json::from_value(self.ask(&request).await?)?)
+    }
+
+    /// [`elicit`](Self::elicit), with the question's key in a 2026-07-28 client's
+    /// `inputRequests` (unique within the call; the client sees it, and a tool whose
+    /// questions depend on earlier answers keeps each one's answer to itself by its key).
+    pub async fn elicit_as(
+        &self,
+        key: impl Into<String>,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<crate::ask::Elicited, ToolError> {
+        let request = crate::ask::Ask::Elicit {
+            message: message.into(),
+            schema,
+            key: Some(key.into()),
+        };
+        Ok(serde_json::from_value(self.ask(&request).await?)?)
+    }
+
+    /// The roots the MCP client shares (its `roots/list`), for a 2026-07-28 client in a round
+    /// as [`elicit`](Self::elicit) is; off MCP, or where the client has none, a
+    /// [`dependency`](crate::ErrorKind::Dependency) error says so. `key`: the question's key
+    /// in `inputRequests` (`None`: `roots-1`, ...).
+    pub async fn roots(&self, key: Option<&str>) -> Result<Vec<crate::ask::Root>, ToolError> {
+        let request = crate::ask::Ask::Roots {
+            key: key.map(str::to_owned),
+        };
+        let answer = self.ask(&request).await?;
+        Ok(serde_json::from_value(answer["roots"].clone())?)
     }
 
     /// Asks a model for a completion: the MCP client's (sampling) when served, else the

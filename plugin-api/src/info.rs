@@ -85,6 +85,12 @@ pub struct ToolInfo {
     /// MCP clients.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub agent_only: bool,
+    /// Served over MCP, every call is a task (the Tasks extension of MCP 2026-07-28): a
+    /// 2026-07-28 client that does not declare the extension is refused with
+    /// `MissingRequiredClientCapabilityError` (-32021) naming it. Clients of earlier versions
+    /// (which have no such extension) and the host's own agents call it plainly.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub task_required: bool,
 }
 
 impl Default for ToolInfo {
@@ -100,6 +106,7 @@ impl Default for ToolInfo {
             version: String::new(),
             output_schema: None,
             agent_only: false,
+            task_required: false,
         }
     }
 }
@@ -182,6 +189,13 @@ impl ToolInfo {
         self.parameters = schema;
         self
     }
+
+    /// Makes every call over MCP a task (the [`task_required`](ToolInfo#structfield.task_required) field).
+    pub fn task_required(mut self, yes: bool) -> Self {
+        self.task_required = yes;
+        self
+    }
+
     /// Sets the timeout of one attempt.
     pub fn timeout_seconds(mut self, seconds: u64) -> Self {
         self.timeout_seconds = seconds;

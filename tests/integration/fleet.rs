@@ -12,6 +12,10 @@
 //! rolling restart (SIGTERM to each instance in turn, as the page does it) under 16 clients on
 //! kept-alive connections loses no call, with no step at the balancer, and the audit log
 //! holds one record per call.
+//!
+//! And a call of MCP 2026-07-28 that asks twice (`InputRequiredResult` rounds): through two
+//! stateless instances sharing a token (and so the key of `requestState`) but not a root,
+//! behind HAProxy, its rounds go to both instances and the call completes with both answers.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -449,4 +453,116 @@ fn the_page_gives_the_readiness_check_and_the_token() {
     let command = page_command(8081, 8081).join(" ");
     assert!(command.contains("--token-secret MCP_TOKEN"), "{command}");
     assert!(PAGE.contains("kill -TERM"), "the page's rolling restart");
+}
+
+/// The tool of the conformance plugin that asks a name, then a colour.
+const TWO_ROUNDS: &str = "test_input_required_result_multi_round";
+
+/// One 2026-07-28 `tools/call` of [`TWO_ROUNDS`] through the balancer on `port`, with
+/// `extra` params (the answers and the state of a retry): its result.
+fn call_2026(port: u16, id: u64, extra: &str) -> Value {
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"fleet-test","version":"1"}}"#;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{TWO_ROUNDS}","arguments":{{}},"_meta":{meta}{extra}}}}}"#
+    );
+    let headers = [
+        AUTHORIZATION,
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", TWO_ROUNDS),
+    ];
+    let answer = post_mcp_with(port, &headers, &body).expect("an answer");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let json = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(body);
+    let message: Value = serde_json::from_str(json.trim())
+        .unwrap_or_else(|e| panic!("not a JSON-RPC answer ({e}): {answer}"));
+    assert!(message["error"].is_null(), "{message}");
+    message["result"].clone()
+}
+
+/// The retry's extra params: `answer` to the question `key`, and the state to echo.
+fn retry(key: &str, answer: Value, state: &Value) -> String {
+    let responses = serde_json::json!({key: {"action": "accept", "content": answer}});
+    format!(r#","inputResponses":{responses},"requestState":{state}"#)
+}
+
+#[test]
+fn a_call_that_asks_twice_continues_on_another_instance_of_a_stateless_fleet() {
+    if !peers::haproxy() {
+        return;
+    }
+    // Two roots: what an instance knows of the call is only what the client brings back.
+    let roots: Vec<TestRoot> = (0..2)
+        .map(|_| {
+            let root = TestRoot::new();
+            let tool = crate::mcp_server::conformance_fixture(TWO_ROUNDS);
+            root.tool("usr", TWO_ROUNDS, tool);
+            root.write("usr/secrets.env", format!("MCP_TOKEN={TOKEN}\n"));
+            root
+        })
+        .collect();
+    let servers: Vec<HttpServer> = roots
+        .iter()
+        .map(|root| HttpServer::start(root, &["--token-secret", "MCP_TOKEN"]))
+        .collect();
+    let ports: Vec<u16> = servers
+        .iter()
+        .map(|s| {
+            let port = s.url.rsplit(':').next().and_then(|p| p.split('/').next());
+            port.and_then(|p| p.parse().ok()).expect("a port")
+        })
+        .collect();
+    let balancer = Balancer::start(&roots[0], &ports);
+
+    let first = call_2026(balancer.port, 1, "");
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    assert!(first["inputRequests"]["step1"].is_object(), "{first}");
+    let name = serde_json::json!({"name": "Ada"});
+    let second = call_2026(
+        balancer.port,
+        2,
+        &retry("step1", name, &first["requestState"]),
+    );
+    assert_eq!(second["resultType"], "input_required", "{second}");
+    assert!(second["inputRequests"]["step2"].is_object(), "{second}");
+    let colour = serde_json::json!({"color": "green"});
+    let done = call_2026(
+        balancer.port,
+        3,
+        &retry("step2", colour, &second["requestState"]),
+    );
+    assert_eq!(done["content"][0]["text"], "Ada likes green", "{done}");
+
+    // Round robin: the rounds alternated, so each instance ran the tool (round 1 and 3 on
+    // one, round 2 on the other), each time from the start with the answers so far.
+    let runs: Vec<usize> = roots
+        .iter()
+        .map(|root| crate::mcp_server::audited_calls(root, TWO_ROUNDS).len())
+        .collect();
+    assert_eq!(runs.iter().sum::<usize>(), 3, "runs per instance: {runs:?}");
+    assert!(runs.iter().all(|&n| n >= 1), "runs per instance: {runs:?}");
+    // A state is good for one retry, on any instance: the first one again is refused.
+    let again = retry(
+        "step1",
+        serde_json::json!({"name": "Eve"}),
+        &first["requestState"],
+    );
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"{TWO_ROUNDS}","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{"elicitation":{{}}}},"io.modelcontextprotocol/clientInfo":{{"name":"fleet-test","version":"1"}}}}{again}}}}}"#
+    );
+    let headers = [
+        AUTHORIZATION,
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", TWO_ROUNDS),
+    ];
+    // Sent to each instance directly: the one that took it refuses it (the ids of used
+    // states are kept per process, as mcp.md says; the other one would run the round again).
+    let refused = post_mcp_with(ports[0], &headers, &body).expect("an answer");
+    let refused_too = post_mcp_with(ports[1], &headers, &body).expect("an answer");
+    let said = format!("{refused}{refused_too}");
+    assert!(said.contains("already used"), "{said}");
 }

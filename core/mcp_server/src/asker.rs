@@ -1,6 +1,7 @@
 //! What a tool asks during an MCP call, asked of the session's client: a log message as
 //! `notifications/message` (at or above the level the client set with `logging/setLevel`), an
-//! elicitation as `elicitation/create`, a sampling as `sampling/createMessage`.
+//! elicitation as `elicitation/create`, a sampling as `sampling/createMessage`, the client's
+//! roots as `roots/list`.
 
 // Logging and sampling are deprecated by SEP-2577 (2026-07-28), and still what clients of
 // 2025-06-18 and 2025-11-25 speak.
@@ -38,6 +39,15 @@ impl Default for LogThreshold {
 }
 
 impl LogThreshold {
+    /// The threshold of one 2026-07-28 request: the `logLevel` of its `_meta`, and without one
+    /// no log message at all, as that version says.
+    pub(crate) fn of_request(level: Option<LoggingLevel>) -> Self {
+        // One above `emergency`: nothing is sent.
+        Self(AtomicU8::new(
+            level.map_or(rank(LoggingLevel::Emergency) + 1, rank),
+        ))
+    }
+
     /// Sets it (`logging/setLevel`).
     pub(crate) fn set(&self, level: LoggingLevel) {
         self.0.store(rank(level), Ordering::SeqCst);
@@ -119,7 +129,9 @@ impl Asker for ClientAsker {
                     Ok(Value::Null)
                 })
             }
-            Ask::Elicit { message, schema } if self.task.is_some() => {
+            Ask::Elicit {
+                message, schema, ..
+            } if self.task.is_some() => {
                 let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
                 let answer = self.in_task(&tool, "elicit", "elicitation/create", params);
                 Box::pin(async move { answer.await.map(|a| elicited(&a)) })
@@ -129,17 +141,58 @@ impl Asker for ClientAsker {
                 let answer = self.in_task(&tool, "sample", "sampling/createMessage", params);
                 Box::pin(async move { answer.await.map(|a| sampled(&a)) })
             }
-            Ask::Elicit { message, schema } if self.round.is_some() => {
+            Ask::Roots { .. } if self.task.is_some() => {
+                let answer = self.in_task(&tool, "roots", "roots/list", json!({}));
+                Box::pin(answer)
+            }
+            Ask::Elicit {
+                message,
+                schema,
+                key,
+            } if self.round.is_some() => {
                 let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
-                let answer = self.round_trip(&tool, "elicit", "elicitation/create", params);
+                let answer = self.round_trip(&tool, "elicit", key, "elicitation/create", params);
                 Box::pin(async move { answer.map(|a| elicited(&a)) })
             }
             Ask::Sample(sample) if self.round.is_some() => {
                 let params = sample_params(&sample);
-                let answer = self.round_trip(&tool, "sample", "sampling/createMessage", params);
+                let key = sample.key.clone();
+                let answer =
+                    self.round_trip(&tool, "sample", key, "sampling/createMessage", params);
                 Box::pin(async move { answer.map(|a| sampled(&a)) })
             }
-            Ask::Elicit { message, schema } => {
+            Ask::Roots { key } if self.round.is_some() => {
+                let answer = self.round_trip(&tool, "roots", key, "roots/list", json!({}));
+                Box::pin(std::future::ready(answer))
+            }
+            Ask::Roots { .. } => {
+                let unavailable = self.unavailable;
+                Box::pin(async move {
+                    if let Some(why) = unavailable {
+                        return Err(cannot(&tool, "roots", why));
+                    }
+                    let supported = peer
+                        .peer_info()
+                        .is_some_and(|info| info.capabilities.roots.is_some());
+                    if !supported {
+                        let why = "the MCP client does not support roots";
+                        return Err(cannot(&tool, "roots", why));
+                    }
+                    let asking = peer.list_roots();
+                    let result = tokio::time::timeout(ASK_TIMEOUT, asking)
+                        .await
+                        .map_err(|_| ToolError::timeout("the MCP client did not list its roots"))?
+                        .map_err(|e| {
+                            ToolError::dependency(format!(
+                                "the MCP client's roots/list failed: {e}"
+                            ))
+                        })?;
+                    Ok(serde_json::to_value(&result).unwrap_or_default())
+                })
+            }
+            Ask::Elicit {
+                message, schema, ..
+            } => {
                 let unavailable = self.unavailable;
                 Box::pin(async move { elicit(&peer, &tool, unavailable, message, schema).await })
             }
@@ -267,14 +320,15 @@ impl ClientAsker {
         &self,
         tool: &str,
         kind: &'static str,
+        key: Option<String>,
         method: &str,
         params: Value,
     ) -> Result<Value, ToolError> {
         let Some(round) = &self.round else {
             return Err(cannot(tool, kind, "no round trip"));
         };
-        let id = round.next_id(kind);
-        if let Some(answer) = round.answer(&id) {
+        let id = key.unwrap_or_else(|| round.next_id(kind));
+        if let Some(answer) = round.answer(&id).filter(|a| round_trip::fits(method, a)) {
             return Ok(answer.clone());
         }
         let (what, request) = asked(Some(round), tool, kind, method, params)?;
@@ -347,9 +401,13 @@ fn asked(
 ) -> Result<(&'static str, InputRequest), ToolError> {
     let (what, supported) = match kind {
         "elicit" => ("elicitation", round.is_none_or(RoundTrip::elicits)),
+        "roots" => ("roots", round.is_none_or(RoundTrip::lists_roots)),
         _ => ("sampling", round.is_none_or(RoundTrip::samples)),
     };
     if !supported {
+        if let Some(round) = round {
+            round.lacks(what);
+        }
         let why = format!("the MCP client does not support {what}");
         return Err(cannot(tool, what, &why));
     }

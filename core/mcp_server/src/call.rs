@@ -50,14 +50,26 @@ pub(crate) async fn call(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, rmcp::ErrorData> {
+    let called = call_with_kind(host, profile, approvals, request, context).await;
+    called.map(|(result, _)| result)
+}
+
+/// [`call`], with the kind of the tool's error when it failed (a task reports an
+/// `internal` one, a bug or a crash of plugin code, as a failed task).
+pub(crate) async fn call_with_kind(
+    host: &Arc<Host>,
+    profile: &str,
+    approvals: Approvals<'_>,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<(CallToolResult, Option<plugin_api::ErrorKind>), rmcp::ErrorData> {
     let progress = Progress::new(&context.peer, context.meta.get_progress_token());
     let output = progress.output.clone();
     let agent = match Agent::with_output(host.clone(), AGENT_NAME, profile, output) {
         Ok(agent) => agent,
         Err(e) => {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(
-                e.to_string(),
-            )]));
+            let result = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
+            return Ok((result, None));
         }
     };
     if !super::tools::offered(&agent, &request.name) {
@@ -97,10 +109,12 @@ pub(crate) async fn call(
     };
     progress.finish().await;
     let secrets = host.secrets();
+    let mut kind = None;
     let mut result = match result {
         Ok(response) => success(&secrets, response),
         Err(e) => {
             let e = secrets.mask_error(&e);
+            kind = Some(e.kind());
             let text = format!("{} error: {}", e.kind(), e.message());
             CallToolResult::error(vec![ContentBlock::text(text)])
         }
@@ -112,7 +126,7 @@ pub(crate) async fn call(
         meta.insert(AUDIT_ERROR_META.to_owned(), Value::String(text));
         result.meta = Some(rmcp::model::MetaObject(meta));
     }
-    Ok(result)
+    Ok((result, kind))
 }
 
 /// A response as a result: the message as a text block (left out when empty and followed by

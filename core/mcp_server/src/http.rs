@@ -582,7 +582,11 @@ impl Endpoint {
             }
         };
         if let Err(refusal) = jsonrpc::check(&bytes) {
-            return json_error(StatusCode::BAD_REQUEST, &refusal);
+            let status = match refusal.code {
+                jsonrpc::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return json_error(status, &refusal);
         }
         let body = http_body_util::Full::new(bytes);
         self.service.handle(Request::from_parts(parts, body)).await

@@ -15,9 +15,18 @@ pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 /// The method's parameters do not have its shape.
 pub(crate) const INVALID_PARAMS: i64 = -32602;
-
-/// JSON-RPC's "method not found".
+/// Method not found: also what a 2026-07-28 request of a method that version removed gets
+/// (over HTTP with status 404).
 pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+
+/// The methods MCP 2026-07-28 removed (`ping` is refused by rmcp itself): a request of one
+/// that declares that version in its `_meta` is not found, as the specification answers it.
+const REMOVED_IN_2026: [&str; 4] = [
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 
 /// The longest method name read (the protocol's longest is 40 bytes); a longer one is not
 /// found, and is not repeated whole.
@@ -206,6 +215,12 @@ pub(crate) fn check(message: &[u8]) -> Result<(), Refusal> {
         let message = format!("\"params\" of {method} must be an object, not {given}");
         return refuse(INVALID_REQUEST, message);
     }
+    if REMOVED_IN_2026.contains(&method.as_str()) && declares_2026(message) {
+        let text = format!(
+            "method not found: {method} was removed in MCP 2026-07-28 (the protocol version this request declares); send it with protocol 2025-11-25, or see server/discover"
+        );
+        return refuse(METHOD_NOT_FOUND, text);
+    }
     // rmcp reads a request whose parameters do not fit its method as a custom request, which
     // it answers with "method not found": a known method is tried with its own type.
     let parsed = serde_json::from_slice::<ClientJsonRpcMessage>(message);
@@ -223,6 +238,29 @@ pub(crate) fn check(message: &[u8]) -> Result<(), Refusal> {
         return refuse(INVALID_PARAMS, format!("invalid params for {method}: {e}"));
     }
     Ok(())
+}
+
+/// Whether the request `message` declares protocol 2026-07-28 or later in its
+/// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
+fn declares_2026(message: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Request {
+        params: Option<Params>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+        version: Option<Value>,
+    }
+    let request = serde_json::from_slice::<Request>(message).ok();
+    let version = request.and_then(|r| r.params?.meta?.version);
+    // ISO dates compare as strings.
+    matches!(version, Some(Value::String(v)) if v.as_str() >= "2026-07-28")
 }
 
 /// Whether `params` fit the request `method` if it is one the server answers (any parameters

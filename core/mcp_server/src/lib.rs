@@ -14,6 +14,7 @@
 //! - `listen.rs`: `subscriptions/listen`, the changes told to 2026-07-28 clients;
 //! - `round_trip.rs`: what a 2026-07-28 client is asked, as `InputRequiredResult`s with a
 //!   sealed `requestState`;
+//! - `skills.rs`: skills from the layers' `skills/` folders (the Skills extension);
 //! - `tasks.rs`: long calls of 2026-07-28 clients as tasks (the Tasks extension);
 //! - `cache_hints.rs`: the `ttlMs` and `cacheScope` of lists and reads (2026-07-28);
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
@@ -55,6 +56,7 @@ mod resources;
 mod round_trip;
 mod session;
 mod shutdown;
+mod skills;
 mod stdio;
 mod tasks;
 mod telemetry;

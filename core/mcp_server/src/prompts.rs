@@ -65,6 +65,10 @@ struct Argument {
     /// What `completion/complete` offers, those that start with what was typed.
     #[serde(default)]
     values: Vec<String>,
+    /// The question a 2026-07-28 client that leaves the argument out is asked instead
+    /// (its `InputRequiredResult`), as a form of one text field.
+    #[serde(default)]
+    ask: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,6 +162,27 @@ pub(crate) fn list(host: &Host, profile: &str) -> Vec<Prompt> {
             });
             serde_json::from_value(without_nulls(prompt)).ok()
         })
+        .collect()
+}
+
+/// The arguments of the prompt `request.name` that `request` leaves out and that say what
+/// to ask instead: each one's name and question.
+pub(crate) fn questions(
+    host: &Host,
+    profile: &str,
+    request: &GetPromptRequestParams,
+) -> Vec<(String, String)> {
+    let Some(file) = files(host, profile)
+        .remove(&request.name)
+        .and_then(|path| read(&path).ok())
+    else {
+        return Vec::new();
+    };
+    let given = request.arguments.clone().unwrap_or_default();
+    file.arguments
+        .into_iter()
+        .filter(|a| !given.contains_key(&a.name))
+        .filter_map(|a| Some((a.name, a.ask?)))
         .collect()
 }
 

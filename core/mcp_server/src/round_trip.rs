@@ -3,7 +3,10 @@
 //! elicitation or sampling) goes back as an `InputRequiredResult`. The client answers each
 //! input request and retries the call with its `inputResponses` and the `requestState` it was
 //! given; the call runs again from the start with every answer so far, and a tool that asks
-//! the same things in the same order gets them answered.
+//! the same things in the same order gets them answered. An answer that does not fit what
+//! was asked (an elicitation's answer without an `action`, a sampling's without `content`,
+//! roots without `roots`) is asked again; answers sent without a `requestState` are taken
+//! where the tool asks their keys.
 //!
 //! The `requestState` holds the answers of earlier rounds and the ids of the requests it
 //! waits for, sealed with HMAC-SHA256 (rmcp's `RequestStateCodec`) under the server's
@@ -20,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, InputRequest, InputRequests, InputRequiredResult,
-    RequestStateCodec, SealOptions,
+    CallToolRequestParams, ClientCapabilities, GetPromptRequestParams, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, JsonObject, RequestStateCodec, SealOptions,
 };
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
@@ -91,6 +94,52 @@ struct State {
     asked: Vec<String>,
 }
 
+/// A request that may be retried with answers: `tools/call`, `prompts/get`.
+pub(crate) trait Retried {
+    /// Its method, which the state is bound to.
+    const METHOD: &'static str;
+    /// The tool or prompt.
+    fn name(&self) -> &str;
+    /// Its arguments, whose digest the state is bound to.
+    fn arguments(&self) -> &Option<JsonObject>;
+    /// The state it echoes, if any.
+    fn request_state(&self) -> &Option<String>;
+    /// The answers it brings, if any.
+    fn input_responses(&self) -> &Option<InputResponses>;
+}
+
+impl Retried for CallToolRequestParams {
+    const METHOD: &'static str = "tools/call";
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arguments(&self) -> &Option<JsonObject> {
+        &self.arguments
+    }
+    fn request_state(&self) -> &Option<String> {
+        &self.request_state
+    }
+    fn input_responses(&self) -> &Option<InputResponses> {
+        &self.input_responses
+    }
+}
+
+impl Retried for GetPromptRequestParams {
+    const METHOD: &'static str = "prompts/get";
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arguments(&self) -> &Option<JsonObject> {
+        &self.arguments
+    }
+    fn request_state(&self) -> &Option<String> {
+        &self.request_state
+    }
+    fn input_responses(&self) -> &Option<InputResponses> {
+        &self.input_responses
+    }
+}
+
 /// One round of a call of a 2026-07-28 client: the answers it brought, and what it is asked.
 pub(crate) struct RoundTrip {
     answers: BTreeMap<String, Value>,
@@ -98,28 +147,30 @@ pub(crate) struct RoundTrip {
     /// How many elicitations and samplings the tool asked so far in this round.
     counts: Mutex<BTreeMap<&'static str, usize>>,
     capabilities: ClientCapabilities,
+    /// What the tool asked for that the client did not declare (`sampling`, ...).
+    lacking: Mutex<std::collections::BTreeSet<&'static str>>,
 }
 
 impl RoundTrip {
     /// The round of `request`: the answers of its verified `requestState` and, for the
     /// requests that state was waiting for, its `inputResponses`.
-    pub(crate) fn begin(
+    pub(crate) fn begin<R: Retried>(
         key: &StateKey,
-        request: &CallToolRequestParams,
+        request: &R,
         capabilities: ClientCapabilities,
     ) -> Result<Self, ErrorData> {
         let mut state = State::default();
-        if let Some(sealed) = &request.request_state {
+        if let Some(sealed) = request.request_state() {
             let bound = binding(request);
             state = key.codec.open_json_with(sealed, &bound).map_err(|e| {
-                tracing::info!("tools/call {}: requestState refused: {e}", request.name);
+                tracing::info!("{} {}: requestState refused: {e}", R::METHOD, request.name());
                 ErrorData::invalid_params(
                     "requestState failed verification (changed, expired, or issued for another call): call the tool again without requestState and inputResponses",
                     None,
                 )
             })?;
             if !key.use_once(state.id) {
-                tracing::info!("tools/call {}: requestState used again", request.name);
+                tracing::info!("{} {}: requestState used again", R::METHOD, request.name());
                 return Err(ErrorData::invalid_params(
                     "requestState was already used (each is good for one retry): call the tool again without requestState and inputResponses",
                     None,
@@ -127,18 +178,28 @@ impl RoundTrip {
             }
         }
         let mut answers = state.answers;
-        if let Some(responses) = &request.input_responses {
-            for id in &state.asked {
-                if let Some(answer) = responses.get(id) {
-                    answers.insert(id.clone(), answer.clone());
+        match (request.input_responses(), request.request_state()) {
+            // A retry: only the answers to what its state asked.
+            (Some(responses), Some(_)) => {
+                for id in &state.asked {
+                    if let Some(answer) = responses.get(id) {
+                        answers.insert(id.clone(), answer.clone());
+                    }
                 }
             }
+            // Answers given up front, without a state: each is taken where the tool asks
+            // its key (the client could give the same answers when asked), the rest ignored.
+            (Some(responses), None) => {
+                answers.extend(responses.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            (None, _) => {}
         }
         Ok(Self {
             answers,
             asked: Mutex::default(),
             counts: Mutex::default(),
             capabilities,
+            lacking: Mutex::default(),
         })
     }
 
@@ -180,12 +241,39 @@ impl RoundTrip {
         self.capabilities.sampling.is_some()
     }
 
+    /// Whether the client declared roots.
+    pub(crate) fn lists_roots(&self) -> bool {
+        self.capabilities.roots.is_some()
+    }
+
+    /// Notes that the tool asked for `what` (`elicitation`, `sampling`, `roots`), which the
+    /// client did not declare.
+    pub(crate) fn lacks(&self, what: &'static str) {
+        lock(&self.lacking).insert(what);
+    }
+
+    /// The error of a run that failed having asked only for what the client did not declare:
+    /// `MissingRequiredClientCapabilityError` (-32021) naming those capabilities, as
+    /// 2026-07-28 says a server must answer; `None` if the tool asked for nothing undeclared.
+    pub(crate) fn missing_capabilities(&self) -> Option<ErrorData> {
+        let lacking = lock(&self.lacking);
+        if lacking.is_empty() {
+            return None;
+        }
+        let required: serde_json::Map<String, Value> = lacking
+            .iter()
+            .map(|what| (what.to_string(), Value::Object(Default::default())))
+            .collect();
+        let required: ClientCapabilities = serde_json::from_value(Value::Object(required)).ok()?;
+        Some(ErrorData::missing_required_client_capability(required))
+    }
+
     /// This round's `InputRequiredResult`: what was asked, and the state (every answer so
     /// far, the ids asked) sealed for `request`.
-    pub(crate) fn input_required(
+    pub(crate) fn input_required<R: Retried>(
         &self,
         key: &StateKey,
-        request: &CallToolRequestParams,
+        request: &R,
     ) -> Result<InputRequiredResult, ErrorData> {
         let asked = std::mem::take(&mut *lock(&self.asked));
         let mut id = [0u8; 16];
@@ -205,15 +293,34 @@ impl RoundTrip {
     }
 }
 
-/// What a state is bound to: the method, the tool as called and a digest of its arguments.
-fn binding(request: &CallToolRequestParams) -> Vec<u8> {
-    let args = serde_json::to_vec(&request.arguments).unwrap_or_default();
+/// What a state is bound to: the method, the tool or prompt as asked and a digest of its
+/// arguments.
+fn binding<R: Retried>(request: &R) -> Vec<u8> {
+    let args = serde_json::to_vec(request.arguments()).unwrap_or_default();
     let digest: [u8; 32] = Sha256::digest(&args).into();
-    let mut bound = b"tools/call\0".to_vec();
-    bound.extend_from_slice(request.name.as_bytes());
+    let mut bound = R::METHOD.as_bytes().to_vec();
+    bound.push(0);
+    bound.extend_from_slice(request.name().as_bytes());
     bound.push(0);
     bound.extend_from_slice(&digest);
     bound
+}
+
+/// Whether `answer` has the shape of a result of `method`: an elicitation's says its
+/// `action`, a sampling's has `content`, roots' are a `roots` list. One that does not is
+/// asked again.
+pub(crate) fn fits(method: &str, answer: &Value) -> bool {
+    match method {
+        "elicitation/create" => {
+            matches!(
+                answer["action"].as_str(),
+                Some("accept" | "decline" | "cancel")
+            )
+        }
+        "sampling/createMessage" => answer["content"].is_object() || answer["content"].is_array(),
+        "roots/list" => answer["roots"].is_array(),
+        _ => answer.is_object(),
+    }
 }
 
 /// An input request from its method and params (`elicitation/create`,
@@ -299,5 +406,41 @@ mod tests {
         assert_eq!(round.next_id("elicit"), "elicit-1");
         assert_eq!(round.next_id("sample"), "sample-1");
         assert_eq!(round.next_id("elicit"), "elicit-2");
+    }
+
+    #[test]
+    fn answers_without_a_state_are_taken_by_key_and_a_misfit_answer_is_not_an_answer() {
+        let key = StateKey::random().unwrap();
+        let accepted = json!({"action": "accept", "content": {"name": "Ada"}});
+        let request = call(json!({})).with_input_responses(BTreeMap::from([
+            ("user_name".to_owned(), accepted.clone()),
+            ("other".to_owned(), json!(12345)),
+        ]));
+        let round = RoundTrip::begin(&key, &request, ClientCapabilities::default()).unwrap();
+        assert_eq!(round.answer("user_name"), Some(&accepted));
+        assert!(fits("elicitation/create", &accepted));
+        assert!(!fits("elicitation/create", round.answer("other").unwrap()));
+        assert!(!fits("roots/list", &json!({"roots": 1})));
+        assert!(fits("roots/list", &json!({"roots": []})));
+        assert!(fits(
+            "sampling/createMessage",
+            &json!({"content": {"type": "text"}})
+        ));
+    }
+
+    #[test]
+    fn a_run_that_asked_only_for_undeclared_capabilities_is_minus_32021_naming_them() {
+        let key = StateKey::random().unwrap();
+        let round = RoundTrip::begin(&key, &call(json!({})), ClientCapabilities::default());
+        let round = round.unwrap();
+        assert!(round.missing_capabilities().is_none());
+        round.lacks("sampling");
+        let error = round.missing_capabilities().expect("an error");
+        assert_eq!(error.code.0, -32021);
+        let data = error.data.expect("data");
+        assert!(
+            data["requiredCapabilities"]["sampling"].is_object(),
+            "{data}"
+        );
     }
 }

@@ -22,11 +22,16 @@ use rmcp::model::{
     UpdateTaskParams,
 };
 use rmcp::model::{DiscoverResult, SubscriptionFilter};
+use rmcp::model::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult,
+};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 
 use super::asker::{LogThreshold, TaskQuestions};
-use super::round_trip::{RoundTrip, StateKey, APPROVAL};
+use super::round_trip::{self, RoundTrip, StateKey, APPROVAL};
+use super::skills;
 use super::{
     approval, cache_hints, call, listen, lock, prompts, resources, telemetry, tools, Shared,
 };
@@ -50,6 +55,57 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// The arguments a 2026-07-28 client left out of `prompts/get` whose prompt says what to
+    /// ask instead: each answered one (in the retry's `inputResponses`) filled into
+    /// `request`; the others asked in an `InputRequiredResult`, returned when there are any.
+    async fn ask_for_arguments(
+        &self,
+        request: &mut GetPromptRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<rmcp::model::InputRequiredResult>, ErrorData> {
+        let asking = request.clone();
+        let questions = self
+            .blocking("reading the prompt", move |host, profile| {
+                prompts::questions(host, profile, &asking)
+            })
+            .await?;
+        if questions.is_empty() {
+            return Ok(None);
+        }
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let round = RoundTrip::begin(self.state_key(), &*request, capabilities)?;
+        let asked = request.clone();
+        let mut filled = request.arguments.clone().unwrap_or_default();
+        for (name, question) in questions {
+            let answer = round
+                .answer(&name)
+                .filter(|a| round_trip::fits("elicitation/create", a));
+            if let Some(value) = answer.and_then(|a| a["content"].get(&name).cloned()) {
+                filled.insert(name, value);
+                continue;
+            }
+            if !round.elicits() {
+                continue;
+            }
+            let params = serde_json::json!({
+                "mode": "form",
+                "message": question,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {name.clone(): {"type": "string"}},
+                    "required": [name.clone()],
+                },
+            });
+            let input = round_trip::input_request("elicitation/create", params)
+                .map_err(|e| ErrorData::internal_error(e, None))?;
+            round.ask(name, input);
+        }
+        if round.asks() {
+            return Ok(Some(round.input_required(self.state_key(), &asked)?));
+        }
+        request.arguments = Some(filled);
+        Ok(None)
+    }
     /// A session that can ask its client (stdio, HTTP with sessions).
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
@@ -115,10 +171,27 @@ impl Session {
         let declares = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        if !cache_hints::is_stateless(context) || !declares {
+        if !cache_hints::is_stateless(context) {
             return Ok(None);
         }
         let name = request.name.to_string();
+        if !declares {
+            // A tool whose calls must be tasks cannot serve a client without the extension.
+            let asking = name.clone();
+            let required = self
+                .blocking("looking up the tool", move |host, profile| {
+                    tools::task_required(host, profile, &asking)
+                })
+                .await?;
+            if required {
+                let required: rmcp::model::ClientCapabilities = serde_json::from_value(
+                    serde_json::json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+                )
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                return Err(ErrorData::missing_required_client_capability(required));
+            }
+            return Ok(None);
+        }
         self.blocking("looking up the tool's deadline", move |host, profile| {
             tools::task_deadline(host, profile, &name)
         })
@@ -159,8 +232,23 @@ impl Session {
                 }),
             };
             let name = request.name.to_string();
-            let result = call::call(&shared.host, &shared.profile, approvals, request, context);
+            let result =
+                call::call_with_kind(&shared.host, &shared.profile, approvals, request, context);
             let result = toolhost::telemetry::with_call_id(&call_id, result).await;
+            // A bug or a crash of plugin code (an internal error) is a protocol-level failure
+            // of the task, not a result: `failed`, with the error.
+            let result = match result {
+                Ok((result, Some(plugin_api::ErrorKind::Internal))) => {
+                    let text = result
+                        .content
+                        .first()
+                        .and_then(|c| c.as_text())
+                        .map_or_else(String::new, |t| t.text.clone());
+                    Err(ErrorData::internal_error(text, None))
+                }
+                Ok((result, _)) => Ok(result),
+                Err(e) => Err(e),
+            };
             let result = match (result, round) {
                 (Ok(_), Some(round)) if round.asks() => {
                     let text = format!(
@@ -190,6 +278,7 @@ impl ServerHandler for Session {
             .enable_resources_subscribe()
             .enable_resources_list_changed()
             .enable_tasks()
+            .enable_skills_with_directory_read()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -197,6 +286,16 @@ impl ServerHandler for Session {
                 "The native tools of toolhost profile '{}'.",
                 self.shared.profile
             ))
+    }
+
+    /// The tool `name` as listed, for rmcp's check of a call's `Mcp-Param-*` headers against
+    /// the `x-mcp-header` parameters of its schema (SEP-2243); `None` for a name no layer
+    /// has (the call then says so).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        toolhost::ToolName::parse(name).ok()?;
+        let resolution = self.shared.host.resolve(&self.shared.profile, name);
+        let found = resolution.found.as_ref()?;
+        Some(tools::tool(name, found.handle.info()))
     }
 
     async fn list_tools(
@@ -288,11 +387,16 @@ impl ServerHandler for Session {
                     return Ok(CreateTaskResult::new(task).into());
                 }
             }
+            // A 2026-07-28 request says its own log level (none: no log messages).
+            let threshold = match stateless {
+                true => Arc::new(LogThreshold::of_request(context.meta.log_level())),
+                false => self.log_threshold.clone(),
+            };
             let approvals = call::Approvals {
                 session: &self.approved,
                 unavailable: if stateless { None } else { self.no_approvals },
                 yes_to_writes: yes,
-                log_threshold: &self.log_threshold,
+                log_threshold: &threshold,
                 round: round.clone(),
                 task: None,
             };
@@ -305,6 +409,13 @@ impl ServerHandler for Session {
                 (Some(round), Some(request)) if round.asks() => {
                     // Asked something: this run's result is replaced by the question.
                     Ok(round.input_required(self.state_key(), &request)?.into())
+                }
+                // Failed having asked only for what the client did not declare: -32021.
+                (Some(round), _) if result.is_error == Some(true) => {
+                    match round.missing_capabilities() {
+                        Some(missing) => Err(missing),
+                        None => Ok(result.into()),
+                    }
                 }
                 _ => Ok(result.into()),
             }
@@ -426,6 +537,13 @@ impl ServerHandler for Session {
         let served = telemetry::Request::new("prompts/get", Some(&*request.name), &context);
         served
             .serve(async move {
+                let mut request = request;
+                if cache_hints::is_stateless(&context) {
+                    let asked = self.ask_for_arguments(&mut request, &context).await?;
+                    if let Some(asked) = asked {
+                        return Ok(asked.into());
+                    }
+                }
                 let secrets = self.shared.host.secrets();
                 let got = self
                     .blocking("reading the prompt", move |host, profile| {
@@ -434,10 +552,12 @@ impl ServerHandler for Session {
                     .await??;
                 let json = serde_json::to_value(&got).unwrap_or_default();
                 let masked = secrets.mask_value(json).into_inner();
-                let got: rmcp::model::GetPromptResult =
-                    serde_json::from_value(masked).map_err(|e| {
+                let mut got: rmcp::model::GetPromptResult = serde_json::from_value(masked)
+                    .map_err(|e| {
                         ErrorData::internal_error(format!("the prompt's masked form: {e}"), None)
                     })?;
+                // 2026-07-28 results say they are complete (rmcp strips it for older peers).
+                got.result_type = Some(rmcp::model::ResultType::COMPLETE);
                 Ok(GetPromptResponse::from(got))
             })
             .await
@@ -451,9 +571,13 @@ impl ServerHandler for Session {
         let served = telemetry::Request::new("resources/list", None, &context);
         served
             .serve(async move {
-                let listed = self
+                let mut listed = self
                     .blocking("listing the resources", resources::list)
                     .await?;
+                let skills = self
+                    .blocking("listing the skills", skills::manifests)
+                    .await?;
+                listed.extend(skills);
                 let mut result = ListResourcesResult::with_all_items(listed);
                 if let Some((ttl, scope)) = self.list_hints(&context) {
                     (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
@@ -494,14 +618,82 @@ impl ServerHandler for Session {
                 let uri = request.uri.clone();
                 let mut read = self
                     .blocking("reading the resource", move |host, profile| {
-                        resources::read(host, profile, &uri)
+                        match skills::is_skill_uri(&uri) {
+                            true => skills::read(host, profile, &uri),
+                            false => resources::read(host, profile, &uri),
+                        }
                     })
                     .await??;
+                read.result_type = Some(rmcp::model::ResultType::COMPLETE);
                 if cache_hints::is_stateless(&context) {
                     let (ttl, scope) = cache_hints::read();
                     (read.ttl_ms, read.cache_scope) = (Some(ttl), Some(scope));
                 }
                 Ok(ReadResourceResponse::from(read))
+            })
+            .await
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let served = telemetry::Request::new("skills/list", None, &context);
+        served
+            .serve(async move {
+                let listed = self.blocking("listing the skills", skills::list).await?;
+                let mut result = ListSkillsResult::with_all_items(listed);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
+            })
+            .await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let served = telemetry::Request::new("skills/get", None, &context);
+        served
+            .serve(async move {
+                let uri = request.uri.clone();
+                let skill = self
+                    .blocking("reading the skill", move |host, profile| {
+                        skills::get(host, profile, &uri)
+                    })
+                    .await??;
+                let mut result = GetSkillResult::new(skill);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    result = result.with_ttl_ms(ttl).with_cache_scope(scope);
+                }
+                Ok(result)
+            })
+            .await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let served = telemetry::Request::new("resources/directory/read", None, &context);
+        served
+            .serve(async move {
+                let uri = request.uri.clone();
+                let children = self
+                    .blocking("reading the folder", move |host, profile| {
+                        skills::directory(host, profile, &uri)
+                    })
+                    .await??;
+                let mut result = ReadResourceDirectoryResult::with_all_items(children);
+                if let Some((ttl, scope)) = self.list_hints(&context) {
+                    (result.ttl_ms, result.cache_scope) = (Some(ttl), Some(scope));
+                }
+                Ok(result)
             })
             .await
     }

@@ -85,6 +85,7 @@ pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option
     let name = toolhost::ToolName::parse(request).ok()?;
     let found = host.resolve(profile, name.name());
     let info = found.found.as_ref()?.handle.info();
+    let required = info.task_required;
     let declared = Duration::from_secs(info.timeout_seconds);
     let (timeout, retries) = match host.config(profile) {
         Ok(config) => (
@@ -93,7 +94,18 @@ pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option
         ),
         Err(_) => (declared, info.max_retries),
     };
-    (timeout >= TASK_MIN_DEADLINE).then(|| timeout.saturating_mul(retries.saturating_add(1)))
+    (required || timeout >= TASK_MIN_DEADLINE)
+        .then(|| timeout.saturating_mul(retries.saturating_add(1)))
+}
+
+/// Whether every MCP call of the tool `request` must be a task ([`ToolInfo::task_required`]).
+pub(crate) fn task_required(host: &Host, profile: &str, request: &str) -> bool {
+    let Ok(name) = toolhost::ToolName::parse(request) else {
+        return false;
+    };
+    let found = host.resolve(profile, name.name());
+    let required = found.found.as_ref().map(|f| f.handle.info().task_required);
+    required.unwrap_or(false)
 }
 
 /// One tool: `inputSchema` is the declared parameters when they are an object schema, else

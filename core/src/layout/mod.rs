@@ -112,6 +112,12 @@ impl Layer {
     pub fn resources_dir(&self) -> PathBuf {
         self.dir.join("resources")
     }
+
+    /// `<layer>/skills/`: the skills `toolhost serve-mcp` offers (`<name>/SKILL.md` and the
+    /// files beside it; MCP's Skills extension).
+    pub fn skills_dir(&self) -> PathBuf {
+        self.dir.join("skills")
+    }
 }
 
 /// What a path under the root is to the host.

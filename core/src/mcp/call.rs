@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
-    ProgressToken, ServerResult,
+    InputRequest, InputRequiredResult, InputResponses, ProgressToken, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
@@ -24,6 +24,10 @@ use plugin_api::ToolError;
 /// The most progress notifications of one call shown per second: those in between are
 /// coalesced (the latest is shown when its turn comes, the others are dropped).
 pub(crate) const PROGRESS_PER_SECOND: u32 = 10;
+
+/// The most `InputRequiredResult` rounds of one call (MCP 2026-07-28): a server that keeps
+/// asking past them fails the call.
+const MAX_INPUT_ROUNDS: usize = 16;
 
 /// Stops routing a call's progress when the attempt ends, however it ends.
 struct Route<'a>(&'a ProgressRoutes, ProgressToken);
@@ -65,53 +69,70 @@ impl McpTool {
         // The request's own span (kind client): the server's span is its child.
         let span = telemetry::McpClientSpan::tools_call(&self.server_name, &self.remote);
         let sent = async {
-            let mut params =
-                CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
-            // The trace goes on at the server (`_meta.traceparent`), when it is exported.
-            if let Some(traceparent) = telemetry::traceparent() {
-                rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
-            }
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-            let options = PeerRequestOptions::no_options();
-            let mut handle = match peer.send_cancellable_request(request, options).await {
-                Ok(handle) => handle,
-                Err(e) => return Err(self.lost(&server, &e.to_string())),
-            };
-            let (to, mut notes) = tokio::sync::watch::channel(String::new());
-            notes.mark_unchanged();
-            server.progress.register(handle.progress_token.clone(), to);
-            let _route = Route(&server.progress, handle.progress_token.clone());
+            // A 2026-07-28 server asks with an `InputRequiredResult`: answered through the same
+            // asker as a 2025-11-25 server's requests, then the call is sent again (a new id)
+            // with the answers and the exact `requestState` it gave, if any.
+            let mut retry: Option<(Option<InputResponses>, Option<String>)> = None;
             let mut interrupt = std::pin::pin!(interrupt);
-            // After a progress text is shown, the next waits for its turn.
-            let gap = Duration::from_secs(1) / PROGRESS_PER_SECOND;
-            let mut turn = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
-            let mut waiting = false;
-            let ended = loop {
-                tokio::select! {
-                    answer = &mut handle.rx => break Ok(answer),
-                    () = &mut turn, if waiting => waiting = false,
-                    Ok(()) = notes.changed(), if !waiting => {
-                        let text = notes.borrow_and_update().clone();
-                        progress(text).await;
-                        turn.as_mut().reset(tokio::time::Instant::now() + gap);
-                        waiting = true;
-                    }
-                    () = tokio::time::sleep_until(deadline) => {
-                        let limit = timeout.unwrap_or_default();
-                        break Err(crate::governance::timed_out(&self.name, limit));
-                    }
-                    e = &mut interrupt => break Err(e),
+            for _round in 0..MAX_INPUT_ROUNDS {
+                let mut params =
+                    CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+                if let Some((responses, state)) = retry.take() {
+                    params.input_responses = responses;
+                    params.request_state = state;
                 }
-            };
-            match ended {
-                Ok(answer) => self.outcome(&server, answer),
-                Err(e) => {
-                    // The server is told to stop working on it.
-                    let reason = format!("{} ({})", e.message(), e.kind());
-                    let _ = handle.cancel(Some(reason)).await;
-                    Err(e)
+                // The trace goes on at the server (`_meta.traceparent`), when it is exported.
+                if let Some(traceparent) = telemetry::traceparent() {
+                    rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
+                }
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                let options = PeerRequestOptions::no_options();
+                let mut handle = match peer.send_cancellable_request(request, options).await {
+                    Ok(handle) => handle,
+                    Err(e) => return Err(self.lost(&server, &e.to_string())),
+                };
+                let (to, mut notes) = tokio::sync::watch::channel(String::new());
+                notes.mark_unchanged();
+                server.progress.register(handle.progress_token.clone(), to);
+                let _route = Route(&server.progress, handle.progress_token.clone());
+                // After a progress text is shown, the next waits for its turn.
+                let gap = Duration::from_secs(1) / PROGRESS_PER_SECOND;
+                let mut turn = std::pin::pin!(tokio::time::sleep(Duration::ZERO));
+                let mut waiting = false;
+                let ended = loop {
+                    tokio::select! {
+                        answer = &mut handle.rx => break Ok(answer),
+                        () = &mut turn, if waiting => waiting = false,
+                        Ok(()) = notes.changed(), if !waiting => {
+                            let text = notes.borrow_and_update().clone();
+                            progress(text).await;
+                            turn.as_mut().reset(tokio::time::Instant::now() + gap);
+                            waiting = true;
+                        }
+                        () = tokio::time::sleep_until(deadline) => {
+                            let limit = timeout.unwrap_or_default();
+                            break Err(crate::governance::timed_out(&self.name, limit));
+                        }
+                        e = &mut interrupt => break Err(e),
+                    }
+                };
+                match ended {
+                    Ok(Ok(Ok(ServerResult::InputRequiredResult(asked)))) => {
+                        retry = Some(self.answer_inputs(&server, asked).await?);
+                    }
+                    Ok(answer) => return self.outcome(&server, answer),
+                    Err(e) => {
+                        // The server is told to stop working on it.
+                        let reason = format!("{} ({})", e.message(), e.kind());
+                        let _ = handle.cancel(Some(reason)).await;
+                        return Err(e);
+                    }
                 }
             }
+            Err(ToolError::dependency(format!(
+              "MCP server '{}' asked for input {MAX_INPUT_ROUNDS} times in the call of {} without answering it",
+              self.server_name, self.name
+          )))
         };
         let sent = span.span().run(sent).await;
         span.ended(&sent);
@@ -123,6 +144,48 @@ impl McpTool {
 type Answer = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
 
 impl McpTool {
+    /// The answers to a 2026-07-28 server's `InputRequiredResult`, each asked as its
+    /// request of 2025-11-25 would be (forms of whoever answers for the call, samplings of the
+    /// host's model), and its `requestState` as given.
+    async fn answer_inputs(
+        &self,
+        server: &Server,
+        asked: InputRequiredResult,
+    ) -> Result<(Option<InputResponses>, Option<String>), ToolError> {
+        let name = &server.config.name;
+        let mut responses = InputResponses::new();
+        for (key, request) in asked.input_requests.unwrap_or_default() {
+            let answer = match request {
+                InputRequest::Elicitation(request) => {
+                    let answer = super::ask::elicit(server.asker(), name, request.params).await;
+                    serde_json::to_value(answer)
+                }
+                InputRequest::CreateMessage(request) => {
+                    let answer = super::ask::sample(server.asker(), name, request.params).await;
+                    let answer = answer.map_err(|e| {
+                        ToolError::dependency(format!(
+                            "MCP server '{name}' asked for a completion in the call of {}: {}",
+                            self.name, e.message
+                        ))
+                    })?;
+                    serde_json::to_value(answer)
+                }
+                // This client declares no roots: it shares none.
+                InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+                _ => {
+                    return Err(ToolError::dependency(format!(
+                        "MCP server '{name}' asked for input this client does not know in the call of {}: update toolhost",
+                        self.name
+                    )))
+                }
+            };
+            let answer = answer.map_err(|e| ToolError::internal(format!("an answer: {e}")))?;
+            responses.insert(key, answer);
+        }
+        let responses = (!responses.is_empty()).then_some(responses);
+        Ok((responses, asked.request_state))
+    }
+
     /// The call's result from the server's answer.
     fn outcome(&self, server: &Server, answer: Answer) -> Result<Response, ToolError> {
         match answer {

@@ -8,9 +8,11 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::config::{ServerConfig, Transport};
@@ -21,6 +23,48 @@ use crate::sync::lock;
 
 /// How long the process may take to answer `initialize`.
 const HANDSHAKE: Duration = Duration::from_secs(30);
+/// How an HTTP server is greeted: `server/discover` of 2026-07-28 first, and a server that
+/// answers it with an error (one of 2025-11-25 or earlier) gets that version's `initialize`
+/// on the same connection. A stdio server keeps the `initialize` handshake (some servers of
+/// earlier versions end the connection on a request before it).
+pub(crate) fn http_lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// Greets an HTTP server with [`http_lifecycle`] over `transport()`; a server of 2025-11-25
+/// or earlier that answers `server/discover` with a result (as some answer any request they
+/// do not know) instead of an error is greeted again with `initialize`, over a new
+/// transport.
+pub(crate) async fn greet_http<T, E, A>(
+    handler: Handler,
+    transport: impl Fn() -> T,
+) -> Result<Service, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let again = Handler {
+        server: handler.server.clone(),
+        progress: handler.progress.clone(),
+        group: Mutex::default(),
+        broken: handler.broken.clone(),
+    };
+    match handler
+        .serve_with_lifecycle(transport(), http_lifecycle())
+        .await
+    {
+        Err(rmcp::service::ClientInitializeError::ExpectedInitResult(_)) => {
+            again
+                .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
+                .await
+        }
+        greeted => greeted,
+    }
+}
+
 /// How many lines of the server's standard error are kept for a failure's reason.
 const STDERR_LINES: usize = 3;
 
@@ -113,12 +157,13 @@ pub(crate) async fn connect(
             let served = match signer {
                 Some(signer) => {
                     let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
-                    let transport = StreamableHttpClientTransport::with_client(client, http);
-                    tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
+                    let transport =
+                        || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
+                    tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
                 }
                 None => {
-                    let transport = StreamableHttpClientTransport::from_config(http);
-                    tokio::time::timeout(HANDSHAKE, handler.serve(transport)).await
+                    let transport = || StreamableHttpClientTransport::from_config(http.clone());
+                    tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
                 }
             };
             match served {

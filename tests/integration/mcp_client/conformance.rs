@@ -14,6 +14,14 @@
 //! `"grant": "client_credentials"`), `auth/resource-mismatch`, `auth/offline-access-scope`,
 //! `auth/offline-access-not-supported` (draft) and `auth/2025-03-26-oauth-endpoint-fallback`.
 //!
+//! The 2026-07-28 client scenarios of the 0.2.0 line (`@modelcontextprotocol/conformance`
+//! 0.2.0-alpha.12, every one that revision scores) run with a driver that has no step of its
+//! own for any scenario, as a user would drive the client: it points `usr/mcp.json` at the
+//! URL (with the `oauth` settings above for `auth/*`, then `toolhost mcp login conf`), runs
+//! `toolhost mcp --json` and calls every tool listed with `toolhost --yes call conf.TOOL`,
+//! giving each required argument a value of its type (a string with spaces and non-ASCII
+//! letters, so that a header carrying it must be Base64-encoded).
+//!
 //! Not run here, with the suite's reason (its `specVersions`) and what this client does:
 //! `auth/2025-03-26-oauth-metadata-backcompat` (2025-03-26 only; rmcp refuses its authorization
 //! server metadata, whose `issuer` has a path the server's URL has not: "issuer mismatch"),
@@ -55,12 +63,62 @@ case "$MCP_CONFORMANCE_SCENARIO" in
 esac
 "#;
 
-/// Runs one client scenario; each check's status and name, and the suite's report. `yes`:
-/// the driver's command gets `--yes`.
+/// The driver of the 2026-07-28 scenarios: no step of its own for any (see the module's
+/// documentation).
+const DRIVER_2026: &str = r#"#!/bin/sh
+for url; do :; done
+mkdir -p "$ROOT/usr"
+"$NODE" -e '
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO || "";
+  const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+  const server = {url: process.argv[2]};
+  if (scenario.startsWith("auth/")) {
+    server.oauth = {client_metadata_url: "https://conformance-test.local/client-metadata.json"};
+    if (ctx.client_id) server.oauth.client_id = ctx.client_id;
+    if (ctx.client_secret) server.oauth.client_secret = ctx.client_secret;
+  }
+  require("fs").writeFileSync(process.argv[1], JSON.stringify({mcpServers: {conf: server}}));
+' "$ROOT/usr/mcp.json" "$url"
+case "$MCP_CONFORMANCE_SCENARIO" in auth/*)
+  export TOOLHOST_MCP_LOGIN_FETCH=1
+  "$TOOLHOST" --root "$ROOT" mcp login conf || exit 1 ;;
+esac
+"$TOOLHOST" --root "$ROOT" mcp --json > "$ROOT/servers.json" || { cat "$ROOT/servers.json"; exit 1; }
+"$NODE" -e '
+  const listed = JSON.parse(require("fs").readFileSync(process.argv[1]));
+  const example = {string: "naïve café ☕", number: 1, integer: 1, boolean: true};
+  for (const server of listed.servers) for (const tool of server.tools || []) {
+    const schema = tool.input_schema || {}, args = {};
+    for (const key of schema.required || []) {
+      const property = (schema.properties || {})[key] || {};
+      args[key] = property.enum ? property.enum[0] : (example[property.type] ?? "x");
+    }
+    console.log(tool.name + "\t" + JSON.stringify(args));
+  }
+' "$ROOT/servers.json" > "$ROOT/calls.tsv"
+status=0
+while IFS="$(printf '\t')" read -r tool args; do
+  "$TOOLHOST" --root "$ROOT" --yes call "$tool" --args "$args" || status=1
+done < "$ROOT/calls.tsv"
+exit $status
+"#;
+
+/// Runs one client scenario of the pinned 2025-11-25 suite; each check's status and name,
+/// and the suite's report. `yes`: the driver's command gets `--yes`.
 fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
-    let (node, suite) = (peers::node22(), peers::conformance());
+    run(&peers::conformance(), DRIVER, name, yes)
+}
+
+/// Runs one client scenario of `suite` with `driver`, as [`scenario`] does.
+fn run(
+    suite: &std::path::Path,
+    driver: &str,
+    name: &str,
+    yes: bool,
+) -> (Vec<(String, String)>, String) {
+    let node = peers::node22();
     let root = TestRoot::new();
-    let driver = root.write("driver.sh", DRIVER);
+    let driver = root.write("driver.sh", driver);
     let out_dir = root.path().join("results");
     let out = Command::new(node)
         .arg(suite)
@@ -112,6 +170,20 @@ fn scenario(name: &str, yes: bool) -> (Vec<(String, String)>, String) {
 /// Asserts that the scenario passed: some check succeeded and none failed or warned.
 fn passes(name: &str) {
     let (checks, report) = scenario(name, true);
+    no_failures(name, &checks, &report);
+}
+
+/// Asserts that the 2026-07-28 scenario `name` of the 0.2.0 suite passed, as [`passes`]
+/// does.
+fn passes_2026(name: &str) {
+    let (checks, report) = run(&peers::conformance_2026(), DRIVER_2026, name, true);
+    no_failures(name, &checks, &report);
+}
+
+/// Some check succeeded, and none failed or warned. (A client scenario skips the checks of
+/// what the client never does: `initialize` after a `server/discover` that worked, prompts
+/// and resources, which this client does not read, roots, which it does not share.)
+fn no_failures(name: &str, checks: &[(String, String)], report: &str) {
     let bad: Vec<&(String, String)> = checks
         .iter()
         .filter(|(status, _)| status == "FAILURE" || status == "WARNING")
@@ -191,4 +263,49 @@ auth_scenarios! {
     conformance_auth_offline_access_scope: "auth/offline-access-scope",
     conformance_auth_offline_access_not_supported: "auth/offline-access-not-supported",
     conformance_auth_2025_03_26_oauth_endpoint_fallback: "auth/2025-03-26-oauth-endpoint-fallback",
+}
+
+/// One test per client scenario 0.2.0-alpha.12 scores for 2026-07-28 (all 32).
+macro_rules! scenarios_2026 {
+    ($($test:ident: $name:literal,)*) => {$(
+        #[test]
+        fn $test() {
+            passes_2026($name);
+        }
+    )*};
+}
+
+scenarios_2026! {
+    conformance_2026_tools_call: "tools_call",
+    conformance_2026_request_metadata: "request-metadata",
+    conformance_2026_auth_metadata_default: "auth/metadata-default",
+    conformance_2026_auth_metadata_var1: "auth/metadata-var1",
+    conformance_2026_auth_metadata_var2: "auth/metadata-var2",
+    conformance_2026_auth_metadata_var3: "auth/metadata-var3",
+    conformance_2026_auth_basic_cimd: "auth/basic-cimd",
+    conformance_2026_auth_scope_from_www_authenticate: "auth/scope-from-www-authenticate",
+    conformance_2026_auth_scope_from_scopes_supported: "auth/scope-from-scopes-supported",
+    conformance_2026_auth_scope_omitted_when_undefined: "auth/scope-omitted-when-undefined",
+    conformance_2026_auth_scope_step_up: "auth/scope-step-up",
+    conformance_2026_auth_scope_retry_limit: "auth/scope-retry-limit",
+    conformance_2026_auth_token_endpoint_auth_basic: "auth/token-endpoint-auth-basic",
+    conformance_2026_auth_token_endpoint_auth_post: "auth/token-endpoint-auth-post",
+    conformance_2026_auth_token_endpoint_auth_none: "auth/token-endpoint-auth-none",
+    conformance_2026_auth_pre_registration: "auth/pre-registration",
+    conformance_2026_auth_resource_mismatch: "auth/resource-mismatch",
+    conformance_2026_auth_offline_access_scope: "auth/offline-access-scope",
+    conformance_2026_auth_offline_access_not_supported: "auth/offline-access-not-supported",
+    conformance_2026_auth_authorization_server_migration: "auth/authorization-server-migration",
+    conformance_2026_auth_iss_supported: "auth/iss-supported",
+    conformance_2026_auth_iss_not_advertised: "auth/iss-not-advertised",
+    conformance_2026_auth_iss_supported_missing: "auth/iss-supported-missing",
+    conformance_2026_auth_iss_wrong_issuer: "auth/iss-wrong-issuer",
+    conformance_2026_auth_iss_unexpected: "auth/iss-unexpected",
+    conformance_2026_auth_iss_normalized: "auth/iss-normalized",
+    conformance_2026_auth_metadata_issuer_mismatch: "auth/metadata-issuer-mismatch",
+    conformance_2026_sep_2322_client_request_state: "sep-2322-client-request-state",
+    conformance_2026_http_standard_headers: "http-standard-headers",
+    conformance_2026_http_custom_headers: "http-custom-headers",
+    conformance_2026_http_invalid_tool_headers: "http-invalid-tool-headers",
+    conformance_2026_json_schema_ref_no_deref: "json-schema-ref-no-deref",
 }

@@ -231,7 +231,7 @@ impl Drop for HttpServer {
 }
 
 /// The audit records of `tool` (`usr/audit/audit.jsonl`).
-fn audited_calls(root: &TestRoot, tool: &str) -> Vec<Value> {
+pub(crate) fn audited_calls(root: &TestRoot, tool: &str) -> Vec<Value> {
     let log =
         std::fs::read_to_string(root.path().join("usr/audit/audit.jsonl")).unwrap_or_default();
     log.lines()

@@ -44,7 +44,9 @@ impl CallContext {
                 Box::pin(std::future::ready(Ok(Value::Null)))
             }
             // A form on the terminal, as an MCP server's is shown (`form.rs`).
-            Ask::Elicit { message, schema } => {
+            Ask::Elicit {
+                message, schema, ..
+            } => {
                 let form = super::form::FormAsker {
                     agent: agent.name().to_owned(),
                     tool: tool.clone(),
@@ -71,6 +73,10 @@ impl CallContext {
                     Ok(super::sample::answer_json(&sampled))
                 })
             }
+            Ask::Roots { .. } => Box::pin(std::future::ready(Err(ToolError::dependency(format!(
+                "tool '{tool}' asked for the client's roots, which only an MCP client shares: \
+                 serve it with `toolhost serve-mcp` to a client that declares roots"
+            ))))),
             _ => Box::pin(std::future::ready(Err(ToolError::dependency(format!(
                 "tool '{tool}' asked something this host does not know: update the host"
             ))))),
@@ -86,9 +92,14 @@ fn mask_ask(agent: &Agent, request: Ask) -> Ask {
             level,
             message: mask(message),
         },
-        Ask::Elicit { message, schema } => Ask::Elicit {
+        Ask::Elicit {
+            message,
+            schema,
+            key,
+        } => Ask::Elicit {
             message: mask(message),
             schema,
+            key,
         },
         Ask::Sample(mut sample) => {
             for message in &mut sample.messages {

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
 
 use super::browser::{BrowserStep, WAIT};
 use super::client::OAuthHttp;
@@ -88,10 +87,12 @@ pub async fn login(
         signer.sign_in(Some(&challenge)).await?;
     }
     let client = OAuthHttp::new(super::http_client(), signer.clone());
-    let transport = StreamableHttpClientTransport::with_client(
-        client.clone(),
-        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
-    );
+    let transport = || {
+        StreamableHttpClientTransport::with_client(
+            client.clone(),
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+        )
+    };
     let handler = Handler {
         server: Weak::new(),
         progress: Arc::default(),
@@ -101,8 +102,7 @@ pub async fn login(
     // The sign-in may wait for a person, at most WAIT each time.
     let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);
     let listed = tokio::time::timeout(limit, async {
-        let service = handler
-            .serve(transport)
+        let service = crate::mcp::connect::greet_http(handler, transport)
             .await
             .map_err(|e| connect_failed(&url, &e.to_string()))?;
         let listed = service.list_all_tools().await;

@@ -1,0 +1,302 @@
+//! Skills from the layers (the Skills extension of MCP, `io.modelcontextprotocol/skills`):
+//! each `<layer>/skills/<name>/SKILL.md` is the skill `<name>`, the first layer's winning as
+//! for tools, with every file of its folder. `SKILL.md` opens with a frontmatter whose
+//! `name:` (the folder's name) and `description:` lines say what the skill is:
+//!
+//! ```markdown
+//! ---
+//! name: trip-planner
+//! description: Plans a trip day by day
+//! ---
+//! # How to plan a trip
+//! ...
+//! ```
+//!
+//! A skill is listed with every file's `skill://<name>/<path>` URI, its SHA-256 digest and
+//! its size (at most [`MAX_FILES`] files and [`MAX_BYTES`] in all, as the extension bounds
+//! them); `resources/read` reads them and `resources/directory/read` lists a folder's
+//! children. A skill folder that cannot be served (no frontmatter, a `name` that is not the
+//! folder's, too many files) is left out with one warning naming it and why.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rmcp::model::{
+    ReadResourceResult, Resource, Skill, SkillFrontmatter, SkillResource, SkillResources,
+};
+use rmcp::ErrorData;
+use serde_json::json;
+use toolhost::Host;
+
+/// The most files one skill may have (the extension's bound).
+pub(crate) const MAX_FILES: usize = 512;
+
+/// The most bytes one skill's files may have in all (the extension's bound).
+pub(crate) const MAX_BYTES: u64 = 16 << 20;
+
+/// The scheme of skill URIs.
+const SCHEME: &str = "skill://";
+
+/// The skills' folders, by name: the first layer's winning.
+fn folders(host: &Host, profile: &str) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    for layer in host.layers(profile).iter() {
+        let Ok(entries) = std::fs::read_dir(layer.skills_dir()) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if toolhost::is_safe_name(&name) && path.join("SKILL.md").is_file() {
+                found.entry(name).or_insert(path);
+            }
+        }
+    }
+    found
+}
+
+/// The `name:` and `description:` of a `SKILL.md`'s frontmatter (the lines between its
+/// opening and closing `---`; quotes around a value are taken off).
+fn frontmatter(text: &str) -> Result<(String, String), String> {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err("SKILL.md does not open with a frontmatter (`---`)".to_owned());
+    }
+    let (mut name, mut description) = (None, None);
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            let name = name.ok_or("its frontmatter has no `name:`")?;
+            let description = description.ok_or("its frontmatter has no `description:`")?;
+            return Ok((name, description));
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value
+            .trim()
+            .trim_matches(|c| c == '"' || c == '\'')
+            .to_owned();
+        match key.trim() {
+            "name" => name = Some(value),
+            "description" => description = Some(value),
+            _ => {}
+        }
+    }
+    Err("its frontmatter does not end (`---`)".to_owned())
+}
+
+/// Every file under `dir`, by its path relative to `dir` (`/`-separated), in name order.
+fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut found = Vec::new();
+    let mut folders = vec![(String::new(), dir.to_owned())];
+    while let Some((prefix, folder)) = folders.pop() {
+        let entries =
+            std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = format!("{prefix}{name}");
+            let kind = entry.file_type().map_err(|e| format!("{rel}: {e}"))?;
+            if kind.is_dir() {
+                folders.push((format!("{rel}/"), entry.path()));
+            } else if kind.is_file() {
+                found.push((rel, entry.path()));
+            }
+            if found.len() > MAX_FILES {
+                return Err(format!("more than {MAX_FILES} files"));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The skill in `dir`, named `name`.
+fn skill(name: &str, dir: &Path) -> Result<Skill, String> {
+    let manifest = dir.join("SKILL.md");
+    let text = toolhost::read_text(&manifest, MAX_BYTES, "SKILL.md").map_err(|e| e.to_string())?;
+    let (declared, description) = frontmatter(&text)?;
+    if declared != name {
+        return Err(format!(
+            "its frontmatter's name is '{declared}', not the folder's '{name}': rename one"
+        ));
+    }
+    let mut resources = Vec::new();
+    let mut total = 0u64;
+    for (rel, path) in files(dir)? {
+        let bytes = crate::resources::read_bytes(&path, MAX_BYTES)?;
+        total += bytes.len() as u64;
+        if total > MAX_BYTES {
+            return Err(format!(
+                "its files are larger than {MAX_BYTES} bytes in all"
+            ));
+        }
+        resources.push(SkillResource::from_bytes(
+            format!("{SCHEME}{name}/{rel}"),
+            &bytes,
+        ));
+    }
+    let uri = format!("{SCHEME}{name}/SKILL.md");
+    let frontmatter = SkillFrontmatter::new(name, description);
+    Ok(Skill::new(
+        uri,
+        frontmatter,
+        SkillResources::Files(resources),
+    ))
+}
+
+/// The skills of `profile`'s layers, in name order; a folder that cannot be served is left
+/// out with a warning.
+pub(crate) fn list(host: &Host, profile: &str) -> Vec<Skill> {
+    folders(host, profile)
+        .into_iter()
+        .filter_map(|(name, dir)| match skill(&name, &dir) {
+            Ok(skill) => Some(skill),
+            Err(e) => {
+                tracing::warn!("skill {}: left out: {e}", dir.display());
+                None
+            }
+        })
+        .collect()
+}
+
+/// The skill whose `SKILL.md` is at `uri`.
+pub(crate) fn get(host: &Host, profile: &str, uri: &str) -> Result<Skill, ErrorData> {
+    list(host, profile)
+        .into_iter()
+        .find(|s| s.uri == uri)
+        .ok_or_else(|| ErrorData::invalid_params(format!("no skill at {uri}"), None))
+}
+
+/// The skill's name and the file's path in it, of a `skill://` URI.
+fn split(uri: &str) -> Option<(&str, &str)> {
+    uri.strip_prefix(SCHEME)?.split_once('/')
+}
+
+/// Whether `uri` is a skill's (`skill://...`).
+pub(crate) fn is_skill_uri(uri: &str) -> bool {
+    uri.starts_with(SCHEME)
+}
+
+/// The contents of the skill file at `uri` (`-32002`, resource not found, for one no skill
+/// lists).
+pub(crate) fn read(host: &Host, profile: &str, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let not_found = || {
+        ErrorData::resource_not_found(format!("no skill file at {uri}"), Some(json!({"uri": uri})))
+    };
+    let (name, _) = split(uri).ok_or_else(not_found)?;
+    let skill = list(host, profile)
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(not_found)?;
+    let SkillResources::Files(files) = &skill.resources else {
+        return Err(not_found());
+    };
+    if !files.iter().any(|f| f.uri == uri) {
+        return Err(not_found());
+    }
+    let dir = folders(host, profile).remove(name).ok_or_else(not_found)?;
+    let rel = &uri[SCHEME.len() + name.len() + 1..];
+    let path = dir.join(rel);
+    let bytes = crate::resources::read_bytes(&path, MAX_BYTES)
+        .map_err(|e| ErrorData::internal_error(e, None))?;
+    let mime = match rel {
+        "SKILL.md" => "text/markdown".to_owned(),
+        _ => crate::resources::mime_type(&path),
+    };
+    let mut content = match String::from_utf8(bytes) {
+        Ok(text) => json!({"uri": uri, "mimeType": mime, "text": text}),
+        Err(e) => {
+            use base64::Engine as _;
+            let blob = base64::engine::general_purpose::STANDARD.encode(e.into_bytes());
+            json!({"uri": uri, "mimeType": mime, "blob": blob})
+        }
+    };
+    if rel == "SKILL.md" {
+        content["_meta"] = json!({"io.modelcontextprotocol.skills/name": skill.name()});
+    }
+    serde_json::from_value(json!({"contents": [content]}))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// The resource entry of each skill's `SKILL.md` (for `resources/list`): named and described
+/// by its frontmatter, `text/markdown`.
+pub(crate) fn manifests(host: &Host, profile: &str) -> Vec<Resource> {
+    list(host, profile)
+        .iter()
+        .filter_map(|s| {
+            let resource = json!({
+                "uri": s.uri,
+                "name": s.name(),
+                "description": s.frontmatter.description,
+                "mimeType": "text/markdown",
+            });
+            serde_json::from_value(resource).ok()
+        })
+        .collect()
+}
+
+/// The direct children of the skill folder at `uri` (`skill://<name>/` or a folder in it):
+/// files with their MIME type, folders as `inode/directory`; `-32602` for a URI that is not
+/// a folder of a skill.
+pub(crate) fn directory(host: &Host, profile: &str, uri: &str) -> Result<Vec<Resource>, ErrorData> {
+    let not_a_folder =
+        || ErrorData::invalid_params(format!("{uri} is not a folder of a skill"), None);
+    let folder_uri = if uri.ends_with('/') {
+        uri.to_owned()
+    } else {
+        format!("{uri}/")
+    };
+    let (name, _) = split(&folder_uri).ok_or_else(not_a_folder)?;
+    let skill = list(host, profile)
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(not_a_folder)?;
+    let SkillResources::Files(files) = &skill.resources else {
+        return Err(not_a_folder());
+    };
+    let mut children: BTreeMap<String, Resource> = BTreeMap::new();
+    for file in files {
+        let Some(rest) = file.uri.strip_prefix(&folder_uri) else {
+            continue;
+        };
+        let (child, is_folder) = match rest.split_once('/') {
+            Some((folder, _)) => (format!("{folder_uri}{folder}/"), true),
+            None => (file.uri.clone(), false),
+        };
+        let title = child
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let mime = match is_folder {
+            true => rmcp::model::DIRECTORY_MIME_TYPE.to_owned(),
+            false if title == "SKILL.md" => "text/markdown".to_owned(),
+            false => crate::resources::mime_type(Path::new(&title)),
+        };
+        let resource = json!({"uri": child, "name": title, "mimeType": mime});
+        if let Ok(resource) = serde_json::from_value(resource) {
+            children.entry(child).or_insert(resource);
+        }
+    }
+    if children.is_empty() {
+        return Err(not_a_folder());
+    }
+    Ok(children.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frontmatter_gives_the_name_and_the_description() {
+        let text = "---\nname: trip\ndescription: \"Plans a trip\"\nlicense: MIT\n---\n# Trip\n";
+        assert_eq!(
+            frontmatter(text).unwrap(),
+            ("trip".to_owned(), "Plans a trip".to_owned())
+        );
+        assert!(frontmatter("# no frontmatter").is_err());
+        assert!(frontmatter("---\nname: x\n").is_err());
+    }
+}

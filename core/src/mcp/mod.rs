@@ -1,7 +1,7 @@
 //! The MCP client: tools of the MCP servers listed in `usr/mcp.json` (and a profile's
 //! `usr/agents/<P>/mcp.json`, see [`config`]) offered to agents as `<server>.<tool>`.
 //!
-//! - `config.rs`: the `mcpServers` files, layered;
+//! - `config/`: the `mcpServers` files, layered (`read.rs` one file, `entry.rs` one server);
 //! - `server.rs`: one server's state, restarts with backoff, shutdown;
 //! - `connect.rs`: starting the process and the handshake;
 //! - `child.rs`: a stdio server's process, its group and its connection;

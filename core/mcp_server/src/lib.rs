@@ -19,7 +19,10 @@
 //! - `cache_hints.rs`: the `ttlMs` and `cacheScope` of lists and reads (2026-07-28);
 //! - `jsonrpc.rs`: each message checked as JSON-RPC before rmcp reads it;
 //! - `stdio.rs`: the stdio transport, a bounded line at a time;
-//! - `http.rs`: the streamable HTTP transport and its checks (and `/metrics`);
+//! - `http/`: the streamable HTTP transport (`accept.rs` the connections, `endpoint.rs` each
+//!   request and its checks, and `/metrics`);
+//! - `guard.rs`: the Host and Origin rule every HTTP endpoint applies (DNS rebinding);
+//! - `echo.rs`: a client's text repeated in an error, masked, escaped and bounded;
 //! - `telemetry.rs`: each request's span, its parent from the client's `traceparent`;
 //! - `error.rs`: the errors.
 //!

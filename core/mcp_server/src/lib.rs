@@ -3,7 +3,8 @@
 //! Serving the host's native tools to any MCP client, with the official Rust SDK (`rmcp`).
 //!
 //! - `tools.rs`: a native tool as an MCP tool (schema, annotations), and which are listed;
-//! - `session.rs`: the handler of one MCP session;
+//! - `session/`: the handler of one MCP session (`as_task.rs` a call become a task,
+//!   `prompt_args.rs` a prompt's arguments asked for);
 //! - `call.rs`: one `tools/call` through the lifecycle, on an agent of its own;
 //! - `progress.rs`: a call's progress as `notifications/progress`;
 //! - `approval.rs`: approvals asked with elicitation;

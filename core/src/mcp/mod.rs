@@ -2,7 +2,8 @@
 //! `usr/agents/<P>/mcp.json`, see [`config`]) offered to agents as `<server>.<tool>`.
 //!
 //! - `config/`: the `mcpServers` files, layered (`read.rs` one file, `entry.rs` one server);
-//! - `server.rs`: one server's state, restarts with backoff, shutdown;
+//! - `server/`: one server's state, restarts with backoff, shutdown (`tools.rs` its tools:
+//!   listed, re-listed, checked against the pins, approved);
 //! - `connect.rs`: starting the process and the handshake;
 //! - `child.rs`: a stdio server's process, its group and its connection;
 //! - `stdout_check.rs`: a stdio server's output lines that would be dropped, named;

@@ -23,6 +23,12 @@ pub(crate) struct PackOptions<'a> {
 
 pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     let folder = options.folder;
+    // The bundle's server is this binary's `serve-mcp`.
+    if options.mcpb && cfg!(not(feature = "mcp")) {
+        crate::exit::usage!(
+            "--mcpb: this toolhost was built without its `mcp` feature (as the Windows build is), so it cannot serve the bundle"
+        );
+    }
     if !folder.is_dir() {
         crate::exit::usage!(
             "{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)",

@@ -1,11 +1,14 @@
 //! `.dll` plugins for real: the minimal Windows host (tests/windows_host) and plugins built for
 //! Windows with Debian's Rust, run under Wine (tests/src/windows.rs). Discovery, the contract
 //! check, a call and a reload of a replaced `.dll` (Windows locks a loaded file: the loader's
-//! private copy is what makes the copy over it possible).
+//! private copy is what makes the copy over it possible). Then `toolhost.exe`, the command
+//! line built for Windows: the demo's session as on Linux, and `watch` reloading a `.dll`
+//! copied over the loaded one.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
+use super::watch_mode::WatchProcess;
 use toolhost_tests::windows::{self, wine_path, WindowsBuild};
 use toolhost_tests::{wait_for, Fixture, TestRoot};
 
@@ -134,4 +137,169 @@ fn a_windows_host_under_wine_finds_checks_calls_and_reloads_dll_plugins() {
         ["ok Hello, Ada!"]
     );
     eprintln!("greet answered Hello, Ada!; versioned.dll reloaded from v1 to v2");
+}
+
+/// The demo's libraries (`cargo xtask demo` installs them): where each goes in a root, the
+/// file stem cargo builds it as, and the same library built for Linux.
+const DEMO_LIBRARIES: [(&str, &str, Fixture); 6] = [
+    ("core/tools/response", "core_response", Fixture::Response),
+    (
+        "core/extensions/tool_execute_before/_10_unmask_secrets",
+        "core_unmask_secrets",
+        Fixture::UnmaskSecrets,
+    ),
+    (
+        "core/extensions/tool_execute_after/_10_mask_secrets",
+        "core_mask_secrets",
+        Fixture::MaskSecrets,
+    ),
+    (
+        "plugins/example/tools/greet",
+        "example_greet",
+        Fixture::Greet,
+    ),
+    (
+        "plugins/example/agents/example/tools/response",
+        "example_profile_response",
+        Fixture::ProfileResponse,
+    ),
+    (
+        "plugins/example/agents/example/extensions/tool_execute_after/_50_truncate_output",
+        "example_truncate_output",
+        Fixture::TruncateOutput,
+    ),
+];
+
+/// What a `toolhost run` of the demo printed, made comparable between the two systems: its
+/// standard output as it is; its log (standard error) with each call's duration and the
+/// session's folder left out, sorted (the two greetings run at once, in either order).
+fn demo_printed(out: &std::process::Output) -> (String, Vec<String>) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut log: Vec<String> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(
+            |line| match line.trim_start().strip_prefix("\"duration_ms\": ") {
+                Some(_) => "\"duration_ms\": ...".to_owned(),
+                None if line.starts_with("session saved in ") => "session saved in ...".to_owned(),
+                None => line.to_owned(),
+            },
+        )
+        .collect();
+    log.sort();
+    (stdout, log)
+}
+
+#[test]
+fn toolhost_exe_under_wine_runs_the_demo_as_toolhost_does_on_linux() {
+    let Some(build) = windows::build() else {
+        return; // said on stderr, in a NOTE line naming the apt-get install
+    };
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace holds tests/");
+    let session = workspace.join("plugins/example/demo/session.txt");
+    let secrets = workspace.join("plugins/example/demo/secrets.env");
+    let args = |session: &str, secrets: &str| {
+        ["run", session, "--profile", "example", "--secrets", secrets].map(str::to_owned)
+    };
+
+    let linux = TestRoot::new();
+    for (place, _, fixture) in DEMO_LIBRARIES {
+        linux.copy(fixture, &format!("{place}.so"));
+    }
+    let session_arg = session.display().to_string();
+    let secrets_arg = secrets.display().to_string();
+    let on_linux = linux.run_cli(
+        &args(&session_arg, &secrets_arg)
+            .each_ref()
+            .map(String::as_str),
+    );
+    assert!(on_linux.status.success(), "{on_linux:?}");
+
+    let root = TestRoot::new();
+    for (place, stem, _) in DEMO_LIBRARIES {
+        let built = build.file(&format!("{stem}.dll"));
+        root.write(
+            &format!("{place}.dll"),
+            std::fs::read(&built).expect("a .dll"),
+        );
+    }
+    let on_windows = build
+        .wine(&build.cli())
+        .arg("--root")
+        .arg(wine_path(root.path()))
+        .args(args(&wine_path(&session), &wine_path(&secrets)))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("running toolhost.exe under Wine");
+    assert!(
+        on_windows.status.success(),
+        "toolhost.exe run failed ({}):\n{}{}",
+        on_windows.status,
+        String::from_utf8_lossy(&on_windows.stdout),
+        String::from_utf8_lossy(&on_windows.stderr)
+    );
+    let (linux_stdout, linux_log) = demo_printed(&on_linux);
+    let (windows_stdout, windows_log) = demo_printed(&on_windows);
+    assert!(
+        linux_stdout.contains("I greeted §§secret(GUEST_NAME) and Grace (loudly), both at once."),
+        "{linux_stdout}"
+    );
+    assert_eq!(windows_stdout, linux_stdout);
+    assert_eq!(windows_log, linux_log);
+    assert!(
+        root.path()
+            .join("usr/sessions")
+            .read_dir()
+            .expect("usr/sessions")
+            .count()
+            == 1,
+        "toolhost.exe saved its session"
+    );
+    eprintln!("toolhost.exe printed what toolhost prints on Linux:\n{windows_stdout}");
+}
+
+#[test]
+fn toolhost_exe_watch_under_wine_calls_a_dll_rebuilt_over_the_loaded_one() {
+    let Some(build) = windows::build() else {
+        return; // said on stderr, in a NOTE line naming the apt-get install
+    };
+    let root = TestRoot::new();
+    let tool = root.write(
+        "usr/tools/versioned.dll",
+        std::fs::read(build.file("fx_versioned.dll")).expect("fx_versioned.dll"),
+    );
+    let mut watch = build.wine(&build.cli());
+    watch.arg("--root").arg(wine_path(root.path())).arg("watch");
+    let mut watch = WatchProcess::spawn(&root, watch, std::time::Duration::from_secs(60));
+    watch.expect_line("announcing the tools", |l| {
+        l.starts_with("watching ") && l.contains("1 tool (versioned)")
+    });
+    watch.send("versioned");
+    watch.expect_line("answering v1", |l| l == "v1");
+
+    // Dropped over the loaded library by a Windows process, as a rebuild's copy would be:
+    // Windows refuses to replace a mapped file, so this succeeds only because the host
+    // loaded a private copy.
+    let copied = build
+        .wine(std::path::Path::new("cmd"))
+        .args(["/c", "copy", "/y"])
+        .arg(wine_path(&build.file("fx_versioned_v2.dll")))
+        .arg(wine_path(&tool))
+        .output()
+        .expect("running cmd /c copy under Wine");
+    assert!(
+        copied.status.success(),
+        "copying v2 over the loaded versioned.dll: {copied:?}"
+    );
+    let report = watch.expect_line("reporting the reload", |l| l.starts_with("reloaded "));
+    assert!(
+        report.starts_with(
+            r"reloaded usr\tools\versioned.dll [layer usr]: 0.1.0 (generation 1) -> 0.2.0 (generation 2) in "
+        ),
+        "{report}"
+    );
+    watch.send("versioned");
+    watch.expect_line("answering v2", |l| l == "v2");
+    eprintln!("toolhost.exe watch: {report}");
 }

@@ -1,5 +1,6 @@
-//! Windows builds run under Wine, for the Windows test (tests/integration/windows.rs): the
-//! minimal host `tests/windows_host` and plugins of this workspace built for
+//! Windows builds run under Wine, for the Windows tests (tests/integration/windows.rs): the
+//! minimal host `tests/windows_host`, `toolhost.exe` (the CLI without its `mcp` feature) and
+//! plugins of this workspace built for
 //! `x86_64-pc-windows-gnu` with Debian's packages only ([`PACKAGES`]), and a Wine prefix of
 //! the tests' own to run them in. docs/src/guide/building.md ("Windows under Wine") is the
 //! recipe for people; this is the same recipe for the tests.
@@ -38,10 +39,17 @@ const LINKER: &str = "x86_64-w64-mingw32-gcc";
 const WINE: &str = "/usr/lib/wine/wine64";
 const WINESERVER: &str = "/usr/lib/wine/wineserver";
 
-/// The packages built for Windows: the host and the plugins the test loads.
-const BUILT: [&str; 5] = [
+/// The packages built for Windows: the hosts and the plugins the tests load (the demo's
+/// built-in and example libraries among them).
+const BUILT: [&str; 11] = [
     "toolhost-windows-host",
+    "toolhost-cli",
+    "core-response",
+    "core-unmask-secrets",
+    "core-mask-secrets",
     "example-greet",
+    "example-profile-response",
+    "example-truncate-output",
     "fx-versioned",
     "fx-versioned-v2",
     "fx-incompatible-layout",
@@ -63,6 +71,11 @@ impl WindowsBuild {
     /// The minimal host.
     pub fn host(&self) -> PathBuf {
         self.file("toolhost-windows-host.exe")
+    }
+
+    /// `toolhost.exe`, the command line without its `mcp` feature.
+    pub fn cli(&self) -> PathBuf {
+        self.file("toolhost.exe")
     }
 
     /// A command that runs `program` under Wine, headless, in the tests' own prefix.
@@ -120,7 +133,11 @@ pub fn build() -> Option<&'static WindowsBuild> {
                     if peers::in_ci() {
                         panic!("{line}; the Windows test needs them under CI=true");
                     }
-                    eprintln!("{line}: the Windows test is skipped");
+                    // Past the test harness's capture, so that a run shows it.
+                    let note = format!(
+                        "NOTE: {line}: the Windows tests are skipped (under CI=true they fail)\n"
+                    );
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
                     return None;
                 }
             }
@@ -169,7 +186,10 @@ fn make() -> WindowsBuild {
         // -Zbuild-std does not have; they are looked for on the library path first.
         .env("RUSTFLAGS", format!("-L native={}", rtstartup.display()))
         .args(["build", "--quiet", "--locked", "--ignore-rust-version"])
-        .args(["-Zbuild-std=std,panic_abort", "--target", TARGET]);
+        .args(["-Zbuild-std=std,panic_abort", "--target", TARGET])
+        // toolhost-cli without `mcp` (rmcp needs Rust 1.88); the flag applies to every package
+        // built, so fx-versioned-v2's default feature is named.
+        .args(["--no-default-features", "--features", "fx-versioned-v2/v2"]);
     for package in BUILT {
         cargo.args(["-p", package]);
     }

@@ -303,3 +303,55 @@ fn toolhost_exe_watch_under_wine_calls_a_dll_rebuilt_over_the_loaded_one() {
     watch.expect_line("answering v2", |l| l == "v2");
     eprintln!("toolhost.exe watch: {report}");
 }
+
+#[test]
+fn toolhost_exe_under_wine_isolates_a_dll_in_a_worker_and_refuses_limits_it_cannot_enforce() {
+    let Some(build) = windows::build() else {
+        return; // said on stderr, in a NOTE line naming the apt-get install
+    };
+    let root = TestRoot::new();
+    root.write(
+        "usr/tools/greet.dll",
+        std::fs::read(build.file("example_greet.dll")).expect("example_greet.dll"),
+    );
+    let toolhost = |args: &[&str]| {
+        build
+            .wine(&build.cli())
+            .arg("--root")
+            .arg(wine_path(root.path()))
+            .arg("--isolate")
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("running toolhost.exe under Wine")
+    };
+    let call = ["call", "greet", "--args", r#"{"name":"Ada"}"#];
+
+    // An isolated tool is sandboxed, with memory and CPU limits: Windows has neither the
+    // sandbox (Landlock, seccomp) nor the limits (rlimits), so it is refused, in one line.
+    let refused = toolhost(&call);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "its limits (memory 1024 MiB, CPU 600 s) cannot be enforced on this system (they are Unix rlimits)"
+        ),
+        "{stderr}"
+    );
+
+    // Allowed to run without them, it runs in a worker process of its own, which says so.
+    root.write("usr/toolhost.toml", "[sandbox]\nweaker = true\n");
+    let called = toolhost(&call);
+    assert!(called.status.success(), "{called:?}");
+    assert_eq!(String::from_utf8_lossy(&called.stdout), "Hello, Ada!\n");
+    let listed = toolhost(&["list", "--json"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    let tool = &listed["tools"][0];
+    assert_eq!(tool["isolated"], true, "{tool}");
+    assert_eq!(
+        tool["sandbox"]["enforced"],
+        "not sandboxed: this system has no Landlock or seccomp ([sandbox] weaker = true allows it)",
+        "{tool}"
+    );
+}

@@ -355,3 +355,147 @@ fn toolhost_exe_under_wine_isolates_a_dll_in_a_worker_and_refuses_limits_it_cann
         "{tool}"
     );
 }
+
+/// `toolhost add` of `archive` (signed by `public`) into `root`, then a call of `greet`, by the
+/// command line `toolhost` (`run` gives it its arguments, paths as the program sees them).
+fn add_and_greet(
+    run: &dyn Fn(&[&str]) -> std::process::Output,
+    public: &str,
+    archive: &str,
+) -> Vec<std::process::Output> {
+    let greet = ["call", "greet", "--args", r#"{"name":"Ada"}"#];
+    [
+        &["trust", "add", public][..],
+        &["--yes", "add", archive][..],
+        &greet[..],
+    ]
+    .iter()
+    .map(|args| run(args))
+    .collect()
+}
+
+#[test]
+fn a_signed_package_for_linux_and_windows_installs_its_dll_under_wine_and_its_so_on_linux() {
+    use std::collections::BTreeMap;
+    use toolhost::package::{pack, signature};
+    let Some(build) = windows::build() else {
+        return; // said on stderr, in a NOTE line naming the apt-get install
+    };
+    let work = tempfile::tempdir().expect("a work folder");
+    let keys = TestRoot::new();
+    let made = keys.run_cli(&[
+        "keygen",
+        "--out",
+        &work.path().display().to_string(),
+        "--no-password",
+    ]);
+    assert!(made.status.success(), "{made:?}");
+    let (secret, public) = (
+        work.path().join("toolhost.key"),
+        work.path().join("toolhost.pub"),
+    );
+
+    // One package, greet for both systems: libraries declared per triple, each hashed, the
+    // archive signed.
+    let folder = work.path().join("greet");
+    std::fs::create_dir_all(&folder).expect("the plugin folder");
+    std::fs::write(
+        folder.join("toolhost-plugin.toml"),
+        "name = \"greet\"\nversion = \"1.0.0\"\ndescription = \"Greets.\"\nauthors = [\"Ada\"]\nlicense = \"MIT\"\n",
+    )
+    .expect("the manifest template");
+    let linux = toolhost::package::host_target().to_owned();
+    let for_linux = BTreeMap::from([("tools/greet.so".to_owned(), Fixture::Greet.path())]);
+    let for_windows = BTreeMap::from([(
+        "tools/greet.dll".to_owned(),
+        build.file("example_greet.dll"),
+    )]);
+    // The .dll cannot be opened here: both are the same tool, described by the Linux build.
+    let describe = |_: &std::path::Path| match toolhost::inspect(&Fixture::Greet.path()).ok()?.kind
+    {
+        toolhost::Declared::Tool { info, .. } => Some((info.description, info.capabilities)),
+        toolhost::Declared::Extension(_) => None,
+    };
+    let packed = |built: &BTreeMap<String, BTreeMap<String, std::path::PathBuf>>, out: &str| {
+        let targets: Vec<String> = built.keys().cloned().collect();
+        let packed = pack::pack(
+            &folder,
+            &pack::PackOptions {
+                built,
+                targets: &targets,
+                out: &work.path().join(out),
+                describe: &describe,
+                mcpb_binary: None,
+                bundle_key: None,
+            },
+        )
+        .expect("packing");
+        signature::sign(&packed.archive, &secret, None).expect("signing");
+        packed.archive
+    };
+    let both = packed(
+        &BTreeMap::from([
+            (linux.clone(), for_linux.clone()),
+            (windows::TARGET.to_owned(), for_windows),
+        ]),
+        "both",
+    );
+    let linux_only = packed(&BTreeMap::from([(linux.clone(), for_linux)]), "linux");
+
+    let on_linux = TestRoot::new();
+    let outputs = add_and_greet(
+        &|args| on_linux.run_cli(args),
+        &public.display().to_string(),
+        &both.display().to_string(),
+    );
+    for out in &outputs {
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert_eq!(String::from_utf8_lossy(&outputs[2].stdout), "Hello, Ada!\n");
+    let installed = on_linux.path().join("usr/plugins/greet/tools");
+    assert!(installed.join("greet.so").is_file());
+    assert!(!installed.join("greet.dll").exists());
+
+    let on_windows = TestRoot::new();
+    let toolhost_exe = |args: &[&str]| {
+        build
+            .wine(&build.cli())
+            .arg("--root")
+            .arg(wine_path(on_windows.path()))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("running toolhost.exe under Wine")
+    };
+    let outputs = add_and_greet(&toolhost_exe, &wine_path(&public), &wine_path(&both));
+    for out in &outputs[..2] {
+        assert!(out.status.success(), "{out:?}");
+    }
+    // An installed package runs isolated and sandboxed: on Windows, only once allowed to run
+    // without the sandbox and its limits.
+    let refused = String::from_utf8_lossy(&outputs[2].stderr);
+    assert!(
+        refused
+            .contains("its limits (memory 1024 MiB, CPU 600 s) cannot be enforced on this system"),
+        "{refused}"
+    );
+    on_windows.write("usr/toolhost.toml", "[sandbox]\nweaker = true\n");
+    let greeted = toolhost_exe(&["call", "greet", "--args", r#"{"name":"Ada"}"#]);
+    assert!(greeted.status.success(), "{greeted:?}");
+    assert_eq!(String::from_utf8_lossy(&greeted.stdout), "Hello, Ada!\n");
+    let installed = on_windows.path().join("usr/plugins/greet/tools");
+    assert!(installed.join("greet.dll").is_file());
+    assert!(!installed.join("greet.so").exists());
+
+    // A package with no library for Windows: refused in one line naming what it has.
+    let refused = toolhost_exe(&["--yes", "add", &wine_path(&linux_only)]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no library for this host ({}); it has libraries for: {linux}",
+            windows::TARGET
+        )),
+        "{stderr}"
+    );
+}

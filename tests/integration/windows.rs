@@ -499,3 +499,90 @@ fn a_signed_package_for_linux_and_windows_installs_its_dll_under_wine_and_its_so
         "{stderr}"
     );
 }
+
+#[test]
+fn toolhost_pack_target_builds_the_example_for_windows_and_toolhost_exe_adds_and_calls_it() {
+    let Some(build) = windows::build() else {
+        return; // said on stderr, in a NOTE line naming the apt-get install
+    };
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace holds tests/");
+    let out = tempfile::tempdir().expect("an output folder");
+    let made = TestRoot::new().run_cli(&[
+        "keygen",
+        "--out",
+        &out.path().display().to_string(),
+        "--no-password",
+    ]);
+    assert!(made.status.success(), "{made:?}");
+    // `toolhost pack --target` on Linux, its cargo the route to Windows (the tests' build's).
+    let mut pack = std::process::Command::new(toolhost_tests::toolhost_bin());
+    build.route(&mut pack);
+    let packed = pack
+        .current_dir(workspace)
+        .arg("pack")
+        .arg(workspace.join("plugins/example"))
+        .arg("--out")
+        .arg(out.path())
+        .args([
+            "--target",
+            windows::TARGET,
+            "--cargo-profile",
+            "dev",
+            "--sign",
+        ])
+        .arg(out.path().join("toolhost.key"))
+        .output()
+        .expect("running toolhost pack");
+    assert!(packed.status.success(), "{packed:?}");
+    let printed = String::from_utf8_lossy(&packed.stdout);
+    let archive = printed
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("packed "))
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or_else(|| panic!("no archive in {printed:?}"));
+    let file = std::fs::File::open(archive).expect("the archive");
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let libraries: Vec<String> = tar
+        .entries()
+        .expect("its entries")
+        .map(|e| {
+            e.expect("an entry")
+                .path()
+                .expect("a path")
+                .display()
+                .to_string()
+        })
+        .filter(|p| p.starts_with("lib/"))
+        .collect();
+    let greet = format!("lib/{}/tools/greet.dll", windows::TARGET);
+    assert!(libraries.contains(&greet), "{libraries:?}");
+    assert!(
+        libraries
+            .iter()
+            .all(|l| l.starts_with(&format!("lib/{}/", windows::TARGET))),
+        "only Windows libraries: {libraries:?}"
+    );
+
+    let root = TestRoot::new();
+    root.write("usr/toolhost.toml", "[sandbox]\nweaker = true\n");
+    let toolhost_exe = |args: &[&str]| {
+        build
+            .wine(&build.cli())
+            .arg("--root")
+            .arg(wine_path(root.path()))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("running toolhost.exe under Wine")
+    };
+    let trusted = toolhost_exe(&["trust", "add", &wine_path(&out.path().join("toolhost.pub"))]);
+    assert!(trusted.status.success(), "{trusted:?}");
+    let added = toolhost_exe(&["--yes", "add", &wine_path(std::path::Path::new(archive))]);
+    assert!(added.status.success(), "{added:?}");
+    let greeted = toolhost_exe(&["call", "greet", "--args", r#"{"name":"Ada"}"#]);
+    assert!(greeted.status.success(), "{greeted:?}");
+    assert_eq!(String::from_utf8_lossy(&greeted.stdout), "Hello, Ada!\n");
+}

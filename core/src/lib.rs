@@ -166,6 +166,11 @@ mod transcript;
 pub mod worker;
 
 pub use agent::output;
+
+/// How long what is running (a call, a model's turn, MCP requests and tasks) may take to
+/// finish once a host process is asked to stop (SIGTERM, SIGINT), by default: 30 s. Past it,
+/// what is left is cancelled.
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 pub use load::pins;
 
 pub use agent::call::{nice_key, sanitize, DEFAULT_MAX_OUTPUT, MAX_CALLS, MAX_PARALLEL};

@@ -1,5 +1,6 @@
-//! Windows builds run under Wine, for the Windows test (tests/integration/windows.rs): the
-//! minimal host `tests/windows_host` and plugins of this workspace built for
+//! Windows builds run under Wine, for the Windows tests (tests/integration/windows.rs): the
+//! minimal host `tests/windows_host`, `toolhost.exe` (the CLI without its `mcp` feature) and
+//! plugins of this workspace built for
 //! `x86_64-pc-windows-gnu` with Debian's packages only ([`PACKAGES`]), and a Wine prefix of
 //! the tests' own to run them in. docs/src/guide/building.md ("Windows under Wine") is the
 //! recipe for people; this is the same recipe for the tests.
@@ -34,14 +35,23 @@ const CARGO: &str = "/usr/bin/cargo";
 /// The sources rust-web-src installs, std's included.
 const RUST_SRC: &str = "/usr/lib/rustlib/src/rust";
 const LINKER: &str = "x86_64-w64-mingw32-gcc";
+/// The wrapper that enables what crates use of newer Rust, in the workspace.
+const WRAPPER: &str = "tests/windows_host/rustc-wrapper.sh";
 /// Debian's wine64 package puts its loader here (no `wine64` on the PATH).
 const WINE: &str = "/usr/lib/wine/wine64";
 const WINESERVER: &str = "/usr/lib/wine/wineserver";
 
-/// The packages built for Windows: the host and the plugins the test loads.
-const BUILT: [&str; 5] = [
+/// The packages built for Windows: the hosts and the plugins the tests load (the demo's
+/// built-in and example libraries among them).
+const BUILT: [&str; 11] = [
     "toolhost-windows-host",
+    "toolhost-cli",
+    "core-response",
+    "core-unmask-secrets",
+    "core-mask-secrets",
     "example-greet",
+    "example-profile-response",
+    "example-truncate-output",
     "fx-versioned",
     "fx-versioned-v2",
     "fx-incompatible-layout",
@@ -63,6 +73,41 @@ impl WindowsBuild {
     /// The minimal host.
     pub fn host(&self) -> PathBuf {
         self.file("toolhost-windows-host.exe")
+    }
+
+    /// `toolhost.exe`, the command line without its `mcp` feature.
+    pub fn cli(&self) -> PathBuf {
+        self.file("toolhost.exe")
+    }
+
+    /// Sets up `command` (a cargo, or a program that runs cargo, such as `toolhost pack`) to
+    /// build with this route into `target/windows/`: Debian's cargo and rustc, std built from
+    /// its sources (`CARGO_UNSTABLE_BUILD_STD`), the wrapper, mingw's linker.
+    pub fn route(&self, command: &mut Command) {
+        let workspace = crate::workspace_dir();
+        crate::shell_env::as_from_a_shell(command);
+        for inherited in [
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "RUSTDOCFLAGS",
+            "CARGO_BUILD_TARGET",
+        ] {
+            command.env_remove(inherited);
+        }
+        command
+            .env("CARGO", CARGO)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env("RUSTC", RUSTC)
+            .env("RUSTC_WRAPPER", workspace.join(WRAPPER))
+            .env("CARGO_UNSTABLE_BUILD_STD", "std panic_abort")
+            .env("CARGO_TARGET_DIR", &self.dir)
+            .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", LINKER)
+            // rustc links rsbegin.o and rsend.o from the target's sysroot, which a std built
+            // by -Zbuild-std does not have; they are looked for on the library path first.
+            .env(
+                "RUSTFLAGS",
+                format!("-L native={}", self.dir.join("rtstartup").display()),
+            );
     }
 
     /// A command that runs `program` under Wine, headless, in the tests' own prefix.
@@ -145,32 +190,18 @@ fn make() -> WindowsBuild {
     let lock = std::fs::File::create(dir.join(".lock")).expect("target/windows/.lock");
     lock.lock().expect("locking target/windows/.lock");
     let build = WindowsBuild { dir };
-    let rtstartup = rtstartup(&build.dir);
+    rtstartup(&build.dir);
     let workspace = crate::workspace_dir();
-    let wrapper = workspace.join("tests/windows_host/rustc-wrapper.sh");
-    forget_builds_of_another_wrapper(&build.dir, &wrapper);
+    forget_builds_of_another_wrapper(&build.dir, &workspace.join(WRAPPER));
     let mut cargo = peers::lowest_priority(CARGO);
-    crate::shell_env::as_from_a_shell(&mut cargo);
-    for inherited in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTDOCFLAGS",
-        "CARGO_BUILD_TARGET",
-    ] {
-        cargo.env_remove(inherited);
-    }
+    build.route(&mut cargo);
     cargo
         .current_dir(workspace)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env("RUSTC", RUSTC)
-        .env("RUSTC_WRAPPER", &wrapper)
-        .env("CARGO_TARGET_DIR", &build.dir)
-        .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", LINKER)
-        // rustc links rsbegin.o and rsend.o from the target's sysroot, which a std built by
-        // -Zbuild-std does not have; they are looked for on the library path first.
-        .env("RUSTFLAGS", format!("-L native={}", rtstartup.display()))
         .args(["build", "--quiet", "--locked", "--ignore-rust-version"])
-        .args(["-Zbuild-std=std,panic_abort", "--target", TARGET]);
+        .args(["-Zbuild-std=std,panic_abort", "--target", TARGET])
+        // toolhost-cli without `mcp` (rmcp needs Rust 1.88); the flag applies to every package
+        // built, so fx-versioned-v2's default feature is named.
+        .args(["--no-default-features", "--features", "fx-versioned-v2/v2"]);
     for package in BUILT {
         cargo.args(["-p", package]);
     }

@@ -105,7 +105,6 @@ impl Approver for TerminalApprover {
     /// The server's form, field by field, required ones first (an empty line keeps the
     /// field's default), then send, decline or cancel. The server's words are shown escaped.
     fn fill(&self, request: &FormRequest) -> FormAnswer {
-        let shown = crate::mcp::shown;
         let say = |text: String| {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "{text}");
@@ -200,7 +199,6 @@ impl TerminalApprover {
     /// A sampling request: who asks, the model, the conversation (escaped), then approve
     /// once, for this session, always, or deny.
     fn sampling(&self, request: &SampleApproval) -> ApprovalAnswer {
-        let shown = crate::mcp::shown;
         let mut text = format!(
             "\n{} asks model '{}' for a completion (at most {} tokens), during {}'s call of tool \
              '{}':\n",
@@ -255,4 +253,14 @@ impl TerminalApprover {
             },
         }
     }
+}
+
+/// `text` safe for a terminal, since a server's text is a peer's: control characters (escape
+/// sequences, carriage returns) and bidirectional or invisible formatting characters shown
+/// escaped, as [`toolhost::package::Shown`] shows a package's text; line breaks kept.
+pub(crate) fn shown(text: &str) -> String {
+    text.split('\n')
+        .map(|line| toolhost::package::Shown(line).to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }

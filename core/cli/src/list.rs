@@ -126,6 +126,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
             Some((decision, source)) => println!("               policy: {decision} ({source})"),
         }
     }
+    #[cfg(feature = "mcp")]
     print_mcp(host, profile, listing);
     match toolhost::governance::overdue() {
         0 => {}
@@ -156,6 +157,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
 
 /// The profile's MCP tools (layer `mcp:<server>`), servers not ready, and mistakes in its
 /// `mcp.json` files.
+#[cfg(feature = "mcp")]
 fn print_mcp(host: &Host, profile: &str, listing: &Catalog) {
     for listed in &listing.mcp {
         let (tool, info) = (&listed.tool, listed.tool.info());
@@ -191,6 +193,7 @@ fn print_mcp(host: &Host, profile: &str, listing: &Catalog) {
 }
 
 /// The profile's MCP tools as rows of the `tools` array.
+#[cfg(feature = "mcp")]
 fn mcp_json(host: &Host, config: Option<&Config>, listing: &Catalog) -> Vec<Value> {
     listing
         .mcp
@@ -238,7 +241,17 @@ fn listing_json(host: &Host, profile: &str, listing: &Catalog) -> Value {
             (point.clone(), Value::Array(list))
         })
         .collect();
-    let mcp_tools = mcp_json(host, config, listing);
+    #[cfg(feature = "mcp")]
+    let (mcp_tools, mcp_errors) = (
+        mcp_json(host, config, listing),
+        host.mcp_config_errors(profile)
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>(),
+    );
+    // Without MCP the JSON keeps its shape: no MCP tools, no mistakes in mcp.json.
+    #[cfg(not(feature = "mcp"))]
+    let (mcp_tools, mcp_errors) = (Vec::<Value>::new(), Vec::<String>::new());
     json!({
         "overdue_calls": toolhost::governance::overdue(),
         "extensions": extensions,
@@ -269,7 +282,7 @@ fn listing_json(host: &Host, profile: &str, listing: &Catalog) -> Value {
                 "policy": policy(config, t).map(|(decision, _)| decision.as_str()),
             })
         })).collect::<Vec<_>>(),
-        "mcp_errors": host.mcp_config_errors(profile).iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        "mcp_errors": mcp_errors,
         "skipped": listing.skipped.iter().map(|e| json!({
             "file": relative(host, &e.path),
             "kind": e.kind.as_str(),

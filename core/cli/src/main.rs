@@ -14,6 +14,10 @@ mod installed;
 mod keygen;
 mod list;
 mod masked_log;
+#[cfg(feature = "mcp")]
+mod mcp;
+#[cfg(not(feature = "mcp"))]
+#[path = "without_mcp.rs"]
 mod mcp;
 mod new;
 mod otel;
@@ -24,6 +28,7 @@ mod reloads;
 mod remove;
 mod run;
 mod sampling;
+#[cfg(feature = "mcp")]
 mod serve_mcp;
 mod signals;
 mod trust;
@@ -118,7 +123,7 @@ enum Command {
         watching: WatchArgs,
         /// On SIGTERM or SIGINT: how long the call running may take to finish before it is
         /// cancelled (a second signal ends at once).
-        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
         grace_seconds: f64,
     },
     /// The author loop: build the plugin crates (those `toolhost new` made in the profile's
@@ -164,7 +169,7 @@ enum Command {
         /// On SIGTERM (and on SIGINT when standard input is not a terminal): how long the turn
         /// running may take to finish before it is stopped; the session is then saved (a second
         /// signal ends at once).
-        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
         grace_seconds: f64,
         #[command(flatten)]
         session: SessionArgs,
@@ -211,6 +216,7 @@ enum Command {
     /// written is refused unless `[audit] required = false`. SIGTERM or SIGINT stops it
     /// gracefully (HTTP: /ready answers 503, then the drain and the grace period); a second
     /// signal ends it at once.
+    #[cfg(feature = "mcp")]
     ServeMcp {
         /// The agent profile whose tools are served.
         #[arg(long, short, default_value = "default")]
@@ -250,7 +256,7 @@ enum Command {
         no_watch: bool,
         /// On SIGTERM or SIGINT: how long calls in flight and tasks running may take to finish
         /// before they are cancelled (counted from the signal; a second signal ends at once).
-        #[arg(long, value_name = "SECONDS", default_value_t = toolhost_mcp_server::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+        #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
         grace_seconds: f64,
         /// HTTP, on SIGTERM or SIGINT: how long connections are still accepted (each closed
         /// after its answer) while /ready answers 503, so that a balancer takes the instance
@@ -269,6 +275,7 @@ enum Command {
     },
     /// The profile's MCP servers (usr/mcp.json, usr/agents/<P>/mcp.json): each one's state
     /// (starting, ready with N tools, failed with the reason), its tools and its last error.
+    #[cfg(feature = "mcp")]
     Mcp {
         /// The agent profile.
         #[arg(long, short, default_value = "default")]
@@ -481,6 +488,7 @@ impl SessionArgs {
     }
 }
 
+#[cfg(feature = "mcp")]
 #[derive(Subcommand)]
 enum McpAction {
     /// The tools of SERVER held back: those whose definition (description, schemas,
@@ -581,7 +589,14 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(&e),
+        Err(e) => {
+            #[cfg(not(feature = "mcp"))]
+            if let Some(why) = mcp::left_out(&e) {
+                eprintln!("error: {why}");
+                return ExitCode::from(exit::USAGE);
+            }
+            return usage_error(&e);
+        }
     };
     // `list` reports skipped files in its own table; elsewhere each one is a warning line.
     let quiet = matches!(cli.command, Command::List { .. });
@@ -729,6 +744,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 profile: profile.as_deref(),
             },
         ),
+        #[cfg(feature = "mcp")]
         Command::ServeMcp {
             profile,
             http,
@@ -776,6 +792,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             serve_mcp::serve(Arc::new(served), options)
         }
+        #[cfg(feature = "mcp")]
         Command::Mcp {
             profile,
             json,
@@ -785,16 +802,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             mcp::ask_inputs(&host, &profile)?;
             mcp::mcp(&host, &profile, json)
         }
+        #[cfg(feature = "mcp")]
         Command::Mcp {
             profile,
             action: Some(McpAction::Diff { server }),
             ..
         } => mcp::diff(&host()?, &profile, &server),
+        #[cfg(feature = "mcp")]
         Command::Mcp {
             profile,
             action: Some(McpAction::Approve { server, digest }),
             ..
         } => mcp::approve(&host()?, &profile, &server, &digest),
+        #[cfg(feature = "mcp")]
         Command::Mcp {
             profile,
             action:
@@ -805,6 +825,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }),
             ..
         } => mcp::login(&host()?, &profile, &server, no_browser, fetch),
+        #[cfg(feature = "mcp")]
         Command::Mcp {
             action: Some(McpAction::Import { file }),
             ..

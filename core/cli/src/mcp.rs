@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use toolhost::mcp::{McpServerStatus, McpState};
 use toolhost::Host;
 
+use crate::approve::shown;
 use crate::check_profile;
 
 /// How long a command that shows the servers waits for those still starting.
@@ -116,16 +117,6 @@ fn server_json(server: &McpServerStatus) -> Value {
         "last_error": server.last_error,
         "changed_tools": server.changed.iter().map(|c| &c.tool).collect::<Vec<_>>(),
     })
-}
-
-/// `text` safe for a terminal, since a server's text is a peer's: control characters (escape
-/// sequences, carriage returns) and bidirectional or invisible formatting characters shown
-/// escaped, as [`toolhost::package::Shown`] shows a package's text; line breaks kept.
-pub(crate) fn shown(text: &str) -> String {
-    text.split('\n')
-        .map(|line| toolhost::package::Shown(line).to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The server `name` of the profile, once it has settled.

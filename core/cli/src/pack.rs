@@ -10,6 +10,9 @@ use anyhow::{bail, Context as _, Result};
 use toolhost::package::{pack, signature};
 use toolhost::Escaped;
 
+/// Cargo's setting that builds std from its sources for the target (`-Zbuild-std`).
+const BUILD_STD_ENV: &str = "CARGO_UNSTABLE_BUILD_STD";
+
 /// What `toolhost pack` was asked.
 pub(crate) struct PackOptions<'a> {
     pub(crate) folder: &'a Path,
@@ -23,6 +26,12 @@ pub(crate) struct PackOptions<'a> {
 
 pub(crate) fn pack(options: &PackOptions<'_>) -> Result<ExitCode> {
     let folder = options.folder;
+    // The bundle's server is this binary's `serve-mcp`.
+    if options.mcpb && cfg!(not(feature = "mcp")) {
+        crate::exit::usage!(
+            "--mcpb: this toolhost was built without its `mcp` feature (as the Windows build is), so it cannot serve the bundle"
+        );
+    }
     if !folder.is_dir() {
         crate::exit::usage!(
             "{}: no such folder (give a plugin folder: tools/, extensions/, prompts/ and toolhost-plugin.toml)",
@@ -87,8 +96,10 @@ pub(crate) fn build_and_pack(
     {
         let ext = toolhost::package::manifest::library_extension(triple);
         // This host's triple is built as cargo builds by default (target/<profile>/), so a
-        // plain `pack` and `pack --target <host>` share their builds.
-        let target = (triple != host).then_some(triple);
+        // plain `pack` and `pack --target <host>` share their builds; cargo building std
+        // from its sources needs every triple named.
+        let target =
+            (triple != host || std::env::var_os(BUILD_STD_ENV).is_some()).then_some(triple);
         for krate in &crates {
             let place = krate
                 .strip_prefix(folder)
@@ -117,8 +128,13 @@ pub(crate) fn build_and_pack(
     )?)
 }
 
-/// Refuses a triple the installed toolchain cannot build, with the command that adds it.
+/// Refuses a triple the installed toolchain cannot build, with the command that adds it. With
+/// cargo set to build std from its sources (`CARGO_UNSTABLE_BUILD_STD`, as the route to Windows
+/// of docs/src/guide/building.md does), rustup's targets do not decide: cargo's own error does.
 fn check_targets(triples: &[String]) -> Result<()> {
+    if std::env::var_os(BUILD_STD_ENV).is_some() {
+        return Ok(());
+    }
     let host = toolhost::package::host_target();
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])

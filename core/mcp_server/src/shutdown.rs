@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// How long calls in flight (and tasks running) may take to finish once the server is asked to
-/// stop, by default: 30 s. Past it, what is left is cancelled.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+pub use toolhost::DEFAULT_GRACE;
 
 /// How long `serve-mcp --http` keeps accepting connections once asked to stop, by default:
 /// 5 s, while [`READY_PATH`](crate::READY_PATH) answers 503, so that a balancer's health

@@ -51,6 +51,37 @@ mod unfinished;
 mod verify;
 mod writer;
 
+/// Releases the lock this process holds on `file` (one lock, exclusive or shared: the audit
+/// log never takes both on one handle).
+#[cfg(not(windows))]
+fn unlock(file: &std::fs::File) -> std::io::Result<()> {
+    file.unlock()
+}
+
+/// Releases the lock this process holds on `file` (one lock, exclusive or shared: the audit
+/// log never takes both on one handle) with one `UnlockFile`. std's `File::unlock` calls it a
+/// second time, for a handle that holds both, and accepts `ERROR_NOT_LOCKED` as Windows answers;
+/// Wine 8 answers `ERROR_LOCK_VIOLATION`, which std reports as a failure to unlock.
+#[cfg(windows)]
+fn unlock(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::windows::io::AsRawHandle;
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn UnlockFile(
+            file: *mut std::ffi::c_void,
+            offset_low: u32,
+            offset_high: u32,
+            bytes_low: u32,
+            bytes_high: u32,
+        ) -> i32;
+    }
+    // SAFETY: an open file's handle, and the range std's `lock` and `lock_shared` lock.
+    match unsafe { UnlockFile(file.as_raw_handle(), 0, 0, u32::MAX, u32::MAX) } {
+        0 => Err(std::io::Error::last_os_error()),
+        _ => Ok(()),
+    }
+}
+
 pub use apart::{BLOBS_DIR, MAX_INLINE_BYTES};
 pub use chain::GENESIS_PREV;
 pub use error::{AuditError, AuditErrorKind};

@@ -118,7 +118,7 @@ impl Walk<'_> {
         file.lock_shared()
             .map_err(|e| AuditError::io(path, "lock it", e))?;
         let len = file.metadata().map(|m| m.len());
-        let _ = file.unlock();
+        let _ = super::unlock(&file);
         let len = len.map_err(|e| AuditError::io(path, "read its length", e))?;
         let mut reader = BufReader::with_capacity(64 << 10, file.take(len));
         let mut buf = Vec::new();

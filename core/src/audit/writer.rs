@@ -214,7 +214,7 @@ impl Audit {
                 Ok(false) => None,
                 Err(e) => Some(Err(e)),
             };
-            let unlocked = state.file.unlock();
+            let unlocked = super::unlock(&state.file);
             if let Some(result) = result {
                 let value = result?;
                 unlocked.map_err(|e| AuditError::io(&self.path, "unlock it", e))?;

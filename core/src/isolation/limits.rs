@@ -33,6 +33,32 @@ pub(crate) fn apply(settings: &IsolationSettings) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why a worker with `settings` cannot start on this system, if it cannot: a memory or CPU
+/// time limit is set as rlimits in the child (Unix's), and a worker on Windows runs without any
+/// (no job object bounds it). A sandboxed tool with `[sandbox] weaker = true` runs without its
+/// sandbox's limits as without its sandbox; the limits of `[isolation]` and of grants are
+/// refused rather than not enforced.
+#[cfg(not(unix))]
+pub(crate) fn unenforceable(settings: &IsolationSettings) -> Option<String> {
+    if settings.sandbox.as_ref().is_some_and(|s| s.weaker) {
+        return None;
+    }
+    let mut set = Vec::new();
+    if let Some(mb) = settings.memory_mb {
+        set.push(format!("memory {mb} MiB"));
+    }
+    if let Some(seconds) = settings.cpu_seconds {
+        set.push(format!("CPU {seconds} s"));
+    }
+    if set.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "its limits ({}) cannot be enforced on this system (they are Unix rlimits): remove [isolation] memory_mb and cpu_seconds and the grants memory: and cpu: for it, or, for a sandboxed tool, set [sandbox] weaker = true to run it without a sandbox and its limits",
+        set.join(", ")
+    ))
+}
+
 /// How a worker ended, as the kernel reported it when the host reaped it: never from anything
 /// the plugin wrote, which it could forge.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,6 +76,11 @@ pub(crate) struct Ending {
 /// 256 tasks (cgroup v1 and rlimits)`; `group` is the control group's hierarchy, or why
 /// there is none.
 pub(crate) fn describe(settings: &IsolationSettings, group: Result<&str, &String>) -> String {
+    if cfg!(not(unix)) {
+        // Started only with `[sandbox] weaker = true` ([`unenforceable`]).
+        return "no limits: this system has no rlimits ([sandbox] weaker = true allows it)"
+            .to_owned();
+    }
     let mut limits = Vec::new();
     if let Some(mb) = settings.memory_mb {
         limits.push(format!("memory {mb} MiB"));

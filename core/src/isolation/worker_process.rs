@@ -121,6 +121,18 @@ impl Link {
                 libc::kill(-(self.pid as libc::pid_t), libc::SIGKILL);
             }
         }
+        // The worker and what it started, as its process group on Unix. Its reader holds its
+        // handle until it is reaped, so the id is still the worker's.
+        #[cfg(windows)]
+        if *unreaped {
+            let _ = Command::new("taskkill")
+                .args(["/F", "/T", "/PID"])
+                .arg(self.pid.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         drop(unreaped);
     }
 }
@@ -209,6 +221,10 @@ impl WorkerProcess {
         settings: &IsolationSettings,
         init_timeout: Duration,
     ) -> Result<Self, StartError> {
+        #[cfg(not(unix))]
+        if let Some(why) = limits::unenforceable(settings) {
+            return Err(StartError::Sandbox(why));
+        }
         let scratch = Scratch::new().map_err(StartError::Spawn)?;
         // A sandboxed worker's control group, where the machine lets the host make one.
         let (group, limits) = match &settings.sandbox {
@@ -233,6 +249,12 @@ impl WorkerProcess {
         command.env(SCRATCH_ENV, &scratch.0);
         command.env("HOME", scratch.home());
         command.env("TMPDIR", scratch.tmp());
+        // Windows' names for them (std::env::temp_dir() reads TMP, then TEMP).
+        #[cfg(windows)]
+        command
+            .env("USERPROFILE", scratch.home())
+            .env("TMP", scratch.tmp())
+            .env("TEMP", scratch.tmp());
         // Only what this host asks for: never a sandbox inherited from its own environment.
         command.env_remove(SANDBOX_ENV);
         if let Some(policy) = &settings.sandbox {
@@ -339,7 +361,22 @@ impl WorkerProcess {
 /// programs and speak the user's language. Nothing else of the host's environment reaches a
 /// worker (its secrets, keys and tokens live there) but what `env:NAME` grants; `HOME` and
 /// `TMPDIR` are the worker's own folders.
+#[cfg(not(windows))]
 const WORKER_ENV: &[&str] = &["PATH", "LANG", "LANGUAGE", "TZ", "TERM", "RUST_BACKTRACE"];
+/// On Windows also where the system is (`SystemRoot`, `windir`: system libraries and
+/// services are found through them).
+#[cfg(windows)]
+const WORKER_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "RUST_BACKTRACE",
+    "SystemRoot",
+    "SYSTEMROOT",
+    "windir",
+];
 
 /// Whether the host's variable `name` reaches a worker with `settings`.
 fn passed(name: &std::ffi::OsStr, settings: &IsolationSettings) -> bool {

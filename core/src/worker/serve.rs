@@ -157,9 +157,38 @@ fn take_stdio() -> std::io::Result<(File, File)> {
     Ok((input, output))
 }
 
-#[cfg(not(unix))]
+/// Keeps the pipes to the host for the frames, and points the process's standard output at
+/// its standard error and its standard input at `NUL`, so a plugin's prints and reads (std's
+/// own look its handles up at each use) never touch the frames.
+#[cfg(windows)]
 fn take_stdio() -> std::io::Result<(File, File)> {
-    Err(std::io::Error::other("isolated plugins need a Unix system"))
+    use std::os::windows::io::{AsHandle, AsRawHandle, IntoRawHandle};
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn SetStdHandle(which: u32, handle: *mut std::ffi::c_void) -> i32;
+    }
+    const STD_INPUT_HANDLE: u32 = -10i32 as u32;
+    const STD_OUTPUT_HANDLE: u32 = -11i32 as u32;
+    let input = std::io::stdin().as_handle().try_clone_to_owned()?;
+    let output = std::io::stdout().as_handle().try_clone_to_owned()?;
+    // Open for the life of the process: it is its standard input from now on.
+    let null = File::open("NUL")?.into_raw_handle();
+    // SAFETY: open handles of this process, set as its standard handles.
+    unsafe {
+        if SetStdHandle(STD_OUTPUT_HANDLE, std::io::stderr().as_raw_handle()) == 0
+            || SetStdHandle(STD_INPUT_HANDLE, null) == 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok((File::from(input), File::from(output)))
+}
+
+#[cfg(not(any(unix, windows)))]
+fn take_stdio() -> std::io::Result<(File, File)> {
+    Err(std::io::Error::other(
+        "isolated plugins need a Unix system or Windows",
+    ))
 }
 
 /// Loads the tool or extension, as the host would in its own process.

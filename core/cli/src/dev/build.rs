@@ -96,10 +96,11 @@ pub(crate) fn libraries_in_message(line: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A `.so`, `.dylib` or `.dll`: the file the host loads (not `.rlib`, `.pdb` or `.dll.lib`).
+/// A `.so`, `.dylib` or `.dll`: the file a host loads (not `.rlib`, `.pdb`, `.dll.a` or
+/// `.dll.lib`), of whichever system it was built for (`pack --target`).
 fn is_library(path: &Path) -> bool {
     path.extension()
-        .is_some_and(|e| e == std::env::consts::DLL_EXTENSION)
+        .is_some_and(|e| e == "so" || e == "dylib" || e == "dll")
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub(crate) fn dev(host: Arc<Host>, options: DevOptions, yes: bool) -> Result<Exi
         &options.profile,
         &options.agent,
         yes,
-        toolhost_mcp_server::DEFAULT_GRACE,
+        toolhost::DEFAULT_GRACE,
     )?;
     drop(sources);
     Ok(ExitCode::SUCCESS)

@@ -29,6 +29,7 @@ use crate::transcript::HistoryMessage;
 #[derive(Debug, Clone)]
 pub(crate) enum Sampler {
     /// An MCP server, during the call of one of its tools.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     McpServer { server: String, tool: String },
     /// A plugin tool, during its call (`Context::sample`).
     Tool { tool: String },

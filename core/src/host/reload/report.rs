@@ -36,17 +36,21 @@ impl Report<'_> {
     }
 
     /// A library's path and its layer: `usr/agents/p/tools/x.so [layer usr/agents/p]`.
+    /// Both with the system's separator (`usr\tools\x.dll [layer usr]` on Windows).
     fn place(&self, path: &Path) -> String {
-        let rel = self.shown(path);
-        let parts: Vec<&str> = rel.split('/').collect();
+        let rel = path.strip_prefix(self.root).unwrap_or(path);
+        let parts: Vec<Component> = rel
+            .components()
+            .skip_while(|c| *c == Component::CurDir)
+            .collect();
         let layer = match parts
             .iter()
-            .rposition(|p| *p == "tools" || *p == "extensions")
+            .rposition(|p| p.as_os_str() == "tools" || p.as_os_str() == "extensions")
         {
             Some(0) | None => ".".to_owned(),
-            Some(i) => parts[..i].join("/"),
+            Some(i) => Escaped(&parts[..i].iter().collect::<std::path::PathBuf>()).to_string(),
         };
-        format!("{rel} [layer {layer}]")
+        format!("{} [layer {layer}]", self.shown(path))
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256}; // the digest of several definitions, streamed
 
 use crate::audit::{Audit, AuditKey, AuditOptions, AuditRecord, DefinitionEvent, DefinitionRecord};
 use crate::config::Config;
@@ -131,7 +131,7 @@ fn sorted(value: Value) -> Value {
 }
 
 fn hash(definition: &Value) -> String {
-    hex::encode(Sha256::digest(definition.to_string().as_bytes()))
+    crate::hash::sha256_hex(definition.to_string().as_bytes())
 }
 
 /// The locks of a root.

@@ -20,9 +20,16 @@ use crate::transcript::{HistoryMessage, LogItem};
 #[derive(Debug)]
 pub struct Session {
     dir: PathBuf,
-    history: File,
-    log: File,
+    history: Record,
+    log: Record,
     failure: Option<String>,
+}
+
+/// One of the session's files and its length: where a failed write is cut back to.
+#[derive(Debug)]
+struct Record {
+    file: File,
+    len: u64,
 }
 
 impl Session {
@@ -39,12 +46,14 @@ impl Session {
         let dir = parent.join(format!("{secs}-{}-{name}", std::process::id()));
         fs::create_dir_all(&dir)?;
         // Each at a descriptor above the ones an in-process plugin could take by accident.
-        let open = |file: &str| {
-            OpenOptions::new()
+        let open = |file: &str| -> std::io::Result<Record> {
+            let file = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(dir.join(file))
-                .map(crate::fds::above_floor)
+                .map(crate::fds::above_floor)?;
+            let len = file.metadata()?.len();
+            Ok(Record { file, len })
         };
         Ok(Self {
             history: open("history.jsonl")?,
@@ -91,13 +100,17 @@ impl Session {
 }
 
 /// Appends `value` as one line, or nothing: a write that fails part way is cut back.
-fn append(file: &mut File, value: &impl Serialize) -> std::io::Result<()> {
+fn append(record: &mut Record, value: &impl Serialize) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let before = file.metadata()?.len();
-    let written = file.write_all(&line).and_then(|()| file.flush());
-    if written.is_err() {
-        let _ = file.set_len(before);
+    match record.file.write_all(&line) {
+        Ok(()) => {
+            record.len += line.len() as u64;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = record.file.set_len(record.len);
+            Err(e)
+        }
     }
-    written
 }

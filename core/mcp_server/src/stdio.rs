@@ -1,16 +1,20 @@
 //! MCP over a byte stream pair (standard input and output): each line the client sends is
-//! read with a bound on its length and checked as JSON-RPC ([`crate::jsonrpc`]) before rmcp
-//! reads it, so a malformed, over-long or wrongly shaped message gets its error response
-//! instead of no answer; rmcp's own messages and those errors reach the client through one
-//! writer, a whole line at a time. Asked to stop, it refuses new requests, waits (within the
-//! grace period) for the answers to those in flight and for running tasks, then ends the
-//! session.
+//! read with a bound on its length and checked as JSON-RPC ([`crate::jsonrpc`]), so a
+//! malformed, over-long or wrongly shaped message gets its error response instead of no
+//! answer; a message that passes is parsed once, here, and handed to rmcp as a message
+//! ([`Messages`], its transport), its line dropped first: a large request costs its line
+//! while it is parsed, then its parsed form alone. rmcp's own messages and those errors reach
+//! the client through one writer, a whole line at a time. Asked to stop, it refuses new
+//! requests, waits (within the grace period) for the answers to those in flight and for
+//! running tasks, then ends the session.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::model::JsonRpcMessage;
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde::de::IgnoredAny;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
@@ -43,8 +47,9 @@ pub(crate) fn private_stdout() -> std::io::Result<impl AsyncWrite + Send + Unpin
     Ok(tokio::io::stdout())
 }
 
-/// How much rmcp's side of each pipe buffers.
-const PIPE_BYTES: usize = 64 << 10;
+/// A line buffer larger than this is given back once its line is parsed, not kept for the
+/// next (one large request must not cost its size for the session's life).
+const KEPT_LINE_BYTES: usize = 64 << 10;
 
 /// Serves `session` over `input` and `output` until the client closes its side, or `stop`
 /// asks and what is in flight has ended; a line of more than `max_line` bytes is refused and
@@ -59,15 +64,20 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let (to_rmcp, rmcp_input) = tokio::io::duplex(PIPE_BYTES);
-    let (rmcp_output, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    // One message waits for rmcp at a time: the reader reads the next line only once rmcp
+    // took the one before.
+    let (to_rmcp, incoming) = mpsc::channel(1);
     let (lines, outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(write_lines(outgoing, output));
     let requests = Arc::new(InFlight::default());
     let stopping = Arc::new(AtomicBool::new(false));
     let (end, ended) = oneshot::channel();
     let stopper = tokio::spawn(stopper(stop, requests.clone(), stopping.clone(), end));
-    let forwarder = tokio::spawn(forward(from_rmcp, lines.clone(), requests.clone()));
+    let transport = Messages {
+        incoming,
+        lines: lines.clone(),
+        requests: requests.clone(),
+    };
     let checked = Checked {
         to_rmcp,
         lines,
@@ -80,7 +90,7 @@ where
         McpServerError::new(McpServerErrorKind::Session, format!("MCP session: {e}"))
     };
     let served = async {
-        let running = rmcp::ServiceExt::serve(session, (rmcp_input, rmcp_output))
+        let running = rmcp::ServiceExt::serve(session, transport)
             .await
             .map_err(|e| session_error(&e))?;
         running.waiting().await.map_err(|e| session_error(&e))?;
@@ -89,11 +99,50 @@ where
     .await;
     reader.abort();
     stopper.abort();
-    // rmcp's output pipe is closed now: the forwarder ends, then the writer, once the last
-    // line is written.
-    let _ = forwarder.await;
+    // rmcp's transport is dropped now, and the reader with its sender: the writer ends once
+    // the last line is written.
     let _ = writer.await;
     served
+}
+
+/// rmcp's side of the connection: the messages the reader parsed, and a line for each of
+/// rmcp's own, sent to the writer (an answer to a client's request counted off `requests`).
+struct Messages {
+    incoming: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
+    lines: mpsc::UnboundedSender<Vec<u8>>,
+    requests: Arc<InFlight>,
+}
+
+impl rmcp::transport::Transport<RoleServer> for Messages {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answer = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
+        let sent = serde_json::to_vec(&item)
+            .map_err(std::io::Error::other)
+            .and_then(|mut line| {
+                line.push(b'\n');
+                self.lines
+                    .send(line)
+                    .map_err(|_| std::io::Error::other("the client's output is closed"))
+            });
+        if sent.is_ok() && answer {
+            self.requests.leave();
+        }
+        std::future::ready(sent)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.incoming.close();
+        Ok(())
+    }
 }
 
 /// Once `stop` asks: sets `stopping`, then, when no request is in flight and no task runs
@@ -125,9 +174,9 @@ async fn stopper(
     let _ = end.send(());
 }
 
-/// What the reader passes lines to.
+/// What the reader passes messages to.
 struct Checked {
-    to_rmcp: tokio::io::DuplexStream,
+    to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     lines: mpsc::UnboundedSender<Vec<u8>>,
     max_line: usize,
     /// The client's requests rmcp has not answered yet.
@@ -157,7 +206,7 @@ async fn read_checked<R: AsyncRead + Unpin>(
     mut ended: oneshot::Receiver<()>,
 ) {
     let Checked {
-        mut to_rmcp,
+        to_rmcp,
         lines,
         max_line,
         requests,
@@ -178,52 +227,34 @@ async fn read_checked<R: AsyncRead + Unpin>(
                 break;
             }
         };
-        let refusal = match read {
+        let message = match read {
             Line::End => break,
-            Line::TooLong => Some(Refusal {
+            Line::TooLong => Err(Some(Refusal {
                 code: INVALID_REQUEST,
                 message: format!(
                     "a message of more than {max_line} bytes is refused (--max-body-bytes)"
                 ),
                 id: serde_json::Value::Null,
                 notification: false,
-            }),
+            })),
             Line::Read if line.iter().all(u8::is_ascii_whitespace) => continue,
-            Line::Read => jsonrpc::check(&line).err(),
+            Line::Read => judged(&line, &stopping, &requests),
         };
-        let refusal = match refusal {
-            None => match Probe::of(&line) {
-                // A request (a client's answer to the server's own question has no method).
-                Some(Probe {
-                    id: Some(id),
-                    method: Some(_),
-                }) => match stopping.load(Ordering::SeqCst) {
-                    true => Some(Refusal {
-                        code: SHUTTING_DOWN,
-                        message: "the server is shutting down: no new request is taken".into(),
-                        id,
-                        notification: false,
-                    }),
-                    false => {
-                        requests.add();
-                        None
-                    }
-                },
-                _ => None,
-            },
-            refusal => refusal,
-        };
-        match refusal {
-            None => {
-                line.push(b'\n');
-                if to_rmcp.write_all(&line).await.is_err() {
+        if line.capacity() > KEPT_LINE_BYTES {
+            line = Vec::new();
+        }
+        match message {
+            Ok(message) => {
+                if to_rmcp.send(message).await.is_err() {
                     break; // rmcp ended the session
                 }
             }
-            Some(refusal) if refusal.notification => {
-                tracing::debug!("a notification was dropped: {}", refusal.message);
-            }
-            Some(refusal) => {
+            Err(None) => {}
+            Err(Some(refusal)) => {
+                if refusal.notification {
+                    tracing::debug!("a notification was dropped: {}", refusal.message);
+                    continue;
+                }
                 let mut answer = refusal.to_json().into_bytes();
                 answer.push(b'\n');
                 if lines.send(answer).is_err() {
@@ -232,7 +263,57 @@ async fn read_checked<R: AsyncRead + Unpin>(
             }
         }
     }
-    let _ = to_rmcp.shutdown().await;
+}
+
+/// What becomes of a line the client sent: rmcp's message (a request counted in `requests`),
+/// a refusal to answer (`Err(Some(_))`), or nothing (`Err(None)`: a notification rmcp does
+/// not know, dropped as rmcp drops those of other protocols).
+fn judged(
+    line: &[u8],
+    stopping: &AtomicBool,
+    requests: &InFlight,
+) -> Result<RxJsonRpcMessage<RoleServer>, Option<Refusal>> {
+    jsonrpc::check(line).map_err(Some)?;
+    // A request (a client's answer to the server's own question has no method).
+    let request = match Probe::of(line) {
+        Some(Probe {
+            id: Some(id),
+            method: Some(_),
+        }) => Some(id),
+        _ => None,
+    };
+    if let (Some(id), true) = (&request, stopping.load(Ordering::SeqCst)) {
+        return Err(Some(Refusal {
+            code: SHUTTING_DOWN,
+            message: "the server is shutting down: no new request is taken".into(),
+            id: id.clone(),
+            notification: false,
+        }));
+    }
+    const BOM: &[u8] = &[0xEF, 0xBB, 0xBF];
+    let text = line.strip_prefix(BOM).unwrap_or(line);
+    match serde_json::from_slice(text) {
+        Ok(message) => {
+            if request.is_some() {
+                requests.add();
+            }
+            Ok(message)
+        }
+        // JSON-RPC, but no message rmcp knows the shape of: a request is answered "Invalid
+        // request" (with its id, where rmcp would answer without it).
+        Err(e) => match request {
+            Some(id) => Err(Some(Refusal {
+                code: INVALID_REQUEST,
+                message: format!("Invalid request: {}", crate::echo::echoed(&e.to_string())),
+                id,
+                notification: false,
+            })),
+            None => {
+                tracing::debug!("a message rmcp cannot read was dropped: {e}");
+                Err(None)
+            }
+        },
+    }
 }
 
 /// What one read of a line gave.
@@ -279,34 +360,6 @@ async fn read_line<R: AsyncRead + Unpin>(
                 line.pop();
             }
             return Ok(if too_long { Line::TooLong } else { Line::Read });
-        }
-    }
-}
-
-/// Passes rmcp's messages on to the writer, a line at a time, counting the answers to the
-/// client's requests off `requests`.
-async fn forward(
-    from_rmcp: tokio::io::DuplexStream,
-    lines: mpsc::UnboundedSender<Vec<u8>>,
-    requests: Arc<InFlight>,
-) {
-    let mut from_rmcp = BufReader::new(from_rmcp);
-    loop {
-        let mut line = Vec::new();
-        match from_rmcp.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if let Some(Probe {
-                    id: Some(_),
-                    method: None,
-                }) = Probe::of(&line)
-                {
-                    requests.leave();
-                }
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
         }
     }
 }

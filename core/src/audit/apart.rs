@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use super::{AuditError, AuditErrorKind};
@@ -61,41 +61,39 @@ pub(crate) fn store_apart(dir: &Path, body: &[u8], durable: bool) -> Result<Vec<
             format!("cannot store a large record's fields apart: {e}"),
         )
     };
-    let mut fields: Map<String, Value> = serde_json::from_slice(body).map_err(encode)?;
-    let mut sizes: Vec<(usize, String, Vec<u8>)> = Vec::new();
-    for (name, value) in &fields {
-        if name == "type" {
-            continue;
-        }
-        let json = serde_json::to_vec(value).map_err(encode)?;
-        if json.len() >= MIN_APART_BYTES {
-            sizes.push((json.len(), name.clone(), json));
-        }
-    }
+    // Each field's JSON as it is in `body`, borrowed: nothing is copied but the record's
+    // shorter new form.
+    let fields: BTreeMap<String, &RawValue> = serde_json::from_slice(body).map_err(encode)?;
+    let mut sizes: Vec<(usize, &str)> = fields
+        .iter()
+        .filter(|(name, json)| *name != "type" && json.get().len() >= MIN_APART_BYTES)
+        .map(|(name, json)| (json.get().len(), name.as_str()))
+        .collect();
     sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
+    let placeholder = serde_json::value::to_raw_value(PLACEHOLDER).map_err(encode)?;
+    let mut kept = fields.clone();
     let mut left = body.len();
     let mut apart = BTreeMap::new();
-    for (len, name, json) in sizes {
+    for (len, name) in sizes {
         if left <= MAX_INLINE_BYTES {
             break;
         }
-        let sha256 = crate::hash::sha256_hex(&json);
-        write_blob(dir, &sha256, &json, durable)?;
-        fields.insert(name.clone(), Value::String(PLACEHOLDER.to_owned()));
+        let json = fields[name].get().as_bytes();
+        let sha256 = crate::hash::sha256_hex(json);
+        write_blob(dir, &sha256, json, durable)?;
+        kept.insert(name.to_owned(), &placeholder);
         left = left.saturating_sub(len);
         apart.insert(
-            name,
+            name.to_owned(),
             Apart {
                 sha256,
                 bytes: len as u64,
             },
         );
     }
-    fields.insert(
-        "apart".to_owned(),
-        serde_json::to_value(&apart).map_err(encode)?,
-    );
-    serde_json::to_vec(&fields).map_err(encode)
+    let apart = serde_json::value::to_raw_value(&apart).map_err(encode)?;
+    kept.insert("apart".to_owned(), &apart);
+    serde_json::to_vec(&kept).map_err(encode)
 }
 
 /// Writes the value's file, unless a file of that name and length is there already.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use abi_stable::std_types::RString;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::agent::call::context::CallContext;
 use crate::agent::call::read_back::ReadBack;
@@ -19,6 +19,36 @@ use plugin_api::ToolError;
 /// JSON text of a value (`to_string` goes through `fmt` and is slower).
 pub(crate) fn json_text(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// JSON text of a call's arguments, written into a buffer sized for it first: a buffer left
+/// to double as it fills holds up to twice the text, and copies it on each growth, which for
+/// megabytes of arguments is most of what the call costs in memory.
+pub(crate) fn args_text(args: &Map<String, Value>) -> String {
+    let mut text = Vec::with_capacity(json_len_hint(args.iter()));
+    match serde_json::to_writer(&mut text, args) {
+        // serde_json writes UTF-8 only.
+        Ok(()) => String::from_utf8(text).unwrap_or_else(|_| "null".to_owned()),
+        Err(_) => "null".to_owned(),
+    }
+}
+
+/// About the length of the JSON text of an object's members (a little over it, unless its
+/// strings need many escapes).
+fn json_len_hint<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>) -> usize {
+    members
+        .map(|(name, value)| name.len() + 4 + value_len_hint(value))
+        .sum::<usize>()
+        + 2
+}
+
+fn value_len_hint(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len() + text.len() / 64 + 2,
+        Value::Array(items) => items.iter().map(|v| value_len_hint(v) + 1).sum::<usize>() + 2,
+        Value::Object(members) => json_len_hint(members.iter()),
+        _ => 24,
+    }
 }
 
 impl CallContext {

@@ -119,7 +119,8 @@ impl Call {
             return Err(e);
         }
         let heading = format!("Using tool '{request}'");
-        let log_id = agent.add_log(LogKind::Tool, heading, String::new(), args.clone(), false);
+        let shown = super::shown::args(&args);
+        let log_id = agent.add_log(LogKind::Tool, heading, String::new(), shown, false);
         let tool_name = match &target {
             #[cfg(feature = "mcp")]
             Target::Mcp(tool, _) => tool.name.clone(),

@@ -32,6 +32,7 @@ pub(crate) mod parallel;
 pub(crate) mod read_back;
 pub(crate) mod resolve;
 pub(crate) mod sample;
+pub(crate) mod shown;
 
 use std::sync::Arc;
 

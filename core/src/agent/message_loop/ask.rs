@@ -5,6 +5,7 @@
 
 use serde_json::{json, Map};
 
+use crate::agent::call::shown;
 use crate::agent::message_loop::error::LoopError;
 use crate::agent::message_loop::MessageLoop;
 use crate::agent::output::OutputKind;
@@ -332,8 +333,13 @@ impl MessageLoop<'_> {
         let heading = parsed
             .and_then(|r| r.headline)
             .unwrap_or_else(|| format!("{}: reply", self.agent.name()));
-        self.agent
-            .add_log(LogKind::Agent, heading, reply.text.clone(), kvps, true);
+        self.agent.add_log(
+            LogKind::Agent,
+            heading,
+            shown::text(&reply.text, "the history"),
+            kvps,
+            true,
+        );
     }
 
     /// The reply in the history, with its native tool calls (masked like the rest).

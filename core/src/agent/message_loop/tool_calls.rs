@@ -79,16 +79,19 @@ fn arguments(call: &ToolCall) -> Result<Value, Misformat> {
 }
 
 /// What two replies must share to count as the same reply: the text and the calls (not their
-/// ids, which differ every time).
+/// ids, which differ every time), as the SHA-256 of them (a copy of a long reply would be
+/// kept until the next one).
 pub(crate) fn signature(reply: &ModelReply) -> String {
-    let mut text = reply.text.clone();
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(reply.text.as_bytes());
     for call in &reply.tool_calls {
-        text.push('\0');
-        text.push_str(&call.name);
-        text.push('\0');
-        text.push_str(&call.arguments);
+        hash.update(b"\0");
+        hash.update(call.name.as_bytes());
+        hash.update(b"\0");
+        hash.update(call.arguments.as_bytes());
     }
-    text
+    hex::encode(hash.finalize())
 }
 
 #[cfg(test)]

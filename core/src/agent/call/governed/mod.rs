@@ -109,7 +109,7 @@ impl Governed for ToolHandle {
         args: &Map<String, Value>,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<PluginAnswer, ToolError>> + Send {
-        let args = crate::agent::call::extension_points::json_text(args);
+        let args = crate::agent::call::extension_points::args_text(args);
         async move {
             if let Some(isolated) = self.worker() {
                 let call = call.for_attempt();

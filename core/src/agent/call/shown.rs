@@ -1,0 +1,117 @@
+//! What a log item shows of a call's arguments or of a model's reply: a copy bounded to
+//! [`SHOWN_BYTES`], so that megabytes of arguments or of reply do not keep a second copy in
+//! the session's log. The call itself, its validation and its audit record have the
+//! arguments whole; the history has the reply whole.
+
+use serde_json::{Map, Value};
+
+/// About the most bytes of arguments a log item keeps (strings cut, then values left out):
+/// the bound of a tool's answer in the history,
+/// [`DEFAULT_MAX_OUTPUT`](super::long_output::DEFAULT_MAX_OUTPUT).
+pub(crate) const SHOWN_BYTES: usize = super::long_output::DEFAULT_MAX_OUTPUT;
+
+/// What a value no longer shown is replaced with.
+const LEFT_OUT: &str = "(left out: the arguments are longer than a log item shows)";
+
+/// `text` cut to [`SHOWN_BYTES`], saying so and where it is whole.
+pub(crate) fn text(text: &str, whole_in: &str) -> String {
+    if text.len() <= SHOWN_BYTES {
+        return text.to_owned();
+    }
+    let mut end = SHOWN_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… (cut: {} bytes in all; {whole_in} has it whole)",
+        &text[..end],
+        text.len()
+    )
+}
+
+/// `args`, every string cut and every value past the bound left out (see the module).
+pub(crate) fn args(args: &Map<String, Value>) -> Map<String, Value> {
+    let mut budget = SHOWN_BYTES;
+    args.iter()
+        .map(|(name, value)| (name.clone(), bounded(value, &mut budget)))
+        .collect()
+}
+
+/// `value` within `budget` bytes (counted roughly: a string its length, anything else 8).
+fn bounded(value: &Value, budget: &mut usize) -> Value {
+    if *budget == 0 {
+        return Value::String(LEFT_OUT.to_owned());
+    }
+    match value {
+        Value::String(text) if text.len() > *budget => {
+            let mut end = *budget;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            *budget = 0;
+            Value::String(format!(
+                "{}… (cut: {} bytes in all)",
+                &text[..end],
+                text.len()
+            ))
+        }
+        Value::String(text) => {
+            *budget -= text.len();
+            value.clone()
+        }
+        Value::Array(items) => {
+            *budget = budget.saturating_sub(8);
+            let mut shown = Vec::new();
+            for item in items {
+                if *budget == 0 {
+                    shown.push(Value::String(LEFT_OUT.to_owned()));
+                    break;
+                }
+                shown.push(bounded(item, budget));
+            }
+            Value::Array(shown)
+        }
+        Value::Object(members) => {
+            *budget = budget.saturating_sub(8);
+            let mut shown = Map::new();
+            for (name, member) in members {
+                if *budget == 0 {
+                    shown.insert(name.clone(), Value::String(LEFT_OUT.to_owned()));
+                    break;
+                }
+                *budget = budget.saturating_sub(name.len());
+                shown.insert(name.clone(), bounded(member, budget));
+            }
+            Value::Object(shown)
+        }
+        scalar => {
+            *budget = budget.saturating_sub(8);
+            scalar.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn small_arguments_are_shown_whole_and_large_ones_cut() {
+        let small = json!({"name": "Ada", "n": [1, 2, {"deep": true}]});
+        let small = small.as_object().unwrap();
+        assert_eq!(&args(small), small);
+        let big = json!({"a": "é".repeat(SHOWN_BYTES), "b": "later", "c": vec![1; 100_000]});
+        let cut = Value::Object(args(big.as_object().unwrap()));
+        let text = cut.to_string();
+        assert!(text.len() < SHOWN_BYTES + 1024, "{}", text.len());
+        assert!(
+            text.contains("(cut: 131072 bytes in all)"),
+            "the cut is said"
+        );
+        assert_eq!(cut["b"], json!(LEFT_OUT));
+        assert_eq!(text("short", "x"), "short");
+        let long = text(&"ab".repeat(SHOWN_BYTES), "the history");
+        assert!(long.ends_with("… (cut: 262144 bytes in all; the history has it whole)"));
+    }
+}

@@ -80,7 +80,13 @@ fn peak_of(child: Child) -> u64 {
 
 fn mcp_answer(root: &Path, bytes: u64) -> u64 {
     let child = Command::new(toolhost_bin())
-        .args(["--root", &root.to_string_lossy(), "--yes", "call", "big.big"])
+        .args([
+            "--root",
+            &root.to_string_lossy(),
+            "--yes",
+            "call",
+            "big.big",
+        ])
         .env("BIG_BYTES", bytes.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -103,7 +109,10 @@ fn serve_mcp_argument(root: &Path, bytes: u64) -> u64 {
     let mut output = BufReader::new(child.stdout.take().expect("its output"));
     let mut answer = |id: u64| loop {
         let mut line = String::new();
-        assert!(output.read_line(&mut line).expect("its answer") > 0, "serve-mcp ended");
+        assert!(
+            output.read_line(&mut line).expect("its answer") > 0,
+            "serve-mcp ended"
+        );
         let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
         if message["id"] == id {
             assert!(message.get("error").is_none(), "{line}");
@@ -113,7 +122,11 @@ fn serve_mcp_argument(root: &Path, bytes: u64) -> u64 {
     let hello = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
     writeln!(input, "{hello}").unwrap();
     answer(1);
-    writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
     let text = "y".repeat(bytes as usize);
     let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "noop", "arguments": {"text": text}}});
@@ -160,7 +173,8 @@ fn main() {
     let mcp = TestRoot::new();
     mcp.write("usr/server.py", MCP_SERVER);
     let server = mcp.path().join("usr/server.py");
-    let servers = serde_json::json!({"mcpServers": {"big": {"command": "python3", "args": [server]}}});
+    let servers =
+        serde_json::json!({"mcpServers": {"big": {"command": "python3", "args": [server]}}});
     mcp.write("usr/mcp.json", servers.to_string());
     let served = TestRoot::new();
     served.tool("usr", "noop", Fixture::Noop); // builds the fixtures and toolhost first
@@ -169,9 +183,24 @@ fn main() {
 
     type Case = fn(&Path, u64) -> u64;
     let cases: [(&str, &Path, Case, [u64; 2]); 3] = [
-        ("MCP answer", mcp.path(), mcp_answer, [5_000_000, 15_000_000]),
-        ("serve-mcp argument", served.path(), serve_mcp_argument, [3_000_000, 9_000_000]),
-        ("model token", chat.path(), model_token, [5_000_000, 10_000_000]),
+        (
+            "MCP answer",
+            mcp.path(),
+            mcp_answer,
+            [5_000_000, 15_000_000],
+        ),
+        (
+            "serve-mcp argument",
+            served.path(),
+            serve_mcp_argument,
+            [3_000_000, 9_000_000],
+        ),
+        (
+            "model token",
+            chat.path(),
+            model_token,
+            [5_000_000, 10_000_000],
+        ),
     ];
     println!("case                  size      peak RSS   added      added / size");
     for (name, root, case, sizes) in cases {

@@ -103,15 +103,15 @@ mod tests {
         assert_eq!(&args(small), small);
         let big = json!({"a": "é".repeat(SHOWN_BYTES), "b": "later", "c": vec![1; 100_000]});
         let cut = Value::Object(args(big.as_object().unwrap()));
-        let text = cut.to_string();
-        assert!(text.len() < SHOWN_BYTES + 1024, "{}", text.len());
+        let json = cut.to_string();
+        assert!(json.len() < SHOWN_BYTES + 1024, "{}", json.len());
         assert!(
-            text.contains("(cut: 131072 bytes in all)"),
+            json.contains("(cut: 131072 bytes in all)"),
             "the cut is said"
         );
         assert_eq!(cut["b"], json!(LEFT_OUT));
         assert_eq!(text("short", "x"), "short");
         let long = text(&"ab".repeat(SHOWN_BYTES), "the history");
-        assert!(long.ends_with("… (cut: 262144 bytes in all; the history has it whole)"));
+        assert!(long.ends_with("… (cut: 131072 bytes in all; the history has it whole)"));
     }
 }

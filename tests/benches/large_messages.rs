@@ -154,6 +154,7 @@ fn model_token(root: &Path, bytes: u64) -> u64 {
         port.trim(),
         bytes + (1 << 20)
     );
+    std::fs::create_dir_all(root.join("usr")).unwrap();
     std::fs::write(root.join("usr/models.toml"), models).unwrap();
     let mut child = Command::new(toolhost_bin())
         .args(["--root", &root.to_string_lossy(), "chat"])

@@ -17,10 +17,11 @@ use std::time::Duration;
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::Transport;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::runtime::Handle;
 
-use super::stdout_check::{Broken, CheckedStdout};
+use super::stdout_check::{Broken, CheckedStdout, MAX_LINE};
 
 /// What a start gives: the transport and the child's standard error.
 type Started = std::io::Result<(ChildTransport, Option<ChildStderr>)>;
@@ -28,11 +29,17 @@ type Started = std::io::Result<(ChildTransport, Option<ChildStderr>)>;
 /// How long a server may take to exit once its input is closed, and again after `SIGTERM`.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
 
-/// A stdio server's connection: its input and its output (read through [`CheckedStdout`]),
+/// A stdio server's connection: its input (rmcp's writer), its output (read through
+/// [`CheckedStdout`], a line at a time, each parsed by [`large_line::parse`](super::large_line::parse)),
 /// and the child, closed as the MCP specification says (its input closed, then `SIGTERM`,
 /// then `SIGKILL`) and killed if dropped.
 pub(crate) struct ChildTransport {
-    io: AsyncRwTransport<RoleClient, CheckedStdout<ChildStdout>, ChildStdin>,
+    input: AsyncRwTransport<RoleClient, tokio::io::Empty, ChildStdin>,
+    output: BufReader<CheckedStdout<ChildStdout>>,
+    /// The line being read: kept between calls of `receive`, which rmcp may cancel.
+    line: Vec<u8>,
+    /// Set while the rest of a line over [`MAX_LINE`] is skipped.
+    skipping: bool,
     child: Child,
 }
 
@@ -40,6 +47,35 @@ impl ChildTransport {
     /// The child's process id, while it runs.
     pub(crate) fn id(&self) -> Option<u32> {
         self.child.id()
+    }
+
+    /// Reads on into `line` until it ends: `Some(true)` with a whole line (its end removed),
+    /// `Some(false)` when a line over [`MAX_LINE`] was skipped, `None` at the end of the
+    /// output. Nothing is lost if the future is dropped between reads.
+    async fn read_line(&mut self) -> Option<bool> {
+        loop {
+            let available = match self.output.fill_buf().await {
+                Ok(available) if !available.is_empty() => available,
+                Ok(_) => return None,
+                Err(e) => {
+                    tracing::debug!("reading an MCP server's output: {e}");
+                    return None;
+                }
+            };
+            let newline = memchr::memchr(b'\n', available);
+            let take = newline.map_or(available.len(), |at| at + 1);
+            let piece = &available[..newline.unwrap_or(available.len())];
+            if !self.skipping && self.line.len() + piece.len() <= MAX_LINE {
+                self.line.extend_from_slice(piece);
+            } else {
+                self.skipping = true;
+                self.line = Vec::new();
+            }
+            self.output.consume(take);
+            if newline.is_some() {
+                return Some(!std::mem::replace(&mut self.skipping, false));
+            }
+        }
     }
 }
 
@@ -50,15 +86,33 @@ impl Transport<RoleClient> for ChildTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.io.send(item)
+        self.input.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.io.receive()
+    /// The server's next message. A line that is not one (not JSON, or no message this
+    /// client knows) is skipped, as rmcp skips it; [`CheckedStdout`] has said why already
+    /// when it looked like a message.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            if !self.read_line().await? {
+                continue;
+            }
+            let mut line = std::mem::take(&mut self.line);
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match super::large_line::parse(line) {
+                Ok(message) => return Some(message),
+                Err(e) => tracing::debug!("a line of an MCP server was skipped: {e}"),
+            }
+        }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        Transport::<RoleClient>::close(&mut self.io).await?;
+        Transport::<RoleClient>::close(&mut self.input).await?;
         if tokio::time::timeout(EXIT_WAIT, self.child.wait())
             .await
             .is_ok()
@@ -129,8 +183,14 @@ pub(crate) async fn spawn(mut cmd: tokio::process::Command, broken: Broken) -> S
                 let stdin = child.stdin.take().ok_or_else(missing)?;
                 let stdout = child.stdout.take().ok_or_else(missing)?;
                 let stderr = child.stderr.take();
-                let io = AsyncRwTransport::new(CheckedStdout::new(stdout, broken), stdin);
-                Ok((ChildTransport { io, child }, stderr))
+                let transport = ChildTransport {
+                    input: AsyncRwTransport::new(tokio::io::empty(), stdin),
+                    output: BufReader::new(CheckedStdout::new(stdout, broken)),
+                    line: Vec::new(),
+                    skipping: false,
+                    child,
+                };
+                Ok((transport, stderr))
             });
         let _ = done.send(result);
     });

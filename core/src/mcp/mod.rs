@@ -25,6 +25,7 @@ mod child;
 pub mod config;
 mod connect;
 mod handler;
+mod large_line;
 pub mod oauth;
 pub mod pins;
 mod server;

@@ -254,7 +254,7 @@ impl MessageLoop<'_> {
         let signature = signature(&reply);
         let repeated = last_reply.as_deref() == Some(signature.as_str());
         *last_reply = Some(signature);
-        let request = match request {
+        let mut request = match request {
             _ if repeated => return self.unusable(REPEAT_WARNING.to_owned()).await,
             Ok(request) => request,
             Err(Misformat::NoRequest) => return self.unusable(MISFORMAT_WARNING.to_owned()).await,
@@ -271,7 +271,8 @@ impl MessageLoop<'_> {
         let audit_was_failing = self.agent.audit_failure().is_some();
         let result = self
             .agent
-            .call_tool(&request.tool, request.args.clone())
+            // Moved, not copied: what follows needs the tool's name only.
+            .call_tool(&request.tool, std::mem::take(&mut request.args))
             .await;
         self.agent.transcript.expect_result_of(None);
         match result {

@@ -19,6 +19,7 @@ mod mcp;
 #[cfg(not(feature = "mcp"))]
 #[path = "without_mcp.rs"]
 mod mcp;
+mod memory;
 mod new;
 mod otel;
 mod pack;
@@ -579,6 +580,7 @@ enum AuditCommand {
 }
 
 fn main() -> ExitCode {
+    memory::tune();
     // A worker process of an isolated plugin (`toolhost __worker LIBRARY SOURCE [POINT
     // NAME]`): started by the host, never by hand, so it skips argument parsing and logging.
     let args: Vec<std::ffi::OsString> = std::env::args_os().take(6).collect();

@@ -36,6 +36,9 @@ impl fmt::Display for SseError {
 }
 
 /// Reads events out of the bytes of a stream, given in pieces of any size.
+/// A buffer larger than this is given back once it is all read.
+const KEPT_BUFFER: usize = 64 << 10;
+
 #[derive(Debug)]
 pub(crate) struct SseReader {
     /// Bytes received and not yet read as lines: from `start` on.
@@ -116,7 +119,12 @@ impl SseReader {
             });
         }
         // The unread rest moves to the front once what was read before it is at least as long.
-        if self.start > 0 && self.start >= self.buffer.len() - self.start {
+        if self.start == self.buffer.len() && self.buffer.capacity() > KEPT_BUFFER {
+            // All read: a long event's buffer is given back, not kept for the next.
+            self.buffer = Vec::new();
+            self.scanned = 0;
+            self.start = 0;
+        } else if self.start > 0 && self.start >= self.buffer.len() - self.start {
             self.buffer.drain(..self.start);
             self.scanned -= self.start;
             self.start = 0;

@@ -60,7 +60,7 @@ impl Assembler {
         data: &str,
         shown: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<(), ModelError> {
-        let value: Value = serde_json::from_str(data).map_err(|e| {
+        let mut value: Value = serde_json::from_str(data).map_err(|e| {
             // Masked first, then cut: a cut through the key would leave its start in plain.
             let seen: String = self.key.mask(data).chars().take(80).collect();
             self.broken(format!("a chunk of the stream is not JSON ({e}): {seen}"))
@@ -78,12 +78,21 @@ impl Assembler {
         let Some(choice) = value.get("choices").and_then(|c| c.get(0)) else {
             return Ok(()); // a usage chunk, or a keep-alive
         };
-        let delta = choice.get("delta").or_else(|| choice.get("message"));
-        if let Some(delta) = delta {
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+        let finished = choice.get("finish_reason").is_some_and(|r| !r.is_null());
+        let delta = match choice.get("delta") {
+            Some(_) => "/choices/0/delta",
+            None => "/choices/0/message",
+        };
+        if let Some(delta) = value.pointer_mut(delta) {
+            if let Some(Value::String(text)) = delta.get_mut("content") {
                 if !text.is_empty() {
-                    self.text.push_str(text);
-                    shown(Delta::Text(text));
+                    let start = self.text.len();
+                    match start {
+                        // The first text moves in, not copied: one long token costs it once.
+                        0 => self.text = std::mem::take(text),
+                        _ => self.text.push_str(text),
+                    }
+                    shown(Delta::Text(&self.text[start..]));
                 }
             }
             let reasoning = delta
@@ -100,7 +109,7 @@ impl Assembler {
                 }
             }
         }
-        if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+        if finished {
             self.finished = true;
         }
         Ok(())

@@ -267,6 +267,7 @@ impl MessageLoop<'_> {
             [call] => Some(call.id.clone()),
             _ => None,
         };
+        drop(reply); // the history has it: a long reply is not kept through the call
         self.agent.transcript.expect_result_of(call_id);
         let audit_was_failing = self.agent.audit_failure().is_some();
         let result = self

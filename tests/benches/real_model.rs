@@ -101,19 +101,17 @@ struct Variant {
 /// The greet fragment's path under the root.
 const GREET: &str = "plugins/example/prompts/agent.system.tool.greet.md";
 
-/// A greet fragment with two examples, the second another name, as another wording.
-const GREET_TWO: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
-    loudly; \"times\" repeats the greeting.\nExamples:\nUser: Greet Ada.\n~~~json\n\
-    {\"tool_name\": \"greet\", \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n\
-    User: Say hello to Grace.\n~~~json\n{\"tool_name\": \"greet\", \"tool_args\": \
-    {\"name\": \"Grace\"}}\n~~~\n";
+/// The greet fragment of main: one example (Ada).
+const GREET_MAIN: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
+    loudly; \"times\" repeats the greeting.\nExample:\nUser: Greet Ada.\n~~~json\n\
+    {\"tool_name\": \"greet\", \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n";
 
-/// A greet fragment with two examples, the second another name and `times`.
-const GREET_TIMES: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
-    loudly; \"times\" repeats the greeting.\nExamples:\nUser: Greet Ada.\n~~~json\n\
-    {\"tool_name\": \"greet\", \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n\
-    User: Greet Bob twice.\n~~~json\n{\"tool_name\": \"greet\", \"tool_args\": \
-    {\"name\": \"Bob\", \"times\": 2}}\n~~~\n";
+/// A greet fragment with two examples, the first asking for `times`.
+const GREET_TIMES: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to \
+    greet loudly; \"times\" repeats the greeting.\nExamples:\nUser: Greet Bob twice.\n\
+    ~~~json\n{\"tool_name\": \"greet\", \"tool_args\": {\"name\": \"Bob\", \"times\": 2}}\n\
+    ~~~\nUser: Greet Ada.\n~~~json\n{\"tool_name\": \"greet\", \"tool_args\": \
+    {\"name\": \"Ada\"}}\n~~~\n";
 
 /// `body` with each `tool_args` that is branches (`oneOf`, one per combination of optional
 /// arguments) replaced by its last branch, the one with every argument: what main sent, as
@@ -153,38 +151,50 @@ fn main() {
         listed_optional,
         greet: None,
     };
-    // The prompt files are this tree's in every variant (main's are the same).
+    // The prompt files are this tree's in every variant, but for the greet fragment where named.
     let variants = [
+        Variant {
+            greet: Some(GREET_MAIN),
+            ..v(
+                "before: main (one example, thoughts first, examples in the text, optional arguments listed)",
+                json!({"thoughts": "first", "example_turns": false}),
+                true,
+            )
+        },
+        v("after: this tree (two examples, Ada and Bob; its defaults)", json!({}), false),
         v(
-            "before: main's defaults (thoughts first, examples in the text, optional arguments listed)",
-            json!({"thoughts": "first", "example_turns": false}),
-            true,
-        ),
-        v("after: this tree's defaults", json!({}), false),
-        v(
-            "defaults, optional_args = false",
+            "this tree, optional_args = false",
             json!({"optional_args": false}),
             false,
         ),
         v(
-            "defaults, optional arguments listed (main's form)",
+            "this tree, optional arguments listed (main's form)",
             json!({}),
             true,
         ),
-        v("defaults, thoughts first", json!({"thoughts": "first"}), false),
+        v("this tree, thoughts first", json!({"thoughts": "first"}), false),
         v(
-            "defaults, example_turns = false",
+            "this tree, example_turns = false",
             json!({"example_turns": false}),
             false,
         ),
         Variant {
-            greet: Some(GREET_TWO),
-            ..v("defaults, a second example (Grace)", json!({}), false)
+            greet: Some(GREET_MAIN),
+            ..v("this tree's defaults, main's greet fragment (one example)", json!({}), false)
         },
         Variant {
             greet: Some(GREET_TIMES),
-            ..v("defaults, a second example (Bob, times 2)", json!({}), false)
+            ..v(
+                "this tree's defaults, two examples, the first with times (Bob twice, Ada)",
+                json!({}),
+                false,
+            )
         },
+        v(
+            "this tree's defaults, temperature 0",
+            json!({"temperature": 0}),
+            false,
+        ),
     ];
     // `REAL_MODEL_ROUNDS=3` runs each variant three times over the ten names.
     let rounds: usize = std::env::var("REAL_MODEL_ROUNDS")

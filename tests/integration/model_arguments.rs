@@ -1,7 +1,7 @@
 //! A call whose arguments break the tool's JSON Schema never reaches the tool, whatever the
 //! model server's grammar let through: node-llama-cpp's ignores `minimum` and `maximum`, and
 //! SmolLM2-135M-Instruct under it asked `greet` (`times` from 1 to 1000) for 160000000000
-//! greetings (the `real_model` bench, issue 61). The host's validation refuses the call, the
+//! greetings, and 383232000000 in the reply below (the `real_model` bench, issue 61). The host's validation refuses the call, the
 //! model is told which field broke which bound, and asked again.
 
 use serde_json::json;
@@ -11,10 +11,10 @@ use toolhost_tests::Fixture;
 
 use super::models::{request, root, run};
 
-/// SmolLM2-135M-Instruct's reply to "Greet Maria, then answer." through node-llama-cpp with
-/// `structured_output = "tools"` and `times` in the schema, as the `real_model` bench printed
-/// it (`REAL_MODEL_REPLIES=1`, variant 0).
-const REAL_REPLY: &str = r#"{"thoughts": ["Greet Maria"], "headline": "Greet Maria", "tool_name": "greet", "tool_args": {"name": "Maria", "times": 160000000000}}"#;
+/// SmolLM2-135M-Instruct's reply to "Greet Nadia, then answer." through node-llama-cpp with
+/// main's schema (`times` listed, so the grammar required it), as the `real_model` bench printed
+/// it (`REAL_MODEL_REPLIES=1`, variant 0, 2026-12-07).
+const REAL_REPLY: &str = "{\n    \"thoughts\": [\"Greet\", \"Greet:shout\"],\n    \"headline\": \"This is a response. You did not tell me where to place the next task.\",\n    \"tool_name\": \"greet\",\n    \"tool_args\": {\n        \"name\": \"Greet\",\n        \"times\": 383232000000\n    }\n}";
 
 #[test]
 fn arguments_beyond_the_schemas_bounds_never_reach_the_tool_and_the_model_is_told_the_bound() {
@@ -23,11 +23,11 @@ fn arguments_beyond_the_schemas_bounds_never_reach_the_tool_and_the_model_is_tol
     // would greet 5000 times); then a call within bounds, and the answer.
     server.push(text_reply(REAL_REPLY, None));
     server.push(text_reply(
-        &request("greet", json!({"name": "Maria", "times": 5000})),
+        &request("greet", json!({"name": "Nadia", "times": 5000})),
         None,
     ));
     server.push(text_reply(
-        &request("greet", json!({"name": "Maria", "times": 2})),
+        &request("greet", json!({"name": "Nadia", "times": 2})),
         None,
     ));
     server.push(text_reply(
@@ -36,7 +36,7 @@ fn arguments_beyond_the_schemas_bounds_never_reach_the_tool_and_the_model_is_tol
     ));
     let root = root(&server, "structured_output = true");
     root.tool("usr", "greet", Fixture::Greet);
-    let (result, agent, _) = run(&root, "Greet Maria, then answer.");
+    let (result, agent, _) = run(&root, "Greet Nadia, then answer.");
     assert_eq!(result.unwrap(), "Greeted.");
     let history = agent.history();
     // The tool ran once, for the call within bounds.
@@ -44,15 +44,15 @@ fn arguments_beyond_the_schemas_bounds_never_reach_the_tool_and_the_model_is_tol
         .iter()
         .filter(|m| m.role == Role::Tool)
         .map(|m| m.content.as_str())
-        .filter(|c| c.contains("Hello, Maria!"))
+        .filter(|c| c.contains("Hello, Nadia!"))
         .collect();
     assert_eq!(greetings.len(), 1, "{history:#?}");
-    assert_eq!(greetings[0].matches("Hello, Maria!").count(), 2);
+    assert_eq!(greetings[0].matches("Hello, Nadia!").count(), 2);
     // Each refused call was answered with the field and its bound, and the model asked again:
     // the next request carries the warning as its last message.
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
-    for (asked, given) in [(1, "160000000000"), (2, "5000")] {
+    for (asked, given) in [(1, "383232000000"), (2, "5000")] {
         let messages = requests[asked].body["messages"].as_array().unwrap();
         let last = messages.last().unwrap()["content"].as_str().unwrap();
         assert!(

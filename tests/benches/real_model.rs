@@ -3,14 +3,15 @@
 //! [`LlamaServer`]), with the server's default sampling, non-streamed.
 //!
 //! Steering (issue 61): ten sessions, each the first step of "Greet NAME, then answer." for
-//! one of ten names that no example uses, under each variant of the system prompt and the
-//! structured-output schema; counted: valid requests, `greet` called, `greet` called for the
-//! right person, `greet` called with `times` left out or from 1 to 1000 (its bounds), and what
-//! the choices were.
+//! one of ten names that no example uses, under each variant of the model's settings (main's
+//! defaults, this tree's, and this tree's with one setting changed); counted: valid requests,
+//! `greet` called, `greet` called for the right person, `greet` called with `times` left out or
+//! from 1 to 1000 (its bounds), and what the choices were.
 //!
 //! Run with `cargo bench -p toolhost-tests --profile dev --bench real_model` (the model's
 //! choices are what is measured; its time per request is printed too);
-//! `REAL_MODEL_VARIANTS=0,7` runs those variants only.
+//! `REAL_MODEL_VARIANTS=0,1` runs those variants only, `REAL_MODEL_ROUNDS=3` each three times,
+//! and `REAL_MODEL_REPLIES=1` prints each reply whole.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -86,39 +87,52 @@ fn repo_prompts() -> Vec<(String, String)> {
     files
 }
 
-/// One variant: its label, its prompt files, where the schema puts the thoughts, whether a
-/// tool's optional arguments stay in the schema, and whether the prompt's example exchanges
-/// go as turns.
+/// One variant: its label, the keys of `models.toml` it sets beyond the bench's own, and
+/// whether each tool's optional arguments are all listed as main listed them (before issue 61:
+/// the tool's schema as it is, which node-llama-cpp's grammar makes all required).
 struct Variant {
     label: &'static str,
-    prompts: Vec<(String, String)>,
-    thoughts: &'static str,
-    optional_args: bool,
-    example_turns: bool,
+    settings: Value,
+    listed_optional: bool,
+    /// The greet fragment, if not this tree's.
+    greet: Option<&'static str>,
 }
 
-/// `files` with `path`'s text replaced.
-fn with(files: &[(String, String)], path: &str, text: &str) -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> =
-        files.iter().filter(|(p, _)| p != path).cloned().collect();
-    files.push((path.to_owned(), text.to_owned()));
-    files
-}
+/// The greet fragment's path under the root.
+const GREET: &str = "plugins/example/prompts/agent.system.tool.greet.md";
 
-/// The fragments as they were before issue 61: each tool's example with real values (a
-/// name, an answer), which a small model copies.
-const GREET_BEFORE: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
-    loudly; \"times\" repeats the greeting.\nExample:\n~~~json\n{\"tool_name\": \"greet\", \
-    \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n";
-const RESPONSE_BEFORE: &str = "### response\nFinal answer to the user. Ends your task: use it \
-    only when you are done.\nPut the whole answer in \"text\".\nExample:\n~~~json\n\
-    {\"thoughts\": [\"I have the answer\"], \"tool_name\": \"response\", \"tool_args\": \
-    {\"text\": \"The capital of France is Paris.\"}}\n~~~\n";
-/// The greet fragment of before this change: its example a bare reply, which the model copies
-/// ("Ada").
-const GREET_TEXT_EXAMPLE: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to \
-    greet loudly; \"times\" repeats the greeting.\nExample:\n~~~json\n{\"tool_name\": \
-    \"greet\", \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n";
+/// The greet fragment of main: one example (Ada).
+const GREET_MAIN: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to greet \
+    loudly; \"times\" repeats the greeting.\nExample:\nUser: Greet Ada.\n~~~json\n\
+    {\"tool_name\": \"greet\", \"tool_args\": {\"name\": \"Ada\"}}\n~~~\n";
+
+/// A greet fragment with two examples, the first asking for `times`.
+const GREET_TIMES: &str = "### greet\nGreets someone by name. Use \"greet:shout\" to \
+    greet loudly; \"times\" repeats the greeting.\nExamples:\nUser: Greet Bob twice.\n\
+    ~~~json\n{\"tool_name\": \"greet\", \"tool_args\": {\"name\": \"Bob\", \"times\": 2}}\n\
+    ~~~\nUser: Greet Ada.\n~~~json\n{\"tool_name\": \"greet\", \"tool_args\": \
+    {\"name\": \"Ada\"}}\n~~~\n";
+
+/// `body` with each `tool_args` that is branches (`oneOf`, one per combination of optional
+/// arguments) replaced by its last branch, the one with every argument: what main sent, as
+/// node-llama-cpp reads it (it ignores `required`).
+fn all_listed(body: &str) -> String {
+    let value: Value = serde_json::from_str(body).unwrap();
+    let tools = value["response_format"]["json_schema"]["schema"]["oneOf"].as_array();
+    let mut body = body.to_owned();
+    for branch in tools.into_iter().flatten() {
+        let args = &branch["properties"]["tool_args"];
+        if let Some(last) = args["oneOf"].as_array().and_then(|b| b.last()) {
+            let (from, to) = (args.to_string(), last.to_string());
+            assert!(
+                body.contains(&from),
+                "the branches are in the body as serialised"
+            );
+            body = body.replace(&from, &to);
+        }
+    }
+    body
+}
 
 fn main() {
     let server = LlamaServer::start(&smollm2());
@@ -131,66 +145,62 @@ fn main() {
         .parse()
         .unwrap();
     let repo = repo_prompts();
-    let greet = "plugins/example/prompts/agent.system.tool.greet.md";
-    let response = "core/prompts/agent.system.tool.response.md";
-    let before = with(&with(&repo, greet, GREET_BEFORE), response, RESPONSE_BEFORE);
-    let text_example = with(&repo, greet, GREET_TEXT_EXAMPLE);
-    let v =
-        |label, prompts: &Vec<(String, String)>, thoughts, optional_args, example_turns| Variant {
-            label,
-            prompts: prompts.clone(),
-            thoughts,
-            optional_args,
-            example_turns,
-        };
-    // The response fragment is this tree's in every variant but the first; the greet
-    // fragment is this tree's (its example an exchange, "User: Greet Ada.") from the third.
+    let v = |label, settings: Value, listed_optional| Variant {
+        label,
+        settings,
+        listed_optional,
+        greet: None,
+    };
+    // The prompt files are this tree's in every variant, but for the greet fragment where named.
     let variants = [
+        Variant {
+            greet: Some(GREET_MAIN),
+            ..v(
+                "before: main (one example, thoughts first, examples in the text, optional arguments listed)",
+                json!({"thoughts": "first", "example_turns": false}),
+                true,
+            )
+        },
+        v("after: this tree (two examples, Ada and Bob; its defaults)", json!({}), false),
         v(
-            "before: fragments of main (examples Ada, Paris), thoughts first",
-            &before,
-            "first",
-            true,
+            "this tree, optional_args = false",
+            json!({"optional_args": false}),
             false,
         ),
         v(
-            "greet example a bare reply (Ada); thoughts none",
-            &text_example,
-            "none",
-            true,
-            false,
-        ),
-        v(
-            "greet example an exchange, as text; thoughts none",
-            &repo,
-            "none",
-            true,
-            false,
-        ),
-        v("example_turns; thoughts first", &repo, "first", true, true),
-        v("example_turns; thoughts none", &repo, "none", true, true),
-        v(
-            "example_turns, optional_args = false; thoughts first",
-            &repo,
-            "first",
-            false,
+            "this tree, optional arguments listed (main's form)",
+            json!({}),
             true,
         ),
+        v("this tree, thoughts first", json!({"thoughts": "first"}), false),
         v(
-            "example_turns, optional_args = false; thoughts last",
-            &repo,
-            "last",
+            "this tree, example_turns = false",
+            json!({"example_turns": false}),
             false,
-            true,
         ),
+        Variant {
+            greet: Some(GREET_MAIN),
+            ..v("this tree's defaults, main's greet fragment (one example)", json!({}), false)
+        },
+        Variant {
+            greet: Some(GREET_TIMES),
+            ..v(
+                "this tree's defaults, two examples, the first with times (Bob twice, Ada)",
+                json!({}),
+                false,
+            )
+        },
         v(
-            "example_turns, optional_args = false; thoughts none",
-            &repo,
-            "none",
+            "this tree's defaults, temperature 0",
+            json!({"temperature": 0}),
             false,
-            true,
         ),
     ];
+    // `REAL_MODEL_ROUNDS=3` runs each variant three times over the ten names.
+    let rounds: usize = std::env::var("REAL_MODEL_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     // `REAL_MODEL_VARIANTS=0,4` runs those variants only (numbered from 0, as listed).
     let only: Option<Vec<usize>> = std::env::var("REAL_MODEL_VARIANTS").ok().map(|list| {
         list.split(',')
@@ -203,28 +213,36 @@ fn main() {
          median per request | choices |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for (number, variant) in variants.into_iter().enumerate() {
+    let runs = variants
+        .iter()
+        .enumerate()
+        .flat_map(|run| std::iter::repeat_n(run, rounds));
+    for (number, variant) in runs {
         if only.as_ref().is_some_and(|only| !only.contains(&number)) {
             continue;
         }
         let root = TestRoot::new();
         root.tool("core", "response", Fixture::Response);
         root.tool("plugins/example", "greet", Fixture::Greet);
-        for (path, text) in &variant.prompts {
-            root.write(path, text);
+        for (path, text) in &repo {
+            match (path == GREET, variant.greet) {
+                (true, Some(greet)) => root.write(path, greet),
+                _ => root.write(path, text),
+            };
         }
         let (agent, _) = root.agent("default");
         let system = toolhost_tests::block_on(agent.system_prompt()).unwrap();
         let system = secrets.mask(&system);
         let tools = agent.host().tool_specs("default");
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let config: ModelConfig = serde_json::from_value(json!({
+        let mut config = json!({
             "base_url": server.url(), "model": "smol", "stream": false, "max_tokens": 256,
             "max_arg_chars": 40, "structured_output": "tools",
-            "thoughts": variant.thoughts, "optional_args": variant.optional_args,
-            "example_turns": variant.example_turns,
-        }))
-        .unwrap();
+        });
+        for (key, value) in variant.settings.as_object().unwrap() {
+            config[key] = value.clone();
+        }
+        let config: ModelConfig = serde_json::from_value(config).unwrap();
         let model = OpenAiModel::new(config, &secrets).unwrap();
         let (mut valid, mut greet, mut right, mut bounded, mut times, mut choices) =
             (0, 0, 0, 0, Vec::new(), Vec::new());
@@ -238,10 +256,16 @@ fn main() {
                 history: &history,
                 tools: &tools,
             };
-            let body = model.request_text(&request);
+            let mut body = model.request_text(&request);
+            if variant.listed_optional {
+                body = all_listed(&body);
+            }
             let started = Instant::now();
             let text = post(port, &body);
             times.push(started.elapsed());
+            if std::env::var_os("REAL_MODEL_REPLIES").is_some() {
+                println!("reply ({number}, {name}): {text}");
+            }
             match read_reply_with(&text, &names) {
                 Ok(call) if names.contains(&call.tool.as_str()) => {
                     valid += 1;

@@ -301,5 +301,11 @@ add("https://github.com/RooCodeInc/Roo-Code/issues/10358",
 add("https://github.com/RooCodeInc/Roo-Code/issues/10464",
     "<read_file><path>package.json</path></read_file>",
     call("read_file", {"path": "package.json"}), "Qwen3-Coder-480B: Cline-style element")
+
+# ---- added: issue 61, third round ----
+add("https://github.com/antirez/ds4/issues/167",
+    "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"bash\">\n<｜DSML｜parameter name=\"command\" string=\"true\">sed -n '7,9p' main.go</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>",
+    call("bash", {"command": "sed -n '7,9p' main.go"}),
+    "deepseek-v4-flash through ds4: the DSML block as the session recorded its thinking text")
 json.dump(E, open("replies.json", "w"), ensure_ascii=False, indent=1)
 print(len(E), sum(1 for e in E if e["expect"] != U))

@@ -27,6 +27,7 @@ mod mcp_client;
 mod mcp_server;
 mod message_loop;
 mod metadata_cache;
+mod model_arguments;
 mod model_bounds;
 mod model_failures;
 mod models;

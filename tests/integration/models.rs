@@ -142,7 +142,11 @@ fn structured_output_is_built_from_the_tools_and_falls_back_to_names_after_a_nul
         &request("response", json!({"text": "Done."})),
         Some((10, 5)),
     ));
-    let root = root(&server, "structured_output = true\nmax_thoughts = 3");
+    // Thoughts first (Agent Zero's order; the default is last), to see the order kept.
+    let root = root(
+        &server,
+        "structured_output = true\nmax_thoughts = 3\nthoughts = \"first\"",
+    );
     let (result, agent, _) = run(&root, "Echo, then answer.");
     assert_eq!(result.unwrap(), "Done.");
     let requests = server.requests();

@@ -563,12 +563,14 @@ fn mdbook_build(root: &Path) -> Result<(), String> {
 /// one after another (downloads: about a minute and a half on two cores).
 ///
 /// Only for a whole run of the integration tests (no filter, no `--list`): a run of a few
-/// tests could end in the middle of an install.
+/// tests could end in the middle of an install. Never for a benchmark (`cargo bench` passes
+/// `--bench`): one run from `target/debug` (`--profile dev`) started the Windows build, which
+/// took the CPU the benchmark measured.
 pub fn prefetch() {
     static STARTED: OnceLock<()> = OnceLock::new();
     let whole_run = std::env::args()
         .skip(1)
-        .all(|a| a.starts_with('-') && a != "--list");
+        .all(|a| a.starts_with('-') && a != "--list" && a != "--bench");
     if !whole_run || STARTED.set(()).is_err() {
         return;
     }

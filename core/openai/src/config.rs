@@ -46,8 +46,8 @@ pub struct ModelConfig {
     /// `false` (the default), `"names"`, `"tools"` or `true` ([`StructuredOutput`]).
     #[serde(default)]
     pub structured_output: StructuredOutput,
-    /// Where a structured reply's `thoughts` and `headline` go ([`Thoughts`]): `"first"` (the
-    /// default, Agent Zero's order), `"last"` (after `tool_name` and `tool_args`) or `"none"`
+    /// Where a structured reply's `thoughts` and `headline` go ([`Thoughts`]): `"last"` (the
+    /// default: after `tool_name` and `tool_args`), `"first"` (Agent Zero's order) or `"none"`
     /// (left out).
     #[serde(default)]
     pub thoughts: Thoughts,
@@ -66,10 +66,11 @@ pub struct ModelConfig {
     /// unless set; at least 1.
     pub max_arg_chars: Option<u64>,
     /// Under `structured_output = "tools"`, keep each tool's optional arguments (the
-    /// properties its parameters do not list as `required`) in the schema. Default true;
-    /// `false` leaves them out, for servers whose grammar makes every listed property
-    /// required (node-llama-cpp's does, and ignores `minimum` and `maximum`, so a small model
-    /// fills a bounded optional number with anything).
+    /// properties its parameters do not list as `required`) in the schema. Default true: each
+    /// combination of them is a branch of its own (`oneOf`, every property of a branch
+    /// required), so a grammar that makes every listed property required (node-llama-cpp's
+    /// does) can still leave one out; a tool with more than four optional arguments keeps its
+    /// schema as it is. `false` leaves them out.
     #[serde(default = "defaults::yes")]
     pub optional_args: bool,
     /// Under the JSON protocol, send the example exchanges of the system prompt (a line
@@ -77,8 +78,8 @@ pub struct ModelConfig {
     /// reply) as conversation turns instead: each a user message and the assistant's reply,
     /// after the system prompt and before the history (the first messages left out when the
     /// context window is short), and no longer in the system prompt's text. A small model
-    /// copies from a reply to a request better than from text. Default false.
-    #[serde(default)]
+    /// copies from a reply to a request better than from text. Default true.
+    #[serde(default = "defaults::yes")]
     pub example_turns: bool,
     /// Send `"strict": true` with the schema (OpenAI's structured outputs; llama.cpp and vLLM
     /// constrain the reply either way). Default false.
@@ -173,15 +174,15 @@ pub enum StructuredOutput {
 /// Where the schema of a structured reply puts `thoughts` and `headline`. A server that turns
 /// the schema into a grammar makes the model write the keys in the schema's order, and a small
 /// model fills `thoughts` with text copied from the prompt that then steers its choice of tool
-/// and arguments; written after the call (or not at all), they cannot.
+/// and arguments; written after the call (the default) or not at all, they cannot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Thoughts {
     /// `"first"`: `thoughts`, `headline`, `tool_name`, `tool_args` (Agent Zero's order).
-    #[default]
     First,
-    /// `"last"`: `tool_name`, `tool_args`, `thoughts`, `headline`.
+    /// `"last"` (the default): `tool_name`, `tool_args`, `thoughts`, `headline`.
+    #[default]
     Last,
     /// `"none"`: `tool_name` and `tool_args` only.
     None,

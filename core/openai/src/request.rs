@@ -436,9 +436,8 @@ mod tests {
             };
             serde_json::to_value(body(config, &request, Some(Form::Names))).unwrap()
         };
-        let mut turns = config("json");
-        turns.example_turns = true;
-        let body = body_with(&turns);
+        // On (the default).
+        let body = body_with(&config("json"));
         assert_eq!(roles(&body), ["system", "user", "assistant", "user"]);
         let content = |i: usize| body["messages"][i]["content"].as_str().unwrap().to_owned();
         assert_eq!(
@@ -450,12 +449,10 @@ mod tests {
                 "Greet Omar."
             ]
         );
-        // Off (the default), and under the native protocol, the prompt goes as written.
-        for config in [config("json"), {
-            let mut native = config("native");
-            native.example_turns = true;
-            native
-        }] {
+        // Off, and under the native protocol, the prompt goes as written.
+        let mut off = config("json");
+        off.example_turns = false;
+        for config in [off, config("native")] {
             let body = body_with(&config);
             assert_eq!(roles(&body), ["system", "user"]);
             assert!(body["messages"][0]["content"]

@@ -1,7 +1,8 @@
 //! The JSON Schema of Agent Zero's tool request, built from the profile's tools for
 //! `response_format`, and written with its keys in the order given: a server that turns the
-//! schema into a grammar makes the model write the keys in that order, so `thoughts` (bounded)
-//! comes first and `tool_name` and `tool_args` follow, constrained to the tools that exist.
+//! schema into a grammar makes the model write the keys in that order, so `tool_name` and
+//! `tool_args`, constrained to the tools that exist, come before `thoughts` (bounded) unless
+//! the model's `thoughts` says otherwise.
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -85,7 +86,7 @@ pub(crate) fn request_schema(config: &ModelConfig, tools: &[ToolSpec], form: For
 }
 
 /// One request object: `thoughts`, `headline`, `tool_name`, `tool_args`, all required,
-/// nothing else; `thoughts` and `headline` first (Agent Zero's order), last or left out, as
+/// nothing else; `thoughts` and `headline` last, first (Agent Zero's order) or left out, as
 /// `config.thoughts` says.
 fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
     let thoughts = json!({
@@ -111,32 +112,33 @@ fn request_object(config: &ModelConfig, name: Value, args: Value) -> Ordered {
     ])
 }
 
+/// The most branches one tool's optional arguments are spread over (`optional_args`): up to
+/// four optional properties each get every combination; a tool with more keeps its schema as
+/// it is.
+const MAX_ARG_BRANCHES: usize = 16;
+
 /// A tool's parameters as `tool_args`: its object schema (each top-level string property
-/// without a `maxLength` given `max_arg_chars`, if set; without the properties it does not
-/// require unless `optional_args`), unless it refers to definitions (`$ref`), which would not
-/// resolve inside a branch: then any object.
+/// without a `maxLength` given `max_arg_chars`, if set), unless it refers to definitions
+/// (`$ref`), which would not resolve inside a branch: then any object. Its optional
+/// properties (those not `required`) are left out without `optional_args`; with it, each may
+/// be written or left out in any grammar ([`optional`]).
 fn arguments(config: &ModelConfig, parameters: &Value) -> Value {
     let is_object = parameters.get("type").is_some_and(|t| t == "object");
     if !is_object || parameters.to_string().contains("\"$ref\"") {
         return json!({"type": "object"});
     }
     let mut parameters = parameters.clone();
-    if !config.optional_args {
-        let required: Vec<Value> = match parameters.get("required") {
-            Some(Value::Array(names)) => names.clone(),
-            _ => Vec::new(),
-        };
-        if let Some(properties) = parameters
-            .get_mut("properties")
-            .and_then(Value::as_object_mut)
-        {
-            properties.retain(|name, _| required.contains(&Value::from(name.as_str())));
-        }
-    }
-    let properties = parameters
+    let required: Vec<Value> = match parameters.get("required") {
+        Some(Value::Array(names)) => names.clone(),
+        _ => Vec::new(),
+    };
+    let Some(properties) = parameters
         .get_mut("properties")
-        .and_then(Value::as_object_mut);
-    if let (Some(chars), Some(properties)) = (config.max_arg_chars, properties) {
+        .and_then(Value::as_object_mut)
+    else {
+        return parameters;
+    };
+    if let Some(chars) = config.max_arg_chars {
         for property in properties.values_mut().filter_map(Value::as_object_mut) {
             let string = property.get("type").is_some_and(|t| t == "string");
             if string && !property.contains_key("maxLength") {
@@ -144,7 +146,58 @@ fn arguments(config: &ModelConfig, parameters: &Value) -> Value {
             }
         }
     }
-    parameters
+    let optional: Vec<String> = properties
+        .keys()
+        .filter(|name| !required.contains(&Value::from(name.as_str())))
+        .cloned()
+        .collect();
+    match config.optional_args {
+        false => {
+            properties.retain(|name, _| !optional.contains(name));
+            parameters
+        }
+        true => self::optional(parameters, &optional),
+    }
+}
+
+/// `parameters` as one branch (`oneOf`) per combination of its `optional` properties, each
+/// branch listing exactly its properties, all `required`, nothing else allowed: a grammar
+/// that makes every listed property required (node-llama-cpp's) can then leave one out, and
+/// one that reads `required` (llama.cpp's) or a strict server (OpenAI's, which wants every
+/// property required) reads the same thing. Without optional properties, or with more than
+/// [`MAX_ARG_BRANCHES`] combinations, `parameters` as they are.
+fn optional(parameters: Value, optional: &[String]) -> Value {
+    let combinations = 1usize
+        .checked_shl(optional.len() as u32)
+        .unwrap_or(usize::MAX);
+    if optional.is_empty() || combinations > MAX_ARG_BRANCHES {
+        return parameters;
+    }
+    let Value::Object(object) = &parameters else {
+        return parameters;
+    };
+    let all = object
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let branches = (0..combinations).map(|chosen| {
+        let mut branch = object.clone();
+        let properties: serde_json::Map<String, Value> = all
+            .iter()
+            .filter(|(name, _)| match optional.iter().position(|o| o == *name) {
+                Some(at) => chosen & (1 << at) != 0,
+                None => true,
+            })
+            .map(|(name, schema)| (name.clone(), schema.clone()))
+            .collect();
+        let names: Vec<&String> = properties.keys().collect();
+        branch.insert("required".to_owned(), json!(names));
+        branch.insert("properties".to_owned(), Value::Object(properties));
+        branch.insert("additionalProperties".to_owned(), json!(false));
+        Value::Object(branch)
+    });
+    json!({"oneOf": branches.collect::<Vec<Value>>()})
 }
 
 #[cfg(test)]
@@ -167,7 +220,9 @@ mod tests {
     #[test]
     fn keys_stay_in_agent_zeros_order_on_the_wire_and_thoughts_are_bounded() {
         let tools = [tool("greet", json!({"type": "object"}))];
-        let text = serde_json::to_string(&request_schema(&config(), &tools, Form::Names)).unwrap();
+        let mut first = config();
+        first.thoughts = Thoughts::First;
+        let text = serde_json::to_string(&request_schema(&first, &tools, Form::Names)).unwrap();
         let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
         assert!(at("thoughts") < at("headline"), "{text}");
         assert!(at("headline") < at("tool_name") && at("tool_name") < at("tool_args"));
@@ -204,22 +259,56 @@ mod tests {
         let value = serde_json::to_value(request_schema(&bounded, &tools, Form::Tools)).unwrap();
         let name = &value["oneOf"][0]["properties"]["tool_args"]["properties"]["name"];
         assert_eq!(name, &json!({"type": "string", "maxLength": 40}));
-        // Optional arguments left out when the model asks for it.
-        let times = json!({"type": "integer", "minimum": 1, "maximum": 1000});
-        let optional = json!({"type": "object", "required": ["name"],
-            "properties": {"name": {"type": "string"}, "times": times}});
-        let tools = [tool("greet", optional.clone())];
-        let value = serde_json::to_value(request_schema(&config(), &tools, Form::Tools)).unwrap();
-        assert_eq!(value["oneOf"][0]["properties"]["tool_args"], optional);
-        let mut required_only = config();
-        required_only.optional_args = false;
-        let value =
-            serde_json::to_value(request_schema(&required_only, &tools, Form::Tools)).unwrap();
-        let args = &value["oneOf"][0]["properties"]["tool_args"];
-        assert_eq!(args["properties"], json!({"name": {"type": "string"}}));
         // No tools: the names form with any name.
         let value = serde_json::to_value(request_schema(&config(), &[], Form::Tools)).unwrap();
         assert_eq!(value["properties"]["tool_name"], json!({"type": "string"}));
+    }
+
+    #[test]
+    fn each_optional_argument_may_be_left_out_in_a_branch_of_its_own() {
+        let times = json!({"type": "integer", "minimum": 1, "maximum": 1000});
+        let greet = json!({"type": "object", "title": "GreetArgs", "required": ["name"],
+            "properties": {"name": {"type": "string"}, "times": times}});
+        let args = |config: &ModelConfig, parameters: &Value| {
+            let tools = [tool("greet", parameters.clone())];
+            let value = serde_json::to_value(request_schema(config, &tools, Form::Tools));
+            value.unwrap()["oneOf"][0]["properties"]["tool_args"].clone()
+        };
+        // Kept (the default): one branch without `times`, one with it, each exact.
+        let branch = |properties: Value, required: Value| {
+            json!({"type": "object", "title": "GreetArgs", "required": required,
+                "properties": properties, "additionalProperties": false})
+        };
+        let name = json!({"type": "string"});
+        assert_eq!(
+            args(&config(), &greet),
+            json!({"oneOf": [
+                branch(json!({"name": name}), json!(["name"])),
+                branch(json!({"name": name, "times": times}), json!(["name", "times"])),
+            ]})
+        );
+        // Four optional arguments: 16 branches, from none to all; five: the schema as it is.
+        let many = |count: usize| {
+            let properties: serde_json::Map<String, Value> = (0..count)
+                .map(|i| (format!("o{i}"), json!({"type": "integer"})))
+                .collect();
+            json!({"type": "object", "properties": properties})
+        };
+        let four = args(&config(), &many(4));
+        let branches = four["oneOf"].as_array().unwrap();
+        assert_eq!(branches.len(), 16);
+        assert_eq!(branches[0]["required"], json!([]));
+        assert_eq!(branches[15]["required"], json!(["o0", "o1", "o2", "o3"]));
+        assert_eq!(args(&config(), &many(5)), many(5));
+        // Without optional arguments, the schema as it is.
+        let required = json!({"type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"}}});
+        assert_eq!(args(&config(), &required), required);
+        // Left out with `optional_args = false`.
+        let mut required_only = config();
+        required_only.optional_args = false;
+        let left = args(&required_only, &greet);
+        assert_eq!(left["properties"], json!({"name": {"type": "string"}}));
     }
 
     #[test]
@@ -247,6 +336,6 @@ mod tests {
         assert_eq!(keys("first"), "thoughts headline tool_name tool_args");
         assert_eq!(keys("last"), "tool_name tool_args thoughts headline");
         assert_eq!(keys("none"), "tool_name tool_args");
-        assert_eq!(config().thoughts, Thoughts::First);
+        assert_eq!(config().thoughts, Thoughts::Last);
     }
 }

@@ -7,12 +7,76 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::{bail, Context as _, Result};
 use toolhost::package::archive::MAX_UNPACKED_BYTES;
-use toolhost::package::{
-    install, signature, Locked, PackageLock, Policy, Replace, Shown, Verified,
-};
+use toolhost::package::{install, signature, Locked, Policy, Replace, Shown, Verified};
 use toolhost::{Escaped, Layout};
+
+/// Install a package: SOURCE is an archive (its .minisig beside it), an unpacked package
+/// folder, or an http(s) URL; or a plugin folder built here (--path, --git). Verified first
+/// (signature, hashes, compat, target triple), shown, asked (or --yes), installed into
+/// usr/plugins/NAME/ in one rename and recorded in usr/packages.lock. A running host loads
+/// it live.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The package.
+    #[arg(required_unless_present_any = ["path", "git"], conflicts_with_all = ["path", "git"])]
+    source: Option<String>,
+    /// Build the plugin folder DIR (with toolhost-plugin.toml) here and install it.
+    #[arg(long, value_name = "DIR", conflicts_with = "git")]
+    path: Option<PathBuf>,
+    /// Clone the repository URL (a plugin folder at its top) and build it here.
+    #[arg(long, value_name = "URL")]
+    git: Option<String>,
+    /// With --git: the commit, tag or branch to build.
+    #[arg(long, value_name = "REV", requires = "git")]
+    rev: Option<String>,
+    /// With --path or --git: the cargo profile the crates are built with.
+    #[arg(long, default_value = "release")]
+    cargo_profile: String,
+    /// Install only what usr/packages.lock records for this package (same version, same
+    /// bytes).
+    #[arg(long)]
+    locked: bool,
+    /// For an https:// SOURCE: also trust the certificate authorities in this PEM file
+    /// (a private CA), besides the system's.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// Install a version older than, or the same as, the installed one (the refusal
+    /// names both).
+    #[arg(long)]
+    allow_downgrade: bool,
+    /// Accept a signer other than the key the installed version was signed by (pinned
+    /// at its first install).
+    #[arg(long)]
+    new_signer: bool,
+}
+
+impl Args {
+    /// `toolhost add`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let source = match (self.source, self.path, self.git) {
+            (Some(source), _, _) => source,
+            (None, Some(path), _) => {
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                format!("path+{}", path.display())
+            }
+            (None, None, Some(url)) => match self.rev {
+                Some(rev) => format!("git+{url}#{rev}"),
+                None => format!("git+{url}"),
+            },
+            (None, None, None) => crate::exit::usage!("add needs SOURCE, --path DIR or --git URL"),
+        };
+        let replace = Replace {
+            allow_downgrade: self.allow_downgrade,
+            new_signer: self.new_signer,
+        };
+        let (locked, cargo_profile) = (self.locked, self.cargo_profile);
+        let options = AddOptions::new(global, locked, cargo_profile, self.ca, replace)?;
+        add(&global.root, &source, &options)
+    }
+}
 
 /// What `add` and `update` were asked.
 pub(crate) struct AddOptions {
@@ -28,6 +92,33 @@ pub(crate) struct AddOptions {
     pub(crate) replace: Replace,
 }
 
+impl AddOptions {
+    /// The options of `add` and `update`, with the trust policy of usr/toolhost.toml.
+    pub(crate) fn new(
+        global: &Global,
+        locked: bool,
+        cargo_profile: String,
+        ca: Option<PathBuf>,
+        replace: Replace,
+    ) -> Result<Self> {
+        let layout = Layout::new(&global.root);
+        let config =
+            toolhost::config::Config::load(&layout, "default", toolhost::DEFAULT_MAX_TEXT_BYTES)?;
+        let policy = Policy {
+            require_signature: config.require_signature(),
+            signers: config.package_signers(),
+        };
+        Ok(AddOptions {
+            yes: global.yes,
+            locked,
+            policy,
+            cargo_profile,
+            ca,
+            replace,
+        })
+    }
+}
+
 pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<ExitCode> {
     let layout = Layout::new(root);
     let verified = fetch_and_verify(&layout, source, options)?;
@@ -37,40 +128,12 @@ pub(crate) fn add(root: &Path, source: &str, options: &AddOptions) -> Result<Exi
     finish(&layout, verified, options)
 }
 
-pub(crate) fn update(root: &Path, name: Option<&str>, options: &AddOptions) -> Result<ExitCode> {
-    let layout = Layout::new(root);
-    let lock = PackageLock::read(&install::packages_lock_file(&layout))?;
-    let names: Vec<String> = match name {
-        Some(name) if !lock.packages.contains_key(name) => {
-            bail!("no installed package {name:?}: `toolhost installed` lists them")
-        }
-        Some(name) => vec![name.to_owned()],
-        None => lock.packages.keys().cloned().collect(),
-    };
-    for name in names {
-        let locked = &lock.packages[&name];
-        let verified = fetch_and_verify(&layout, &locked.source, options)?;
-        if verified.manifest.name != name {
-            bail!(
-                "{}: its source now holds package {}, not {name}; nothing was changed",
-                locked.source,
-                verified.manifest.name
-            );
-        }
-        if verified.files == locked.files {
-            println!(
-                "{name} {} is up to date ({})",
-                locked.version, locked.source
-            );
-            continue;
-        }
-        finish(&layout, verified, options)?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Shows, asks and installs.
-fn finish(layout: &Layout, verified: Verified, options: &AddOptions) -> Result<ExitCode> {
+pub(crate) fn finish(
+    layout: &Layout,
+    verified: Verified,
+    options: &AddOptions,
+) -> Result<ExitCode> {
     // `--locked` installs the version the lock names, whatever is installed.
     let replace = Replace {
         allow_downgrade: options.replace.allow_downgrade || options.locked,
@@ -278,7 +341,11 @@ fn standing(layout: &Layout, place: &str, name: &str) -> Option<(String, bool)> 
 /// Verifies SOURCE: a path (archive or folder), an http(s) URL (downloaded first with its
 /// `.minisig`), `path+DIR` (a plugin folder built and packed here) or `git+URL[#REV]` (a
 /// repository cloned, then the same).
-fn fetch_and_verify(layout: &Layout, source: &str, options: &AddOptions) -> Result<Verified> {
+pub(crate) fn fetch_and_verify(
+    layout: &Layout,
+    source: &str,
+    options: &AddOptions,
+) -> Result<Verified> {
     let policy = &options.policy;
     if let Some(dir) = source.strip_prefix("path+") {
         return from_source(layout, Path::new(dir), source, options);

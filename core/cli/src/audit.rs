@@ -3,12 +3,62 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use toolhost::audit::{
     self, AuditEntry, AuditKey, AuditRecord, TailLine, VerifyOptions, FILE_NAME,
 };
 use toolhost::config::Config;
 use toolhost::Layout;
+
+/// The audit log (usr/audit/audit.jsonl): check its hash chain, or show its last records.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: AuditCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum AuditCommand {
+    /// Check every record's hash and link, every segment, every value stored apart and the
+    /// chain's end against usr/audit/head.json: exit 0 if the chain is intact (printing its
+    /// head, to keep elsewhere), 1 naming the first broken record. Also lists damaged tails
+    /// kept aside and calls that started and never finished.
+    Verify {
+        /// A copy of the head kept elsewhere (`SEQ:HASH`, as printed): the log must reach it,
+        /// with that record unchanged.
+        #[arg(long, value_name = "SEQ:HASH")]
+        head: Option<String>,
+        /// Check the MACs with the key in this environment variable (default: `[audit]
+        /// key_env` of the profile's toolhost.toml, if set).
+        #[arg(long, value_name = "NAME")]
+        key_env: Option<String>,
+        /// The profile whose toolhost.toml names the key.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+    },
+    /// The last records, one line each: time, seq, type, tool, outcome, duration, decision.
+    Tail {
+        /// How many records.
+        #[arg(short, default_value_t = 20)]
+        n: usize,
+    },
+}
+
+impl Args {
+    /// `toolhost audit verify|tail`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let root = &global.root;
+        match self.command {
+            AuditCommand::Verify {
+                head,
+                key_env,
+                profile,
+            } => verify(root, head.as_deref(), key_env.as_deref(), &profile),
+            AuditCommand::Tail { n } => tail(root, n),
+        }
+    }
+}
 
 /// `toolhost audit verify`: exit 0 if the chain is intact (printing its head), 1 naming the
 /// first broken record. `head`: a kept copy of the head (`SEQ:HASH`); `key_env`: the key's

@@ -15,11 +15,47 @@ use toolhost::{Agent, Host, LoopError, LoopOptions};
 use toolhost_openai::{ModelsConfig, OpenAiModel};
 
 use crate::check_profile;
+use crate::shared_args::{seconds, SessionArgs};
+use crate::Global;
 
 /// What the session is doing, for Ctrl-C.
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
 const STOPPING: u8 = 2;
+
+/// An interactive session with a real model from models.toml: its text streams, tools
+/// run with live progress, a line typed meanwhile interjects, Ctrl-C stops the turn (twice
+/// quits), /quit ends; SIGTERM ends the session once the turn has (within --grace-seconds). With standard input not a terminal: one user message per line, each
+/// final answer on standard output. The session is saved under usr/sessions/.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// The model: a [models.NAME] table of models.toml (default: its `default`, or the
+    /// only one).
+    #[arg(long, short)]
+    model: Option<String>,
+    /// On SIGTERM (and on SIGINT when standard input is not a terminal): how long the turn
+    /// running may take to finish before it is stopped; the session is then saved (a second
+    /// signal ends at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+    grace_seconds: f64,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+impl Args {
+    /// `toolhost chat`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let options = self.session.loop_options();
+        let host = self.session.host(global)?;
+        crate::mcp::ask_inputs(&host, &self.profile)?;
+        let grace = Duration::from_secs_f64(self.grace_seconds);
+        let (profile, model) = (&self.profile, self.model.as_deref());
+        chat(host, profile, model, &self.session.agent, &options, grace)
+    }
+}
 
 /// `toolhost chat`.
 pub(crate) fn chat(

@@ -7,7 +7,30 @@ use serde_json::{json, Value};
 use toolhost::config::{Access, Config, PolicyDecision};
 use toolhost::{Catalog, CatalogMode, Host, ListedTool};
 
+use crate::Global;
 use crate::{check_profile, relative};
+
+/// Every tool a profile sees, with the layer and file that wins and what it shadows.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    /// Load every library, as a call would, instead of trusting the metadata cache
+    /// (usr/.cache/metadata.json) for libraries whose bytes it knows.
+    #[arg(long)]
+    load: bool,
+}
+
+impl Args {
+    /// `toolhost list`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        list(&global.host()?, &self.profile, self.json, self.load)
+    }
+}
 
 pub(crate) fn list(host: &Host, profile: &str, json: bool, load: bool) -> Result<ExitCode> {
     check_profile(host, profile)?;

@@ -14,6 +14,36 @@ use toolhost::{Agent, Host};
 use crate::call::masked;
 use crate::check_profile;
 use crate::list::print_listing;
+use crate::shared_args::{seconds, WatchArgs};
+use crate::Global;
+
+/// Development mode: watch the plugin folders, print each reload, and call tools typed on
+/// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`). SIGTERM or
+/// SIGINT ends it once the call running has (within --grace-seconds).
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    watching: WatchArgs,
+    /// On SIGTERM or SIGINT: how long the call running may take to finish before it is
+    /// cancelled (a second signal ends at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+    grace_seconds: f64,
+}
+
+impl Args {
+    /// `toolhost watch`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let options = global
+            .options
+            .clone()
+            .with_debounce(self.watching.debounce());
+        let host = Host::with_options(&global.root, options)?;
+        let WatchArgs { profile, agent, .. } = self.watching;
+        crate::mcp::ask_inputs(&host, &profile)?;
+        let grace = Duration::from_secs_f64(self.grace_seconds);
+        watch(Arc::new(host), &profile, &agent, global.yes, grace)
+    }
+}
 
 /// `toolhost watch`: reload reports and calls, until standard input ends, `/quit`, or a signal.
 pub(crate) fn watch(

@@ -16,6 +16,7 @@ pub const NAME_RULE: &str =
 pub mod archive;
 mod error;
 pub mod install;
+mod installed;
 pub mod lock;
 pub mod manifest;
 pub mod mcpb;

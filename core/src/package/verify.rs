@@ -1,6 +1,6 @@
-//! Verifying a package before it is installed (see `install.rs`), and an installed package
-//! against what it carries: the staging folder, the signature against the trusted keys, the
-//! manifest, every file's SHA-256, the `[compat]` ranges and the target triple.
+//! Verifying a package before it is installed (see `install.rs`; an installed package against
+//! what it carries: `installed.rs`): the staging folder, the signature against the trusted
+//! keys, the manifest, every file's SHA-256, the `[compat]` ranges and the target triple.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::archive::{unpack_reader, MAX_ENTRIES, MAX_UNPACKED_BYTES};
-use super::install::{plugin_dir, trusted_keys_dir, Policy};
-use super::lock::Locked;
+use super::install::{trusted_keys_dir, Policy};
 use super::manifest::{check_path, Library, Manifest, MANIFEST_FILE_NAME};
 use super::signature::{self, PublicKey};
 use super::{host_target, PackageError, PackageErrorKind};

@@ -76,10 +76,8 @@ pub(crate) fn chat(
     if !std::io::stdin().is_terminal() {
         crate::mcp::settle(&host, profile)?;
     }
-    let models = ModelsConfig::load(host.layout(), profile)?;
     let named = model;
-    let config = models.get(model)?.clone();
-    let model = OpenAiModel::new(config, &host.secrets())?;
+    let model = load_model(&host, profile, model)?;
     // A plugin rebuilt during the chat serves its next call; each reload is one line. A chat
     // goes on without it if the folders cannot be watched.
     let _watcher = crate::reloads::report(&host, crate::reloads::To::Stderr)
@@ -99,30 +97,13 @@ pub(crate) fn chat(
     crate::approve::set_up(&agent, false, Some(answers.clone()));
     crate::sampling::set_up(agent.host(), named);
     if interactive {
-        let c = model.config();
-        eprintln!(
-            "chatting with '{}' ({} at {}, {} tool protocol); type a message, /quit to end",
-            c.name,
-            c.model,
-            c.base_url,
-            c.tool_protocol.as_str()
-        );
+        announce(&model);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines().map_while(Result::ok) {
-            if answers.answer(&line) {
-                continue;
-            }
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = messages(answers);
     let state = Arc::new(AtomicU8::new(IDLE));
     let failed = runtime.block_on(async {
         if interactive {
@@ -146,6 +127,42 @@ pub(crate) fn chat(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The model `named` (or the default) of the profile's models.toml, with the host's secrets.
+fn load_model(host: &Host, profile: &str, named: Option<&str>) -> Result<OpenAiModel> {
+    let models = ModelsConfig::load(host.layout(), profile)?;
+    let config = models.get(named)?.clone();
+    Ok(OpenAiModel::new(config, &host.secrets())?)
+}
+
+/// The chat's first line on a terminal: which model, where, how to end.
+fn announce(model: &OpenAiModel) {
+    let c = model.config();
+    eprintln!(
+        "chatting with '{}' ({} at {}, {} tool protocol); type a message, /quit to end",
+        c.name,
+        c.model,
+        c.base_url,
+        c.tool_protocol.as_str()
+    );
+}
+
+/// The user's messages: the lines of standard input, read on a thread of their own, but those
+/// that answer a question asked meanwhile (an approval, a form).
+fn messages(answers: Arc<crate::approve::Lines>) -> UnboundedReceiver<String> {
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines().map_while(Result::ok) {
+            if answers.answer(&line) {
+                continue;
+            }
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 /// The total of the session's token usage, if the model reported any.

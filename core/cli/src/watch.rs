@@ -79,15 +79,7 @@ pub(crate) fn watch(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let failed = line.is_err();
-            if tx.send(line).is_err() || failed {
-                break;
-            }
-        }
-    });
+    let mut lines = stdin_lines();
     loop {
         let next = runtime.block_on(async {
             tokio::select! {
@@ -116,14 +108,7 @@ pub(crate) fn watch(
             }
         };
         let started = std::time::Instant::now();
-        let result = runtime.block_on(async {
-            let call = agent.call_tool(name, args);
-            tokio::pin!(call);
-            tokio::select! {
-                result = &mut call => Some(result),
-                _ = shutdown.requested() => tokio::time::timeout(grace, call).await.ok(),
-            }
-        });
+        let result = runtime.block_on(call_within_grace(&agent, &shutdown, grace, name, args));
         output.end_progress();
         let Some(result) = result else {
             println!(
@@ -139,4 +124,35 @@ pub(crate) fn watch(
         tracing::debug!("{name} answered in {:?}", started.elapsed());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines of standard input, read on a thread of their own (a read error ends them).
+fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>> {
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let failed = line.is_err();
+            if tx.send(line).is_err() || failed {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// The call of `name` typed with `args`; once a stop is asked, it has the grace period to
+/// finish (`None`: it did not, and was cancelled).
+async fn call_within_grace(
+    agent: &Arc<Agent>,
+    shutdown: &crate::signals::Shutdown,
+    grace: Duration,
+    name: &str,
+    args: Value,
+) -> Option<Result<toolhost::Response, toolhost::ToolError>> {
+    let call = agent.call_tool(name, args);
+    tokio::pin!(call);
+    tokio::select! {
+        result = &mut call => Some(result),
+        _ = shutdown.requested() => tokio::time::timeout(grace, call).await.ok(),
+    }
 }

@@ -180,12 +180,12 @@ pub use agent::Agent;
 pub use exec::call_threads::run_calls_on_workers;
 pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};
 pub use host::HostError;
-#[cfg(feature = "mcp")]
-pub use host::ListedMcpTool;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
     ListedTool, Resolution, RunsAs, ToolSource,
 };
+#[cfg(feature = "mcp")]
+pub use host::{ListedMcpTool, McpApprovalError, McpApprovalErrorKind};
 pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};
 pub use layout::{read_text, ReadError, ReadErrorKind, CACHE_DIR_NAME, METADATA_FILE_NAME};
@@ -204,7 +204,7 @@ pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, Too
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use secrets::{
     mask_log_line, placeholder, MaskStream, Masked, MaskedError, MaskedInLogs, Secrets,
-    SecretsError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
+    SecretsError, SecretsFileError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
 };
 pub use toolhost_reply::{
     parse_reply, read_reply, read_reply_typed, read_reply_with, Misformat, ToolRequest,

@@ -89,7 +89,7 @@ impl SessionArgs {
                     "--secrets {file}: no such file (give the path of a KEY=VALUE file)"
                 );
             }
-            let secrets = toolhost::Secrets::load(file).map_err(anyhow::Error::msg)?;
+            let secrets = toolhost::Secrets::load(file)?;
             host.set_secrets(secrets.from_file(file));
         }
         Ok(host)

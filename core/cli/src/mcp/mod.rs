@@ -280,9 +280,7 @@ pub(crate) fn approve(host: &Host, profile: &str, name: &str, digest: &str) -> R
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let approved = runtime
-        .block_on(host.approve_mcp_tools(profile, name, digest, SETTLE))
-        .map_err(anyhow::Error::msg)?;
+    let approved = runtime.block_on(host.approve_mcp_tools(profile, name, digest, SETTLE))?;
     match approved.is_empty() {
         true => println!("{name}: nothing to approve"),
         false => println!(
@@ -325,7 +323,10 @@ pub(crate) fn login(
     let signed = match signed {
         Ok(signed) => signed,
         Err(e) => {
-            eprintln!("error: {name}: {}", shown(&toolhost::mask_log_line(&e)));
+            eprintln!(
+                "error: {name}: {}",
+                shown(&toolhost::mask_log_line(&e.message))
+            );
             return Ok(ExitCode::FAILURE);
         }
     };

@@ -190,7 +190,8 @@ pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};
 pub use layout::{read_text, ReadError, ReadErrorKind, CACHE_DIR_NAME, METADATA_FILE_NAME};
 pub use layout::{
-    Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
+    Escaped, FileRole, Layer, LayerKind, Layout, Location, WatchTargets, LIBRARY_EXTENSION,
+    MAX_LINK_HOPS,
 };
 pub use layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 pub use load::{version_compatible, LoadStats};

@@ -356,7 +356,7 @@ fn a_mistake_in_the_config_is_one_line_naming_the_file_line_and_key() {
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(
-        errors[0].contains("usr/toolhost.toml line 2: unknown key `timeout` in [calls]"),
+        errors[0].contains("usr/toolhost.toml:2: unknown key `timeout` in [calls]"),
         "{stderr}"
     );
 }

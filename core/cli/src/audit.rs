@@ -182,7 +182,11 @@ fn verdict(root: &Path, dir: &Path, report: VerifyReport) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(broken) => {
-            println!("{} {broken}", relative(root, &dir.join(&broken.file)));
+            let file = dir.join(&broken.file);
+            println!(
+                "{}",
+                broken.located(file.strip_prefix(root).unwrap_or(&file))
+            );
             ExitCode::FAILURE
         }
     }

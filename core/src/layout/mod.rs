@@ -30,7 +30,9 @@ pub(crate) use read::{
     line_of, not_regular, open_regular, read_at_most, read_capped, read_capped_with,
 };
 pub use read::{read_text, ReadError, ReadErrorKind};
-pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
+pub use read::{
+    Escaped, Location, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS,
+};
 pub use watch::WatchTargets;
 pub(crate) use watch::{nearest_existing, watched_files};
 #[cfg(feature = "mcp")]

@@ -349,8 +349,37 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
+/// A place in a file as every message names it: `file:line` (as compilers print it, so a
+/// terminal or an editor opens the file there), or the file alone when the line is not known;
+/// the file's control characters escaped ([`Escaped`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Location<'a> {
+    file: &'a Path,
+    line: Option<usize>,
+}
+
+impl<'a> Location<'a> {
+    /// Line `line` (from 1) of `file`; `None` (or 0): the file alone.
+    pub fn new(file: &'a Path, line: Option<usize>) -> Self {
+        Self {
+            file,
+            line: line.filter(|&n| n > 0),
+        }
+    }
+}
+
+impl fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", Escaped(self.file))?;
+        match self.line {
+            Some(line) => write!(f, ":{line}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The 1-based line of byte `offset` in `text` (an offset past the end is on the last line):
-/// the one line number every error about a file of text gives.
+/// the one line number every error about a file of text gives ([`Location`] names the place).
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]

@@ -130,10 +130,9 @@ impl PinLock {
             };
         let file: LockFile = toml::from_str(&text).map_err(|e| {
             let line = e.span().map(|s| crate::layout::line_of(&text, s.start));
-            let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
             let message = format!(
-                "{}{at}: not a lock file: {}; write it again with `toolhost pin`",
-                Escaped(path),
+                "{}: not a lock file: {}; write it again with `toolhost pin`",
+                crate::layout::Location::new(path, line),
                 e.message()
             );
             PinError::new(PinErrorKind::Format, message)

@@ -72,8 +72,8 @@ impl PackageLock {
             PackageError::new(
                 PackageErrorKind::Lock,
                 format!(
-                    "{} line {line}: {} (the lock is written by `toolhost add`; restore it or remove the packages and add them again)",
-                    Escaped(path),
+                    "{}: {} (the lock is written by `toolhost add`; restore it or remove the packages and add them again)",
+                    crate::layout::Location::new(path, Some(line)),
                     e.message().trim()
                 ),
             )

@@ -29,12 +29,12 @@
 //! let bad = text.replace("1.2.0", "one");
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
 //! // The text starts with a newline: `version` is on line 4.
-//! assert!(error.message.starts_with("toolhost-plugin.toml line 4: `version`"), "{error}");
+//! assert!(error.message.starts_with("toolhost-plugin.toml:4: `version`"), "{error}");
 //!
 //! // A capability of the sandbox must be well formed (a free-form tag is anything).
 //! let bad = text.replace("net:443", "net:https");
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
-//! assert!(error.message.starts_with("toolhost-plugin.toml line 6: `capabilities`: `net:https`: expected a port"), "{error}");
+//! assert!(error.message.starts_with("toolhost-plugin.toml:6: `capabilities`: `net:https`: expected a port"), "{error}");
 //! ```
 
 use std::collections::BTreeMap;
@@ -157,9 +157,8 @@ impl At<'_> {
         PackageError::new(
             PackageErrorKind::Manifest,
             format!(
-                "{} line {}: `{key}`: {message}",
-                Escaped(self.file),
-                self.line(offset)
+                "{}: `{key}`: {message}",
+                crate::layout::Location::new(self.file, Some(self.line(offset)))
             ),
         )
     }

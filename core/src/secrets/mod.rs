@@ -114,9 +114,9 @@ impl Secrets {
             Ok(text) => {
                 let (secrets, skipped) = Self::parse_lines(&text);
                 for error in skipped {
-                    let line = error.line;
+                    let at = crate::layout::Location::new(path, Some(error.line));
                     tracing::warn!(
-                        "{name} line {line} is not KEY=VALUE (keys use letters, digits and '_'): \
+                        "{at} is not KEY=VALUE (keys use letters, digits and '_'): \
                          skipped, the other lines are in force; fix or remove it"
                     );
                 }

@@ -44,6 +44,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{PackageError, PackageErrorKind};
+pub(crate) use crate::layout::check_path;
 use crate::layout::Escaped;
 
 pub use crate::layout::MANIFEST_FILE_NAME;
@@ -433,24 +434,6 @@ fn toml_error_key(text: &str, offset: usize, message: &str) -> String {
         Some((key, _)) if !key.trim().is_empty() => key.trim().to_owned(),
         _ if line.starts_with('[') => line.trim_matches(['[', ']']).trim().to_owned(),
         _ => "manifest".to_owned(),
-    }
-}
-
-/// Whether `path` is a plain relative path inside the package (`/`-separated, no `..`, no
-/// empty or `.` parts, no backslash, no absolute path).
-pub(crate) fn check_path(path: &str) -> Result<(), String> {
-    let bad = path.is_empty()
-        || path.starts_with('/')
-        || path.contains('\\')
-        || path.contains(':')
-        || path.split('/').any(|part| {
-            part.is_empty() || part == "." || part == ".." || part.chars().any(char::is_control)
-        });
-    match bad {
-        true => Err(format!(
-            "{path:?} is not a relative path inside the package (no `..`, no absolute path)"
-        )),
-        false => Ok(()),
     }
 }
 

@@ -955,7 +955,7 @@ fn a_manifest_mistake_is_one_line_naming_the_file_the_line_and_the_key() {
     );
     // Named where the user has it, not in the staging folder.
     let shown = format!(
-        "{} line 3: `version`: ",
+        "{}:3: `version`: ",
         unpacked.join("toolhost-plugin.toml").display()
     );
     let line = refused(&root, &unpacked, &shown);

@@ -138,9 +138,9 @@
 
 // The tree is the architecture: each folder is one concern (the book's architecture page maps
 // them, in the order they may import each other: a module imports only those above it, which
-// tests/integration/book.rs checks). layout, the leaf, owns every file name; layout, config,
-// package, secrets, transcript, model, audit and load import nothing of the host, the plugins
-// or the agent; governance holds rules and state and applies none itself. The modules import each other
+// tests/integration/book.rs checks). layout, config, secrets, transcript, audit, load and model
+// import nothing of the rest (but the leaf helpers sync, hash and fds); governance holds rules
+// and state and applies none itself. The modules import each other
 // without a circle: plugin, isolation and mcp take the plugin's view of a call's context
 // (FfiContext), and only agent holds the host's side of it (agent::call::context).
 mod agent;
@@ -180,17 +180,18 @@ pub use agent::Agent;
 pub use exec::call_threads::run_calls_on_workers;
 pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};
 pub use host::HostError;
-#[cfg(feature = "mcp")]
-pub use host::ListedMcpTool;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,
     ListedTool, Resolution, RunsAs, ToolSource,
 };
+#[cfg(feature = "mcp")]
+pub use host::{ListedMcpTool, McpApprovalError, McpApprovalErrorKind};
 pub use isolation::IsolationSettings;
 pub use layout::{is_safe_name, ToolName};
 pub use layout::{read_text, ReadError, ReadErrorKind, CACHE_DIR_NAME, METADATA_FILE_NAME};
 pub use layout::{
-    Escaped, FileRole, Layer, LayerKind, Layout, WatchTargets, LIBRARY_EXTENSION, MAX_LINK_HOPS,
+    Escaped, FileRole, Layer, LayerKind, Layout, Location, WatchTargets, LIBRARY_EXTENSION,
+    MAX_LINK_HOPS,
 };
 pub use layout::{DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES};
 pub use load::{version_compatible, LoadStats};
@@ -204,7 +205,7 @@ pub use plugin::{inspect, Declared, ExtensionHandle, Inspection, ToolHandle, Too
 pub use plugin_api::{ErrorKind, Response, RiskLevel, ToolError, ToolInfo};
 pub use secrets::{
     mask_log_line, placeholder, MaskStream, Masked, MaskedError, MaskedInLogs, Secrets,
-    SecretsError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
+    SecretsError, SecretsFileError, TextFields, MIN_MASKED_LEN, PLACEHOLDER_START,
 };
 pub use toolhost_reply::{
     parse_reply, read_reply, read_reply_typed, read_reply_with, Misformat, ToolRequest,

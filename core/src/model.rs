@@ -304,7 +304,17 @@ impl Script {
     /// assert!(err.message.starts_with("line 3: unknown block header '=== bogus'"), "{err}");
     /// ```
     pub fn parse(text: &str) -> Result<Self, ScriptError> {
+        Self::parse_in(text, None)
+    }
+
+    /// Parses the text of a script read from `file` (if given), whose errors then name their
+    /// place as `file:line` ([`Location`](crate::layout::Location)), else as `line N`.
+    fn parse_in(text: &str, file: Option<&Path>) -> Result<Self, ScriptError> {
         let format = |message: String| ScriptError::new(ScriptErrorKind::Format, message);
+        let at = |i: usize| match file {
+            Some(file) => crate::layout::Location::new(file, Some(i + 1)).to_string(),
+            None => format!("line {}", i + 1),
+        };
         let mut script = Self::default();
         let mut current: Option<(bool, Vec<&str>)> = None;
         let flush = |block: Option<(bool, Vec<&str>)>, script: &mut Self| {
@@ -323,9 +333,9 @@ impl Script {
                 "=== model" => flush(current.replace((false, Vec::new())), &mut script),
                 header if header.starts_with("===") => {
                     return Err(format(format!(
-                        "line {}: unknown block header '{}': a block starts with '=== user' or \
+                        "{}: unknown block header '{}': a block starts with '=== user' or \
                          '=== model'",
-                        i + 1,
+                        at(i),
                         header.escape_debug()
                     )));
                 }
@@ -334,9 +344,9 @@ impl Script {
                     None if other.trim().is_empty() || other.starts_with('#') => {}
                     None => {
                         return Err(format(format!(
-                            "line {}: text before the first '=== user' or '=== model' line; start \
+                            "{}: text before the first '=== user' or '=== model' line; start \
                              each block with one of them",
-                            i + 1
+                            at(i)
                         )));
                     }
                 },
@@ -344,9 +354,11 @@ impl Script {
         }
         flush(current, &mut script);
         if script.user_messages.is_empty() {
-            return Err(format(
-                "the script has no '=== user' block: it needs a task to start".to_owned(),
-            ));
+            let why = "the script has no '=== user' block: it needs a task to start";
+            return Err(format(match file {
+                Some(file) => format!("{}: {why}", crate::layout::Escaped(file)),
+                None => why.to_owned(),
+            }));
         }
         Ok(script)
     }
@@ -357,10 +369,7 @@ impl Script {
             let message = format!("cannot read the script {}: {e}", path.display());
             ScriptError::new(ScriptErrorKind::Read, message)
         })?;
-        Self::parse(&text).map_err(|e| ScriptError {
-            message: format!("{}: {}", path.display(), e.message),
-            ..e
-        })
+        Self::parse_in(&text, Some(path))
     }
 }
 

@@ -61,7 +61,7 @@ fn audit_verify_names_an_edited_line() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(
         stdout(&out),
-        "usr/audit/audit.jsonl line 7 (seq 7): edited: its hash does not match its content\n"
+        "usr/audit/audit.jsonl:7 (seq 7): edited: its hash does not match its content\n"
     );
 }
 
@@ -75,7 +75,7 @@ fn audit_verify_names_a_deleted_line() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(
         stdout(&out),
-        "usr/audit/audit.jsonl line 4 (seq 5): missing: record 4 was deleted or moved\n"
+        "usr/audit/audit.jsonl:4 (seq 5): missing: record 4 was deleted or moved\n"
     );
 }
 

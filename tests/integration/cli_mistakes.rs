@@ -88,7 +88,7 @@ fn an_unknown_script_header_is_an_error_with_its_line() {
     let out = root.run_cli(&["run", script.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("line 3: unknown block header '=== bogus'"),
+        stderr(&out).contains("s.txt:3: unknown block header '=== bogus'"),
         "{}",
         stderr(&out)
     );

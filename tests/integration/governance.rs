@@ -287,7 +287,7 @@ fn the_config_allows_and_denies_tools_by_name_and_capability() {
         "{text}"
     );
     assert!(
-        text.contains("policy: ask (usr/toolhost.toml [policy] write"),
+        text.contains("policy: ask (usr/toolhost.toml:4 [policy] write)"),
         "{text}"
     );
     let out = root.run_cli(&["list", "--json"]);
@@ -314,7 +314,7 @@ fn the_policy_denies_asks_without_a_terminal_and_yes_approves_writes_only() {
     assert_eq!(e.kind(), ErrorKind::Repairable);
     assert!(
         e.message()
-            .contains("was not approved (policy: usr/toolhost.toml [tools.governed] policy"),
+            .contains("was not approved (policy: usr/toolhost.toml:4 [tools.governed] policy"),
         "{e}"
     );
     let e = block_on(agent.call_tool("echo", json!({"a": 1}))).unwrap_err();
@@ -356,7 +356,7 @@ fn a_mistake_in_the_config_is_one_line_naming_the_file_line_and_key() {
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(
-        errors[0].contains("usr/toolhost.toml line 2: unknown key `timeout` in [calls]"),
+        errors[0].contains("usr/toolhost.toml:2: unknown key `timeout` in [calls]"),
         "{stderr}"
     );
 }

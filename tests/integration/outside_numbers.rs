@@ -127,7 +127,7 @@ fn toolhost_toml_extremes_are_refused_by_the_command_line_with_one_line() {
         );
         assert!(!out.status.success(), "{key} = {value}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
-        let want = format!("usr/toolhost.toml line 2: [{table}] {key} = {value}: expected");
+        let want = format!("usr/toolhost.toml:2: [{table}] {key} = {value}: expected");
         assert!(stderr.contains(&want), "{want} in {stderr}");
     }
 }

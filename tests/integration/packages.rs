@@ -955,7 +955,7 @@ fn a_manifest_mistake_is_one_line_naming_the_file_the_line_and_the_key() {
     );
     // Named where the user has it, not in the staging folder.
     let shown = format!(
-        "{} line 3: `version`: ",
+        "{}:3: `version`: ",
         unpacked.join("toolhost-plugin.toml").display()
     );
     let line = refused(&root, &unpacked, &shown);
@@ -1300,25 +1300,25 @@ fn a_mistake_in_packages_fails_closed_with_one_line_naming_the_file_the_line_and
         // A typo'd key in [packages]: it may be the only_installed meant.
         (
             "[packages]\nonly_instaled = true\n",
-            "line 2",
+            "usr/toolhost.toml:2",
             "only_instaled",
         ),
         // A value of the wrong type.
         (
             "[packages]\nonly_installed = \"yes\"\n",
-            "line 2",
+            "usr/toolhost.toml:2",
             "only_installed",
         ),
         // A wrong type for another key of the table.
         (
             "[packages]\nrequire_signature = \"no\"\n",
-            "line 2",
+            "usr/toolhost.toml:2",
             "require_signature",
         ),
         // A mistake elsewhere does not switch off what [packages] still says.
         (
             "[calls]\ntimeout_secs = 3\n\n[packages]\nonly_installed = true\n",
-            "line 2",
+            "usr/toolhost.toml:2",
             "timeout_secs",
         ),
     ];

@@ -136,7 +136,7 @@ fn a_malformed_line_is_skipped_by_number_and_the_good_lines_stay_masked() {
     let (_, stderr) = &places[1];
     // One line per bad line, naming the file and the line, never its text.
     for line in [2, 5] {
-        let want = format!("usr/secrets.env line {line} is not KEY=VALUE");
+        let want = format!("usr/secrets.env:{line} is not KEY=VALUE");
         assert_eq!(stderr.matches(&want).count(), 1, "{want} in {stderr}");
     }
     assert!(
@@ -164,10 +164,7 @@ fn a_malformed_line_is_skipped_by_number_and_the_good_lines_stay_masked() {
     let out = root.run_cli(&["run", &script, "--secrets", &given]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("given.env line 2 is not KEY=VALUE"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("given.env:2 is not KEY=VALUE"), "{stderr}");
     assert!(!stderr.contains(KEY) && !String::from_utf8_lossy(&out.stdout).contains(KEY));
     assert!(stderr.contains("§§secret(API_KEY)"), "{stderr}");
 }

@@ -105,11 +105,6 @@ impl Approver for TerminalApprover {
     /// The server's form, field by field, required ones first (an empty line keeps the
     /// field's default), then send, decline or cancel. The server's words are shown escaped.
     fn fill(&self, request: &FormRequest) -> FormAnswer {
-        let say = |text: String| {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{text}");
-            let _ = err.flush();
-        };
         let who = match request.server.as_str() {
             "" => format!(
                 "Tool '{}' asks, during {}'s call",
@@ -139,14 +134,7 @@ impl Approver for TerminalApprover {
         fields.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
         for (name, field) in fields {
             let kind = field["type"].as_str().unwrap_or("string");
-            let mut hint = kind.to_owned();
-            if let Some(choices) = field["enum"].as_array() {
-                let choices: Vec<String> = choices.iter().map(|c| c.to_string()).collect();
-                hint = format!("one of {}", choices.join(", "));
-            }
-            if let Some(default) = field.get("default") {
-                hint.push_str(&format!(", empty for {default}"));
-            }
+            let hint = hint(field, kind);
             let needed = if required.contains(&name.as_str()) {
                 " (required)"
             } else {
@@ -168,22 +156,9 @@ impl Approver for TerminalApprover {
             if line.is_empty() {
                 continue;
             }
-            let value = match kind {
-                "integer" => line.parse::<i64>().ok().map(Value::from),
-                "number" => line.parse::<f64>().ok().map(Value::from),
-                "boolean" => match line {
-                    "y" | "yes" | "true" => Some(Value::Bool(true)),
-                    "n" | "no" | "false" => Some(Value::Bool(false)),
-                    _ => None,
-                },
-                _ => Some(Value::String(line.to_owned())),
-            };
-            let allowed = field["enum"]
-                .as_array()
-                .is_none_or(|choices| value.as_ref().is_some_and(|v| choices.contains(v)));
-            match value {
-                Some(value) if allowed => drop(answers.insert(name.clone(), value)),
-                _ => say(format!("  not {}: left empty\n", shown(&hint))),
+            match field_value(field, kind, line) {
+                Some(value) => drop(answers.insert(name.clone(), value)),
+                None => say(format!("  not {}: left empty\n", shown(&hint))),
             }
         }
         say("Send? [y]es, [d]ecline, [c]ancel: ".to_owned());
@@ -193,6 +168,45 @@ impl Approver for TerminalApprover {
             _ => FormAnswer::Cancel,
         }
     }
+}
+
+/// Writes `text` on standard error at once (a question waits on the same line).
+fn say(text: String) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{text}");
+    let _ = err.flush();
+}
+
+/// What a form's field takes: its type or choices, and its default.
+fn hint(field: &Value, kind: &str) -> String {
+    let mut hint = kind.to_owned();
+    if let Some(choices) = field["enum"].as_array() {
+        let choices: Vec<String> = choices.iter().map(|c| c.to_string()).collect();
+        hint = format!("one of {}", choices.join(", "));
+    }
+    if let Some(default) = field.get("default") {
+        hint.push_str(&format!(", empty for {default}"));
+    }
+    hint
+}
+
+/// The value the line typed gives a field of type `kind`, if it is one (and one of its
+/// choices, if it has them).
+fn field_value(field: &Value, kind: &str, line: &str) -> Option<Value> {
+    let value = match kind {
+        "integer" => line.parse::<i64>().ok().map(Value::from),
+        "number" => line.parse::<f64>().ok().map(Value::from),
+        "boolean" => match line {
+            "y" | "yes" | "true" => Some(Value::Bool(true)),
+            "n" | "no" | "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        _ => Some(Value::String(line.to_owned())),
+    };
+    let allowed = field["enum"]
+        .as_array()
+        .is_none_or(|choices| value.as_ref().is_some_and(|v| choices.contains(v)));
+    value.filter(|_| allowed)
 }
 
 impl TerminalApprover {

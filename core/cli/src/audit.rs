@@ -3,12 +3,62 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use toolhost::audit::{
-    self, AuditEntry, AuditKey, AuditRecord, TailLine, VerifyOptions, FILE_NAME,
+    self, AuditEntry, AuditKey, AuditRecord, TailLine, VerifyOptions, VerifyReport, FILE_NAME,
 };
 use toolhost::config::Config;
 use toolhost::Layout;
+
+/// The audit log (usr/audit/audit.jsonl): check its hash chain, or show its last records.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: AuditCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum AuditCommand {
+    /// Check every record's hash and link, every segment, every value stored apart and the
+    /// chain's end against usr/audit/head.json: exit 0 if the chain is intact (printing its
+    /// head, to keep elsewhere), 1 naming the first broken record. Also lists damaged tails
+    /// kept aside and calls that started and never finished.
+    Verify {
+        /// A copy of the head kept elsewhere (`SEQ:HASH`, as printed): the log must reach it,
+        /// with that record unchanged.
+        #[arg(long, value_name = "SEQ:HASH")]
+        head: Option<String>,
+        /// Check the MACs with the key in this environment variable (default: `[audit]
+        /// key_env` of the profile's toolhost.toml, if set).
+        #[arg(long, value_name = "NAME")]
+        key_env: Option<String>,
+        /// The profile whose toolhost.toml names the key.
+        #[arg(long, short, default_value = "default")]
+        profile: String,
+    },
+    /// The last records, one line each: time, seq, type, tool, outcome, duration, decision.
+    Tail {
+        /// How many records.
+        #[arg(short, default_value_t = 20)]
+        n: usize,
+    },
+}
+
+impl Args {
+    /// `toolhost audit verify|tail`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let root = &global.root;
+        match self.command {
+            AuditCommand::Verify {
+                head,
+                key_env,
+                profile,
+            } => verify(root, head.as_deref(), key_env.as_deref(), &profile),
+            AuditCommand::Tail { n } => tail(root, n),
+        }
+    }
+}
 
 /// `toolhost audit verify`: exit 0 if the chain is intact (printing its head), 1 naming the
 /// first broken record. `head`: a kept copy of the head (`SEQ:HASH`); `key_env`: the key's
@@ -22,6 +72,20 @@ pub(crate) fn verify(
     let layout = Layout::new(root);
     let dir = layout.audit_dir();
     let path = dir.join(FILE_NAME);
+    let options = verify_options(&layout, head, key_env, profile)?;
+    let report = audit::verify_with(&path, &options)?;
+    print_findings(root, &dir, &report);
+    Ok(verdict(root, &dir, report))
+}
+
+/// The copy of the head to check against, and the key: from `key_env`, else `[audit] key_env`
+/// of `profile`'s config.
+fn verify_options(
+    layout: &Layout,
+    head: Option<&str>,
+    key_env: Option<&str>,
+    profile: &str,
+) -> Result<VerifyOptions> {
     let head = match head {
         Some(text) => Some(anchor(text)?),
         None => None,
@@ -30,18 +94,22 @@ pub(crate) fn verify(
     let key_env = match key_env {
         Some(name) => Some(name),
         None => {
-            configured = Config::load(&layout, profile, toolhost::DEFAULT_MAX_TEXT_BYTES)
+            configured = Config::load(layout, profile, toolhost::DEFAULT_MAX_TEXT_BYTES)
                 .ok()
                 .and_then(|c| c.audit_key_env().map(str::to_owned));
             configured.as_deref()
         }
     };
     let key = match key_env {
-        Some(name) => Some(AuditKey::from_env(name, &dir)?),
+        Some(name) => Some(AuditKey::from_env(name, &layout.audit_dir())?),
         None => None,
     };
-    let options = VerifyOptions { key, head };
-    let report = audit::verify_with(&path, &options)?;
+    Ok(VerifyOptions { key, head })
+}
+
+/// What the verification found besides the verdict: damaged tails kept aside, calls that
+/// never finished, cuts.
+fn print_findings(root: &Path, dir: &Path, report: &VerifyReport) {
     for q in &report.quarantined {
         println!(
             "quarantined: {} from line {}: {} bytes, {} (a new segment follows)",
@@ -78,6 +146,10 @@ pub(crate) fn verify(
             clean(&cut.reason)
         );
     }
+}
+
+/// The verdict's line (and the head to keep), and the exit code: 0 for an intact chain.
+fn verdict(root: &Path, dir: &Path, report: VerifyReport) -> ExitCode {
     match report.broken {
         None if !report.cuts.is_empty() => {
             let n = report.cuts.len();
@@ -86,7 +158,7 @@ pub(crate) fn verify(
                 report.records,
                 plural_of(n as u64)
             );
-            Ok(ExitCode::FAILURE)
+            ExitCode::FAILURE
         }
         None => {
             let plural = if report.records == 1 { "" } else { "s" };
@@ -107,11 +179,15 @@ pub(crate) fn verify(
                     head.anchor()
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            ExitCode::SUCCESS
         }
         Some(broken) => {
-            println!("{} {broken}", relative(root, &dir.join(&broken.file)));
-            Ok(ExitCode::FAILURE)
+            let file = dir.join(&broken.file);
+            println!(
+                "{}",
+                broken.located(file.strip_prefix(root).unwrap_or(&file))
+            );
+            ExitCode::FAILURE
         }
     }
 }
@@ -155,14 +231,28 @@ pub(crate) fn tail(root: &Path, n: usize) -> Result<ExitCode> {
 
 /// `<time> #<seq> <type> <tool> <outcome> <duration> <decision>`
 fn describe(entry: &AuditEntry) -> String {
-    let time = utc(entry.time_ms);
-    let seq = entry.seq;
-    match &entry.record {
+    let (kind, line) = kind_and_line(&entry.record);
+    format!(
+        "{}  #{:<6} {kind:<9} {}",
+        utc(entry.time_ms),
+        entry.seq,
+        clean(&line)
+    )
+}
+
+/// `tool` or `tool:method`.
+fn tool_name(tool: &str, method: Option<&str>) -> String {
+    match method {
+        Some(method) => format!("{tool}:{method}"),
+        None => tool.to_owned(),
+    }
+}
+
+/// A record's kind and what `tail` shows of it.
+fn kind_and_line(record: &AuditRecord) -> (&'static str, String) {
+    match record {
         AuditRecord::Call(call) => {
-            let tool = match &call.method {
-                Some(method) => format!("{}:{method}", call.tool),
-                None => call.tool.clone(),
-            };
+            let tool = tool_name(&call.tool, call.method.as_deref());
             let decision = match &call.approval {
                 Some(a) => format!("{} ({})", a.decision.as_str(), a.source),
                 None => "-".to_owned(),
@@ -171,47 +261,38 @@ fn describe(entry: &AuditEntry) -> String {
                 "{:<20} {:<12} {:>10.1} ms  {decision}",
                 tool, call.outcome, call.duration_ms
             );
-            format!("{time}  #{seq:<6} call      {}", clean(&line))
+            ("call", line)
         }
         AuditRecord::Approval(a) => {
-            let tool = match &a.method {
-                Some(method) => format!("{}:{method}", a.tool),
-                None => a.tool.clone(),
-            };
+            let tool = tool_name(&a.tool, a.method.as_deref());
             let line = format!("{tool:<20} {} ({})", a.decision.as_str(), a.source);
-            format!("{time}  #{seq:<6} approval  {}", clean(&line))
+            ("approval", line)
         }
         AuditRecord::Breaker(b) => {
-            let line = format!(
-                "{:<20} {} -> {} ({})",
-                b.tool,
-                b.from.as_str(),
-                b.to.as_str(),
-                b.reason
-            );
-            format!("{time}  #{seq:<6} breaker   {}", clean(&line))
+            let (from, to) = (b.from.as_str(), b.to.as_str());
+            (
+                "breaker",
+                format!("{:<20} {from} -> {to} ({})", b.tool, b.reason),
+            )
         }
         AuditRecord::Start(start) => {
-            let tool = match &start.method {
-                Some(method) => format!("{}:{method}", start.tool),
-                None => start.tool.clone(),
-            };
+            let tool = tool_name(&start.tool, start.method.as_deref());
             let line = format!("{tool:<20} started (execution id {})", start.execution_id);
-            format!("{time}  #{seq:<6} start     {}", clean(&line))
+            ("start", line)
         }
         AuditRecord::Unfinished(u) => {
             let line = format!(
                 "{:<20} never finished (seq {}: {})",
                 u.tool, u.start_seq, u.reason
             );
-            format!("{time}  #{seq:<6} unfinished {}", clean(&line))
+            ("unfinished", line)
         }
         AuditRecord::Segment(s) => {
             let line = format!(
                 "{} kept aside: {} damaged bytes after byte {} ({})",
                 s.previous, s.quarantined_bytes, s.good_bytes, s.reason
             );
-            format!("{time}  #{seq:<6} segment   {}", clean(&line))
+            ("segment", line)
         }
         AuditRecord::Sampling(s) => {
             let model = s.model.as_deref().unwrap_or("-");
@@ -223,21 +304,16 @@ fn describe(entry: &AuditEntry) -> String {
                 s.decision.as_str(),
                 s.source
             );
-            format!("{time}  #{seq:<6} sampling  {}", clean(&line))
+            ("sampling", line)
         }
         AuditRecord::Definition(d) => {
-            let line = format!(
-                "{}.{:<20} {} ({})",
-                d.server,
-                d.tool,
-                d.event.as_str(),
-                d.members.join(", ")
-            );
-            format!("{time}  #{seq:<6} definition {}", clean(&line))
+            let (event, members) = (d.event.as_str(), d.members.join(", "));
+            let line = format!("{}.{:<20} {event} ({members})", d.server, d.tool);
+            ("definition", line)
         }
         AuditRecord::Cut(c) => {
             let line = format!("records lost: {} (found by process {})", c.reason, c.pid);
-            format!("{time}  #{seq:<6} cut       {}", clean(&line))
+            ("cut", line)
         }
     }
 }

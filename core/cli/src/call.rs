@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::Global;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 use toolhost::output::{OutputKind, Terminal};
@@ -29,6 +30,45 @@ pub(crate) fn masked(
             additional: response.additional.map(|a| secrets.mask_map(a)),
         }),
         Err(e) => Err(secrets.mask_error(&e)),
+    }
+}
+
+/// Call one tool through the full lifecycle and print its response. The exit code says how
+/// the call ended (the list is at the end of `toolhost --help`).
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// `name` or `name:method`.
+    name: String,
+    /// The arguments, a JSON object.
+    #[arg(long, short, default_value = "{}")]
+    args: String,
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// The agent's name.
+    #[arg(long, default_value = "A0")]
+    agent: String,
+    /// Print the response as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    /// `toolhost call`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let host = global.host()?;
+        crate::mcp::ask_inputs(&host, &self.profile)?;
+        let (name, args) = (&self.name, &self.args);
+        let (profile, agent) = (&self.profile, &self.agent);
+        call(
+            Arc::new(host),
+            name,
+            args,
+            profile,
+            agent,
+            self.json,
+            global.yes,
+        )
     }
 }
 

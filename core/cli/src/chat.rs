@@ -15,11 +15,47 @@ use toolhost::{Agent, Host, LoopError, LoopOptions};
 use toolhost_openai::{ModelsConfig, OpenAiModel};
 
 use crate::check_profile;
+use crate::shared_args::{seconds, SessionArgs};
+use crate::Global;
 
 /// What the session is doing, for Ctrl-C.
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
 const STOPPING: u8 = 2;
+
+/// An interactive session with a real model from models.toml: its text streams, tools
+/// run with live progress, a line typed meanwhile interjects, Ctrl-C stops the turn (twice
+/// quits), /quit ends; SIGTERM ends the session once the turn has (within --grace-seconds). With standard input not a terminal: one user message per line, each
+/// final answer on standard output. The session is saved under usr/sessions/.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// The model: a [models.NAME] table of models.toml (default: its `default`, or the
+    /// only one).
+    #[arg(long, short)]
+    model: Option<String>,
+    /// On SIGTERM (and on SIGINT when standard input is not a terminal): how long the turn
+    /// running may take to finish before it is stopped; the session is then saved (a second
+    /// signal ends at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+    grace_seconds: f64,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+impl Args {
+    /// `toolhost chat`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let options = self.session.loop_options();
+        let host = self.session.host(global)?;
+        crate::mcp::ask_inputs(&host, &self.profile)?;
+        let grace = Duration::from_secs_f64(self.grace_seconds);
+        let (profile, model) = (&self.profile, self.model.as_deref());
+        chat(host, profile, model, &self.session.agent, &options, grace)
+    }
+}
 
 /// `toolhost chat`.
 pub(crate) fn chat(
@@ -40,10 +76,8 @@ pub(crate) fn chat(
     if !std::io::stdin().is_terminal() {
         crate::mcp::settle(&host, profile)?;
     }
-    let models = ModelsConfig::load(host.layout(), profile)?;
     let named = model;
-    let config = models.get(model)?.clone();
-    let model = OpenAiModel::new(config, &host.secrets())?;
+    let model = load_model(&host, profile, model)?;
     // A plugin rebuilt during the chat serves its next call; each reload is one line. A chat
     // goes on without it if the folders cannot be watched.
     let _watcher = crate::reloads::report(&host, crate::reloads::To::Stderr)
@@ -63,30 +97,13 @@ pub(crate) fn chat(
     crate::approve::set_up(&agent, false, Some(answers.clone()));
     crate::sampling::set_up(agent.host(), named);
     if interactive {
-        let c = model.config();
-        eprintln!(
-            "chatting with '{}' ({} at {}, {} tool protocol); type a message, /quit to end",
-            c.name,
-            c.model,
-            c.base_url,
-            c.tool_protocol.as_str()
-        );
+        announce(&model);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines().map_while(Result::ok) {
-            if answers.answer(&line) {
-                continue;
-            }
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = messages(answers);
     let state = Arc::new(AtomicU8::new(IDLE));
     let failed = runtime.block_on(async {
         if interactive {
@@ -110,6 +127,42 @@ pub(crate) fn chat(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The model `named` (or the default) of the profile's models.toml, with the host's secrets.
+fn load_model(host: &Host, profile: &str, named: Option<&str>) -> Result<OpenAiModel> {
+    let models = ModelsConfig::load(host.layout(), profile)?;
+    let config = models.get(named)?.clone();
+    Ok(OpenAiModel::new(config, &host.secrets())?)
+}
+
+/// The chat's first line on a terminal: which model, where, how to end.
+fn announce(model: &OpenAiModel) {
+    let c = model.config();
+    eprintln!(
+        "chatting with '{}' ({} at {}, {} tool protocol); type a message, /quit to end",
+        c.name,
+        c.model,
+        c.base_url,
+        c.tool_protocol.as_str()
+    );
+}
+
+/// The user's messages: the lines of standard input, read on a thread of their own, but those
+/// that answer a question asked meanwhile (an approval, a form).
+fn messages(answers: Arc<crate::approve::Lines>) -> UnboundedReceiver<String> {
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines().map_while(Result::ok) {
+            if answers.answer(&line) {
+                continue;
+            }
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 /// The total of the session's token usage, if the model reported any.

@@ -4,9 +4,31 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use toolhost::{Declared, Host, Inspection, RunsAs};
+
+/// What a library file is: its plugin-abi version, kind (tool or extension), metadata
+/// (description, schema and whether it compiles, risk, timeout, retries, capabilities),
+/// size and SHA-256; or the one-line reason discovery would skip it. Runs no plugin code
+/// but its metadata.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The library file (`.so`, `.dylib`, `.dll`).
+    file: PathBuf,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    /// `toolhost inspect`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        inspect(&self.file, self.json, global.host().ok().as_ref())
+    }
+}
 
 pub(crate) fn inspect(file: &Path, json: bool, host: Option<&Host>) -> Result<ExitCode> {
     // How the profile `default` of the root runs it, if it is a tool of one of its layers.

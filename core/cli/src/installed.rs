@@ -4,10 +4,26 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use serde_json::json;
 use toolhost::package::{install, PackageLock, Shown};
 use toolhost::Layout;
+
+/// The installed packages: name, version, source, signer and the libraries each provides.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    /// `toolhost installed`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        installed(&global.root, self.json)
+    }
+}
 
 pub(crate) fn installed(root: &Path, json: bool) -> Result<ExitCode> {
     let layout = Layout::new(root);

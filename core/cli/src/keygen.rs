@@ -3,9 +3,33 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use toolhost::package::signature;
 use toolhost::Escaped;
+
+/// Make a minisign key pair for signing packages: DIR/NAME.pub and DIR/NAME.key (the
+/// secret key encrypted with a password, as minisign does, unless --no-password).
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The folder to write the keys into. Default: toolhost/keys/ in the user's
+    /// configuration folder (~/.config on Linux), outside any repository.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The keys' file name.
+    #[arg(long, default_value = "toolhost")]
+    name: String,
+    /// Leave the secret key unencrypted (for CI signing keys kept in a secret store).
+    #[arg(long)]
+    no_password: bool,
+}
+
+impl Args {
+    /// `toolhost keygen`.
+    pub(crate) fn run(self, _: &Global) -> Result<ExitCode> {
+        keygen(self.out, &self.name, self.no_password)
+    }
+}
 
 pub(crate) fn keygen(out: Option<PathBuf>, name: &str, no_password: bool) -> Result<ExitCode> {
     if !toolhost::is_safe_name(name) {

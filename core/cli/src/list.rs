@@ -7,7 +7,30 @@ use serde_json::{json, Value};
 use toolhost::config::{Access, Config, PolicyDecision};
 use toolhost::{Catalog, CatalogMode, Host, ListedTool};
 
+use crate::Global;
 use crate::{check_profile, relative};
+
+/// Every tool a profile sees, with the layer and file that wins and what it shadows.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    /// Load every library, as a call would, instead of trusting the metadata cache
+    /// (usr/.cache/metadata.json) for libraries whose bytes it knows.
+    #[arg(long)]
+    load: bool,
+}
+
+impl Args {
+    /// `toolhost list`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        list(&global.host()?, &self.profile, self.json, self.load)
+    }
+}
 
 pub(crate) fn list(host: &Host, profile: &str, json: bool, load: bool) -> Result<ExitCode> {
     check_profile(host, profile)?;
@@ -80,51 +103,7 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
         ),
     }
     for tool in &listing.tools {
-        let info = tool.info();
-        let isolated = match (tool.is_isolated(), tool.sandbox()) {
-            (true, Some(sandbox)) => format!(" (isolated, {sandbox})"),
-            (true, None) => " (isolated: runs in a worker process, not sandboxed)".to_owned(),
-            (false, _) => String::new(),
-        };
-        println!(
-            "  {:<12} {:<5} [{} layer] {}{isolated}",
-            tool.name,
-            info.risk_level.as_str(),
-            tool.layer.kind.as_str(),
-            relative(host, &tool.path)
-        );
-        let fragment = format!("agent.system.tool.{}.md", tool.name);
-        if info.description.trim().is_empty() && !fragments.contains(&fragment) {
-            println!(
-                "               warning: no description: the model sees only the name; give \
-                 one in ToolInfo::new(\"...\") or a prompts/agent.system.tool.{}.md fragment",
-                tool.name
-            );
-        } else if !info.description.trim().is_empty() {
-            println!("               {}", info.description);
-        }
-        for shadow in &tool.shadows {
-            println!("               shadows {}", relative(host, shadow));
-            if let Some(file) = same_file(&tool.path, shadow) {
-                println!(
-                    "               warning: both links resolve to {}: building either crate \
-                     replaces the other layer's library; give each crate its own library name \
-                     (`[lib] name` in its Cargo.toml, as `toolhost new` does) or its own \
-                     target folder",
-                    toolhost::Escaped(&file)
-                );
-            }
-        }
-        if let Some(why) = tool.unavailable() {
-            println!("               unavailable: {why}");
-        }
-        if let Some(why) = denial(config, tool) {
-            println!("               not allowed: {why}");
-        }
-        match policy(config, tool) {
-            Some((PolicyDecision::Allow, _)) | None => {}
-            Some((decision, source)) => println!("               policy: {decision} ({source})"),
-        }
+        print_tool(host, config, &fragments, tool);
     }
     #[cfg(feature = "mcp")]
     print_mcp(host, profile, listing);
@@ -133,6 +112,66 @@ pub(crate) fn print_listing(host: &Host, profile: &str, listing: &Catalog) {
         1 => println!("1 call still running past its deadline or a stop"),
         n => println!("{n} calls still running past their deadline or a stop"),
     }
+    print_extensions_and_skipped(host, listing);
+}
+
+/// One tool: name, risk, layer and file, then its description (or a warning that it has
+/// none), what it shadows, and why it is unavailable, not allowed, or asked about.
+fn print_tool(
+    host: &Host,
+    config: Option<&Config>,
+    fragments: &std::collections::HashSet<String>,
+    tool: &ListedTool,
+) {
+    let info = tool.info();
+    let isolated = match (tool.is_isolated(), tool.sandbox()) {
+        (true, Some(sandbox)) => format!(" (isolated, {sandbox})"),
+        (true, None) => " (isolated: runs in a worker process, not sandboxed)".to_owned(),
+        (false, _) => String::new(),
+    };
+    println!(
+        "  {:<12} {:<5} [{} layer] {}{isolated}",
+        tool.name,
+        info.risk_level.as_str(),
+        tool.layer.kind.as_str(),
+        relative(host, &tool.path)
+    );
+    let fragment = format!("agent.system.tool.{}.md", tool.name);
+    if info.description.trim().is_empty() && !fragments.contains(&fragment) {
+        println!(
+            "               warning: no description: the model sees only the name; give \
+             one in ToolInfo::new(\"...\") or a prompts/agent.system.tool.{}.md fragment",
+            tool.name
+        );
+    } else if !info.description.trim().is_empty() {
+        println!("               {}", info.description);
+    }
+    for shadow in &tool.shadows {
+        println!("               shadows {}", relative(host, shadow));
+        if let Some(file) = same_file(&tool.path, shadow) {
+            println!(
+                "               warning: both links resolve to {}: building either crate \
+                 replaces the other layer's library; give each crate its own library name \
+                 (`[lib] name` in its Cargo.toml, as `toolhost new` does) or its own \
+                 target folder",
+                toolhost::Escaped(&file)
+            );
+        }
+    }
+    if let Some(why) = tool.unavailable() {
+        println!("               unavailable: {why}");
+    }
+    if let Some(why) = denial(config, tool) {
+        println!("               not allowed: {why}");
+    }
+    match policy(config, tool) {
+        Some((PolicyDecision::Allow, _)) | None => {}
+        Some((decision, source)) => println!("               policy: {decision} ({source})"),
+    }
+}
+
+/// The extensions in the order they run, and the files skipped with why.
+fn print_extensions_and_skipped(host: &Host, listing: &Catalog) {
     if !listing.extensions.is_empty() {
         println!("Extensions, in the order they run:");
     }

@@ -6,12 +6,56 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
+use crate::Global;
 use anyhow::{bail, Context as _, Result};
 use toolhost::package::{pack, signature};
 use toolhost::Escaped;
 
 /// Cargo's setting that builds std from its sources for the target (`-Zbuild-std`).
 const BUILD_STD_ENV: &str = "CARGO_UNSTABLE_BUILD_STD";
+
+/// Pack a plugin folder (with toolhost-plugin.toml) into DIR/NAME-VERSION.tar.gz: its
+/// crates built with cargo for this host, its manifest with every file's SHA-256; --sign
+/// writes the minisign signature beside it (ARCHIVE.minisig).
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The plugin folder.
+    #[arg(default_value = ".")]
+    path: PathBuf,
+    /// The folder to write the archive into.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Sign the archive with this minisign secret key (its password from
+    /// TOOLHOST_KEY_PASSWORD or the terminal).
+    #[arg(long, value_name = "KEYFILE")]
+    sign: Option<PathBuf>,
+    /// The cargo profile the crates are built with.
+    #[arg(long, default_value = "release")]
+    cargo_profile: String,
+    /// Also write DIR/NAME-VERSION.mcpb, an MCP Bundle that MCP clients install: this
+    /// toolhost binary serving the package's tools (`serve-mcp`).
+    #[arg(long)]
+    mcpb: bool,
+    /// Build the libraries for this target triple (one the installed toolchain can build:
+    /// `rustup target list --installed`) instead of only this host's. Repeatable; name
+    /// this host's triple too to keep its libraries.
+    #[arg(long, value_name = "TRIPLE")]
+    target: Vec<String>,
+}
+
+impl Args {
+    /// `toolhost pack`.
+    pub(crate) fn run(self, _: &Global) -> Result<ExitCode> {
+        pack(&PackOptions {
+            folder: &self.path,
+            out: &self.out,
+            sign: self.sign.as_deref(),
+            cargo_profile: &self.cargo_profile,
+            mcpb: self.mcpb,
+            targets: &self.target,
+        })
+    }
+}
 
 /// What `toolhost pack` was asked.
 pub(crate) struct PackOptions<'a> {

@@ -4,9 +4,28 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use toolhost::pins::PinLock;
 use toolhost::{Escaped, Host};
+
+/// Write usr/plugins.lock with the SHA-256 of every library in the layers (tools and
+/// extensions of every profile). With `pinning = true` in usr/toolhost.toml, a library
+/// missing from the lock, or whose bytes changed, is then refused.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Compare the layers with the lock instead of writing it: list what is not pinned,
+    /// changed or gone, and exit 1 if anything is.
+    #[arg(long)]
+    check: bool,
+}
+
+impl Args {
+    /// `toolhost pin`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        pin(&global.host()?, self.check)
+    }
+}
 
 pub(crate) fn pin(host: &Host, check: bool) -> Result<ExitCode> {
     let layout = host.layout();

@@ -4,9 +4,24 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
 use toolhost::package::install;
 use toolhost::Layout;
+
+/// Remove an installed package from usr/plugins/ and usr/packages.lock.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The package.
+    name: String,
+}
+
+impl Args {
+    /// `toolhost remove`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        remove(&global.root, &self.name)
+    }
+}
 
 pub(crate) fn remove(root: &Path, name: &str) -> Result<ExitCode> {
     let locked = install::remove(&Layout::new(root), name)?;

@@ -10,6 +10,40 @@ use toolhost::{Agent, Host, LoopOptions, Script, ScriptedModel};
 
 use crate::approve::Lines;
 use crate::check_profile;
+use crate::shared_args::SessionArgs;
+use crate::Global;
+use std::path::PathBuf;
+
+/// Run a scripted conversation end to end with a live log: the model's replies come from
+/// SCRIPT (`=== user` / `=== model` blocks). Type a line to interject; Ctrl-C stops cleanly.
+/// The session is saved under usr/sessions/.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The script file.
+    script: PathBuf,
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+impl Args {
+    /// `toolhost run`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let options = self.session.loop_options();
+        let host = self.session.host(global)?;
+        let agent = &self.session.agent;
+        run_script(
+            host,
+            &self.script,
+            &self.profile,
+            agent,
+            &options,
+            global.yes,
+        )
+    }
+}
 
 /// `toolhost run`: each user message of the script starts a monologue; the final answers go to
 /// standard output, the live log to standard error.

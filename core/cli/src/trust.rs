@@ -3,9 +3,47 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::Result;
+use std::path::PathBuf;
 use toolhost::package::{install, signature, PackageLock};
 use toolhost::{Escaped, Layout};
+
+/// The public keys whose signatures `add` accepts (usr/trusted-keys/).
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: TrustCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum TrustCommand {
+    /// Trust a minisign public key file (NAME.pub): copied to usr/trusted-keys/ID.pub.
+    Add {
+        /// The public key file.
+        key: PathBuf,
+    },
+    /// The trusted keys.
+    List,
+    /// Stop trusting a key (its id, as `trust list` shows it, or its .pub file): packages it
+    /// signed no longer load until signed by a trusted key and added again, or removed.
+    Remove {
+        /// The key id or public key file.
+        key: String,
+    },
+}
+
+impl Args {
+    /// `toolhost trust add|list|remove`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let root = &global.root;
+        match self.command {
+            TrustCommand::Add { key } => add(root, &key),
+            TrustCommand::List => list(root),
+            TrustCommand::Remove { key } => remove(root, &key),
+        }
+    }
+}
 
 pub(crate) fn add(root: &Path, key: &Path) -> Result<ExitCode> {
     let dir = install::trusted_keys_dir(&Layout::new(root));

@@ -14,6 +14,36 @@ use toolhost::{Agent, Host};
 use crate::call::masked;
 use crate::check_profile;
 use crate::list::print_listing;
+use crate::shared_args::{seconds, WatchArgs};
+use crate::Global;
+
+/// Development mode: watch the plugin folders, print each reload, and call tools typed on
+/// standard input (`name[:method] [JSON arguments]` per line; `/list`, `/quit`). SIGTERM or
+/// SIGINT ends it once the call running has (within --grace-seconds).
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    watching: WatchArgs,
+    /// On SIGTERM or SIGINT: how long the call running may take to finish before it is
+    /// cancelled (a second signal ends at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = toolhost::DEFAULT_GRACE.as_secs_f64(), value_parser = seconds)]
+    grace_seconds: f64,
+}
+
+impl Args {
+    /// `toolhost watch`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let options = global
+            .options
+            .clone()
+            .with_debounce(self.watching.debounce());
+        let host = Host::with_options(&global.root, options)?;
+        let WatchArgs { profile, agent, .. } = self.watching;
+        crate::mcp::ask_inputs(&host, &profile)?;
+        let grace = Duration::from_secs_f64(self.grace_seconds);
+        watch(Arc::new(host), &profile, &agent, global.yes, grace)
+    }
+}
 
 /// `toolhost watch`: reload reports and calls, until standard input ends, `/quit`, or a signal.
 pub(crate) fn watch(
@@ -49,15 +79,7 @@ pub(crate) fn watch(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let failed = line.is_err();
-            if tx.send(line).is_err() || failed {
-                break;
-            }
-        }
-    });
+    let mut lines = stdin_lines();
     loop {
         let next = runtime.block_on(async {
             tokio::select! {
@@ -86,14 +108,7 @@ pub(crate) fn watch(
             }
         };
         let started = std::time::Instant::now();
-        let result = runtime.block_on(async {
-            let call = agent.call_tool(name, args);
-            tokio::pin!(call);
-            tokio::select! {
-                result = &mut call => Some(result),
-                _ = shutdown.requested() => tokio::time::timeout(grace, call).await.ok(),
-            }
-        });
+        let result = runtime.block_on(call_within_grace(&agent, &shutdown, grace, name, args));
         output.end_progress();
         let Some(result) = result else {
             println!(
@@ -109,4 +124,35 @@ pub(crate) fn watch(
         tracing::debug!("{name} answered in {:?}", started.elapsed());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines of standard input, read on a thread of their own (a read error ends them).
+fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>> {
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let failed = line.is_err();
+            if tx.send(line).is_err() || failed {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// The call of `name` typed with `args`; once a stop is asked, it has the grace period to
+/// finish (`None`: it did not, and was cancelled).
+async fn call_within_grace(
+    agent: &Arc<Agent>,
+    shutdown: &crate::signals::Shutdown,
+    grace: Duration,
+    name: &str,
+    args: Value,
+) -> Option<Result<toolhost::Response, toolhost::ToolError>> {
+    let call = agent.call_tool(name, args);
+    tokio::pin!(call);
+    tokio::select! {
+        result = &mut call => Some(result),
+        _ = shutdown.requested() => tokio::time::timeout(grace, call).await.ok(),
+    }
 }

@@ -154,15 +154,25 @@ impl BrokenKind {
     }
 }
 
-impl fmt::Display for Broken {
-    /// `line 7 (seq 7): edited: its hash does not match its content`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Broken {
+    /// The break, naming its file as `file` (the log's folder relative to where the reader
+    /// is): `usr/audit/audit.jsonl:7 (seq 7): edited: its hash does not match its content`; the
+    /// chain's end has no line: `usr/audit/audit.jsonl (the chain's end): head: ...`.
+    pub fn located(&self, file: &std::path::Path) -> String {
+        let line = usize::try_from(self.line).ok();
+        let at = crate::layout::Location::new(file, line);
+        let (kind, reason) = (self.kind.as_str(), &self.reason);
         match (self.line, self.seq) {
-            (0, Some(seq)) => write!(f, "(seq {seq})")?,
-            (0, None) => write!(f, "(the chain's end)")?,
-            (line, Some(seq)) => write!(f, "line {line} (seq {seq})")?,
-            (line, None) => write!(f, "line {line}")?,
+            (_, Some(seq)) => format!("{at} (seq {seq}): {kind}: {reason}"),
+            (0, None) => format!("{at} (the chain's end): {kind}: {reason}"),
+            (_, None) => format!("{at}: {kind}: {reason}"),
         }
-        write!(f, ": {}: {}", self.kind.as_str(), self.reason)
+    }
+}
+
+impl fmt::Display for Broken {
+    /// [`located`](Self::located) in the log's folder: `audit.jsonl:7 (seq 7): edited: ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.located(std::path::Path::new(&self.file)))
     }
 }

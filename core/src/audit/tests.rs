@@ -143,7 +143,7 @@ fn an_edited_line_is_found() {
     );
     assert_eq!(
         broken.to_string(),
-        "line 7 (seq 7): edited: its hash does not match its content"
+        "audit.jsonl:7 (seq 7): edited: its hash does not match its content"
     );
     assert_eq!(verify(&path).unwrap().records, 6);
 }

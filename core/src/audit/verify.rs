@@ -76,6 +76,9 @@ pub fn verify_with(path: &Path, options: &VerifyOptions) -> Result<VerifyReport,
     Ok(walk.report(broken, head.ok().flatten()))
 }
 
+/// What is wrong at the chain's end: the seq to name, the kind, the reason.
+type EndBroken = (Option<u64>, BrokenKind, String);
+
 /// The state of a verification, from one segment to the next.
 struct Walk<'a> {
     dir: &'a Path,
@@ -297,88 +300,94 @@ impl Walk<'_> {
 
     /// The checks at the chain's end: the head file, the key, a copy of the head.
     fn end(&self, current: &str, head: &Result<Option<Head>, String>) -> Option<Broken> {
-        let broken = |seq, kind, reason: String| {
-            Some(Broken {
-                file: current.to_owned(),
-                line: 0,
-                seq,
-                kind,
-                reason,
-            })
-        };
+        let (seq, kind, reason) = self
+            .check_copy_of_head()
+            .or_else(|| self.check_head_file(head))?;
+        Some(Broken {
+            file: current.to_owned(),
+            line: 0,
+            seq,
+            kind,
+            reason,
+        })
+    }
+
+    /// The chain reaches the copy of the head the user kept (`--head`), with that record in it.
+    fn check_copy_of_head(&self) -> Option<EndBroken> {
         let last = self.last.seq;
-        if let Some((seq, _)) = &self.options.head {
-            if *seq > last {
-                let reason = format!(
-                    "your copy of the head says the chain reached seq {seq}: records {} to {seq} were deleted",
-                    last + 1
-                );
-                return broken(Some(last), BrokenKind::Cut, reason);
-            }
-            if !self.anchor_matched && *seq > 0 {
-                let reason =
-                    format!("your copy of the head names seq {seq}, which is not in the chain");
-                return broken(Some(*seq), BrokenKind::Head, reason);
-            }
+        let (seq, _) = self.options.head.as_ref()?;
+        if *seq > last {
+            let reason = format!(
+                "your copy of the head says the chain reached seq {seq}: records {} to {seq} were deleted",
+                last + 1
+            );
+            return Some((Some(last), BrokenKind::Cut, reason));
         }
-        let head = match head {
-            Err(reason) => return broken(None, BrokenKind::Head, reason.clone()),
-            Ok(None) if last == 0 => None,
-            Ok(None) => {
-                return broken(
-                    Some(last),
-                    BrokenKind::Head,
-                    format!(
-                        "there is no head file ({HEAD_FILE}), so records cut from the end cannot be detected: it was deleted, or the log was written before head files existed (the next record writes one)"
-                    ),
-                );
-            }
-            Ok(Some(head)) => Some(head),
-        };
-        if let Some(head) = head {
-            if head.seq > last {
-                let reason = match head.seq - last {
-                    1 => format!(
-                        "the head ({HEAD_FILE}) says the chain ends at seq {}: record {} was deleted from the end",
-                        head.seq, head.seq
-                    ),
-                    _ => format!(
-                        "the head ({HEAD_FILE}) says the chain ends at seq {}: records {} to {} were deleted from the end",
-                        head.seq,
-                        last + 1,
-                        head.seq
-                    ),
-                };
-                return broken(Some(last), BrokenKind::Cut, reason);
-            }
-            if !self.head_matched && head.seq > 0 {
-                let reason = format!(
-                    "the head ({HEAD_FILE}) names seq {}, which is not in the chain",
-                    head.seq
-                );
-                return broken(Some(head.seq), BrokenKind::Head, reason);
-            }
-            if let Some(key) = &self.options.key {
-                let good = head.mac.as_ref().is_some_and(|mac| {
-                    same_mac(mac.as_bytes(), &key.head_mac(head.seq, &head.hash))
-                });
-                if !good {
-                    let reason = match head.mac {
-                        None => format!(
-                            "the head ({HEAD_FILE}) has no MAC: it was written without the key"
-                        ),
-                        Some(_) => format!(
-                            "the head's MAC ({HEAD_FILE}) does not match the key: it was forged"
-                        ),
-                    };
-                    return broken(Some(head.seq), BrokenKind::Head, reason);
-                }
-            }
-        } else if self.options.key.is_some() && last > 0 {
-            let reason = format!("there is no head file ({HEAD_FILE}) to check with the key");
-            return broken(Some(last), BrokenKind::Head, reason);
+        if !self.anchor_matched && *seq > 0 {
+            let reason =
+                format!("your copy of the head names seq {seq}, which is not in the chain");
+            return Some((Some(*seq), BrokenKind::Head, reason));
         }
         None
+    }
+
+    /// The head file is there (once the chain has records), readable, and checked.
+    fn check_head_file(&self, head: &Result<Option<Head>, String>) -> Option<EndBroken> {
+        let last = self.last.seq;
+        match head {
+            Err(reason) => Some((None, BrokenKind::Head, reason.clone())),
+            Ok(None) if last == 0 => None,
+            Ok(None) => Some((
+                Some(last),
+                BrokenKind::Head,
+                format!(
+                    "there is no head file ({HEAD_FILE}), so records cut from the end cannot be detected: it was deleted, or the log was written before head files existed (the next record writes one)"
+                ),
+            )),
+            Ok(Some(head)) => self.check_head(head),
+        }
+    }
+
+    /// The chain reaches the head, which names a record of it and, with a key, has its MAC.
+    fn check_head(&self, head: &Head) -> Option<EndBroken> {
+        let last = self.last.seq;
+        if head.seq > last {
+            let reason = match head.seq - last {
+                1 => format!(
+                    "the head ({HEAD_FILE}) says the chain ends at seq {}: record {} was deleted from the end",
+                    head.seq, head.seq
+                ),
+                _ => format!(
+                    "the head ({HEAD_FILE}) says the chain ends at seq {}: records {} to {} were deleted from the end",
+                    head.seq,
+                    last + 1,
+                    head.seq
+                ),
+            };
+            return Some((Some(last), BrokenKind::Cut, reason));
+        }
+        if !self.head_matched && head.seq > 0 {
+            let reason = format!(
+                "the head ({HEAD_FILE}) names seq {}, which is not in the chain",
+                head.seq
+            );
+            return Some((Some(head.seq), BrokenKind::Head, reason));
+        }
+        let key = self.options.key.as_ref()?;
+        let good = head
+            .mac
+            .as_ref()
+            .is_some_and(|mac| same_mac(mac.as_bytes(), &key.head_mac(head.seq, &head.hash)));
+        if good {
+            return None;
+        }
+        let reason = match head.mac {
+            None => format!("the head ({HEAD_FILE}) has no MAC: it was written without the key"),
+            Some(_) => {
+                format!("the head's MAC ({HEAD_FILE}) does not match the key: it was forged")
+            }
+        };
+        Some((Some(head.seq), BrokenKind::Head, reason))
     }
 
     fn report(self, broken: Option<Broken>, head: Option<Head>) -> VerifyReport {

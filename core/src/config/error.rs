@@ -1,10 +1,9 @@
 //! [`ConfigError`]: a configuration file that cannot be used, in one line that names the file,
 //! the line and the key.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::layout::{Escaped, ReadError, ReadErrorKind};
+use crate::layout::{Location, ReadError, ReadErrorKind};
 
 /// What is wrong with a configuration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,15 +45,15 @@ impl ConfigErrorKind {
 
 /// A configuration file that cannot be used.
 ///
-/// Displayed as one line, `<file>[ line <n>]: <message>`, the file relative to the root when it
-/// was loaded from one; control characters in the path are escaped ([`Escaped`]):
+/// Displayed as one line, `<file>[:<line>]: <message>` ([`Location`]), the file relative to the root when it
+/// was loaded from one; control characters in the path are escaped ([`Escaped`](crate::layout::Escaped)):
 ///
 /// ```text
-/// usr/agents/dev/toolhost.toml line 4: unknown key `timeout` in [calls] (expected one of: timeout_seconds, max_retries, backoff_ms, backoff_max_ms)
-/// usr/toolhost.toml line 9: [policy] exec = "maybe": expected "allow", "ask" or "deny"
+/// usr/agents/dev/toolhost.toml:4: unknown key `timeout` in [calls] (expected one of: timeout_seconds, max_retries, backoff_ms, backoff_max_ms)
+/// usr/toolhost.toml:9: [policy] exec = "maybe": expected "allow", "ask" or "deny"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", Escaped(file), LineSuffix(*line))]
+#[error("{}: {message}", Location::new(file, *line))]
 pub struct ConfigError {
     /// The file, as the message names it (`usr/toolhost.toml`).
     pub file: PathBuf,
@@ -98,17 +97,5 @@ impl ConfigError {
             _ => (ConfigErrorKind::Io, ""),
         };
         Self::new(file, None, kind, format!("{error}{fix}"))
-    }
-}
-
-/// ` line <n>`, or nothing.
-struct LineSuffix(Option<usize>);
-
-impl fmt::Display for LineSuffix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(line) => write!(f, " line {line}"),
-            None => Ok(()),
-        }
     }
 }

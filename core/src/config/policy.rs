@@ -44,7 +44,7 @@ pub enum Access {
     /// The tool may not be called.
     Denied {
         /// One line: which entry of which file refuses it, e.g. ``tool `shell` is denied by
-        /// "cap:exec" in usr/toolhost.toml [access] deny (line 14)``.
+        /// "cap:exec" in usr/toolhost.toml:14 [access] deny``.
         reason: String,
     },
 }

@@ -255,7 +255,7 @@ impl fmt::Display for Capability {
 /// reads, the layer folders no grant may open for writing) before its worker starts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SandboxPolicy {
-    /// What was granted, each with where (`usr/toolhost.toml [tools.fetch] grant (line 4)`).
+    /// What was granted, each with where (`usr/toolhost.toml:4 [tools.fetch] grant`).
     pub grants: Vec<(Capability, String)>,
     /// `[sandbox] weaker = true`: run even where the kernel enforces only part of the sandbox.
     pub weaker: bool,

@@ -1,5 +1,5 @@
 //! Where a resolved value came from: a key of a file (with its line), or a default. Messages
-//! name it: `deny (usr/toolhost.toml [tools.shell] policy (line 7))`.
+//! name it: `deny (usr/toolhost.toml:7 [tools.shell] policy)`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 
 use super::locate::line_of;
-use crate::layout::Escaped;
+use crate::layout::Location;
 
 /// Where a value set in a configuration file is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,11 +24,11 @@ pub struct Origin {
 }
 
 impl fmt::Display for Origin {
-    /// `usr/toolhost.toml [tools.weather] policy (line 12)`.
+    /// `usr/toolhost.toml:12 [tools.weather] policy`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (file, table) = (Escaped(&self.file), table_name(&self.table));
-        let (key, line) = (key_name(&self.key), self.line);
-        write!(f, "{file} {table} {key} (line {line})")
+        let at = Location::new(&self.file, Some(self.line));
+        let (table, key) = (table_name(&self.table), key_name(&self.key));
+        write!(f, "{at} {table} {key}")
     }
 }
 

@@ -312,19 +312,43 @@ pub(crate) fn append_call<'a>(
         .as_ref()
         .filter(|(allowed, s)| s.is_user() || !allowed);
     if let Some((allowed, source)) = approval {
-        audit.append(&AuditRecord::Approval(ApprovalRecord {
-            execution_id: execution_id.to_string(),
-            agent: caller.agent.to_owned(),
-            profile: caller.profile.to_owned(),
-            tool: request.name().to_owned(),
-            method: request.method().map(str::to_owned),
-            args: Value::Object(MaybeMasked::new(secrets, args).into_owned()),
-            decision: decision(*allowed),
-            source: source.to_string(),
-            time_ms: now_ms(),
-        }))?;
+        let decided = Decided {
+            execution_id: &execution_id,
+            allowed: *allowed,
+            source,
+        };
+        append_decision(audit, secrets, caller, request, args, decided)?;
     }
     audit.append_serialized(&line)
+}
+
+/// A user's decision (or a denial) about a call, recorded apart.
+struct Decided<'a> {
+    execution_id: &'a ExecutionId<'a>,
+    allowed: bool,
+    source: &'a DecisionSource,
+}
+
+/// Appends the record of a decision, with the call's id and arguments.
+fn append_decision(
+    audit: &Audit,
+    secrets: &SecretStore,
+    caller: Caller<'_>,
+    request: &ToolName,
+    args: &Map<String, Value>,
+    decided: Decided<'_>,
+) -> Result<(), AuditError> {
+    audit.append(&AuditRecord::Approval(ApprovalRecord {
+        execution_id: decided.execution_id.to_string(),
+        agent: caller.agent.to_owned(),
+        profile: caller.profile.to_owned(),
+        tool: request.name().to_owned(),
+        method: request.method().map(str::to_owned),
+        args: Value::Object(MaybeMasked::new(secrets, args).into_owned()),
+        decision: decision(decided.allowed),
+        source: decided.source.to_string(),
+        time_ms: now_ms(),
+    }))
 }
 
 /// Appends the start of a call (one whose trail is audited) that is about to run its tool:

@@ -9,6 +9,29 @@ use crate::mcp::config::McpConfigError;
 use crate::mcp::{McpServerStatus, McpTool, ProfileServers};
 use plugin_api::ToolError;
 
+/// Why held-back MCP tool definitions were not approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpApprovalErrorKind {
+    /// The profile has no MCP server of that name: `toolhost mcp` lists them.
+    UnknownServer,
+    /// The server's held-back definitions are not those the digest names (look at them again
+    /// with `toolhost mcp diff SERVER`), or its lock (`usr/mcp-tools/SERVER.lock`) cannot be
+    /// written (the message names the file).
+    NotApproved,
+}
+
+/// Why [`Host::approve_mcp_tools`] approved nothing: a [kind](McpApprovalErrorKind) and one
+/// line saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct McpApprovalError {
+    /// What went wrong.
+    pub kind: McpApprovalErrorKind,
+    /// One line: what is wrong, and what to do.
+    pub message: String,
+}
+
 impl Host {
     /// The profile's MCP servers (`usr/mcp.json`, `usr/agents/<profile>/mcp.json`), started in
     /// the background the first time the profile is seen (an agent of it, its tools listed or
@@ -87,13 +110,19 @@ impl Host {
         server: &str,
         digest: &str,
         wait: Duration,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, McpApprovalError> {
         let servers = self.mcp_profile(profile);
         let Some(found) = servers.get(server) else {
-            return Err(format!("profile '{profile}' has no MCP server '{server}'"));
+            return Err(McpApprovalError {
+                kind: McpApprovalErrorKind::UnknownServer,
+                message: format!("profile '{profile}' has no MCP server '{server}'"),
+            });
         };
         found.settled(wait).await;
-        found.approve(digest)
+        found.approve(digest).map_err(|message| McpApprovalError {
+            kind: McpApprovalErrorKind::NotApproved,
+            message,
+        })
     }
 
     /// The mistakes in the profile's `mcp.json` files, one line each.

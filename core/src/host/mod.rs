@@ -37,6 +37,8 @@ pub use catalog::{CachedTool, Catalog, CatalogMode, ListedExtension, ListedTool,
 pub use error::HostError;
 pub use listing::RunsAs;
 pub use lookup::{FoundTool, Resolution};
+#[cfg(feature = "mcp")]
+pub use mcp::{McpApprovalError, McpApprovalErrorKind};
 pub use options::HostOptions;
 
 /// Library generations of a host (see [`Host::generations`]).
@@ -226,7 +228,10 @@ impl Host {
 
 /// `usr/secrets.env`, with the options' [`secrets_from_env`](HostOptions::secrets_from_env)
 /// over it.
-fn load_secrets(layout: &Layout, options: &HostOptions) -> Result<Secrets, String> {
+fn load_secrets(
+    layout: &Layout,
+    options: &HostOptions,
+) -> Result<Secrets, crate::secrets::SecretsFileError> {
     let secrets = Secrets::load_capped(&layout.secrets_file(), options.max_text_bytes)?;
     Ok(with_env(secrets, options))
 }

@@ -204,6 +204,41 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Points the worker's home and temporary folders (`HOME`, `TMPDIR`; on Windows
+    /// `USERPROFILE`, `TMP`, `TEMP` too) into the scratch folder, which it names.
+    fn set_env(&self, command: &mut Command) {
+        command.env(SCRATCH_ENV, &self.0);
+        command.env("HOME", self.home());
+        command.env("TMPDIR", self.tmp());
+        // Windows' names for them (std::env::temp_dir() reads TMP, then TEMP).
+        #[cfg(windows)]
+        command
+            .env("USERPROFILE", self.home())
+            .env("TMP", self.tmp())
+            .env("TEMP", self.tmp());
+    }
+}
+
+impl Link {
+    /// The link to the worker `child` just started, holding its standard input.
+    fn new(child: &mut std::process::Child) -> Arc<Self> {
+        Arc::new(Link {
+            input: Mutex::new(child.stdin.take()),
+            calls: Mutex::default(),
+            ready: Mutex::default(),
+            death: OnceLock::new(),
+            killed: OnceLock::new(),
+            next_id: AtomicU64::new(0),
+            readiness: Mutex::default(),
+            pid: child.id(),
+            unreaped: Mutex::new(true),
+            abandoned: Mutex::default(),
+            doomed: OnceLock::new(),
+        })
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -226,18 +261,7 @@ impl WorkerProcess {
             return Err(StartError::Sandbox(why));
         }
         let scratch = Scratch::new().map_err(StartError::Spawn)?;
-        // A sandboxed worker's control group, where the machine lets the host make one.
-        let (group, limits) = match &settings.sandbox {
-            Some(_) => {
-                let started = Instant::now();
-                let group = WorkerGroup::create(settings);
-                let took = started.elapsed();
-                let limits =
-                    limits::describe(settings, group.as_ref().map(|g| g.described.as_str()));
-                (group.ok(), Some((limits, took)))
-            }
-            None => (None, None),
-        };
+        let (group, limits) = sandbox_group(settings);
         let mut command = command(
             program,
             library,
@@ -246,15 +270,7 @@ impl WorkerProcess {
             settings,
             group.as_ref(),
         );
-        command.env(SCRATCH_ENV, &scratch.0);
-        command.env("HOME", scratch.home());
-        command.env("TMPDIR", scratch.tmp());
-        // Windows' names for them (std::env::temp_dir() reads TMP, then TEMP).
-        #[cfg(windows)]
-        command
-            .env("USERPROFILE", scratch.home())
-            .env("TMP", scratch.tmp())
-            .env("TEMP", scratch.tmp());
+        scratch.set_env(&mut command);
         // Only what this host asks for: never a sandbox inherited from its own environment.
         command.env_remove(SANDBOX_ENV);
         if let Some(policy) = &settings.sandbox {
@@ -270,19 +286,7 @@ impl WorkerProcess {
                 program.display()
             ))
         })?;
-        let link = Arc::new(Link {
-            input: Mutex::new(child.stdin.take()),
-            calls: Mutex::default(),
-            ready: Mutex::default(),
-            death: OnceLock::new(),
-            killed: OnceLock::new(),
-            next_id: AtomicU64::new(0),
-            readiness: Mutex::default(),
-            pid: child.id(),
-            unreaped: Mutex::new(true),
-            abandoned: Mutex::default(),
-            doomed: OnceLock::new(),
-        });
+        let link = Link::new(&mut child);
         let (hello_tx, hello_rx) = mpsc::channel();
         let reader = {
             let link = link.clone();
@@ -299,24 +303,12 @@ impl WorkerProcess {
             link.kill(format!("no thread to read it: {e}"));
             return Err(StartError::Spawn(format!("cannot start a thread: {e}")));
         }
-        let limit = init_timeout.saturating_add(START_TIMEOUT);
-        match hello_rx.recv_timeout(limit) {
-            Ok(Ok(hello)) => Ok(Self {
-                link,
-                hello,
-                limits,
-            }),
-            Ok(Err(e)) => Err(e),
-            Err(_) => {
-                let why = format!(
-                    "it did not load its library and create its tool within {} s ([limits] init_seconds, and {} s to start)",
-                    crate::config::numbers::Shown(init_timeout.as_secs_f64()),
-                    START_TIMEOUT.as_secs()
-                );
-                link.kill(why.clone());
-                Err(StartError::Spawn(why))
-            }
-        }
+        let hello = wait_for_hello(&link, &hello_rx, init_timeout)?;
+        Ok(Self {
+            link,
+            hello,
+            limits,
+        })
     }
 
     /// Whether it has ended, or is ending because the host killed it (its reader may not
@@ -386,6 +378,43 @@ fn passed(name: &std::ffi::OsStr, settings: &IsolationSettings) -> bool {
     WORKER_ENV.contains(&name)
         || (name.starts_with("LC_") && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
         || settings.env.iter().any(|granted| granted == name)
+}
+
+/// A sandboxed worker's control group, where the machine lets the host make one, and the
+/// limits it runs with as `inspect` describes them, with the time the group took to make.
+fn sandbox_group(
+    settings: &IsolationSettings,
+) -> (Option<WorkerGroup>, Option<(String, Duration)>) {
+    if settings.sandbox.is_none() {
+        return (None, None);
+    }
+    let started = Instant::now();
+    let group = WorkerGroup::create(settings);
+    let took = started.elapsed();
+    let limits = limits::describe(settings, group.as_ref().map(|g| g.described.as_str()));
+    (group.ok(), Some((limits, took)))
+}
+
+/// The worker's hello (its library loaded and its tool created), within `init_timeout` and
+/// the time to start; past it, the worker is killed.
+fn wait_for_hello(
+    link: &Link,
+    hello_rx: &mpsc::Receiver<Result<Hello, StartError>>,
+    init_timeout: Duration,
+) -> Result<Hello, StartError> {
+    let limit = init_timeout.saturating_add(START_TIMEOUT);
+    match hello_rx.recv_timeout(limit) {
+        Ok(hello) => hello,
+        Err(_) => {
+            let why = format!(
+                "it did not load its library and create its tool within {} s ([limits] init_seconds, and {} s to start)",
+                crate::config::numbers::Shown(init_timeout.as_secs_f64()),
+                START_TIMEOUT.as_secs()
+            );
+            link.kill(why.clone());
+            Err(StartError::Spawn(why))
+        }
+    }
 }
 
 /// The command that starts a worker, with `settings`' limits set in the child (and joining

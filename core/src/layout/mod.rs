@@ -27,10 +27,13 @@ mod write;
 
 pub use name::{is_safe_name, ToolName};
 pub(crate) use read::{
-    line_of, not_regular, open_regular, read_at_most, read_capped, read_capped_with,
+    check_path, line_of, not_regular, open_regular, read_at_most, read_capped, read_capped_with,
+};
+pub use read::{
+    needs_escape, Escaped, Location, Shown, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES,
+    MAX_LINK_HOPS,
 };
 pub use read::{read_text, ReadError, ReadErrorKind};
-pub use read::{Escaped, DEFAULT_MAX_LIBRARY_BYTES, DEFAULT_MAX_TEXT_BYTES, MAX_LINK_HOPS};
 pub use watch::WatchTargets;
 pub(crate) use watch::{nearest_existing, watched_files};
 #[cfg(feature = "mcp")]

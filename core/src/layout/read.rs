@@ -349,8 +349,95 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
+/// Text from a package (its description, a file's name, a source) or another untrusted
+/// source, shown on the terminal
+/// with every control character (terminal escapes, newlines) and every bidirectional or
+/// invisible formatting character escaped (`\u{1b}`, `\u{202e}`): a package cannot draw or
+/// reorder the lines around it.
+///
+/// ```
+/// use toolhost::package::Shown;
+/// assert_eq!(Shown("ok\u{1b}[2K\u{202e}").to_string(), "ok\\u{1b}[2K\\u{202e}");
+/// assert_eq!(Shown("Greets — someone.").to_string(), "Greets — someone.");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a>(pub &'a str);
+
+/// Whether `c` must be escaped when text from a package is shown: a control character, or a
+/// bidirectional or invisible formatting one.
+pub fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for c in self.0.chars() {
+            match needs_escape(c) {
+                true => write!(f, "\\u{{{:x}}}", c as u32)?,
+                false => std::fmt::Write::write_char(f, c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `path` is a plain relative path inside the package (`/`-separated, no `..`, no
+/// empty or `.` parts, no backslash, no absolute path).
+pub(crate) fn check_path(path: &str) -> Result<(), String> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains('\\')
+        || path.contains(':')
+        || path.split('/').any(|part| {
+            part.is_empty() || part == "." || part == ".." || part.chars().any(char::is_control)
+        });
+    match bad {
+        true => Err(format!(
+            "{path:?} is not a relative path inside the package (no `..`, no absolute path)"
+        )),
+        false => Ok(()),
+    }
+}
+
+/// A place in a file as every message names it: `file:line` (as compilers print it, so a
+/// terminal or an editor opens the file there), or the file alone when the line is not known;
+/// the file's control characters escaped ([`Escaped`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Location<'a> {
+    file: &'a Path,
+    line: Option<usize>,
+}
+
+impl<'a> Location<'a> {
+    /// Line `line` (from 1) of `file`; `None` (or 0): the file alone.
+    pub fn new(file: &'a Path, line: Option<usize>) -> Self {
+        Self {
+            file,
+            line: line.filter(|&n| n > 0),
+        }
+    }
+}
+
+impl fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", Escaped(self.file))?;
+        match self.line {
+            Some(line) => write!(f, ":{line}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The 1-based line of byte `offset` in `text` (an offset past the end is on the last line):
-/// the one line number every error about a file of text gives.
+/// the one line number every error about a file of text gives ([`Location`] names the place).
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]

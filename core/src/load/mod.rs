@@ -8,6 +8,7 @@ pub(crate) mod image;
 pub(crate) mod layout_checks;
 pub(crate) mod loader;
 pub(crate) mod metadata_cache;
+pub(crate) mod package_lock;
 pub mod pins;
 
 pub use error::{LoadError, LoadErrorKind, PrivateDirError};

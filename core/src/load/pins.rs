@@ -3,7 +3,7 @@
 //! lock does not list, or whose bytes changed since it was pinned, is refused with one line,
 //! like any other skipped file ([`LoadErrorKind::Unpinned`](crate::LoadErrorKind::Unpinned)).
 //! The files of installed packages (`usr/plugins/<name>/`) are pinned by the package lock,
-//! `usr/packages.lock` ([`crate::package::lock`]): their bytes must be the ones `toolhost add`
+//! `usr/packages.lock` ([`package_lock`](super::package_lock)): their bytes must be the ones `toolhost add`
 //! installed.
 //!
 //! The lock is TOML, one line per library, by its path relative to the root:
@@ -37,11 +37,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::package_lock::{Locked, PackageLock, PackageLockError};
 use crate::layout::write_atomically;
 use crate::layout::{library_files, read_capped, subdirs, Escaped, Layout};
 use crate::load::image::sha256_hex;
 use crate::load::image::Stamp;
-use crate::package::{PackageError, PackageLock};
 use crate::sync::lock;
 
 pub use crate::layout::PINS_FILE_NAME;
@@ -130,10 +130,9 @@ impl PinLock {
             };
         let file: LockFile = toml::from_str(&text).map_err(|e| {
             let line = e.span().map(|s| crate::layout::line_of(&text, s.start));
-            let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
             let message = format!(
-                "{}{at}: not a lock file: {}; write it again with `toolhost pin`",
-                Escaped(path),
+                "{}: not a lock file: {}; write it again with `toolhost pin`",
+                crate::layout::Location::new(path, line),
                 e.message()
             );
             PinError::new(PinErrorKind::Format, message)
@@ -233,7 +232,7 @@ fn library_paths(layout: &Layout) -> Vec<PathBuf> {
 type LockRead = (Option<Stamp>, Result<PinLock, PinError>);
 
 /// The package lock as read, with the stamp its file had then.
-type PackagesRead = (Option<Stamp>, Result<PackageLock, PackageError>);
+type PackagesRead = (Option<Stamp>, Result<PackageLock, PackageLockError>);
 
 impl Pins {
     /// What `usr/plugins.lock` says of `relative`, read again if its file changed.
@@ -253,7 +252,7 @@ impl Pins {
 
     /// The lock's entry of the installed package `name`, read again if its file changed:
     /// `None` if it is not installed, `Err` if the lock cannot be used.
-    fn package(&self, name: &str) -> Option<Result<crate::package::Locked, String>> {
+    fn package(&self, name: &str) -> Option<Result<Locked, String>> {
         let lock_file = self.layout.packages_lock_file();
         let stamp = Stamp::of(&lock_file);
         let mut read = lock(&self.packages);

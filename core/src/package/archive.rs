@@ -72,21 +72,8 @@ pub fn unpack(file: &Path, dest: &Path) -> Result<(), PackageError> {
 
 /// As [`unpack`], for the archive's bytes in `archive`, named `file` in messages.
 pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(), PackageError> {
-    let not_archive = |e: io::Error| {
-        PackageError::new(
-            PackageErrorKind::NotAnArchive,
-            format!(
-                "{}: not a package archive (a .tar.gz made by `toolhost pack`): {e}",
-                Escaped(file)
-            ),
-        )
-    };
-    let unsafe_entry = |why: String| {
-        PackageError::new(
-            PackageErrorKind::UnsafeArchive,
-            format!("{}: refused: {why}; nothing was installed", Escaped(file)),
-        )
-    };
+    let to = Unpacking { file, dest };
+    let not_archive = |e: io::Error| to.not_archive(e);
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(archive)));
     let mut total: u64 = 0;
     let mut count = 0usize;
@@ -97,38 +84,10 @@ pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(),
         let mut entry = entry.map_err(not_archive)?;
         count += 1;
         if count > MAX_ENTRIES {
-            return Err(unsafe_entry(format!("more than {MAX_ENTRIES} entries")));
+            return Err(to.unsafe_entry(format!("more than {MAX_ENTRIES} entries")));
         }
         let kind = entry.header().entry_type();
-        let extension = kind.is_gnu_longname()
-            || kind.is_gnu_longlink()
-            || kind.is_pax_local_extensions()
-            || kind.is_pax_global_extensions();
-        if extension {
-            let size = entry.header().size().map_err(not_archive)?;
-            if size > MAX_HEADER_BYTES {
-                return Err(unsafe_entry(format!(
-                    "a long-name or PAX header of {size} bytes, over the limit of {} KiB (not written by `toolhost pack`)",
-                    MAX_HEADER_BYTES >> 10
-                )));
-            }
-            let mut data = Vec::with_capacity(size as usize);
-            (&mut entry)
-                .take(size)
-                .read_to_end(&mut data)
-                .map_err(not_archive)?;
-            if kind.is_gnu_longname() {
-                while data.last() == Some(&0) {
-                    data.pop();
-                }
-                long_name = Some(data);
-            } else if kind.is_pax_local_extensions() {
-                long_name = pax_path(&data).map_err(unsafe_entry)?.or(long_name);
-            } else if kind.is_gnu_longlink() {
-                return Err(unsafe_entry(
-                    "a long link name (a package holds regular files only)".to_owned(),
-                ));
-            }
+        if to.extension_header(&mut entry, &mut long_name)? {
             continue;
         }
         let raw = long_name
@@ -138,25 +97,115 @@ pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(),
         let name = name.strip_prefix("./").unwrap_or(&name).to_owned();
         if kind.is_dir() {
             check_path(name.trim_end_matches('/'))
-                .map_err(|why| unsafe_entry(format!("entry {why}")))?;
+                .map_err(|why| to.unsafe_entry(format!("entry {why}")))?;
             continue;
         }
         if !kind.is_file() {
-            return Err(unsafe_entry(format!(
+            return Err(to.unsafe_entry(format!(
                 "entry {name:?} is a {} (a package holds regular files only)",
                 entry_kind(kind)
             )));
         }
-        check_path(&name).map_err(|why| unsafe_entry(format!("entry {why}")))?;
+        check_path(&name).map_err(|why| to.unsafe_entry(format!("entry {why}")))?;
         let size = entry.header().size().map_err(not_archive)?;
         total = total.saturating_add(size);
         if total > MAX_UNPACKED_BYTES {
-            return Err(unsafe_entry(format!(
+            return Err(to.unsafe_entry(format!(
                 "it unpacks to more than {} MiB (a decompression bomb?)",
                 MAX_UNPACKED_BYTES >> 20
             )));
         }
-        let target = dest.join(&name);
+        to.write_file(&mut entry, &name, size)?;
+    }
+    if count == 0 {
+        return Err(not_archive(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no entries",
+        )));
+    }
+    Ok(())
+}
+
+/// One archive being unpacked: its name in messages and the folder it goes into.
+struct Unpacking<'a> {
+    file: &'a Path,
+    dest: &'a Path,
+}
+
+impl Unpacking<'_> {
+    /// The archive cannot be read as a gzip-compressed tar.
+    fn not_archive(&self, e: io::Error) -> PackageError {
+        PackageError::new(
+            PackageErrorKind::NotAnArchive,
+            format!(
+                "{}: not a package archive (a .tar.gz made by `toolhost pack`): {e}",
+                Escaped(self.file)
+            ),
+        )
+    }
+
+    /// The archive is refused: `why`.
+    fn unsafe_entry(&self, why: String) -> PackageError {
+        PackageError::new(
+            PackageErrorKind::UnsafeArchive,
+            format!(
+                "{}: refused: {why}; nothing was installed",
+                Escaped(self.file)
+            ),
+        )
+    }
+
+    /// Whether `entry` is a GNU long name or a PAX header (read, within its size limit, into
+    /// `long_name` for the next entry), not an entry of its own.
+    fn extension_header<R: Read>(
+        &self,
+        entry: &mut tar::Entry<'_, R>,
+        long_name: &mut Option<Vec<u8>>,
+    ) -> Result<bool, PackageError> {
+        let kind = entry.header().entry_type();
+        let extension = kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+            || kind.is_pax_local_extensions()
+            || kind.is_pax_global_extensions();
+        if !extension {
+            return Ok(false);
+        }
+        let size = entry.header().size().map_err(|e| self.not_archive(e))?;
+        if size > MAX_HEADER_BYTES {
+            return Err(self.unsafe_entry(format!(
+                "a long-name or PAX header of {size} bytes, over the limit of {} KiB (not written by `toolhost pack`)",
+                MAX_HEADER_BYTES >> 10
+            )));
+        }
+        let mut data = Vec::with_capacity(size as usize);
+        entry
+            .take(size)
+            .read_to_end(&mut data)
+            .map_err(|e| self.not_archive(e))?;
+        if kind.is_gnu_longname() {
+            while data.last() == Some(&0) {
+                data.pop();
+            }
+            *long_name = Some(data);
+        } else if kind.is_pax_local_extensions() {
+            let path = pax_path(&data).map_err(|why| self.unsafe_entry(why))?;
+            *long_name = path.or(long_name.take());
+        } else if kind.is_gnu_longlink() {
+            return Err(self
+                .unsafe_entry("a long link name (a package holds regular files only)".to_owned()));
+        }
+        Ok(true)
+    }
+
+    /// The regular file `entry` written to `name` in the folder, at most `size` bytes (its
+    /// header's size, which a lying stream cannot exceed); a name seen twice is refused.
+    fn write_file<R: Read>(
+        &self,
+        entry: &mut tar::Entry<'_, R>,
+        name: &str,
+        size: u64,
+    ) -> Result<(), PackageError> {
+        let target = self.dest.join(name);
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(|e| PackageError::io("cannot create", parent, e))?;
         }
@@ -166,17 +215,13 @@ pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(),
             .open(&target)
             .map_err(|e| match e.kind() {
                 io::ErrorKind::AlreadyExists => {
-                    unsafe_entry(format!("entry {name:?} appears twice"))
+                    self.unsafe_entry(format!("entry {name:?} appears twice"))
                 }
                 _ => PackageError::io("cannot write", &target, e),
             })?;
-        // The header's size bounds what is read: a lying stream cannot write more.
-        let copied = io::copy(&mut (&mut entry).take(size), &mut out).map_err(not_archive)?;
+        let copied = io::copy(&mut entry.take(size), &mut out).map_err(|e| self.not_archive(e))?;
         if copied != size {
-            return Err(not_archive(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "cut short",
-            )));
+            return Err(self.not_archive(io::Error::new(io::ErrorKind::UnexpectedEof, "cut short")));
         }
         out.flush()
             .map_err(|e| PackageError::io("cannot write", &target, e))?;
@@ -185,14 +230,8 @@ pub fn unpack_reader(archive: impl Read, file: &Path, dest: &Path) -> Result<(),
             use std::os::unix::fs::PermissionsExt as _;
             let _ = fs::set_permissions(&target, fs::Permissions::from_mode(0o755));
         }
+        Ok(())
     }
-    if count == 0 {
-        return Err(not_archive(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "no entries",
-        )));
-    }
-    Ok(())
 }
 
 /// The most bytes a GNU long name or a PAX header may hold: 4 KiB (a path in a package is

@@ -92,3 +92,14 @@ impl PackageError {
         )
     }
 }
+
+impl From<crate::load::package_lock::PackageLockError> for PackageError {
+    fn from(e: crate::load::package_lock::PackageLockError) -> Self {
+        use crate::load::package_lock::PackageLockErrorKind;
+        let kind = match e.kind {
+            PackageLockErrorKind::Io => PackageErrorKind::Io,
+            _ => PackageErrorKind::Lock,
+        };
+        Self::new(kind, e.message)
+    }
+}

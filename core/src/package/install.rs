@@ -15,8 +15,9 @@ use super::signature::PublicKey;
 use super::{PackageError, PackageErrorKind};
 use crate::layout::{Escaped, Layout};
 
+pub use super::installed::verify_installed;
 use super::verify::Staging;
-pub use super::verify::{verify, verify_installed, Verified};
+pub use super::verify::{verify, Verified};
 
 /// What the user's trust policy asks of a package.
 #[derive(Debug, Clone)]

@@ -29,12 +29,12 @@
 //! let bad = text.replace("1.2.0", "one");
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
 //! // The text starts with a newline: `version` is on line 4.
-//! assert!(error.message.starts_with("toolhost-plugin.toml line 4: `version`"), "{error}");
+//! assert!(error.message.starts_with("toolhost-plugin.toml:4: `version`"), "{error}");
 //!
 //! // A capability of the sandbox must be well formed (a free-form tag is anything).
 //! let bad = text.replace("net:443", "net:https");
 //! let error = Manifest::parse(std::path::Path::new("toolhost-plugin.toml"), &bad).unwrap_err();
-//! assert!(error.message.starts_with("toolhost-plugin.toml line 6: `capabilities`: `net:https`: expected a port"), "{error}");
+//! assert!(error.message.starts_with("toolhost-plugin.toml:6: `capabilities`: `net:https`: expected a port"), "{error}");
 //! ```
 
 use std::collections::BTreeMap;
@@ -44,6 +44,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{PackageError, PackageErrorKind};
+pub(crate) use crate::layout::check_path;
 use crate::layout::Escaped;
 
 pub use crate::layout::MANIFEST_FILE_NAME;
@@ -157,11 +158,138 @@ impl At<'_> {
         PackageError::new(
             PackageErrorKind::Manifest,
             format!(
-                "{} line {}: `{key}`: {message}",
-                Escaped(self.file),
-                self.line(offset)
+                "{}: `{key}`: {message}",
+                crate::layout::Location::new(self.file, Some(self.line(offset)))
             ),
         )
+    }
+}
+
+/// The steps of [`Manifest::parse`], each checking one part of the raw manifest.
+impl At<'_> {
+    /// The format is one this toolhost reads, and the name a package's name.
+    fn check_header(&self, raw: &Raw) -> Result<(), PackageError> {
+        if *raw.format.get_ref() > MANIFEST_FORMAT {
+            return Err(self.error(
+                raw.format.span().start,
+                "format",
+                &format!(
+                    "format {} is newer than this toolhost reads ({MANIFEST_FORMAT}): update toolhost",
+                    raw.format.get_ref()
+                ),
+            ));
+        }
+        if !crate::is_safe_name(raw.name.get_ref()) || raw.name.get_ref().starts_with('.') {
+            return Err(self.error(
+                raw.name.span().start,
+                "name",
+                &format!("a package's name is {}", super::NAME_RULE),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The secrets' names, each checked; `secrets` needs [`SECRETS_FORMAT`].
+    fn secrets(
+        &self,
+        names: Option<Spanned<Vec<Spanned<String>>>>,
+        format: u32,
+    ) -> Result<Vec<String>, PackageError> {
+        let Some(names) = names else {
+            return Ok(Vec::new());
+        };
+        if format < SECRETS_FORMAT {
+            return Err(self.error(
+                names.span().start,
+                "secrets",
+                &format!("`secrets` needs format = {SECRETS_FORMAT} or later"),
+            ));
+        }
+        let mut secrets = Vec::new();
+        for name in names.into_inner() {
+            if let Err(why) = check_secret_name(name.get_ref()) {
+                return Err(self.error(name.span().start, "secrets", &why.message));
+            }
+            secrets.push(name.into_inner());
+        }
+        Ok(secrets)
+    }
+
+    /// A version range of `[compat]`.
+    fn range(
+        &self,
+        value: &Spanned<String>,
+        key: &str,
+    ) -> Result<semver::VersionReq, PackageError> {
+        semver::VersionReq::parse(value.get_ref()).map_err(|e| {
+            self.error(
+                value.span().start,
+                key,
+                &format!("{e} (a version range such as \"^0.1\")"),
+            )
+        })
+    }
+
+    /// The libraries of each triple: their places, paths and hashes checked.
+    fn libraries(
+        &self,
+        raw: BTreeMap<String, BTreeMap<Spanned<String>, RawLibrary>>,
+    ) -> Result<BTreeMap<String, BTreeMap<String, Library>>, PackageError> {
+        let mut libraries = BTreeMap::new();
+        for (triple, libs) in raw {
+            let mut checked = BTreeMap::new();
+            for (place, library) in libs {
+                let key = format!("libraries.{triple}.\"{}\"", place.get_ref());
+                if let Err(why) = check_library_place(place.get_ref(), &triple) {
+                    return Err(self.error(place.span().start, &key, &why));
+                }
+                if let Err(why) = check_path(library.path.get_ref()) {
+                    let key = format!("{key}.path");
+                    return Err(self.error(library.path.span().start, &key, &why));
+                }
+                let sha256 = check_sha256(library.sha256.get_ref(), false).map_err(|why| {
+                    self.error(library.sha256.span().start, &format!("{key}.sha256"), &why)
+                })?;
+                let path = library.path.into_inner();
+                checked.insert(place.into_inner(), Library { path, sha256 });
+            }
+            libraries.insert(triple, checked);
+        }
+        Ok(libraries)
+    }
+
+    /// The other files: their paths and hashes checked.
+    fn files(
+        &self,
+        raw: BTreeMap<Spanned<String>, Spanned<String>>,
+    ) -> Result<BTreeMap<String, String>, PackageError> {
+        let mut files = BTreeMap::new();
+        for (path, hash) in raw {
+            let key = format!("files.\"{}\"", path.get_ref());
+            if let Err(why) = check_path(path.get_ref()) {
+                return Err(self.error(path.span().start, &key, &why));
+            }
+            if path.get_ref() == MANIFEST_FILE_NAME {
+                let why = "the manifest does not list itself";
+                return Err(self.error(path.span().start, &key, why));
+            }
+            let sha256 = check_sha256(hash.get_ref(), true)
+                .map_err(|why| self.error(hash.span().start, &key, &why))?;
+            files.insert(path.into_inner(), sha256);
+        }
+        Ok(files)
+    }
+
+    /// The capability tags: free-form, but a capability of the sandbox must be well formed.
+    fn capabilities(&self, raw: Vec<Spanned<String>>) -> Result<Vec<String>, PackageError> {
+        let mut capabilities = Vec::with_capacity(raw.len());
+        for tag in raw {
+            if let Err(why) = crate::config::Capability::parse(tag.get_ref()) {
+                return Err(self.error(tag.span().start, "capabilities", &why.message));
+            }
+            capabilities.push(tag.into_inner());
+        }
+        Ok(capabilities)
     }
 }
 
@@ -186,7 +314,8 @@ impl Manifest {
         Self::parse(shown, &text)
     }
 
-    /// Parses `text`, the manifest read from `file` (named in errors).
+    /// Parses `text`, the manifest read from `file` (named in errors). Its parts are checked
+    /// in the file's order, so the first mistake is the one reported.
     pub fn parse(file: &Path, text: &str) -> Result<Self, PackageError> {
         let at = At { file, text };
         let raw: Raw = toml::from_str(text).map_err(|e| {
@@ -198,39 +327,8 @@ impl Manifest {
                 &format!("{message} (see docs/src/reference/packages.md)"),
             )
         })?;
-        if *raw.format.get_ref() > MANIFEST_FORMAT {
-            return Err(at.error(
-                raw.format.span().start,
-                "format",
-                &format!(
-                    "format {} is newer than this toolhost reads ({MANIFEST_FORMAT}): update toolhost",
-                    raw.format.get_ref()
-                ),
-            ));
-        }
-        if !crate::is_safe_name(raw.name.get_ref()) || raw.name.get_ref().starts_with('.') {
-            return Err(at.error(
-                raw.name.span().start,
-                "name",
-                &format!("a package's name is {}", super::NAME_RULE),
-            ));
-        }
-        let mut secrets = Vec::new();
-        if let Some(names) = raw.secrets {
-            if *raw.format.get_ref() < SECRETS_FORMAT {
-                return Err(at.error(
-                    names.span().start,
-                    "secrets",
-                    &format!("`secrets` needs format = {SECRETS_FORMAT} or later"),
-                ));
-            }
-            for name in names.into_inner() {
-                if let Err(why) = check_secret_name(name.get_ref()) {
-                    return Err(at.error(name.span().start, "secrets", &why.message));
-                }
-                secrets.push(name.into_inner());
-            }
-        }
+        at.check_header(&raw)?;
+        let secrets = at.secrets(raw.secrets, *raw.format.get_ref())?;
         let version = semver::Version::parse(raw.version.get_ref()).map_err(|e| {
             at.error(
                 raw.version.span().start,
@@ -238,64 +336,10 @@ impl Manifest {
                 &format!("{e} (a semantic version such as \"1.2.0\")"),
             )
         })?;
-        let range = |value: &Spanned<String>, key: &str| {
-            semver::VersionReq::parse(value.get_ref()).map_err(|e| {
-                at.error(
-                    value.span().start,
-                    key,
-                    &format!("{e} (a version range such as \"^0.1\")"),
-                )
-            })
-        };
         let compat = Compat {
-            plugin_api: range(&raw.compat.plugin_api, "compat.plugin-api")?,
-            toolhost: range(&raw.compat.toolhost, "compat.toolhost")?,
+            plugin_api: at.range(&raw.compat.plugin_api, "compat.plugin-api")?,
+            toolhost: at.range(&raw.compat.toolhost, "compat.toolhost")?,
         };
-        let mut libraries = BTreeMap::new();
-        for (triple, libs) in raw.libraries {
-            let mut checked = BTreeMap::new();
-            for (place, library) in libs {
-                let key = format!("libraries.{triple}.\"{}\"", place.get_ref());
-                if let Err(why) = check_library_place(place.get_ref(), &triple) {
-                    return Err(at.error(place.span().start, &key, &why));
-                }
-                if let Err(why) = check_path(library.path.get_ref()) {
-                    return Err(at.error(library.path.span().start, &format!("{key}.path"), &why));
-                }
-                let sha256 = check_sha256(library.sha256.get_ref(), false).map_err(|why| {
-                    at.error(library.sha256.span().start, &format!("{key}.sha256"), &why)
-                })?;
-                checked.insert(
-                    place.into_inner(),
-                    Library {
-                        path: library.path.into_inner(),
-                        sha256,
-                    },
-                );
-            }
-            libraries.insert(triple, checked);
-        }
-        let mut files = BTreeMap::new();
-        for (path, hash) in raw.files {
-            let key = format!("files.\"{}\"", path.get_ref());
-            if let Err(why) = check_path(path.get_ref()) {
-                return Err(at.error(path.span().start, &key, &why));
-            }
-            if path.get_ref() == MANIFEST_FILE_NAME {
-                return Err(at.error(path.span().start, &key, "the manifest does not list itself"));
-            }
-            let sha256 = check_sha256(hash.get_ref(), true)
-                .map_err(|why| at.error(hash.span().start, &key, &why))?;
-            files.insert(path.into_inner(), sha256);
-        }
-        let mut capabilities = Vec::with_capacity(raw.capabilities.len());
-        for tag in raw.capabilities {
-            // A free-form tag is fine; a capability of the sandbox must be well formed.
-            if let Err(why) = crate::config::Capability::parse(tag.get_ref()) {
-                return Err(at.error(tag.span().start, "capabilities", &why.message));
-            }
-            capabilities.push(tag.into_inner());
-        }
         Ok(Self {
             format: raw.format.into_inner(),
             name: raw.name.into_inner(),
@@ -304,11 +348,11 @@ impl Manifest {
             authors: raw.authors,
             license: raw.license,
             repository: raw.repository,
-            capabilities,
-            secrets,
             compat,
-            libraries,
-            files,
+            libraries: at.libraries(raw.libraries)?,
+            files: at.files(raw.files)?,
+            capabilities: at.capabilities(raw.capabilities)?,
+            secrets,
         })
     }
 
@@ -390,24 +434,6 @@ fn toml_error_key(text: &str, offset: usize, message: &str) -> String {
         Some((key, _)) if !key.trim().is_empty() => key.trim().to_owned(),
         _ if line.starts_with('[') => line.trim_matches(['[', ']']).trim().to_owned(),
         _ => "manifest".to_owned(),
-    }
-}
-
-/// Whether `path` is a plain relative path inside the package (`/`-separated, no `..`, no
-/// empty or `.` parts, no backslash, no absolute path).
-pub(crate) fn check_path(path: &str) -> Result<(), String> {
-    let bad = path.is_empty()
-        || path.starts_with('/')
-        || path.contains('\\')
-        || path.contains(':')
-        || path.split('/').any(|part| {
-            part.is_empty() || part == "." || part == ".." || part.chars().any(char::is_control)
-        });
-    match bad {
-        true => Err(format!(
-            "{path:?} is not a relative path inside the package (no `..`, no absolute path)"
-        )),
-        false => Ok(()),
     }
 }
 

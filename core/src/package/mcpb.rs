@@ -210,25 +210,7 @@ pub fn write_bundle(
         )?;
     }
     let plugin = format!("root/usr/plugins/{}", manifest.name);
-    let lock = PackageLock {
-        packages: [(
-            manifest.name.clone(),
-            Locked {
-                version: manifest.version.to_string(),
-                source: format!(
-                    "mcpb:{}",
-                    out.file_name().unwrap_or_default().to_string_lossy()
-                ),
-                signer: signed.map(|s| s.key.id.clone()),
-                archive_sha256: None,
-                files: files
-                    .iter()
-                    .map(|(path, bytes)| (path.clone(), super::sha256_hex(bytes)))
-                    .collect(),
-            },
-        )]
-        .into(),
-    };
+    let lock = bundle_lock(out, manifest, files, signed);
     add("root/usr/packages.lock", lock.to_text().as_bytes(), 0o644)?;
     add(
         "root/usr/toolhost.toml",
@@ -242,10 +224,7 @@ pub fn write_bundle(
             signed.minisig.as_bytes(),
             0o644,
         )?;
-        let key = format!(
-            "untrusted comment: minisign public key {}\n{}\n",
-            signed.key.id, signed.key.base64
-        );
+        let key = public_key_text(&signed.key);
         add(
             &format!("root/usr/trusted-keys/{}.pub", signed.key.id),
             key.as_bytes(),
@@ -255,4 +234,39 @@ pub fn write_bundle(
     let bytes = zip.finish().map_err(|e| failed(&e))?.into_inner();
     crate::layout::write_atomically(out, &bytes).map_err(|e| failed(&e))?;
     Ok(out.to_owned())
+}
+
+/// The bundle root's usr/packages.lock: the package, from the bundle `out`, with every file's
+/// SHA-256 and its signer, if `signed`.
+fn bundle_lock(
+    out: &Path,
+    manifest: &Manifest,
+    files: &[(String, Vec<u8>)],
+    signed: Option<&BundleSignature>,
+) -> PackageLock {
+    let source = format!(
+        "mcpb:{}",
+        out.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let locked = Locked {
+        version: manifest.version.to_string(),
+        source,
+        signer: signed.map(|s| s.key.id.clone()),
+        archive_sha256: None,
+        files: files
+            .iter()
+            .map(|(path, bytes)| (path.clone(), super::sha256_hex(bytes)))
+            .collect(),
+    };
+    PackageLock {
+        packages: [(manifest.name.clone(), locked)].into(),
+    }
+}
+
+/// A public key file's text, as minisign writes it.
+fn public_key_text(key: &PublicKey) -> String {
+    format!(
+        "untrusted comment: minisign public key {}\n{}\n",
+        key.id, key.base64
+    )
 }

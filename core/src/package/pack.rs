@@ -132,8 +132,8 @@ fn read_template(folder: &Path) -> Result<(PathBuf, Template), PackageError> {
         PackageError::new(
             PackageErrorKind::Manifest,
             format!(
-                "{} line {line}: {} (see docs/src/reference/packages.md)",
-                Escaped(&template_file),
+                "{}: {} (see docs/src/reference/packages.md)",
+                crate::layout::Location::new(&template_file, Some(line)),
                 e.message().trim()
             ),
         )

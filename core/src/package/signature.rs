@@ -17,10 +17,7 @@ pub use crate::layout::TRUSTED_KEYS_DIR;
 /// The largest key or signature file read (a minisign one is a few hundred bytes).
 const MAX_KEY_BYTES: u64 = 64 << 10;
 
-/// Whether `id` is a key id as minisign prints it: 16 hex digits.
-pub fn is_key_id(id: &str) -> bool {
-    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
-}
+pub use crate::load::package_lock::is_key_id;
 
 fn key_error(message: String) -> PackageError {
     PackageError::new(PackageErrorKind::Key, message)

@@ -1,6 +1,6 @@
-//! Verifying a package before it is installed (see `install.rs`), and an installed package
-//! against what it carries: the staging folder, the signature against the trusted keys, the
-//! manifest, every file's SHA-256, the `[compat]` ranges and the target triple.
+//! Verifying a package before it is installed (see `install.rs`; an installed package against
+//! what it carries: `installed.rs`): the staging folder, the signature against the trusted
+//! keys, the manifest, every file's SHA-256, the `[compat]` ranges and the target triple.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::archive::{unpack_reader, MAX_ENTRIES, MAX_UNPACKED_BYTES};
-use super::install::{plugin_dir, trusted_keys_dir, Policy};
-use super::lock::Locked;
-use super::manifest::{check_path, Manifest, MANIFEST_FILE_NAME};
+use super::install::{trusted_keys_dir, Policy};
+use super::manifest::{check_path, Library, Manifest, MANIFEST_FILE_NAME};
 use super::signature::{self, PublicKey};
 use super::{host_target, PackageError, PackageErrorKind};
 use crate::layout::{Escaped, Layout};
@@ -76,55 +75,14 @@ pub fn verify(
     let staging = Staging::new(layout, "add")?;
     let unpacked = staging.0.join("unpacked");
     fs::create_dir_all(&unpacked).map_err(|e| PackageError::io("cannot create", &unpacked, e))?;
-    let metadata = fs::metadata(path).map_err(|e| PackageError::io("cannot read", path, e))?;
-    let is_dir = metadata.is_dir();
-    let odd = match is_dir {
-        true => None,
-        false => crate::layout::not_regular(&metadata),
-    };
-    if let Some(what) = odd {
-        return Err(PackageError::new(
-            PackageErrorKind::NotAnArchive,
-            format!(
-                "{}: refused: it is {what}, not a package archive or folder; nothing was installed",
-                Escaped(path)
-            ),
-        ));
-    }
+    let is_dir = is_folder(path)?;
     // What is verified is what is used: an archive is opened once, hashed, verified and
     // unpacked from that one open file; a folder is copied first, and its copy's manifest
     // verified.
     let (signed, archive_sha256) = match is_dir {
-        true => {
-            copy_folder(path, &unpacked)?;
-            let manifest = path.join(MANIFEST_FILE_NAME);
-            let copy = unpacked.join(MANIFEST_FILE_NAME);
-            let mut data = fs::File::open(&copy).map_err(|_| {
-                PackageError::new(
-                    PackageErrorKind::Manifest,
-                    format!(
-                        "{}: no manifest: a package folder has toolhost-plugin.toml at its top",
-                        Escaped(&manifest)
-                    ),
-                )
-            })?;
-            (check_signature(&mut data, &manifest, &keys, policy), None)
-        }
+        true => (signed_folder(path, &unpacked, &keys, policy)?, None),
         false => {
-            // Opened without blocking, and only if it is still a regular file.
-            let (mut data, _) = crate::layout::open_regular(path).map_err(|e| {
-                PackageError::new(
-                    PackageErrorKind::NotAnArchive,
-                    format!("{}: refused: {e}; nothing was installed", Escaped(path)),
-                )
-            })?;
-            let hash = sha256_reader(&mut data, path)?;
-            let signed = check_signature(&mut data, path, &keys, policy);
-            if signed.is_ok() {
-                std::io::Seek::rewind(&mut data)
-                    .map_err(|e| PackageError::io("cannot read", path, e))?;
-                unpack_reader(std::io::BufReader::new(data), path, &unpacked)?;
-            }
+            let (signed, hash) = signed_archive(path, &unpacked, &keys, policy)?;
             (signed, Some(hash))
         }
     };
@@ -146,23 +104,118 @@ pub fn verify(
     let manifest = Manifest::read_as(&unpacked.join(MANIFEST_FILE_NAME), &shown)?;
     let label = format!("{} ({})", manifest.label(), Escaped(path));
     check_compat(&manifest, &label)?;
+    let host_libraries = host_libraries(&manifest, &label)?;
+    check_hashes(&manifest, &unpacked, &label)?;
+    let folder = staging.0.join(&manifest.name);
+    let files = lay_out(&manifest, host_libraries, &unpacked, &folder)?;
+    Ok(Verified {
+        libraries: host_libraries.keys().cloned().collect(),
+        manifest,
+        signer,
+        signer_named,
+        source: source.to_owned(),
+        archive_sha256,
+        files,
+        folder,
+        _staging: staging,
+    })
+}
+
+/// Whether `path` is a package folder (else an archive); anything but a folder or a regular
+/// file is refused.
+fn is_folder(path: &Path) -> Result<bool, PackageError> {
+    let metadata = fs::metadata(path).map_err(|e| PackageError::io("cannot read", path, e))?;
+    if metadata.is_dir() {
+        return Ok(true);
+    }
+    match crate::layout::not_regular(&metadata) {
+        None => Ok(false),
+        Some(what) => Err(PackageError::new(
+            PackageErrorKind::NotAnArchive,
+            format!(
+                "{}: refused: it is {what}, not a package archive or folder; nothing was installed",
+                Escaped(path)
+            ),
+        )),
+    }
+}
+
+/// The package folder `path` copied into `unpacked`, and the signer of its copy's manifest
+/// (the outer error: the copy failed; the inner one: the signature was refused).
+fn signed_folder(
+    path: &Path,
+    unpacked: &Path,
+    keys: &[PublicKey],
+    policy: &Policy,
+) -> Result<Result<Option<PublicKey>, PackageError>, PackageError> {
+    copy_folder(path, unpacked)?;
+    let manifest = path.join(MANIFEST_FILE_NAME);
+    let copy = unpacked.join(MANIFEST_FILE_NAME);
+    let mut data = fs::File::open(&copy).map_err(|_| {
+        PackageError::new(
+            PackageErrorKind::Manifest,
+            format!(
+                "{}: no manifest: a package folder has toolhost-plugin.toml at its top",
+                Escaped(&manifest)
+            ),
+        )
+    })?;
+    Ok(check_signature(&mut data, &manifest, keys, policy))
+}
+
+/// The archive `path` opened once, hashed, its signature checked and, if it holds, unpacked
+/// into `unpacked` from that one open file: the signer (or why it was refused) and the
+/// archive's SHA-256.
+fn signed_archive(
+    path: &Path,
+    unpacked: &Path,
+    keys: &[PublicKey],
+    policy: &Policy,
+) -> Result<(Result<Option<PublicKey>, PackageError>, String), PackageError> {
+    // Opened without blocking, and only if it is still a regular file.
+    let (mut data, _) = crate::layout::open_regular(path).map_err(|e| {
+        PackageError::new(
+            PackageErrorKind::NotAnArchive,
+            format!("{}: refused: {e}; nothing was installed", Escaped(path)),
+        )
+    })?;
+    let hash = sha256_reader(&mut data, path)?;
+    let signed = check_signature(&mut data, path, keys, policy);
+    if signed.is_ok() {
+        std::io::Seek::rewind(&mut data).map_err(|e| PackageError::io("cannot read", path, e))?;
+        unpack_reader(std::io::BufReader::new(data), path, unpacked)?;
+    }
+    Ok((signed, hash))
+}
+
+/// The libraries the package has for this host's target triple, or why there are none.
+fn host_libraries<'a>(
+    manifest: &'a Manifest,
+    label: &str,
+) -> Result<&'a BTreeMap<String, Library>, PackageError> {
     let triple = host_target();
-    let Some(host_libraries) = manifest.libraries_for(triple) else {
+    manifest.libraries_for(triple).ok_or_else(|| {
         let has = manifest.triples();
         let has = if has.is_empty() {
             "none".to_owned()
         } else {
             has.join(", ")
         };
-        return Err(PackageError::new(
+        PackageError::new(
             PackageErrorKind::Target,
             format!("{label}: no library for this host ({triple}); it has libraries for: {has}"),
-        ));
-    };
-    check_hashes(&manifest, &unpacked, &label)?;
-    // The folder to install: the manifest, the other files, and this host's libraries in
-    // their places.
-    let folder = staging.0.join(&manifest.name);
+        )
+    })
+}
+
+/// The folder to install, laid out from `unpacked`: the manifest, the other files, and this
+/// host's libraries in their places; every file's SHA-256 by its place.
+fn lay_out(
+    manifest: &Manifest,
+    host_libraries: &BTreeMap<String, Library>,
+    unpacked: &Path,
+    folder: &Path,
+) -> Result<BTreeMap<String, String>, PackageError> {
     let mut files = BTreeMap::new();
     let mut place = |from: &Path, to: &str| -> Result<(), PackageError> {
         let target = folder.join(to);
@@ -180,17 +233,7 @@ pub fn verify(
     for (to, library) in host_libraries {
         place(&unpacked.join(&library.path), to)?;
     }
-    Ok(Verified {
-        libraries: host_libraries.keys().cloned().collect(),
-        manifest,
-        signer,
-        signer_named,
-        source: source.to_owned(),
-        archive_sha256,
-        files,
-        folder,
-        _staging: staging,
-    })
+    Ok(files)
 }
 
 /// The signer of `data` (the bytes of `file`, whose signature is `<file>.minisig`), `None`
@@ -288,7 +331,7 @@ fn check_hashes(manifest: &Manifest, dir: &Path, label: &str) -> Result<(), Pack
 }
 
 /// The files under `dir`, `/`-separated paths relative to `root`.
-fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), PackageError> {
+pub(super) fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), PackageError> {
     let entries = fs::read_dir(dir).map_err(|e| PackageError::io("cannot read", dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| PackageError::io("cannot read", dir, e))?;
@@ -387,94 +430,4 @@ fn sha256_reader(file: &mut fs::File, path: &Path) -> Result<String, PackageErro
         hasher.update(&buffer[..n]);
     }
     Ok(hex::encode(hasher.finalize()))
-}
-
-/// Checks the installed package `name` against what it carries (an MCP Bundle's root, at its
-/// server's start: `serve-mcp --verify-packages`): its manifest's signature
-/// (`toolhost-plugin.toml.minisig` beside it) is by the key the lock names, a trusted one; and
-/// every installed file has the SHA-256 both the lock and the manifest list, with no other
-/// file beside them. Returns the signer (`None`: the lock names none, the package is
-/// unsigned). The error is one line naming the file.
-pub fn verify_installed(
-    layout: &Layout,
-    name: &str,
-    locked: &Locked,
-) -> Result<Option<PublicKey>, PackageError> {
-    let folder = plugin_dir(layout, name);
-    let refuse = |why: String| {
-        PackageError::new(
-            PackageErrorKind::Hash,
-            format!("{}: {why}; it is not served", Escaped(&folder)),
-        )
-    };
-    let manifest_file = folder.join(MANIFEST_FILE_NAME);
-    let signer = match &locked.signer {
-        Some(id) => {
-            let keys = signature::trusted_keys(&trusted_keys_dir(layout))?;
-            let key = signature::verify(
-                &manifest_file,
-                &signature::signature_path(&manifest_file),
-                &keys,
-            )
-            .map_err(|e| {
-                let message = e
-                    .message
-                    .replace("; nothing was installed", "; it is not served");
-                PackageError::new(e.kind, message)
-            })?;
-            if !key.id.eq_ignore_ascii_case(id) {
-                return Err(refuse(format!(
-                    "its manifest is signed by key {}, and usr/packages.lock names key {id}",
-                    key.id
-                )));
-            }
-            Some(key)
-        }
-        None => None,
-    };
-    let manifest = Manifest::read_as(&manifest_file, &manifest_file)?;
-    if manifest.name != name || manifest.version.to_string() != locked.version {
-        return Err(refuse(format!(
-            "its manifest is {}, and usr/packages.lock records {name} {}",
-            manifest.label(),
-            locked.version
-        )));
-    }
-    let mut listed: BTreeMap<&str, &str> = manifest
-        .files
-        .iter()
-        .map(|(p, h)| (p.as_str(), h.as_str()))
-        .collect();
-    for (place, library) in manifest.libraries_for(host_target()).into_iter().flatten() {
-        listed.insert(place, &library.sha256);
-    }
-    let mut present = Vec::new();
-    walk(&folder, &folder, &mut present)?;
-    let signature_file = format!("{MANIFEST_FILE_NAME}.minisig");
-    for file in &present {
-        if *file == signature_file {
-            continue;
-        }
-        let Some(recorded) = locked.files.get(file) else {
-            return Err(refuse(format!("{file} is not a file of the package")));
-        };
-        if *file != MANIFEST_FILE_NAME && listed.get(file.as_str()) != Some(&recorded.as_str()) {
-            return Err(refuse(format!(
-                "{file}: its manifest does not list the SHA-256 usr/packages.lock records"
-            )));
-        }
-        if sha256_file(&folder.join(file))? != *recorded {
-            return Err(refuse(format!(
-                "the SHA-256 of {file} is not the one its manifest lists (changed after packing)"
-            )));
-        }
-    }
-    for file in locked.files.keys() {
-        if !present.contains(file) {
-            return Err(refuse(format!(
-                "{file}, listed in usr/packages.lock, is missing"
-            )));
-        }
-    }
-    Ok(signer)
 }

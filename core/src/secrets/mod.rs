@@ -66,6 +66,20 @@ pub struct Secrets {
     origin: Option<String>,
 }
 
+/// Why a secrets file cannot be read: the [kind](crate::layout::ReadErrorKind) of the read's
+/// failure (a FIFO, a device, a folder or a dangling link, a file over the cap, an I/O error)
+/// and one line naming the file and what is wrong with it. A missing file is not an error (no
+/// secrets), nor is a line that is not `KEY=VALUE` (skipped with a warning: [`SecretsError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SecretsFileError {
+    /// Why the file was not read.
+    pub kind: crate::layout::ReadErrorKind,
+    /// One line: `cannot read FILE: ...`, saying what the path is instead of a file of
+    /// `KEY=VALUE` lines within the cap.
+    pub message: String,
+}
+
 /// A line of `secrets.env` that is not `KEY=VALUE`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -87,29 +101,32 @@ impl Secrets {
     /// [`DEFAULT_MAX_TEXT_BYTES`](crate::layout::DEFAULT_MAX_TEXT_BYTES) (see [`load_capped`](Self::load_capped)).
     /// A line that is not `KEY=VALUE` is skipped with a warning naming the file and the line
     /// (never its text, which may hold a value); the other lines stay in force.
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, SecretsFileError> {
         Self::load_capped(path, crate::layout::DEFAULT_MAX_TEXT_BYTES)
     }
 
     /// [`load`](Self::load) with a size cap of `max_bytes`: a FIFO, a device, a folder, a
     /// dangling link or a larger file is an error that names the file, and is never waited
     /// on or read whole.
-    pub fn load_capped(path: &Path, max_bytes: u64) -> Result<Self, String> {
+    pub fn load_capped(path: &Path, max_bytes: u64) -> Result<Self, SecretsFileError> {
         let name = crate::layout::Escaped(path);
         match crate::layout::read_text(path, max_bytes, "HostOptions::max_text_bytes") {
             Ok(text) => {
                 let (secrets, skipped) = Self::parse_lines(&text);
                 for error in skipped {
-                    let line = error.line;
+                    let at = crate::layout::Location::new(path, Some(error.line));
                     tracing::warn!(
-                        "{name} line {line} is not KEY=VALUE (keys use letters, digits and '_'): \
+                        "{at} is not KEY=VALUE (keys use letters, digits and '_'): \
                          skipped, the other lines are in force; fix or remove it"
                     );
                 }
                 Ok(secrets)
             }
             Err(e) if e.kind == crate::layout::ReadErrorKind::Missing => Ok(Self::empty()),
-            Err(e) => Err(format!("cannot read {name}: {e}")),
+            Err(e) => Err(SecretsFileError {
+                kind: e.kind(),
+                message: format!("cannot read {name}: {e}"),
+            }),
         }
     }
 

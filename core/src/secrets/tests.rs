@@ -357,3 +357,19 @@ fn a_stream_holds_back_only_what_could_begin_a_value() {
     assert_eq!(stream.push("hex 736b2d6c"), "hex ");
     assert_eq!(stream.finish(), "736b2d6c");
 }
+
+#[test]
+fn a_secrets_file_that_cannot_be_read_is_a_typed_error() {
+    use crate::layout::ReadErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let e = Secrets::load(dir.path()).unwrap_err();
+    assert_eq!(e.kind, ReadErrorKind::NotAFile);
+    assert!(e.message.starts_with("cannot read "), "{e}");
+    let big = dir.path().join("secrets.env");
+    std::fs::write(&big, "KEY=a-long-enough-value\n".repeat(4)).unwrap();
+    let e = Secrets::load_capped(&big, 16).unwrap_err();
+    assert_eq!(e.kind, ReadErrorKind::TooLarge);
+    assert_eq!(e.to_string(), e.message);
+    // A missing file is no secrets, not an error.
+    assert!(Secrets::load(&dir.path().join("missing.env")).is_ok());
+}

@@ -13,7 +13,8 @@ use super::context::{Reply, WorkerCall, WorkerLink};
 use crate::exec::call_threads;
 use crate::exec::cancel::Cancel;
 use crate::isolation::protocol::{
-    read_frame, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse, WorkerSpan,
+    read_frame, CallInfo, FromWorker, Hello, Op, Outcome, ToWorker, WireError, WireResponse,
+    WorkerSpan,
 };
 use crate::isolation::sandbox::{Confinement, SANDBOX_ENV, SCRATCH_ENV};
 use crate::load::generation::Generation;
@@ -242,74 +243,19 @@ fn serve(
     rt: &Handle,
     scratch: &Option<Arc<PathBuf>>,
 ) {
-    let running = Running::default();
+    let serving = Serving {
+        link,
+        tool,
+        rt,
+        scratch,
+        running: Running::default(),
+    };
     let mut buf = Vec::new();
     while let Ok(Some(message)) = read_frame::<ToWorker>(input, &mut buf) {
         match message {
-            ToWorker::Call { id, op, info } => {
-                let cancel = Arc::new(Cancel::default());
-                lock(&running).insert(id, cancel.clone());
-                let link = link.clone();
-                let max_output = info.max_output;
-                let mut info = *info;
-                // The plugin's part is a child of the host's span: the plugin reads its
-                // `traceparent` from the context.
-                info.traceparent =
-                    crate::telemetry::propagation::child_of(&info.traceparent).unwrap_or_default();
-                let call = Arc::new(WorkerCall {
-                    id,
-                    info,
-                    cancel,
-                    link,
-                    scratch_root: scratch.clone(),
-                    scratch: std::sync::OnceLock::new(),
-                });
-                let (tool, rt, running) = (tool.clone(), rt.clone(), running.clone());
-                let (failed, failed_link) = (running.clone(), call.link.clone());
-                let dispatched = call_threads::dispatch(Box::new(move || {
-                    let execute = matches!(op, Op::Execute(_));
-                    let start = unix_nanos();
-                    let mut result = rt.block_on(run(&tool, &call, op));
-                    let span = (!call.info.traceparent.is_empty()).then(|| WorkerSpan {
-                        traceparent: call.info.traceparent.clone(),
-                        start_unix_nanos: start,
-                        end_unix_nanos: unix_nanos(),
-                    });
-                    if let Ok(Outcome::Response(answer)) = &mut result {
-                        cut(answer, max_output);
-                    }
-                    let ready = match &*tool {
-                        Served::Tool(tool) if execute && tool.has_readiness() => {
-                            Some(tool.readiness().reason().map(str::to_owned))
-                        }
-                        _ => None,
-                    };
-                    lock(&running).remove(&id);
-                    call.remove_scratch();
-                    call.link.send(&FromWorker::Done {
-                        id,
-                        result,
-                        ready,
-                        span,
-                    });
-                }));
-                // No thread for it (the worker at its tasks limit): the call fails at once
-                // instead of never answering.
-                if let Err(e) = dispatched {
-                    lock(&failed).remove(&id);
-                    let error = ToolError::internal(format!(
-                        "the plugin's worker process could not start a thread for the call: {e} (its tasks limit; grant more with tasks:N if it needs more)"
-                    ));
-                    failed_link.send(&FromWorker::Done {
-                        id,
-                        result: Err(WireError::from(error)),
-                        ready: None,
-                        span: None,
-                    });
-                }
-            }
+            ToWorker::Call { id, op, info } => serving.call(id, op, *info),
             ToWorker::Cancel { id } => {
-                if let Some(cancel) = lock(&running).get(&id) {
+                if let Some(cancel) = lock(&serving.running).get(&id) {
                     cancel.cancel();
                 }
             }
@@ -318,19 +264,100 @@ fn serve(
                 Some(Reply::Awaiting(tx)) => drop(tx.send(answer)),
                 None => {}
             },
-            ToWorker::Readiness { id } => {
-                let (tool, link) = (tool.clone(), link.clone());
-                // Unanswered if no thread can start: the host's wait for it is bounded.
-                let _ = call_threads::dispatch(Box::new(move || {
-                    let reason = match &*tool {
-                        Served::Tool(tool) => tool.readiness().reason().map(str::to_owned),
-                        Served::Extension(_) => None,
-                    };
-                    link.send(&FromWorker::Ready { id, reason });
-                }));
-            }
+            ToWorker::Readiness { id } => serving.readiness(id),
         }
     }
+}
+
+/// What the worker serves the host's messages with.
+struct Serving<'a> {
+    link: &'a Arc<WorkerLink>,
+    tool: &'a Arc<Served>,
+    rt: &'a Handle,
+    scratch: &'a Option<Arc<PathBuf>>,
+    running: Running,
+}
+
+impl Serving<'_> {
+    /// Starts the call `id` on a thread of its own; without one (the worker at its tasks
+    /// limit), the call fails at once instead of never answering.
+    fn call(&self, id: u64, op: Op, mut info: CallInfo) {
+        let cancel = Arc::new(Cancel::default());
+        lock(&self.running).insert(id, cancel.clone());
+        // The plugin's part is a child of the host's span: the plugin reads its
+        // `traceparent` from the context.
+        info.traceparent =
+            crate::telemetry::propagation::child_of(&info.traceparent).unwrap_or_default();
+        let call = Arc::new(WorkerCall {
+            id,
+            info,
+            cancel,
+            link: self.link.clone(),
+            scratch_root: self.scratch.clone(),
+            scratch: std::sync::OnceLock::new(),
+        });
+        let (tool, rt, running) = (self.tool.clone(), self.rt.clone(), self.running.clone());
+        let dispatched = call_threads::dispatch(Box::new(move || {
+            run_call(&tool, &rt, &call, op, &running);
+        }));
+        if let Err(e) = dispatched {
+            lock(&self.running).remove(&id);
+            let error = ToolError::internal(format!(
+                "the plugin's worker process could not start a thread for the call: {e} (its tasks limit; grant more with tasks:N if it needs more)"
+            ));
+            self.link.send(&FromWorker::Done {
+                id,
+                result: Err(WireError::from(error)),
+                ready: None,
+                span: None,
+            });
+        }
+    }
+
+    /// Answers whether the tool is ready, from a thread of its own (unanswered if no thread
+    /// can start: the host's wait for it is bounded).
+    fn readiness(&self, id: u64) {
+        let (tool, link) = (self.tool.clone(), self.link.clone());
+        let _ = call_threads::dispatch(Box::new(move || {
+            let reason = match &*tool {
+                Served::Tool(tool) => tool.readiness().reason().map(str::to_owned),
+                Served::Extension(_) => None,
+            };
+            link.send(&FromWorker::Ready { id, reason });
+        }));
+    }
+}
+
+/// Runs one call on its thread and sends its result (cut to its output limit), the tool's
+/// readiness after an `execute`, and the plugin's span.
+fn run_call(tool: &Served, rt: &Handle, call: &Arc<WorkerCall>, op: Op, running: &Running) {
+    let id = call.id;
+    let max_output = call.info.max_output;
+    let execute = matches!(op, Op::Execute(_));
+    let start = unix_nanos();
+    let mut result = rt.block_on(run(tool, call, op));
+    let span = (!call.info.traceparent.is_empty()).then(|| WorkerSpan {
+        traceparent: call.info.traceparent.clone(),
+        start_unix_nanos: start,
+        end_unix_nanos: unix_nanos(),
+    });
+    if let Ok(Outcome::Response(answer)) = &mut result {
+        cut(answer, max_output);
+    }
+    let ready = match tool {
+        Served::Tool(tool) if execute && tool.has_readiness() => {
+            Some(tool.readiness().reason().map(str::to_owned))
+        }
+        _ => None,
+    };
+    lock(running).remove(&id);
+    call.remove_scratch();
+    call.link.send(&FromWorker::Done {
+        id,
+        result,
+        ready,
+        span,
+    });
 }
 
 /// Now, in nanoseconds since the Unix epoch.

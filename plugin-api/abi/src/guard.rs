@@ -15,12 +15,13 @@ thread_local! {
     static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// Runs `f`, turning a panic into its message and location (`panicked at src/lib.rs:9:5: boom`).
+/// Runs `f`, turning a panic into a [`Panicked`] with its message and location (`panicked at
+/// src/lib.rs:9:5: boom`).
 ///
 /// While `f` runs, this library's panic hook records the location instead of printing, so a
 /// panic the host reports as a call error is not also printed as a backtrace. Panics elsewhere
 /// (a thread the plugin spawned) still go to the default hook.
-pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, Panicked> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let default = std::panic::take_hook();
@@ -38,10 +39,10 @@ pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     CATCHING.with(|c| c.set(was_catching));
     result.map_err(|payload| {
         let message = panic_message(&*payload);
-        match LOCATION.with(|l| l.borrow_mut().take()) {
+        Panicked(match LOCATION.with(|l| l.borrow_mut().take()) {
             Some(at) => format!("panicked at {at}: {message}"),
             None => format!("panicked: {message}"),
-        }
+        })
     })
 }
 
@@ -57,8 +58,19 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// A panic of plugin code, with its message and location, as [`Guarded`] reports it.
+///
+/// Plugin code is at fault: the host reports it as the call's internal error, and the plugin's
+/// author fixes the panic the message locates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Panicked(pub String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
 
 /// What [`Guarded`] does before each poll and drop: enter the plugin's runtime, or nothing.
 pub trait Enter {
@@ -133,10 +145,24 @@ where
                 this.done = true;
                 ready
             }
-            Err(message) => {
+            Err(panicked) => {
                 this.done = true;
-                Poll::Ready(Err(E::from(Panicked(message))))
+                Poll::Ready(Err(E::from(panicked)))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_caught_as_a_panicked_with_its_location() {
+        assert_eq!(catch_panic(|| 7), Ok(7));
+        let panicked: Panicked = catch_panic(|| panic!("boom")).unwrap_err();
+        assert!(panicked.0.starts_with("panicked at "), "{panicked}");
+        assert!(panicked.0.ends_with(": boom"), "{panicked}");
+        assert_eq!(panicked.to_string(), panicked.0);
     }
 }

@@ -18,6 +18,37 @@ use anyhow::Result;
 use toolhost::Host;
 
 use crate::check_profile;
+use crate::shared_args::WatchArgs;
+use crate::Global;
+
+/// The author loop: build the plugin crates (those `toolhost new` made in the profile's
+/// layers, and any named here) with cargo, rebuild a crate when one of its sources is
+/// saved (its errors shown; the last good build keeps serving), load the new library at
+/// once, and call tools typed on standard input as `watch` does.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// More plugin crates to build and watch: their folders (each with a Cargo.toml).
+    #[arg(value_name = "CRATE")]
+    crates: Vec<PathBuf>,
+    #[command(flatten)]
+    watching: WatchArgs,
+}
+
+impl Args {
+    /// `toolhost dev`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let debounce = self.watching.debounce();
+        let options = global.options.clone().with_debounce(debounce);
+        let host = Host::with_options(&global.root, options)?;
+        let options = DevOptions {
+            profile: self.watching.profile,
+            agent: self.watching.agent,
+            crates: self.crates,
+            debounce,
+        };
+        dev(Arc::new(host), options, global.yes)
+    }
+}
 
 /// What `toolhost dev` was asked for.
 pub(crate) struct DevOptions {

@@ -8,14 +8,7 @@ use super::*;
 /// one line; so does an entry this host would refuse (each mistake one line).
 pub(crate) fn import(root: &std::path::Path, from: &std::path::Path) -> Result<ExitCode> {
     let shown_from = toolhost::Escaped(from).to_string();
-    let text = match std::fs::read_to_string(from) {
-        Ok(text) => text,
-        Err(e) => crate::exit::usage!("cannot read {shown_from}: {e}"),
-    };
-    let value: Value = match serde_json::from_str(&without_comments(&text)) {
-        Ok(value) => value,
-        Err(e) => crate::exit::usage!("{shown_from}: not JSON (with comments): {e}"),
-    };
+    let value = read_other(from, &shown_from)?;
     let Some((key, servers)) = toolhost::mcp::config::SERVER_KEYS
         .iter()
         .find_map(|k| value.get(*k).map(|v| (*k, v)))
@@ -28,12 +21,7 @@ pub(crate) fn import(root: &std::path::Path, from: &std::path::Path) -> Result<E
         crate::exit::usage!("{shown_from}: \"{key}\" is not an object of servers by name");
     };
     let target = root.join("usr").join(toolhost::mcp::MCP_FILE_NAME);
-    let mut file: Value = match std::fs::read_to_string(&target) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("usr/mcp.json: invalid JSON: {e}; fix it first"))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
-        Err(e) => anyhow::bail!("cannot read usr/mcp.json: {e}"),
-    };
+    let mut file = read_ours(&target)?;
     let ours = toolhost::mcp::config::SERVER_KEYS
         .iter()
         .find(|k| file.get(**k).is_some())
@@ -52,31 +40,11 @@ pub(crate) fn import(root: &std::path::Path, from: &std::path::Path) -> Result<E
         merged.insert(name.clone(), converted(key, entry.clone()));
     }
     file[ours] = Value::Object(merged);
-    if let Some(Value::Array(inputs)) = value.get("inputs") {
-        let mut all = file["inputs"].as_array().cloned().unwrap_or_default();
-        for input in inputs {
-            if !all.iter().any(|i| i["id"] == input["id"]) {
-                all.push(input.clone());
-            }
-        }
-        file["inputs"] = Value::Array(all);
-    }
+    merge_inputs(&mut file, &value);
     let mut text = serde_json::to_string_pretty(&file)?;
     text.push('\n');
     // Checked as the host reads it before it is written: an entry it would refuse is not.
-    let check = tempfile_root(&text)?;
-    let config = toolhost::mcp::config::McpConfig::load(
-        &toolhost::Layout::new(check.path()),
-        "default",
-        toolhost::DEFAULT_MAX_TEXT_BYTES,
-    );
-    if !config.errors.is_empty() {
-        for e in &config.errors {
-            eprintln!("error: {shown_from}: {}", e.message);
-        }
-        eprintln!(
-            "error: nothing was imported; fix the entries above in {shown_from} or import by hand"
-        );
+    if !accepted(&text, &shown_from)? {
         return Ok(ExitCode::FAILURE);
     }
     if let Some(dir) = target.parent() {
@@ -90,6 +58,62 @@ pub(crate) fn import(root: &std::path::Path, from: &std::path::Path) -> Result<E
         names.join(", ")
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The other agent's file `from`, JSON with comments.
+fn read_other(from: &std::path::Path, shown_from: &str) -> Result<Value> {
+    let text = match std::fs::read_to_string(from) {
+        Ok(text) => text,
+        Err(e) => crate::exit::usage!("cannot read {shown_from}: {e}"),
+    };
+    match serde_json::from_str(&without_comments(&text)) {
+        Ok(value) => Ok(value),
+        Err(e) => crate::exit::usage!("{shown_from}: not JSON (with comments): {e}"),
+    }
+}
+
+/// usr/mcp.json as it is (`{}` if there is none).
+fn read_ours(target: &std::path::Path) -> Result<Value> {
+    match std::fs::read_to_string(target) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("usr/mcp.json: invalid JSON: {e}; fix it first")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
+        Err(e) => anyhow::bail!("cannot read usr/mcp.json: {e}"),
+    }
+}
+
+/// VS Code's `inputs` of `value` added to those of `file`, but ids it has already.
+fn merge_inputs(file: &mut Value, value: &Value) {
+    if let Some(Value::Array(inputs)) = value.get("inputs") {
+        let mut all = file["inputs"].as_array().cloned().unwrap_or_default();
+        for input in inputs {
+            if !all.iter().any(|i| i["id"] == input["id"]) {
+                all.push(input.clone());
+            }
+        }
+        file["inputs"] = Value::Array(all);
+    }
+}
+
+/// Whether the host accepts the merged file `text` as it reads it (else each mistake is said,
+/// one line each, and nothing is written).
+fn accepted(text: &str, shown_from: &str) -> Result<bool> {
+    let check = tempfile_root(text)?;
+    let config = toolhost::mcp::config::McpConfig::load(
+        &toolhost::Layout::new(check.path()),
+        "default",
+        toolhost::DEFAULT_MAX_TEXT_BYTES,
+    );
+    if config.errors.is_empty() {
+        return Ok(true);
+    }
+    for e in &config.errors {
+        eprintln!("error: {shown_from}: {}", e.message);
+    }
+    eprintln!(
+        "error: nothing was imported; fix the entries above in {shown_from} or import by hand"
+    );
+    Ok(false)
 }
 
 /// A Zed entry in this file's shape (`command: {path, args, env}` made flat; `source` and

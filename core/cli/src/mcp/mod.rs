@@ -11,11 +11,96 @@ use toolhost::Host;
 
 use crate::approve::shown;
 use crate::check_profile;
+use crate::Global;
+use std::path::PathBuf;
 
 mod import;
 mod inputs;
 pub(crate) use import::import;
 pub(crate) use inputs::ask_inputs;
+
+/// The profile's MCP servers (usr/mcp.json, usr/agents/<P>/mcp.json): each one's state
+/// (starting, ready with N tools, failed with the reason), its tools and its last error.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The agent profile.
+    #[arg(long, short, default_value = "default")]
+    profile: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+    #[command(subcommand)]
+    action: Option<Action>,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// The tools of SERVER held back: those whose definition (description, schemas,
+    /// annotations) changed since it was first seen or last approved, and those it added
+    /// since (usr/mcp-tools/SERVER.lock), each change shown with the digest to approve them
+    /// by; exit 1 if any.
+    Diff {
+        /// The server's name in mcp.json.
+        server: String,
+    },
+    /// Approve the held-back tool definitions of SERVER that `toolhost mcp diff SERVER`
+    /// showed: recorded in usr/mcp-tools/SERVER.lock, its tools are offered again. Nothing is
+    /// approved if the server's definitions are not those the digest names.
+    Approve {
+        /// The server's name in mcp.json.
+        server: String,
+        /// The digest `toolhost mcp diff SERVER` printed for the changes it showed.
+        #[arg(long)]
+        digest: String,
+    },
+    /// Sign in to SERVER (an HTTP server that asks for OAuth): the URL is opened in a browser
+    /// and printed, a listener on 127.0.0.1 takes the redirect, and the tokens are kept in
+    /// usr/mcp-tokens/SERVER.json (mode 0600, never printed). With "grant":
+    /// "client_credentials" in its "oauth" settings no browser is involved.
+    Login {
+        /// The server's name in mcp.json.
+        server: String,
+        /// Print the URL only; do not open a browser.
+        #[arg(long, conflicts_with = "fetch")]
+        no_browser: bool,
+        /// Fetch the URL with a plain GET that follows the redirects (headless use and tests,
+        /// for an authorization server that approves without a person; the environment
+        /// variable TOOLHOST_MCP_LOGIN_FETCH=1 does the same for every command).
+        #[arg(long)]
+        fetch: bool,
+    },
+    /// Merge the servers of a Cursor or Claude (`mcpServers`), VS Code (`servers`, with its
+    /// `inputs`) or Zed (`context_servers`) file into usr/mcp.json; a name already there
+    /// refuses the import.
+    Import {
+        /// The file (`.cursor/mcp.json`, `.vscode/mcp.json`, Zed's settings.json, ...).
+        file: PathBuf,
+    },
+}
+
+impl Args {
+    /// `toolhost mcp` and its actions.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let profile = &self.profile;
+        match self.action {
+            None => {
+                let host = global.host()?;
+                ask_inputs(&host, profile)?;
+                mcp(&host, profile, self.json)
+            }
+            Some(Action::Diff { server }) => diff(&global.host()?, profile, &server),
+            Some(Action::Approve { server, digest }) => {
+                approve(&global.host()?, profile, &server, &digest)
+            }
+            Some(Action::Login {
+                server,
+                no_browser,
+                fetch,
+            }) => login(&global.host()?, profile, &server, no_browser, fetch),
+            Some(Action::Import { file }) => import(&global.root, &file),
+        }
+    }
+}
 
 /// How long a command that shows the servers waits for those still starting.
 pub(crate) const SETTLE: Duration = Duration::from_secs(20);
@@ -195,9 +280,7 @@ pub(crate) fn approve(host: &Host, profile: &str, name: &str, digest: &str) -> R
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let approved = runtime
-        .block_on(host.approve_mcp_tools(profile, name, digest, SETTLE))
-        .map_err(anyhow::Error::msg)?;
+    let approved = runtime.block_on(host.approve_mcp_tools(profile, name, digest, SETTLE))?;
     match approved.is_empty() {
         true => println!("{name}: nothing to approve"),
         false => println!(
@@ -240,7 +323,10 @@ pub(crate) fn login(
     let signed = match signed {
         Ok(signed) => signed,
         Err(e) => {
-            eprintln!("error: {name}: {}", shown(&toolhost::mask_log_line(&e)));
+            eprintln!(
+                "error: {name}: {}",
+                shown(&toolhost::mask_log_line(&e.message))
+            );
             return Ok(ExitCode::FAILURE);
         }
     };

@@ -8,12 +8,43 @@ mod sdk;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::Global;
 use anyhow::{bail, Context as _, Result};
 
 const CARGO_TOML: &str = include_str!("Cargo.toml.tmpl");
 const TOOL: &str = include_str!("tool.rs.tmpl");
 const EXTENSION: &str = include_str!("extension.rs.tmpl");
 const GITIGNORE: &str = "/target\n/Cargo.lock\n";
+
+/// Start a plugin: a crate in usr/tools/NAME/ (or usr/extensions/POINT/NAME/, or a
+/// profile's folder) whose debug build is linked into the layer, so `cargo build` in the
+/// crate is the development loop; outside a root (no usr/, core/ or plugins/), the
+/// standalone crate ./NAME/. It has typed arguments, progress, a repairable error and unit
+/// tests, and depends on the plugin-api this toolhost speaks (a copy it carries, unpacked
+/// into the user's data folder): no checkout of toolhost is needed.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The tool's (or extension's) name: lower-case letters, digits and '_'.
+    name: String,
+    /// Make an extension run at this point (e.g. `tool_execute_after`).
+    #[arg(long, value_name = "POINT")]
+    extension: Option<String>,
+    /// Put it in this profile's folder (usr/agents/P/), overriding the tool for P only.
+    #[arg(long, short)]
+    profile: Option<String>,
+}
+
+impl Args {
+    /// `toolhost new`.
+    pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
+        let plugin = NewPlugin {
+            name: &self.name,
+            extension: self.extension.as_deref(),
+            profile: self.profile.as_deref(),
+        };
+        new(&global.root, &plugin)
+    }
+}
 
 /// What to scaffold.
 pub(crate) struct NewPlugin<'a> {

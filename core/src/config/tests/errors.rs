@@ -7,13 +7,13 @@ fn unknown_key_names_file_line_and_expected_keys() {
     let dev = "# dev profile\n\n[calls]\ntimeout = 3\n";
     assert_eq!(
         error(&[(DEV, dev)]),
-        "usr/agents/dev/toolhost.toml line 4: unknown key `timeout` in [calls] (expected one of: \
+        "usr/agents/dev/toolhost.toml:4: unknown key `timeout` in [calls] (expected one of: \
          timeout_seconds, max_retries, backoff_ms, backoff_max_ms)"
     );
     let tool = "[tools.weather]\ntimeout_seconds = 3\npolcy = \"deny\"\n";
     assert_eq!(
         error(&[(GLOBAL, tool)]),
-        "usr/toolhost.toml line 3: unknown key `polcy` in [tools.weather] (expected one of: \
+        "usr/toolhost.toml:3: unknown key `polcy` in [tools.weather] (expected one of: \
          timeout_seconds, max_retries, policy, mcp_policy, grant, sandbox)"
     );
     assert_eq!(
@@ -21,7 +21,7 @@ fn unknown_key_names_file_line_and_expected_keys() {
             GLOBAL,
             "[limits]\nmax_output = 10\n\n[call]\nmax_retries = 1\n"
         )]),
-        "usr/toolhost.toml line 4: unknown table `call` (expected one of: limits, calls, \
+        "usr/toolhost.toml:4: unknown table `call` (expected one of: limits, calls, \
          breaker, policy, tools, access, audit, isolate, isolation, pinning, packages, sandbox, \
          telemetry)"
     );
@@ -35,12 +35,12 @@ fn bad_enum_value_names_key_value_and_choices() {
     let text = "[calls]\nmax_retries = 1\n\n\n\n\n\n[policy]\nexec = \"maybe\"\n";
     assert_eq!(
         error(&[(GLOBAL, text)]),
-        "usr/toolhost.toml line 9: [policy] exec = \"maybe\": expected \"allow\", \"ask\" or \
+        "usr/toolhost.toml:9: [policy] exec = \"maybe\": expected \"allow\", \"ask\" or \
          \"deny\""
     );
     assert_eq!(
         error(&[(DEV, "[tools.\"my.tool\"]\npolicy = \"always\"\n")]),
-        "usr/agents/dev/toolhost.toml line 2: [tools.\"my.tool\"] policy = \"always\": expected \
+        "usr/agents/dev/toolhost.toml:2: [tools.\"my.tool\"] policy = \"always\": expected \
          \"allow\", \"ask\" or \"deny\""
     );
 }
@@ -50,47 +50,47 @@ fn bad_types_name_key_value_and_expected_type() {
     let cases = [
         (
             "[limits]\nmax_output = \"big\"\n",
-            "line 2: [limits] max_output = \"big\": expected a whole number of bytes, 1 or more",
+            "2: [limits] max_output = \"big\": expected a whole number of bytes, 1 or more",
         ),
         (
             "[calls]\nmax_retries = 1.5\n",
-            "line 2: [calls] max_retries = 1.5: expected a whole number, 0 or more",
+            "2: [calls] max_retries = 1.5: expected a whole number, 0 or more",
         ),
         (
             "[calls]\nmax_retries = -1\n",
-            "line 2: [calls] max_retries = -1: expected a whole number, 0 or more",
+            "2: [calls] max_retries = -1: expected a whole number, 0 or more",
         ),
         (
             "[breaker]\nfailures = 0\n",
-            "line 2: [breaker] failures = 0: expected a whole number, 1 or more",
+            "2: [breaker] failures = 0: expected a whole number, 1 or more",
         ),
         (
             "[audit]\nenabled = \"yes\"\n",
-            "line 2: [audit] enabled = \"yes\": expected true or false",
+            "2: [audit] enabled = \"yes\": expected true or false",
         ),
         (
             "[access]\nallow = \"weather\"\n",
-            "line 2: [access] allow = \"weather\": expected an array",
+            "2: [access] allow = \"weather\": expected an array",
         ),
         (
             "[access]\ndeny = [\"shell\", \"cap:\"]\n",
-            "line 2: [access] deny = \"cap:\": expected a tool name or cap:<capability tag>",
+            "2: [access] deny = \"cap:\": expected a tool name or cap:<capability tag>",
         ),
-        ("calls = 5\n", "line 1: calls = 5: expected a table"),
+        ("calls = 5\n", "1: calls = 5: expected a table"),
         (
             "[tools]\nw = { policy = { a = 1 } }\n",
-            "line 2: [tools.w] policy = { a = 1 }: expected \"allow\", \"ask\" or \"deny\"",
+            "2: [tools.w] policy = { a = 1 }: expected \"allow\", \"ask\" or \"deny\"",
         ),
         (
             "[calls]\nmax_retries = 4294967296\n",
-            "line 2: [calls] max_retries = 4294967296: expected a whole number, at most 4294967295",
+            "2: [calls] max_retries = 4294967296: expected a whole number, at most 4294967295",
         ),
     ];
     for (text, want) in cases {
         let err = load(&root(&[(GLOBAL, text)])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("usr/toolhost.toml {want}"),
+            format!("usr/toolhost.toml:{want}"),
             "{text}"
         );
         assert_eq!(err.kind(), ConfigErrorKind::InvalidValue);
@@ -103,14 +103,14 @@ fn zero_or_negative_timeouts_are_errors() {
     for value in ["0", "-1", "0.0", "-0.5", "-0.0"] {
         let text = format!("[calls]\ntimeout_seconds = {value}\n");
         let want = format!(
-            "usr/toolhost.toml line 2: [calls] timeout_seconds = {value}: {expected}: not \
+            "usr/toolhost.toml:2: [calls] timeout_seconds = {value}: {expected}: not \
              greater than 0"
         );
         assert_eq!(error(&[(GLOBAL, &text)]), want);
     }
     let text = "[tools.weather]\ntimeout_seconds = 0\n";
     let want = format!(
-        "usr/toolhost.toml line 2: [tools.weather] timeout_seconds = 0: {expected}: not greater \
+        "usr/toolhost.toml:2: [tools.weather] timeout_seconds = 0: {expected}: not greater \
          than 0"
     );
     assert_eq!(error(&[(GLOBAL, text)]), want);
@@ -161,7 +161,7 @@ fn every_numeric_key_refuses_the_extremes_with_one_line() {
             let line = error.to_string();
             assert!(!line.contains('\n'), "{line}");
             // u64::MAX is past TOML's integers: a syntax error on its line, naming the file.
-            let place = "usr/toolhost.toml line 3";
+            let place = "usr/toolhost.toml:3";
             assert!(line.starts_with(place), "{key} = {value}: {line}");
             if value != u64_max {
                 assert!(line.contains(&format!("{key} = {value}")), "{line}");
@@ -211,7 +211,7 @@ fn syntax_error_names_file_and_line() {
     assert_eq!(err.line, Some(3));
     let line = err.to_string();
     assert!(
-        line.starts_with("usr/agents/dev/toolhost.toml line 3: invalid TOML: "),
+        line.starts_with("usr/agents/dev/toolhost.toml:3: invalid TOML: "),
         "{line}"
     );
     assert!(!line.contains('\n'));

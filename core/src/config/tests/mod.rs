@@ -110,7 +110,7 @@ fn global_file_alone() {
     let origin = config.origin(&["calls", "max_retries"]).unwrap();
     assert_eq!(
         origin.to_string(),
-        "usr/toolhost.toml [calls] max_retries (line 5)"
+        "usr/toolhost.toml:5 [calls] max_retries"
     );
 }
 
@@ -157,7 +157,7 @@ fn arrays_are_replaced_not_appended() {
     let Access::Denied { reason } = config.access("weather", &[]) else {
         panic!("weather is no longer allowed");
     };
-    let want = "tool `weather` is not in usr/agents/dev/toolhost.toml [access] allow (line 2)";
+    let want = "tool `weather` is not in usr/agents/dev/toolhost.toml:2 [access] allow";
     assert_eq!(reason, want);
     // The global deny list is still there: only `allow` was replaced.
     assert!(matches!(config.access("shell", &[]), Access::Denied { .. }));

@@ -15,16 +15,16 @@ fn access_by_name_and_by_capability() {
     };
     assert_eq!(
         denied("greet", &["text"]),
-        "tool `greet` is not in usr/toolhost.toml [access] allow (line 2)"
+        "tool `greet` is not in usr/toolhost.toml:2 [access] allow"
     );
     assert_eq!(
         denied("shell", &[]),
-        "tool `shell` is denied by \"shell\" in usr/toolhost.toml [access] deny (line 3)"
+        "tool `shell` is denied by \"shell\" in usr/toolhost.toml:3 [access] deny"
     );
     // Deny wins over allow: by capability, even for a tool allowed by name.
     assert_eq!(
         denied("weather", &["network", "exec"]),
-        "tool `weather` is denied by \"cap:exec\" in usr/toolhost.toml [access] deny (line 3)"
+        "tool `weather` is denied by \"cap:exec\" in usr/toolhost.toml:3 [access] deny"
     );
     let none = load(&root(&[(GLOBAL, "[access]\nallow = []\n")])).unwrap();
     assert!(matches!(none.access("weather", &[]), Access::Denied { .. }));
@@ -59,19 +59,16 @@ fn policy_resolution_order() {
         policy(&config, "a", RiskLevel::Read),
         (Allow, "default: read allows".into())
     );
-    let write = (Ask, "usr/toolhost.toml [policy] write (line 2)".into());
+    let write = (Ask, "usr/toolhost.toml:2 [policy] write".into());
     assert_eq!(policy(&config, "a", RiskLevel::Write), write);
-    let exec = (Deny, "usr/toolhost.toml [policy] exec (line 3)".into());
+    let exec = (Deny, "usr/toolhost.toml:3 [policy] exec".into());
     assert_eq!(policy(&config, "a", RiskLevel::Exec), exec);
     // A tool's own entry wins over its risk level, in either direction.
-    let weather = (
-        Deny,
-        "usr/toolhost.toml [tools.weather] policy (line 6)".into(),
-    );
+    let weather = (Deny, "usr/toolhost.toml:6 [tools.weather] policy".into());
     assert_eq!(policy(&config, "weather", RiskLevel::Read), weather);
     let shell = (
         Allow,
-        "usr/agents/dev/toolhost.toml [tools.shell] policy (line 2)".into(),
+        "usr/agents/dev/toolhost.toml:2 [tools.shell] policy".into(),
     );
     assert_eq!(policy(&config, "shell", RiskLevel::Exec), shell);
 }

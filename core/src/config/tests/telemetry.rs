@@ -41,35 +41,35 @@ fn the_file_gives_the_standard_variables_values() {
 fn mistakes_are_one_line_and_a_profile_may_not_set_it() {
     let line = error(&[(GLOBAL, "[telemetry]\nendpoit = \"http://x\"\n")]);
     assert!(
-        line.starts_with("usr/toolhost.toml line 2: unknown key `endpoit` in [telemetry]"),
+        line.starts_with("usr/toolhost.toml:2: unknown key `endpoit` in [telemetry]"),
         "{line}"
     );
     let line = error(&[(GLOBAL, "[telemetry]\ntraces_exporter = \"zipkin\"\n")]);
-    assert!(line.starts_with("usr/toolhost.toml line 2: "), "{line}");
+    assert!(line.starts_with("usr/toolhost.toml:2: "), "{line}");
     assert!(line.contains("expected `otlp` or `none`"), "{line}");
     let line = error(&[(GLOBAL, "[telemetry]\nmetric_export_interval = 100\n")]);
     assert!(
         line.starts_with(
-            "usr/toolhost.toml line 2: unknown key `metric_export_interval` in [telemetry]"
+            "usr/toolhost.toml:2: unknown key `metric_export_interval` in [telemetry]"
         ),
         "{line}"
     );
     let line = error(&[(GLOBAL, "[telemetry]\nmetric_export_interval_ms = 0\n")]);
-    assert!(line.starts_with("usr/toolhost.toml line 2: "), "{line}");
+    assert!(line.starts_with("usr/toolhost.toml:2: "), "{line}");
     assert!(line.contains("milliseconds"), "{line}");
     let line = error(&[(GLOBAL, "[telemetry]\nmetrics_exporter = \"prometheus\"\n")]);
     assert!(line.contains("expected `otlp` or `none`"), "{line}");
     let line = error(&[(GLOBAL, "[telemetry]\nendpoint = \"127.0.0.1:4318\"\n")]);
     assert!(line.contains("http:// or https://"), "{line}");
     let line = error(&[(GLOBAL, "[telemetry]\nservice_name = 3\n")]);
-    assert!(line.starts_with("usr/toolhost.toml line 2: "), "{line}");
+    assert!(line.starts_with("usr/toolhost.toml:2: "), "{line}");
     let line = error(&[(
         DEV,
         "[calls]\nmax_retries = 1\n[telemetry]\nservice_name = \"x\"\n",
     )]);
     assert_eq!(
         line,
-        "usr/agents/dev/toolhost.toml line 3: [telemetry] is host-wide: set it in \
+        "usr/agents/dev/toolhost.toml:3: [telemetry] is host-wide: set it in \
          usr/toolhost.toml, not in a profile's file"
     );
 }

@@ -97,63 +97,64 @@ impl fmt::Display for Report<'_> {
             }
             ReloadEvent::Removed { path } => write!(f, "removed {}", self.place(path)),
             #[cfg(feature = "mcp")]
-            ReloadEvent::McpServers(reload) => {
-                let mut parts = Vec::new();
-                for (what, names) in [
-                    ("started", &reload.started),
-                    ("restarted", &reload.restarted),
-                    ("stopped", &reload.stopped),
-                ] {
-                    if !names.is_empty() {
-                        parts.push(format!("{what} {}", names.join(", ")));
-                    }
-                }
-                parts.extend(reload.errors.iter().cloned());
-                if parts.is_empty() {
-                    parts.push("no server changed".to_owned());
-                }
-                write!(
-                    f,
-                    "MCP servers of profile '{}' (mcp.json): {}",
-                    reload.profile,
-                    parts.join("; ")
-                )
-            }
+            ReloadEvent::McpServers(reload) => f.write_str(&mcp_servers(reload)),
             ReloadEvent::ProfileAdded { name } => {
                 write!(f, "new profile '{name}': `--profile {name}` uses it")
             }
             ReloadEvent::ProfileRemoved { name } => {
                 write!(f, "profile '{name}' is gone: it has no folder any more")
             }
-            ReloadEvent::Changed { path } => {
-                let shown = self.shown(path);
-                let what = if path.extension().is_some_and(|e| e == "md") {
-                    "prompt"
-                } else if path
-                    .file_name()
-                    .is_some_and(|n| n == crate::layout::TOGGLE_OFF)
-                {
-                    return match path.exists() {
-                        true => write!(
-                            f,
-                            "switched off {}",
-                            self.shown(path.parent().unwrap_or(path))
-                        ),
-                        false => write!(
-                            f,
-                            "switched on {}",
-                            self.shown(path.parent().unwrap_or(path))
-                        ),
-                    };
-                } else {
-                    "folder"
-                };
-                match (crate::layout::entry_exists(path), what) {
-                    (true, "folder") => write!(f, "new folder {shown}"),
-                    (true, _) => write!(f, "{what} {shown} changed"),
-                    (false, _) => write!(f, "{what} {shown} is gone"),
-                }
-            }
+            ReloadEvent::Changed { path } => self.changed(f, path),
         }
     }
+}
+
+impl Report<'_> {
+    /// A prompt, a folder or a switch (`TOGGLE_OFF`) that changed.
+    fn changed(&self, f: &mut fmt::Formatter<'_>, path: &Path) -> fmt::Result {
+        let shown = self.shown(path);
+        let what = if path.extension().is_some_and(|e| e == "md") {
+            "prompt"
+        } else if path
+            .file_name()
+            .is_some_and(|n| n == crate::layout::TOGGLE_OFF)
+        {
+            let folder = self.shown(path.parent().unwrap_or(path));
+            return match path.exists() {
+                true => write!(f, "switched off {folder}"),
+                false => write!(f, "switched on {folder}"),
+            };
+        } else {
+            "folder"
+        };
+        match (crate::layout::entry_exists(path), what) {
+            (true, "folder") => write!(f, "new folder {shown}"),
+            (true, _) => write!(f, "{what} {shown} changed"),
+            (false, _) => write!(f, "{what} {shown} is gone"),
+        }
+    }
+}
+
+/// The MCP servers of a profile started, restarted and stopped, and their errors.
+#[cfg(feature = "mcp")]
+fn mcp_servers(reload: &crate::mcp::McpReload) -> String {
+    let mut parts = Vec::new();
+    for (what, names) in [
+        ("started", &reload.started),
+        ("restarted", &reload.restarted),
+        ("stopped", &reload.stopped),
+    ] {
+        if !names.is_empty() {
+            parts.push(format!("{what} {}", names.join(", ")));
+        }
+    }
+    parts.extend(reload.errors.iter().cloned());
+    if parts.is_empty() {
+        parts.push("no server changed".to_owned());
+    }
+    format!(
+        "MCP servers of profile '{}' (mcp.json): {}",
+        reload.profile,
+        parts.join("; ")
+    )
 }

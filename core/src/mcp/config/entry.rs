@@ -98,9 +98,8 @@ pub(super) fn server<'a>(
             }
             let oauth = match get("oauth") {
                 None => Default::default(),
-                Some(p) => {
-                    crate::mcp::oauth::OAuthSettings::parse(&p.value).map_err(|e| (Some(p), e))?
-                }
+                Some(p) => crate::mcp::oauth::OAuthSettings::parse(&p.value)
+                    .map_err(|e| (Some(p), e.message))?,
             };
             Transport::Http {
                 url: url.to_owned(),

@@ -10,6 +10,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use super::browser::{BrowserStep, WAIT};
 use super::client::OAuthHttp;
 use super::settings::Grant;
+use super::{OAuthError, OAuthErrorKind};
 use crate::layout::Layout;
 use crate::mcp::config::{McpConfig, Transport};
 use crate::mcp::handler::Handler;
@@ -31,7 +32,7 @@ pub struct SignedIn {
 /// tools listed, signing in (the browser step as `step` says) whenever it asks; a server
 /// that said, during an earlier command, that it needs more scopes is signed in to for them
 /// first. With `"grant": "client_credentials"` the client's credentials are exchanged, no
-/// browser involved. The error is one line.
+/// browser involved. The error is one line, with its kind.
 pub async fn login(
     layout: &Layout,
     profile: &str,
@@ -39,7 +40,8 @@ pub async fn login(
     secrets: &Secrets,
     max_text_bytes: u64,
     step: BrowserStep,
-) -> Result<SignedIn, String> {
+) -> Result<SignedIn, OAuthError> {
+    let fail = |kind: OAuthErrorKind| move |e: String| OAuthError::new(kind, e);
     let config = McpConfig::load(layout, profile, max_text_bytes);
     let Some(entry) = config.servers.iter().find(|s| s.name == server) else {
         let mistake = config
@@ -47,10 +49,11 @@ pub async fn login(
             .iter()
             .find(|e| e.message.starts_with(&format!("mcpServers.{server}:")));
         return Err(match mistake {
-            Some(e) => e.to_string(),
-            None => {
-                format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)")
-            }
+            Some(e) => OAuthError::new(OAuthErrorKind::Settings, e.to_string()),
+            None => OAuthError::new(
+                OAuthErrorKind::UnknownServer,
+                format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)"),
+            ),
         });
     };
     let Transport::Http {
@@ -60,31 +63,44 @@ pub async fn login(
         tokens,
     } = &entry.transport
     else {
-        return Err(format!(
-            "'{server}' is a stdio server: signing in is for servers with a \"url\""
+        return Err(OAuthError::new(
+            OAuthErrorKind::NotOAuth,
+            format!("'{server}' is a stdio server: signing in is for servers with a \"url\""),
         ));
     };
-    let url = super::super::connect::interpolated(url, "url")?;
-    let Some(signer) = super::signer(server, &url, headers, oauth, tokens, secrets, Some(step))?
-    else {
-        return Err(format!(
-            "'{server}' sends a fixed Authorization header (mcp.json): remove it to sign in with OAuth"
+    let url =
+        super::super::connect::interpolated(url, "url").map_err(fail(OAuthErrorKind::Settings))?;
+    let signer = super::signer(server, &url, headers, oauth, tokens, secrets, Some(step))
+        .map_err(fail(OAuthErrorKind::Settings))?;
+    let Some(signer) = signer else {
+        return Err(OAuthError::new(
+            OAuthErrorKind::NotOAuth,
+            format!("'{server}' sends a fixed Authorization header (mcp.json): remove it to sign in with OAuth"),
         ));
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
     let challenge = signer.store.challenge();
-    signer.store.remove()?;
+    signer
+        .store
+        .remove()
+        .map_err(fail(OAuthErrorKind::Tokens))?;
     let done = |asked: bool| SignedIn {
         asked,
         scopes: signer.store.granted_scopes(),
         file: signer.store.path().to_owned(),
     };
     if oauth.grant == Grant::ClientCredentials {
-        signer.sign_in(None).await?;
+        signer
+            .sign_in(None)
+            .await
+            .map_err(fail(OAuthErrorKind::SignIn))?;
         return Ok(done(true));
     }
     if let Some(challenge) = challenge {
-        signer.sign_in(Some(&challenge)).await?;
+        signer
+            .sign_in(Some(&challenge))
+            .await
+            .map_err(fail(OAuthErrorKind::SignIn))?;
     }
     let client = OAuthHttp::new(super::http_client(), signer.clone());
     let transport = || {
@@ -101,7 +117,7 @@ pub async fn login(
     };
     // The sign-in may wait for a person, at most WAIT each time.
     let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);
-    let listed = tokio::time::timeout(limit, async {
+    tokio::time::timeout(limit, async {
         let service = crate::mcp::connect::greet_http(handler, transport)
             .await
             .map_err(|e| connect_failed(&url, &e.to_string()))?;
@@ -110,8 +126,9 @@ pub async fn login(
         listed.map_err(|e| connect_failed(&url, &e.to_string()))
     })
     .await
-    .map_err(|_| format!("no answer from {url} within {} s", limit.as_secs()))?;
-    listed?;
+    .map_err(|_| format!("no answer from {url} within {} s", limit.as_secs()))
+    .and_then(|listed| listed)
+    .map_err(fail(OAuthErrorKind::SignIn))?;
     let asked = client.sign_ins().await > 0 || signer.store.has_token();
     Ok(done(asked))
 }

@@ -31,6 +31,45 @@ pub use store::TOKENS_DIR;
 
 use crate::secrets::Secrets;
 
+/// What kept a sign-in, or a server's `oauth` settings, from working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthErrorKind {
+    /// The `oauth` object of a server's entry in `mcp.json` is wrong, or a placeholder of the
+    /// entry cannot be filled in: fix the entry (the message names the key).
+    Settings,
+    /// The profile's `mcp.json` files have no such server: `toolhost mcp` lists them.
+    UnknownServer,
+    /// Not a server to sign in to: a stdio server, or one that sends a fixed `Authorization`
+    /// header.
+    NotOAuth,
+    /// The token file (`usr/mcp-tokens/<server>.json`) cannot be read, written or removed.
+    Tokens,
+    /// The sign-in, or the connection it was for, failed or ran out of time: try again.
+    SignIn,
+}
+
+/// Why a sign-in or a server's `oauth` settings failed: a [kind](OAuthErrorKind) and one line
+/// saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct OAuthError {
+    /// What went wrong.
+    pub kind: OAuthErrorKind,
+    /// One line: what is wrong, and what to do.
+    pub message: String,
+}
+
+impl OAuthError {
+    /// An error of `kind` saying `message`.
+    pub(crate) fn new(kind: OAuthErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
 /// The HTTP client of an OAuth-protected MCP server: `TCP_NODELAY` set (reqwest's default,
 /// stated here), so a request's last bytes never wait for the server's delayed ACK.
 pub(crate) fn http_client() -> reqwest::Client {

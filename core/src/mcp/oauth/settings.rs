@@ -14,6 +14,8 @@
 
 use serde_json::Value;
 
+use super::{OAuthError, OAuthErrorKind};
+
 /// The keys of the `oauth` object.
 pub const OAUTH_KEYS: &[&str] = &[
     "client_id",
@@ -53,8 +55,13 @@ pub struct OAuthSettings {
 }
 
 impl OAuthSettings {
-    /// Reads the `oauth` object; the error is one line naming the key.
-    pub fn parse(value: &Value) -> Result<Self, String> {
+    /// Reads the `oauth` object; the error (of kind [`Settings`](OAuthErrorKind::Settings)) is
+    /// one line naming the key.
+    pub fn parse(value: &Value) -> Result<Self, OAuthError> {
+        Self::parse_value(value).map_err(|e| OAuthError::new(OAuthErrorKind::Settings, e))
+    }
+
+    fn parse_value(value: &Value) -> Result<Self, String> {
         let Value::Object(map) = value else {
             return Err(format!("\"oauth\" must be an object, not {value}"));
         };
@@ -141,12 +148,14 @@ mod tests {
         let settings = OAuthSettings::parse(&full).unwrap();
         assert_eq!(settings.grant, Grant::ClientCredentials);
         assert_eq!(settings.scopes, ["a", "b"]);
-        let wrong = |v: Value| OAuthSettings::parse(&v).unwrap_err();
+        let wrong = |v: Value| OAuthSettings::parse(&v).unwrap_err().message;
         assert!(wrong(json!({"clientid": "c"})).starts_with("unknown key \"oauth.clientid\""));
         assert!(wrong(json!({"grant": "password"})).starts_with("\"oauth.grant\" is \"password\""));
         assert!(wrong(json!({"scopes": "a b"})).contains("array of strings"));
         assert!(wrong(json!({"grant": "client_credentials"})).contains("needs \"client_id\""));
         assert!(wrong(json!({"client_metadata_url": "http://x/c.json"})).contains("https://"));
         assert_eq!(wrong(json!(true)), "\"oauth\" must be an object, not true");
+        let kind = OAuthSettings::parse(&json!(true)).unwrap_err().kind;
+        assert_eq!(kind, OAuthErrorKind::Settings);
     }
 }

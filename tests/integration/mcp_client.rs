@@ -15,6 +15,7 @@ mod asks;
 mod config_cli;
 mod conformance;
 mod failures_named;
+mod greeting;
 mod hostile_state;
 mod live_reload;
 mod oauth;

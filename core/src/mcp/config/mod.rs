@@ -61,6 +61,10 @@ pub struct ServerConfig {
     pub name: String,
     /// How it is reached.
     pub transport: Transport,
+    /// The folders shared with it as its client's roots (`"roots"` in its entry, each
+    /// relative to the folder of the configuration): answered to its `roots/list` (and to a
+    /// 2026-07-28 server's roots asked in an `InputRequiredResult`). None by default.
+    pub roots: Vec<PathBuf>,
 }
 
 /// What kind of mistake an MCP configuration file holds.
@@ -121,6 +125,7 @@ pub const ENTRY_KEYS: &[&str] = &[
     "disabled",
     "description",
     "oauth",
+    "roots",
 ];
 
 /// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor),

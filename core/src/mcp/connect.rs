@@ -34,18 +34,24 @@ pub(crate) fn http_lifecycle() -> ClientLifecycleMode {
     }
 }
 
-/// Greets an HTTP server with [`http_lifecycle`] over `transport()`; a server of 2025-11-25
+/// Greets an HTTP server with [`http_lifecycle`] over `transport()` (with `initialize` only
+/// for a server configured so); a server of 2025-11-25
 /// or earlier that answers `server/discover` with a result (as some answer any request they
 /// do not know) instead of an error is greeted again with `initialize`, over a new
 /// transport.
 pub(crate) async fn greet_http<T, E, A>(
     handler: Handler,
     transport: impl Fn() -> T,
+    config: &ServerConfig,
 ) -> Result<Service, rmcp::service::ClientInitializeError>
 where
     T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
+    if config.initialize_only {
+        let initialize = ClientLifecycleMode::Initialize;
+        return handler.serve_with_lifecycle(transport(), initialize).await;
+    }
     let again = handler.again();
     match handler
         .serve_with_lifecycle(transport(), http_lifecycle())
@@ -74,7 +80,11 @@ pub(crate) async fn connect(
             // A server that refuses `server/discover` or ends the connection on it is
             // started again and greeted with `initialize` (a 2025-11-25 one).
             let again = handler.again();
-            match start_stdio(config, secrets, handler, http_lifecycle()).await {
+            let lifecycle = match config.initialize_only {
+                true => ClientLifecycleMode::Initialize,
+                false => http_lifecycle(),
+            };
+            match start_stdio(config, secrets, handler, lifecycle).await {
                 Err(Started::Refused(why)) => {
                     tracing::info!(
                         "MCP server '{}' did not take server/discover ({why}): started again and greeted with initialize",
@@ -221,11 +231,13 @@ async fn connect_http(
             let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
             let transport =
                 || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
-            tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
+            tokio::time::timeout(HANDSHAKE, greet_http(handler, transport, config)).await
         }
         None => {
-            let transport = || StreamableHttpClientTransport::from_config(http.clone());
-            tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
+            let client = super::oauth::http_client();
+            let transport =
+                || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
+            tokio::time::timeout(HANDSHAKE, greet_http(handler, transport, config)).await
         }
     };
     match served {

@@ -114,6 +114,20 @@ fn a_2026_stdio_server_is_greeted_with_discover_and_gets_the_configured_roots() 
     );
     assert!(!all.contains("shared="), "{all}");
     assert!(all.contains("roots capability"), "{all}");
+    // Held to 2025-11-25 (`"protocol"`): greeted with `initialize`, the SDK sends
+    // `roots/list` in the middle of the call, answered with the same roots.
+    servers(
+        &root,
+        "usr/mcp.json",
+        json!({"modern": {"command": peers::mcp_python(), "args": [script], "roots": ["usr/shared"], "protocol": "2025-11-25"}}),
+    );
+    let out = root.run_cli(&["--yes", "call", "modern.where"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("roots: shared={uri}")),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -58,10 +58,19 @@ pub(super) fn server<'a>(
     };
     check_type(entry, &transport)?;
     let roots = strings(entry.get("roots"), "roots")?;
+    let initialize_only = match string(entry, "protocol")? {
+        None | Some("2026-07-28") => false,
+        Some("2025-11-25") => true,
+        Some(other) => {
+            let message = format!("\"protocol\" is {other:?}: give \"2025-11-25\" (greeted with initialize only) or leave it out");
+            return Err((entry.get("protocol"), message));
+        }
+    };
     Ok(ServerConfig {
         name: name.to_owned(),
         transport,
         roots: roots.iter().map(|folder| root.join(folder)).collect(),
+        initialize_only,
     })
 }
 

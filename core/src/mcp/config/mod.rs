@@ -65,6 +65,10 @@ pub struct ServerConfig {
     /// relative to the folder of the configuration): answered to its `roots/list` (and to a
     /// 2026-07-28 server's roots asked in an `InputRequiredResult`). None by default.
     pub roots: Vec<PathBuf>,
+    /// Greeted with 2025-11-25's `initialize` only (`"protocol": "2025-11-25"` in its entry),
+    /// for a server whose SDK speaks 2026-07-28 but whose tools still send requests in the
+    /// middle of a call, which that version forbids. `false`: `server/discover` first.
+    pub initialize_only: bool,
 }
 
 /// What kind of mistake an MCP configuration file holds.
@@ -126,6 +130,7 @@ pub const ENTRY_KEYS: &[&str] = &[
     "description",
     "oauth",
     "roots",
+    "protocol",
 ];
 
 /// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor),

@@ -1,6 +1,6 @@
 //! A call that gathers its input in `InputRequiredResult` rounds and then becomes a task
 //! (SEP-2663's composition of multi round-trip requests and Tasks), for a tool that says so
-//! ([`plugin_api::ToolInfo::input_before_task`]).
+//! ([`plugin_api::ToolInfo::input_before_task()`]).
 //!
 //! Each round runs the tool from the start, as any 2026-07-28 round does. The task is made in
 //! the round whose answers the tool takes all of: the moment it takes the last answer the

@@ -106,13 +106,13 @@ pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option
 pub(crate) struct TaskPlan {
     /// How long it may run, every attempt.
     pub(crate) deadline: Duration,
-    /// Every call of the tool must be a task ([`ToolInfo::task_required`]).
+    /// Every call of the tool must be a task ([`ToolInfo::task_required()`]).
     pub(crate) required: bool,
-    /// It gathers input in rounds first ([`ToolInfo::input_before_task`]).
+    /// It gathers input in rounds first ([`ToolInfo::input_before_task()`]).
     pub(crate) input_first: bool,
 }
 
-/// Whether every MCP call of the tool `request` must be a task ([`ToolInfo::task_required`]).
+/// Whether every MCP call of the tool `request` must be a task ([`ToolInfo::task_required()`]).
 pub(crate) fn task_required(host: &Host, profile: &str, request: &str) -> bool {
     let Ok(name) = toolhost::ToolName::parse(request) else {
         return false;

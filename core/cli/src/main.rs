@@ -286,7 +286,7 @@ enum Command {
         #[command(subcommand)]
         action: Option<McpAction>,
     },
-    /// The system prompt for a profile: its prompt fragments and the tools section.
+    /// The system prompt for a profile: its prompt fragments, the tools section and its skills (each `skills/<name>/SKILL.md` of its layers).
     Prompt {
         /// The agent profile.
         #[arg(long, short, default_value = "default")]

@@ -55,36 +55,6 @@ fn folders(host: &Host, profile: &str) -> BTreeMap<String, PathBuf> {
     found
 }
 
-/// The `name:` and `description:` of a `SKILL.md`'s frontmatter (the lines between its
-/// opening and closing `---`; quotes around a value are taken off).
-fn frontmatter(text: &str) -> Result<(String, String), String> {
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Err("SKILL.md does not open with a frontmatter (`---`)".to_owned());
-    }
-    let (mut name, mut description) = (None, None);
-    for line in lines.by_ref() {
-        if line.trim_end() == "---" {
-            let name = name.ok_or("its frontmatter has no `name:`")?;
-            let description = description.ok_or("its frontmatter has no `description:`")?;
-            return Ok((name, description));
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value
-            .trim()
-            .trim_matches(|c| c == '"' || c == '\'')
-            .to_owned();
-        match key.trim() {
-            "name" => name = Some(value),
-            "description" => description = Some(value),
-            _ => {}
-        }
-    }
-    Err("its frontmatter does not end (`---`)".to_owned())
-}
-
 /// Every file under `dir`, by its path relative to `dir` (`/`-separated), in name order.
 fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     let mut found = Vec::new();
@@ -117,7 +87,7 @@ fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
 fn skill(name: &str, dir: &Path) -> Result<Skill, String> {
     let manifest = dir.join("SKILL.md");
     let text = toolhost::read_text(&manifest, MAX_BYTES, "SKILL.md").map_err(|e| e.to_string())?;
-    let (declared, description) = frontmatter(&text)?;
+    let (declared, description, _) = toolhost::skill_frontmatter(&text)?;
     if declared != name {
         return Err(format!(
             "its frontmatter's name is '{declared}', not the folder's '{name}': rename one"
@@ -367,10 +337,10 @@ mod tests {
     fn a_frontmatter_gives_the_name_and_the_description() {
         let text = "---\nname: trip\ndescription: \"Plans a trip\"\nlicense: MIT\n---\n# Trip\n";
         assert_eq!(
-            frontmatter(text).unwrap(),
-            ("trip".to_owned(), "Plans a trip".to_owned())
+            toolhost::skill_frontmatter(text).unwrap(),
+            ("trip".to_owned(), "Plans a trip".to_owned(), "# Trip\n")
         );
-        assert!(frontmatter("# no frontmatter").is_err());
-        assert!(frontmatter("---\nname: x\n").is_err());
+        assert!(toolhost::skill_frontmatter("# no frontmatter").is_err());
+        assert!(toolhost::skill_frontmatter("---\nname: x\n").is_err());
     }
 }

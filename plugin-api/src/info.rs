@@ -91,6 +91,16 @@ pub struct ToolInfo {
     /// (which have no such extension) and the host's own agents call it plainly.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub task_required: bool,
+    /// Served over MCP to a 2026-07-28 client of the Tasks extension, a call that is to be a
+    /// task first gathers its input in `InputRequiredResult` rounds, and becomes a task once
+    /// it goes past its questions: the task is made when the tool has taken the last answer
+    /// the client brought (in the round that answers every question asked so far), and what
+    /// the tool asks after that comes through the task. A run that asks nothing new and ends
+    /// in its round answers as the call would without this (a task that is already done when
+    /// the tool's calls must be tasks). Without it, such a call is a task from its first
+    /// round and all its questions come through the task.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub input_before_task: bool,
 }
 
 impl Default for ToolInfo {
@@ -107,6 +117,7 @@ impl Default for ToolInfo {
             output_schema: None,
             agent_only: false,
             task_required: false,
+            input_before_task: false,
         }
     }
 }
@@ -193,6 +204,13 @@ impl ToolInfo {
     /// Makes every call over MCP a task (the [`task_required`](ToolInfo#structfield.task_required) field).
     pub fn task_required(mut self, yes: bool) -> Self {
         self.task_required = yes;
+        self
+    }
+
+    /// Gathers input in rounds before a call becomes a task (the
+    /// [`input_before_task`](ToolInfo#structfield.input_before_task) field).
+    pub fn input_before_task(mut self, yes: bool) -> Self {
+        self.input_before_task = yes;
         self
     }
 

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, real plugin libraries built from this workspace, each test
 //! in its own temporary root.
 
+mod agent_skills;
 mod audit;
 mod audit_survives;
 mod author_loop;

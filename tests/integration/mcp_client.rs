@@ -15,6 +15,7 @@ mod asks;
 mod config_cli;
 mod conformance;
 mod failures_named;
+mod greeting;
 mod hostile_state;
 mod live_reload;
 mod oauth;
@@ -39,7 +40,8 @@ pub(crate) fn time() -> Value {
     json!({"command": python, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]})
 }
 
-/// A plain Python MCP server over stdio, with no SDK, so it sends exactly what it is told to.
+/// A plain Python MCP server of 2025-11-25 over stdio (`server/discover` is not found), with
+/// no SDK, so it sends exactly what it is told to.
 /// `setup` runs first (at the top level); then each request goes to `answer` — the body of
 /// `def answer(msg, mid, method):`, each line indented by four spaces — which returns the
 /// result, or `None` when it answered (or chose not to) itself. `send(obj)` writes one
@@ -60,6 +62,10 @@ for line in sys.stdin:
     msg = json.loads(line)
     mid, method = msg.get("id"), msg.get("method")
     if mid is None:
+        continue
+    if method == "server/discover":
+        # A server of 2025-11-25: no such method (the client then sends `initialize`).
+        send({{"jsonrpc": "2.0", "id": mid, "error": {{"code": -32601, "message": "Method not found"}}}})
         continue
     result = answer(msg, mid, method)
     if result is not None:

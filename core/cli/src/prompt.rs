@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::{check_profile, Global};
 
-/// The system prompt for a profile: its prompt fragments and the tools section.
+/// The system prompt for a profile: its prompt fragments, the tools section and its skills (each `skills/<name>/SKILL.md` of its layers).
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// The agent profile.

@@ -21,6 +21,7 @@ use rmcp::service::{ElicitationMode, Peer, RoleServer};
 use serde_json::{json, Value};
 use toolhost::{Answering, Asker};
 
+use crate::escalate::Escalation;
 use crate::round_trip::{self, RoundTrip};
 use crate::tasks::Tasks;
 
@@ -100,6 +101,9 @@ pub(crate) struct ClientAsker {
     /// A call run as a task: elicitations and samplings are asked in the task's
     /// `inputRequests` and answered with `tasks/update` ([`crate::tasks`]).
     pub(crate) task: Option<TaskQuestions>,
+    /// A call that becomes a task once it has taken the client's answers
+    /// ([`crate::escalate`]): its questions come through the task from then on.
+    pub(crate) escalation: Option<Arc<Escalation>>,
 }
 
 /// The task a call runs as, whose `inputRequests` carry the tool's questions.
@@ -131,17 +135,17 @@ impl Asker for ClientAsker {
             }
             Ask::Elicit {
                 message, schema, ..
-            } if self.task.is_some() => {
+            } if self.task().is_some() => {
                 let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
                 let answer = self.in_task(&tool, "elicit", "elicitation/create", params);
                 Box::pin(async move { answer.await.map(|a| elicited(&a)) })
             }
-            Ask::Sample(sample) if self.task.is_some() => {
+            Ask::Sample(sample) if self.task().is_some() => {
                 let params = sample_params(&sample);
                 let answer = self.in_task(&tool, "sample", "sampling/createMessage", params);
                 Box::pin(async move { answer.await.map(|a| sampled(&a)) })
             }
-            Ask::Roots { .. } if self.task.is_some() => {
+            Ask::Roots { .. } if self.task().is_some() => {
                 let answer = self.in_task(&tool, "roots", "roots/list", json!({}));
                 Box::pin(answer)
             }
@@ -329,6 +333,9 @@ impl ClientAsker {
         };
         let id = key.unwrap_or_else(|| round.next_id(kind));
         if let Some(answer) = round.answer(&id).filter(|a| round_trip::fits(method, a)) {
+            if let Some(escalation) = &self.escalation {
+                escalation.took(&id);
+            }
             return Ok(answer.clone());
         }
         let (what, request) = asked(Some(round), tool, kind, method, params)?;
@@ -340,6 +347,12 @@ impl ClientAsker {
 }
 
 impl ClientAsker {
+    /// The task the call runs as, if it does (from its start, or since it took its answers).
+    fn task(&self) -> Option<TaskQuestions> {
+        let escalated = || self.escalation.as_ref()?.questions();
+        self.task.clone().or_else(escalated)
+    }
+
     /// The client's answer to the tool's question of `kind` in its task: asked in the task's
     /// `inputRequests`, answered by `tasks/update` within [`ASK_TIMEOUT`].
     fn in_task(
@@ -350,7 +363,7 @@ impl ClientAsker {
         params: Value,
     ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send + 'static + use<> {
         let asked = self.ask_in_task(tool, kind, method, params);
-        let task = self.task.clone();
+        let task = self.task();
         async move {
             let (key, answered) = asked?;
             match tokio::time::timeout(ASK_TIMEOUT, answered).await {
@@ -379,7 +392,7 @@ impl ClientAsker {
         method: &str,
         params: Value,
     ) -> Result<(String, tokio::sync::oneshot::Receiver<Value>), ToolError> {
-        let Some(task) = &self.task else {
+        let Some(task) = self.task() else {
             return Err(cannot(tool, kind, "no task"));
         };
         let (what, request) = asked(self.round.as_deref(), tool, kind, method, params)?;

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::approval::{ElicitationApprover, RoundTripApprover};
 use super::asker::{ClientAsker, LogThreshold, TaskQuestions};
+use super::escalate::Escalation;
 use super::progress::Progress;
 use super::round_trip::RoundTrip;
 use toolhost::Agent;
@@ -34,6 +35,8 @@ pub(crate) struct Approvals<'a> {
     pub(crate) round: Option<Arc<RoundTrip>>,
     /// A call run as a task: the tool's questions are asked in the task.
     pub(crate) task: Option<TaskQuestions>,
+    /// A call that becomes a task once it has taken the client's answers.
+    pub(crate) escalation: Option<Arc<Escalation>>,
 }
 
 /// Runs one call and turns its outcome into a result: the response's message as a text block,
@@ -92,6 +95,7 @@ pub(crate) async fn call_with_kind(
         unavailable: approvals.unavailable,
         round: approvals.round.clone(),
         task: approvals.task,
+        escalation: approvals.escalation,
     }));
     agent.approve_writes(approvals.yes_to_writes);
     let args = request.arguments.map_or(Value::Null, Value::Object);

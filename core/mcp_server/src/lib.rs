@@ -49,6 +49,7 @@ mod cache_hints;
 mod call;
 mod echo;
 mod error;
+mod escalate;
 mod guard;
 mod http;
 mod jsonrpc;

@@ -208,6 +208,11 @@ impl RoundTrip {
         self.answers.get(id)
     }
 
+    /// The ids of the input requests the client answered.
+    pub(crate) fn answered(&self) -> impl Iterator<Item = &str> {
+        self.answers.keys().map(String::as_str)
+    }
+
     /// The id of the next request of `kind` (`elicit-1`, `elicit-2`, ...): the tool asks in
     /// the same order in every round.
     pub(crate) fn next_id(&self, kind: &'static str) -> String {

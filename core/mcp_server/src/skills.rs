@@ -55,36 +55,6 @@ fn folders(host: &Host, profile: &str) -> BTreeMap<String, PathBuf> {
     found
 }
 
-/// The `name:` and `description:` of a `SKILL.md`'s frontmatter (the lines between its
-/// opening and closing `---`; quotes around a value are taken off).
-fn frontmatter(text: &str) -> Result<(String, String), String> {
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Err("SKILL.md does not open with a frontmatter (`---`)".to_owned());
-    }
-    let (mut name, mut description) = (None, None);
-    for line in lines.by_ref() {
-        if line.trim_end() == "---" {
-            let name = name.ok_or("its frontmatter has no `name:`")?;
-            let description = description.ok_or("its frontmatter has no `description:`")?;
-            return Ok((name, description));
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value
-            .trim()
-            .trim_matches(|c| c == '"' || c == '\'')
-            .to_owned();
-        match key.trim() {
-            "name" => name = Some(value),
-            "description" => description = Some(value),
-            _ => {}
-        }
-    }
-    Err("its frontmatter does not end (`---`)".to_owned())
-}
-
 /// Every file under `dir`, by its path relative to `dir` (`/`-separated), in name order.
 fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     let mut found = Vec::new();
@@ -110,16 +80,20 @@ fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     Ok(found)
 }
 
-/// The skill in `dir`, named `name`.
+/// The skill `name` of the folder `dir`: its frontmatter, and each file with its SHA-256
+/// digest and size. A skill of an installed package is served only as its package installed
+/// it: each file's digest must be the one `usr/packages.lock` recorded from the package's
+/// signed manifest, and no file may be added or missing ([`recorded`]).
 fn skill(name: &str, dir: &Path) -> Result<Skill, String> {
     let manifest = dir.join("SKILL.md");
     let text = toolhost::read_text(&manifest, MAX_BYTES, "SKILL.md").map_err(|e| e.to_string())?;
-    let (declared, description) = frontmatter(&text)?;
+    let (declared, description, _) = toolhost::skill_frontmatter(&text)?;
     if declared != name {
         return Err(format!(
             "its frontmatter's name is '{declared}', not the folder's '{name}': rename one"
         ));
     }
+    let mut recorded = recorded(dir)?;
     let mut resources = Vec::new();
     let mut total = 0u64;
     for (rel, path) in files(dir)? {
@@ -130,9 +104,16 @@ fn skill(name: &str, dir: &Path) -> Result<Skill, String> {
                 "its files are larger than {MAX_BYTES} bytes in all"
             ));
         }
-        resources.push(SkillResource::from_bytes(
-            format!("{SCHEME}{name}/{rel}"),
-            &bytes,
+        let resource = SkillResource::from_bytes(format!("{SCHEME}{name}/{rel}"), &bytes);
+        if let Some((package, digests)) = &mut recorded {
+            as_installed(package, &rel, &resource.digest, digests)?;
+        }
+        resources.push(resource);
+    }
+    if let Some((package, missing)) = recorded.filter(|(_, left)| !left.is_empty()) {
+        let file = missing.keys().next().cloned().unwrap_or_default();
+        return Err(format!(
+            "its file {file}, installed by package '{package}', is gone: reinstall the package (toolhost add)"
         ));
     }
     let uri = format!("{SCHEME}{name}/SKILL.md");
@@ -142,6 +123,60 @@ fn skill(name: &str, dir: &Path) -> Result<Skill, String> {
         frontmatter,
         SkillResources::Files(resources),
     ))
+}
+
+/// Checks the file `rel` of a package's skill, whose digest is `digest` (`sha256:…`), against
+/// the package's record (taking it out of `digests`).
+fn as_installed(
+    package: &str,
+    rel: &str,
+    digest: &str,
+    digests: &mut BTreeMap<String, String>,
+) -> Result<(), String> {
+    match digests.remove(rel) {
+        Some(sha) if digest.strip_prefix("sha256:") == Some(sha.as_str()) => Ok(()),
+        Some(_) => Err(format!(
+            "its file {rel} is not what package '{package}' installed (its SHA-256 is not the one usr/packages.lock records from the signed package): reinstall the package (toolhost add) or undo the change"
+        )),
+        None => Err(format!(
+            "its file {rel} was not installed by package '{package}' (usr/packages.lock has no record of it): remove it"
+        )),
+    }
+}
+
+/// For a skill folder inside an installed package (`usr/plugins/<package>/…`): the package's
+/// name and the SHA-256 (hex) of each file of the folder as `toolhost add` recorded it in
+/// `usr/packages.lock` (from the package's manifest, which its signature covers), by its path
+/// in the folder. `None` for a folder of no installed package.
+fn recorded(dir: &Path) -> Result<Option<(String, BTreeMap<String, String>)>, String> {
+    let found = dir.ancestors().find_map(|folder| {
+        let plugins = folder.parent()?;
+        let usr = plugins.parent()?;
+        let inside = plugins.file_name()? == "plugins" && usr.file_name()? == "usr";
+        inside.then_some((folder, usr))
+    });
+    let Some((package_dir, usr)) = found else {
+        return Ok(None);
+    };
+    let package = package_dir.file_name().unwrap_or_default();
+    let package = package.to_string_lossy().into_owned();
+    let lock = usr.join(toolhost::package::lock::PACKAGES_LOCK_FILE_NAME);
+    let lock = toolhost::package::PackageLock::read(&lock).map_err(|e| e.to_string())?;
+    let Some(locked) = lock.packages.get(&package) else {
+        return Ok(None);
+    };
+    let inner = dir.strip_prefix(package_dir).map_err(|e| e.to_string())?;
+    let prefix: Vec<String> = inner
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let prefix = format!("{}/", prefix.join("/"));
+    let digests = locked
+        .files
+        .iter()
+        .filter_map(|(path, sha)| Some((path.strip_prefix(&prefix)?.to_owned(), sha.clone())))
+        .collect();
+    Ok(Some((package, digests)))
 }
 
 /// The skills of `profile`'s layers, in name order; a folder that cannot be served is left
@@ -199,6 +234,15 @@ pub(crate) fn read(host: &Host, profile: &str, uri: &str) -> Result<ReadResource
     let path = dir.join(rel);
     let bytes = crate::resources::read_bytes(&path, MAX_BYTES)
         .map_err(|e| ErrorData::internal_error(e, None))?;
+    // The bytes read are those listed (a file changed since is not served).
+    let listed = files
+        .iter()
+        .find(|f| f.uri == uri)
+        .map(|f| f.digest.as_str());
+    if listed != Some(SkillResource::from_bytes(uri, &bytes).digest.as_str()) {
+        let message = format!("{uri} changed while it was read: read it again");
+        return Err(ErrorData::internal_error(message, None));
+    }
     let mime = match rel {
         "SKILL.md" => "text/markdown".to_owned(),
         _ => crate::resources::mime_type(&path),
@@ -293,10 +337,10 @@ mod tests {
     fn a_frontmatter_gives_the_name_and_the_description() {
         let text = "---\nname: trip\ndescription: \"Plans a trip\"\nlicense: MIT\n---\n# Trip\n";
         assert_eq!(
-            frontmatter(text).unwrap(),
-            ("trip".to_owned(), "Plans a trip".to_owned())
+            toolhost::skill_frontmatter(text).unwrap(),
+            ("trip".to_owned(), "Plans a trip".to_owned(), "# Trip\n")
         );
-        assert!(frontmatter("# no frontmatter").is_err());
-        assert!(frontmatter("---\nname: x\n").is_err());
+        assert!(toolhost::skill_frontmatter("# no frontmatter").is_err());
+        assert!(toolhost::skill_frontmatter("---\nname: x\n").is_err());
     }
 }

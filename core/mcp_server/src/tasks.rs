@@ -115,6 +115,15 @@ impl Tasks {
     /// A new working task for a call that may run for `deadline` (every attempt), and the
     /// token that cancels it; `None` when the store is full.
     pub(crate) fn create(&self, deadline: Duration) -> Option<(Task, CancellationToken)> {
+        self.create_with(deadline, CancellationToken::new())
+    }
+
+    /// [`Tasks::create`] for a call already running, which `cancel` cancels.
+    pub(crate) fn create_with(
+        &self,
+        deadline: Duration,
+        cancel: CancellationToken,
+    ) -> Option<(Task, CancellationToken)> {
         let id = new_id()?;
         let ttl = deadline + RESULT_RETENTION;
         let mut entries = lock(&self.entries);
@@ -127,7 +136,6 @@ impl Tasks {
         let task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now)
             .with_ttl_ms(ttl_ms)
             .with_poll_interval_ms(POLL_INTERVAL_MS);
-        let cancel = CancellationToken::new();
         let entry = Entry {
             task: task.clone(),
             payload: TaskPayload::Working,

@@ -81,7 +81,7 @@ pub(crate) fn metric_label(host: &Host, profile: &str, request: &str) -> String 
 /// tasks for a client that declares the Tasks extension: when its deadline (`[tools.<tool>]
 /// timeout_seconds`, else its declared timeout) is at least [`TASK_MIN_DEADLINE`]. `None` for
 /// a shorter deadline and for a tool this profile does not have.
-pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option<Duration> {
+pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option<TaskPlan> {
     let name = toolhost::ToolName::parse(request).ok()?;
     let found = host.resolve(profile, name.name());
     let info = found.found.as_ref()?.handle.info();
@@ -94,11 +94,25 @@ pub(crate) fn task_deadline(host: &Host, profile: &str, request: &str) -> Option
         ),
         Err(_) => (declared, info.max_retries),
     };
-    (required || timeout >= TASK_MIN_DEADLINE)
-        .then(|| timeout.saturating_mul(retries.saturating_add(1)))
+    (required || timeout >= TASK_MIN_DEADLINE).then(|| TaskPlan {
+        deadline: timeout.saturating_mul(retries.saturating_add(1)),
+        required,
+        input_first: info.input_before_task,
+    })
 }
 
-/// Whether every MCP call of the tool `request` must be a task ([`ToolInfo::task_required`]).
+/// How a call that is to become a task becomes one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskPlan {
+    /// How long it may run, every attempt.
+    pub(crate) deadline: Duration,
+    /// Every call of the tool must be a task ([`ToolInfo::task_required()`]).
+    pub(crate) required: bool,
+    /// It gathers input in rounds first ([`ToolInfo::input_before_task()`]).
+    pub(crate) input_first: bool,
+}
+
+/// Whether every MCP call of the tool `request` must be a task ([`ToolInfo::task_required()`]).
 pub(crate) fn task_required(host: &Host, profile: &str, request: &str) -> bool {
     let Ok(name) = toolhost::ToolName::parse(request) else {
         return false;

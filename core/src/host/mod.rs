@@ -16,6 +16,7 @@ mod options;
 mod profile_config;
 mod prompt;
 pub(crate) mod reload;
+pub(crate) mod skills;
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};

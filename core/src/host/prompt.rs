@@ -20,7 +20,8 @@ impl Host {
 
     /// The parts of the system prompt, in order: the `prompts/agent.system.*.md` fragments
     /// other than the tools' (merged by file name, first occurrence wins, sorted by file name),
-    /// then the tools section ([`tools_prompt`](Self::tools_prompt)).
+    /// then the tools section ([`tools_prompt`](Self::tools_prompt)), then the skills section
+    /// when the profile has skills ([`skills_prompt`](Self::skills_prompt)).
     ///
     /// Each part is masked with the current secrets (a fragment, or an MCP server's text, may
     /// hold a value).
@@ -33,6 +34,10 @@ impl Host {
             .map(|(_, text)| text.trim().to_owned())
             .collect();
         parts.push(self.tools_prompt(profile).trim().to_owned());
+        let skills = self.skills_prompt(profile);
+        if !skills.is_empty() {
+            parts.push(skills.trim().to_owned());
+        }
         let store = self.secret_store();
         parts
             .into_iter()

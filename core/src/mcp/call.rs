@@ -170,8 +170,11 @@ impl McpTool {
                     })?;
                     serde_json::to_value(answer)
                 }
-                // This client declares no roots: it shares none.
-                InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+                // The folders the user shares with this server (none by default).
+                InputRequest::ListRoots(_) => {
+                    let roots = super::handler::shared_roots(&server.config);
+                    Ok(serde_json::json!({"roots": roots}))
+                }
                 _ => {
                     return Err(ToolError::dependency(format!(
                         "MCP server '{name}' asked for input this client does not know in the call of {}: update toolhost",

@@ -11,7 +11,6 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -21,12 +20,13 @@ use super::server::Service;
 use crate::secrets::Secrets;
 use crate::sync::lock;
 
-/// How long the process may take to answer `initialize`.
+/// How long the server may take to answer its greeting.
 const HANDSHAKE: Duration = Duration::from_secs(30);
-/// How an HTTP server is greeted: `server/discover` of 2026-07-28 first, and a server that
-/// answers it with an error (one of 2025-11-25 or earlier) gets that version's `initialize`
-/// on the same connection. A stdio server keeps the `initialize` handshake (some servers of
-/// earlier versions end the connection on a request before it).
+/// How a server is greeted: `server/discover` of 2026-07-28 first, and a server that answers
+/// it with an error (one of 2025-11-25 or earlier), or not within 10 s, gets that version's
+/// `initialize` on the same connection. A stdio server that ends the connection instead (some
+/// of earlier versions do, on a request before `initialize`) is started again and greeted
+/// with `initialize` ([`connect`]).
 pub(crate) fn http_lifecycle() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
@@ -34,24 +34,25 @@ pub(crate) fn http_lifecycle() -> ClientLifecycleMode {
     }
 }
 
-/// Greets an HTTP server with [`http_lifecycle`] over `transport()`; a server of 2025-11-25
+/// Greets an HTTP server with [`http_lifecycle`] over `transport()` (with `initialize` only
+/// for a server configured so); a server of 2025-11-25
 /// or earlier that answers `server/discover` with a result (as some answer any request they
 /// do not know) instead of an error is greeted again with `initialize`, over a new
 /// transport.
 pub(crate) async fn greet_http<T, E, A>(
     handler: Handler,
     transport: impl Fn() -> T,
+    config: &ServerConfig,
 ) -> Result<Service, rmcp::service::ClientInitializeError>
 where
     T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let again = Handler {
-        server: handler.server.clone(),
-        progress: handler.progress.clone(),
-        group: Mutex::default(),
-        broken: handler.broken.clone(),
-    };
+    if config.initialize_only {
+        let initialize = ClientLifecycleMode::Initialize;
+        return handler.serve_with_lifecycle(transport(), initialize).await;
+    }
+    let again = handler.again();
     match handler
         .serve_with_lifecycle(transport(), http_lifecycle())
         .await
@@ -75,69 +76,25 @@ pub(crate) async fn connect(
     handler: Handler,
 ) -> Result<Service, String> {
     match &config.transport {
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let command = &interpolated(command, "command")?;
-            let mut cmd = tokio::process::Command::new(command);
-            for arg in args {
-                let arg = interpolated(arg, "args")?;
-                let arg = secrets
-                    .unmask(&arg)
-                    .map_err(|e| format!("args: {}", e.message()))?;
-                cmd.arg(arg.as_ref());
-            }
-            cmd.kill_on_drop(true);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            for (key, value) in env {
-                let value = interpolated(value, &format!("env {key}"))?;
-                let value = secrets
-                    .unmask(&value)
-                    .map_err(|e| format!("env {key}: {}", e.message()))?;
-                cmd.env(key, value.as_ref());
-            }
-            let mut broken = handler.broken.subscribe();
-            let (process, stderr) = super::child::spawn(cmd, handler.broken.clone())
-                .await
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            // Its process group goes with the connection (the handler it owns).
-            *lock(&handler.group) = process.id().and_then(super::child::Group::new);
-            let tail = Arc::new(Mutex::new(Vec::<String>::new()));
-            if let Some(stderr) = stderr {
-                let masking = secrets.clone();
-                tokio::spawn(keep_stderr(
-                    config.name.clone(),
-                    stderr,
-                    tail.clone(),
-                    masking,
-                ));
-            }
-            let said = || {
-                let lines = lock(&tail).join(" | ");
-                match lines.is_empty() {
-                    true => String::new(),
-                    false => format!(" (its standard error: {lines})"),
-                }
+        Transport::Stdio { .. } => {
+            // A server that refuses `server/discover` or ends the connection on it is
+            // started again and greeted with `initialize` (a 2025-11-25 one).
+            let again = handler.again();
+            let lifecycle = match config.initialize_only {
+                true => ClientLifecycleMode::Initialize,
+                false => http_lifecycle(),
             };
-            let served = tokio::select! {
-                served = tokio::time::timeout(HANDSHAKE, handler.serve(process)) => served,
-                why = super::stdout_check::broke(&mut broken) => {
-                    return Err(format!("the handshake failed: {why}{}", said()));
+            match start_stdio(config, secrets, handler, lifecycle).await {
+                Err(Started::Refused(why)) => {
+                    tracing::info!(
+                        "MCP server '{}' did not take server/discover ({why}): started again and greeted with initialize",
+                        config.name
+                    );
+                    let initialize = ClientLifecycleMode::Initialize;
+                    let started = start_stdio(config, secrets, again, initialize).await;
+                    started.map_err(Started::line)
                 }
-            };
-            match served {
-                Ok(Ok(service)) => Ok(service),
-                Ok(Err(e)) => Err(format!("the handshake failed: {e}{}", said())),
-                Err(_) => Err(format!(
-                    "no answer to `initialize` within {} s{}",
-                    HANDSHAKE.as_secs(),
-                    said()
-                )),
+                started => started.map_err(Started::line),
             }
         }
         Transport::Http {
@@ -145,53 +102,172 @@ pub(crate) async fn connect(
             headers,
             oauth,
             tokens,
-        } => {
-            let url = &interpolated(url, "url")?;
-            let http = http_config(url, headers, secrets)?;
-            // HTTPS through rustls with ring (installed once; a provider set earlier stays).
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            // Without a fixed Authorization header, a server that asks to sign in gets OAuth.
-            let step = super::oauth::BrowserStep::from_env();
-            let signer =
-                super::oauth::signer(&config.name, url, headers, oauth, tokens, secrets, step)?;
-            let served = match signer {
-                Some(signer) => {
-                    let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
-                    let transport =
-                        || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
-                    tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
-                }
-                None => {
-                    let transport = || StreamableHttpClientTransport::from_config(http.clone());
-                    tokio::time::timeout(HANDSHAKE, greet_http(handler, transport)).await
-                }
-            };
-            match served {
-                Ok(Ok(service)) => Ok(service),
-                Ok(Err(e)) if super::oauth::failure_line(&e.to_string()).is_some() => {
-                    let e = e.to_string();
-                    Err(super::oauth::failure_line(&e)
-                        .unwrap_or_default()
-                        .to_owned())
-                }
-                Ok(Err(e)) if e.to_string().to_lowercase().contains("auth required") => {
-                    Err(format!(
-                        "{url} refused the credentials (HTTP 401): check the Authorization header \
-                     of this server in mcp.json and the secret it names"
-                    ))
-                }
-                Ok(Err(e)) if e.to_string().contains("error sending request") => Err(format!(
-                    "cannot reach {url}: no server answered there (is it running, and is the \
-                     url in mcp.json right?)"
-                )),
-                Ok(Err(e)) => Err(format!("the handshake with {url} failed: {e}")),
-                Err(_) => Err(format!(
-                    "no answer to `initialize` from {url} within {} s",
-                    HANDSHAKE.as_secs()
-                )),
-            }
+        } => connect_http(config, url, headers, oauth, tokens, secrets, handler).await,
+    }
+}
+
+/// Why a stdio server did not start.
+enum Started {
+    /// Its greeting failed (it may take another).
+    Refused(String),
+    /// Anything else: the line to show.
+    Failed(String),
+}
+
+impl Started {
+    fn line(self) -> String {
+        match self {
+            Self::Refused(line) | Self::Failed(line) => line,
         }
     }
+}
+
+/// Starts a stdio server and greets it with `lifecycle`.
+async fn start_stdio(
+    config: &ServerConfig,
+    secrets: &Secrets,
+    handler: Handler,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Service, Started> {
+    let cmd = stdio_command(config, secrets).map_err(Started::Failed)?;
+    let command = cmd.as_std().get_program().to_string_lossy().into_owned();
+    let mut broken = handler.broken.subscribe();
+    let (process, stderr) = super::child::spawn(cmd, handler.broken.clone())
+        .await
+        .map_err(|e| Started::Failed(format!("cannot start `{command}`: {e}")))?;
+    // Its process group goes with the connection (the handler it owns).
+    *lock(&handler.group) = process.id().and_then(super::child::Group::new);
+    let tail = Arc::new(Mutex::new(Vec::<String>::new()));
+    if let Some(stderr) = stderr {
+        let masking = secrets.clone();
+        let name = config.name.clone();
+        tokio::spawn(keep_stderr(name, stderr, tail.clone(), masking));
+    }
+    let said = || {
+        let lines = lock(&tail).join(" | ");
+        match lines.is_empty() {
+            true => String::new(),
+            false => format!(" (its standard error: {lines})"),
+        }
+    };
+    let greeting = handler.serve_with_lifecycle(process, lifecycle);
+    let served = tokio::select! {
+        served = tokio::time::timeout(HANDSHAKE, greeting) => served,
+        why = super::stdout_check::broke(&mut broken) => {
+            return Err(Started::Failed(format!("the handshake failed: {why}{}", said())));
+        }
+    };
+    match served {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(Started::Refused(format!(
+            "the handshake failed: {e}{}",
+            said()
+        ))),
+        Err(_) => Err(Started::Failed(format!(
+            "no answer to its greeting within {} s{}",
+            HANDSHAKE.as_secs(),
+            said()
+        ))),
+    }
+}
+
+/// The command of a stdio server, its arguments' and environment's placeholders filled in.
+fn stdio_command(
+    config: &ServerConfig,
+    secrets: &Secrets,
+) -> Result<tokio::process::Command, String> {
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &config.transport
+    else {
+        return Err("not a stdio server".to_owned());
+    };
+    let command = &interpolated(command, "command")?;
+    let mut cmd = tokio::process::Command::new(command);
+    for arg in args {
+        let arg = interpolated(arg, "args")?;
+        let arg = secrets
+            .unmask(&arg)
+            .map_err(|e| format!("args: {}", e.message()))?;
+        cmd.arg(arg.as_ref());
+    }
+    cmd.kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    for (key, value) in env {
+        let value = interpolated(value, &format!("env {key}"))?;
+        let value = secrets
+            .unmask(&value)
+            .map_err(|e| format!("env {key}: {}", e.message()))?;
+        cmd.env(key, value.as_ref());
+    }
+    Ok(cmd)
+}
+
+/// Connects to a streamable HTTP server (signing in with OAuth when it asks and no fixed
+/// `Authorization` header is given) and greets it ([`greet_http`]).
+async fn connect_http(
+    config: &ServerConfig,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    oauth: &super::oauth::OAuthSettings,
+    tokens: &std::path::Path,
+    secrets: &Secrets,
+    handler: Handler,
+) -> Result<Service, String> {
+    let url = &interpolated(url, "url")?;
+    let http = http_config(url, headers, secrets)?;
+    // HTTPS through rustls with ring (installed once; a provider set earlier stays).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Without a fixed Authorization header, a server that asks to sign in gets OAuth.
+    let step = super::oauth::BrowserStep::from_env();
+    let signer = super::oauth::signer(&config.name, url, headers, oauth, tokens, secrets, step)?;
+    let served = match signer {
+        Some(signer) => {
+            let client = super::oauth::OAuthHttp::new(super::oauth::http_client(), signer);
+            let transport =
+                || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
+            tokio::time::timeout(HANDSHAKE, greet_http(handler, transport, config)).await
+        }
+        None => {
+            let client = super::oauth::http_client();
+            let transport =
+                || StreamableHttpClientTransport::with_client(client.clone(), http.clone());
+            tokio::time::timeout(HANDSHAKE, greet_http(handler, transport, config)).await
+        }
+    };
+    match served {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(http_failure(url, &e.to_string())),
+        Err(_) => Err(format!(
+            "no answer to its greeting from {url} within {} s",
+            HANDSHAKE.as_secs()
+        )),
+    }
+}
+
+/// The line of a failed greeting of the HTTP server at `url`.
+fn http_failure(url: &str, e: &str) -> String {
+    if let Some(line) = super::oauth::failure_line(e) {
+        return line.to_owned();
+    }
+    if e.to_lowercase().contains("auth required") {
+        return format!(
+            "{url} refused the credentials (HTTP 401): check the Authorization header \
+             of this server in mcp.json and the secret it names"
+        );
+    }
+    if e.contains("error sending request") {
+        return format!(
+            "cannot reach {url}: no server answered there (is it running, and is the \
+             url in mcp.json right?)"
+        );
+    }
+    format!("the handshake with {url} failed: {e}")
 }
 
 /// The HTTP transport's settings: the URL, and each header with its secret placeholders

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
-    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, SamplingCapability,
+    FormElicitationCapability, Implementation, ListRootsResult, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, Root, RootsCapabilities, SamplingCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
@@ -91,6 +91,18 @@ pub(crate) struct Handler {
     pub(crate) broken: super::stdout_check::Broken,
 }
 
+impl Handler {
+    /// A handler for another connection to the same server (a greeting tried again).
+    pub(crate) fn again(&self) -> Self {
+        Self {
+            server: self.server.clone(),
+            progress: self.progress.clone(),
+            group: Mutex::default(),
+            broken: self.broken.clone(),
+        }
+    }
+}
+
 impl ClientHandler for Handler {
     async fn on_progress(
         &self,
@@ -127,6 +139,16 @@ impl ClientHandler for Handler {
         super::ask::sample(asker, &server.config.name, params).await
     }
 
+    /// The roots configured for the server (`"roots"` in its entry; none by default).
+    #[allow(deprecated)] // roots: deprecated by SEP-2577, still asked by servers
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self.server.upgrade().map(|s| shared_roots(&s.config));
+        Ok(ListRootsResult::new(roots.unwrap_or_default()))
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Some(server) = self.server.upgrade() {
             server.list_changed(context.peer);
@@ -142,6 +164,14 @@ impl ClientHandler for Handler {
         elicitation.form = Some(FormElicitationCapability::new());
         capabilities.elicitation = Some(elicitation);
         capabilities.sampling = Some(SamplingCapability::default());
+        // Roots only for a server the user shares folders with.
+        let shares = self
+            .server
+            .upgrade()
+            .is_some_and(|s| !s.config.roots.is_empty());
+        if shares {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
         let mut info = ClientConfig::new(
             capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
@@ -149,4 +179,23 @@ impl ClientHandler for Handler {
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info
     }
+}
+
+/// The roots the user shares with the server of `config`: each folder of its `"roots"` as a
+/// `file://` URI, named by its last component.
+#[allow(deprecated)] // roots: deprecated by SEP-2577, still asked by servers
+pub(crate) fn shared_roots(config: &super::config::ServerConfig) -> Vec<Root> {
+    config
+        .roots
+        .iter()
+        .filter_map(|folder| {
+            let folder = std::path::absolute(folder).ok()?;
+            let uri = reqwest::Url::from_file_path(&folder).ok()?;
+            let root = Root::new(uri.to_string());
+            Some(match folder.file_name() {
+                Some(name) => root.with_name(name.to_string_lossy()),
+                None => root,
+            })
+        })
+        .collect()
 }

@@ -36,7 +36,9 @@ fn a_servers_form_is_answered_on_the_terminal_with_defaults_for_empty_fields() {
     servers(
         &root,
         "usr/mcp.json",
-        json!({"asker": {"command": peers::mcp_python(), "args": [script]}}),
+        // Its tool asks in the middle of the call, as 2025-11-25 allows (the SDK speaks
+        // 2026-07-28 too, where that is refused): greeted with `initialize` only.
+        json!({"asker": {"command": peers::mcp_python(), "args": [script], "protocol": "2025-11-25"}}),
     );
     let Some(shown) = root.run_on_terminal("call asker.ask", "Ada\n\ny\n", false) else {
         return; // no `script` here: noted as skipped (under CI=true, a failure)

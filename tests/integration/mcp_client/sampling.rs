@@ -75,7 +75,9 @@ fn a_servers_sampling_is_answered_by_the_hosts_model_once_approved_and_audited()
     servers(
         &root,
         "usr/mcp.json",
-        json!({"sampler": {"command": peers::mcp_python(), "args": [script]}}),
+        // Its tool asks in the middle of the call, as 2025-11-25 allows (the SDK speaks
+        // 2026-07-28 too, where that is refused): greeted with `initialize` only.
+        json!({"sampler": {"command": peers::mcp_python(), "args": [script], "protocol": "2025-11-25"}}),
     );
     let call = r#"call sampler.summarise --args '{"text": "Ada Lovelace wrote a program."}'"#;
     if let Some(shown) = root.run_on_terminal(call, "o\n", false) {

@@ -52,6 +52,9 @@ fn slow(root: &TestRoot) -> Value {
         "command": peers::mcp_python(),
         "args": [script],
         "env": {"MARKER": "§§secret(MARKER_PATH)"},
+        // Its `grow` says the list changed in a notification of the call, as 2025-11-25 does
+        // (2026-07-28 sends it on `subscriptions/listen`, which this client does not open).
+        "protocol": "2025-11-25",
     })
 }
 

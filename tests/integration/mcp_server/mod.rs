@@ -7,6 +7,7 @@ mod json_rpc;
 mod python;
 mod rust_client;
 mod service;
+mod skills_package;
 mod stateless;
 mod tasks;
 

@@ -62,7 +62,7 @@ fn modern() -> ClientLifecycleMode {
 }
 
 /// `toolhost serve-mcp` over stdio on `root`, discovered by a 2026-07-28 client `handler`.
-async fn discovered<H: ClientHandler>(
+pub(crate) async fn discovered<H: ClientHandler>(
     root: &TestRoot,
     handler: H,
 ) -> RunningService<RoleClient, H> {

@@ -10,7 +10,7 @@ impl Session {
         &self,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Option<std::time::Duration>, ErrorData> {
+    ) -> Result<Option<tools::TaskPlan>, ErrorData> {
         let declares = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
@@ -73,36 +73,46 @@ impl Session {
                     tasks: shared.tasks.clone(),
                     id: id.clone(),
                 }),
+                escalation: None,
             };
             let name = request.name.to_string();
             let result =
                 call::call_with_kind(&shared.host, &shared.profile, approvals, request, context);
             let result = toolhost::telemetry::with_call_id(&call_id, result).await;
-            // A bug or a crash of plugin code (an internal error) is a protocol-level failure
-            // of the task, not a result: `failed`, with the error.
-            let result = match result {
-                Ok((result, Some(plugin_api::ErrorKind::Internal))) => {
-                    let text = result
-                        .content
-                        .first()
-                        .and_then(|c| c.as_text())
-                        .map_or_else(String::new, |t| t.text.clone());
-                    Err(ErrorData::internal_error(text, None))
-                }
-                Ok((result, _)) => Ok(result),
-                Err(e) => Err(e),
-            };
-            let result = match (result, round) {
-                (Ok(_), Some(round)) if round.asks() => {
-                    let text = format!(
-                        "tool '{name}' asked the client for an approval inside its task, which a task cannot carry: call it again without the tasks extension (io.modelcontextprotocol/tasks) in the request's client capabilities"
-                    );
-                    Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
-                }
-                (result, _) => result,
-            };
+            let result = task_outcome(&name, result, round.as_deref());
             shared.tasks.finish(&id, result);
         };
         tokio::spawn(span.own(running));
+    }
+}
+
+/// How a task's call ended, as the task records it: a bug or a crash of plugin code (an
+/// internal error) is a protocol-level failure of the task (`failed`, with the error), not a
+/// result; an approval asked inside the task (which cannot carry it) is an error result.
+pub(super) fn task_outcome(
+    name: &str,
+    result: Result<(CallToolResult, Option<plugin_api::ErrorKind>), ErrorData>,
+    round: Option<&RoundTrip>,
+) -> Result<CallToolResult, ErrorData> {
+    let result = match result {
+        Ok((result, Some(plugin_api::ErrorKind::Internal))) => {
+            let text = result
+                .content
+                .first()
+                .and_then(|c| c.as_text())
+                .map_or_else(String::new, |t| t.text.clone());
+            Err(ErrorData::internal_error(text, None))
+        }
+        Ok((result, _)) => Ok(result),
+        Err(e) => Err(e),
+    };
+    match (result, round) {
+        (Ok(_), Some(round)) if round.asks() => {
+            let text = format!(
+                "tool '{name}' asked the client for an approval inside its task, which a task cannot carry: call it again without the tasks extension (io.modelcontextprotocol/tasks) in the request's client capabilities"
+            );
+            Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
+        }
+        (result, _) => result,
     }
 }

@@ -38,6 +38,9 @@ use super::{
 use tokio_util::sync::CancellationToken;
 
 mod as_task;
+mod build;
+mod call_tool;
+mod input_first;
 mod prompt_args;
 
 /// The handler of one session. Cheap to make: the host and the clients are shared.
@@ -55,61 +58,6 @@ pub(crate) struct Session {
     /// The key derived from the HTTP listener's token, if it has one (else the server's
     /// random key seals `requestState`).
     token_key: Option<Arc<StateKey>>,
-}
-
-impl Session {
-    /// A session that can ask its client (stdio, HTTP with sessions).
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self {
-            shared,
-            approved: Arc::default(),
-            no_approvals: None,
-            log_threshold: Arc::default(),
-            subscriptions: Arc::default(),
-            token_key: None,
-        }
-    }
-
-    /// Seals `requestState` with `key`, derived from the listener's token (and marks the
-    /// caching hints private).
-    pub(crate) fn with_token_key(mut self, key: Option<Arc<StateKey>>) -> Self {
-        self.token_key = key;
-        self
-    }
-
-    fn state_key(&self) -> &StateKey {
-        self.token_key.as_deref().unwrap_or(&self.shared.state_key)
-    }
-
-    /// The caching hints of a list, for a 2026-07-28 request (none for earlier versions).
-    fn list_hints(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Option<(u64, rmcp::model::CacheScope)> {
-        cache_hints::is_stateless(context).then(|| cache_hints::list(self.token_key.is_some()))
-    }
-
-    /// A session of one stateless HTTP request: the client's answer to an elicitation would
-    /// come back in another request, which this session never sees.
-    pub(crate) fn stateless(shared: Arc<Shared>) -> Self {
-        Self {
-            no_approvals: Some("a client of stateless HTTP cannot be asked: serve with --sessions"),
-            ..Self::new(shared)
-        }
-    }
-
-    /// Runs `f` off the async threads (a cold listing loads libraries, a read reads files).
-    async fn blocking<T: Send + 'static>(
-        &self,
-        what: &str,
-        f: impl FnOnce(&toolhost::Host, &str) -> T + Send + 'static,
-    ) -> Result<T, ErrorData> {
-        let host = self.shared.host.clone();
-        let profile = self.shared.profile.clone();
-        tokio::task::spawn_blocking(move || f(&host, &profile))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("{what} failed: {e}"), None))
-    }
 }
 
 impl ServerHandler for Session {
@@ -176,99 +124,7 @@ impl ServerHandler for Session {
             .then(|| tools::metric_label(&self.shared.host, &self.shared.profile, &request.name));
         let served =
             telemetry::Request::new("tools/call", Some(&*request.name), &context).for_tool(label);
-        served
-            .serve_call(async move {
-            let shared = &self.shared;
-            if shared.is_read_only() {
-                let name = request.name.to_string();
-                let listed = self.blocking("listing the tools", tools::list).await?;
-                match listed.iter().find(|t| t.name == name) {
-                    Some(tool) if tools::is_read(tool) => {}
-                    Some(_) => {
-                        let message = format!(
-                            "tool '{}' is not served: without a token (--token-secret) this listener serves only read tools; start it with --allow-writes-without-token to serve the others",
-                            super::echo::echoed(&name)
-                        );
-                        return Err(ErrorData::invalid_params(message, None));
-                    }
-                    None => {
-                        let message = format!("Unknown tool: {}", super::echo::echoed(&name));
-                        return Err(ErrorData::invalid_params(message, None));
-                    }
-                }
-            }
-            let yes = shared
-                .yes_to_writes
-                .load(std::sync::atomic::Ordering::SeqCst);
-            // A 2026-07-28 client is asked through the call's round trip, on any transport.
-            let stateless = cache_hints::is_stateless(&context);
-            let round = match stateless {
-                true => {
-                    let capabilities = context.client_capabilities().unwrap_or_default();
-                    let key = self.state_key();
-                    Some(Arc::new(RoundTrip::begin(key, &request, capabilities)?))
-                }
-                false => None,
-            };
-            if let Some(round) = round
-                .as_ref()
-                .filter(|r| r.elicits() && r.answer(APPROVAL).is_none())
-            {
-                let asking = request.clone();
-                let asked = self
-                    .blocking("looking up the tool's policy", move |host, profile| {
-                        approval::asked_before_running(host, profile, &asking, yes)
-                    })
-                    .await?;
-                if let Some(asked) = asked {
-                    let form = approval::approval_request(&asked).map_err(|e| {
-                        ErrorData::internal_error(format!("the approval form: {e}"), None)
-                    })?;
-                    round.ask(APPROVAL.to_owned(), form);
-                    return Ok(round.input_required(self.state_key(), &request)?.into());
-                }
-            }
-            if let Some(deadline) = self.task_deadline(&request, &context).await? {
-                if let Some((task, cancel)) = shared.tasks.create(deadline) {
-                    let id = task.task_id.clone();
-                    self.run_task(id, cancel, request, context, round, yes);
-                    return Ok(CreateTaskResult::new(task).into());
-                }
-            }
-            // A 2026-07-28 request says its own log level (none: no log messages).
-            let threshold = match stateless {
-                true => Arc::new(LogThreshold::of_request(context.meta.log_level())),
-                false => self.log_threshold.clone(),
-            };
-            let approvals = call::Approvals {
-                session: &self.approved,
-                unavailable: if stateless { None } else { self.no_approvals },
-                yes_to_writes: yes,
-                log_threshold: &threshold,
-                round: round.clone(),
-                task: None,
-            };
-            let call_id = context.id.to_string();
-            let retry = round.as_ref().map(|_| request.clone());
-            let result = call::call(&shared.host, &shared.profile, approvals, request, context);
-            let result = toolhost::telemetry::with_call_id(&call_id, result);
-            let result = result.await?;
-            match (round, retry) {
-                (Some(round), Some(request)) if round.asks() => {
-                    // Asked something: this run's result is replaced by the question.
-                    Ok(round.input_required(self.state_key(), &request)?.into())
-                }
-                // Failed having asked only for what the client did not declare: -32021.
-                (Some(round), _) if result.is_error == Some(true) => {
-                    match round.missing_capabilities() {
-                        Some(missing) => Err(missing),
-                        None => Ok(result.into()),
-                    }
-                }
-                _ => Ok(result.into()),
-            }
-            })
-            .await
+        served.serve_call(self.serve_call(request, context)).await
     }
 
     async fn get_task(

@@ -19,10 +19,13 @@ pub(crate) fn is_server_name(name: &str) -> bool {
 /// What is wrong with an entry: where (the key's place, or the entry's when `None`) and what.
 type Mistake<'a> = (Option<&'a Placed>, String);
 
+/// The entry's keys, by name.
+type Entry = BTreeMap<String, Placed>;
+
 /// One merged entry, checked.
 pub(super) fn server<'a>(
     name: &str,
-    entry: &'a BTreeMap<String, Placed>,
+    entry: &'a Entry,
     root: &Path,
 ) -> Result<ServerConfig, Mistake<'a>> {
     if !is_server_name(name) {
@@ -40,102 +43,126 @@ pub(super) fn server<'a>(
         };
         return Err((Some(placed), format!("unknown key {key:?}{hint}")));
     }
-    let get = |key: &str| entry.get(key);
-    let string = |key: &str| -> Result<Option<&'a str>, Mistake<'a>> {
-        match entry.get(key) {
-            None => Ok(None),
-            Some(Placed {
-                value: Value::String(s),
-                ..
-            }) => Ok(Some(s.as_str())),
-            Some(p) => Err((
-                Some(p),
-                format!("\"{key}\" must be a string, not {}", p.value),
-            )),
-        }
-    };
-    string("description")?;
-    let kind = string("type")?;
-    let transport = match (get("command"), get("url")) {
+    string(entry, "description")?;
+    let transport = match (entry.get("command"), entry.get("url")) {
         (Some(_), Some(p)) => {
-            return Err((
-                Some(p),
-                "has both \"command\" and \"url\": keep one".to_owned(),
-            ));
+            let message = "has both \"command\" and \"url\": keep one".to_owned();
+            return Err((Some(p), message));
         }
-        (Some(p), None) => {
-            let command = string("command")?.unwrap_or_default();
-            if command.is_empty() {
-                let message = "\"command\" must be a non-empty string".to_owned();
-                return Err((Some(p), message));
-            }
-            for key in ["headers", "oauth"] {
-                if let Some(p) = get(key) {
-                    let message =
-                        format!("\"{key}\" is for a server with a \"url\", not a \"command\"");
-                    return Err((Some(p), message));
-                }
-            }
-            Transport::Stdio {
-                command: command.to_owned(),
-                args: strings(get("args"), "args")?,
-                env: string_map(get("env"), "env")?,
-                cwd: string("cwd")?.map(|dir| root.join(dir)),
-            }
-        }
-        (None, Some(p)) => {
-            let url = string("url")?.unwrap_or_default();
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                let message = "\"url\" must be an http:// or https:// URL".to_owned();
-                return Err((Some(p), message));
-            }
-            for key in ["args", "env", "cwd"] {
-                if let Some(p) = get(key) {
-                    let message =
-                        format!("\"{key}\" is for a server with a \"command\", not a \"url\"");
-                    return Err((Some(p), message));
-                }
-            }
-            let oauth = match get("oauth") {
-                None => Default::default(),
-                Some(p) => crate::mcp::oauth::OAuthSettings::parse(&p.value)
-                    .map_err(|e| (Some(p), e.message))?,
-            };
-            Transport::Http {
-                url: url.to_owned(),
-                headers: string_map(get("headers"), "headers")?,
-                oauth,
-                tokens: root
-                    .join(crate::mcp::oauth::TOKENS_DIR)
-                    .join(format!("{name}.json")),
-            }
-        }
+        (Some(p), None) => stdio(entry, p, root)?,
+        (None, Some(p)) => http(name, entry, p, root)?,
         (None, None) => {
             let message = "needs \"command\" (stdio) or \"url\" (streamable HTTP)".to_owned();
             return Err((None, message));
         }
     };
+    check_type(entry, &transport)?;
+    let roots = strings(entry.get("roots"), "roots")?;
+    let initialize_only = match string(entry, "protocol")? {
+        None | Some("2026-07-28") => false,
+        Some("2025-11-25") => true,
+        Some(other) => {
+            let message = format!("\"protocol\" is {other:?}: give \"2025-11-25\" (greeted with initialize only) or leave it out");
+            return Err((entry.get("protocol"), message));
+        }
+    };
+    Ok(ServerConfig {
+        name: name.to_owned(),
+        transport,
+        roots: roots.iter().map(|folder| root.join(folder)).collect(),
+        initialize_only,
+    })
+}
+
+/// The entry's string `key`, if it has one.
+fn string<'a>(entry: &'a Entry, key: &str) -> Result<Option<&'a str>, Mistake<'a>> {
+    match entry.get(key) {
+        None => Ok(None),
+        Some(Placed {
+            value: Value::String(s),
+            ..
+        }) => Ok(Some(s.as_str())),
+        Some(p) => Err((
+            Some(p),
+            format!("\"{key}\" must be a string, not {}", p.value),
+        )),
+    }
+}
+
+/// A stdio server's transport (`command`, `args`, `env`, `cwd`).
+fn stdio<'a>(entry: &'a Entry, command: &'a Placed, root: &Path) -> Result<Transport, Mistake<'a>> {
+    let program = string(entry, "command")?.unwrap_or_default();
+    if program.is_empty() {
+        let message = "\"command\" must be a non-empty string".to_owned();
+        return Err((Some(command), message));
+    }
+    for key in ["headers", "oauth"] {
+        if let Some(p) = entry.get(key) {
+            let message = format!("\"{key}\" is for a server with a \"url\", not a \"command\"");
+            return Err((Some(p), message));
+        }
+    }
+    Ok(Transport::Stdio {
+        command: program.to_owned(),
+        args: strings(entry.get("args"), "args")?,
+        env: string_map(entry.get("env"), "env")?,
+        cwd: string(entry, "cwd")?.map(|dir| root.join(dir)),
+    })
+}
+
+/// A streamable HTTP server's transport (`url`, `headers`, `oauth`).
+fn http<'a>(
+    name: &str,
+    entry: &'a Entry,
+    placed: &'a Placed,
+    root: &Path,
+) -> Result<Transport, Mistake<'a>> {
+    let url = string(entry, "url")?.unwrap_or_default();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        let message = "\"url\" must be an http:// or https:// URL".to_owned();
+        return Err((Some(placed), message));
+    }
+    for key in ["args", "env", "cwd"] {
+        if let Some(p) = entry.get(key) {
+            let message = format!("\"{key}\" is for a server with a \"command\", not a \"url\"");
+            return Err((Some(p), message));
+        }
+    }
+    let oauth = match entry.get("oauth") {
+        None => Default::default(),
+        Some(p) => {
+            crate::mcp::oauth::OAuthSettings::parse(&p.value).map_err(|e| (Some(p), e.message))?
+        }
+    };
+    Ok(Transport::Http {
+        url: url.to_owned(),
+        headers: string_map(entry.get("headers"), "headers")?,
+        oauth,
+        tokens: root
+            .join(crate::mcp::oauth::TOKENS_DIR)
+            .join(format!("{name}.json")),
+    })
+}
+
+/// The entry's `type`, if it has one, checked against its transport.
+fn check_type<'a>(entry: &'a Entry, transport: &Transport) -> Result<(), Mistake<'a>> {
     let stdio = matches!(transport, Transport::Stdio { .. });
-    match (kind, stdio) {
-        (None | Some("stdio"), true) | (None | Some("http" | "streamable-http"), false) => {}
+    match (string(entry, "type")?, stdio) {
+        (None | Some("stdio"), true) | (None | Some("http" | "streamable-http"), false) => Ok(()),
         (Some("sse"), _) => {
             let message = "\"type\": \"sse\" (the SSE transport of 2024-11-05) is not supported: \
                            give the server's streamable HTTP endpoint as \"url\""
                 .to_owned();
-            return Err((get("type"), message));
+            Err((entry.get("type"), message))
         }
         (Some(kind), _) => {
             let message = match stdio {
                 true => format!("\"type\" is {kind:?} but the server has a \"command\" (stdio)"),
                 false => format!("\"type\" is {kind:?} but the server has a \"url\" (http)"),
             };
-            return Err((get("type"), message));
+            Err((entry.get("type"), message))
         }
     }
-    Ok(ServerConfig {
-        name: name.to_owned(),
-        transport,
-    })
 }
 
 /// The known key `key` is probably a typo of: one letter added, left out or changed, or

@@ -61,6 +61,14 @@ pub struct ServerConfig {
     pub name: String,
     /// How it is reached.
     pub transport: Transport,
+    /// The folders shared with it as its client's roots (`"roots"` in its entry, each
+    /// relative to the folder of the configuration): answered to its `roots/list` (and to a
+    /// 2026-07-28 server's roots asked in an `InputRequiredResult`). None by default.
+    pub roots: Vec<PathBuf>,
+    /// Greeted with 2025-11-25's `initialize` only (`"protocol": "2025-11-25"` in its entry),
+    /// for a server whose SDK speaks 2026-07-28 but whose tools still send requests in the
+    /// middle of a call, which that version forbids. `false`: `server/discover` first.
+    pub initialize_only: bool,
 }
 
 /// What kind of mistake an MCP configuration file holds.
@@ -121,6 +129,8 @@ pub const ENTRY_KEYS: &[&str] = &[
     "disabled",
     "description",
     "oauth",
+    "roots",
+    "protocol",
 ];
 
 /// The keys of the file itself: the servers by name, as `mcpServers` (Claude, Cursor),

@@ -118,7 +118,7 @@ pub async fn login(
     // The sign-in may wait for a person, at most WAIT each time.
     let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);
     tokio::time::timeout(limit, async {
-        let service = crate::mcp::connect::greet_http(handler, transport)
+        let service = crate::mcp::connect::greet_http(handler, transport, entry)
             .await
             .map_err(|e| connect_failed(&url, &e.to_string()))?;
         let listed = service.list_all_tools().await;

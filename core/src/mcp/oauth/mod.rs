@@ -70,11 +70,19 @@ impl OAuthError {
     }
 }
 
-/// The HTTP client of an OAuth-protected MCP server: `TCP_NODELAY` set (reqwest's default,
-/// stated here), so a request's last bytes never wait for the server's delayed ACK.
+/// How long an idle connection to an HTTP server is kept for the next request: below the
+/// keep-alive timeout of common servers (Node's and uvicorn's 5 s), so the client never sends
+/// a request on a connection the server is closing at that moment (a reset, which cannot be
+/// retried safely for a `tools/call`).
+const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// The HTTP client of an MCP server: `TCP_NODELAY` set (reqwest's default, stated here), so a
+/// request's last bytes never wait for the server's delayed ACK; idle connections dropped
+/// after [`POOL_IDLE`].
 pub(crate) fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .tcp_nodelay(true)
+        .pool_idle_timeout(POOL_IDLE)
         .build()
         .unwrap_or_default()
 }

@@ -179,7 +179,7 @@ pub use agent::message_loop::{LoopError, LoopOptions, MISFORMAT_WARNING, REPEAT_
 pub use agent::Agent;
 pub use exec::call_threads::run_calls_on_workers;
 pub use host::reload::{ReloadEvent, Report, Served, Watcher, WriteWatcher};
-pub use host::skills::{skill_frontmatter, SkillText, SKILL_PROMPT_BYTES};
+pub use host::skills::{skill_frontmatter, FrontmatterError, SkillText, SKILL_PROMPT_BYTES};
 pub use host::HostError;
 pub use host::{
     CachedTool, Catalog, CatalogMode, FoundTool, Generations, Host, HostOptions, ListedExtension,

@@ -266,7 +266,15 @@ impl McpServer {
             .shared
             .max_line_bytes
             .load(std::sync::atomic::Ordering::SeqCst);
-        stdio::serve(Session::new(self.shared.clone()), io, max_line, stop).await
+        // Boxed: rmcp's service future is deep enough that a caller's own future holding it
+        // whole overflows the compiler's default query depth (the example above did).
+        Box::pin(stdio::serve(
+            Session::new(self.shared.clone()),
+            io,
+            max_line,
+            stop,
+        ))
+        .await
     }
 
     /// Binds the streamable HTTP transport; [`HttpServer::serve`] then serves it.

@@ -87,7 +87,8 @@ fn files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
 fn skill(name: &str, dir: &Path) -> Result<Skill, String> {
     let manifest = dir.join("SKILL.md");
     let text = toolhost::read_text(&manifest, MAX_BYTES, "SKILL.md").map_err(|e| e.to_string())?;
-    let (declared, description, _) = toolhost::skill_frontmatter(&text)?;
+    let (declared, description, _) =
+        toolhost::skill_frontmatter(&text).map_err(|e| e.to_string())?;
     if declared != name {
         return Err(format!(
             "its frontmatter's name is '{declared}', not the folder's '{name}': rename one"

@@ -20,22 +20,41 @@ pub struct SkillText {
     pub body: String,
 }
 
+/// What is wrong with a `SKILL.md`'s frontmatter: the file must open with a line `---`,
+/// then `name: …` and `description: …` lines, then a closing `---` line; add what is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrontmatterError {
+    /// The file does not open with `---`.
+    #[error("SKILL.md does not open with a frontmatter (`---`)")]
+    NoOpening,
+    /// No `name:` line before the closing `---`.
+    #[error("its frontmatter has no `name:`")]
+    NoName,
+    /// No `description:` line before the closing `---`.
+    #[error("its frontmatter has no `description:`")]
+    NoDescription,
+    /// No closing `---` line.
+    #[error("its frontmatter does not end (`---`)")]
+    NoEnd,
+}
+
 /// The `name:` and `description:` of a `SKILL.md`'s frontmatter (the lines between its
 /// opening and closing `---`; quotes around a value are taken off), and the text after it.
-pub fn skill_frontmatter(text: &str) -> Result<(String, String, &str), String> {
+pub fn skill_frontmatter(text: &str) -> Result<(String, String, &str), FrontmatterError> {
     let Some(rest) = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
     else {
-        return Err("SKILL.md does not open with a frontmatter (`---`)".to_owned());
+        return Err(FrontmatterError::NoOpening);
     };
     let (mut name, mut description) = (None, None);
     let mut at = 0;
     for line in rest.split_inclusive('\n') {
         at += line.len();
         if line.trim_end() == "---" {
-            let name = name.ok_or("its frontmatter has no `name:`")?;
-            let description = description.ok_or("its frontmatter has no `description:`")?;
+            let name = name.ok_or(FrontmatterError::NoName)?;
+            let description = description.ok_or(FrontmatterError::NoDescription)?;
             return Ok((name, description, &rest[at..]));
         }
         let Some((key, value)) = line.split_once(':') else {
@@ -48,7 +67,7 @@ pub fn skill_frontmatter(text: &str) -> Result<(String, String, &str), String> {
             _ => {}
         }
     }
-    Err("its frontmatter does not end (`---`)".to_owned())
+    Err(FrontmatterError::NoEnd)
 }
 
 impl Host {
@@ -73,7 +92,8 @@ impl Host {
                 let cap = self.options().max_text_bytes;
                 let read = read_text(&path, cap, "HostOptions::max_text_bytes");
                 let skill = read.map_err(|e| e.to_string()).and_then(|text| {
-                    let (declared, description, body) = skill_frontmatter(&text)?;
+                    let (declared, description, body) =
+                        skill_frontmatter(&text).map_err(|e| e.to_string())?;
                     if declared != name {
                         return Err(format!("its frontmatter names '{declared}'"));
                     }

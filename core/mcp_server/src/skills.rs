@@ -329,19 +329,3 @@ pub(crate) fn directory(host: &Host, profile: &str, uri: &str) -> Result<Vec<Res
     }
     Ok(children.into_values().collect())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_frontmatter_gives_the_name_and_the_description() {
-        let text = "---\nname: trip\ndescription: \"Plans a trip\"\nlicense: MIT\n---\n# Trip\n";
-        assert_eq!(
-            toolhost::skill_frontmatter(text).unwrap(),
-            ("trip".to_owned(), "Plans a trip".to_owned(), "# Trip\n")
-        );
-        assert!(toolhost::skill_frontmatter("# no frontmatter").is_err());
-        assert!(toolhost::skill_frontmatter("---\nname: x\n").is_err());
-    }
-}

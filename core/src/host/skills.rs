@@ -141,3 +141,28 @@ impl Host {
         prompt
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frontmatter_gives_the_name_and_the_description_or_says_what_is_missing() {
+        let text = "---\nname: trip\ndescription: \"Plans a trip\"\nlicense: MIT\n---\n# Trip\n";
+        assert_eq!(
+            skill_frontmatter(text).unwrap(),
+            ("trip".to_owned(), "Plans a trip".to_owned(), "# Trip\n")
+        );
+        let missing = |text| skill_frontmatter(text).unwrap_err();
+        assert_eq!(missing("# no frontmatter"), FrontmatterError::NoOpening);
+        assert_eq!(missing("---\nname: x\n"), FrontmatterError::NoEnd);
+        assert_eq!(
+            missing("---\ndescription: d\n---\n"),
+            FrontmatterError::NoName
+        );
+        assert_eq!(
+            missing("---\nname: x\n---\n"),
+            FrontmatterError::NoDescription
+        );
+    }
+}

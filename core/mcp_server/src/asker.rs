@@ -171,28 +171,7 @@ impl Asker for ClientAsker {
             }
             Ask::Roots { .. } => {
                 let unavailable = self.unavailable;
-                Box::pin(async move {
-                    if let Some(why) = unavailable {
-                        return Err(cannot(&tool, "roots", why));
-                    }
-                    let supported = peer
-                        .peer_info()
-                        .is_some_and(|info| info.capabilities.roots.is_some());
-                    if !supported {
-                        let why = "the MCP client does not support roots";
-                        return Err(cannot(&tool, "roots", why));
-                    }
-                    let asking = peer.list_roots();
-                    let result = tokio::time::timeout(ASK_TIMEOUT, asking)
-                        .await
-                        .map_err(|_| ToolError::timeout("the MCP client did not list its roots"))?
-                        .map_err(|e| {
-                            ToolError::dependency(format!(
-                                "the MCP client's roots/list failed: {e}"
-                            ))
-                        })?;
-                    Ok(serde_json::to_value(&result).unwrap_or_default())
-                })
+                Box::pin(async move { roots(&peer, &tool, unavailable).await })
             }
             Ask::Elicit {
                 message, schema, ..
@@ -202,30 +181,7 @@ impl Asker for ClientAsker {
             }
             Ask::Sample(sample) => {
                 let unavailable = self.unavailable;
-                Box::pin(async move {
-                    if let Some(why) = unavailable {
-                        return Err(cannot(&tool, "sampling", why));
-                    }
-                    let supported = peer
-                        .peer_info()
-                        .is_some_and(|info| info.capabilities.sampling.is_some());
-                    if !supported {
-                        let why = "the MCP client does not support sampling";
-                        return Err(cannot(&tool, "sampling", why));
-                    }
-                    let params = sample_params(&sample);
-                    let params: CreateMessageRequestParams = serde_json::from_value(params)
-                        .map_err(|e| ToolError::validation(format!("sampling request: {e}")))?;
-                    #[allow(deprecated)] // still what 2025-11-25 clients answer
-                    let asking = peer.create_message(params);
-                    let result = tokio::time::timeout(ASK_TIMEOUT, asking)
-                        .await
-                        .map_err(|_| ToolError::timeout("the MCP client's model did not answer"))?
-                        .map_err(|e| {
-                            ToolError::dependency(format!("the MCP client's sampling failed: {e}"))
-                        })?;
-                    Ok(sampled(&serde_json::to_value(&result).unwrap_or_default()))
-                })
+                Box::pin(async move { sample_of(&peer, &tool, unavailable, &sample).await })
             }
             _ => Box::pin(async move {
                 Err(ToolError::dependency(format!(
@@ -234,6 +190,58 @@ impl Asker for ClientAsker {
             }),
         }
     }
+}
+
+/// `roots/list` of the client (a 2025-11-25 request in the middle of the call).
+async fn roots(
+    peer: &Peer<RoleServer>,
+    tool: &str,
+    unavailable: Option<&'static str>,
+) -> Result<Value, ToolError> {
+    if let Some(why) = unavailable {
+        return Err(cannot(tool, "roots", why));
+    }
+    let supported = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.roots.is_some());
+    if !supported {
+        let why = "the MCP client does not support roots";
+        return Err(cannot(tool, "roots", why));
+    }
+    let asking = peer.list_roots();
+    let result = tokio::time::timeout(ASK_TIMEOUT, asking)
+        .await
+        .map_err(|_| ToolError::timeout("the MCP client did not list its roots"))?
+        .map_err(|e| ToolError::dependency(format!("the MCP client's roots/list failed: {e}")))?;
+    Ok(serde_json::to_value(&result).unwrap_or_default())
+}
+
+/// `sampling/createMessage` of the client (a 2025-11-25 request in the middle of the call).
+async fn sample_of(
+    peer: &Peer<RoleServer>,
+    tool: &str,
+    unavailable: Option<&'static str>,
+    sample: &plugin_api::ask::SampleRequest,
+) -> Result<Value, ToolError> {
+    if let Some(why) = unavailable {
+        return Err(cannot(tool, "sampling", why));
+    }
+    let supported = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.sampling.is_some());
+    if !supported {
+        let why = "the MCP client does not support sampling";
+        return Err(cannot(tool, "sampling", why));
+    }
+    let params: CreateMessageRequestParams = serde_json::from_value(sample_params(sample))
+        .map_err(|e| ToolError::validation(format!("sampling request: {e}")))?;
+    #[allow(deprecated)] // still what 2025-11-25 clients answer
+    let asking = peer.create_message(params);
+    let result = tokio::time::timeout(ASK_TIMEOUT, asking)
+        .await
+        .map_err(|_| ToolError::timeout("the MCP client's model did not answer"))?
+        .map_err(|e| ToolError::dependency(format!("the MCP client's sampling failed: {e}")))?;
+    Ok(sampled(&serde_json::to_value(&result).unwrap_or_default()))
 }
 
 /// `elicitation/create` in form mode.

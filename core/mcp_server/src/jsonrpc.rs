@@ -142,17 +142,14 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 /// Checks one message; `Ok` when rmcp can take it as it is.
 pub(crate) fn check(message: &[u8]) -> Result<(), Refusal> {
-    let first = message.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        // Parsed first, so that a batch that is not even JSON is still a parse error.
-        serde_json::from_slice::<serde::de::IgnoredAny>(message).map_err(parse_error)?;
-        return Err(Refusal::new(
-            INVALID_REQUEST,
-            "batches are not supported: send one JSON-RPC message at a time (MCP removed batching in 2025-06-18)",
-            Value::Null,
-            false,
-        ));
-    }
+    checked(message).map(drop)
+}
+
+/// [`check`], with the message when checking it parsed it (a request or a notification:
+/// parsed as rmcp's message, so that its parameters are checked against its method), so
+/// that it need not be parsed again.
+pub(crate) fn checked(message: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Refusal> {
+    refuse_batch(message)?;
     let envelope: Envelope = serde_json::from_slice(message).map_err(|e| match e.classify() {
         serde_json::error::Category::Data => Refusal::new(
             INVALID_REQUEST,
@@ -171,73 +168,117 @@ pub(crate) fn check(message: &[u8]) -> Result<(), Refusal> {
         }
     };
     let notification = id.is_none();
-    let refuse = |code, message: String| {
-        Err(Refusal::new(
+    let refuse = |(code, message): (i64, String)| {
+        Refusal::new(
             code,
             message,
             id.clone().unwrap_or(Value::Null),
             notification,
-        ))
+        )
     };
     if envelope.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         let given = envelope
             .jsonrpc
             .map_or("none".to_owned(), |v| v.to_string());
-        return refuse(
-            INVALID_REQUEST,
-            format!("\"jsonrpc\" must be \"2.0\" (given: {given})"),
-        );
+        let message = format!("\"jsonrpc\" must be \"2.0\" (given: {given})");
+        return Err(refuse((INVALID_REQUEST, message)));
     }
     let Some(method) = envelope.method else {
         // A response to one of the server's requests (an elicitation, a ping).
         if id.is_none() || (envelope.result.is_some() == envelope.error.is_some()) {
             let message = "a message needs a \"method\" (a request or a notification), or an \"id\" and one of \"result\" and \"error\" (a response)";
-            return refuse(INVALID_REQUEST, message.to_owned());
+            return Err(refuse((INVALID_REQUEST, message.to_owned())));
         }
-        return Ok(());
+        return Ok(None);
     };
+    let method = method_checked(message, method, envelope.params).map_err(refuse)?;
+    parsed(message, &method).map_err(|refusal| match refusal {
+        Ok(refusal) => refusal,
+        Err(said) => refuse(said),
+    })
+}
+
+/// A batch is refused (after it is parsed, so that one that is not even JSON is a parse
+/// error).
+fn refuse_batch(message: &[u8]) -> Result<(), Refusal> {
+    let first = message.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'[') {
+        return Ok(());
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(message).map_err(parse_error)?;
+    Err(Refusal::new(
+        INVALID_REQUEST,
+        "batches are not supported: send one JSON-RPC message at a time (MCP removed batching in 2025-06-18)",
+        Value::Null,
+        false,
+    ))
+}
+
+/// The method of a request or notification, echoed safely, once its name, its parameters'
+/// shape and its protocol version are checked; the code and message to answer otherwise.
+fn method_checked(
+    message: &[u8],
+    method: Value,
+    params: Option<Shape>,
+) -> Result<String, (i64, String)> {
     let Value::String(method) = method else {
         let method = super::echo::echoed(&method.to_string());
-        return refuse(
-            INVALID_REQUEST,
-            format!("\"method\" must be a string, not {method}"),
-        );
+        let message = format!("\"method\" must be a string, not {method}");
+        return Err((INVALID_REQUEST, message));
     };
     if method.len() > MAX_METHOD_BYTES {
         let message = format!(
             "no method is named {} (a method name has at most {MAX_METHOD_BYTES} bytes)",
             super::echo::echoed(&method)
         );
-        return refuse(METHOD_NOT_FOUND, message);
+        return Err((METHOD_NOT_FOUND, message));
     }
     let method = super::echo::echoed(&method);
-    if let Some(Shape::Scalar(given)) = envelope.params {
+    if let Some(Shape::Scalar(given)) = params {
         let message = format!("\"params\" of {method} must be an object, not {given}");
-        return refuse(INVALID_REQUEST, message);
+        return Err((INVALID_REQUEST, message));
     }
     if REMOVED_IN_2026.contains(&method.as_str()) && declares_2026(message) {
         let text = format!(
             "method not found: {method} was removed in MCP 2026-07-28 (the protocol version this request declares); send it with protocol 2025-11-25, or see server/discover"
         );
-        return refuse(METHOD_NOT_FOUND, text);
+        return Err((METHOD_NOT_FOUND, text));
     }
-    // rmcp reads a request whose parameters do not fit its method as a custom request, which
-    // it answers with "method not found": a known method is tried with its own type.
-    let parsed = serde_json::from_slice::<ClientJsonRpcMessage>(message);
-    let custom = match parsed {
+    Ok(method)
+}
+
+/// The request or notification as rmcp's message. rmcp reads a request whose parameters do
+/// not fit its method as a custom request, which it answers with "method not found": a known
+/// method is tried with its own type. The error is a refusal as it is (`Ok`) or the code and
+/// message to answer with the request's id (`Err`).
+fn parsed(
+    message: &[u8],
+    method: &str,
+) -> Result<Option<ClientJsonRpcMessage>, Result<Refusal, (i64, String)>> {
+    let parsed = match serde_json::from_slice::<ClientJsonRpcMessage>(message) {
         // Nested too deep to be read: not JSON this server can parse.
-        Err(e) if e.classify() != serde_json::error::Category::Data => return Err(parse_error(e)),
-        Err(e) => return refuse(INVALID_PARAMS, format!("invalid params for {method}: {e}")),
-        Ok(JsonRpcMessage::Request(request)) => match request.request {
-            ClientRequest::CustomRequest(custom) => custom,
-            _ => return Ok(()),
-        },
-        Ok(_) => return Ok(()),
+        Err(e) if e.classify() != serde_json::error::Category::Data => {
+            return Err(Ok(parse_error(e)))
+        }
+        Err(e) => {
+            return Err(Err((
+                INVALID_PARAMS,
+                format!("invalid params for {method}: {e}"),
+            )))
+        }
+        Ok(parsed) => parsed,
     };
-    if let Err(e) = known_shape(&method, custom.params) {
-        return refuse(INVALID_PARAMS, format!("invalid params for {method}: {e}"));
+    if let JsonRpcMessage::Request(request) = &parsed {
+        if let ClientRequest::CustomRequest(custom) = &request.request {
+            if let Err(e) = known_shape(method, custom.params.clone()) {
+                return Err(Err((
+                    INVALID_PARAMS,
+                    format!("invalid params for {method}: {e}"),
+                )));
+            }
+        }
     }
-    Ok(())
+    Ok(Some(parsed))
 }
 
 /// Whether the request `message` declares protocol 2026-07-28 or later in its

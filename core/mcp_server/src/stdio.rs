@@ -273,7 +273,7 @@ fn judged(
     stopping: &AtomicBool,
     requests: &InFlight,
 ) -> Result<RxJsonRpcMessage<RoleServer>, Option<Refusal>> {
-    jsonrpc::check(line).map_err(Some)?;
+    let checked = jsonrpc::checked(line).map_err(Some)?;
     // A request (a client's answer to the server's own question has no method).
     let request = match Probe::of(line) {
         Some(Probe {
@@ -290,9 +290,12 @@ fn judged(
             notification: false,
         }));
     }
-    const BOM: &[u8] = &[0xEF, 0xBB, 0xBF];
-    let text = line.strip_prefix(BOM).unwrap_or(line);
-    match serde_json::from_slice(text) {
+    // Parsed by the check already, unless it is a response to the server's own question.
+    let parsed = match checked {
+        Some(message) => Ok(message),
+        None => serde_json::from_slice(line),
+    };
+    match parsed {
         Ok(message) => {
             if request.is_some() {
                 requests.add();

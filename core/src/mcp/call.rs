@@ -52,12 +52,7 @@ impl McpTool {
         interrupt: impl Future<Output = ToolError>,
         asker: super::Asker,
     ) -> Result<Response, ToolError> {
-        let Some(server) = self.server.upgrade() else {
-            let name = &self.server_name;
-            return Err(ToolError::dependency(format!(
-                "MCP server '{name}' was shut down"
-            )));
-        };
+        let server = self.running_server()?;
         let deadline = crate::config::numbers::later(
             tokio::time::Instant::now(),
             timeout.unwrap_or(Duration::MAX),
@@ -75,17 +70,7 @@ impl McpTool {
             let mut retry: Option<(Option<InputResponses>, Option<String>)> = None;
             let mut interrupt = std::pin::pin!(interrupt);
             for _round in 0..MAX_INPUT_ROUNDS {
-                let mut params =
-                    CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
-                if let Some((responses, state)) = retry.take() {
-                    params.input_responses = responses;
-                    params.request_state = state;
-                }
-                // The trace goes on at the server (`_meta.traceparent`), when it is exported.
-                if let Some(traceparent) = telemetry::traceparent() {
-                    rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
-                }
-                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                let request = self.request(args, retry.take());
                 let options = PeerRequestOptions::no_options();
                 let mut handle = match peer.send_cancellable_request(request, options).await {
                     Ok(handle) => handle,
@@ -129,14 +114,49 @@ impl McpTool {
                     }
                 }
             }
-            Err(ToolError::dependency(format!(
-              "MCP server '{}' asked for input {MAX_INPUT_ROUNDS} times in the call of {} without answering it",
-              self.server_name, self.name
-          )))
+            Err(self.asked_too_often())
         };
         let sent = span.span().run(sent).await;
         span.ended(&sent);
         sent
+    }
+}
+
+impl McpTool {
+    /// The tool's server, unless it was shut down.
+    fn running_server(&self) -> Result<Arc<Server>, ToolError> {
+        self.server.upgrade().ok_or_else(|| {
+            let name = &self.server_name;
+            ToolError::dependency(format!("MCP server '{name}' was shut down"))
+        })
+    }
+
+    /// One round's `tools/call` request: the arguments and, on a retry, the answers and the
+    /// exact `requestState` the server gave; the trace goes on at the server
+    /// (`_meta.traceparent`), when it is exported.
+    fn request(
+        &self,
+        args: &Map<String, Value>,
+        retry: Option<(Option<InputResponses>, Option<String>)>,
+    ) -> ClientRequest {
+        let mut params =
+            CallToolRequestParams::new(self.remote.clone()).with_arguments(args.clone());
+        if let Some((responses, state)) = retry {
+            params.input_responses = responses;
+            params.request_state = state;
+        }
+        if let Some(traceparent) = telemetry::traceparent() {
+            rmcp::model::RequestParamsMeta::set_traceparent(&mut params, &traceparent);
+        }
+        ClientRequest::CallToolRequest(CallToolRequest::new(params))
+    }
+
+    /// A server that kept asking for input past [`MAX_INPUT_ROUNDS`] rounds.
+    fn asked_too_often(&self) -> ToolError {
+        ToolError::dependency(format!(
+            "MCP server '{}' asked for input {MAX_INPUT_ROUNDS} times in the call of {} without answering it",
+            self.server_name, self.name
+        ))
     }
 }
 

@@ -300,28 +300,40 @@ impl HttpServer {
         let draining = tokio::time::sleep_until(drain_end);
         accept_until(&self.listener, &accept, &mut failures, draining).await;
         drop(self.listener);
-        // Idle connections close now, busy ones after their answer.
-        accept.closing.send_replace(true);
-        let finished = tokio::time::timeout_at(grace_end, async {
-            endpoint.requests.idle().await;
-            while server.shared.tasks.running() > 0 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        if finished.is_err() {
-            tracing::warn!(
-                "{} request(s) and {} task(s) still running at the end of the grace period ({} s): cancelled",
-                endpoint.requests.count(),
-                server.shared.tasks.running(),
-                self.options.grace.as_secs_f64()
-            );
-            server.shared.tasks.cancel_all();
-        }
+        finish(&endpoint, &server, &accept, grace_end, self.options.grace).await;
         streams.cancel();
         let last = tokio::time::Instant::now() + Duration::from_millis(500);
         let _ = tokio::time::timeout_at(grace_end.max(last), accept.connections.idle()).await;
         Ok(())
+    }
+}
+
+/// Once the listener is closed: the requests in flight and the tasks running get until
+/// `grace_end`; what still runs then is cancelled, with a warning.
+async fn finish(
+    endpoint: &Endpoint,
+    server: &McpServer,
+    accept: &Accept,
+    grace_end: tokio::time::Instant,
+    grace: Duration,
+) {
+    // Idle connections close now, busy ones after their answer.
+    accept.closing.send_replace(true);
+    let finished = tokio::time::timeout_at(grace_end, async {
+        endpoint.requests.idle().await;
+        while server.shared.tasks.running() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    if finished.is_err() {
+        tracing::warn!(
+            "{} request(s) and {} task(s) still running at the end of the grace period ({} s): cancelled",
+            endpoint.requests.count(),
+            server.shared.tasks.running(),
+            grace.as_secs_f64()
+        );
+        server.shared.tasks.cancel_all();
     }
 }
 

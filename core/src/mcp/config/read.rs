@@ -97,10 +97,7 @@ pub(super) fn read_servers(
     };
     let top_start = text.find('{').unwrap_or_default();
     let top_keys = key_offsets(&text, top_start);
-    let line_of_key = |keys: &[(String, usize)], key: &str| {
-        let at = keys.iter().find(|(k, _)| k == key).map_or(0, |k| k.1);
-        line_of(&text, at)
-    };
+    let line_of_key = |keys: &[(String, usize)], key: &str| key_line(&text, keys, key);
     if let Some(key) = top.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
         let message = format!(
             "unknown key {key:?} (the servers go in \"mcpServers\"; VS Code's \"servers\" and \
@@ -132,7 +129,21 @@ pub(super) fn read_servers(
         .iter()
         .find(|(k, _)| *k == key)
         .map_or(0, |(_, at)| value_offset(&text, *at));
-    let server_keys = key_offsets(&text, servers_start);
+    let (entries, mistakes) = entries_of(&text, label, servers, servers_start, zed);
+    Ok((entries, inputs, mistakes))
+}
+
+/// The entries of a file's servers object (which starts at `servers_start` in `text`), each
+/// with its line and its keys placed; an entry that is not an object (or a Zed entry that
+/// cannot be read) is a mistake of its own, and the others are read.
+fn entries_of(
+    text: &str,
+    label: &Path,
+    servers: serde_json::Map<String, Value>,
+    servers_start: usize,
+    zed: bool,
+) -> (Entries, Vec<McpConfigError>) {
+    let server_keys = key_offsets(text, servers_start);
     let mut entries = Vec::new();
     let mut mistakes = Vec::new();
     for (name, entry) in servers {
@@ -141,7 +152,7 @@ pub(super) fn read_servers(
             .rev() // JSON keeps the last of duplicate keys
             .find(|(k, _)| *k == name)
             .map_or(servers_start, |k| k.1);
-        let line = line_of(&text, at);
+        let line = line_of(text, at);
         let Value::Object(entry) = entry else {
             // This entry is left out; the others are read.
             let given = match entry {
@@ -156,7 +167,7 @@ pub(super) fn read_servers(
             mistakes.push(McpConfigError::new(label, kind, message).at(line));
             continue;
         };
-        let entry_keys = key_offsets(&text, value_offset(&text, at));
+        let entry_keys = key_offsets(text, value_offset(text, at));
         let entry = match zed {
             true => match zed_entry(entry) {
                 Ok(entry) => entry,
@@ -172,7 +183,7 @@ pub(super) fn read_servers(
         let keys = entry
             .into_iter()
             .map(|(key, value)| {
-                let line = line_of_key(&entry_keys, &key);
+                let line = key_line(text, &entry_keys, &key);
                 let placed = Placed {
                     value,
                     file: label.to_owned(),
@@ -183,7 +194,14 @@ pub(super) fn read_servers(
             .collect();
         entries.push((name, line, keys));
     }
-    Ok((entries, inputs, mistakes))
+    (entries, mistakes)
+}
+
+/// The line of `key` among `keys` (a key's offset in `text`), the file's first if it is not
+/// there.
+fn key_line(text: &str, keys: &[(String, usize)], key: &str) -> usize {
+    let at = keys.iter().find(|(k, _)| k == key).map_or(0, |k| k.1);
+    line_of(text, at)
 }
 
 /// A Zed `context_servers` entry in this file's shape: `"command": {"path", "args", "env"}`

@@ -43,19 +43,7 @@ pub async fn login(
 ) -> Result<SignedIn, OAuthError> {
     let fail = |kind: OAuthErrorKind| move |e: String| OAuthError::new(kind, e);
     let config = McpConfig::load(layout, profile, max_text_bytes);
-    let Some(entry) = config.servers.iter().find(|s| s.name == server) else {
-        let mistake = config
-            .errors
-            .iter()
-            .find(|e| e.message.starts_with(&format!("mcpServers.{server}:")));
-        return Err(match mistake {
-            Some(e) => OAuthError::new(OAuthErrorKind::Settings, e.to_string()),
-            None => OAuthError::new(
-                OAuthErrorKind::UnknownServer,
-                format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)"),
-            ),
-        });
-    };
+    let entry = find_entry(&config, profile, server)?;
     let Transport::Http {
         url,
         headers,
@@ -103,10 +91,47 @@ pub async fn login(
             .map_err(fail(OAuthErrorKind::SignIn))?;
     }
     let client = OAuthHttp::new(super::http_client(), signer.clone());
+    list_tools(&client, &url, entry)
+        .await
+        .map_err(fail(OAuthErrorKind::SignIn))?;
+    let asked = client.sign_ins().await > 0 || signer.store.has_token();
+    Ok(done(asked))
+}
+
+/// The server `server` of the profile's `mcp.json` files, or why there is none (its entry's
+/// mistake, if it has one).
+fn find_entry<'a>(
+    config: &'a McpConfig,
+    profile: &str,
+    server: &str,
+) -> Result<&'a crate::mcp::config::ServerConfig, OAuthError> {
+    if let Some(entry) = config.servers.iter().find(|s| s.name == server) {
+        return Ok(entry);
+    }
+    let mistake = config
+        .errors
+        .iter()
+        .find(|e| e.message.starts_with(&format!("mcpServers.{server}:")));
+    Err(match mistake {
+        Some(e) => OAuthError::new(OAuthErrorKind::Settings, e.to_string()),
+        None => OAuthError::new(
+            OAuthErrorKind::UnknownServer,
+            format!("profile '{profile}' has no MCP server '{server}' (see `toolhost mcp`)"),
+        ),
+    })
+}
+
+/// Greets the server through `client` (which signs in when the server asks) and lists its
+/// tools, within the time a person may take to sign in ([`WAIT`] each time).
+async fn list_tools(
+    client: &OAuthHttp,
+    url: &str,
+    entry: &crate::mcp::config::ServerConfig,
+) -> Result<(), String> {
     let transport = || {
         StreamableHttpClientTransport::with_client(
             client.clone(),
-            StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+            StreamableHttpClientTransportConfig::with_uri(url),
         )
     };
     let handler = Handler {
@@ -115,22 +140,19 @@ pub async fn login(
         group: Default::default(),
         broken: tokio::sync::watch::channel(None).0,
     };
-    // The sign-in may wait for a person, at most WAIT each time.
     let limit = WAIT * (super::MAX_SIGN_INS + 1) + Duration::from_secs(30);
     tokio::time::timeout(limit, async {
         let service = crate::mcp::connect::greet_http(handler, transport, entry)
             .await
-            .map_err(|e| connect_failed(&url, &e.to_string()))?;
+            .map_err(|e| connect_failed(url, &e.to_string()))?;
         let listed = service.list_all_tools().await;
         let _ = service.cancel().await;
-        listed.map_err(|e| connect_failed(&url, &e.to_string()))
+        listed
+            .map(drop)
+            .map_err(|e| connect_failed(url, &e.to_string()))
     })
     .await
-    .map_err(|_| format!("no answer from {url} within {} s", limit.as_secs()))
-    .and_then(|listed| listed)
-    .map_err(fail(OAuthErrorKind::SignIn))?;
-    let asked = client.sign_ins().await > 0 || signer.store.has_token();
-    Ok(done(asked))
+    .map_err(|_| format!("no answer from {url} within {} s", limit.as_secs()))?
 }
 
 /// One line for a failed connection: the sign-in's own when it was one.

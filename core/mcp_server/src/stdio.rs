@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use rmcp::model::JsonRpcMessage;
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
-use serde::de::IgnoredAny;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
@@ -185,19 +184,6 @@ struct Checked {
     stopping: Arc<AtomicBool>,
 }
 
-/// The parts of a message that say what it is.
-#[derive(serde::Deserialize)]
-struct Probe {
-    id: Option<serde_json::Value>,
-    method: Option<IgnoredAny>,
-}
-
-impl Probe {
-    fn of(line: &[u8]) -> Option<Self> {
-        serde_json::from_slice(line).ok()
-    }
-}
-
 /// Reads the client's lines, passes those that are JSON-RPC messages on to rmcp and answers
 /// the others, until the input ends or `ended` (the server stopped); rmcp's input ends then.
 async fn read_checked<R: AsyncRead + Unpin>(
@@ -266,57 +252,33 @@ async fn read_checked<R: AsyncRead + Unpin>(
 }
 
 /// What becomes of a line the client sent: rmcp's message (a request counted in `requests`),
-/// a refusal to answer (`Err(Some(_))`), or nothing (`Err(None)`: a notification rmcp does
-/// not know, dropped as rmcp drops those of other protocols).
+/// a refusal to answer (`Err(Some(_))`), or nothing (`Err(None)`: a response to the server's
+/// own question that rmcp cannot read, dropped).
 fn judged(
     line: &[u8],
     stopping: &AtomicBool,
     requests: &InFlight,
 ) -> Result<RxJsonRpcMessage<RoleServer>, Option<Refusal>> {
-    let checked = jsonrpc::checked(line).map_err(Some)?;
-    // A request (a client's answer to the server's own question has no method).
-    let request = match Probe::of(line) {
-        Some(Probe {
-            id: Some(id),
-            method: Some(_),
-        }) => Some(id),
-        _ => None,
+    // A request or a notification is parsed by the check; a response is parsed here.
+    let message = match jsonrpc::checked(line).map_err(Some)? {
+        Some(message) => message,
+        None => serde_json::from_slice(line).map_err(|e| {
+            tracing::debug!("a message rmcp cannot read was dropped: {e}");
+            None
+        })?,
     };
-    if let (Some(id), true) = (&request, stopping.load(Ordering::SeqCst)) {
-        return Err(Some(Refusal {
-            code: SHUTTING_DOWN,
-            message: "the server is shutting down: no new request is taken".into(),
-            id: id.clone(),
-            notification: false,
-        }));
-    }
-    // Parsed by the check already, unless it is a response to the server's own question.
-    let parsed = match checked {
-        Some(message) => Ok(message),
-        None => serde_json::from_slice(line),
-    };
-    match parsed {
-        Ok(message) => {
-            if request.is_some() {
-                requests.add();
-            }
-            Ok(message)
-        }
-        // JSON-RPC, but no message rmcp knows the shape of: a request is answered "Invalid
-        // request" (with its id, where rmcp would answer without it).
-        Err(e) => match request {
-            Some(id) => Err(Some(Refusal {
-                code: INVALID_REQUEST,
-                message: format!("Invalid request: {}", crate::echo::echoed(&e.to_string())),
-                id,
+    if let JsonRpcMessage::Request(request) = &message {
+        if stopping.load(Ordering::SeqCst) {
+            return Err(Some(Refusal {
+                code: SHUTTING_DOWN,
+                message: "the server is shutting down: no new request is taken".into(),
+                id: serde_json::to_value(&request.id).unwrap_or_default(),
                 notification: false,
-            })),
-            None => {
-                tracing::debug!("a message rmcp cannot read was dropped: {e}");
-                Err(None)
-            }
-        },
+            }));
+        }
+        requests.add();
     }
+    Ok(message)
 }
 
 /// What one read of a line gave.

@@ -162,7 +162,7 @@ fn write_masked(path: &Path, text: &str, secrets: &Secrets) -> std::io::Result<(
 }
 
 /// The largest index `<= at` that is a character boundary of `text` (`text.len()` if shorter).
-fn floor_char_boundary(text: &str, at: usize) -> usize {
+pub(crate) fn floor_char_boundary(text: &str, at: usize) -> usize {
     if at >= text.len() {
         return text.len();
     }

@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value};
 
+use super::long_output::floor_char_boundary;
+
 /// About the most bytes of arguments a log item keeps (strings cut, then values left out):
 /// the bound of a tool's answer in the history,
 /// [`DEFAULT_MAX_OUTPUT`](super::long_output::DEFAULT_MAX_OUTPUT).
@@ -18,10 +20,7 @@ pub(crate) fn text(text: &str, whole_in: &str) -> String {
     if text.len() <= SHOWN_BYTES {
         return text.to_owned();
     }
-    let mut end = SHOWN_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = floor_char_boundary(text, SHOWN_BYTES);
     format!(
         "{}… (cut: {} bytes in all; {whole_in} has it whole)",
         &text[..end],
@@ -44,10 +43,7 @@ fn bounded(value: &Value, budget: &mut usize) -> Value {
     }
     match value {
         Value::String(text) if text.len() > *budget => {
-            let mut end = *budget;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = floor_char_boundary(text, *budget);
             *budget = 0;
             Value::String(format!(
                 "{}… (cut: {} bytes in all)",

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::long_output::floor_char_boundary;
+use crate::secrets::Secrets;
 
 /// About the most bytes of arguments a log item keeps (strings cut, then values left out):
 /// the bound of a tool's answer in the history,
@@ -16,28 +17,35 @@ pub(crate) const SHOWN_BYTES: usize = super::long_output::DEFAULT_MAX_OUTPUT;
 const LEFT_OUT: &str = "(left out: the arguments are longer than a log item shows)";
 
 /// `text` cut to [`SHOWN_BYTES`], saying so and where it is whole.
-pub(crate) fn text(text: &str, whole_in: &str) -> String {
+pub(crate) fn text(text: &str, whole_in: &str, secrets: &Secrets) -> String {
     if text.len() <= SHOWN_BYTES {
         return text.to_owned();
     }
     let end = floor_char_boundary(text, SHOWN_BYTES);
     format!(
         "{}… (cut: {} bytes in all; {whole_in} has it whole)",
-        &text[..end],
+        cut_masked(&text[..end], secrets),
         text.len()
     )
 }
 
+/// The start of a cut text, masked here: masked after the cut (as the log masks), a secret
+/// value the cut goes through would show its first part. The stream holds back an end that
+/// could be the start of one.
+fn cut_masked(start: &str, secrets: &Secrets) -> String {
+    secrets.stream().push(start).into_inner()
+}
+
 /// `args`, every string cut and every value past the bound left out (see the module).
-pub(crate) fn args(args: &Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn args(args: &Map<String, Value>, secrets: &Secrets) -> Map<String, Value> {
     let mut budget = SHOWN_BYTES;
     args.iter()
-        .map(|(name, value)| (name.clone(), bounded(value, &mut budget)))
+        .map(|(name, value)| (name.clone(), bounded(value, &mut budget, secrets)))
         .collect()
 }
 
 /// `value` within `budget` bytes (counted roughly: a string its length, anything else 8).
-fn bounded(value: &Value, budget: &mut usize) -> Value {
+fn bounded(value: &Value, budget: &mut usize, secrets: &Secrets) -> Value {
     if *budget == 0 {
         return Value::String(LEFT_OUT.to_owned());
     }
@@ -47,7 +55,7 @@ fn bounded(value: &Value, budget: &mut usize) -> Value {
             *budget = 0;
             Value::String(format!(
                 "{}… (cut: {} bytes in all)",
-                &text[..end],
+                cut_masked(&text[..end], secrets),
                 text.len()
             ))
         }
@@ -63,7 +71,7 @@ fn bounded(value: &Value, budget: &mut usize) -> Value {
                     shown.push(Value::String(LEFT_OUT.to_owned()));
                     break;
                 }
-                shown.push(bounded(item, budget));
+                shown.push(bounded(item, budget, secrets));
             }
             Value::Array(shown)
         }
@@ -76,7 +84,7 @@ fn bounded(value: &Value, budget: &mut usize) -> Value {
                     break;
                 }
                 *budget = budget.saturating_sub(name.len());
-                shown.insert(name.clone(), bounded(member, budget));
+                shown.insert(name.clone(), bounded(member, budget, secrets));
             }
             Value::Object(shown)
         }
@@ -96,9 +104,10 @@ mod tests {
     fn small_arguments_are_shown_whole_and_large_ones_cut() {
         let small = json!({"name": "Ada", "n": [1, 2, {"deep": true}]});
         let small = small.as_object().unwrap();
-        assert_eq!(&args(small), small);
+        let none = Secrets::empty();
+        assert_eq!(&args(small, &none), small);
         let big = json!({"a": "é".repeat(SHOWN_BYTES), "b": "later", "c": vec![1; 100_000]});
-        let cut = Value::Object(args(big.as_object().unwrap()));
+        let cut = Value::Object(args(big.as_object().unwrap(), &none));
         let json = cut.to_string();
         assert!(json.len() < SHOWN_BYTES + 1024, "{}", json.len());
         assert!(
@@ -106,8 +115,23 @@ mod tests {
             "the cut is said"
         );
         assert_eq!(cut["b"], json!(LEFT_OUT));
-        assert_eq!(text("short", "x"), "short");
-        let long = text(&"ab".repeat(SHOWN_BYTES), "the history");
+        assert_eq!(text("short", "x", &none), "short");
+        let long = text(&"ab".repeat(SHOWN_BYTES), "the history", &none);
         assert!(long.ends_with("… (cut: 131072 bytes in all; the history has it whole)"));
+    }
+
+    #[test]
+    fn a_secret_the_cut_goes_through_shows_none_of_itself() {
+        let secrets = Secrets::parse("KEY=hunter2-abcdef").unwrap();
+        let long = format!(
+            "{}hunter2-abcdef{}",
+            "x".repeat(SHOWN_BYTES - 7),
+            "y".repeat(99)
+        );
+        let shown = text(&long, "the history", &secrets);
+        assert!(!shown.contains("hunter2"), "{}", &shown[shown.len() - 80..]);
+        let args = json!({"a": long}).as_object().unwrap().clone();
+        let shown = Value::Object(super::args(&args, &secrets)).to_string();
+        assert!(!shown.contains("hunter2"), "the arguments' cut too");
     }
 }

@@ -336,7 +336,11 @@ impl MessageLoop<'_> {
         self.agent.add_log(
             LogKind::Agent,
             heading,
-            shown::text(&reply.text, "the history"),
+            shown::text(
+                &reply.text,
+                "the history",
+                &self.agent.host.secret_store().get(),
+            ),
             kvps,
             true,
         );

@@ -139,7 +139,7 @@
 // The tree is the architecture: each folder is one concern (the book's architecture page maps
 // them, in the order they may import each other: a module imports only those above it, which
 // tests/integration/book.rs checks). layout, config, secrets, transcript, audit, load and model
-// import nothing of the rest (but the leaf helpers sync, hash and fds); governance holds rules
+// import nothing of the rest (but the leaf helpers sync, hash, fds and long_string); governance holds rules
 // and state and applies none itself. The modules import each other
 // without a circle: plugin, isolation and mcp take the plugin's view of a call's context
 // (FfiContext), and only agent holds the host's side of it (agent::call::context).
@@ -154,6 +154,7 @@ mod host;
 pub mod isolation;
 mod layout;
 mod load;
+pub mod long_string;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod model;

@@ -72,7 +72,7 @@ impl<T: Tool> ToolInstance for Exported<T> {
     ) -> FfiFuture<FfiResult<FfiResponse>> {
         let this = self.clone();
         let ctx = Context::from_ffi(ctx);
-        to_ffi_future(async move { execute_json(&this.0, &ctx, &args).await })
+        to_ffi_future(async move { execute_json(&this.0, &ctx, args).await })
     }
 
     fn readiness(&self) -> Option<RString> {
@@ -129,14 +129,16 @@ impl<E: Extension> ExtensionInstance for Exported<E> {
 }
 
 /// A call of `execute` as it arrives from the host: JSON text in, the wire response out. The
-/// `testing` kit calls it too, so a test sees what the host would.
+/// `testing` kit calls it too, so a test sees what the host would. The text is dropped once
+/// parsed, before the tool runs: a large argument is not held twice while the tool works.
 pub(crate) async fn execute_json<T: Tool>(
     tool: &T,
     ctx: &Context,
-    args: &str,
+    args: impl AsRef<str>,
 ) -> Result<FfiResponse, ToolError> {
-    let args = Args::from_json(args)?;
-    tool.execute(ctx, args).await.map(FfiResponse::from)
+    let parsed = Args::from_json(args.as_ref());
+    drop(args);
+    tool.execute(ctx, parsed?).await.map(FfiResponse::from)
 }
 
 /// Finds out whether a tool type implements [`ToolHooks`] (autoref specialisation: the macro

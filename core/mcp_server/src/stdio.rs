@@ -2,8 +2,9 @@
 //! read with a bound on its length and checked as JSON-RPC ([`crate::jsonrpc`]), so a
 //! malformed, over-long or wrongly shaped message gets its error response instead of no
 //! answer; a message that passes is parsed once, here, and handed to rmcp as a message
-//! ([`Messages`], its transport), its line dropped first: a large request costs its line
-//! while it is parsed, then its parsed form alone. rmcp's own messages and those errors reach
+//! ([`Messages`], its transport), its line dropped first; a call whose line is mostly one
+//! string argument is parsed with the line's buffer becoming that string, so it costs its
+//! size once. rmcp's own messages and those errors reach
 //! the client through one writer, a whole line at a time. Asked to stop, it refuses new
 //! requests, waits (within the grace period) for the answers to those in flight and for
 //! running tasks, then ends the session.
@@ -13,10 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::JsonRpcMessage;
+use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
+use toolhost::long_string::{marked, LongString};
 
 use super::error::{McpServerError, McpServerErrorKind};
 use super::jsonrpc::{self, Refusal, INVALID_REQUEST};
@@ -224,7 +226,7 @@ async fn read_checked<R: AsyncRead + Unpin>(
                 notification: false,
             })),
             Line::Read if line.iter().all(u8::is_ascii_whitespace) => continue,
-            Line::Read => judged(&line, &stopping, &requests),
+            Line::Read => judged(&mut line, &stopping, &requests),
         };
         if line.capacity() > KEPT_LINE_BYTES {
             line = Vec::new();
@@ -255,17 +257,20 @@ async fn read_checked<R: AsyncRead + Unpin>(
 /// a refusal to answer (`Err(Some(_))`), or nothing (`Err(None)`: a response to the server's
 /// own question that rmcp cannot read, dropped).
 fn judged(
-    line: &[u8],
+    line: &mut Vec<u8>,
     stopping: &AtomicBool,
     requests: &InFlight,
 ) -> Result<RxJsonRpcMessage<RoleServer>, Option<Refusal>> {
     // A request or a notification is parsed by the check; a response is parsed here.
-    let message = match jsonrpc::checked(line).map_err(Some)? {
+    let message = match long_argument(line) {
         Some(message) => message,
-        None => serde_json::from_slice(line).map_err(|e| {
-            tracing::debug!("a message rmcp cannot read was dropped: {e}");
-            None
-        })?,
+        None => match jsonrpc::checked(line).map_err(Some)? {
+            Some(message) => message,
+            None => serde_json::from_slice(line).map_err(|e| {
+                tracing::debug!("a message rmcp cannot read was dropped: {e}");
+                None
+            })?,
+        },
     };
     if let JsonRpcMessage::Request(request) = &message {
         if stopping.load(Ordering::SeqCst) {
@@ -279,6 +284,37 @@ fn judged(
         requests.add();
     }
     Ok(message)
+}
+
+/// A `tools/call` whose line is mostly one string of its arguments, checked and parsed with
+/// the line's buffer reused for that string ([`LongString`]; `line` is left empty then): a
+/// large argument costs its size once, not twice. `None` for any other line (`line` as it
+/// was), which the usual check reads, with its usual errors.
+fn long_argument(line: &mut Vec<u8>) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let long = LongString::find(line)?;
+    let mut message = jsonrpc::checked(long.rest()).ok()??;
+    let JsonRpcMessage::Request(request) = &mut message else {
+        return None;
+    };
+    let ClientRequest::CallToolRequest(call) = &mut request.request else {
+        return None;
+    };
+    let slot = call
+        .params
+        .arguments
+        .as_mut()?
+        .values_mut()
+        .find_map(|value| marked(value, long.mark()))?;
+    match long.decode(std::mem::take(line)) {
+        Ok(text) => {
+            *slot = text;
+            Some(message)
+        }
+        Err(back) => {
+            *line = back;
+            None
+        }
+    }
 }
 
 /// What one read of a line gave.

@@ -99,18 +99,49 @@ impl Session {
     }
 }
 
-/// Appends `value` as one line, or nothing: a write that fails part way is cut back.
+/// Appends `value` as one line, or nothing: a write that fails part way is cut back. The
+/// line is written as it is serialised, through a small buffer: a long message is not copied
+/// whole first.
 fn append(record: &mut Record, value: &impl Serialize) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    match record.file.write_all(&line) {
+    let mut counted = Counted {
+        file: &mut record.file,
+        written: 0,
+    };
+    let written = {
+        let mut writer = std::io::BufWriter::with_capacity(64 << 10, &mut counted);
+        serde_json::to_writer(&mut writer, value)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writer.write_all(b"\n"))
+            .and_then(|()| writer.flush())
+        // The writer is dropped here, before any cut below.
+    };
+    let length = counted.written;
+    match written {
         Ok(()) => {
-            record.len += line.len() as u64;
+            record.len += length;
             Ok(())
         }
         Err(e) => {
             let _ = record.file.set_len(record.len);
             Err(e)
         }
+    }
+}
+
+/// A file that counts what was written to it.
+struct Counted<'f> {
+    file: &'f mut File,
+    written: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
     }
 }

@@ -120,11 +120,16 @@ impl Session {
             escalation: None,
         };
         let call_id = context.id.to_string();
-        let retry = request.clone();
+        // Only a 2026-07-28 round answers with the request again (its state): a plain call's
+        // arguments are not copied (a large one would be held twice while the tool runs).
+        let retry = round.as_ref().map(|_| request.clone());
         let shared = &self.shared;
         let result = call::call(&shared.host, &shared.profile, approvals, request, context);
         let result = toolhost::telemetry::with_call_id(&call_id, result).await?;
-        self.after_round(round.as_deref(), &retry, result)
+        match (round.as_deref(), retry) {
+            (Some(round), Some(request)) => self.after_round(round, &request, result),
+            _ => Ok(result.into()),
+        }
     }
 
     /// The answer of a run of `request` that ended with `result`: for a 2026-07-28 call that
@@ -132,13 +137,10 @@ impl Session {
     /// that failed having asked only for what the client did not declare, -32021.
     pub(super) fn after_round(
         &self,
-        round: Option<&RoundTrip>,
+        round: &RoundTrip,
         request: &CallToolRequestParams,
         result: CallToolResult,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(round) = round else {
-            return Ok(result.into());
-        };
         if round.asks() {
             return Ok(round.input_required(self.state_key(), request)?.into());
         }

@@ -37,7 +37,7 @@ impl Session {
         let result = ended.map_err(|_| {
             ErrorData::internal_error("the call ended without an outcome".to_owned(), None)
         })??;
-        let answered = self.after_round(Some(&round), &retry, result)?;
+        let answered = self.after_round(&round, &retry, result)?;
         match answered {
             CallToolResponse::Complete(result) if plan.required => {
                 // The tool's calls must be tasks: one already done.

@@ -7,6 +7,7 @@ use serde_json::{json, Map};
 
 use crate::agent::call::shown;
 use crate::agent::message_loop::error::LoopError;
+use crate::agent::message_loop::tool_calls::{request_of, signature};
 use crate::agent::message_loop::MessageLoop;
 use crate::agent::output::OutputKind;
 use crate::model::{Delta, ModelError, ModelReply, ModelRequest};
@@ -14,22 +15,33 @@ use crate::secrets::{MaskStream, Masked, Secrets};
 use crate::telemetry::ChatSpan;
 use crate::transcript::{HistoryMessage, LogKind, Role};
 use plugin_api::points::{
-    BeforeMainLlmCall, CallMessage, MessageLoopPromptsAfter, MessageLoopPromptsBefore,
+    BeforeMainLlmCall, CallMessage, MessageLoopPromptsAfter, MessageLoopPromptsBefore, Point,
     ReasoningStream, ReasoningStreamChunk, ReasoningStreamEnd, ResponseStream, ResponseStreamChunk,
     ResponseStreamEnd, UtilModelCallBefore,
 };
-use toolhost_reply::parse_reply;
+use toolhost_reply::{parse_reply, Misformat, ToolRequest};
 
 /// How asking the model ended.
 pub(crate) enum Asked {
-    /// The whole reply; it is in the log and the history.
-    Reply(ModelReply),
+    /// The whole reply, read; its text is in the log and the history.
+    Reply(ReadReply),
     /// A message from the user interrupted the reply: the part that arrived is in the log and
     /// the history, and the loop's next checkpoint takes the message.
     Interrupted,
     /// The reply broke off ([`ModelError::Broken`]): the part that arrived is in the log; this
     /// iteration fails and the loop asks again.
     Broken(ModelError),
+}
+
+/// What the loop needs of a whole reply, read before the history takes its text (moved, not
+/// copied: a long reply is held once).
+pub(crate) struct ReadReply {
+    /// The tool it asks for, or what is wrong with it.
+    pub(crate) request: Result<ToolRequest, Misformat>,
+    /// What a repeat of it would share ([`signature`]).
+    pub(crate) signature: String,
+    /// The id of its native tool call, when it made exactly one.
+    pub(crate) call_id: Option<String>,
 }
 
 /// What has streamed in so far.
@@ -40,20 +52,35 @@ struct Live<'s> {
     reasoning: MaskStream<'s>,
     /// The text as received.
     received: String,
-    /// The text so far, masked, as the stream points see it.
+    /// The text so far, masked, as the stream points see it: kept only when one of the
+    /// `response_stream*` points has an extension (a long reply is not held once more).
     said: String,
-    /// The reasoning so far, masked.
+    keep_said: bool,
+    /// The reasoning so far, masked; kept only for the `reasoning_stream*` points likewise.
     thought: String,
+    keep_thought: bool,
 }
 
 impl<'s> Live<'s> {
-    fn new(secrets: &'s Secrets) -> Self {
+    /// `watched`: whether a point of that name has an extension.
+    fn new(secrets: &'s Secrets, watched: impl Fn(&str) -> bool) -> Self {
+        let any = |names: [&str; 3]| names.into_iter().any(&watched);
         Self {
             text: secrets.stream(),
             reasoning: secrets.stream(),
             received: String::new(),
             said: String::new(),
+            keep_said: any([
+                ResponseStreamChunk::NAME,
+                ResponseStream::NAME,
+                ResponseStreamEnd::NAME,
+            ]),
             thought: String::new(),
+            keep_thought: any([
+                ReasoningStreamChunk::NAME,
+                ReasoningStream::NAME,
+                ReasoningStreamEnd::NAME,
+            ]),
         }
     }
 }
@@ -90,7 +117,10 @@ impl MessageLoop<'_> {
             tools: &tools,
         };
         let secrets = self.agent.host.secrets();
-        let mut live = Live::new(&secrets);
+        let (host, profile) = (&self.agent.host, self.agent.profile());
+        let mut live = Live::new(&secrets, |point| {
+            !host.extensions(profile, point).is_empty()
+        });
         // The model's pieces go through a channel to the extensions of the stream points
         // (`live`), in the order they arrive, while the reply streams.
         let (sender, mut pieces) = tokio::sync::mpsc::unbounded_channel();
@@ -109,7 +139,7 @@ impl MessageLoop<'_> {
         };
         let showing = async {
             while let Some((reasoning, piece)) = pieces.recv().await {
-                self.streamed(&mut live, reasoning, &piece).await?;
+                self.streamed(&mut live, reasoning, piece).await?;
             }
             Ok::<(), LoopError>(())
         };
@@ -129,10 +159,7 @@ impl MessageLoop<'_> {
         };
         let received = received?;
         match result {
-            Some(Ok(reply)) => {
-                self.record_reply(&reply).await?;
-                Ok(Asked::Reply(reply))
-            }
+            Some(Ok(reply)) => Ok(Asked::Reply(self.record_reply(reply).await?)),
             Some(Err(error @ ModelError::Broken { .. })) => Ok(self.broken(error)),
             Some(Err(error)) => Err(error.into()),
             None => self.dropped(received).await,
@@ -171,33 +198,45 @@ impl MessageLoop<'_> {
         &self,
         live: &mut Live<'_>,
         reasoning: bool,
-        piece: &str,
+        piece: String,
     ) -> Result<(), LoopError> {
-        let (masked, full) = match reasoning {
-            true => (live.reasoning.push(piece), &mut live.thought),
+        let (masked, full, keep) = match reasoning {
+            true => (
+                live.reasoning.push(&piece),
+                &mut live.thought,
+                live.keep_thought,
+            ),
             false => {
-                live.received.push_str(piece);
-                (live.text.push(piece), &mut live.said)
+                let masked = live.text.push(&piece);
+                match live.received.is_empty() {
+                    // The first piece (a reply in one event: all of it) is moved, not copied.
+                    true => live.received = piece,
+                    false => live.received.push_str(&piece),
+                }
+                (masked, &mut live.said, live.keep_said)
             }
         };
         if !masked.is_empty() {
-            self.stream_piece(reasoning, full, masked.into_inner(), true)
+            self.stream_piece(reasoning, full, keep, masked.into_inner(), true)
                 .await?;
         }
         Ok(())
     }
 
-    /// A masked piece: added to `full`, through the `*_stream_chunk` point (which may change
-    /// it) and the `*_stream` point, then, if `show`, shown (text only). Returns the piece as
-    /// changed, masked.
+    /// A masked piece: added to `full` (if `keep`: the points have extensions), through the
+    /// `*_stream_chunk` point (which may change it) and the `*_stream` point, then, if `show`,
+    /// shown (text only). Returns the piece as changed, masked.
     async fn stream_piece(
         &self,
         reasoning: bool,
         full: &mut String,
+        keep: bool,
         piece: String,
         show: bool,
     ) -> Result<Masked, LoopError> {
-        full.push_str(&piece);
+        if keep {
+            full.push_str(&piece);
+        }
         let piece = match reasoning {
             true => {
                 let chunk = || ReasoningStreamChunk::new(piece.clone(), full.clone());
@@ -240,16 +279,22 @@ impl MessageLoop<'_> {
             reasoning,
             received,
             mut said,
+            keep_said,
             mut thought,
+            keep_thought,
         } = live;
         let rest = reasoning.finish().into_inner();
         if !rest.is_empty() {
-            self.stream_piece(true, &mut thought, rest, false).await?;
+            self.stream_piece(true, &mut thought, keep_thought, rest, false)
+                .await?;
         }
         let rest = text.finish().into_inner();
         let rest = match rest.is_empty() {
             true => Masked::default(),
-            false => self.stream_piece(false, &mut said, rest, false).await?,
+            false => {
+                self.stream_piece(false, &mut said, keep_said, rest, false)
+                    .await?
+            }
         };
         if self.agent.output.enabled() {
             self.agent.output.print(OutputKind::ModelEnd, &rest);
@@ -296,22 +341,42 @@ impl MessageLoop<'_> {
         Ok(Asked::Interrupted)
     }
 
-    /// A whole reply: in the log (with its usage), its usage summed, and in the history.
-    async fn record_reply(&self, reply: &ModelReply) -> Result<(), LoopError> {
-        self.log_reply(reply);
+    /// A whole reply: read, in the log (with its usage), its usage summed, and in the
+    /// history.
+    async fn record_reply(&self, reply: ModelReply) -> Result<ReadReply, LoopError> {
+        let specs = self.agent.host.tool_specs(self.agent.profile());
+        let tools: Vec<(&str, &serde_json::Value)> = specs
+            .iter()
+            .map(|t| (t.name.as_str(), &t.parameters))
+            .collect();
+        let read = ReadReply {
+            request: request_of(&reply, self.model.protocol(), &tools),
+            signature: signature(&reply),
+            call_id: match reply.tool_calls.as_slice() {
+                [call] => Some(call.id.clone()),
+                _ => None,
+            },
+        };
+        self.log_reply(&reply, read.request.as_ref().ok());
         if let Some(usage) = reply.usage {
             self.agent.add_usage(usage);
         }
-        self.hist_add_reply(reply.text.clone(), reply.tool_calls.clone())
-            .await
+        self.hist_add_reply(reply.text, reply.tool_calls).await?;
+        Ok(read)
     }
 
     /// The model's reply in the log, headed by its `headline`, with its tool (or native
-    /// calls), thoughts and token usage.
-    fn log_reply(&self, reply: &ModelReply) {
-        let parsed = match reply.tool_calls.is_empty() {
-            true => parse_reply(&reply.text),
-            false => None,
+    /// calls), thoughts and token usage. `request`: the reply read, if it could be.
+    fn log_reply(&self, reply: &ModelReply, request: Option<&ToolRequest>) {
+        let reread;
+        let parsed = match (reply.tool_calls.is_empty(), request) {
+            (false, _) => None,
+            (true, Some(request)) => Some(request),
+            // Unusable as a request: what the lenient reader finds still heads the log.
+            (true, None) => {
+                reread = parse_reply(&reply.text);
+                reread.as_ref()
+            }
         };
         let mut kvps = Map::new();
         if let Some(request) = &parsed {
@@ -331,7 +396,7 @@ impl MessageLoop<'_> {
             kvps.insert("reasoning".to_owned(), json!(reply.reasoning));
         }
         let heading = parsed
-            .and_then(|r| r.headline)
+            .and_then(|r| r.headline.clone())
             .unwrap_or_else(|| format!("{}: reply", self.agent.name()));
         self.agent.add_log(
             LogKind::Agent,

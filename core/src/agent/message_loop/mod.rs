@@ -10,7 +10,6 @@ pub use error::LoopError;
 use std::sync::Arc;
 
 use crate::agent::message_loop::ask::Asked;
-use crate::agent::message_loop::tool_calls::{request_of, signature};
 use crate::agent::output::OutputKind;
 use crate::agent::Agent;
 use crate::model::{Model, ModelError};
@@ -245,16 +244,9 @@ impl MessageLoop<'_> {
             Asked::Interrupted => return Ok(Step::Interrupted),
             Asked::Broken(error) => return Ok(Step::Broken(error)),
         };
-        let specs = self.agent.host.tool_specs(self.agent.profile());
-        let tools: Vec<(&str, &serde_json::Value)> = specs
-            .iter()
-            .map(|t| (t.name.as_str(), &t.parameters))
-            .collect();
-        let request = request_of(&reply, self.model.protocol(), &tools);
-        let signature = signature(&reply);
-        let repeated = last_reply.as_deref() == Some(signature.as_str());
-        *last_reply = Some(signature);
-        let mut request = match request {
+        let repeated = last_reply.as_deref() == Some(reply.signature.as_str());
+        *last_reply = Some(reply.signature);
+        let mut request = match reply.request {
             _ if repeated => return self.unusable(REPEAT_WARNING.to_owned()).await,
             Ok(request) => request,
             Err(Misformat::NoRequest) => return self.unusable(MISFORMAT_WARNING.to_owned()).await,
@@ -263,11 +255,7 @@ impl MessageLoop<'_> {
                 return self.unusable(warning).await;
             }
         };
-        let call_id = match reply.tool_calls.as_slice() {
-            [call] => Some(call.id.clone()),
-            _ => None,
-        };
-        drop(reply); // the history has it: a long reply is not kept through the call
+        let call_id = reply.call_id;
         self.agent.transcript.expect_result_of(call_id);
         let audit_was_failing = self.agent.audit_failure().is_some();
         let result = self

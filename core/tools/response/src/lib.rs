@@ -1,7 +1,7 @@
 //! The `response` tool: the agent's final answer. It ends the message loop.
 
 use plugin_api::{Args, Context, Response, RiskLevel, Tool, ToolError, ToolInfo};
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[derive(Default)]
 struct ResponseTool;
@@ -21,10 +21,12 @@ impl Tool for ResponseTool {
     }
 
     async fn execute(&self, _ctx: &Context, args: Args) -> Result<Response, ToolError> {
-        let text = args
-            .str("text")
-            .or_else(|| args.str("message"))
-            .unwrap_or_default();
+        // Taken out of the arguments, not copied: a long answer is held once.
+        let mut args = args.into_map();
+        let text = match (args.remove("text"), args.remove("message")) {
+            (Some(Value::String(text)), _) | (_, Some(Value::String(text))) => text,
+            _ => String::new(),
+        };
         if text.trim().is_empty() {
             return Err(ToolError::repairable(
                 "the response tool needs a non-empty 'text' argument with your final answer",

@@ -368,3 +368,74 @@ fn unknown_and_agent_only_tools_are_protocol_errors_and_requests_before_initiali
     drop(stdin);
     let _ = child.wait();
 }
+
+/// A call whose line is mostly one long argument is parsed with the line's own buffer
+/// becoming that argument (`toolhost::long_string`): the tool must get it exactly as sent,
+/// every escape decoded; a long argument that is not valid JSON text gets the usual parse
+/// error, and the server goes on.
+#[test]
+fn over_stdio_a_long_argument_arrives_whole_and_a_broken_one_gets_the_usual_error() {
+    let root = root();
+    let mut child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args(["--max-output", "16000000", "serve-mcp"])
+        .args(["--max-body-bytes", "16000000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost serve-mcp");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(INITIALIZE);
+    read_answers(&lines, 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let long = "line\n\"quoted\" \\ tab\t é 😀 \u{1} / end ".repeat(70_000);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"n": 1, "text": long}}});
+    let line = call.to_string();
+    assert!(
+        line.len() > 2 << 20,
+        "{} bytes: not a long line",
+        line.len()
+    );
+    send(&line);
+    let answer = read_answers(&lines, 1).remove(0);
+    assert_eq!(answer["id"], 1, "{}", &answer.to_string()[..200]);
+    let echoed = answer["result"]["content"][0]["text"]
+        .as_str()
+        .expect("a text answer");
+    let echoed: Value = serde_json::from_str(echoed).expect("echo answers its arguments' JSON");
+    assert!(
+        echoed["text"] == long,
+        "the long argument changed on its way"
+    );
+    assert_eq!(echoed["n"], 1);
+
+    // A lone surrogate inside the long argument: not JSON text, the usual parse error.
+    let broken = line.replacen("end", "\\ud800", 1);
+    assert_ne!(broken, line);
+    send(&broken);
+    let answer = read_answers(&lines, 1).remove(0);
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    let answer = read_answers(&lines, 1).remove(0);
+    assert_eq!(answer["id"], 2, "{answer}");
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+}

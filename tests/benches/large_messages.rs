@@ -6,11 +6,18 @@
 //! - **serve-mcp argument**: `toolhost serve-mcp` over stdio, a `tools/call` of the `noop`
 //!   fixture with one string argument of N bytes (`--max-body-bytes` raised to let it in);
 //! - **model token**: `toolhost chat`, a model server (Python, OpenAI-compatible, streamed)
-//!   sending its whole JSON reply, a `response` of N bytes, as one event.
+//!   sending its whole JSON reply, a `response` of N bytes, as one event;
+//! - **HTTP MCP answer**: `toolhost --yes call remote.echo`, the tool of a streamable HTTP
+//!   MCP server (`toolhost serve-mcp --http`, the `echo` fixture given `answer_bytes`)
+//!   answering N bytes;
+//! - **serve-mcp HTTP, 48 clients**: `toolhost serve-mcp --http`, 48 clients each POSTing at
+//!   once a `tools/call` of `noop` with one string argument of N bytes (the size column is the
+//!   48 bodies together).
 //!
 //! Each row says the peak, what the message added to it and that as a multiple of N. Linux
 //! only. Run with `cargo bench -p toolhost-tests --profile dev --bench large_messages`
-//! (memory does not depend on optimisation; the dev profile saves the release build).
+//! (memory does not depend on optimisation; the dev profile saves the release build), and
+//! `-- NAME` to run only the cases whose name holds NAME.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -170,6 +177,94 @@ fn model_token(root: &Path, bytes: u64) -> u64 {
     peak
 }
 
+/// `toolhost serve-mcp --http 127.0.0.1:0` of `root` with `args`: the child and its address.
+fn serve_http(root: &Path, args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(root)
+        .args(["--max-output", "100000000", "serve-mcp", "--no-watch"])
+        .args(["--http", "127.0.0.1:0", "--allow-writes-without-token"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running toolhost serve-mcp --http");
+    let mut stderr = BufReader::new(child.stderr.take().expect("its errors"));
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve-mcp ended");
+        if let Some(url) = line.trim().strip_prefix("toolhost: serving MCP on ") {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, url)
+}
+
+fn http_mcp_answer(root: &Path, bytes: u64) -> u64 {
+    let (mut server, url) = serve_http(root, &[]);
+    let client = TestRoot::new();
+    let servers = serde_json::json!({"mcpServers": {"remote": {"url": url}}});
+    client.write("usr/mcp.json", servers.to_string());
+    let args = format!(r#"{{"answer_bytes": {bytes}}}"#);
+    let child = Command::new(toolhost_bin())
+        .arg("--root")
+        .arg(client.path())
+        .args(["--yes", "call", "remote.echo"])
+        .args(["--args", &args])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("running toolhost call");
+    let peak = peak_of(child);
+    let _ = server.kill();
+    let _ = server.wait();
+    peak
+}
+
+/// 48 clients at once, each a `tools/call` of `noop` with a string of `bytes / 48` bytes.
+fn serve_mcp_http_clients(root: &Path, bytes: u64) -> u64 {
+    const CLIENTS: u64 = 48;
+    let each = (bytes / CLIENTS).max(1);
+    let max = (each + (1 << 20)).to_string();
+    let (child, url) = serve_http(root, &["--max-body-bytes", &max]);
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "noop", "arguments": {"text": "y".repeat(each as usize)}}})
+    .to_string();
+    let body = std::sync::Arc::new(body);
+    let start = std::sync::Arc::new(std::sync::Barrier::new(CLIENTS as usize));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (body, start, authority) = (body.clone(), start.clone(), authority.clone());
+            std::thread::spawn(move || {
+                let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+                let head = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                start.wait();
+                stream.write_all(head.as_bytes()).expect("request");
+                stream.write_all(body.as_bytes()).expect("body");
+                let mut answer = String::new();
+                std::io::Read::read_to_string(&mut stream, &mut answer).expect("answer");
+                assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            })
+        })
+        .collect();
+    drop(body);
+    for client in clients {
+        client.join().expect("a client");
+    }
+    // SAFETY: a signal to a child of this process that has not been reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    peak_of(child)
+}
+
 fn main() {
     let mcp = TestRoot::new();
     mcp.write("usr/server.py", MCP_SERVER);
@@ -179,11 +274,12 @@ fn main() {
     mcp.write("usr/mcp.json", servers.to_string());
     let served = TestRoot::new();
     served.tool("usr", "noop", Fixture::Noop); // builds the fixtures and toolhost first
+    served.tool("usr", "echo", Fixture::Echo);
     let chat = TestRoot::new();
     chat.tool("core", "response", Fixture::Response);
 
     type Case = fn(&Path, u64) -> u64;
-    let cases: [(&str, &Path, Case, [u64; 2]); 3] = [
+    let cases: [(&str, &Path, Case, [u64; 2]); 5] = [
         (
             "MCP answer",
             mcp.path(),
@@ -202,9 +298,29 @@ fn main() {
             model_token,
             [5_000_000, 10_000_000],
         ),
+        (
+            "HTTP MCP answer",
+            served.path(),
+            http_mcp_answer,
+            [5_000_000, 15_000_000],
+        ),
+        (
+            "serve-mcp HTTP x48",
+            served.path(),
+            serve_mcp_http_clients,
+            [24_000_000, 96_000_000],
+        ),
     ];
     println!("case                  size      peak RSS   added      added / size");
+    // `cargo bench … --bench large_messages -- HTTP` runs the cases whose name holds `HTTP`.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     for (name, root, case, sizes) in cases {
+        if !only.is_empty() && !only.iter().any(|o| name.contains(o.as_str())) {
+            continue;
+        }
         let floor = case(root, 1);
         println!("{name:<20} {:>6}    {:>7.1} MB", "1 B", floor as f64 / 1e6);
         for bytes in sizes {

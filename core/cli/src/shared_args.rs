@@ -1,10 +1,12 @@
 //! The arguments several commands share: a number of seconds (`watch`, `chat`, `serve-mcp`),
-//! what `watch` and `dev` watch, and the session of `run` and `chat`.
+//! what `watch` and `dev` watch, the session of `run` and `chat`, and how `add` and `update`
+//! fetch a package and replace an installed one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
+use toolhost::package::Replace;
 use toolhost::{Host, LoopOptions};
 
 use crate::Global;
@@ -93,5 +95,33 @@ impl SessionArgs {
             host.set_secrets(secrets.from_file(file));
         }
         Ok(host)
+    }
+}
+
+/// The arguments `add` and `update` share: the certificate authorities a package's https://
+/// source is fetched with, and which replacements of an installed version are accepted.
+#[derive(clap::Args)]
+pub(crate) struct PackageArgs {
+    /// For a package from an https:// URL: also trust the certificate authorities in this
+    /// PEM file (a private CA), besides the system's.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ca: Option<PathBuf>,
+    /// Install a version older than, or the same as, the installed one (the refusal
+    /// names both).
+    #[arg(long)]
+    allow_downgrade: bool,
+    /// Accept a signer other than the key the installed version was signed by (pinned
+    /// at its first install).
+    #[arg(long)]
+    new_signer: bool,
+}
+
+impl PackageArgs {
+    /// The replacements of an installed version `--allow-downgrade` and `--new-signer` accept.
+    pub(crate) fn replace(&self) -> Replace {
+        Replace {
+            allow_downgrade: self.allow_downgrade,
+            new_signer: self.new_signer,
+        }
     }
 }

@@ -1,14 +1,15 @@
 //! `toolhost update [NAME]`: the newer version of installed packages from the sources they came
 //! from, verified and installed as `toolhost add` does (add.rs).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use toolhost::package::{install, PackageLock, Replace};
+use toolhost::package::{install, PackageLock};
 use toolhost::Layout;
 
 use crate::add::{fetch_and_verify, finish, AddOptions};
+use crate::shared_args::PackageArgs;
 use crate::Global;
 
 /// Install the newer version of installed packages (all, or NAME) from the sources they
@@ -17,28 +18,14 @@ use crate::Global;
 pub(crate) struct Args {
     /// The package (default: every installed one).
     name: Option<String>,
-    /// For packages from https:// URLs: also trust the certificate authorities in this
-    /// PEM file (a private CA), besides the system's.
-    #[arg(long, value_name = "FILE")]
-    ca: Option<PathBuf>,
-    /// Install a version older than, or the same as, the installed one (the refusal
-    /// names both).
-    #[arg(long)]
-    allow_downgrade: bool,
-    /// Accept a signer other than the key the installed version was signed by (pinned
-    /// at its first install).
-    #[arg(long)]
-    new_signer: bool,
+    #[command(flatten)]
+    package: PackageArgs,
 }
 
 impl Args {
     /// `toolhost update`.
     pub(crate) fn run(self, global: &Global) -> Result<ExitCode> {
-        let replace = Replace {
-            allow_downgrade: self.allow_downgrade,
-            new_signer: self.new_signer,
-        };
-        let options = AddOptions::new(global, false, "release".to_owned(), self.ca, replace)?;
+        let options = AddOptions::new(global, false, "release".to_owned(), self.package)?;
         update(&global.root, self.name.as_deref(), &options)
     }
 }

@@ -11,6 +11,7 @@ use anyhow::Result;
 use toolhost::package::{install, Locked, Policy, Replace, Shown, Verified};
 use toolhost::Layout;
 
+use crate::shared_args::PackageArgs;
 use crate::Global;
 pub(crate) use source::fetch_and_verify;
 
@@ -42,18 +43,8 @@ pub(crate) struct Args {
     /// bytes).
     #[arg(long)]
     locked: bool,
-    /// For an https:// SOURCE: also trust the certificate authorities in this PEM file
-    /// (a private CA), besides the system's.
-    #[arg(long, value_name = "FILE")]
-    ca: Option<PathBuf>,
-    /// Install a version older than, or the same as, the installed one (the refusal
-    /// names both).
-    #[arg(long)]
-    allow_downgrade: bool,
-    /// Accept a signer other than the key the installed version was signed by (pinned
-    /// at its first install).
-    #[arg(long)]
-    new_signer: bool,
+    #[command(flatten)]
+    package: PackageArgs,
 }
 
 impl Args {
@@ -71,12 +62,8 @@ impl Args {
             },
             (None, None, None) => crate::exit::usage!("add needs SOURCE, --path DIR or --git URL"),
         };
-        let replace = Replace {
-            allow_downgrade: self.allow_downgrade,
-            new_signer: self.new_signer,
-        };
         let (locked, cargo_profile) = (self.locked, self.cargo_profile);
-        let options = AddOptions::new(global, locked, cargo_profile, self.ca, replace)?;
+        let options = AddOptions::new(global, locked, cargo_profile, self.package)?;
         add(&global.root, &source, &options)
     }
 }
@@ -101,8 +88,7 @@ impl AddOptions {
         global: &Global,
         locked: bool,
         cargo_profile: String,
-        ca: Option<PathBuf>,
-        replace: Replace,
+        package: PackageArgs,
     ) -> Result<Self> {
         let layout = Layout::new(&global.root);
         let config =
@@ -116,8 +102,8 @@ impl AddOptions {
             locked,
             policy,
             cargo_profile,
-            ca,
-            replace,
+            replace: package.replace(),
+            ca: package.ca,
         })
     }
 }

@@ -20,19 +20,18 @@
 //! down with `Runtime::shutdown_background` (or `shutdown_timeout`). Other runtimes (the
 //! CLI's and `serve-mcp`'s among them) always hand calls to call threads.
 //!
-//! Handing a call to a call thread costs a channel send and, when the thread is parked, a
-//! wake-up. Both sides poll for a few microseconds first (a thread after a call, waiting for
-//! the next; a caller, waiting for a quick result), so back-to-back short calls rarely park.
-//! They spin for the first few microseconds only, then yield the processor between polls: on a
-//! busy machine (or one core) a caller that kept spinning would hold the very core its call
-//! thread needs, while a yield is a system call that costs more than a short call. Threads left
-//! idle for [`IDLE_EXIT`] end; new ones start when none is idle.
+//! Handing a call to a call thread costs a channel send and a wake-up, and its result another
+//! wake-up. Neither side polls for the other first: a caller or a thread that polled, yielding
+//! the processor between polls, lost its core for a scheduler slice whenever the cores were
+//! busy (2.5 ms a call with two busy threads beside it, against 22 µs without the polls;
+//! BENCHMARKS.md, `lifecycle`, served calls). Threads left idle for [`IDLE_EXIT`] end; new
+//! ones start when none is idle.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,14 +42,9 @@ use crate::sync::lock;
 
 /// How long an idle call thread waits for work before it ends.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(10);
-/// How long a call thread polls for the next call before it parks.
-const THREAD_POLL: Duration = Duration::from_micros(50);
-/// How long a caller polls for a quick result before it awaits.
-const CALLER_POLL: Duration = Duration::from_micros(20);
-/// For how much of its polling a side spins on the processor before it yields between polls:
-/// long enough to cover a short call, or the caller's work between two calls, without a
-/// system call; short enough that on one busy core a spinning side delays the other by
-/// no more than this.
+/// For how much of its polling [`poll`] spins on the processor before it yields between
+/// polls: long enough to cover a short answer without a system call; short enough that on
+/// one busy core a spinning side delays the other by no more than this.
 const SPIN: Duration = Duration::from_micros(4);
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -119,18 +113,10 @@ where
         let _ = dispatch(Box::new(move || {
             let out = handle.block_on(fut);
             // Idle again before the caller has the result: its next call finds this thread
-            // instead of starting another one (which would then poll beside this one).
+            // instead of starting another one.
             offer_this_thread();
             hand_over(out);
         }));
-        let quick = poll(CALLER_POLL, || match rx.try_recv() {
-            Ok(out) => Some(Some(out)),
-            Err(oneshot::error::TryRecvError::Empty) => None,
-            Err(oneshot::error::TryRecvError::Closed) => Some(None),
-        });
-        if let Some(Some(out)) = quick {
-            return Ok(out);
-        }
     }
     let ended = tokio::select! {
         out = &mut rx => match out {
@@ -209,7 +195,8 @@ impl Drop for Inline {
 }
 
 /// Calls `ready` until it returns a value or `limit` has passed: spinning for the first
-/// [`SPIN`], then yielding the processor between polls.
+/// [`SPIN`], then yielding the processor between polls. (An isolated call's caller polls so
+/// for its worker's answer; the call threads do not poll, see the module.)
 pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
     loop {
@@ -271,7 +258,7 @@ fn offer_this_thread() {
     }
 }
 
-/// A call thread: runs jobs, then waits (spinning, then parked) for the next one.
+/// A call thread: runs jobs, then waits (parked) for the next one.
 fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
     while let Some(job) = next_job(id, receiver) {
         THIS_THREAD.with(|this| *this.borrow_mut() = Some((id, sender.clone())));
@@ -283,14 +270,6 @@ fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
 
 /// The next job; `None` when this thread should end (idle too long, and nobody holds it).
 fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
-    let polled = poll(THREAD_POLL, || match receiver.try_recv() {
-        Ok(job) => Some(Some(job)),
-        Err(TryRecvError::Disconnected) => Some(None),
-        Err(TryRecvError::Empty) => None,
-    });
-    if let Some(job) = polled {
-        return job;
-    }
     match receiver.recv_timeout(IDLE_EXIT) {
         Ok(job) => return Some(job),
         Err(RecvTimeoutError::Disconnected) => return None,

@@ -119,7 +119,7 @@ impl Call {
             return Err(e);
         }
         let heading = format!("Using tool '{request}'");
-        let shown = super::shown::args(&args, &agent.host.secret_store().get());
+        let shown = super::shown::args(&args, || agent.host.secret_store().get());
         let log_id = agent.add_log(LogKind::Tool, heading, String::new(), shown, false);
         let tool_name = match &target {
             #[cfg(feature = "mcp")]

@@ -3,6 +3,8 @@
 //! the session's log. The call itself, its validation and its audit record have the
 //! arguments whole; the history has the reply whole.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::long_output::floor_char_boundary;
@@ -37,11 +39,52 @@ fn cut_masked(start: &str, secrets: &Secrets) -> String {
 }
 
 /// `args`, every string cut and every value past the bound left out (see the module).
-pub(crate) fn args(args: &Map<String, Value>, secrets: &Secrets) -> Map<String, Value> {
+/// Arguments within the bound (nearly all) are cloned as they are, and `secrets` is asked for
+/// only to cut: a call's log item costs what a clone costs.
+pub(crate) fn args(
+    args: &Map<String, Value>,
+    secrets: impl FnOnce() -> Arc<Secrets>,
+) -> Map<String, Value> {
+    let mut budget = SHOWN_BYTES;
+    if args.values().all(|value| fits(value, &mut budget)) {
+        return args.clone();
+    }
+    let secrets = secrets();
     let mut budget = SHOWN_BYTES;
     args.iter()
-        .map(|(name, value)| (name.clone(), bounded(value, &mut budget, secrets)))
+        .map(|(name, value)| (name.clone(), bounded(value, &mut budget, &secrets)))
         .collect()
+}
+
+/// Whether [`bounded`] would show `value` whole, counting as it does.
+fn fits(value: &Value, budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    match value {
+        Value::String(text) if text.len() > *budget => false,
+        Value::String(text) => {
+            *budget -= text.len();
+            true
+        }
+        Value::Array(items) => {
+            *budget = budget.saturating_sub(8);
+            items.iter().all(|item| fits(item, budget))
+        }
+        Value::Object(members) => {
+            *budget = budget.saturating_sub(8);
+            members.iter().all(|(name, member)| {
+                *budget != 0 && {
+                    *budget = budget.saturating_sub(name.len());
+                    fits(member, budget)
+                }
+            })
+        }
+        _ => {
+            *budget = budget.saturating_sub(8);
+            true
+        }
+    }
 }
 
 /// `value` within `budget` bytes (counted roughly: a string its length, anything else 8).
@@ -104,10 +147,14 @@ mod tests {
     fn small_arguments_are_shown_whole_and_large_ones_cut() {
         let small = json!({"name": "Ada", "n": [1, 2, {"deep": true}]});
         let small = small.as_object().unwrap();
-        let none = Secrets::empty();
-        assert_eq!(&args(small, &none), small);
+        let none = Arc::new(Secrets::empty());
+        let unasked = || -> Arc<Secrets> { panic!("the secrets are read only to cut") };
+        assert_eq!(&args(small, unasked), small);
+        // Exactly at the bound: whole, as the cut would count it.
+        let full = json!({"a": "x".repeat(SHOWN_BYTES - 8 - 1), "b": [true]});
+        assert_eq!(&args(full.as_object().unwrap(), unasked), full.as_object().unwrap());
         let big = json!({"a": "é".repeat(SHOWN_BYTES), "b": "later", "c": vec![1; 100_000]});
-        let cut = Value::Object(args(big.as_object().unwrap(), &none));
+        let cut = Value::Object(args(big.as_object().unwrap(), || none.clone()));
         let json = cut.to_string();
         assert!(json.len() < SHOWN_BYTES + 1024, "{}", json.len());
         assert!(
@@ -131,7 +178,8 @@ mod tests {
         let shown = text(&long, "the history", &secrets);
         assert!(!shown.contains("hunter2"), "{}", &shown[shown.len() - 80..]);
         let args = json!({"a": long}).as_object().unwrap().clone();
-        let shown = Value::Object(super::args(&args, &secrets)).to_string();
+        let secrets = Arc::new(secrets);
+        let shown = Value::Object(super::args(&args, || secrets.clone())).to_string();
         assert!(!shown.contains("hunter2"), "the arguments' cut too");
     }
 }

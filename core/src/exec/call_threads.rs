@@ -20,18 +20,23 @@
 //! down with `Runtime::shutdown_background` (or `shutdown_timeout`). Other runtimes (the
 //! CLI's and `serve-mcp`'s among them) always hand calls to call threads.
 //!
-//! Handing a call to a call thread costs a channel send and a wake-up, and its result another
-//! wake-up. Neither side polls for the other first: a caller or a thread that polled, yielding
-//! the processor between polls, lost its core for a scheduler slice whenever the cores were
-//! busy (2.5 ms a call with two busy threads beside it, against 22 µs without the polls;
-//! BENCHMARKS.md, `lifecycle`, served calls). Threads left idle for [`IDLE_EXIT`] end; new
-//! ones start when none is idle.
+//! Handing a call to a call thread costs a channel send and, when the thread is parked, a
+//! wake-up. Both sides poll for a few microseconds first (a thread after a call, waiting for
+//! the next; a caller, waiting for a quick result), so back-to-back short calls rarely park:
+//! waking a parked thread on an idle core took 50 µs here. They spin for the first few
+//! microseconds only, then yield the processor between polls: on a busy machine (or one core)
+//! a caller that kept spinning would hold the very core its call thread needs. But when every
+//! core is busy a yield can lose the core for a whole scheduler slice (milliseconds): a yield
+//! that took longer than [`LOST_SLICE`] marks the machine busy, and for [`BUSY_FOR`] nobody
+//! polls (a served call with two busy threads beside it: 2.5 ms with the polls, 22 µs
+//! without; BENCHMARKS.md, `lifecycle`, served calls). Threads left idle for [`IDLE_EXIT`]
+//! end; new ones start when none is idle.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,10 +47,20 @@ use crate::sync::lock;
 
 /// How long an idle call thread waits for work before it ends.
 pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(10);
-/// For how much of its polling [`poll`] spins on the processor before it yields between
-/// polls: long enough to cover a short answer without a system call; short enough that on
-/// one busy core a spinning side delays the other by no more than this.
+/// How long a call thread polls for the next call before it parks.
+const THREAD_POLL: Duration = Duration::from_micros(50);
+/// How long a caller polls for a quick result before it awaits.
+const CALLER_POLL: Duration = Duration::from_micros(20);
+/// For how much of its polling a side spins on the processor before it yields between polls:
+/// long enough to cover a short call, or the caller's work between two calls, without a
+/// system call; short enough that on one busy core a spinning side delays the other by
+/// no more than this.
 const SPIN: Duration = Duration::from_micros(4);
+/// A yield that took longer than this gave the core away for a scheduler slice: the cores
+/// are busy.
+const LOST_SLICE: Duration = Duration::from_micros(200);
+/// How long nobody polls once a yield lost its core.
+const BUSY_FOR: Duration = Duration::from_millis(100);
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -113,10 +128,18 @@ where
         let _ = dispatch(Box::new(move || {
             let out = handle.block_on(fut);
             // Idle again before the caller has the result: its next call finds this thread
-            // instead of starting another one.
+            // instead of starting another one (which would then poll beside this one).
             offer_this_thread();
             hand_over(out);
         }));
+        let quick = poll(CALLER_POLL, || match rx.try_recv() {
+            Ok(out) => Some(Some(out)),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(None),
+        });
+        if let Some(Some(out)) = quick {
+            return Ok(out);
+        }
     }
     let ended = tokio::select! {
         out = &mut rx => match out {
@@ -195,10 +218,15 @@ impl Drop for Inline {
 }
 
 /// Calls `ready` until it returns a value or `limit` has passed: spinning for the first
-/// [`SPIN`], then yielding the processor between polls. (An isolated call's caller polls so
-/// for its worker's answer; the call threads do not poll, see the module.)
+/// [`SPIN`], then yielding the processor between polls.
+///
+/// While the machine is marked busy (a yield lost its core within the last [`BUSY_FOR`]),
+/// `ready` is called once and nobody polls.
 pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
+    if busy(start) {
+        return ready();
+    }
     loop {
         if let Some(v) = ready() {
             return Some(v);
@@ -209,10 +237,34 @@ pub(crate) fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> 
         }
         if waited < SPIN {
             std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
+            continue;
+        }
+        let yielded = Instant::now();
+        std::thread::yield_now();
+        if yielded.elapsed() > LOST_SLICE {
+            mark_busy();
+            return ready();
         }
     }
+}
+
+/// Until when (in nanoseconds since [`EPOCH`]) the machine counts as busy.
+static BUSY_UNTIL: AtomicU64 = AtomicU64::new(0);
+/// What [`BUSY_UNTIL`] counts from.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+fn busy(now: Instant) -> bool {
+    let until = BUSY_UNTIL.load(Ordering::Relaxed);
+    until != 0 && nanos_since_epoch(now) < until
+}
+
+fn mark_busy() {
+    let until = nanos_since_epoch(Instant::now()).saturating_add(BUSY_FOR.as_nanos() as u64);
+    BUSY_UNTIL.store(until, Ordering::Relaxed);
+}
+
+fn nanos_since_epoch(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(*EPOCH).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Hands a job to an idle call thread, or to a new one.
@@ -258,7 +310,7 @@ fn offer_this_thread() {
     }
 }
 
-/// A call thread: runs jobs, then waits (parked) for the next one.
+/// A call thread: runs jobs, then waits (spinning, then parked) for the next one.
 fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
     while let Some(job) = next_job(id, receiver) {
         THIS_THREAD.with(|this| *this.borrow_mut() = Some((id, sender.clone())));
@@ -270,6 +322,14 @@ fn serve(id: u64, sender: &Sender<Job>, receiver: &Receiver<Job>) {
 
 /// The next job; `None` when this thread should end (idle too long, and nobody holds it).
 fn next_job(id: u64, receiver: &Receiver<Job>) -> Option<Job> {
+    let polled = poll(THREAD_POLL, || match receiver.try_recv() {
+        Ok(job) => Some(Some(job)),
+        Err(TryRecvError::Disconnected) => Some(None),
+        Err(TryRecvError::Empty) => None,
+    });
+    if let Some(job) = polled {
+        return job;
+    }
     match receiver.recv_timeout(IDLE_EXIT) {
         Ok(job) => return Some(job),
         Err(RecvTimeoutError::Disconnected) => return None,
@@ -294,6 +354,21 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    /// Once a yield lost its core, nobody polls: `ready` is asked once, and the window ends.
+    #[test]
+    fn a_busy_machine_is_not_polled() {
+        mark_busy();
+        let mut asked = 0;
+        let got = poll(Duration::from_millis(50), || {
+            asked += 1;
+            None::<()>
+        });
+        assert!(got.is_none() && asked == 1, "asked {asked} times");
+        assert!(busy(Instant::now()));
+        assert!(!busy(Instant::now() + BUSY_FOR + Duration::from_millis(1)));
+        BUSY_UNTIL.store(0, Ordering::Relaxed);
+    }
 
     /// A future that holds its thread for `ms` without awaiting.
     async fn spin(ms: u64) -> u64 {

@@ -152,7 +152,10 @@ mod tests {
         assert_eq!(&args(small, unasked), small);
         // Exactly at the bound: whole, as the cut would count it.
         let full = json!({"a": "x".repeat(SHOWN_BYTES - 8 - 1), "b": [true]});
-        assert_eq!(&args(full.as_object().unwrap(), unasked), full.as_object().unwrap());
+        assert_eq!(
+            &args(full.as_object().unwrap(), unasked),
+            full.as_object().unwrap()
+        );
         let big = json!({"a": "é".repeat(SHOWN_BYTES), "b": "later", "c": vec![1; 100_000]});
         let cut = Value::Object(args(big.as_object().unwrap(), || none.clone()));
         let json = cut.to_string();

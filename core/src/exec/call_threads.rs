@@ -28,8 +28,8 @@
 //! a caller that kept spinning would hold the very core its call thread needs. But when every
 //! core is busy a yield can lose the core for a whole scheduler slice (milliseconds): a yield
 //! that took longer than [`LOST_SLICE`] marks the machine busy, and for [`BUSY_FOR`] nobody
-//! polls (a served call with two busy threads beside it: 2.5 ms with the polls, 22 µs
-//! without; BENCHMARKS.md, `lifecycle`, served calls). Threads left idle for [`IDLE_EXIT`]
+//! polls (a served call with two busy threads beside it: 3.2 to 3.5 ms before this rule, 21
+//! to 65 µs with it; BENCHMARKS.md, `lifecycle`, served calls). Threads left idle for [`IDLE_EXIT`]
 //! end; new ones start when none is idle.
 
 use std::cell::RefCell;

@@ -74,13 +74,20 @@ fn read_answers(lines: &mpsc::Receiver<String>, want: usize) -> Vec<Value> {
     answers
 }
 
-#[test]
-fn over_stdio_every_bad_message_gets_its_error_and_good_ones_are_still_served() {
-    let root = root();
+/// `toolhost --root ROOT ARGS` (a `serve-mcp` over stdio): the child, its output's lines as
+/// they come, and its input.
+fn serve_stdio(
+    root: &toolhost_tests::TestRoot,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    mpsc::Receiver<String>,
+    std::process::ChildStdin,
+) {
     let mut child = Command::new(toolhost_bin())
         .arg("--root")
         .arg(root.path())
-        .args(["serve-mcp", "--max-body-bytes", "65536"])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -96,12 +103,23 @@ fn over_stdio_every_bad_message_gets_its_error_and_good_ones_are_still_served() 
             }
         }
     });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut send = |line: &str| {
-        stdin.write_all(line.as_bytes()).expect("write");
-        stdin.write_all(b"\n").expect("write");
-        stdin.flush().expect("flush");
-    };
+    let stdin = child.stdin.take().expect("stdin");
+    (child, lines, stdin)
+}
+
+/// Writes `line` and its end, at once.
+fn send_line(stdin: &mut std::process::ChildStdin, line: &str) {
+    stdin.write_all(line.as_bytes()).expect("write");
+    stdin.write_all(b"\n").expect("write");
+    stdin.flush().expect("flush");
+}
+
+#[test]
+fn over_stdio_every_bad_message_gets_its_error_and_good_ones_are_still_served() {
+    let root = root();
+    let (mut child, lines, mut stdin) =
+        serve_stdio(&root, &["serve-mcp", "--max-body-bytes", "65536"]);
+    let mut send = |line: &str| send_line(&mut stdin, line);
     send(INITIALIZE);
     let init = read_answers(&lines, 1);
     assert_eq!(init[0]["id"], "init", "{init:?}");
@@ -376,32 +394,15 @@ fn unknown_and_agent_only_tools_are_protocol_errors_and_requests_before_initiali
 #[test]
 fn over_stdio_a_long_argument_arrives_whole_and_a_broken_one_gets_the_usual_error() {
     let root = root();
-    let mut child = Command::new(toolhost_bin())
-        .arg("--root")
-        .arg(root.path())
-        .args(["--max-output", "16000000", "serve-mcp"])
-        .args(["--max-body-bytes", "16000000"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("toolhost serve-mcp");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut send = |line: &str| {
-        stdin.write_all(line.as_bytes()).expect("write");
-        stdin.write_all(b"\n").expect("write");
-        stdin.flush().expect("flush");
-    };
+    let args = [
+        "--max-output",
+        "16000000",
+        "serve-mcp",
+        "--max-body-bytes",
+        "16000000",
+    ];
+    let (mut child, lines, mut stdin) = serve_stdio(&root, &args);
+    let mut send = |line: &str| send_line(&mut stdin, line);
     send(INITIALIZE);
     read_answers(&lines, 1);
     send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);

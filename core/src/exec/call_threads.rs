@@ -23,14 +23,14 @@
 //! Handing a call to a call thread costs a channel send and, when the thread is parked, a
 //! wake-up. Both sides poll for a few microseconds first (a thread after a call, waiting for
 //! the next; a caller, waiting for a quick result), so back-to-back short calls rarely park:
-//! waking a parked thread on an idle core took 50 µs here. They spin for the first few
+//! waking a parked thread on an idle core costs tens of microseconds. They spin for the first few
 //! microseconds only, then yield the processor between polls: on a busy machine (or one core)
 //! a caller that kept spinning would hold the very core its call thread needs. But when every
 //! core is busy a yield can lose the core for a whole scheduler slice (milliseconds): a yield
 //! that took longer than [`LOST_SLICE`] marks the machine busy, and for [`BUSY_FOR`] nobody
-//! polls (a served call with two busy threads beside it: 3.2 to 3.5 ms before this rule, 21
-//! to 65 µs with it; BENCHMARKS.md, `lifecycle`, served calls). Threads left idle for [`IDLE_EXIT`]
-//! end; new ones start when none is idle.
+//! polls (the served calls with busy threads beside them, before and after this rule, are in
+//! BENCHMARKS.md, `lifecycle`). Threads left idle for [`IDLE_EXIT`] end; new ones start when
+//! none is idle.
 
 use std::cell::RefCell;
 use std::future::Future;
